@@ -1,0 +1,23 @@
+# Shared build helpers: warnings, sanitizers and the torch precompiled header.
+
+function(hp_set_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  if(HP_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(HP_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=${HP_SANITIZE} -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=${HP_SANITIZE})
+  endif()
+endfunction()
+
+# Torch headers take ~30 s per translation unit. hp_core precompiles them once; every other target
+# reuses that header (building one PCH per target costs minutes on 2 cores).
+function(hp_use_torch target)
+  target_link_libraries(${target} PUBLIC ${TORCH_LIBRARIES})
+  if(target STREQUAL "hp_core")
+    target_precompile_headers(${target} PRIVATE <torch/torch.h>)
+  else()
+    target_precompile_headers(${target} REUSE_FROM hp_core)
+  endif()
+endfunction()

@@ -1,0 +1,134 @@
+// BERT forward pass (see core/bert.h).
+#include "core/bert.h"
+
+#include <cmath>
+#include <limits>
+
+#include "core/bert_keys.h"
+#include "core/errors.h"  // InternalError, CheckpointError
+
+namespace hp::core {
+
+torch::Tensor apply_head_mask(const torch::Tensor& ctx, const torch::Tensor& mask) {
+  // ctx: [B, H, S, Dh]; mask: [H]
+  TORCH_CHECK(mask.dim() == 1 && mask.size(0) == ctx.size(1), "head mask of shape ", mask.sizes(),
+              " does not match ", ctx.size(1), " heads");
+  return ctx * mask.view({1, -1, 1, 1});
+}
+
+torch::Tensor extended_attention_mask(const torch::Tensor& attention_mask) {
+  // HF: (1 - mask) * finfo(float32).min, broadcast over heads and query positions.
+  auto m = attention_mask.to(torch::kFloat32).unsqueeze(1).unsqueeze(2);
+  return (1.0 - m) * std::numeric_limits<float>::lowest();
+}
+
+Bert::Bert(BertConfig cfg, std::map<std::string, torch::Tensor> params)
+    : cfg_(std::move(cfg)), params_(std::move(params)) {
+  for (const auto& spec : bert_key_table()) {
+    if (!spec.per_layer) {
+      HP_CHECK(params_.count(spec.hf), "missing parameter " << spec.hf);
+      continue;
+    }
+    for (int l = 0; l < cfg_.num_hidden_layers; ++l) HP_CHECK(params_.count(hf_key(spec, l)), "missing " << hf_key(spec, l));
+  }
+  auto get = [&](const char* name, int l) -> torch::Tensor {
+    for (const auto& spec : bert_key_table())
+      if (std::string(spec.name) == name) return params_.at(hf_key(spec, l));
+    throw InternalError(std::string("core/bert.cpp: no key spec named ") + name);
+  };
+  for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
+    layers_.push_back(LayerRefs{get("attn.q.w", l), get("attn.q.b", l), get("attn.k.w", l), get("attn.k.b", l),
+                                get("attn.v.w", l), get("attn.v.b", l), get("attn.o.w", l), get("attn.o.b", l),
+                                get("attn.ln.w", l), get("attn.ln.b", l), get("ffn.in.w", l), get("ffn.in.b", l),
+                                get("ffn.out.w", l), get("ffn.out.b", l), get("ffn.ln.w", l), get("ffn.ln.b", l)});
+  }
+}
+
+const torch::Tensor& Bert::p(const std::string& name) const { return params_.at(name); }
+
+torch::Tensor Bert::activation(const torch::Tensor& x) const {
+  const std::string& act = cfg_.hidden_act;
+  if (act == "gelu") return torch::gelu(x);  // exact erf form, as HF "gelu"
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast") return torch::gelu(x, "tanh");
+  if (act == "relu") return torch::relu(x);
+  throw CheckpointError("config.json: hidden_act '" + act + "' is not supported; use gelu, gelu_new or relu");
+}
+
+torch::Tensor Bert::embed(const EncoderInput& in) const {
+  const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
+  auto positions = torch::arange(S, torch::kLong).unsqueeze(0).expand({B, S});
+  auto types = in.token_type_ids.defined() ? in.token_type_ids : torch::zeros({B, S}, torch::kLong);
+  auto x = torch::embedding(p("embeddings.word_embeddings.weight"), in.input_ids) +
+           torch::embedding(p("embeddings.token_type_embeddings.weight"), types) +
+           torch::embedding(p("embeddings.position_embeddings.weight"), positions);
+  x = torch::layer_norm(x, {cfg_.hidden_size}, p("embeddings.LayerNorm.weight"), p("embeddings.LayerNorm.bias"),
+                        cfg_.layer_norm_eps);
+  return torch::dropout(x, cfg_.hidden_dropout_prob, training_);
+}
+
+torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask,
+                                  const torch::Tensor& head_mask, EncoderOutput& out,
+                                  const EncoderInput& in) const {
+  const LayerRefs& w = layers_[l];
+  const auto B = x.size(0), S = x.size(1);
+  const int H = cfg_.heads_in_layer(l), Dh = cfg_.head_dim();
+  torch::Tensor attn;
+  if (H == 0) {
+    // No heads left: the attention block adds only the output bias before the residual LayerNorm.
+    attn = torch::layer_norm(x + w.o_b, {cfg_.hidden_size}, w.ln1_w, w.ln1_b, cfg_.layer_norm_eps);
+    if (in.want_attention) out.attentions.push_back(torch::zeros({B, 0, S, S}));
+    if (in.want_context) out.contexts.push_back(torch::zeros({B, 0, S, Dh}));
+  } else {
+    auto heads = [&](const torch::Tensor& t) { return t.view({B, S, H, Dh}).transpose(1, 2); };  // [B, H, S, Dh]
+    auto q = heads(torch::linear(x, w.q_w, w.q_b));
+    auto k = heads(torch::linear(x, w.k_w, w.k_b));
+    auto v = heads(torch::linear(x, w.v_w, w.v_b));
+    auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(Dh));  // [B, H, S, S]
+    auto probs = torch::softmax(scores + ext_mask, -1);
+    if (in.want_attention) out.attentions.push_back(probs);
+    probs = torch::dropout(probs, cfg_.attention_probs_dropout_prob, training_);
+    auto ctx = torch::matmul(probs, v);  // [B, H, S, Dh]
+    if (in.want_context) out.contexts.push_back(ctx);
+    if (head_mask.defined()) ctx = apply_head_mask(ctx, head_mask[l].narrow(0, 0, H));
+    ctx = ctx.transpose(1, 2).reshape({B, S, H * Dh});
+    auto proj = torch::dropout(torch::linear(ctx, w.o_w, w.o_b), cfg_.hidden_dropout_prob, training_);
+    attn = torch::layer_norm(proj + x, {cfg_.hidden_size}, w.ln1_w, w.ln1_b, cfg_.layer_norm_eps);
+  }
+  auto inter = activation(torch::linear(attn, w.in_w, w.in_b));
+  auto ffn = torch::dropout(torch::linear(inter, w.out_w, w.out_b), cfg_.hidden_dropout_prob, training_);
+  return torch::layer_norm(ffn + attn, {cfg_.hidden_size}, w.ln2_w, w.ln2_b, cfg_.layer_norm_eps);
+}
+
+EncoderOutput Bert::forward(const EncoderInput& in) const {
+  TORCH_CHECK(in.input_ids.dim() == 2, "input_ids must be [B, S], got ", in.input_ids.sizes());
+  const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
+  if (S > cfg_.max_position_embeddings)
+    throw InputError("sequence length " + std::to_string(S) + " exceeds max_position_embeddings " +
+                     std::to_string(cfg_.max_position_embeddings) + "; lower data.max_seq_len");
+  torch::Tensor head_mask = in.head_mask;
+  if (head_mask.defined()) {
+    TORCH_CHECK(head_mask.dim() == 2 && head_mask.size(0) == cfg_.num_hidden_layers &&
+                    head_mask.size(1) >= cfg_.max_heads(),
+                "head_mask must be [", cfg_.num_hidden_layers, ", ", cfg_.max_heads(), "], got ", head_mask.sizes());
+    // An all-ones mask that needs no gradient changes nothing: skip the multiply.
+    if (!head_mask.requires_grad() && head_mask.eq(1).all().item<bool>()) head_mask = torch::Tensor();
+  }
+  auto mask = in.attention_mask.defined() ? in.attention_mask : torch::ones({B, S}, torch::kLong);
+  auto ext = extended_attention_mask(mask);
+
+  EncoderOutput out;
+  auto x = embed(in);
+  if (in.want_hidden) out.hidden_states.push_back(x);
+  for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
+    x = layer_forward(l, x, ext, head_mask, out, in);
+    if (in.want_hidden) out.hidden_states.push_back(x);
+  }
+  out.last_hidden = x;
+  out.pooled = torch::tanh(torch::linear(x.select(1, 0), p("pooler.dense.weight"), p("pooler.dense.bias")));
+  double cls_dropout = cfg_.classifier_dropout >= 0 ? cfg_.classifier_dropout : cfg_.hidden_dropout_prob;
+  out.logits = torch::linear(torch::dropout(out.pooled, cls_dropout, training_), p("classifier.weight"),
+                             p("classifier.bias"));
+  return out;
+}
+
+}  // namespace hp::core

@@ -1,0 +1,75 @@
+// BERT encoder + pooler + sequence classifier, numerically as Hugging Face BertForSequenceClassification
+// (post-LayerNorm, exact erf GELU), with a multiplicative per-head mask/gate on each head's context
+// before the output projection (Michel et al. 2019's ξ_h, Voita et al. 2019's gate). Layers may have
+// different head counts (slimmed models), including 0. Weights live in a flat map keyed by HF names.
+// Loading/saving: core/checkpoint.h. The key table: core/bert_keys.h.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/bert_config.h"
+
+namespace hp::core {
+
+struct EncoderInput {
+  torch::Tensor input_ids;       // [B, S] int64
+  torch::Tensor token_type_ids;  // [B, S] int64; undefined = zeros
+  torch::Tensor attention_mask;  // [B, S] 0/1; undefined = all ones
+  // [L, Hmax] multiplicative gate per head (layer l uses its first heads_in_layer(l) entries);
+  // undefined = all ones (no cost). Differentiable: d loss / d head_mask is Michel's importance.
+  torch::Tensor head_mask;
+  bool want_attention = false;   // fill EncoderOutput::attentions
+  bool want_context = false;     // fill EncoderOutput::contexts
+  bool want_hidden = false;      // fill EncoderOutput::hidden_states
+};
+
+struct EncoderOutput {
+  torch::Tensor last_hidden;                 // [B, S, D]
+  torch::Tensor pooled;                      // [B, D]
+  torch::Tensor logits;                      // [B, C] (C = 1 for regression)
+  std::vector<torch::Tensor> hidden_states;  // L+1 × [B, S, D]: embeddings, then each layer
+  std::vector<torch::Tensor> attentions;     // L × [B, H_l, S, S] attention probabilities
+  std::vector<torch::Tensor> contexts;       // L × [B, H_l, S, Dh] head outputs before masking
+};
+
+// Applies a per-head gate to context vectors. ctx: [B, H, S, Dh]; mask: [H].
+torch::Tensor apply_head_mask(const torch::Tensor& ctx, const torch::Tensor& mask);
+
+// HF's additive attention mask: 0 where attended, float32 min where padded. mask: [B, S] → [B, 1, 1, S].
+torch::Tensor extended_attention_mask(const torch::Tensor& attention_mask);
+
+class Bert {
+ public:
+  // `params` are keyed by HF names without prefix (core/bert_keys.h); shapes must already be checked.
+  Bert(BertConfig cfg, std::map<std::string, torch::Tensor> params);
+
+  EncoderOutput forward(const EncoderInput& in) const;
+
+  const BertConfig& config() const { return cfg_; }
+  // HF-named parameters (the same tensors the model computes with).
+  const std::map<std::string, torch::Tensor>& parameters() const { return params_; }
+  std::map<std::string, torch::Tensor>& mutable_parameters() { return params_; }
+  void set_training(bool training) { training_ = training; }
+  bool is_training() const { return training_; }
+
+ private:
+  struct LayerRefs {
+    torch::Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, ln1_w, ln1_b, in_w, in_b, out_w, out_b, ln2_w, ln2_b;
+  };
+  torch::Tensor embed(const EncoderInput& in) const;
+  torch::Tensor layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask,
+                              const torch::Tensor& head_mask, EncoderOutput& out, const EncoderInput& in) const;
+  torch::Tensor activation(const torch::Tensor& x) const;
+  const torch::Tensor& p(const std::string& name) const;
+
+  BertConfig cfg_;
+  std::map<std::string, torch::Tensor> params_;
+  std::vector<LayerRefs> layers_;
+  bool training_ = false;
+};
+
+}  // namespace hp::core

@@ -1,0 +1,266 @@
+// Reading and writing Hugging Face BERT folders (see core/checkpoint.h).
+#include "core/checkpoint.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/bert_keys.h"
+#include "core/errors.h"  // CheckpointError
+#include "core/tensor_io.h"
+
+namespace hp::core {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// BERT-architecture model types we load. Anything else (roberta, distilbert, …) differs in layout.
+const std::set<std::string> kSupportedTypes = {"bert"};
+
+std::string shape_str(const std::vector<long>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::string apply_renames(std::string key) {
+  for (const auto& [from, to] : legacy_renames()) {
+    size_t at = key.find(from);
+    if (at != std::string::npos) key.replace(at, from.size(), to);
+  }
+  return key;
+}
+
+template <class T>
+T get_or(const json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  return (it == j.end() || it->is_null()) ? fallback : it->get<T>();
+}
+
+}  // namespace
+
+BertConfig read_bert_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw CheckpointError(path + ": cannot read config.json; point --model at a Hugging Face model folder");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw CheckpointError(path + ": invalid JSON (" + std::string(e.what()) + "); re-save the model with save_pretrained");
+  }
+  BertConfig c;
+  c.model_type = get_or<std::string>(j, "model_type", "");
+  if (!kSupportedTypes.count(c.model_type))
+    throw CheckpointError(path + ": model_type '" + c.model_type +
+                          "' is not supported; headprune loads BERT-architecture models (model_type \"bert\")");
+  try {
+    for (const char* key : {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"})
+      if (!j.contains(key)) throw CheckpointError(path + ": required key '" + key + "' is missing; add it from the model's BertConfig");
+    c.vocab_size = j["vocab_size"].get<int>();
+    c.hidden_size = j["hidden_size"].get<int>();
+    c.num_hidden_layers = j["num_hidden_layers"].get<int>();
+    c.num_attention_heads = j["num_attention_heads"].get<int>();
+    c.intermediate_size = j["intermediate_size"].get<int>();
+    c.max_position_embeddings = get_or(j, "max_position_embeddings", 512);
+    c.type_vocab_size = get_or(j, "type_vocab_size", 2);
+    c.pad_token_id = get_or(j, "pad_token_id", 0);
+    c.layer_norm_eps = get_or(j, "layer_norm_eps", 1e-12);
+    c.hidden_dropout_prob = get_or(j, "hidden_dropout_prob", 0.1);
+    c.attention_probs_dropout_prob = get_or(j, "attention_probs_dropout_prob", 0.1);
+    c.classifier_dropout = get_or(j, "classifier_dropout", -1.0);
+    c.hidden_act = get_or<std::string>(j, "hidden_act", "gelu");
+    std::string pos = get_or<std::string>(j, "position_embedding_type", "absolute");
+    if (pos != "absolute")
+      throw CheckpointError(path + ": position_embedding_type '" + pos + "' is not supported; only \"absolute\"");
+    if (j.contains("id2label") && j["id2label"].is_object()) {
+      c.id2label.resize(j["id2label"].size());
+      for (auto& [k, v] : j["id2label"].items()) {
+        size_t idx = std::stoul(k);
+        if (idx >= c.id2label.size()) throw CheckpointError(path + ": id2label has non-contiguous id " + k + "; use ids 0..N-1");
+        c.id2label[idx] = v.get<std::string>();
+      }
+      c.num_labels = static_cast<int>(c.id2label.size());
+    }
+    c.num_labels = get_or(j, "num_labels", c.num_labels);
+    if (j.contains("pruned_heads") && j["pruned_heads"].is_object())
+      for (auto& [k, v] : j["pruned_heads"].items()) {
+        auto heads = v.get<std::vector<int>>();
+        std::sort(heads.begin(), heads.end());
+        c.pruned_heads[std::stoi(k)] = heads;
+      }
+  } catch (const json::exception& e) {
+    throw CheckpointError(path + ": a key has the wrong type (" + std::string(e.what()) + "); compare with HF BertConfig");
+  }
+  if (c.num_attention_heads <= 0 || c.hidden_size % c.num_attention_heads != 0)
+    throw CheckpointError(path + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
+                          std::to_string(c.num_attention_heads) + "; fix config.json");
+  for (const auto& [l, heads] : c.pruned_heads)
+    for (int h : heads)
+      if (l < 0 || l >= c.num_hidden_layers || h < 0 || h >= c.num_attention_heads)
+        throw CheckpointError(path + ": pruned_heads names layer " + std::to_string(l) + " head " + std::to_string(h) +
+                              ", outside the model's " + std::to_string(c.num_hidden_layers) + " x " +
+                              std::to_string(c.num_attention_heads) + " heads; fix config.json");
+  return c;
+}
+
+std::string bert_config_json(const BertConfig& c) {
+  json j;
+  j["architectures"] = {"BertForSequenceClassification"};
+  j["model_type"] = c.model_type;
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.hidden_size;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["intermediate_size"] = c.intermediate_size;
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["type_vocab_size"] = c.type_vocab_size;
+  j["pad_token_id"] = c.pad_token_id;
+  j["layer_norm_eps"] = c.layer_norm_eps;
+  j["hidden_dropout_prob"] = c.hidden_dropout_prob;
+  j["attention_probs_dropout_prob"] = c.attention_probs_dropout_prob;
+  if (c.classifier_dropout >= 0) j["classifier_dropout"] = c.classifier_dropout;
+  j["hidden_act"] = c.hidden_act;
+  j["position_embedding_type"] = "absolute";
+  json id2label = json::object(), label2id = json::object();
+  for (int i = 0; i < c.num_labels; ++i) {
+    std::string name = i < static_cast<int>(c.id2label.size()) ? c.id2label[i] : "LABEL_" + std::to_string(i);
+    id2label[std::to_string(i)] = name;
+    label2id[name] = i;
+  }
+  j["id2label"] = id2label;
+  j["label2id"] = label2id;
+  if (c.num_labels == 1) j["problem_type"] = "regression";
+  json pruned = json::object();
+  for (const auto& [l, heads] : c.pruned_heads)
+    if (!heads.empty()) pruned[std::to_string(l)] = heads;
+  j["pruned_heads"] = pruned;
+  // The plain per-layer shape form, for readers that do not replay pruned_heads.
+  std::vector<int> per_layer;
+  for (int l = 0; l < c.num_hidden_layers; ++l) per_layer.push_back(c.heads_in_layer(l));
+  j["heads_per_layer"] = per_layer;
+  return j.dump(2) + "\n";
+}
+
+Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* report) {
+  if (!fs::is_directory(dir))
+    throw CheckpointError(dir + ": model folder not found; pass --model DIR with config.json and model.safetensors "
+                                "(run scripts/setup.sh to link the real model under checkpoints/)");
+  BertConfig cfg = read_bert_config(dir + "/config.json");
+  LoadReport rep;
+  TensorMap raw;
+  if (fs::exists(dir + "/model.safetensors")) {
+    rep.weights_file = dir + "/model.safetensors";
+    raw = read_safetensors(rep.weights_file);
+  } else if (fs::exists(dir + "/pytorch_model.bin")) {
+    rep.weights_file = dir + "/pytorch_model.bin";
+    raw = read_torch_bin(rep.weights_file);
+  } else {
+    throw CheckpointError(dir + ": no model.safetensors or pytorch_model.bin; save the model with save_pretrained");
+  }
+  raw = to_float32(raw);
+  const std::string& file = rep.weights_file;
+
+  // Normalise names: legacy renames, then find the encoder prefix.
+  TensorMap named;
+  for (auto& [k, v] : raw) named[apply_renames(k)] = v;
+  bool found_prefix = false;
+  for (const auto& prefix : encoder_prefixes())
+    if (named.count(prefix + "embeddings.word_embeddings.weight")) {
+      rep.prefix = prefix;
+      found_prefix = true;
+      break;
+    }
+  if (!found_prefix)
+    throw CheckpointError(file + ": no embeddings.word_embeddings.weight under any known prefix (bert., none, 0.auto_model.); "
+                                 "is this a BERT checkpoint?");
+
+  // The checkpoint decides num_labels when it has a classifier; the task must agree.
+  int ckpt_labels = named.count("classifier.weight") ? static_cast<int>(named["classifier.weight"].size(0)) : 0;
+  if (ckpt_labels > 0) {
+    if (opts.num_labels > 0 && opts.num_labels != ckpt_labels)
+      throw CheckpointError(file + ": classifier.weight has " + std::to_string(ckpt_labels) + " labels, the task needs " +
+                            std::to_string(opts.num_labels) + "; use a model fine-tuned for this task, or the pretrained encoder");
+    cfg.num_labels = ckpt_labels;
+  } else if (opts.num_labels > 0) {
+    cfg.num_labels = opts.num_labels;
+  }
+  if (static_cast<int>(cfg.id2label.size()) != cfg.num_labels) cfg.id2label.clear();
+
+  std::map<std::string, torch::Tensor> params;
+  std::set<std::string> consumed;
+  std::vector<std::string> missing;
+  torch::manual_seed(opts.seed);
+  for (const auto& spec : bert_key_table()) {
+    for (int l = 0; l < (spec.per_layer ? cfg.num_hidden_layers : 1); ++l) {
+      std::string key = hf_key(spec, l);
+      std::string stored = (spec.part == Part::kClassifier ? "" : rep.prefix) + key;
+      auto expected = key_shape(spec, cfg, l);
+      auto it = named.find(stored);
+      if (it == named.end()) {
+        if (spec.required) {
+          missing.push_back(stored);
+          continue;
+        }
+        // Fresh init as HF's _init_weights: normal(0, 0.02) weights, zero biases.
+        params[key] = spec.shape.size() == 2 ? torch::randn(expected) * 0.02 : torch::zeros(expected);
+        (spec.part == Part::kClassifier ? rep.classifier_initialized : rep.pooler_initialized) = true;
+        continue;
+      }
+      std::vector<long> got(it->second.sizes().begin(), it->second.sizes().end());
+      if (got != expected)
+        throw CheckpointError(file + ": " + stored + " has shape " + shape_str(got) + ", expected " + shape_str(expected) +
+                              " from config.json; the weights and config.json do not belong together");
+      params[key] = it->second.contiguous();
+      consumed.insert(stored);
+    }
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (size_t i = 0; i < missing.size() && i < 5; ++i) list += (i ? ", " : "") + missing[i];
+    if (missing.size() > 5) list += ", … (" + std::to_string(missing.size()) + " in all)";
+    throw CheckpointError(file + ": missing required tensors " + list + " (key prefix found: '" + rep.prefix +
+                          "'); the checkpoint is incomplete or not a BERT encoder");
+  }
+  std::vector<std::string> unexpected;
+  for (const auto& [k, v] : named)
+    if (!consumed.count(k) && !is_ignored_key(k)) unexpected.push_back(k);
+  if (!unexpected.empty()) {
+    std::string list;
+    for (size_t i = 0; i < unexpected.size() && i < 5; ++i) list += (i ? ", " : "") + unexpected[i];
+    throw CheckpointError(file + ": " + std::to_string(unexpected.size()) + " unexpected tensors (" + list +
+                          "); the file holds more than a BERT encoder + classifier — check config.json matches");
+  }
+  if (report) *report = rep;
+  return Bert(cfg, std::move(params));
+}
+
+void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir) {
+  fs::create_directories(dir);
+  TensorMap out;
+  for (const auto& spec : bert_key_table()) {
+    int layers = spec.per_layer ? model.config().num_hidden_layers : 1;
+    for (int l = 0; l < layers; ++l) {
+      std::string key = hf_key(spec, l);
+      out[(spec.part == Part::kClassifier ? "" : "bert.") + key] = model.parameters().at(key).detach().contiguous();
+    }
+  }
+  write_safetensors(dir + "/model.safetensors", out);
+  std::string tmp = dir + "/config.json.tmp";
+  {
+    std::ofstream f(tmp);
+    f << bert_config_json(model.config());
+    if (!f) throw CheckpointError(tmp + ": cannot write; check the output folder is writable");
+  }
+  fs::rename(tmp, dir + "/config.json");
+  if (!tokenizer_dir.empty() && fs::absolute(tokenizer_dir) != fs::absolute(dir))
+    for (const char* name : {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"})
+      if (fs::exists(tokenizer_dir + "/" + name))
+        fs::copy_file(tokenizer_dir + "/" + name, dir + "/" + name, fs::copy_options::overwrite_existing);
+}
+
+}  // namespace hp::core

@@ -1,0 +1,40 @@
+// Hugging Face model folders: config.json + model.safetensors or pytorch_model.bin (+ vocab.txt).
+// Loading validates every tensor against the key table (core/bert_keys.h) in both directions;
+// saving writes a BertForSequenceClassification folder that transformers' from_pretrained loads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/bert.h"
+#include "core/bert_config.h"
+
+namespace hp::core {
+
+struct LoadOptions {
+  int num_labels = 0;       // labels the task needs; 0 = take the checkpoint's
+  uint64_t seed = 42;       // initialises a classifier (and pooler) absent from the checkpoint
+};
+
+// Reads and validates config.json. Missing required keys or an unsupported model_type → CheckpointError.
+BertConfig read_bert_config(const std::string& config_json_path);
+
+// config.json text for `cfg` (HF BertConfig fields, pruned_heads, and our heads_per_layer).
+std::string bert_config_json(const BertConfig& cfg);
+
+// What load_bert found, for messages and run records.
+struct LoadReport {
+  std::string weights_file;          // model.safetensors or pytorch_model.bin that was read
+  std::string prefix;                // encoder key prefix found ("bert." or "")
+  bool classifier_initialized = false;  // no classifier in the checkpoint: a fresh one was made
+  bool pooler_initialized = false;
+};
+
+// Loads a model folder. Throws CheckpointError naming the file, the key and the fix.
+Bert load_bert(const std::string& dir, const LoadOptions& opts = {}, LoadReport* report = nullptr);
+
+// Writes config.json, model.safetensors (keys "bert.*" and "classifier.*") and copies the tokenizer
+// files (vocab.txt, tokenizer_config.json, special_tokens_map.json) from `tokenizer_dir` when given.
+void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir = "");
+
+}  // namespace hp::core

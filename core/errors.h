@@ -1,0 +1,41 @@
+// Errors: one exception hierarchy, thrown by library code and caught once in prune/cli/main.cpp.
+// Message form (one line): "<where>: <what was found>; <fix>".
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace hp {
+
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// Bad configuration or command-line usage (exit code 2).
+struct ConfigError : Error {
+  using Error::Error;
+};
+// Bad or missing input files and data rows.
+struct InputError : Error {
+  using Error::Error;
+};
+// Checkpoint folders, tensor files, key tables.
+struct CheckpointError : Error {
+  using Error::Error;
+};
+// A broken invariant inside headprune: a bug, not a user mistake.
+struct InternalError : Error {
+  using Error::Error;
+};
+
+}  // namespace hp
+
+#define HP_CHECK(cond, msg)                                                           \
+  do {                                                                                \
+    if (!(cond)) {                                                                    \
+      std::ostringstream hp_check_os_;                                                \
+      hp_check_os_ << __FILE__ << ":" << __LINE__ << ": internal check failed (" #cond \
+                   << "): " << msg;                                                   \
+      throw ::hp::InternalError(hp_check_os_.str());                                  \
+    }                                                                                 \
+  } while (0)

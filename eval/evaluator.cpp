@@ -1,0 +1,54 @@
+// Evaluation loop (see eval/evaluator.h).
+#include "eval/evaluator.h"
+
+#include <chrono>
+
+#include "core/log.h"
+#include "eval/metrics.h"
+
+namespace hp::eval {
+
+torch::Tensor head_mask_tensor(const core::HeadSet& keep) {
+  const long L = static_cast<long>(keep.size()), H = L ? static_cast<long>(keep[0].size()) : 0;
+  auto mask = torch::ones({L, H});
+  auto a = mask.accessor<float, 2>();
+  for (long l = 0; l < L; ++l)
+    for (long h = 0; h < H; ++h) a[l][h] = keep[l][h] ? 1.f : 0.f;
+  return mask;
+}
+
+std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool regression) {
+  auto p = regression ? logits.select(1, 0).contiguous() : logits.argmax(1).to(torch::kFloat32).contiguous();
+  return std::vector<float>(p.data_ptr<float>(), p.data_ptr<float>() + p.numel());
+}
+
+EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const core::EncodedDataset& data,
+                    const std::vector<core::Batch>& batches, const torch::Tensor& head_mask, bool show_progress) {
+  torch::NoGradGuard no_grad;
+  EvalResult r;
+  r.examples = static_cast<long>(data.size());
+  r.logits = torch::zeros({r.examples, model.config().num_labels});
+  core::Progress progress("eval", r.examples);
+  auto start = std::chrono::steady_clock::now();
+  long done = 0;
+  for (const auto& b : batches) {
+    core::EncoderInput in;
+    in.input_ids = b.input_ids;
+    in.token_type_ids = b.token_type_ids;
+    in.attention_mask = b.attention_mask;
+    in.head_mask = head_mask;
+    auto logits = model.forward(in).logits;
+    r.logits.index_copy_(0, torch::tensor(b.index, torch::kLong), logits);
+    r.tokens += b.attention_mask.sum().item<long>();
+    r.padded_tokens += b.input_ids.numel();
+    done += b.input_ids.size(0);
+    if (show_progress) progress.update(done);
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.examples_per_s = r.seconds > 0 ? r.examples / r.seconds : 0;
+  r.predictions = predictions_from_logits(r.logits, task.is_regression());
+  if (data.has_labels) r.metrics = compute_metrics(task, r.predictions, data.labels);
+  return r;
+}
+
+}  // namespace hp::eval

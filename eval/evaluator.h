@@ -1,0 +1,40 @@
+// The evaluation loop: batched forward passes without gradients, predictions back in dataset order,
+// task metrics (eval/metrics.h) and throughput. Used by `prune eval`, pruning curves and training.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/batching.h"
+#include "core/bert.h"
+#include "core/glue.h"
+#include "core/head_mask.h"
+
+namespace hp::eval {
+
+struct EvalResult {
+  std::map<std::string, double> metrics;  // empty when the split has no labels
+  std::vector<float> predictions;         // N: class index, or the score for regression
+  torch::Tensor logits;                   // [N, C] in dataset order
+  long examples = 0;
+  long tokens = 0;          // real (non-padding) tokens
+  long padded_tokens = 0;   // tokens computed, padding included
+  double seconds = 0;
+  double examples_per_s = 0;
+};
+
+// [L, Hmax] float gates: 1 for kept heads, 0 for masked ones.
+torch::Tensor head_mask_tensor(const core::HeadSet& keep);
+
+// Runs the model over `batches` of `data` (eval mode, no grad). `head_mask` may be undefined.
+EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const core::EncodedDataset& data,
+                    const std::vector<core::Batch>& batches, const torch::Tensor& head_mask,
+                    bool show_progress = false);
+
+// Predictions from logits: argmax, or logits[:, 0] for regression. logits: [N, C].
+std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool regression);
+
+}  // namespace hp::eval

@@ -1,0 +1,151 @@
+// GLUE metrics. See eval/metrics.h.
+#include "eval/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "core/errors.h"  // HP_CHECK
+
+namespace hp::eval {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+enum class Kind { kClass, kScore };
+
+// The metric table: name -> function. Task rows in core/glue.cpp name these.
+struct MetricSpec {
+  const char* name;
+  Kind kind;
+  double (*class_fn)(const std::vector<int>&, const std::vector<int>&);
+  double (*score_fn)(const std::vector<double>&, const std::vector<double>&);
+};
+
+const MetricSpec kMetrics[] = {
+    {"accuracy", Kind::kClass, &accuracy, nullptr},
+    {"f1", Kind::kClass, &f1_binary, nullptr},
+    {"mcc", Kind::kClass, &matthews_corr, nullptr},
+    {"pearson", Kind::kScore, nullptr, &pearson},
+    {"spearman", Kind::kScore, nullptr, &spearman},
+};
+
+void check_sizes(size_t a, size_t b, const char* what) {
+  HP_CHECK(a == b, what << ": pred has " << a << " values, gold has " << b);
+}
+
+}  // namespace
+
+double accuracy(const std::vector<int>& pred, const std::vector<int>& gold) {
+  check_sizes(pred.size(), gold.size(), "accuracy");
+  if (pred.empty()) return kNaN;
+  size_t hit = 0;
+  for (size_t i = 0; i < pred.size(); ++i) hit += pred[i] == gold[i];
+  return static_cast<double>(hit) / static_cast<double>(pred.size());
+}
+
+double f1_binary(const std::vector<int>& pred, const std::vector<int>& gold) {
+  check_sizes(pred.size(), gold.size(), "f1_binary");
+  double tp = 0, fp = 0, fn = 0;
+  for (size_t i = 0; i < pred.size(); ++i) {
+    bool p = pred[i] == 1, g = gold[i] == 1;
+    tp += p && g;
+    fp += p && !g;
+    fn += !p && g;
+  }
+  double denom = 2 * tp + fp + fn;
+  return denom == 0 ? 0.0 : 2 * tp / denom;  // sklearn zero_division default -> 0
+}
+
+double matthews_corr(const std::vector<int>& pred, const std::vector<int>& gold) {
+  check_sizes(pred.size(), gold.size(), "matthews_corr");
+  // Confusion-matrix form (sklearn): c = correct, s = total, t_k / p_k = gold / pred count of class k.
+  std::map<int, std::pair<double, double>> count;  // class -> (t_k, p_k)
+  double c = 0, s = static_cast<double>(pred.size());
+  for (size_t i = 0; i < pred.size(); ++i) {
+    count[gold[i]].first += 1;
+    count[pred[i]].second += 1;
+    c += pred[i] == gold[i];
+  }
+  double tp_sum = 0, pp = 0, tt = 0;
+  for (const auto& kv : count) {
+    tp_sum += kv.second.first * kv.second.second;
+    tt += kv.second.first * kv.second.first;
+    pp += kv.second.second * kv.second.second;
+  }
+  double cov_ytyp = c * s - tp_sum;
+  double cov_ypyp = s * s - pp;
+  double cov_ytyt = s * s - tt;
+  double denom = cov_ytyt * cov_ypyp;
+  if (denom == 0) return 0.0;  // a constant prediction or gold: sklearn returns 0
+  return cov_ytyp / std::sqrt(denom);
+}
+
+double pearson(const std::vector<double>& x, const std::vector<double>& y) {
+  check_sizes(x.size(), y.size(), "pearson");
+  const size_t n = x.size();
+  if (n < 2) return kNaN;
+  // Two passes (mean first) rather than sum-of-squares formulas: no cancellation for large offsets.
+  double mx = std::accumulate(x.begin(), x.end(), 0.0) / n;
+  double my = std::accumulate(y.begin(), y.end(), 0.0) / n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double dx = x[i] - mx, dy = y[i] - my;
+    sxy += dx * dy;
+    sxx += dx * dx;
+    syy += dy * dy;
+  }
+  if (sxx == 0 || syy == 0) return kNaN;  // constant input: scipy warns and returns nan
+  double r = sxy / std::sqrt(sxx * syy);
+  return std::clamp(r, -1.0, 1.0);  // rounding can push |r| a hair past 1; scipy clips too
+}
+
+std::vector<double> average_ranks(const std::vector<double>& x) {
+  std::vector<size_t> order(x.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return x[a] < x[b]; });
+  std::vector<double> rank(x.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && x[order[j + 1]] == x[order[i]]) ++j;
+    double avg = (static_cast<double>(i) + static_cast<double>(j)) / 2.0 + 1.0;  // 1-based
+    for (size_t k = i; k <= j; ++k) rank[order[k]] = avg;
+    i = j + 1;
+  }
+  return rank;
+}
+
+double spearman(const std::vector<double>& x, const std::vector<double>& y) {
+  check_sizes(x.size(), y.size(), "spearman");
+  return pearson(average_ranks(x), average_ranks(y));
+}
+
+std::map<std::string, double> compute_metrics(const core::TaskSpec& task,
+                                              const std::vector<float>& pred,
+                                              const std::vector<float>& gold) {
+  check_sizes(pred.size(), gold.size(), "compute_metrics");
+  std::vector<int> pi, gi;
+  std::vector<double> pd(pred.begin(), pred.end()), gd(gold.begin(), gold.end());
+  for (size_t i = 0; i < pred.size(); ++i) {
+    pi.push_back(static_cast<int>(std::lround(pred[i])));
+    gi.push_back(static_cast<int>(std::lround(gold[i])));
+  }
+  std::map<std::string, double> out;
+  for (const std::string& name : task.metrics) {
+    const MetricSpec* spec = nullptr;
+    for (const auto& m : kMetrics)
+      if (name == m.name) spec = &m;
+    HP_CHECK(spec != nullptr, "task " << task.name << " names unknown metric '" << name << "'");
+    out[name] = spec->kind == Kind::kClass ? spec->class_fn(pi, gi) : spec->score_fn(pd, gd);
+  }
+  return out;
+}
+
+std::vector<std::string> metric_names() {
+  std::vector<std::string> out;
+  for (const auto& m : kMetrics) out.push_back(m.name);
+  return out;
+}
+
+}  // namespace hp::eval

@@ -1,0 +1,43 @@
+// GLUE metrics: accuracy, binary F1, Matthews correlation, Pearson and Spearman, plus
+// compute_metrics() which evaluates the metric set named in a task's row (core/glue.h). Torch-free.
+// Degenerate inputs follow sklearn 1.2 / scipy 1.10: undefined F1 and MCC give 0, constant or
+// too-short inputs give NaN for correlations, empty input gives NaN for accuracy.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/glue.h"  // TaskSpec
+
+namespace hp::eval {
+
+// Fraction of positions where pred == gold; NaN when empty. Sizes must match (InternalError).
+double accuracy(const std::vector<int>& pred, const std::vector<int>& gold);
+
+// F1 of class 1 (sklearn f1_score, pos_label=1): 2tp / (2tp + fp + fn); 0 when tp+fp+fn == 0.
+double f1_binary(const std::vector<int>& pred, const std::vector<int>& gold);
+
+// Matthews correlation, multi-class form (Gorodkin 2004, as sklearn matthews_corrcoef); reduces to
+// (tp*tn - fp*fn) / sqrt((tp+fp)(tp+fn)(tn+fp)(tn+fn)) for two classes. 0 when the denominator is 0.
+double matthews_corr(const std::vector<int>& pred, const std::vector<int>& gold);
+
+// Pearson's r (scipy.stats.pearsonr). NaN if fewer than 2 values or either input is constant.
+double pearson(const std::vector<double>& x, const std::vector<double>& y);
+
+// Spearman's rho: Pearson of the ranks, ties get their average rank (scipy.stats.spearmanr).
+double spearman(const std::vector<double>& x, const std::vector<double>& y);
+
+// 1-based ranks with ties averaged (scipy.stats.rankdata method="average").
+std::vector<double> average_ranks(const std::vector<double>& x);
+
+// Every metric in task.metrics, keyed by that name. pred/gold: class indices stored as floats
+// (rounded to the nearest int) for classification, scores for regression.
+std::map<std::string, double> compute_metrics(const core::TaskSpec& task,
+                                              const std::vector<float>& pred,
+                                              const std::vector<float>& gold);
+
+// Names compute_metrics understands, in table order.
+std::vector<std::string> metric_names();
+
+}  // namespace hp::eval

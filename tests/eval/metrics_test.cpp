@@ -1,0 +1,122 @@
+// eval/metrics against hand-computed closed forms on tiny label sets, and against values produced
+// once with Debian 12's python3-sklearn 1.2.1 / python3-scipy 1.10.1 (commands quoted beside them).
+#include "eval/metrics.h"
+
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+
+#include "core/errors.h"  // InternalError
+#include "core/glue.h"    // find_task
+
+using Catch::Matchers::Contains;
+using hp::eval::accuracy;
+using hp::eval::f1_binary;
+using hp::eval::matthews_corr;
+using hp::eval::pearson;
+using hp::eval::spearman;
+
+namespace {
+// Closed forms are exact up to double rounding of a handful of operations.
+constexpr double kTol = 1e-12;
+
+// tp=4 (0,1,2,8), fn=1 (3), fp=2 (6,7), tn=3 (4,5,9).
+const std::vector<int> kGold = {1, 1, 1, 1, 0, 0, 0, 0, 1, 0};
+const std::vector<int> kPred = {1, 1, 1, 0, 0, 0, 1, 1, 1, 0};
+}  // namespace
+
+TEST_CASE("accuracy, F1 and MCC on a hand-counted binary confusion matrix", "[eval]") {
+  CHECK(accuracy(kPred, kGold) == Approx(7.0 / 10.0).epsilon(kTol));
+  // F1 = 2tp / (2tp + fp + fn) = 8 / 11.
+  CHECK(f1_binary(kPred, kGold) == Approx(8.0 / 11.0).epsilon(kTol));
+  // MCC = (tp*tn - fp*fn) / sqrt((tp+fp)(tp+fn)(tn+fp)(tn+fn)) = 10 / sqrt(600);
+  // sklearn matthews_corrcoef(gold, pred) = 0.408248290463863.
+  CHECK(matthews_corr(kPred, kGold) == Approx(10.0 / std::sqrt(600.0)).epsilon(kTol));
+  CHECK(matthews_corr(kPred, kGold) == Approx(0.408248290463863).epsilon(1e-12));
+  // Swapping pred and gold leaves MCC unchanged; flipping every prediction negates it.
+  CHECK(matthews_corr(kGold, kPred) == Approx(matthews_corr(kPred, kGold)).epsilon(kTol));
+  std::vector<int> flipped;
+  for (int p : kPred) flipped.push_back(1 - p);
+  CHECK(matthews_corr(flipped, kGold) == Approx(-10.0 / std::sqrt(600.0)).epsilon(kTol));
+}
+
+TEST_CASE("multi-class MCC matches the Gorodkin form computed by hand", "[eval]") {
+  // c=4 correct of s=6; gold counts t=(2,2,2), pred counts p=(2,3,1):
+  // (c*s - t.p) / sqrt((s^2 - p.p)(s^2 - t.t)) = (24-12) / sqrt(22*24) = 12/sqrt(528);
+  // sklearn matthews_corrcoef([0,0,1,1,2,2],[0,1,1,1,2,0]) = 0.5222329678670935.
+  double mcc = matthews_corr({0, 1, 1, 1, 2, 0}, {0, 0, 1, 1, 2, 2});
+  CHECK(mcc == Approx(12.0 / std::sqrt(528.0)).epsilon(kTol));
+  CHECK(matthews_corr({0, 1, 2, 2}, {0, 1, 2, 2}) == Approx(1.0).epsilon(kTol));
+}
+
+TEST_CASE("degenerate inputs follow sklearn and scipy", "[eval]") {
+  // Constant prediction: MCC denominator is 0, sklearn returns 0.
+  CHECK(matthews_corr({1, 1, 1, 1}, {1, 0, 1, 0}) == 0.0);
+  CHECK(matthews_corr({}, {}) == 0.0);
+  // No positive anywhere: sklearn f1_score returns 0 (zero_division default).
+  CHECK(f1_binary({0, 0, 0}, {0, 0, 0}) == 0.0);
+  // All positives predicted, half right: precision 1/2, recall 1 -> F1 = 2/3.
+  CHECK(f1_binary({1, 1, 1, 1}, {1, 0, 1, 0}) == Approx(2.0 / 3.0).epsilon(kTol));
+  CHECK(std::isnan(accuracy({}, {})));
+  // scipy pearsonr on a constant input returns nan (ConstantInputWarning).
+  CHECK(std::isnan(pearson({1, 1, 1}, {1, 2, 3})));
+  CHECK(std::isnan(spearman({2, 2, 2}, {1, 2, 3})));
+  CHECK(std::isnan(pearson({1}, {2})));
+  REQUIRE_THROWS_AS(accuracy({1, 0}, {1}), hp::InternalError);
+  REQUIRE_THROWS_WITH(pearson({1, 2}, {1, 2, 3}), Contains("pred has 2 values, gold has 3"));
+}
+
+TEST_CASE("Pearson and Spearman: closed forms and scipy values", "[eval]") {
+  const std::vector<double> x = {1, 2, 3, 4, 5};
+  std::vector<double> lin, neg, expo;
+  for (double v : x) {
+    lin.push_back(3 * v + 7);
+    neg.push_back(-2 * v + 1);
+    expo.push_back(std::exp(v));
+  }
+  CHECK(pearson(x, lin) == Approx(1.0).epsilon(kTol));
+  CHECK(pearson(x, neg) == Approx(-1.0).epsilon(kTol));
+  // Monotone but not linear: Spearman is exactly 1, Pearson is strictly below 1.
+  CHECK(spearman(x, expo) == Approx(1.0).epsilon(kTol));
+  CHECK(pearson(x, expo) < 0.99);
+  // Ties: ranks (1, 2.5, 2.5, 4) vs (1, 3, 2, 4) -> rho = 4.5 / sqrt(4.5 * 5) = 3 / sqrt(10).
+  CHECK(spearman({1, 2, 2, 3}, {1, 3, 2, 4}) == Approx(3.0 / std::sqrt(10.0)).epsilon(kTol));
+
+  // scipy 1.10.1: pearsonr(x, y)[0], spearmanr(x, y)[0], rankdata(x).
+  const std::vector<double> sx = {0.5, 1.25, 3.0, 3.0, 4.75, 2.0, 0.0, 5.0};
+  const std::vector<double> sy = {1.1, 0.9, 2.8, 3.5, 4.0, 2.0, 0.2, 4.8};
+  CHECK(pearson(sx, sy) == Approx(0.9741733714951913).epsilon(1e-12));
+  CHECK(spearman(sx, sy) == Approx(0.9700772721497398).epsilon(1e-12));
+  const std::vector<double> want_ranks = {2, 3, 5.5, 5.5, 7, 4, 1, 8};
+  CHECK(hp::eval::average_ranks(sx) == want_ranks);
+}
+
+TEST_CASE("compute_metrics evaluates each task's metric set", "[eval]") {
+  std::vector<float> pf(kPred.begin(), kPred.end()), gf(kGold.begin(), kGold.end());
+  auto mrpc = hp::eval::compute_metrics(hp::core::find_task("mrpc"), pf, gf);
+  REQUIRE(mrpc.size() == 2);
+  CHECK(mrpc.at("f1") == Approx(8.0 / 11.0).epsilon(kTol));
+  CHECK(mrpc.at("accuracy") == Approx(0.7).epsilon(kTol));
+
+  auto cola = hp::eval::compute_metrics(hp::core::find_task("cola"), pf, gf);
+  REQUIRE(cola.size() == 1);
+  CHECK(cola.at("mcc") == Approx(10.0 / std::sqrt(600.0)).epsilon(kTol));
+
+  // STS-B scores are not rounded: ranks (1, 2.5, 2.5, 4) vs (1, 3, 2, 4) as above.
+  auto stsb = hp::eval::compute_metrics(hp::core::find_task("stsb"), {0.5f, 2.25f, 2.25f, 4.0f},
+                                        {1.0f, 3.5f, 2.0f, 4.5f});
+  CHECK(stsb.at("spearman") == Approx(3.0 / std::sqrt(10.0)).epsilon(1e-9));
+  CHECK(stsb.count("pearson") == 1);
+
+  // Every metric named in the task table is one compute_metrics knows.
+  const auto known = hp::eval::metric_names();
+  for (const auto& name : hp::core::task_names()) {
+    const auto& task = hp::core::find_task(name);
+    for (const auto& m : task.metrics) {
+      INFO(name << " metric " << m);
+      CHECK(std::find(known.begin(), known.end(), m) != known.end());
+    }
+    CHECK(std::find(task.metrics.begin(), task.metrics.end(), task.primary_metric) !=
+          task.metrics.end());
+  }
+}
