@@ -268,6 +268,7 @@ void read_group(const std::string& path, const H5::Group& group, const std::stri
     std::vector<hsize_t> dims(static_cast<std::size_t>(space.getSimpleExtentNdims()));
     if (!dims.empty()) space.getSimpleExtentDims(dims.data());
     const auto cls = ds.getTypeClass();
+    if (cls == H5T_STRING) continue;  // text rides along (read_hdf5_strings); not a tensor
     if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
       fail(path, "dataset '" + key + "' is not numeric",
            "store tensors as float or integer datasets");
@@ -313,6 +314,30 @@ std::map<std::string, std::string> read_hdf5_attrs(const std::string& path) {
   } catch (const H5::Exception& e) {
     fail(path, "HDF5 read failed in " + e.getFuncName() + " (" + first_line(e.getDetailMsg()) + ")",
          "check the path and that it is an HDF5 file");
+  }
+  return out;
+}
+
+std::vector<std::string> read_hdf5_strings(const std::string& path, const std::string& dataset) {
+  std::vector<std::string> out;
+  try {
+    H5::Exception::dontPrint();
+    H5::H5File file(path, H5F_ACC_RDONLY);
+    const auto ds = file.openDataSet(dataset);
+    if (ds.getTypeClass() != H5T_STRING)
+      fail(path, "dataset '" + dataset + "' does not hold strings", "read it with read_hdf5");
+    const auto space = ds.getSpace();
+    hsize_t n = 0;
+    space.getSimpleExtentDims(&n);
+    std::vector<char*> raw(n, nullptr);
+    H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+    type.setCset(ds.getStrType().getCset());  // h5py writes UTF-8; HDF5 will not convert charsets
+    ds.read(raw.data(), type);
+    for (char* s : raw) out.emplace_back(s ? s : "");
+    H5Dvlen_reclaim(type.getId(), space.getId(), H5P_DEFAULT, raw.data());
+  } catch (const H5::Exception& e) {
+    fail(path, "HDF5 read of '" + dataset + "' failed in " + e.getFuncName() + " (" + first_line(e.getDetailMsg()) + ")",
+         "check the dataset name");
   }
   return out;
 }

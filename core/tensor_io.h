@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace hp::core {
 
@@ -44,5 +45,7 @@ void write_hdf5(const std::string& path, const TensorMap& tensors,
 TensorMap read_hdf5(const std::string& path);
 // The string attributes of the root group.
 std::map<std::string, std::string> read_hdf5_attrs(const std::string& path);
+// A 1-D dataset of variable-length UTF-8 strings (e.g. the sentences stored in golden files).
+std::vector<std::string> read_hdf5_strings(const std::string& path, const std::string& dataset);
 
 }  // namespace hp::core

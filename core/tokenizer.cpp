@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/errors.h"  // InputError, ConfigError
 
