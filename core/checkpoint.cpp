@@ -239,6 +239,13 @@ Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* repo
   return Bert(cfg, std::move(params));
 }
 
+void check_max_seq_len(const BertConfig& cfg, int max_seq_len) {
+  if (max_seq_len > cfg.max_position_embeddings)
+    throw ConfigError("data.max_seq_len = " + std::to_string(max_seq_len) + " exceeds the model's max_position_embeddings " +
+                      std::to_string(cfg.max_position_embeddings) + "; use --max-seq-len " +
+                      std::to_string(cfg.max_position_embeddings) + " or less");
+}
+
 void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir) {
   fs::create_directories(dir);
   TensorMap out;

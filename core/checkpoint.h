@@ -33,6 +33,9 @@ struct LoadReport {
 // Loads a model folder. Throws CheckpointError naming the file, the key and the fix.
 Bert load_bert(const std::string& dir, const LoadOptions& opts = {}, LoadReport* report = nullptr);
 
+// Throws ConfigError when `max_seq_len` exceeds the model's position embeddings.
+void check_max_seq_len(const BertConfig& cfg, int max_seq_len);
+
 // Writes config.json, model.safetensors (keys "bert.*" and "classifier.*") and copies the tokenizer
 // files (vocab.txt, tokenizer_config.json, special_tokens_map.json) from `tokenizer_dir` when given.
 void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir = "");

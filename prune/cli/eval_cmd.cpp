@@ -29,6 +29,7 @@ int run_eval(const core::Config& cfg) {
   if (report.classifier_initialized)
     core::log_warn("eval", cfg.model.path + " has no classifier: a fresh one (seed " + std::to_string(cfg.run.seed) +
                                ") is used, so the metric is chance level; fine-tune the model for " + task.name + " first");
+  core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
   auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
   const auto& mc = model.config();
   core::HeadSet keep = core::parse_head_mask(cfg.eval.mask, mc.num_hidden_layers, mc.max_heads());

@@ -48,6 +48,7 @@ int run_infer(const core::Config& cfg) {
   if (report.classifier_initialized)
     core::log_warn("infer", cfg.model.path + " has no classifier: logits come from a fresh classifier (seed " +
                                 std::to_string(cfg.run.seed) + ")");
+  core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
   auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;

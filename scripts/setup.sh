@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One-command setup on a fresh Debian 12 machine: apt packages (LibTorch, OpenBLAS, build tools),
+# the Python reference and the real model (scripts/setup_python.sh), then a Release build in build/.
+# Re-running is fast and harmless: every step checks before it acts.
+# Usage: scripts/setup.sh            (env BUILD_DIR to build elsewhere, HP_WERROR=ON for CI)
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$REPO/build}"
+readonly APT_PKGS=(build-essential cmake ninja-build ccache pkg-config
+  libtorch-dev libopenblas0-openmp libyaml-cpp-dev libeigen3-dev catch2 libhdf5-dev
+  libcli11-dev nlohmann-json3-dev libutf8proc-dev libspdlog-dev libfmt-dev)
+
+step() { echo "[setup] $*"; }
+die() { echo "setup: error: $*" >&2; exit 1; }
+
+# 1. apt packages, only when one is missing.
+missing=()
+for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  step "apt: installing ${missing[*]}"
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq || die "apt-get update failed; check the apt sources"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    || die "apt-get install failed for: ${missing[*]}"
+else
+  step "apt: build packages already installed"
+fi
+
+# 2. LibTorch calls whatever libblas.so.3 is selected: make it OpenBLAS (the reference BLAS is ~80x slower).
+blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || true)
+if [[ "$blas" != *openblas* ]]; then
+  step "blas: selecting OpenBLAS for libblas.so.3 (was $blas)"
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO update-alternatives --set libblas.so.3-x86_64-linux-gnu \
+    /usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3 || die "could not select OpenBLAS"
+else
+  step "blas: libblas.so.3 is OpenBLAS ($blas)"
+fi
+
+# 3. Python reference (transformers, tokenizers) and the real model linked under checkpoints/.
+"$REPO/scripts/setup_python.sh"
+
+# 4. Release build (ccache keeps rebuilds fast).
+step "build: $BUILD_DIR"
+cmake -S "$REPO" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHP_WERROR="${HP_WERROR:-OFF}" >/dev/null \
+  || die "cmake configure failed; see the output above"
+ninja -C "$BUILD_DIR" -j"$(nproc)" || die "build failed; see the compiler output above"
+step "done: $BUILD_DIR/prune/prune --help"

@@ -1,0 +1,37 @@
+// Head mask specs: parsing, printing, files, and the errors users see for bad specs.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "core/errors.h"
+#include "core/head_mask.h"
+
+using Catch::Contains;
+
+TEST_CASE("mask spec parses to the heads it names", "[core][mask]") {
+  auto keep = hp::core::parse_head_mask("2:0,3;5:11", 6, 12);
+  CHECK(hp::core::count_kept(keep) == 72 - 3);
+  CHECK_FALSE(keep[2][0]);
+  CHECK_FALSE(keep[2][3]);
+  CHECK_FALSE(keep[5][11]);
+  CHECK(keep[2][1]);
+  CHECK(hp::core::format_head_mask(keep) == "2:0,3;5:11");
+  CHECK(hp::core::count_kept(hp::core::parse_head_mask("", 6, 12)) == 72);
+  CHECK(hp::core::format_head_mask(hp::core::parse_head_mask(" 0 : 1 , 2 ; ", 2, 4)) == "0:1,2");
+}
+
+TEST_CASE("mask spec from a file, one group per line with comments", "[core][mask]") {
+  std::string path = "/tmp/hp_mask_test_" + std::to_string(getpid()) + ".txt";
+  std::ofstream(path) << "# heads pruned by taylor\n1:0,1\n3:2  # layer 3\n";
+  auto keep = hp::core::parse_head_mask(path, 4, 4);
+  CHECK(hp::core::format_head_mask(keep) == "1:0,1;3:2");
+}
+
+TEST_CASE("bad mask specs name the group and the fix", "[core][mask][bad]") {
+  REQUIRE_THROWS_WITH(hp::core::parse_head_mask("2:x", 6, 12), Contains("'2:x': head 'x' is not a number"));
+  REQUIRE_THROWS_WITH(hp::core::parse_head_mask("7:0", 6, 12), Contains("layer 7 is out of range; the model has 6 layers"));
+  REQUIRE_THROWS_WITH(hp::core::parse_head_mask("1:12", 6, 12), Contains("head 12 is out of range"));
+  REQUIRE_THROWS_WITH(hp::core::parse_head_mask("1-3;2:1", 6, 12), Contains("'1-3' has no ':'"));
+  REQUIRE_THROWS_WITH(hp::core::parse_head_mask("nosuchfile", 6, 12), Contains("neither a mask spec"));
+  REQUIRE_THROWS_AS(hp::core::parse_head_mask("2:x", 6, 12), hp::ConfigError);
+}
