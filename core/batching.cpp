@@ -56,4 +56,12 @@ std::vector<Batch> make_batches(const EncodedDataset& data, const BatchOptions& 
   return batches;
 }
 
+EncoderInput encoder_input(const Batch& b) {
+  EncoderInput in;
+  in.input_ids = b.input_ids;
+  in.token_type_ids = b.token_type_ids;
+  in.attention_mask = b.attention_mask;
+  return in;
+}
+
 }  // namespace hp::core

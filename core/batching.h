@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "core/bert.h"       // EncoderInput
 #include "core/glue.h"       // Example
 #include "core/tokenizer.h"  // WordPieceTokenizer
 
@@ -39,5 +40,8 @@ struct BatchOptions {
 // Batches of `order` (dataset positions; empty = all in order).
 std::vector<Batch> make_batches(const EncodedDataset& data, const BatchOptions& opts,
                                 std::vector<long> order = {});
+
+// The model input of a batch (no head mask, no optional outputs).
+EncoderInput encoder_input(const Batch& b);
 
 }  // namespace hp::core

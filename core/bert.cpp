@@ -10,9 +10,10 @@
 namespace hp::core {
 
 torch::Tensor apply_head_mask(const torch::Tensor& ctx, const torch::Tensor& mask) {
-  // ctx: [B, H, S, Dh]; mask: [H]
-  TORCH_CHECK(mask.dim() == 1 && mask.size(0) == ctx.size(1), "head mask of shape ", mask.sizes(),
-              " does not match ", ctx.size(1), " heads");
+  // ctx: [B, H, S, Dh]; mask: [H] or [B, H]
+  TORCH_CHECK((mask.dim() == 1 || mask.dim() == 2) && mask.size(-1) == ctx.size(1), "head mask of shape ",
+              mask.sizes(), " does not match ", ctx.size(1), " heads");
+  if (mask.dim() == 2) return ctx * mask.view({mask.size(0), -1, 1, 1});
   return ctx * mask.view({1, -1, 1, 1});
 }
 
@@ -89,7 +90,9 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
     probs = torch::dropout(probs, cfg_.attention_probs_dropout_prob, training_);
     auto ctx = torch::matmul(probs, v);  // [B, H, S, Dh]
     if (in.want_context) out.contexts.push_back(ctx);
-    if (head_mask.defined()) ctx = apply_head_mask(ctx, head_mask[l].narrow(0, 0, H));
+    if (head_mask.defined())
+      ctx = apply_head_mask(ctx, head_mask.dim() == 3 ? head_mask.select(1, l).narrow(1, 0, H)
+                                                      : head_mask[l].narrow(0, 0, H));
     ctx = ctx.transpose(1, 2).reshape({B, S, H * Dh});
     auto proj = torch::dropout(torch::linear(ctx, w.o_w, w.o_b), cfg_.hidden_dropout_prob, training_);
     attn = torch::layer_norm(proj + x, {cfg_.hidden_size}, w.ln1_w, w.ln1_b, cfg_.layer_norm_eps);
@@ -107,9 +110,11 @@ EncoderOutput Bert::forward(const EncoderInput& in) const {
                      std::to_string(cfg_.max_position_embeddings) + "; lower data.max_seq_len");
   torch::Tensor head_mask = in.head_mask;
   if (head_mask.defined()) {
-    TORCH_CHECK(head_mask.dim() == 2 && head_mask.size(0) == cfg_.num_hidden_layers &&
-                    head_mask.size(1) >= cfg_.max_heads(),
-                "head_mask must be [", cfg_.num_hidden_layers, ", ", cfg_.max_heads(), "], got ", head_mask.sizes());
+    const auto d = head_mask.dim();
+    TORCH_CHECK((d == 2 || (d == 3 && head_mask.size(0) == B)) && head_mask.size(d - 2) == cfg_.num_hidden_layers &&
+                    head_mask.size(d - 1) >= cfg_.max_heads(),
+                "head_mask must be [", cfg_.num_hidden_layers, ", ", cfg_.max_heads(), "] or [B, L, H], got ",
+                head_mask.sizes());
     // An all-ones mask that needs no gradient changes nothing: skip the multiply.
     if (!head_mask.requires_grad() && head_mask.eq(1).all().item<bool>()) head_mask = torch::Tensor();
   }

@@ -19,8 +19,9 @@ struct EncoderInput {
   torch::Tensor input_ids;       // [B, S] int64
   torch::Tensor token_type_ids;  // [B, S] int64; undefined = zeros
   torch::Tensor attention_mask;  // [B, S] 0/1; undefined = all ones
-  // [L, Hmax] multiplicative gate per head (layer l uses its first heads_in_layer(l) entries);
-  // undefined = all ones (no cost). Differentiable: d loss / d head_mask is Michel's importance.
+  // [L, Hmax] multiplicative gate per head (layer l uses its first heads_in_layer(l) entries), or
+  // [B, L, Hmax] for one gate per example; undefined = all ones (no cost). Differentiable:
+  // d loss / d head_mask is Michel's importance.
   torch::Tensor head_mask;
   bool want_attention = false;   // fill EncoderOutput::attentions
   bool want_context = false;     // fill EncoderOutput::contexts
@@ -36,7 +37,7 @@ struct EncoderOutput {
   std::vector<torch::Tensor> contexts;       // L × [B, H_l, S, Dh] head outputs before masking
 };
 
-// Applies a per-head gate to context vectors. ctx: [B, H, S, Dh]; mask: [H].
+// Applies a per-head gate to context vectors. ctx: [B, H, S, Dh]; mask: [H] or [B, H].
 torch::Tensor apply_head_mask(const torch::Tensor& ctx, const torch::Tensor& mask);
 
 // HF's additive attention mask: 0 where attended, float32 min where padded. mask: [B, S] → [B, 1, 1, S].

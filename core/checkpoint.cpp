@@ -246,7 +246,7 @@ void check_max_seq_len(const BertConfig& cfg, int max_seq_len) {
                       std::to_string(cfg.max_position_embeddings) + " or less");
 }
 
-void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir) {
+void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5) {
   fs::create_directories(dir);
   TensorMap out;
   for (const auto& spec : bert_key_table()) {
@@ -257,6 +257,7 @@ void save_bert(const Bert& model, const std::string& dir, const std::string& tok
     }
   }
   write_safetensors(dir + "/model.safetensors", out);
+  if (hdf5) write_hdf5(dir + "/model.h5", out, {{"format", "headprune BERT, Hugging Face tensor names"}});
   std::string tmp = dir + "/config.json.tmp";
   {
     std::ofstream f(tmp);

@@ -38,6 +38,7 @@ void check_max_seq_len(const BertConfig& cfg, int max_seq_len);
 
 // Writes config.json, model.safetensors (keys "bert.*" and "classifier.*") and copies the tokenizer
 // files (vocab.txt, tokenizer_config.json, special_tokens_map.json) from `tokenizer_dir` when given.
-void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir = "");
+// With `hdf5`, also writes model.h5 holding the same tensors under the same names.
+void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir = "", bool hdf5 = false);
 
 }  // namespace hp::core

@@ -57,6 +57,16 @@ struct EvalConfig {
   }
 };
 
+struct ExportConfig {
+  std::string out;      // output model folder
+  bool hdf5 = true;     // also write model.h5
+  template <class V>
+  void visit_fields(V& v) {
+    v("out", out, "output folder for the exported Hugging Face checkpoint");
+    v("hdf5", hdf5, "also write model.h5 with the same tensors (HF names) for analysis tools");
+  }
+};
+
 struct InferConfig {
   std::string input;       // text file: one example per line, "text" or "text_a<TAB>text_b"
   std::string output;      // .h5 or .json
@@ -71,6 +81,84 @@ struct InferConfig {
   }
 };
 
+struct TrainConfig {
+  int epochs = 3;
+  int max_steps = 0;             // > 0: stop after this many optimizer steps (overrides epochs)
+  int batch_size = 32;
+  double lr_peak = 5e-5;
+  double lr_warmup_ratio = 0.1;  // fraction of all steps spent warming up linearly from 0
+  double weight_decay = 0.01;    // decoupled (AdamW); never on biases and LayerNorm weights
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_eps = 1e-8;
+  double grad_clip = 1.0;        // max global L2 norm; 0 = off
+  int eval_every = 0;            // evaluate on dev every N steps; 0 = at the end of each epoch
+  int save_every = 0;            // write a resumable state every N steps; 0 = at each evaluation
+  int max_train_examples = 0;    // 0 = the whole train split
+  std::string eval_split = "dev";
+  std::string resume;            // run directory to continue from
+  template <class V>
+  void visit_fields(V& v) {
+    v("epochs", epochs, "training epochs over the train split");
+    v("max_steps", max_steps, "stop after this many optimizer steps (overrides epochs); 0 = off");
+    v("batch_size", batch_size, "training batch size");
+    v("lr_peak", lr_peak, "peak learning rate of the encoder and classifier (linear warm-up, then linear decay to 0)");
+    v("lr_warmup_ratio", lr_warmup_ratio, "fraction of the steps spent in linear warm-up");
+    v("weight_decay", weight_decay, "AdamW decoupled weight decay; not applied to biases and LayerNorm weights");
+    v("adam_beta1", adam_beta1, "AdamW beta1");
+    v("adam_beta2", adam_beta2, "AdamW beta2");
+    v("adam_eps", adam_eps, "AdamW epsilon");
+    v("grad_clip", grad_clip, "clip the global gradient L2 norm to this value; 0 = off");
+    v("eval_every", eval_every, "evaluate on the eval split every N steps; 0 = at the end of each epoch");
+    v("save_every", save_every, "write a resumable training state every N steps; 0 = at each evaluation");
+    v("max_train_examples", max_train_examples, "use only the first N training examples; 0 = all");
+    v("eval_split", eval_split, "split used for evaluation during training and to pick the best checkpoint");
+    v("resume", resume, "run directory of an interrupted run to continue from (same config)");
+  }
+};
+
+// Hard-Concrete head gates with an L0 penalty (Louizos et al. 2018; Voita et al. 2019) and the
+// exact-N target mode (a Lagrangian controller as in CoFi pruning, Xia et al. 2022).
+struct GateConfig {
+  bool enabled = false;
+  double beta = 0.33;            // temperature; Voita et al. 0.33, CoFi 2/3
+  double gamma = -0.1;           // stretch interval lower end
+  double zeta = 1.1;             // stretch interval upper end
+  double log_alpha_init = 2.0;   // initial log α (P(open) ≈ 0.9+ at 2.0 with β = 0.33)
+  double lambda = 0.01;          // L0 coefficient on Σ_h P(g_h ≠ 0) (sum over heads, not mean)
+  double lr = 0.1;               // learning rate of log α
+  bool freeze_encoder = false;   // train only the gates (encoder and classifier frozen)
+  bool per_example = false;      // sample one gate per example instead of one per batch
+  int target_heads = 0;          // > 0: Lagrangian target mode landing on exactly this many heads
+  double target_warmup_ratio = 0.5;  // fraction of steps over which the target goes from all heads to N
+  double lagrangian_lr = 0.01;   // learning rate of the multipliers λ1, λ2 (gradient ascent)
+  bool finetune_after = true;    // after fixing exactly N heads, fine-tune with them fixed
+  int finetune_epochs = 1;
+  bool distill = false;          // distil from the unpruned model during the fixed-heads fine-tuning
+  double distill_weight = 0.5;   // loss = (1 - w) task + w KL(teacher || student)
+  double distill_temperature = 2.0;
+  template <class V>
+  void visit_fields(V& v) {
+    v("enabled", enabled, "train Hard-Concrete gates on the heads with an L0 penalty");
+    v("beta", beta, "Hard-Concrete temperature β (Voita et al. 2019: 0.33; CoFi: 2/3)");
+    v("gamma", gamma, "stretch interval lower end γ (Louizos et al.: -0.1)");
+    v("zeta", zeta, "stretch interval upper end ζ (Louizos et al.: 1.1)");
+    v("log_alpha_init", log_alpha_init, "initial log α of every gate");
+    v("lambda", lambda, "L0 coefficient λ on the expected number of open heads (a sum; Voita's coefficient = ours × layers)");
+    v("lr", lr, "learning rate of the gate parameters log α");
+    v("freeze_encoder", freeze_encoder, "train only the gates; the encoder and classifier stay fixed");
+    v("per_example", per_example, "sample gates per example instead of once per batch");
+    v("target_heads", target_heads, "exact number of heads to keep (Lagrangian target mode); 0 = plain L0");
+    v("target_warmup_ratio", target_warmup_ratio, "fraction of steps over which the target falls linearly to target_heads");
+    v("lagrangian_lr", lagrangian_lr, "learning rate of the Lagrange multipliers (gradient ascent)");
+    v("finetune_after", finetune_after, "after fixing exactly N heads, fine-tune with those heads fixed");
+    v("finetune_epochs", finetune_epochs, "epochs of that fixed-heads fine-tuning");
+    v("distill", distill, "distil from the unpruned model during the fixed-heads fine-tuning");
+    v("distill_weight", distill_weight, "weight of the distillation KL term (task term gets 1 - weight)");
+    v("distill_temperature", distill_temperature, "softmax temperature of teacher and student logits in the KL term");
+  }
+};
+
 // The whole configuration. The section order here is the order of --dump-config.
 struct Config {
   RunConfig run;
@@ -78,6 +166,9 @@ struct Config {
   DataConfig data;
   EvalConfig eval;
   InferConfig infer;
+  ExportConfig export_;
+  TrainConfig train;
+  GateConfig gates;
   template <class V>
   void visit_sections(V& v) {
     v("run", run);
@@ -85,6 +176,9 @@ struct Config {
     v("data", data);
     v("eval", eval);
     v("infer", infer);
+    v("export", export_);
+    v("train", train);
+    v("gates", gates);
   }
 };
 

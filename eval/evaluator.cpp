@@ -32,10 +32,7 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
   auto start = std::chrono::steady_clock::now();
   long done = 0;
   for (const auto& b : batches) {
-    core::EncoderInput in;
-    in.input_ids = b.input_ids;
-    in.token_type_ids = b.token_type_ids;
-    in.attention_mask = b.attention_mask;
+    core::EncoderInput in = core::encoder_input(b);
     in.head_mask = head_mask;
     auto logits = model.forward(in).logits;
     r.logits.index_copy_(0, torch::tensor(b.index, torch::kLong), logits);

@@ -66,11 +66,7 @@ int run_infer(const core::Config& cfg) {
   core::Progress progress("infer", N);
   long done = 0;
   for (const auto& b : batches) {
-    core::EncoderInput in;
-    in.input_ids = b.input_ids;
-    in.token_type_ids = b.token_type_ids;
-    in.attention_mask = b.attention_mask;
-    auto out = model.forward(in);
+    auto out = model.forward(core::encoder_input(b));
     auto idx = torch::tensor(b.index, torch::kLong);
     logits.index_copy_(0, idx, out.logits);
     lengths.index_copy_(0, idx, b.attention_mask.sum(1));

@@ -39,6 +39,15 @@ const std::vector<Shortcut> kInferFlags = {
     {"--batch", "infer.batch_size"},
 };
 
+const std::vector<Shortcut> kTrainFlags = {
+    {"--epochs", "train.epochs"}, {"--max-steps", "train.max_steps"}, {"--lr", "train.lr_peak"},
+    {"--batch", "train.batch_size"}, {"--resume", "train.resume"},
+    {"--max-train-examples", "train.max_train_examples"}, {"--gates", "gates.enabled"},
+    {"--lambda", "gates.lambda"}, {"--target-heads", "gates.target_heads"}, {"--distill", "gates.distill"},
+};
+
+const std::vector<Shortcut> kExportFlags = {{"--to", "export.out"}, {"--hdf5", "export.hdf5"}};
+
 struct Subcommand {
   std::string name, help;
   std::vector<Shortcut> flags;
@@ -103,6 +112,10 @@ int real_main(int argc, char** argv) {
   std::vector<Subcommand> subs = {
       {"eval", "evaluate a model on a GLUE task, optionally with heads masked", kEvalFlags, hp::cli::run_eval},
       {"infer", "write logits (and hidden states) for each line of a text file", kInferFlags, hp::cli::run_infer},
+      {"export", "write a model folder as a Hugging Face checkpoint (+ HDF5 of the same tensors)", kExportFlags,
+       hp::cli::run_export},
+      {"train", "fine-tune on a GLUE task; with --gates or --target-heads N, learn which heads to keep",
+       kTrainFlags, hp::cli::run_train},
   };
   std::map<std::string, ParsedFlags> parsed;
   std::map<std::string, CLI::App*> apps;

@@ -104,3 +104,20 @@ TEST_CASE("prune infer reproduces HF's logits from raw text", "[cli][parity]") {
   CHECK(torch::equal(ours.at("lengths"), ref.at("attention_mask").sum(1)));
   CHECK(ours.at("last_hidden").size(2) == 32);
 }
+
+TEST_CASE("prune export writes an HF folder and an HDF5 file with the same tensors", "[cli]") {
+  std::string out = "/tmp/hp_cli_export_" + std::to_string(getpid());
+  auto r = run_prune("export --model " + kTiny + " --to " + out);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  auto st = hp::core::read_safetensors(out + "/model.safetensors");
+  auto h5 = hp::core::read_hdf5(out + "/model.h5");
+  auto src = hp::core::read_safetensors(kTiny + "/model.safetensors");
+  REQUIRE(st.size() == src.size());
+  REQUIRE(h5.size() == st.size());
+  for (const auto& [k, v] : src) {
+    INFO(k);
+    CHECK(torch::equal(st.at(k), v));
+    CHECK(torch::equal(h5.at(k), v));
+  }
+}

@@ -1,0 +1,75 @@
+#include "gates/target_controller.h"
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "core/errors.h"  // ConfigError, CheckpointError, HP_CHECK
+
+namespace hp::gates {
+
+namespace {
+
+template <class T>
+[[noreturn]] void bad_key(const char* key, T value, const std::string& what,
+                          const std::string& fix) {
+  std::ostringstream os;
+  os << "gates." << key << " = " << value << ", " << what << "; " << fix;
+  throw ConfigError(os.str());
+}
+
+}  // namespace
+
+TargetController::TargetController(const core::GateConfig& cfg, int total_heads, long total_steps)
+    : lr_(cfg.lagrangian_lr), total_heads_(total_heads), target_heads_(cfg.target_heads) {
+  HP_CHECK(total_heads > 0, "TargetController needs total_heads > 0, got " << total_heads);
+  HP_CHECK(total_steps >= 0, "TargetController needs total_steps >= 0, got " << total_steps);
+  if (cfg.target_heads < 1 || cfg.target_heads > total_heads)
+    bad_key("target_heads", cfg.target_heads,
+            "the target mode needs 1.." + std::to_string(total_heads),
+            "set it in that range, or 0 and build no TargetController for plain L0");
+  if (!(cfg.target_warmup_ratio >= 0.0 && cfg.target_warmup_ratio <= 1.0))
+    bad_key("target_warmup_ratio", cfg.target_warmup_ratio, "must be in [0, 1]", "use e.g. 0.5");
+  if (!(cfg.lagrangian_lr > 0.0) || !std::isfinite(cfg.lagrangian_lr))
+    bad_key("lagrangian_lr", cfg.lagrangian_lr, "must be > 0", "use e.g. 0.01");
+  warmup_steps_ = std::lround(cfg.target_warmup_ratio * static_cast<double>(total_steps));
+}
+
+double TargetController::target(long step) const {
+  if (step >= warmup_steps_) return target_heads_;  // also covers warmup_steps_ == 0
+  if (step <= 0) return total_heads_;
+  const double frac = static_cast<double>(step) / static_cast<double>(warmup_steps_);
+  return total_heads_ + (target_heads_ - total_heads_) * frac;
+}
+
+torch::Tensor TargetController::penalty(const torch::Tensor& expected_open, long step) const {
+  TORCH_CHECK(expected_open.numel() == 1,
+              "TargetController::penalty: expected_open must be a scalar, got ",
+              expected_open.sizes());
+  const torch::Tensor d = expected_open - target(step);
+  return lambda1_ * d + lambda2_ * d * d;
+}
+
+void TargetController::update(double expected_open, long step) {
+  const double d = expected_open - target(step);
+  lambda1_ += lr_ * d;      // d penalty / dλ1
+  lambda2_ += lr_ * d * d;  // d penalty / dλ2 (≥ 0, so λ2 never shrinks)
+}
+
+torch::Tensor TargetController::state() const {
+  return torch::tensor({lambda1_, lambda2_}, torch::kFloat64);
+}
+
+void TargetController::load_state(const torch::Tensor& s) {
+  if (s.numel() != 2) {
+    std::ostringstream os;
+    os << "TargetController::load_state: got " << s.numel() << " values, expected 2 (λ1, λ2); "
+       << "resume from a state written by the same headprune version";
+    throw CheckpointError(os.str());
+  }
+  const torch::Tensor v = s.detach().to(torch::kCPU, torch::kFloat64).reshape({2});
+  lambda1_ = v[0].item<double>();
+  lambda2_ = v[1].item<double>();
+}
+
+}  // namespace hp::gates

@@ -1,0 +1,23 @@
+// `prune export`: re-writes a model folder as a Hugging Face BertForSequenceClassification checkpoint
+// (config.json, model.safetensors, tokenizer files) plus model.h5 holding the same tensors.
+// Slimmed exports after pruning reuse the same writer (core/checkpoint.h save_bert).
+#include "core/checkpoint.h"
+#include "core/errors.h"
+#include "core/log.h"
+#include "prune/cli/commands.h"
+
+namespace hp::cli {
+
+int run_export(const core::Config& cfg) {
+  if (cfg.export_.out.empty()) throw ConfigError("export.out is empty; pass --to DIR");
+  core::LoadReport report;
+  core::Bert model = core::load_bert(cfg.model.path, {}, &report);
+  if (report.classifier_initialized)
+    core::log_warn("export", cfg.model.path + " has no classifier; the export carries a fresh one (seed " +
+                                 std::to_string(cfg.run.seed) + ")");
+  core::save_bert(model, cfg.export_.out, cfg.model.path, cfg.export_.hdf5);
+  core::log_info("export", "wrote " + cfg.export_.out + (cfg.export_.hdf5 ? " (with model.h5)" : ""));
+  return 0;
+}
+
+}  // namespace hp::cli

@@ -1,0 +1,99 @@
+// train/optim against closed forms: HF's linear warm-up/decay schedule, the no-decay rule for biases
+// and LayerNorm weights (group membership and the group's weight decay), and global-norm clipping.
+#include "train/optim.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "core/checkpoint.h"  // load_bert
+
+using hp::train::linear_schedule;
+using hp::train::Optimizer;
+using hp::train::ParamGroup;
+
+namespace {
+// Doubles computed from small integers: exact up to one rounding.
+constexpr double kTol = 1e-12;
+const std::string kTiny = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert";
+}  // namespace
+
+TEST_CASE("linear schedule equals HF get_linear_schedule_with_warmup's closed form", "[train]") {
+  // total 100, warm-up 10: step/10 below 10, then (100 - step)/90.
+  CHECK(linear_schedule(0, 10, 100) == 0.0);
+  CHECK(linear_schedule(5, 10, 100) == Approx(0.5).epsilon(kTol));
+  CHECK(linear_schedule(10, 10, 100) == Approx(1.0).epsilon(kTol));
+  CHECK(linear_schedule(55, 10, 100) == Approx(0.5).epsilon(kTol));
+  CHECK(linear_schedule(99, 10, 100) == Approx(1.0 / 90.0).epsilon(kTol));
+  CHECK(linear_schedule(100, 10, 100) == 0.0);
+  CHECK(linear_schedule(150, 10, 100) == 0.0);
+  CHECK(linear_schedule(0, 0, 100) == Approx(1.0).epsilon(kTol));
+  // HF TrainingArguments: warmup_steps = ceil(ratio * total).
+  CHECK(hp::train::warmup_steps_for(0.1, 95) == 10);
+  CHECK(hp::train::warmup_steps_for(0.0, 95) == 0);
+}
+
+TEST_CASE("each param group's lr follows its base lr times the schedule", "[train]") {
+  hp::core::TrainConfig cfg;
+  cfg.lr_peak = 1e-3;
+  cfg.lr_warmup_ratio = 0.1;
+  std::map<std::string, torch::Tensor> params = {{"w.weight", torch::ones({2}).requires_grad_(true)},
+                                                 {"w.bias", torch::ones({2}).requires_grad_(true)}};
+  auto log_alpha = torch::zeros({2, 2}).requires_grad_(true);
+  Optimizer opt(cfg, params, log_alpha, /*gates_lr=*/0.1, /*total_steps=*/100);
+  REQUIRE(opt.warmup_steps() == 10);
+  opt.set_step(5);
+  auto& groups = opt.adamw().param_groups();
+  REQUIRE(groups.size() == 3);
+  CHECK(groups[0].options().get_lr() == Approx(0.5e-3).epsilon(kTol));
+  CHECK(groups[1].options().get_lr() == Approx(0.5e-3).epsilon(kTol));
+  CHECK(groups[2].options().get_lr() == Approx(0.05).epsilon(kTol));
+  opt.set_step(55);
+  CHECK(opt.lr() == Approx(0.5e-3).epsilon(kTol));
+  CHECK(groups[2].options().get_lr() == Approx(0.05).epsilon(kTol));
+}
+
+TEST_CASE("no weight decay on biases and LayerNorm weights of the tiny BERT", "[train]") {
+  hp::core::LoadOptions lo;
+  lo.num_labels = 3;
+  auto model = hp::core::load_bert(kTiny, lo);
+  for (auto& [name, t] : model.mutable_parameters()) t.requires_grad_(true);
+  hp::core::TrainConfig cfg;
+  cfg.weight_decay = 0.01;
+  Optimizer opt(cfg, model.parameters(), torch::Tensor(), 0.1, 10);
+  const auto& decay = opt.members(ParamGroup::kDecay);
+  const auto& no_decay = opt.members(ParamGroup::kNoDecay);
+  CHECK(decay.size() + no_decay.size() == model.parameters().size());
+  auto ends_with_bias = [](const std::string& n) { return n.size() >= 4 && n.substr(n.size() - 4) == "bias"; };
+  for (const auto& n : no_decay) CHECK((ends_with_bias(n) || n.find("LayerNorm") != std::string::npos));
+  for (const auto& n : decay) CHECK((!ends_with_bias(n) && n.find("LayerNorm") == std::string::npos));
+  // Named examples, and the tensors really sit in the group with the matching weight decay.
+  auto& groups = opt.adamw().param_groups();
+  auto in_group = [&](size_t g, const std::string& name) {
+    for (const auto& p : groups[g].params())
+      if (p.is_same(model.parameters().at(name))) return true;
+    return false;
+  };
+  CHECK(in_group(0, "encoder.layer.0.attention.self.query.weight"));
+  CHECK(in_group(0, "classifier.weight"));
+  CHECK(in_group(1, "encoder.layer.0.attention.self.query.bias"));
+  CHECK(in_group(1, "encoder.layer.1.output.LayerNorm.weight"));
+  CHECK(in_group(1, "embeddings.LayerNorm.weight"));
+  CHECK(static_cast<torch::optim::AdamWOptions&>(groups[0].options()).weight_decay() == 0.01);
+  CHECK(static_cast<torch::optim::AdamWOptions&>(groups[1].options()).weight_decay() == 0.0);
+}
+
+TEST_CASE("gradient clipping bounds the global L2 norm and reports the norm before clipping", "[train]") {
+  hp::core::TrainConfig cfg;
+  cfg.grad_clip = 1.0;
+  auto a = torch::zeros({2}).requires_grad_(true);
+  auto b = torch::zeros({1}).requires_grad_(true);
+  Optimizer opt(cfg, {{"a.weight", a}, {"b.weight", b}}, torch::Tensor(), 0.1, 10);
+  // Gradients (3, 0) and (4): global norm 5.
+  a.mutable_grad() = torch::tensor({3.0f, 0.0f});
+  b.mutable_grad() = torch::tensor({4.0f});
+  double before = opt.step();
+  CHECK(before == Approx(5.0).epsilon(1e-6));
+  CHECK(hp::train::grad_norm({a, b}) == Approx(1.0).epsilon(1e-6));
+  CHECK(a.grad()[0].item<float>() == Approx(0.6).epsilon(1e-6));
+  CHECK(b.grad()[0].item<float>() == Approx(0.8).epsilon(1e-6));
+}

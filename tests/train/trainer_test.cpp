@@ -1,0 +1,266 @@
+// train/trainer on the tiny BERT (L=2, H=4, D=32, 3 labels) and synthetic data with a learnable rule:
+// the label says which of two marker tokens occurs (or neither). Checks learning, bit-exact resume, config errors and target mode.
+#include "train/trainer.h"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <random>
+
+#include "core/checkpoint.h"  // load_bert
+#include "core/errors.h"      // ConfigError
+#include "core/files.h"       // read_file
+#include "core/tensor_io.h"   // read_hdf5
+#include "eval/evaluator.h"   // evaluate
+
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kTiny = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert";
+constexpr int kMarker = 30;  // words of the tiny vocab: kMarker → label 0, kMarker + 1 → label 1
+
+// n examples of 4..10 random other word ids; a third get kMarker, a third kMarker + 1 at a random place.
+hp::core::EncodedDataset make_data(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  hp::core::EncodedDataset d;
+  d.has_labels = true;
+  for (int i = 0; i < n; ++i) {
+    int len = 4 + static_cast<int>(rng() % 7);
+    std::vector<int32_t> ids = {2};  // [CLS]
+    for (int k = 0; k < len; ++k) {
+      int32_t w = 14 + static_cast<int32_t>(rng() % 84);
+      ids.push_back(w == kMarker || w == kMarker + 1 ? kMarker + 2 : w);
+    }
+    const int label = i % 3;
+    if (label < 2) ids[1 + rng() % len] = kMarker + label;
+    ids.push_back(3);  // [SEP]
+    d.type_ids.emplace_back(ids.size(), 0);
+    d.ids.push_back(ids);
+    d.labels.push_back(static_cast<float>(label));
+  }
+  return d;
+}
+
+hp::core::Bert tiny_model() {
+  hp::core::LoadOptions lo;
+  lo.num_labels = 3;
+  lo.seed = 7;
+  return hp::core::load_bert(kTiny, lo);
+}
+
+std::string fresh_dir(const std::string& name) {
+  std::string dir = std::string(HP_BINARY_DIR) + "/test_tmp/train/" + name;
+  fs::remove_all(dir);
+  return dir;
+}
+
+struct Setup {
+  hp::core::TrainConfig tc;
+  hp::core::GateConfig gc;
+  hp::core::RunConfig rc;
+  hp::core::EncodedDataset train = make_data(192, 1), dev = make_data(64, 2);
+  hp::train::TrainData data() const {
+    hp::train::TrainData d;
+    d.task = &hp::core::find_task("mnli");
+    d.train = &train;
+    d.eval = &dev;
+    d.eval_batch_size = 32;
+    return d;
+  }
+  Setup() {
+    tc.epochs = 20;  // 240 steps: the tiny random encoder needs ~150 to pick up the rule
+    tc.batch_size = 16;
+    tc.lr_peak = 3e-3;
+    tc.weight_decay = 0.01;
+    rc.seed = 11;
+  }
+};
+
+double mean(const torch::Tensor& t, long from, long to) { return t.slice(0, from, to).mean().item<double>(); }
+
+}  // namespace
+
+TEST_CASE("training lowers the loss and learns the marker rule", "[train]") {
+  Setup s;
+  auto model = tiny_model();
+  hp::train::TrainOptions opts;
+  opts.run_dir = fresh_dir("learn");
+  opts.config_yaml = "learn";
+  auto data = s.data();
+  auto r = hp::train::train_model(s.tc, s.gc, s.rc, model, data, opts);
+  REQUIRE(r.steps == s.tc.epochs * 12);
+  auto h5 = hp::core::read_hdf5(opts.run_dir + "/run.h5");
+  auto loss = h5.at("train/loss");
+  REQUIRE(loss.size(0) == r.steps);
+  // Chance-level cross-entropy is ln 3 = 1.10; the rule is learnable, so the last steps sit far below.
+  CHECK(mean(loss, 0, 10) > 0.9);
+  CHECK(mean(loss, r.steps - 12, r.steps) < 0.3);
+  CHECK(r.final_metrics.at("accuracy") >= 0.9);
+  CHECK(r.best_metric >= 0.9);
+  CHECK(h5.at("eval/accuracy").size(0) == s.tc.epochs);  // one evaluation per epoch
+  CHECK(fs::exists(opts.run_dir + "/best/model.safetensors"));
+  CHECK(fs::exists(opts.run_dir + "/metrics.csv"));
+  // Train accuracy of the trained model (dropout off).
+  model.set_training(false);
+  hp::core::BatchOptions bo;
+  bo.batch_size = 64;
+  auto batches = hp::core::make_batches(s.train, bo);
+  auto er = hp::eval::evaluate(model, *data.task, s.train, batches, torch::Tensor());
+  CHECK(er.metrics.at("accuracy") >= 0.95);
+}
+
+TEST_CASE("resume after K steps equals uninterrupted training bit for bit", "[train]") {
+  Setup s;
+  s.tc.epochs = 3;  // 36 steps
+  s.gc.enabled = true;
+  s.gc.lambda = 0.05;
+  s.tc.save_every = 5;
+  auto data = s.data();
+
+  auto full = tiny_model();
+  hp::train::TrainOptions o1;
+  o1.run_dir = fresh_dir("resume_full");
+  o1.config_yaml = "cfg";
+  auto r1 = hp::train::train_model(s.tc, s.gc, s.rc, full, data, o1);
+
+  auto part = tiny_model();
+  hp::train::TrainOptions o2;
+  o2.run_dir = fresh_dir("resume_part");
+  o2.config_yaml = "cfg";
+  o2.stop_after_steps = 17;  // mid-epoch 2, between two saves
+  auto r2a = hp::train::train_model(s.tc, s.gc, s.rc, part, data, o2);
+  REQUIRE(r2a.interrupted);
+  REQUIRE(r2a.steps == 17);
+
+  // A different config is refused, naming the key.
+  auto other = tiny_model();
+  o2.stop_after_steps = 0;
+  o2.resume = true;
+  o2.config_yaml = "cfg2";
+  CHECK_THROWS_AS(hp::train::train_model(s.tc, s.gc, s.rc, other, data, o2), hp::ConfigError);
+
+  auto resumed = tiny_model();  // fresh weights: the state must overwrite all of them
+  o2.config_yaml = "cfg";
+  auto r2 = hp::train::train_model(s.tc, s.gc, s.rc, resumed, data, o2);
+  REQUIRE(r2.steps == r1.steps);
+  for (const auto& [name, t] : full.parameters()) {
+    INFO(name);
+    CHECK(torch::equal(t, resumed.parameters().at(name)));
+  }
+  CHECK(torch::equal(r1.log_alpha, r2.log_alpha));
+  CHECK(r1.best_metric == r2.best_metric);
+  CHECK(r1.final_keep == r2.final_keep);
+  // The logs agree too: the resumed run's history is the saved prefix plus the same continuation.
+  auto h1 = hp::core::read_hdf5(o1.run_dir + "/run.h5"), h2 = hp::core::read_hdf5(o2.run_dir + "/run.h5");
+  CHECK(torch::equal(h1.at("train/loss"), h2.at("train/loss")));
+  CHECK(torch::equal(h1.at("gates/log_alpha"), h2.at("gates/log_alpha")));
+}
+
+TEST_CASE("resume refuses a changed config and names the keys", "[train]") {
+  Setup s;
+  s.tc.max_steps = 3;
+  auto data = s.data();
+  auto model = tiny_model();
+  hp::train::TrainOptions o;
+  o.run_dir = fresh_dir("resume_changed");
+  o.config_yaml = "train:\n  lr_peak: 0.003  # peak\n  epochs: 8  # n\n";
+  o.stop_after_steps = 2;
+  REQUIRE(hp::train::train_model(s.tc, s.gc, s.rc, model, data, o).interrupted);
+  o.resume = true;
+  o.config_yaml = "train:\n  lr_peak: 0.001  # peak\n  epochs: 8  # n\n";
+  auto again = tiny_model();
+  CHECK_THROWS_WITH(hp::train::train_model(s.tc, s.gc, s.rc, again, data, o),
+                    Contains("train.lr_peak: 0.003 -> 0.001") && Contains("config differs"));
+}
+
+TEST_CASE("bad train and gates values give a ConfigError naming the key", "[train]") {
+  hp::core::TrainConfig tc;
+  hp::core::GateConfig gc;
+  CHECK_NOTHROW(hp::train::validate_train_config(tc, gc, 72));
+  auto bad = tc;
+  bad.lr_peak = 0;
+  CHECK_THROWS_WITH(hp::train::validate_train_config(bad, gc, 72), Contains("train.lr_peak = 0"));
+  bad = tc;
+  bad.epochs = 0;
+  CHECK_THROWS_WITH(hp::train::validate_train_config(bad, gc, 72), Contains("train.epochs"));
+  bad = tc;
+  bad.lr_warmup_ratio = 1.0;
+  CHECK_THROWS_AS(hp::train::validate_train_config(bad, gc, 72), hp::ConfigError);
+  auto g = gc;
+  g.target_heads = 200;
+  CHECK_THROWS_WITH(hp::train::validate_train_config(tc, g, 72),
+                    Contains("gates.target_heads = 200, model has 72 heads; use 1..72"));
+  g = gc;
+  g.distill_weight = 1.5;
+  CHECK_THROWS_WITH(hp::train::validate_train_config(tc, g, 72), Contains("gates.distill_weight"));
+  g = gc;
+  g.distill_temperature = 0;
+  CHECK_THROWS_WITH(hp::train::validate_train_config(tc, g, 72), Contains("gates.distill_temperature"));
+}
+
+TEST_CASE("target mode on the tiny model lands on exactly N heads", "[train]") {
+  Setup s;
+  s.tc.epochs = 4;
+  s.gc.target_heads = 3;  // of 8
+  s.gc.lagrangian_lr = 0.05;
+  s.gc.finetune_after = true;
+  s.gc.finetune_epochs = 1;
+  s.gc.distill = true;
+  auto data = s.data();
+  auto model = tiny_model();
+  auto teacher = tiny_model();
+  hp::train::TrainOptions o;
+  o.run_dir = fresh_dir("target");
+  o.config_yaml = "target";
+  o.teacher = &teacher;
+  auto r = hp::train::train_model(s.tc, s.gc, s.rc, model, data, o);
+  CHECK(r.heads_kept == 3);
+  CHECK(r.heads_total == 8);
+  CHECK(r.steps == 5 * 12);
+  CHECK(hp::core::count_kept(r.final_keep) == 3);
+  // head_mask.txt masks the other 5 and parses back to the same set.
+  auto keep = hp::core::parse_head_mask(o.run_dir + "/head_mask.txt", 2, 4);
+  CHECK(keep == r.final_keep);
+  auto h5 = hp::core::read_hdf5(o.run_dir + "/run.h5");
+  // The target fell from 8 heads to 3 and the expected count followed it down.
+  auto open = h5.at("train/expected_open");
+  CHECK(h5.at("train/target")[0].item<double>() == Approx(8.0));
+  CHECK(open[open.size(0) - 1].item<double>() < 6.0);
+  CHECK(h5.count("train/distill"));
+  CHECK(r.final_metrics.count("accuracy"));
+}
+
+TEST_CASE("target mode resumed inside the fixed-heads phase equals the uninterrupted run", "[train]") {
+  Setup s;
+  s.tc.epochs = 2;  // phase 1: 24 steps, phase 2: 12 steps
+  s.gc.target_heads = 5;
+  s.gc.finetune_epochs = 1;
+  s.gc.distill = true;
+  auto data = s.data();
+  auto teacher = tiny_model();
+  auto full = tiny_model();
+  hp::train::TrainOptions o1;
+  o1.run_dir = fresh_dir("target_full");
+  o1.config_yaml = "t";
+  o1.teacher = &teacher;
+  auto r1 = hp::train::train_model(s.tc, s.gc, s.rc, full, data, o1);
+
+  auto part = tiny_model();
+  hp::train::TrainOptions o2 = o1;
+  o2.run_dir = fresh_dir("target_part");
+  o2.stop_after_steps = 29;  // phase 2, step 5 of 12
+  REQUIRE(hp::train::train_model(s.tc, s.gc, s.rc, part, data, o2).interrupted);
+  auto resumed = tiny_model();
+  o2.stop_after_steps = 0;
+  o2.resume = true;
+  auto r2 = hp::train::train_model(s.tc, s.gc, s.rc, resumed, data, o2);
+  REQUIRE(r2.steps == 36);
+  for (const auto& [name, t] : full.parameters()) {
+    INFO(name);
+    CHECK(torch::equal(t, resumed.parameters().at(name)));
+  }
+  CHECK(r1.final_keep == r2.final_keep);
+  CHECK(r2.heads_kept == 5);
+  CHECK(r1.final_metrics == r2.final_metrics);
+}

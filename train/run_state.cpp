@@ -1,0 +1,228 @@
+// Resumable run state, history and metrics log (see train/run_state.h).
+#include "train/run_state.h"
+
+#include <ATen/CPUGeneratorImpl.h>  // at::detail::getDefaultCPUGenerator
+
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/errors.h"  // InputError, ConfigError
+#include "core/files.h"   // write_file_atomic, read_file
+
+namespace hp::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kLogAlphaKey = "gates/log_alpha";
+const char* const kPOpenKey = "gates/p_open";
+const char* const kHistoryPrefix = "history/";
+
+torch::Tensor stack_or_empty(const std::vector<torch::Tensor>& v) {
+  return v.empty() ? torch::Tensor() : torch::stack(v).to(torch::kFloat64);
+}
+
+// "section.key" -> "value" for each "  key: value  # help" line of a dump_yaml text.
+std::map<std::string, std::string> yaml_values(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line[0] != ' ') {
+      section = line.substr(0, line.find(':'));
+      continue;
+    }
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(2, colon - 2);
+    std::string value = line.substr(colon + 1);
+    size_t hash = value.find("  # ");
+    if (hash != std::string::npos) value = value.substr(0, hash);
+    out[section + "." + key] = value.empty() ? value : value.substr(1);
+  }
+  return out;
+}
+
+}  // namespace
+
+core::TensorMap History::to_tensors() const {
+  core::TensorMap m;
+  for (const auto& [key, values] : series) m[key] = torch::tensor(values, torch::kFloat64);
+  if (!log_alpha.empty()) m[kLogAlphaKey] = stack_or_empty(log_alpha);
+  if (!p_open.empty()) m[kPOpenKey] = stack_or_empty(p_open);
+  return m;
+}
+
+History History::from_tensors(const core::TensorMap& tensors) {
+  History h;
+  for (const auto& [key, t] : tensors) {
+    if (key == kLogAlphaKey || key == kPOpenKey) {
+      auto& dst = key == kLogAlphaKey ? h.log_alpha : h.p_open;
+      for (long i = 0; i < t.size(0); ++i) dst.push_back(t[i].to(torch::kFloat32).clone());
+      continue;
+    }
+    auto d = t.to(torch::kFloat64).contiguous();
+    h.series[key] = std::vector<double>(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
+  }
+  return h;
+}
+
+std::string config_hash(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a 64 offset basis
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::vector<std::string> changed_keys(const std::string& saved_yaml, const std::string& current_yaml) {
+  auto a = yaml_values(saved_yaml), b = yaml_values(current_yaml);
+  std::vector<std::string> out;
+  for (const auto& [key, value] : b) {
+    auto it = a.find(key);
+    if (it == a.end()) out.push_back(key + ": (absent) -> " + value);
+    else if (it->second != value) out.push_back(key + ": " + it->second + " -> " + value);
+  }
+  for (const auto& [key, value] : a)
+    if (!b.count(key)) out.push_back(key + ": " + value + " -> (absent)");
+  return out;
+}
+
+torch::Tensor cpu_rng_state() {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+void set_cpu_rng_state(const torch::Tensor& state) {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state.to(torch::kUInt8).contiguous());
+}
+
+std::string state_dir(const std::string& run_dir) { return run_dir + "/state"; }
+std::string optimizer_file(const std::string& run_dir) { return state_dir(run_dir) + "/optimizer.pt"; }
+
+void replace_dir(const std::string& tmp_dir, const std::string& final_dir) {
+  // A crash between the two renames leaves final_dir.old, which read_run_state falls back to.
+  const std::string old = final_dir + ".old";
+  fs::remove_all(old);
+  if (fs::exists(final_dir)) fs::rename(final_dir, old);
+  fs::rename(tmp_dir, final_dir);
+  fs::remove_all(old);
+}
+
+void save_run_state(const std::string& run_dir, const RunState& s, const core::Bert& model, const Optimizer& opt) {
+  const std::string tmp = state_dir(run_dir) + ".tmp";
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  core::TensorMap weights;
+  for (const auto& [k, t] : model.parameters()) weights[k] = t.detach();
+  core::write_safetensors(tmp + "/model.safetensors", weights);
+  opt.save(tmp + "/optimizer.pt");
+
+  core::TensorMap tensors;
+  // The generator state is bytes; safetensors has no U8 here, so it travels as int64 (exact).
+  tensors["rng_state"] = s.rng_state.to(torch::kLong);
+  if (s.log_alpha.defined()) tensors["log_alpha"] = s.log_alpha.detach();
+  if (s.best_log_alpha.defined()) tensors["best_log_alpha"] = s.best_log_alpha.detach();
+  if (s.controller_state.defined()) tensors["controller_state"] = s.controller_state.detach();
+  for (const auto& [k, t] : s.history.to_tensors()) tensors[kHistoryPrefix + k] = t;
+  core::write_safetensors(tmp + "/run.safetensors", tensors);
+
+  nlohmann::json j;
+  j["step"] = s.step;
+  j["phase"] = s.phase;
+  j["phase_step"] = s.phase_step;
+  j["epoch"] = s.epoch;
+  j["batch_in_epoch"] = s.batch_in_epoch;
+  j["has_best"] = s.has_best;
+  j["best_metric"] = s.best_metric;  // nlohmann prints the shortest exact round-trip form
+  j["best_step"] = s.best_step;
+  j["config_hash"] = s.config_hash;
+  core::write_file_atomic(tmp + "/state.json", j.dump(2) + "\n");
+  core::write_file_atomic(tmp + "/config.yaml", s.config_yaml);
+  replace_dir(tmp, state_dir(run_dir));
+}
+
+RunState read_run_state(const std::string& run_dir, core::Bert& model) {
+  std::string dir = state_dir(run_dir);
+  if (!fs::exists(dir + "/state.json") && fs::exists(dir + ".old/state.json")) dir += ".old";
+  if (!fs::exists(dir + "/state.json"))
+    throw InputError(state_dir(run_dir) + ": no resumable state (state.json missing); pass the run directory of a "
+                     "run started with train.save_every or evaluations, or start a new run without --resume");
+  RunState s;
+  auto j = nlohmann::json::parse(core::read_file(dir + "/state.json"));
+  s.step = j.at("step").get<long>();
+  s.phase = j.at("phase").get<int>();
+  s.phase_step = j.at("phase_step").get<long>();
+  s.epoch = j.at("epoch").get<int>();
+  s.batch_in_epoch = j.at("batch_in_epoch").get<long>();
+  s.has_best = j.at("has_best").get<bool>();
+  s.best_metric = j.at("best_metric").get<double>();
+  s.best_step = j.at("best_step").get<long>();
+  s.config_hash = j.at("config_hash").get<std::string>();
+  s.config_yaml = core::read_file(dir + "/config.yaml");
+
+  auto tensors = core::read_safetensors(dir + "/run.safetensors");
+  s.rng_state = tensors.at("rng_state").to(torch::kUInt8);
+  if (tensors.count("log_alpha")) s.log_alpha = tensors.at("log_alpha");
+  if (tensors.count("best_log_alpha")) s.best_log_alpha = tensors.at("best_log_alpha");
+  if (tensors.count("controller_state")) s.controller_state = tensors.at("controller_state");
+  core::TensorMap hist;
+  for (const auto& [k, t] : tensors)
+    if (k.rfind(kHistoryPrefix, 0) == 0) hist[k.substr(std::string(kHistoryPrefix).size())] = t;
+  s.history = History::from_tensors(hist);
+
+  auto weights = core::read_safetensors(dir + "/model.safetensors");
+  torch::NoGradGuard no_grad;
+  for (auto& [k, t] : model.mutable_parameters()) {
+    auto it = weights.find(k);
+    if (it == weights.end() || it->second.sizes() != t.sizes())
+      throw InputError(dir + "/model.safetensors: tensor " + k + " missing or of another shape; the state belongs "
+                       "to another model, resume with the model.path the run started with");
+    t.copy_(it->second);
+  }
+  return s;
+}
+
+void check_resume_config(const std::string& run_dir, const RunState& s, const std::string& current_yaml) {
+  if (config_hash(current_yaml) == s.config_hash) return;
+  auto changed = changed_keys(s.config_yaml, current_yaml);
+  std::string list;
+  for (size_t i = 0; i < changed.size(); ++i) list += (i ? ", " : "") + changed[i];
+  throw ConfigError(state_dir(run_dir) + ": config differs from the interrupted run (" +
+                    (list.empty() ? std::string("hash ") + s.config_hash : list) +
+                    "); resume with the same config, or start a new run in another --out folder");
+}
+
+MetricsLog::MetricsLog(const std::string& path, long keep_until_step) {
+  fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  if (keep_until_step >= 0 && fs::exists(path)) {
+    std::istringstream in(core::read_file(path));
+    std::string line, kept;
+    while (std::getline(in, line)) {
+      if (line.rfind("step,", 0) == 0 || std::stol(line.substr(0, line.find(','))) <= keep_until_step)
+        kept += line + "\n";
+    }
+    core::write_file_atomic(path, kept);
+    out_.open(path, std::ios::app);
+  } else {
+    out_.open(path, std::ios::trunc);
+    out_ << "step,epoch,key,value\n";
+  }
+  if (!out_) throw InputError(path + ": cannot open for writing; check the permissions of run.out_dir");
+  out_.precision(17);
+}
+
+void MetricsLog::add(long step, int epoch, const std::string& key, double value) {
+  out_ << step << ',' << epoch << ',' << key << ',' << value << '\n';
+}
+
+}  // namespace hp::train

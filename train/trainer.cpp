@@ -1,0 +1,399 @@
+// The training loop (see train/trainer.h).
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "core/checkpoint.h"  // save_bert, load_bert
+#include "core/errors.h"      // ConfigError
+#include "core/files.h"       // write_file_atomic
+#include "core/log.h"
+#include "core/tensor_io.h"   // write_hdf5
+#include "eval/evaluator.h"
+#include "gates/head_gates.h"
+#include "gates/target_controller.h"
+#include "train/distill.h"
+#include "train/optim.h"
+#include "train/run_state.h"
+
+namespace hp::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::string fmt(const char* f, double v) {  // one printf-formatted number
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// Everything one run holds; phases share it. Member functions are the loop's steps.
+class Loop {
+ public:
+  Loop(const core::TrainConfig& tc, const core::GateConfig& gc, const core::RunConfig& rc, core::Bert& model,
+       const TrainData& data, const TrainOptions& opts)
+      : tc_(tc), gc_(gc), rc_(rc), model_(model), data_(data), opts_(opts) {
+    const auto& mc = model.config();
+    L_ = mc.num_hidden_layers;
+    H_ = mc.max_heads();
+    target_mode_ = gc.target_heads > 0;
+    if (gc.enabled || target_mode_) gates_ = std::make_unique<gates::HeadGates>(gc, L_, H_);
+    const long n = static_cast<long>(data.train->size());
+    steps_per_epoch_ = (n + tc.batch_size - 1) / tc.batch_size;
+    phase_total_[1] = tc.max_steps > 0 ? tc.max_steps : tc.epochs * steps_per_epoch_;
+    phase_total_[2] = target_mode_ && gc.finetune_after ? gc.finetune_epochs * steps_per_epoch_ : 0;
+    if (target_mode_) controller_ = std::make_unique<gates::TargetController>(gc, L_ * H_, phase_total_[1]);
+    core::BatchOptions bo;
+    bo.batch_size = data.eval_batch_size;
+    bo.pad_id = data.pad_id;
+    eval_batches_ = core::make_batches(*data.eval, bo);
+  }
+
+  TrainResult run();
+
+ private:
+  void record(const std::string& key, double value) {
+    s_.history.add(key, value);
+    log_->add(s_.step, s_.epoch, key, value);
+  }
+  torch::Tensor eval_mask() const;
+  void train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress);
+  void evaluate_and_keep_best();
+  void save_best(const torch::Tensor& mask_log_alpha);
+  void save_state(const Optimizer& opt);
+  bool run_phase(int phase, bool resumed_here);  // false = interrupted
+  void set_trainable(bool encoder);
+  core::HeadSet final_keep() const;
+  TrainResult interrupted_result() const {
+    TrainResult r;
+    r.steps = s_.step, r.interrupted = true;
+    if (gates_) r.log_alpha = gates_->log_alpha().detach().clone();
+    return r;
+  }
+
+  const core::TrainConfig& tc_;
+  const core::GateConfig& gc_;
+  const core::RunConfig& rc_;
+  core::Bert& model_;
+  const TrainData& data_;
+  const TrainOptions& opts_;
+  int L_ = 0, H_ = 0;
+  bool target_mode_ = false;
+  long steps_per_epoch_ = 0;
+  long phase_total_[3] = {0, 0, 0};
+  std::unique_ptr<gates::HeadGates> gates_;
+  std::unique_ptr<gates::TargetController> controller_;
+  std::vector<core::Batch> eval_batches_;
+  torch::Tensor fixed_mask_;  // [L, H] 0/1 in phase 2
+  std::unique_ptr<MetricsLog> log_;
+  RunState s_;
+  long examples_done_ = 0;
+  double train_seconds_ = 0;
+  long steps_this_process_ = 0;
+};
+
+torch::Tensor Loop::eval_mask() const {
+  if (fixed_mask_.defined()) return fixed_mask_;
+  if (!gates_) return {};
+  torch::NoGradGuard no_grad;
+  if (target_mode_) return eval::head_mask_tensor(gates_->top_n(gc_.target_heads));
+  return gates_->deterministic().detach();
+}
+
+void Loop::set_trainable(bool encoder) {
+  for (auto& [name, t] : model_.mutable_parameters()) t.requires_grad_(encoder);
+}
+
+void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress) {
+  auto start = std::chrono::steady_clock::now();
+  const bool phase1 = s_.phase == 1;
+  opt.set_step(s_.phase_step);
+  opt.zero_grad();
+  core::EncoderInput in = core::encoder_input(b);
+  if (fixed_mask_.defined()) in.head_mask = fixed_mask_;
+  else if (gates_) in.head_mask = gates_->sample(b.input_ids.size(0));
+  auto logits = model_.forward(in).logits;  // [B, C]
+  torch::Tensor task_loss = data_.task->is_regression()
+                                ? torch::mse_loss(logits.select(1, 0), b.labels)
+                                : torch::cross_entropy_loss(logits, b.labels.to(torch::kLong));
+  torch::Tensor loss = task_loss;
+  double distill_v = std::nan("");
+  if (opts_.teacher && s_.phase == 2 && gc_.distill) {
+    torch::Tensor teacher_logits;
+    {
+      torch::NoGradGuard no_grad;
+      core::EncoderInput tin = core::encoder_input(b);
+      teacher_logits = opts_.teacher->forward(tin).logits;
+    }
+    auto kd = distill_loss(logits, teacher_logits, gc_.distill_temperature, data_.task->is_regression());
+    loss = (1.0 - gc_.distill_weight) * task_loss + gc_.distill_weight * kd;
+    distill_v = kd.item<double>();
+  }
+  double expected_open = 0, penalty_v = 0;
+  if (gates_ && phase1) {
+    auto open = gates_->expected_open();
+    auto penalty = target_mode_ ? controller_->penalty(open, s_.phase_step) : gates_->l0_penalty();
+    loss = loss + penalty;
+    expected_open = open.item<double>();
+    penalty_v = penalty.item<double>();
+  }
+  loss.backward();
+  double norm = opt.step();
+  if (target_mode_ && phase1) controller_->update(expected_open, s_.phase_step);
+
+  const long B = b.input_ids.size(0);
+  examples_done_ += B;
+  train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ++steps_this_process_;
+  const double lr = opt.lr();
+  ++s_.step;
+  ++s_.phase_step;
+  const double loss_v = loss.item<double>();
+  record("train/step", static_cast<double>(s_.step));
+  record("train/phase", s_.phase);
+  record("train/loss", loss_v);
+  record("train/task_loss", task_loss.item<double>());
+  record("train/lr", lr);
+  record("train/grad_norm", norm);
+  if (!std::isnan(distill_v)) record("train/distill", distill_v);
+  if (gates_ && phase1) {
+    record("train/penalty", penalty_v);
+    record("train/expected_open", expected_open);
+    if (target_mode_) {
+      record("train/target", controller_->target(s_.phase_step - 1));
+      record("train/lambda1", controller_->lambda1());
+      record("train/lambda2", controller_->lambda2());
+    }
+  }
+  const double ex_s = train_seconds_ > 0 ? examples_done_ / train_seconds_ : 0;
+  progress.update(s_.step, "phase " + std::to_string(s_.phase) + "  loss " + fmt("%.4f", loss_v) + "  lr " +
+                               fmt("%.2e", lr) + "  " + fmt("%.1f", ex_s) + " ex/s" +
+                               (gates_ && phase1 ? "  open " + fmt("%.1f", expected_open) : ""));
+}
+
+void Loop::save_best(const torch::Tensor& log_alpha) {
+  const std::string best = opts_.run_dir + "/best", tmp = best + ".tmp";
+  fs::remove_all(tmp);
+  core::save_bert(model_, tmp, opts_.tokenizer_dir);
+  if (log_alpha.defined()) core::write_safetensors(tmp + "/gates.safetensors", {{"log_alpha", log_alpha}});
+  replace_dir(tmp, best);
+}
+
+void Loop::evaluate_and_keep_best() {
+  model_.set_training(false);
+  auto r = eval::evaluate(model_, *data_.task, *data_.eval, eval_batches_, eval_mask());
+  model_.set_training(true);
+  record("eval/step", static_cast<double>(s_.step));
+  for (const auto& [name, value] : r.metrics) record("eval/" + name, value);
+  record("eval/examples_per_s", r.examples_per_s);
+  torch::Tensor la;
+  if (gates_) {
+    torch::NoGradGuard no_grad;
+    la = gates_->log_alpha().detach().clone();
+    s_.history.log_alpha.push_back(la);
+    s_.history.p_open.push_back(gates::l0_expected(la, gc_.beta, gates_->limits()));
+  }
+  const double m = r.metrics.at(data_.task->primary_metric);
+  core::log_info("train", "step " + std::to_string(s_.step) + " " + data_.task->primary_metric + " " + fmt("%.4f", m));
+  // Phase 1 of target mode has no fixed head set yet, so its checkpoints are not candidates.
+  const bool candidate = !target_mode_ || s_.phase == 2;
+  if (candidate && (!s_.has_best || m > s_.best_metric)) {
+    s_.has_best = true;
+    s_.best_metric = m;
+    s_.best_step = s_.step;
+    if (gates_) s_.best_log_alpha = la;
+    save_best(la);
+  }
+}
+
+void Loop::save_state(const Optimizer& opt) {
+  s_.rng_state = cpu_rng_state();
+  if (gates_) s_.log_alpha = gates_->log_alpha().detach().clone();
+  if (controller_) s_.controller_state = controller_->state();
+  log_->flush();
+  save_run_state(opts_.run_dir, s_, model_, opt);
+}
+
+bool Loop::run_phase(int phase, bool resumed_here) {
+  const bool phase1 = phase == 1;
+  set_trainable(!(phase1 && gc_.freeze_encoder));
+  torch::Tensor la = gates_ && phase1 ? gates_->log_alpha() : torch::Tensor();
+  Optimizer opt(tc_, model_.parameters(), la, gc_.lr, phase_total_[phase]);
+  if (resumed_here && s_.phase_step > 0) opt.load(optimizer_file(opts_.run_dir));
+  if (resumed_here) set_cpu_rng_state(s_.rng_state);
+  model_.set_training(true);
+  core::Progress progress("train", phase_total_[1] + phase_total_[2], "steps");
+  core::BatchOptions bo;
+  bo.batch_size = tc_.batch_size;
+  bo.sort_by_length = false;  // random batches, each padded to its longest member
+  bo.pad_id = data_.pad_id;
+  while (s_.phase_step < phase_total_[phase]) {
+    auto batches = core::make_batches(*data_.train, bo, epoch_order(data_.train->size(), rc_.seed, phase, s_.epoch));
+    const long nb = static_cast<long>(batches.size());
+    for (long i = s_.batch_in_epoch; i < nb && s_.phase_step < phase_total_[phase]; ++i) {
+      train_step(batches[i], opt, progress);
+      s_.batch_in_epoch = i + 1;
+      const bool epoch_end = i + 1 == nb, done = s_.phase_step >= phase_total_[phase];
+      const bool eval_due = tc_.eval_every > 0 ? s_.phase_step % tc_.eval_every == 0 : epoch_end;
+      if (epoch_end) ++s_.epoch, s_.batch_in_epoch = 0;  // the state points at the next batch
+      bool evaluated = false;
+      if (eval_due || done) evaluate_and_keep_best(), evaluated = true;
+      const bool save_due = tc_.save_every > 0 ? s_.phase_step % tc_.save_every == 0 : evaluated;
+      const bool stop = (opts_.stop_after_steps > 0 && s_.step >= opts_.stop_after_steps) ||
+                        (opts_.stop && opts_.stop->load());
+      if (save_due || stop) save_state(opt);
+      if (stop) return false;
+      if (epoch_end) break;
+    }
+  }
+  progress.finish();
+  return true;
+}
+
+core::HeadSet Loop::final_keep() const {
+  if (!gates_) return core::HeadSet(L_, std::vector<bool>(H_, true));
+  if (target_mode_) return gates_->top_n(gc_.target_heads);
+  // Plain L0: the heads whose deterministic gate at the best evaluation is nonzero.
+  torch::Tensor la = s_.best_log_alpha.defined() ? s_.best_log_alpha : gates_->log_alpha().detach();
+  auto g = gates::hard_concrete_mean(la, gates_->limits()).contiguous();
+  core::HeadSet keep(L_, std::vector<bool>(H_, false));
+  for (int l = 0; l < L_; ++l)
+    for (int h = 0; h < H_; ++h) keep[l][h] = g[l][h].item<float>() > 0.f;
+  return keep;
+}
+
+TrainResult Loop::run() {
+  fs::create_directories(opts_.run_dir);
+  bool resumed = false;
+  if (opts_.resume) {
+    s_ = read_run_state(opts_.run_dir, model_);
+    check_resume_config(opts_.run_dir, s_, opts_.config_yaml);
+    torch::NoGradGuard no_grad;
+    if (gates_ && s_.log_alpha.defined()) gates_->log_alpha().copy_(s_.log_alpha);
+    if (controller_ && s_.controller_state.defined()) controller_->load_state(s_.controller_state);
+    resumed = true;
+    core::log_info("train", "resuming " + opts_.run_dir + " at step " + std::to_string(s_.step) + " (phase " +
+                                std::to_string(s_.phase) + ", epoch " + std::to_string(s_.epoch + 1) + ")");
+  } else {
+    torch::manual_seed(rc_.seed);  // dropout and gate noise; the data order has its own seeds
+    s_.config_hash = config_hash(opts_.config_yaml);
+    s_.config_yaml = opts_.config_yaml;
+  }
+  log_ = std::make_unique<MetricsLog>(opts_.run_dir + "/metrics.csv", resumed ? s_.step : -1);
+
+  const int last_phase = phase_total_[2] > 0 ? 2 : 1, first_phase = s_.phase;
+  for (int phase = first_phase; phase <= last_phase; ++phase) {
+    if (phase == 2) {
+      if (s_.phase != 2) {
+        s_.phase = 2, s_.phase_step = 0, s_.epoch = 0, s_.batch_in_epoch = 0, s_.has_best = false;
+      }
+      fixed_mask_ = eval::head_mask_tensor(gates_->top_n(gc_.target_heads));
+      core::log_info("train", "phase 2: fine-tuning with exactly " + std::to_string(gc_.target_heads) +
+                                  " heads fixed: masked " + core::format_head_mask(gates_->top_n(gc_.target_heads)));
+    }
+    const bool resumed_here = resumed && phase == first_phase;
+    if (!run_phase(phase, resumed_here)) return interrupted_result();
+  }
+  // Target mode without fine-tuning: the final model with its exactly-N heads is the result.
+  if (target_mode_ && last_phase == 1) {
+    s_.has_best = true;
+    s_.best_step = s_.step;
+    s_.best_metric = s_.history.series.at("eval/" + data_.task->primary_metric).back();
+    save_best(gates_->log_alpha().detach().clone());
+  }
+
+  TrainResult r;
+  r.steps = s_.step;
+  r.metric = data_.task->primary_metric;
+  r.best_metric = s_.best_metric;
+  r.best_step = s_.best_step;
+  r.final_keep = final_keep();
+  r.heads_kept = core::count_kept(r.final_keep);
+  r.heads_total = L_ * H_;
+  if (gates_) r.log_alpha = gates_->log_alpha().detach().clone();
+  r.train_seconds = train_seconds_;
+  r.steps_per_s = train_seconds_ > 0 ? steps_this_process_ / train_seconds_ : 0;
+  r.examples_per_s = train_seconds_ > 0 ? examples_done_ / train_seconds_ : 0;
+
+  // The saved best model, re-read from disk, evaluated with the final hard mask.
+  core::LoadOptions lo;
+  lo.num_labels = model_.config().num_labels;
+  core::Bert best = core::load_bert(opts_.run_dir + "/best", lo);
+  torch::Tensor mask = r.heads_kept == r.heads_total ? torch::Tensor() : eval::head_mask_tensor(r.final_keep);
+  r.final_metrics = eval::evaluate(best, *data_.task, *data_.eval, eval_batches_, mask).metrics;
+  if (gates_) core::write_file_atomic(opts_.run_dir + "/head_mask.txt", core::format_head_mask(r.final_keep) + "\n");
+  core::write_hdf5(opts_.run_dir + "/run.h5", s_.history.to_tensors(),
+                   {{"seed", std::to_string(rc_.seed)}, {"config_hash", s_.config_hash},
+                    {"task", data_.task->name}, {"metric", r.metric}});
+  return r;
+}
+
+}  // namespace
+
+std::vector<long> epoch_order(long n, int seed, int phase, int epoch) {
+  std::vector<long> order(n);
+  for (long i = 0; i < n; ++i) order[i] = i;
+  uint64_t state = splitmix64(splitmix64(static_cast<uint64_t>(seed)) ^ (static_cast<uint64_t>(phase) << 32) ^
+                              static_cast<uint64_t>(epoch));
+  for (long i = n - 1; i > 0; --i) {
+    state = splitmix64(state);
+    long j = static_cast<long>(state % static_cast<uint64_t>(i + 1));
+    std::swap(order[i], order[j]);
+  }
+  return order;
+}
+
+void validate_train_config(const core::TrainConfig& t, const core::GateConfig& g, int total_heads) {
+  auto need = [](bool ok, const std::string& msg) { if (!ok) throw ConfigError(msg); };
+  auto num = [](double v) { return fmt("%g", v); };
+  need(t.epochs >= 1 || t.max_steps > 0, "train.epochs = " + std::to_string(t.epochs) +
+                                             " with train.max_steps = 0; use epochs >= 1 or max_steps > 0");
+  need(t.max_steps >= 0, "train.max_steps = " + std::to_string(t.max_steps) + "; use 0 (off) or a positive count");
+  need(t.lr_peak > 0 && std::isfinite(t.lr_peak), "train.lr_peak = " + num(t.lr_peak) + "; use a positive rate, e.g. 5e-5");
+  need(t.batch_size >= 1, "train.batch_size = " + std::to_string(t.batch_size) + "; use a positive batch size, e.g. 32");
+  need(t.lr_warmup_ratio >= 0 && t.lr_warmup_ratio < 1,
+       "train.lr_warmup_ratio = " + num(t.lr_warmup_ratio) + "; use a fraction in [0, 1), e.g. 0.1");
+  need(t.weight_decay >= 0, "train.weight_decay = " + num(t.weight_decay) + "; use >= 0, e.g. 0.01");
+  need(t.adam_beta1 >= 0 && t.adam_beta1 < 1, "train.adam_beta1 = " + num(t.adam_beta1) + "; use [0, 1), e.g. 0.9");
+  need(t.adam_beta2 >= 0 && t.adam_beta2 < 1, "train.adam_beta2 = " + num(t.adam_beta2) + "; use [0, 1), e.g. 0.999");
+  need(t.adam_eps > 0, "train.adam_eps = " + num(t.adam_eps) + "; use a small positive value, e.g. 1e-8");
+  need(t.grad_clip >= 0, "train.grad_clip = " + num(t.grad_clip) + "; use 0 (off) or a positive norm, e.g. 1.0");
+  need(t.eval_every >= 0, "train.eval_every = " + std::to_string(t.eval_every) + "; use 0 (each epoch) or a step count");
+  need(t.save_every >= 0, "train.save_every = " + std::to_string(t.save_every) + "; use 0 (each evaluation) or a step count");
+  need(t.max_train_examples >= 0,
+       "train.max_train_examples = " + std::to_string(t.max_train_examples) + "; use 0 (all) or a positive count");
+  need(g.distill_weight >= 0 && g.distill_weight <= 1,
+       "gates.distill_weight = " + num(g.distill_weight) + "; use a weight in [0, 1], e.g. 0.5");
+  need(g.distill_temperature > 0,
+       "gates.distill_temperature = " + num(g.distill_temperature) + "; use a positive temperature, e.g. 2");
+  need(g.target_heads >= 0 && g.target_heads <= total_heads,
+       "gates.target_heads = " + std::to_string(g.target_heads) + ", model has " + std::to_string(total_heads) +
+           " heads; use 1.." + std::to_string(total_heads) + " (or 0 for no target)");
+  need(g.finetune_epochs >= 1 || !g.finetune_after || g.target_heads == 0,
+       "gates.finetune_epochs = " + std::to_string(g.finetune_epochs) + "; use >= 1, or gates.finetune_after: false");
+}
+
+TrainResult train_model(const core::TrainConfig& train, const core::GateConfig& gates, const core::RunConfig& run,
+                        core::Bert& model, const TrainData& data, const TrainOptions& opts) {
+  HP_CHECK(data.task && data.train && data.eval, "train_model needs a task, a train set and an eval set");
+  validate_train_config(train, gates, model.config().num_hidden_layers * model.config().max_heads());
+  if (data.train->size() == 0) throw InputError("train_model: the train split is empty; check data.task and data.root");
+  if (!data.eval->has_labels)
+    throw ConfigError("train.eval_split = " + train.eval_split + " has no labels; use a labelled split such as dev");
+  Loop loop(train, gates, run, model, data, opts);
+  return loop.run();
+}
+
+}  // namespace hp::train

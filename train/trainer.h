@@ -1,0 +1,66 @@
+// The training loop: fine-tuning on a GLUE task, optionally with Hard-Concrete head gates (plain L0,
+// or the exact-N Lagrangian target mode followed by fixed-heads fine-tuning with optional distillation).
+// Evaluates, keeps the best checkpoint, writes metrics.csv / run.h5 and resumable state.
+// AdamW + schedule: train/optim.h; KL: train/distill.h; state and logs: train/run_state.h; gates: gates/.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <atomic>
+#include <map>
+#include <string>
+
+#include "core/batching.h"   // EncodedDataset
+#include "core/bert.h"
+#include "core/config.h"     // TrainConfig, GateConfig, RunConfig
+#include "core/glue.h"       // TaskSpec
+#include "core/head_mask.h"  // HeadSet
+
+namespace hp::train {
+
+struct TrainData {
+  const core::TaskSpec* task = nullptr;
+  const core::EncodedDataset* train = nullptr;
+  const core::EncodedDataset* eval = nullptr;  // must hold labels: it picks the best checkpoint
+  int pad_id = 0;
+  int eval_batch_size = 64;
+};
+
+struct TrainOptions {
+  std::string run_dir;          // RUN_DIR: state/, best/, metrics.csv, run.h5, head_mask.txt
+  std::string config_yaml;      // the config that must match on resume (dump_yaml without paths)
+  std::string tokenizer_dir;    // copied into RUN_DIR/best (vocab.txt, ...); empty = none
+  bool resume = false;          // continue from RUN_DIR/state
+  const core::Bert* teacher = nullptr;  // frozen unpruned model for gates.distill
+  long stop_after_steps = 0;    // > 0: save state and stop after this many steps (tests, budgets)
+  const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT): save state and stop after the step
+};
+
+struct TrainResult {
+  long steps = 0;                // optimizer steps done, all phases
+  bool interrupted = false;      // stopped early with resumable state saved
+  std::string metric;            // the task's primary metric
+  double best_metric = 0;        // best value during training (the eval mask of its time)
+  long best_step = -1;
+  std::map<std::string, double> final_metrics;  // RUN_DIR/best re-loaded and evaluated with final_keep
+  core::HeadSet final_keep;      // heads kept (all, without gates)
+  int heads_kept = 0, heads_total = 0;
+  torch::Tensor log_alpha;       // final gate parameters [L, H]; undefined without gates
+  double train_seconds = 0;      // time in training steps (evaluation excluded)
+  double steps_per_s = 0, examples_per_s = 0;
+};
+
+// Trains `model` in place (its tensors get requires_grad). Throws ConfigError for bad train/gates
+// values (see validate_train_config), InputError for unusable state on resume.
+TrainResult train_model(const core::TrainConfig& train, const core::GateConfig& gates, const core::RunConfig& run,
+                        core::Bert& model, const TrainData& data, const TrainOptions& opts);
+
+// Range checks of train.* and the gate keys the trainer uses; ConfigError naming the key and the fix.
+// `total_heads` is the model's L·H (for gates.target_heads).
+void validate_train_config(const core::TrainConfig& train, const core::GateConfig& gates, int total_heads);
+
+// Dataset positions of one epoch: a Fisher-Yates shuffle from a generator seeded by (seed, phase,
+// epoch) alone, so a resumed run recomputes the same order.
+std::vector<long> epoch_order(long n, int seed, int phase, int epoch);
+
+}  // namespace hp::train
