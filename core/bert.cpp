@@ -3,11 +3,43 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <utility>
 
 #include "core/bert_keys.h"
 #include "core/errors.h"  // InternalError, CheckpointError
 
 namespace hp::core {
+
+namespace {
+
+// Inference-only attention core: probs = softmax(q k^T / sqrt(Dh) + ext), ctx = probs v, one
+// (batch, head) pair per task. Inside the parallel region each small GEMM runs single-threaded (the
+// OpenMP OpenBLAS does not nest), whereas at::bmm issues the B×H GEMMs [S, Dh] × [Dh, S] one by one,
+// each split over all threads with a barrier: at S=128 that was most of the forward time.
+// The autograd path keeps whole-tensor ops. q, k, v: [B, H, S, Dh] (any strides); ext: [B, 1, 1, S].
+// Returns probs [B, H, S, S] and ctx [B, S, H, Dh].
+std::pair<torch::Tensor, torch::Tensor> attention_no_grad(const torch::Tensor& q, const torch::Tensor& k,
+                                                          const torch::Tensor& v, const torch::Tensor& ext) {
+  const auto B = q.size(0), H = q.size(1), S = q.size(2), Dh = q.size(3);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
+  auto probs = torch::empty({B, H, S, S}, q.options());
+  auto ctx = torch::empty({B, S, H, Dh}, q.options());
+  auto ext_rows = ext.view({B, 1, S});
+  at::parallel_for(0, B * H, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t b = i / H, h = i % H;
+      auto p = probs[b][h];  // [S, S]
+      at::addmm_out(p, ext_rows[b], q[b][h], k[b][h].t(), /*beta=*/1.0, /*alpha=*/scale);
+      at::_softmax_out(p, p, -1, /*half_to_float=*/false);
+      auto out = ctx.select(0, b).select(1, h);  // [S, Dh], row stride H * Dh
+      at::mm_out(out, p, v[b][h]);
+    }
+  });
+  return {probs, ctx};
+}
+
+}  // namespace
 
 torch::Tensor apply_head_mask(const torch::Tensor& ctx, const torch::Tensor& mask) {
   // ctx: [B, H, S, Dh]; mask: [H] or [B, H]
@@ -84,11 +116,19 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
     auto q = heads(torch::linear(x, w.q_w, w.q_b));
     auto k = heads(torch::linear(x, w.k_w, w.k_b));
     auto v = heads(torch::linear(x, w.v_w, w.v_b));
-    auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(Dh));  // [B, H, S, S]
-    auto probs = torch::softmax(scores + ext_mask, -1);
-    if (in.want_attention) out.attentions.push_back(probs);
-    probs = torch::dropout(probs, cfg_.attention_probs_dropout_prob, training_);
-    auto ctx = torch::matmul(probs, v);  // [B, H, S, Dh]
+    torch::Tensor probs, ctx;
+    if (!training_ && !torch::GradMode::is_enabled()) {
+      torch::Tensor ctx_bshd;  // [B, S, H, Dh]
+      std::tie(probs, ctx_bshd) = attention_no_grad(q, k, v, ext_mask);
+      ctx = ctx_bshd.transpose(1, 2);  // [B, H, S, Dh] view; the reshape below is then free
+      if (in.want_attention) out.attentions.push_back(probs);
+    } else {
+      auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(Dh));  // [B, H, S, S]
+      probs = torch::softmax(scores + ext_mask, -1);
+      if (in.want_attention) out.attentions.push_back(probs);
+      probs = torch::dropout(probs, cfg_.attention_probs_dropout_prob, training_);
+      ctx = torch::matmul(probs, v);  // [B, H, S, Dh]
+    }
     if (in.want_context) out.contexts.push_back(ctx);
     if (head_mask.defined())
       ctx = apply_head_mask(ctx, head_mask.dim() == 3 ? head_mask.select(1, l).narrow(1, 0, H)

@@ -121,3 +121,21 @@ TEST_CASE("prune export writes an HF folder and an HDF5 file with the same tenso
     CHECK(torch::equal(h5.at(k), v));
   }
 }
+
+TEST_CASE("configs/README.md is the current output of prune config --doc", "[cli]") {
+  auto r = run_prune("config --doc");
+  REQUIRE(r.code == 0);
+  std::ifstream in(std::string(HP_SOURCE_DIR) + "/configs/README.md");
+  std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO("regenerate configs/README.md from `prune config --doc` (see its header)");
+  CHECK_THAT(readme, Catch::EndsWith(r.output));
+}
+
+TEST_CASE("every preset in configs/ loads and validates", "[cli]") {
+  for (const char* name : {"sst2", "mrpc", "cola", "rte", "stsb", "mnli"}) {
+    INFO(name);
+    auto r = run_prune(std::string("train --dump-config --config ") + HP_SOURCE_DIR + "/configs/" + name + ".yaml");
+    CHECK(r.code == 0);
+    CHECK_THAT(r.output, Catch::Contains("task: "));
+  }
+}
