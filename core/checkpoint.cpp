@@ -194,7 +194,8 @@ Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* repo
   std::map<std::string, torch::Tensor> params;
   std::set<std::string> consumed;
   std::vector<std::string> missing;
-  torch::manual_seed(opts.seed);
+  // A private generator: loading a model must not reset the global RNG that dropout and gates use.
+  at::Generator init_gen = at::detail::createCPUGenerator(opts.seed);
   for (const auto& spec : bert_key_table()) {
     for (int l = 0; l < (spec.per_layer ? cfg.num_hidden_layers : 1); ++l) {
       std::string key = hf_key(spec, l);
@@ -207,7 +208,7 @@ Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* repo
           continue;
         }
         // Fresh init as HF's _init_weights: normal(0, 0.02) weights, zero biases.
-        params[key] = spec.shape.size() == 2 ? torch::randn(expected) * 0.02 : torch::zeros(expected);
+        params[key] = spec.shape.size() == 2 ? torch::randn(expected, init_gen) * 0.02 : torch::zeros(expected);
         (spec.part == Part::kClassifier ? rep.classifier_initialized : rep.pooler_initialized) = true;
         continue;
       }

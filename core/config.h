@@ -95,6 +95,7 @@ struct TrainConfig {
   int eval_every = 0;            // evaluate on dev every N steps; 0 = at the end of each epoch
   int save_every = 0;            // write a resumable state every N steps; 0 = at each evaluation
   int max_train_examples = 0;    // 0 = the whole train split
+  std::string train_split = "train";
   std::string eval_split = "dev";
   std::string resume;            // run directory to continue from
   template <class V>
@@ -112,6 +113,7 @@ struct TrainConfig {
     v("eval_every", eval_every, "evaluate on the eval split every N steps; 0 = at the end of each epoch");
     v("save_every", save_every, "write a resumable training state every N steps; 0 = at each evaluation");
     v("max_train_examples", max_train_examples, "use only the first N training examples; 0 = all");
+    v("train_split", train_split, "split to train on (mnli_subset has no train split: use matched, evaluate on mismatched)");
     v("eval_split", eval_split, "split used for evaluation during training and to pick the best checkpoint");
     v("resume", resume, "run directory of an interrupted run to continue from (same config)");
   }

@@ -28,6 +28,15 @@ struct InternalError : Error {
   using Error::Error;
 };
 
+// Throws ConfigError "<key> = <value>, <what>; <fix>", e.g. "gates.beta = 2, must be in (0, 1]; …".
+template <class T>
+[[noreturn]] void throw_bad_value(const std::string& key, const T& value, const std::string& what,
+                                  const std::string& fix) {
+  std::ostringstream os;
+  os << key << " = " << value << ", " << what << "; " << fix;
+  throw ConfigError(os.str());
+}
+
 }  // namespace hp
 
 #define HP_CHECK(cond, msg)                                                           \

@@ -10,12 +10,10 @@ namespace hp::gates {
 
 namespace {
 
+// "gates.<key> = <value>, <what>; <fix>" as a ConfigError.
 template <class T>
-[[noreturn]] void bad_key(const char* key, T value, const std::string& what,
-                          const std::string& fix) {
-  std::ostringstream os;
-  os << "gates." << key << " = " << value << ", " << what << "; " << fix;
-  throw ConfigError(os.str());
+[[noreturn]] void bad_key(const char* key, T value, const std::string& what, const std::string& fix) {
+  throw_bad_value(std::string("gates.") + key, value, what, fix);
 }
 
 }  // namespace

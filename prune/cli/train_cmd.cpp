@@ -33,7 +33,7 @@ int run_train(const core::Config& cfg) {
   core::check_max_seq_len(arch, cfg.data.max_seq_len);
 
   const std::string root = core::resolve_data_root(cfg.data.root);
-  auto train_examples = core::read_task(task, root, "train");
+  auto train_examples = core::read_task(task, root, cfg.train.train_split);
   if (cfg.train.max_train_examples > 0 && static_cast<size_t>(cfg.train.max_train_examples) < train_examples.size())
     train_examples.resize(cfg.train.max_train_examples);
   auto eval_examples = core::read_task(task, root, cfg.train.eval_split);
