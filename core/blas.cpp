@@ -2,6 +2,7 @@
 #include "core/blas.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -87,7 +88,13 @@ BlasInfo detect_blas() {
   return info;
 }
 
+void tune_allocator() {
+  mallopt(M_MMAP_MAX, 0);  // every block from the heap, reused after free
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);  // never shrink the heap back
+}
+
 void ensure_fast_blas(int argc, char** argv) {
+  tune_allocator();
   const char* allow = std::getenv("HEADPRUNE_ALLOW_SLOW_BLAS");
   if (allow && std::string(allow) == "1") return;
   BlasInfo info = detect_blas();

@@ -21,7 +21,12 @@ BlasInfo detect_blas();
 // The best OpenBLAS core type this CPU supports ("SkylakeX", "Haswell", "Sandybridge"), or "" if none.
 std::string best_openblas_core();
 
-// Call first in main(). If the BLAS is slow and fixable, re-execs this program once with
+// Keeps freed memory in the process instead of returning it to the OS: glibc serves blocks over
+// 32 MB with fresh mmap()s, and the page faults of re-touching them (BERT's [B, S, 4D] activations)
+// cost ~10% of a forward pass. Resident memory then stays at its peak. Called by ensure_fast_blas().
+void tune_allocator();
+
+// Call first in main(). Tunes the allocator; then if the BLAS is slow and fixable, re-execs this program once with
 // OPENBLAS_CORETYPE and/or LD_LIBRARY_PATH set (only to what the CPU supports); if not fixable,
 // throws hp::Error telling what to install. Set HEADPRUNE_ALLOW_SLOW_BLAS=1 to skip the check.
 void ensure_fast_blas(int argc, char** argv);
