@@ -11,35 +11,25 @@
 
 namespace hp::gates {
 
-namespace {
-
-// "gates.<key> = <value>, <what>; <fix>" as a ConfigError.
-template <class T>
-[[noreturn]] void bad_key(const char* key, T value, const std::string& what, const std::string& fix) {
-  throw_bad_value(std::string("gates.") + key, value, what, fix);
-}
-
-}  // namespace
-
 void validate_gate_config(const core::GateConfig& cfg, int layers, int heads) {
   HP_CHECK(layers > 0 && heads > 0, "HeadGates needs L, H > 0, got " << layers << " x " << heads);
   if (!(cfg.beta > 0.0 && cfg.beta <= 1.0))
-    bad_key("beta", cfg.beta, "must be in (0, 1]",
+    throw_bad_value("gates.beta", cfg.beta, "must be in (0, 1]",
             "Voita et al. use 0.33, Louizos et al. and CoFi 2/3");
   if (!(cfg.gamma < 0.0))
-    bad_key("gamma", cfg.gamma, "must be < 0 (P(g = 0) > 0 needs it)", "Louizos et al. use -0.1");
+    throw_bad_value("gates.gamma", cfg.gamma, "must be < 0 (P(g = 0) > 0 needs it)", "Louizos et al. use -0.1");
   if (!(cfg.zeta > 1.0))
-    bad_key("zeta", cfg.zeta, "must be > 1 (P(g = 1) > 0 needs it)", "Louizos et al. use 1.1");
+    throw_bad_value("gates.zeta", cfg.zeta, "must be > 1 (P(g = 1) > 0 needs it)", "Louizos et al. use 1.1");
   if (!std::isfinite(cfg.log_alpha_init))
-    bad_key("log_alpha_init", cfg.log_alpha_init, "must be finite",
+    throw_bad_value("gates.log_alpha_init", cfg.log_alpha_init, "must be finite",
             "use e.g. 2.0 (P(open) = 0.94)");
   if (!(cfg.lambda >= 0.0) || !std::isfinite(cfg.lambda))
-    bad_key("lambda", cfg.lambda, "must be >= 0", "use e.g. 0.01 (a sum over heads)");
+    throw_bad_value("gates.lambda", cfg.lambda, "must be >= 0", "use e.g. 0.01 (a sum over heads)");
   if (!(cfg.lr > 0.0) || !std::isfinite(cfg.lr))
-    bad_key("lr", cfg.lr, "must be > 0", "use e.g. 0.1");
+    throw_bad_value("gates.lr", cfg.lr, "must be > 0", "use e.g. 0.1");
   const int total = layers * heads;
   if (cfg.target_heads < 0 || cfg.target_heads > total)
-    bad_key("target_heads", cfg.target_heads, "model has " + std::to_string(total) + " heads",
+    throw_bad_value("gates.target_heads", cfg.target_heads, "model has " + std::to_string(total) + " heads",
             "use 1.." + std::to_string(total) + ", or 0 for plain L0");
 }
 

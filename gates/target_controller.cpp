@@ -8,28 +8,18 @@
 
 namespace hp::gates {
 
-namespace {
-
-// "gates.<key> = <value>, <what>; <fix>" as a ConfigError.
-template <class T>
-[[noreturn]] void bad_key(const char* key, T value, const std::string& what, const std::string& fix) {
-  throw_bad_value(std::string("gates.") + key, value, what, fix);
-}
-
-}  // namespace
-
 TargetController::TargetController(const core::GateConfig& cfg, int total_heads, long total_steps)
     : lr_(cfg.lagrangian_lr), total_heads_(total_heads), target_heads_(cfg.target_heads) {
   HP_CHECK(total_heads > 0, "TargetController needs total_heads > 0, got " << total_heads);
   HP_CHECK(total_steps >= 0, "TargetController needs total_steps >= 0, got " << total_steps);
   if (cfg.target_heads < 1 || cfg.target_heads > total_heads)
-    bad_key("target_heads", cfg.target_heads,
+    throw_bad_value("gates.target_heads", cfg.target_heads,
             "the target mode needs 1.." + std::to_string(total_heads),
             "set it in that range, or 0 and build no TargetController for plain L0");
   if (!(cfg.target_warmup_ratio >= 0.0 && cfg.target_warmup_ratio <= 1.0))
-    bad_key("target_warmup_ratio", cfg.target_warmup_ratio, "must be in [0, 1]", "use e.g. 0.5");
+    throw_bad_value("gates.target_warmup_ratio", cfg.target_warmup_ratio, "must be in [0, 1]", "use e.g. 0.5");
   if (!(cfg.lagrangian_lr > 0.0) || !std::isfinite(cfg.lagrangian_lr))
-    bad_key("lagrangian_lr", cfg.lagrangian_lr, "must be > 0", "use e.g. 0.01");
+    throw_bad_value("gates.lagrangian_lr", cfg.lagrangian_lr, "must be > 0", "use e.g. 0.01");
   warmup_steps_ = std::lround(cfg.target_warmup_ratio * static_cast<double>(total_steps));
 }
 
