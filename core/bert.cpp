@@ -79,12 +79,25 @@ Bert::Bert(BertConfig cfg, std::map<std::string, torch::Tensor> params)
 
 const torch::Tensor& Bert::p(const std::string& name) const { return params_.at(name); }
 
-torch::Tensor Bert::activation(const torch::Tensor& x) const {
+torch::Tensor Bert::activation(const torch::Tensor& x, bool lrp) const {
   const std::string& act = cfg_.hidden_act;
-  if (act == "gelu") return torch::gelu(x);  // exact erf form, as HF "gelu"
-  if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast") return torch::gelu(x, "tanh");
-  if (act == "relu") return torch::relu(x);
-  throw CheckpointError("config.json: hidden_act '" + act + "' is not supported; use gelu, gelu_new or relu");
+  torch::Tensor y;
+  if (act == "gelu") y = torch::gelu(x);  // exact erf form, as HF "gelu"
+  else if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast") y = torch::gelu(x, "tanh");
+  else if (act == "relu") y = torch::relu(x);
+  else throw CheckpointError("config.json: hidden_act '" + act + "' is not supported; use gelu, gelu_new or relu");
+  if (!lrp) return y;
+  // LRP: y = x · gate(x) with the gate act(x)/x held constant (its value at 0 is the slope there).
+  auto gate = torch::where(x.abs() > 1e-12, y / x, torch::full_like(x, act == "relu" ? 0.0 : 0.5));
+  return x * gate.detach();
+}
+
+torch::Tensor Bert::norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool lrp) const {
+  if (!lrp) return torch::layer_norm(x, {cfg_.hidden_size}, w, b, cfg_.layer_norm_eps);
+  // LRP: centring is linear; the scale 1/σ is held constant (Ali et al. 2022's LN rule).
+  auto centred = x - x.mean(-1, true);
+  auto sigma = (centred.pow(2).mean(-1, true) + cfg_.layer_norm_eps).sqrt();
+  return centred / sigma.detach() * w + b;
 }
 
 torch::Tensor Bert::embed(const EncoderInput& in) const {
@@ -94,8 +107,7 @@ torch::Tensor Bert::embed(const EncoderInput& in) const {
   auto x = torch::embedding(p("embeddings.word_embeddings.weight"), in.input_ids) +
            torch::embedding(p("embeddings.token_type_embeddings.weight"), types) +
            torch::embedding(p("embeddings.position_embeddings.weight"), positions);
-  x = torch::layer_norm(x, {cfg_.hidden_size}, p("embeddings.LayerNorm.weight"), p("embeddings.LayerNorm.bias"),
-                        cfg_.layer_norm_eps);
+  x = norm(x, p("embeddings.LayerNorm.weight"), p("embeddings.LayerNorm.bias"), in.lrp_rules);
   return torch::dropout(x, cfg_.hidden_dropout_prob, training_);
 }
 
@@ -108,24 +120,33 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
   torch::Tensor attn;
   if (H == 0) {
     // No heads left: the attention block adds only the output bias before the residual LayerNorm.
-    attn = torch::layer_norm(x + w.o_b, {cfg_.hidden_size}, w.ln1_w, w.ln1_b, cfg_.layer_norm_eps);
+    attn = norm(x + w.o_b, w.ln1_w, w.ln1_b, in.lrp_rules);
     if (in.want_attention) out.attentions.push_back(torch::zeros({B, 0, S, S}));
     if (in.want_context) out.contexts.push_back(torch::zeros({B, 0, S, Dh}));
   } else {
     auto heads = [&](const torch::Tensor& t) { return t.view({B, S, H, Dh}).transpose(1, 2); };  // [B, H, S, Dh]
-    auto q = heads(torch::linear(x, w.q_w, w.q_b));
-    auto k = heads(torch::linear(x, w.k_w, w.k_b));
     auto v = heads(torch::linear(x, w.v_w, w.v_b));
     torch::Tensor probs, ctx;
-    if (!training_ && !torch::GradMode::is_enabled()) {
+    if (l == in.override_layer) {
+      TORCH_CHECK(in.override_probs.sizes() == torch::IntArrayRef({B, H, S, S}), "override_probs must be [", B, ", ",
+                  H, ", ", S, ", ", S, "], got ", in.override_probs.sizes());
+      probs = in.override_probs;
+      if (in.want_attention) out.attentions.push_back(probs);
+      ctx = torch::matmul(probs, v);
+    } else if (!training_ && !torch::GradMode::is_enabled()) {
+      auto q = heads(torch::linear(x, w.q_w, w.q_b));
+      auto k = heads(torch::linear(x, w.k_w, w.k_b));
       torch::Tensor ctx_bshd;  // [B, S, H, Dh]
       std::tie(probs, ctx_bshd) = attention_no_grad(q, k, v, ext_mask);
       ctx = ctx_bshd.transpose(1, 2);  // [B, H, S, Dh] view; the reshape below is then free
       if (in.want_attention) out.attentions.push_back(probs);
     } else {
+      auto q = heads(torch::linear(x, w.q_w, w.q_b));
+      auto k = heads(torch::linear(x, w.k_w, w.k_b));
       auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(Dh));  // [B, H, S, S]
       probs = torch::softmax(scores + ext_mask, -1);
       if (in.want_attention) out.attentions.push_back(probs);
+      if (in.lrp_rules) probs = probs.detach();  // LRP: relevance flows through the values only
       probs = torch::dropout(probs, cfg_.attention_probs_dropout_prob, training_);
       ctx = torch::matmul(probs, v);  // [B, H, S, Dh]
     }
@@ -135,11 +156,11 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
                                                       : head_mask[l].narrow(0, 0, H));
     ctx = ctx.transpose(1, 2).reshape({B, S, H * Dh});
     auto proj = torch::dropout(torch::linear(ctx, w.o_w, w.o_b), cfg_.hidden_dropout_prob, training_);
-    attn = torch::layer_norm(proj + x, {cfg_.hidden_size}, w.ln1_w, w.ln1_b, cfg_.layer_norm_eps);
+    attn = norm(proj + x, w.ln1_w, w.ln1_b, in.lrp_rules);
   }
-  auto inter = activation(torch::linear(attn, w.in_w, w.in_b));
+  auto inter = activation(torch::linear(attn, w.in_w, w.in_b), in.lrp_rules);
   auto ffn = torch::dropout(torch::linear(inter, w.out_w, w.out_b), cfg_.hidden_dropout_prob, training_);
-  return torch::layer_norm(ffn + attn, {cfg_.hidden_size}, w.ln2_w, w.ln2_b, cfg_.layer_norm_eps);
+  return norm(ffn + attn, w.ln2_w, w.ln2_b, in.lrp_rules);
 }
 
 EncoderOutput Bert::forward(const EncoderInput& in) const {
@@ -162,14 +183,26 @@ EncoderOutput Bert::forward(const EncoderInput& in) const {
   auto ext = extended_attention_mask(mask);
 
   EncoderOutput out;
-  auto x = embed(in);
+  const int first = in.start_layer;
+  TORCH_CHECK(first >= 0 && first <= cfg_.num_hidden_layers, "start_layer ", first, " out of range");
+  torch::Tensor x;
+  if (first > 0 || in.start_hidden.defined()) {
+    TORCH_CHECK(in.start_hidden.defined() && in.start_hidden.size(0) == B && in.start_hidden.size(1) == S,
+                "start_hidden must be [", B, ", ", S, ", D] when start_layer > 0");
+    x = in.start_hidden;
+  } else {
+    x = embed(in);
+  }
   if (in.want_hidden) out.hidden_states.push_back(x);
-  for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
+  for (int l = first; l < cfg_.num_hidden_layers; ++l) {
     x = layer_forward(l, x, ext, head_mask, out, in);
     if (in.want_hidden) out.hidden_states.push_back(x);
   }
   out.last_hidden = x;
-  out.pooled = torch::tanh(torch::linear(x.select(1, 0), p("pooler.dense.weight"), p("pooler.dense.bias")));
+  auto pre_pool = torch::linear(x.select(1, 0), p("pooler.dense.weight"), p("pooler.dense.bias"));
+  out.pooled = torch::tanh(pre_pool);
+  if (in.lrp_rules)  // LRP: tanh(z) = z · (tanh(z)/z) with that ratio held constant
+    out.pooled = pre_pool * torch::where(pre_pool.abs() > 1e-12, out.pooled / pre_pool, torch::ones_like(pre_pool)).detach();
   double cls_dropout = cfg_.classifier_dropout >= 0 ? cfg_.classifier_dropout : cfg_.hidden_dropout_prob;
   out.logits = torch::linear(torch::dropout(out.pooled, cls_dropout, training_), p("classifier.weight"),
                              p("classifier.bias"));

@@ -26,6 +26,19 @@ struct EncoderInput {
   bool want_attention = false;   // fill EncoderOutput::attentions
   bool want_context = false;     // fill EncoderOutput::contexts
   bool want_hidden = false;      // fill EncoderOutput::hidden_states
+  // Start at layer `start_layer` from `start_hidden` [B, S, D] (that layer's input, e.g. a cached
+  // hidden_states[start_layer]) instead of the embeddings: criteria reuse the layers below.
+  // input_ids still gives the shape; attention_mask must match.
+  int start_layer = 0;
+  torch::Tensor start_hidden;
+  // In layer `override_layer`, use `override_probs` [B, H_l, S, S] as the attention probabilities
+  // instead of computing them (attention attribution scales them by α and differentiates).
+  int override_layer = -1;
+  torch::Tensor override_probs;
+  // LRP propagation rules (prune/criteria.h): the LayerNorm scale 1/σ, the attention probabilities
+  // and the activation gates act(x)/x are detached, so the network is locally linear and
+  // input × gradient is layer-wise relevance (LRP-0). Same forward values; only gradients change.
+  bool lrp_rules = false;
 };
 
 struct EncoderOutput {
@@ -35,6 +48,7 @@ struct EncoderOutput {
   std::vector<torch::Tensor> hidden_states;  // L+1 × [B, S, D]: embeddings, then each layer
   std::vector<torch::Tensor> attentions;     // L × [B, H_l, S, S] attention probabilities
   std::vector<torch::Tensor> contexts;       // L × [B, H_l, S, Dh] head outputs before masking
+  // With start_layer = s > 0 the three lists begin at layer s (hidden_states[0] = start_hidden).
 };
 
 // Applies a per-head gate to context vectors. ctx: [B, H, S, Dh]; mask: [H] or [B, H].
@@ -64,7 +78,8 @@ class Bert {
   torch::Tensor embed(const EncoderInput& in) const;
   torch::Tensor layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask,
                               const torch::Tensor& head_mask, EncoderOutput& out, const EncoderInput& in) const;
-  torch::Tensor activation(const torch::Tensor& x) const;
+  torch::Tensor activation(const torch::Tensor& x, bool lrp) const;
+  torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool lrp) const;
   const torch::Tensor& p(const std::string& name) const;
 
   BertConfig cfg_;

@@ -161,6 +161,79 @@ struct GateConfig {
   }
 };
 
+// The pruning run (`prune --config X.yaml`): importance criteria, iterative masking curves, reaching
+// exactly target_heads heads, recovery fine-tuning, slimmed export. Criteria: prune/criteria.h.
+struct PruneConfig {
+  std::vector<std::string> criteria = {"confidence", "lrp", "taylor", "attattr", "random", "loo"};
+  std::string rank_split = "train";  // ranking data; kept apart from the evaluation split
+  int rank_examples = 512;
+  int rank_batch_size = 32;
+  std::string eval_split = "dev";
+  std::vector<int> schedule = {0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100};
+  std::string schedule_unit = "percent";
+  bool per_layer = false;
+  int min_heads_per_layer = 0;
+  bool iterative = false;
+  int seeds = 1;
+  int bootstrap = 1000;
+  bool normalize_layers = true;
+  bool taylor_token_level = false;
+  int attattr_steps = 20;
+  std::string attattr_riemann = "right";
+  std::string attattr_target = "gold";
+  int target_heads = 0;
+  std::string method = "best";
+  std::string gates_run;
+  int recover_steps = 300;
+  bool recover_distill = true;
+  bool finetune = true;
+  bool latency = true;
+  bool verify = true;
+  template <class V>
+  void visit_fields(V& v) {
+    v("criteria", criteria, "importance criteria to score and plot: confidence, lrp, taylor, attattr, random, loo, gates");
+    v("rank_split", rank_split, "split the criteria score heads on (kept apart from eval_split)");
+    v("rank_examples", rank_examples, "examples of rank_split used for scoring (the first N); 0 = all");
+    v("rank_batch_size", rank_batch_size, "batch size while scoring");
+    v("eval_split", eval_split, "split the masking curves and the final model are evaluated on");
+    v("schedule", schedule, "heads pruned at each curve point, increasing: percentages of all heads, or counts");
+    v("schedule_unit", schedule_unit, "unit of schedule: percent or count");
+    v("per_layer", per_layer, "rank heads within each layer (prune evenly across layers) instead of globally");
+    v("min_heads_per_layer", min_heads_per_layer, "never prune a layer below this many heads");
+    v("iterative", iterative, "re-score the remaining heads after every curve step (Michel et al.); false = score once");
+    v("seeds", seeds, "curves per criterion with seeds run.seed, run.seed+1, ... (mean and bootstrap 95% interval)");
+    v("bootstrap", bootstrap, "bootstrap resamples of the evaluation examples for the 95% interval; 0 = off");
+    v("normalize_layers", normalize_layers, "Taylor: divide each layer's importances by their L2 norm (Michel et al.)");
+    v("taylor_token_level", taylor_token_level, "Taylor: |gradient| per token instead of per example (Michel's code variant)");
+    v("attattr_steps", attattr_steps, "attention attribution: Riemann steps m of the integrated gradients");
+    v("attattr_riemann", attattr_riemann, "attention attribution: right (Hao et al.'s formula), left or midpoint");
+    v("attattr_target", attattr_target, "attention attribution: output attributed, gold label or predicted class");
+    v("target_heads", target_heads, "--target-heads N: end with a slimmed model of exactly N heads; 0 = curves only");
+    v("method", method, "how N heads are chosen: best (criterion with the best curve), a criterion name, or gates");
+    v("gates_run", gates_run, "run directory of a gated `prune train` run whose log alpha is the gates criterion");
+    v("recover_steps", recover_steps, "fine-tuning steps with the N heads fixed after pruning; 0 = none");
+    v("recover_distill", recover_distill, "distil from the unpruned model during the recovery fine-tuning");
+    v("finetune", finetune, "fine-tune first (train section) when the model has no classifier for the task");
+    v("latency", latency, "measure the latency of the slimmed model at every curve step");
+    v("verify", verify, "check the slimmed export: its logits equal the masked model's on eval_split");
+  }
+};
+
+// `prune bench`: latency and throughput of a model folder, optionally against another.
+struct BenchConfig {
+  std::string compare;                 // model folder to compare with (e.g. the unpruned one)
+  std::vector<int> batches = {1, 32};
+  int seq = 128;
+  double min_seconds = 2.0;
+  template <class V>
+  void visit_fields(V& v) {
+    v("compare", compare, "model folder to compare with (e.g. the unpruned model); speedup = its latency / ours");
+    v("batches", batches, "batch sizes to time");
+    v("seq", seq, "sequence length of the timed inputs (no padding)");
+    v("min_seconds", min_seconds, "time each configuration for at least this long (median of the runs)");
+  }
+};
+
 // The whole configuration. The section order here is the order of --dump-config.
 struct Config {
   RunConfig run;
@@ -171,6 +244,8 @@ struct Config {
   ExportConfig export_;
   TrainConfig train;
   GateConfig gates;
+  PruneConfig prune;
+  BenchConfig bench;
   template <class V>
   void visit_sections(V& v) {
     v("run", run);
@@ -181,6 +256,8 @@ struct Config {
     v("export", export_);
     v("train", train);
     v("gates", gates);
+    v("prune", prune);
+    v("bench", bench);
   }
 };
 

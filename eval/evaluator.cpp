@@ -1,6 +1,8 @@
 // Evaluation loop (see eval/evaluator.h).
 #include "eval/evaluator.h"
 
+#include <algorithm>
+
 #include <chrono>
 
 #include "core/log.h"
@@ -9,11 +11,13 @@
 namespace hp::eval {
 
 torch::Tensor head_mask_tensor(const core::HeadSet& keep) {
-  const long L = static_cast<long>(keep.size()), H = L ? static_cast<long>(keep[0].size()) : 0;
-  auto mask = torch::ones({L, H});
+  const long L = static_cast<long>(keep.size());
+  long H = 0;
+  for (const auto& layer : keep) H = std::max(H, static_cast<long>(layer.size()));
+  auto mask = torch::ones({L, H});  // rows of layers with fewer heads are padded with 1 (unused)
   auto a = mask.accessor<float, 2>();
   for (long l = 0; l < L; ++l)
-    for (long h = 0; h < H; ++h) a[l][h] = keep[l][h] ? 1.f : 0.f;
+    for (long h = 0; h < static_cast<long>(keep[l].size()); ++h) a[l][h] = keep[l][h] ? 1.f : 0.f;
   return mask;
 }
 

@@ -59,6 +59,10 @@ class Loop {
     bo.batch_size = data.eval_batch_size;
     bo.pad_id = data.pad_id;
     eval_batches_ = core::make_batches(*data.eval, bo);
+    if (!opts.fixed_keep.empty()) {
+      HP_CHECK(!gates_, "TrainOptions::fixed_keep excludes gates");
+      fixed_mask_ = eval::head_mask_tensor(opts.fixed_keep);
+    }
   }
 
   TrainResult run();
@@ -96,7 +100,7 @@ class Loop {
   std::unique_ptr<gates::HeadGates> gates_;
   std::unique_ptr<gates::TargetController> controller_;
   std::vector<core::Batch> eval_batches_;
-  torch::Tensor fixed_mask_;  // [L, H] 0/1 in phase 2
+  torch::Tensor fixed_mask_;  // [L, H] 0/1 in phase 2, or all along with opts_.fixed_keep
   std::unique_ptr<MetricsLog> log_;
   RunState s_;
   long examples_done_ = 0;
@@ -130,7 +134,7 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
                                 : torch::cross_entropy_loss(logits, b.labels.to(torch::kLong));
   torch::Tensor loss = task_loss;
   double distill_v = std::nan("");
-  if (opts_.teacher && s_.phase == 2 && gc_.distill) {
+  if (opts_.teacher && gc_.distill && (s_.phase == 2 || !opts_.fixed_keep.empty())) {
     torch::Tensor teacher_logits;
     {
       torch::NoGradGuard no_grad;
@@ -263,6 +267,7 @@ bool Loop::run_phase(int phase, bool resumed_here) {
 }
 
 core::HeadSet Loop::final_keep() const {
+  if (!opts_.fixed_keep.empty()) return opts_.fixed_keep;
   if (!gates_) return core::HeadSet(L_, std::vector<bool>(H_, true));
   if (target_mode_) return gates_->top_n(gc_.target_heads);
   // Plain L0: the heads whose deterministic gate at the best evaluation is nonzero.

@@ -32,6 +32,9 @@ struct TrainOptions {
   std::string tokenizer_dir;    // copied into RUN_DIR/best (vocab.txt, ...); empty = none
   bool resume = false;          // continue from RUN_DIR/state
   const core::Bert* teacher = nullptr;  // frozen unpruned model for gates.distill
+  // Non-empty: train with these heads fixed (no gates), e.g. recovery after pruning; with a teacher
+  // and gates.distill the whole run distils.
+  core::HeadSet fixed_keep;
   long stop_after_steps = 0;    // > 0: save state and stop after this many steps (tests, budgets)
   const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT): save state and stop after the step
 };

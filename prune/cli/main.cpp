@@ -48,6 +48,17 @@ const std::vector<Shortcut> kTrainFlags = {
 
 const std::vector<Shortcut> kExportFlags = {{"--to", "export.out"}, {"--hdf5", "export.hdf5"}};
 
+const std::vector<Shortcut> kBenchFlags = {{"--compare", "bench.compare"}, {"--seq", "bench.seq"},
+                                           {"--batches", "bench.batches"}, {"--min-seconds", "bench.min_seconds"}};
+
+// The pruning run (no subcommand).
+const std::vector<Shortcut> kPruneFlags = {
+    {"--target-heads", "prune.target_heads"}, {"--criteria", "prune.criteria"}, {"--method", "prune.method"},
+    {"--schedule", "prune.schedule"}, {"--iterative", "prune.iterative"}, {"--per-layer", "prune.per_layer"},
+    {"--seeds", "prune.seeds"}, {"--rank-examples", "prune.rank_examples"}, {"--gates-run", "prune.gates_run"},
+    {"--recover-steps", "prune.recover_steps"},
+};
+
 struct Subcommand {
   std::string name, help;
   std::vector<Shortcut> flags;
@@ -104,8 +115,13 @@ int real_main(int argc, char** argv) {
   hp::core::init_logging();
   hp::core::ensure_fast_blas(argc, argv);
 
-  CLI::App app{"headprune: find which attention heads of a BERT encoder matter, prune the rest, prove it with curves"};
-  app.require_subcommand(1);
+  CLI::App app{"headprune: find which attention heads of a BERT encoder matter, prune the rest, prove it with curves.\n"
+               "Without a subcommand: the pruning run, e.g. prune --config configs/sst2.yaml --target-heads 36"};
+  app.require_subcommand(0, 1);
+  std::vector<Shortcut> prune_flags = kCommonFlags;
+  prune_flags.insert(prune_flags.end(), kPruneFlags.begin(), kPruneFlags.end());
+  ParsedFlags prune_parsed;
+  add_flags(&app, prune_flags, prune_parsed);
   bool version = false;
   app.add_flag("--version", version, "print versions of headprune, LibTorch, the BLAS kernel and threads");
 
@@ -116,6 +132,8 @@ int real_main(int argc, char** argv) {
        hp::cli::run_export},
       {"train", "fine-tune on a GLUE task; with --gates or --target-heads N, learn which heads to keep",
        kTrainFlags, hp::cli::run_train},
+      {"bench", "latency, throughput, parameters and FLOPs of a model (--compare DIR: speedup vs the FLOP bound)",
+       kBenchFlags, hp::cli::run_bench},
   };
   std::map<std::string, ParsedFlags> parsed;
   std::map<std::string, CLI::App*> apps;
@@ -130,7 +148,6 @@ int real_main(int argc, char** argv) {
   CLI::App* config_cmd = app.add_subcommand("config", "print the reference of every config key (--doc)");
   config_cmd->add_flag("--doc", doc, "print the Markdown key reference (configs/README.md is generated from it)");
 
-  if (argc >= 2 && std::string(argv[1]) == "--version") app.require_subcommand(0);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -158,7 +175,19 @@ int real_main(int argc, char** argv) {
     hp::core::log_info("runtime", hp::core::runtime_summary());
     return s.run(cfg);
   }
-  return 2;
+  // No subcommand: the pruning run.
+  if (argc < 2) {
+    std::cout << app.help();
+    return 2;
+  }
+  Config cfg = resolve(&app, prune_flags, prune_parsed);
+  if (prune_parsed.dump_config) {
+    std::cout << hp::core::dump_yaml(cfg);
+    return 0;
+  }
+  hp::core::set_threads(cfg.run.threads);
+  hp::core::log_info("runtime", hp::core::runtime_summary());
+  return hp::cli::run_prune(cfg);
 }
 
 }  // namespace

@@ -1,0 +1,92 @@
+// Attention attribution (Hao et al. 2021): integrated gradients of the target's probability with
+// respect to layer l's attention probabilities A, along the straight path α·A, α from 0 to 1:
+//   Attr_h(A) = A_h ⊙ (1/m) Σ_k ∂F(α_k A)/∂A_h,   importance_h = E_x max_ij Attr_h(A)_ij.
+// Only layer l's attention is scaled; the other layers compute theirs as usual. For each batch the
+// unscaled forward runs once; for each layer the m scaled copies form one batch that starts from the
+// cached input of layer l (the layers below do not depend on α).
+#include <algorithm>
+
+#include "core/errors.h"
+#include "prune/criteria.h"
+
+namespace hp::prune {
+
+namespace {
+
+// Rows of examples × steps per backward pass: bounds memory (the attention tensor alone is
+// rows × H × S × S floats).
+constexpr long kMaxRowsPerPass = 320;
+
+core::EncoderInput repeat_input(const core::Batch& b, long from, long n, long copies) {
+  auto rep = [&](const torch::Tensor& t) { return t.narrow(0, from, n).repeat({copies, 1}); };
+  core::EncoderInput in;
+  in.input_ids = rep(b.input_ids);
+  in.token_type_ids = rep(b.token_type_ids);
+  in.attention_mask = rep(b.attention_mask);
+  return in;
+}
+
+}  // namespace
+
+torch::Tensor attattr_importance(const CriterionContext& c) {
+  HP_CHECK(c.model && c.rank && c.opts && c.keep.defined(), "criterion context incomplete");
+  const auto& cfg = c.model->config();
+  const int L = cfg.num_hidden_layers;
+  const bool regression = c.rank->task->is_regression();
+  const bool gold = c.opts->attattr_target == "gold";
+  if (!gold && c.opts->attattr_target != "predicted")
+    throw ConfigError("prune.attattr_target = '" + c.opts->attattr_target + "'; use gold or predicted");
+  const std::vector<double> alphas = riemann_alphas(c.opts->attattr_steps, c.opts->attattr_riemann);
+  const long m = static_cast<long>(alphas.size());
+  auto total = torch::zeros({L, cfg.max_heads()}, torch::kFloat64);
+  long examples = 0;
+  for (const auto& b : c.rank->batches) {
+    const long B = b.input_ids.size(0), S = b.input_ids.size(1);
+    examples += B;
+    core::EncoderOutput base;
+    {
+      torch::NoGradGuard no_grad;
+      core::EncoderInput in = core::encoder_input(b);
+      in.head_mask = c.keep;
+      in.want_attention = true;
+      in.want_hidden = true;
+      base = c.model->forward(in);
+    }
+    auto target = gold && !regression ? b.labels.to(torch::kLong) : base.logits.argmax(1);
+    const long chunk = std::max<long>(1, kMaxRowsPerPass / m);
+    for (int l = 0; l < L; ++l) {
+      const auto H = base.attentions[l].size(1);
+      if (H == 0 || c.keep[l].narrow(0, 0, H).sum().item<double>() == 0) continue;
+      for (long from = 0; from < B; from += chunk) {
+        const long n = std::min(chunk, B - from);
+        auto A = base.attentions[l].narrow(0, from, n);  // [n, H, S, S]
+        std::vector<torch::Tensor> steps;
+        for (double a : alphas) steps.push_back(A * a);
+        auto scaled = torch::cat(steps, 0).requires_grad_(true);  // [m·n, H, S, S], step-major
+        core::EncoderInput in = repeat_input(b, from, n, m);
+        in.head_mask = c.keep;
+        in.override_layer = l;
+        in.override_probs = scaled;
+        if (c.reuse_lower_layers) {
+          in.start_layer = l;
+          in.start_hidden = base.hidden_states[l].narrow(0, from, n).repeat({m, 1, 1});
+        }
+        auto logits = c.model->forward(in).logits;  // [m·n, C]
+        torch::Tensor f;
+        if (regression) f = logits.select(1, 0);
+        else f = torch::softmax(logits, 1).gather(1, target.narrow(0, from, n).repeat({m}).unsqueeze(1)).squeeze(1);
+        auto grad = torch::autograd::grad({f.sum()}, {scaled})[0].view({m, n, H, S, S}).sum(0);
+        auto attr = A * grad / static_cast<double>(m);  // [n, H, S, S]
+        // Max over real (query, key) pairs only: padding entries are not attention the model paid.
+        auto real = b.attention_mask.narrow(0, from, n).to(torch::kBool);
+        auto pair = (real.unsqueeze(2) & real.unsqueeze(1)).unsqueeze(1);  // [n, 1, S, S]
+        auto masked = attr.masked_fill(~pair, -std::numeric_limits<float>::infinity());
+        auto best = std::get<0>(masked.flatten(2).max(-1));  // [n, H]
+        total[l].narrow(0, 0, H) += best.sum(0).to(torch::kFloat64);
+      }
+    }
+  }
+  return (total / std::max<long>(examples, 1)).to(torch::kFloat32);
+}
+
+}  // namespace hp::prune

@@ -1,0 +1,31 @@
+// The pruning run, the `prune` executable's default command (no subcommand): prune/pipeline.h.
+#include <atomic>
+#include <csignal>
+#include <iostream>
+
+#include "prune/cli/commands.h"
+#include "prune/pipeline.h"
+
+namespace hp::cli {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) { g_stop.store(true); }
+
+}  // namespace
+
+int run_prune(const core::Config& cfg) {
+  auto previous_int = std::signal(SIGINT, on_signal);
+  auto previous_term = std::signal(SIGTERM, on_signal);
+  const int rc = prune::run_pruning(cfg, &g_stop);
+  std::signal(SIGINT, previous_int);
+  std::signal(SIGTERM, previous_term);
+  if (rc == 130)
+    std::cerr << "interrupted; finished work is saved in " << cfg.run.out_dir
+              << "; run the same command again to resume\n";
+  return rc;
+}
+
+}  // namespace hp::cli

@@ -1,0 +1,53 @@
+// Iterative masking curves: for one criterion and seed, prune along the schedule (re-scoring after
+// every step when prune.iterative), evaluate each point with the heads physically removed, and record
+// metrics, parameters, FLOPs and speed. Every finished score and point is written atomically under
+// RUN_DIR/state/ (prune/run_store.h) and read back on restart, so a killed run resumes where it was.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/batching.h"
+#include "core/bert.h"
+#include "core/config.h"
+#include "core/head_mask.h"
+#include "prune/criteria.h"
+#include "prune/run_store.h"
+
+namespace hp::prune {
+
+struct CurveInputs {
+  const core::Bert* model = nullptr;              // fine-tuned, unpruned
+  const core::TaskSpec* task = nullptr;
+  const core::EncodedDataset* eval = nullptr;     // the evaluation split (labelled)
+  std::vector<core::Batch> eval_batches;
+  const core::PruneConfig* opts = nullptr;
+  std::vector<int> counts;                        // heads pruned at each point (schedule_counts)
+  long latency_seq = 64;                          // sequence length of the latency measurement
+};
+
+// One criterion's curve for one seed; `rank` is that seed's ranking data.
+std::vector<CurvePoint> run_curve(const CurveInputs& in, const Criterion& crit, int seed, const RankData& rank,
+                                  RunStore& store);
+
+// The mask reached after pruning `n_pruned` heads by `crit` (same path as the curve: the scores of
+// earlier schedule points are reused when iterative).
+core::HeadSet mask_for_count(const CurveInputs& in, const Criterion& crit, int seed, const RankData& rank,
+                             RunStore& store, int n_pruned);
+
+// Mean over seeds and bootstrap 95% interval over evaluation examples of each point's primary metric.
+struct Aggregate {
+  std::string criterion;
+  int pruned = 0, kept = 0;
+  double mean = 0, lo = 0, hi = 0;                 // primary metric
+  std::map<std::string, double> metrics;           // every metric, mean over seeds
+  long params = 0;
+  double flops = 0, eval_examples_per_s = 0, latency_ms = 0;
+  int seeds = 0;
+};
+
+std::vector<Aggregate> aggregate(const std::vector<CurvePoint>& points, const core::TaskSpec& task,
+                                 const std::vector<float>& gold, int bootstrap, int seed);
+
+}  // namespace hp::prune

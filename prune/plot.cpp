@@ -1,0 +1,169 @@
+// SVG plots (see prune/plot.h).
+#include "prune/plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+
+#include "core/files.h"
+#include "core/log.h"
+
+namespace hp::prune {
+
+namespace {
+
+const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#7f7f7f", "#9467bd", "#8c564b", "#17becf"};
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '&') o += "&amp;";
+    else o += c;
+  }
+  return o;
+}
+
+std::string num(double v, int prec = 3) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+  return buf;
+}
+
+// Round tick positions covering [lo, hi].
+std::vector<double> ticks(double lo, double hi) {
+  const double span = hi - lo > 0 ? hi - lo : 1.0;
+  const double raw = span / 5, mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double step = raw / mag < 2 ? 2 * mag : raw / mag < 5 ? 5 * mag : 10 * mag;
+  std::vector<double> t;
+  for (double v = std::ceil(lo / step) * step; v <= hi + 1e-9 * span; v += step) t.push_back(v);
+  return t;
+}
+
+}  // namespace
+
+std::string svg_line_chart(const LineChart& c) {
+  const double W = 760, H = 480, left = 70, right = 170, top = 40, bottom = 60;
+  double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
+  for (const auto& s : c.series)
+    for (size_t i = 0; i < s.x.size(); ++i) {
+      x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]);
+      y0 = std::min({y0, s.y[i], s.lo.empty() ? s.y[i] : s.lo[i]});
+      y1 = std::max({y1, s.y[i], s.hi.empty() ? s.y[i] : s.hi[i]});
+    }
+  if (!std::isnan(c.y_ref)) y0 = std::min(y0, c.y_ref), y1 = std::max(y1, c.y_ref);
+  if (x0 > x1) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+  if (x1 == x0) x1 = x0 + 1;
+  const double pad = (y1 - y0) * 0.05 + 1e-9;
+  y0 -= pad, y1 += pad;
+  auto px = [&](double x) { return left + (x - x0) / (x1 - x0) * (W - left - right); };
+  auto py = [&](double y) { return top + (y1 - y) / (y1 - y0) * (H - top - bottom); };
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << esc(c.title) << "</text>\n";
+  for (double t : ticks(x0, x1))
+    o << "<line x1=\"" << px(t) << "\" y1=\"" << top << "\" x2=\"" << px(t) << "\" y2=\"" << H - bottom
+      << "\" stroke=\"#e5e5e5\"/><text x=\"" << px(t) << "\" y=\"" << H - bottom + 16 << "\" text-anchor=\"middle\">"
+      << num(t) << "</text>\n";
+  for (double t : ticks(y0, y1))
+    o << "<line x1=\"" << left << "\" y1=\"" << py(t) << "\" x2=\"" << W - right << "\" y2=\"" << py(t)
+      << "\" stroke=\"#e5e5e5\"/><text x=\"" << left - 6 << "\" y=\"" << py(t) + 4 << "\" text-anchor=\"end\">"
+      << num(t) << "</text>\n";
+  o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << W - left - right << "\" height=\""
+    << H - top - bottom << "\" fill=\"none\" stroke=\"black\"/>\n";
+  o << "<text x=\"" << (left + W - right) / 2 << "\" y=\"" << H - 18 << "\" text-anchor=\"middle\">" << esc(c.x_label)
+    << "</text>\n<text transform=\"translate(18," << (top + H - bottom) / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
+    << esc(c.y_label) << "</text>\n";
+  if (!std::isnan(c.y_ref))
+    o << "<line x1=\"" << left << "\" y1=\"" << py(c.y_ref) << "\" x2=\"" << W - right << "\" y2=\"" << py(c.y_ref)
+      << "\" stroke=\"black\" stroke-dasharray=\"5,4\"/><text x=\"" << W - right - 4 << "\" y=\"" << py(c.y_ref) - 5
+      << "\" text-anchor=\"end\">" << esc(c.y_ref_label) << "</text>\n";
+  for (size_t k = 0; k < c.series.size(); ++k) {
+    const auto& s = c.series[k];
+    const char* color = kColors[k % (sizeof kColors / sizeof *kColors)];
+    if (!s.lo.empty() && s.x.size() > 1) {
+      o << "<polygon fill=\"" << color << "\" fill-opacity=\"0.15\" stroke=\"none\" points=\"";
+      for (size_t i = 0; i < s.x.size(); ++i) o << px(s.x[i]) << "," << py(s.hi[i]) << " ";
+      for (size_t i = s.x.size(); i-- > 0;) o << px(s.x[i]) << "," << py(s.lo[i]) << " ";
+      o << "\"/>\n";
+    }
+    o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\"";
+    for (size_t i = 0; i < s.x.size(); ++i) o << px(s.x[i]) << "," << py(s.y[i]) << " ";
+    o << "\"/>\n";
+    for (size_t i = 0; i < s.x.size(); ++i)
+      o << "<circle cx=\"" << px(s.x[i]) << "\" cy=\"" << py(s.y[i]) << "\" r=\"3\" fill=\"" << color << "\"/>\n";
+    const double ly = top + 10 + 20 * static_cast<double>(k);
+    o << "<line x1=\"" << W - right + 12 << "\" y1=\"" << ly << "\" x2=\"" << W - right + 36 << "\" y2=\"" << ly
+      << "\" stroke=\"" << color << "\" stroke-width=\"3\"/><text x=\"" << W - right + 42 << "\" y=\"" << ly + 4
+      << "\">" << esc(s.name) << "</text>\n";
+  }
+  o << "</svg>\n";
+  return o.str();
+}
+
+std::string svg_heatmap(const Heatmap& m) {
+  const size_t L = m.values.size(), Hn = L ? m.values[0].size() : 0;
+  const double cell = 34, left = 70, top = 50, W = left + cell * Hn + 90, Ht = top + cell * L + 50;
+  double lo = 1e300, hi = -1e300;
+  for (size_t l = 0; l < L; ++l)
+    for (size_t h = 0; h < Hn; ++h)
+      if (m.present.empty() || m.present[l][h]) lo = std::min(lo, m.values[l][h]), hi = std::max(hi, m.values[l][h]);
+  if (lo > hi) lo = 0, hi = 1;
+  auto color = [&](double v) {  // white (low) to dark blue (high)
+    const double t = hi > lo ? (v - lo) / (hi - lo) : 0.5;
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "#%02x%02x%02x", static_cast<int>(255 - 225 * t), static_cast<int>(255 - 170 * t),
+                  static_cast<int>(255 - 75 * t));
+    return std::string(buf);
+  };
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << Ht
+    << "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">" << esc(m.title) << "</text>\n";
+  for (size_t l = 0; l < L; ++l) {
+    o << "<text x=\"" << left - 8 << "\" y=\"" << top + cell * l + cell / 2 + 4 << "\" text-anchor=\"end\">layer " << l
+      << "</text>\n";
+    for (size_t h = 0; h < Hn; ++h) {
+      const bool here = m.present.empty() || m.present[l][h];
+      o << "<rect x=\"" << left + cell * h << "\" y=\"" << top + cell * l << "\" width=\"" << cell << "\" height=\""
+        << cell << "\" fill=\"" << (here ? color(m.values[l][h]) : "#f0f0f0") << "\" stroke=\"white\"><title>layer "
+        << l << " head " << h << ": " << num(m.values[l][h], 4) << "</title></rect>\n";
+    }
+  }
+  for (size_t h = 0; h < Hn; ++h)
+    o << "<text x=\"" << left + cell * h + cell / 2 << "\" y=\"" << top + cell * L + 16 << "\" text-anchor=\"middle\">"
+      << h << "</text>\n";
+  o << "<text x=\"" << left + cell * Hn / 2 << "\" y=\"" << top + cell * L + 36 << "\" text-anchor=\"middle\">head</text>\n";
+  const double bx = left + cell * Hn + 20;
+  for (int i = 0; i < 10; ++i)
+    o << "<rect x=\"" << bx << "\" y=\"" << top + (cell * L) * (9 - i) / 10 << "\" width=\"16\" height=\""
+      << cell * L / 10 + 1 << "\" fill=\"" << color(lo + (hi - lo) * (i + 0.5) / 10) << "\"/>\n";
+  o << "<text x=\"" << bx + 20 << "\" y=\"" << top + 10 << "\">" << num(hi) << "</text><text x=\"" << bx + 20
+    << "\" y=\"" << top + cell * L << "\">" << num(lo) << "</text>\n</svg>\n";
+  return o.str();
+}
+
+std::string write_svg_and_png(const std::string& svg_path, const std::string& svg) {
+  core::write_file_atomic(svg_path, svg);
+  static const bool have = std::system("command -v rsvg-convert > /dev/null 2>&1") == 0;
+  if (!have) {
+    static bool warned = false;
+    if (!warned) core::log_warn("plot", "rsvg-convert not found (apt install librsvg2-bin): SVG plots only, no PNG");
+    warned = true;
+    return "";
+  }
+  const std::string png = svg_path.substr(0, svg_path.size() - 4) + ".png";
+  const std::string cmd = "rsvg-convert -f png -o '" + png + ".tmp' '" + svg_path + "' && mv '" + png + ".tmp' '" + png + "'";
+  if (std::system(cmd.c_str()) != 0) {
+    core::log_warn("plot", "rsvg-convert failed on " + svg_path + "; the SVG is still there");
+    return "";
+  }
+  return png;
+}
+
+}  // namespace hp::prune

@@ -1,0 +1,119 @@
+// Run records (see prune/run_store.h).
+#include "prune/run_store.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/errors.h"
+#include "core/files.h"
+
+namespace hp::prune {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string first_difference(const std::string& a, const std::string& b) {
+  std::istringstream sa(a), sb(b);
+  std::string la, lb;
+  while (true) {
+    const bool ga = static_cast<bool>(std::getline(sa, la)), gb = static_cast<bool>(std::getline(sb, lb));
+    if (!ga && !gb) return "";
+    if (la != lb || ga != gb) return "'" + (ga ? la : lb) + "'";
+  }
+}
+
+std::string point_file(const std::string& dir, const std::string& c, int seed, int step) {
+  return dir + "/state/points/" + c + "_seed" + std::to_string(seed) + "_step" + std::to_string(step) + ".json";
+}
+
+std::string importance_file(const std::string& dir, const std::string& c, int seed, int pruned) {
+  return dir + "/state/importance/" + c + "_seed" + std::to_string(seed) + "_pruned" + std::to_string(pruned) + ".json";
+}
+
+}  // namespace
+
+RunStore::RunStore(std::string dir, const std::string& config_yaml) : dir_(std::move(dir)) {
+  const std::string record = dir_ + "/state/config.yaml";
+  std::error_code ec;
+  if (fs::exists(record)) {
+    const std::string old = core::read_file(record);
+    if (old != config_yaml)
+      throw ConfigError(dir_ + " holds another pruning run (its config differs at " + first_difference(old, config_yaml) +
+                        "); pass --out NEW_DIR, or delete " + dir_ + " to start over");
+    resumed_ = true;
+    return;
+  }
+  if (fs::exists(dir_) && !fs::is_empty(dir_, ec))
+    throw ConfigError(dir_ + " is not empty and holds no pruning run (no state/config.yaml); pass --out NEW_DIR");
+  core::write_file_atomic(record, config_yaml);
+}
+
+std::string matrix_json(const torch::Tensor& m) {
+  auto t = m.to(torch::kFloat64).contiguous();
+  json rows = json::array();
+  for (int64_t i = 0; i < t.size(0); ++i) {
+    json row = json::array();
+    for (int64_t j = 0; j < t.size(1); ++j) row.push_back(t[i][j].item<double>());
+    rows.push_back(row);
+  }
+  return rows.dump();
+}
+
+torch::Tensor matrix_from_json(const std::string& text, const std::string& where) {
+  try {
+    json rows = json::parse(text);
+    const auto L = static_cast<int64_t>(rows.size()), H = L ? static_cast<int64_t>(rows[0].size()) : 0;
+    auto t = torch::zeros({L, H});
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < H; ++j) t[i][j] = rows.at(i).at(j).get<double>();
+    return t;
+  } catch (const json::exception& e) {
+    throw InputError(where + ": not an importance matrix (" + e.what() + "); delete it to recompute");
+  }
+}
+
+std::optional<CurvePoint> RunStore::load_point(const std::string& criterion, int seed, int step) const {
+  const std::string path = point_file(dir_, criterion, seed, step);
+  if (!fs::exists(path)) return std::nullopt;
+  try {
+    json j = json::parse(core::read_file(path));
+    CurvePoint p;
+    p.criterion = criterion, p.seed = seed, p.step = step;
+    p.pruned = j.at("pruned"), p.kept = j.at("kept"), p.mask = j.at("mask");
+    p.metrics = j.at("metrics").get<std::map<std::string, double>>();
+    p.predictions = j.at("predictions").get<std::vector<float>>();
+    p.params = j.at("params"), p.flops = j.at("flops");
+    p.eval_seconds = j.at("eval_seconds"), p.eval_examples_per_s = j.at("eval_examples_per_s");
+    p.latency_ms = j.at("latency_ms");
+    return p;
+  } catch (const json::exception& e) {
+    throw InputError(path + ": unreadable curve point (" + e.what() + "); delete it to recompute that point");
+  }
+}
+
+void RunStore::save_point(const CurvePoint& p) const {
+  json j;
+  j["criterion"] = p.criterion, j["seed"] = p.seed, j["step"] = p.step;
+  j["pruned"] = p.pruned, j["kept"] = p.kept, j["mask"] = p.mask;
+  j["metrics"] = p.metrics;
+  j["predictions"] = p.predictions;
+  j["params"] = p.params, j["flops"] = p.flops;
+  j["eval_seconds"] = p.eval_seconds, j["eval_examples_per_s"] = p.eval_examples_per_s;
+  j["latency_ms"] = p.latency_ms;
+  core::write_file_atomic(point_file(dir_, p.criterion, p.seed, p.step), j.dump() + "\n");
+}
+
+std::optional<torch::Tensor> RunStore::load_importance(const std::string& criterion, int seed, int pruned) const {
+  const std::string path = importance_file(dir_, criterion, seed, pruned);
+  if (!fs::exists(path)) return std::nullopt;
+  return matrix_from_json(core::read_file(path), path);
+}
+
+void RunStore::save_importance(const std::string& criterion, int seed, int pruned, const torch::Tensor& m) const {
+  core::write_file_atomic(importance_file(dir_, criterion, seed, pruned), matrix_json(m) + "\n");
+}
+
+}  // namespace hp::prune

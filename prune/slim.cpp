@@ -1,0 +1,43 @@
+// Slimming (see prune/slim.h).
+#include "prune/slim.h"
+
+#include <algorithm>
+
+#include "core/bert_keys.h"
+#include "core/errors.h"
+
+namespace hp::prune {
+
+core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep) {
+  core::BertConfig cfg = model.config();
+  const int L = cfg.num_hidden_layers, Dh = cfg.head_dim();
+  HP_CHECK(static_cast<int>(keep.size()) == L, "slim_model: keep has " << keep.size() << " layers, model " << L);
+  std::vector<torch::Tensor> rows(L);  // per layer: indices of the kept neurons in the head axis
+  for (int l = 0; l < L; ++l) {
+    const std::vector<int> original = cfg.kept_heads(l);
+    std::vector<int64_t> idx;
+    for (int h = 0; h < static_cast<int>(original.size()); ++h) {
+      if (h < static_cast<int>(keep[l].size()) && keep[l][h]) {
+        for (int d = 0; d < Dh; ++d) idx.push_back(static_cast<int64_t>(h) * Dh + d);
+      } else {
+        auto& removed = cfg.pruned_heads[l];
+        removed.push_back(original[h]);
+        std::sort(removed.begin(), removed.end());
+      }
+    }
+    rows[l] = torch::tensor(idx, torch::kLong);
+  }
+  std::map<std::string, torch::Tensor> params;
+  for (const auto& [name, t] : model.parameters()) params[name] = t.detach().clone();
+  for (const auto& spec : core::bert_key_table()) {
+    if (!spec.per_layer || spec.head_axis == core::HeadAxis::kNone) continue;
+    const int64_t dim = spec.head_axis == core::HeadAxis::kRows ? 0 : 1;
+    for (int l = 0; l < L; ++l) {
+      auto& t = params.at(core::hf_key(spec, l));
+      t = t.index_select(dim, rows[l]).contiguous();
+    }
+  }
+  return core::Bert(cfg, std::move(params));
+}
+
+}  // namespace hp::prune

@@ -1,0 +1,16 @@
+// Physical head removal: a slimmed model whose Q, K, V rows and output-projection columns of pruned
+// heads are gone (driven by the head axis column of core/bert_keys.h). A layer left with 0 heads keeps
+// only the output bias on its residual path. config.pruned_heads records the removed heads by their
+// original indices (Hugging Face re-prunes from it); core/checkpoint.h also writes heads_per_layer.
+#pragma once
+
+#include "core/bert.h"
+#include "core/head_mask.h"
+
+namespace hp::prune {
+
+// keep[l][h] indexes the heads present in `model` (position h of layer l); entries past a layer's
+// head count are ignored. The result shares no storage with `model`.
+core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep);
+
+}  // namespace hp::prune

@@ -1,0 +1,27 @@
+// One training run on a GLUE task from a Config: reads and encodes the data, loads the model (and the
+// distillation teacher), calls train_model (train/trainer.h) and writes RUN_DIR/train_result.json.
+// Used by `prune train` and by the stages of the pruning run (fine-tuning, recovery, gates).
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "core/config.h"
+#include "core/head_mask.h"
+#include "train/trainer.h"
+
+namespace hp::train {
+
+struct TaskRun {
+  std::string model_dir;        // model to start from (cfg.model.path for `prune train`)
+  std::string run_dir;          // RUN_DIR
+  bool resume = false;          // continue from RUN_DIR/state
+  core::HeadSet fixed_keep;     // train with these heads fixed (recovery after pruning); empty = none
+  std::string teacher_dir;      // distil from this model (gates.distill); empty = model_dir as it starts
+  const std::atomic<bool>* stop = nullptr;
+};
+
+// Trains as `cfg` says. The resume check covers everything in cfg except run.out_dir and train.resume.
+TrainResult train_task(const core::Config& cfg, const TaskRun& run);
+
+}  // namespace hp::train
