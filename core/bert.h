@@ -63,6 +63,8 @@ class Bert {
   Bert(BertConfig cfg, std::map<std::string, torch::Tensor> params);
 
   EncoderOutput forward(const EncoderInput& in) const;
+  // The embedding layer's output [B, S, D] (word + type + position, LayerNorm, dropout).
+  torch::Tensor embed(const EncoderInput& in) const;
 
   const BertConfig& config() const { return cfg_; }
   // HF-named parameters (the same tensors the model computes with).
@@ -75,7 +77,6 @@ class Bert {
   struct LayerRefs {
     torch::Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, ln1_w, ln1_b, in_w, in_b, out_w, out_b, ln2_w, ln2_b;
   };
-  torch::Tensor embed(const EncoderInput& in) const;
   torch::Tensor layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask,
                               const torch::Tensor& head_mask, EncoderOutput& out, const EncoderInput& in) const;
   torch::Tensor activation(const torch::Tensor& x, bool lrp) const;

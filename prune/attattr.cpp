@@ -5,6 +5,7 @@
 // unscaled forward runs once; for each layer the m scaled copies form one batch that starts from the
 // cached input of layer l (the layers below do not depend on α).
 #include <algorithm>
+#include <limits>
 
 #include "core/errors.h"
 #include "prune/criteria.h"
@@ -28,62 +29,70 @@ core::EncoderInput repeat_input(const core::Batch& b, long from, long n, long co
 
 }  // namespace
 
+torch::Tensor attention_attribution(const core::Bert& model, const core::Batch& b, const torch::Tensor& keep,
+                                    const core::EncoderOutput& base, int layer, const torch::Tensor& target,
+                                    const std::vector<double>& alphas, bool reuse_lower_layers) {
+  const long B = b.input_ids.size(0), S = b.input_ids.size(1), m = static_cast<long>(alphas.size());
+  const auto H = base.attentions[layer].size(1);
+  const bool regression = model.config().num_labels == 1;
+  const long chunk = std::max<long>(1, kMaxRowsPerPass / m);
+  std::vector<torch::Tensor> parts;
+  for (long from = 0; from < B; from += chunk) {
+    const long n = std::min(chunk, B - from);
+    auto A = base.attentions[layer].narrow(0, from, n);  // [n, H, S, S]
+    std::vector<torch::Tensor> steps;
+    for (double a : alphas) steps.push_back(A * a);
+    auto scaled = torch::cat(steps, 0).requires_grad_(true);  // [m·n, H, S, S], step-major
+    core::EncoderInput in = repeat_input(b, from, n, m);
+    in.head_mask = keep;
+    in.override_layer = layer;
+    in.override_probs = scaled;
+    if (reuse_lower_layers) {
+      in.start_layer = layer;
+      in.start_hidden = base.hidden_states[layer].narrow(0, from, n).repeat({m, 1, 1});
+    }
+    auto logits = model.forward(in).logits;  // [m·n, C]
+    torch::Tensor f;
+    if (regression) f = logits.select(1, 0);
+    else f = torch::softmax(logits, 1).gather(1, target.narrow(0, from, n).repeat({m}).unsqueeze(1)).squeeze(1);
+    auto grad = torch::autograd::grad({f.sum()}, {scaled})[0].view({m, n, H, S, S}).sum(0);
+    parts.push_back(A * grad / static_cast<double>(m));
+  }
+  return torch::cat(parts, 0);
+}
+
+core::EncoderOutput attribution_base(const core::Bert& model, const core::Batch& b, const torch::Tensor& keep) {
+  torch::NoGradGuard no_grad;
+  core::EncoderInput in = core::encoder_input(b);
+  in.head_mask = keep;
+  in.want_attention = true;
+  in.want_hidden = true;
+  return model.forward(in);
+}
+
 torch::Tensor attattr_importance(const CriterionContext& c) {
   HP_CHECK(c.model && c.rank && c.opts && c.keep.defined(), "criterion context incomplete");
   const auto& cfg = c.model->config();
   const int L = cfg.num_hidden_layers;
-  const bool regression = c.rank->task->is_regression();
   const bool gold = c.opts->attattr_target == "gold";
   if (!gold && c.opts->attattr_target != "predicted")
     throw ConfigError("prune.attattr_target = '" + c.opts->attattr_target + "'; use gold or predicted");
   const std::vector<double> alphas = riemann_alphas(c.opts->attattr_steps, c.opts->attattr_riemann);
-  const long m = static_cast<long>(alphas.size());
   auto total = torch::zeros({L, cfg.max_heads()}, torch::kFloat64);
   long examples = 0;
   for (const auto& b : c.rank->batches) {
-    const long B = b.input_ids.size(0), S = b.input_ids.size(1);
-    examples += B;
-    core::EncoderOutput base;
-    {
-      torch::NoGradGuard no_grad;
-      core::EncoderInput in = core::encoder_input(b);
-      in.head_mask = c.keep;
-      in.want_attention = true;
-      in.want_hidden = true;
-      base = c.model->forward(in);
-    }
-    auto target = gold && !regression ? b.labels.to(torch::kLong) : base.logits.argmax(1);
-    const long chunk = std::max<long>(1, kMaxRowsPerPass / m);
+    examples += b.input_ids.size(0);
+    const core::EncoderOutput base = attribution_base(*c.model, b, c.keep);
+    auto target = gold && cfg.num_labels > 1 ? b.labels.to(torch::kLong) : base.logits.argmax(1);
+    // Max over real (query, key) pairs only: padding entries are not attention the model paid.
+    auto real = b.attention_mask.to(torch::kBool);
+    auto pair = (real.unsqueeze(2) & real.unsqueeze(1)).unsqueeze(1);  // [B, 1, S, S]
     for (int l = 0; l < L; ++l) {
       const auto H = base.attentions[l].size(1);
       if (H == 0 || c.keep[l].narrow(0, 0, H).sum().item<double>() == 0) continue;
-      for (long from = 0; from < B; from += chunk) {
-        const long n = std::min(chunk, B - from);
-        auto A = base.attentions[l].narrow(0, from, n);  // [n, H, S, S]
-        std::vector<torch::Tensor> steps;
-        for (double a : alphas) steps.push_back(A * a);
-        auto scaled = torch::cat(steps, 0).requires_grad_(true);  // [m·n, H, S, S], step-major
-        core::EncoderInput in = repeat_input(b, from, n, m);
-        in.head_mask = c.keep;
-        in.override_layer = l;
-        in.override_probs = scaled;
-        if (c.reuse_lower_layers) {
-          in.start_layer = l;
-          in.start_hidden = base.hidden_states[l].narrow(0, from, n).repeat({m, 1, 1});
-        }
-        auto logits = c.model->forward(in).logits;  // [m·n, C]
-        torch::Tensor f;
-        if (regression) f = logits.select(1, 0);
-        else f = torch::softmax(logits, 1).gather(1, target.narrow(0, from, n).repeat({m}).unsqueeze(1)).squeeze(1);
-        auto grad = torch::autograd::grad({f.sum()}, {scaled})[0].view({m, n, H, S, S}).sum(0);
-        auto attr = A * grad / static_cast<double>(m);  // [n, H, S, S]
-        // Max over real (query, key) pairs only: padding entries are not attention the model paid.
-        auto real = b.attention_mask.narrow(0, from, n).to(torch::kBool);
-        auto pair = (real.unsqueeze(2) & real.unsqueeze(1)).unsqueeze(1);  // [n, 1, S, S]
-        auto masked = attr.masked_fill(~pair, -std::numeric_limits<float>::infinity());
-        auto best = std::get<0>(masked.flatten(2).max(-1));  // [n, H]
-        total[l].narrow(0, 0, H) += best.sum(0).to(torch::kFloat64);
-      }
+      auto attr = attention_attribution(*c.model, b, c.keep, base, l, target, alphas, c.reuse_lower_layers);
+      auto masked = attr.masked_fill(~pair, -std::numeric_limits<float>::infinity());
+      total[l].narrow(0, 0, H) += std::get<0>(masked.flatten(2).max(-1)).sum(0).to(torch::kFloat64);
     }
   }
   return (total / std::max<long>(examples, 1)).to(torch::kFloat32);

@@ -102,6 +102,11 @@ torch::Tensor taylor_importance(const CriterionContext& c) {
     torch::Tensor gates;
     core::EncoderInput in = gated_input(b, c.keep, gates);
     in.want_context = c.opts->taylor_token_level;
+    if (in.want_context) {  // every layer's contexts must take gradients, layer 0's included
+      torch::NoGradGuard no_grad;
+      in.start_hidden = c.model->embed(in);
+    }
+    if (in.want_context) in.start_hidden.requires_grad_(true);
     auto out = c.model->forward(in);
     // Example i's loss depends on gates[i] only, so one backward of the sum gives every ∂L_i/∂ξ.
     auto loss = per_example_loss(out.logits, b.labels, regression).sum();

@@ -80,6 +80,14 @@ torch::Tensor attattr_importance(const CriterionContext& c);
 torch::Tensor random_importance(const CriterionContext& c);
 torch::Tensor loo_importance(const CriterionContext& c);
 
+// Attention attribution pieces (prune/attattr.cpp), exposed for tests: the unscaled forward of a batch
+// (attentions and hidden states), and Attr(A) [B, H, S, S] of one layer for targets [B] (class index;
+// ignored for regression) at the Riemann points `alphas`.
+core::EncoderOutput attribution_base(const core::Bert& model, const core::Batch& b, const torch::Tensor& keep);
+torch::Tensor attention_attribution(const core::Bert& model, const core::Batch& b, const torch::Tensor& keep,
+                                    const core::EncoderOutput& base, int layer, const torch::Tensor& target,
+                                    const std::vector<double>& alphas, bool reuse_lower_layers);
+
 // Reads log α [L, H] from a gated run directory (its run.h5 / state). InputError naming the path.
 torch::Tensor gates_log_alpha(const std::string& run_dir);
 

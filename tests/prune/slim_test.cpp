@@ -1,0 +1,77 @@
+// prune/slim.h: a slimmed model computes what the masked model computes, survives save/load (our
+// loader and Hugging Face's, which re-prunes from config.pruned_heads), and shrinks parameters and FLOPs.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/checkpoint.h"
+#include "core/tensor_io.h"
+#include "eval/evaluator.h"
+#include "eval/flops.h"
+#include "prune/slim.h"
+
+namespace {
+
+const std::string kGolden = std::string(HP_SOURCE_DIR) + "/tests/data/golden/";
+
+hp::core::EncoderInput golden_input(hp::core::TensorMap& g) {
+  hp::core::EncoderInput in;
+  in.input_ids = g.at("input_ids");
+  in.token_type_ids = g.at("token_type_ids");
+  in.attention_mask = g.at("attention_mask");
+  return in;
+}
+
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+}  // namespace
+
+TEST_CASE("slimmed model logits equal the masked model's, before and after save/load", "[prune][slim]") {
+  auto g = hp::core::read_hdf5(kGolden + "tiny_bert.h5");
+  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  torch::NoGradGuard no_grad;
+  // Layer 0 loses heads 1 and 3; layer 1 loses all four (attention block = output bias only).
+  hp::core::HeadSet keep = {{true, false, true, false}, {false, false, false, false}};
+  auto in = golden_input(g);
+  hp::core::EncoderInput masked_in = in;
+  masked_in.head_mask = hp::eval::head_mask_tensor(keep);
+  auto masked = model.forward(masked_in).logits;
+  auto slim = hp::prune::slim_model(model, keep);
+  CHECK(slim.config().heads_in_layer(0) == 2);
+  CHECK(slim.config().heads_in_layer(1) == 0);
+  CHECK(slim.config().pruned_heads.at(0) == std::vector<int>{1, 3});
+  CHECK(slim.parameters().at("encoder.layer.0.attention.self.query.weight").size(0) == 2 * 8);
+  CHECK(slim.parameters().at("encoder.layer.0.attention.output.dense.weight").size(1) == 2 * 8);
+  CHECK(max_abs_diff(slim.forward(in).logits, masked) <= 1e-5);
+  CHECK(max_abs_diff(masked, model.forward(in).logits) > 1e-3);  // the mask matters
+  CHECK(hp::eval::parameter_count(slim.config()) < hp::eval::parameter_count(model.config()));
+  CHECK(hp::eval::forward_flops(slim.config(), 1, 16) < hp::eval::forward_flops(model.config(), 1, 16));
+
+  // Slimming a slimmed model again maps positions back to the original head indices.
+  auto slimmer = hp::prune::slim_model(slim, {{true, false}, {}});
+  CHECK(slimmer.config().pruned_heads.at(0) == std::vector<int>{1, 2, 3});
+  hp::core::EncoderInput in2 = in;
+  in2.head_mask = hp::eval::head_mask_tensor({{true, false, false, false}, {false, false, false, false}});
+  CHECK(max_abs_diff(slimmer.forward(in).logits, model.forward(in2).logits) <= 1e-5);
+
+  const auto dir = std::filesystem::temp_directory_path() / "hp_slim_test";
+  std::filesystem::remove_all(dir);
+  hp::core::save_bert(slim, dir.string(), kGolden + "tiny_bert");
+  auto back = hp::core::load_bert(dir.string());
+  CHECK(back.config().heads_in_layer(0) == 2);
+  CHECK(max_abs_diff(back.forward(in).logits, masked) <= 1e-5);
+
+  // Hugging Face transformers loads it (re-pruning from pruned_heads) with the same logits.
+  const std::string py = std::string(std::getenv("HOME")) + "/.cache/headprune/venv/bin/python";
+  if (!std::filesystem::exists(py)) {
+    WARN("skipped the Hugging Face check: no Python reference at " << py << " (scripts/setup.sh installs it)");
+    return;
+  }
+  auto ref = dir / "expected.h5";
+  hp::core::write_hdf5(ref.string(), {{"input_ids", in.input_ids}, {"attention_mask", in.attention_mask},
+                                      {"token_type_ids", in.token_type_ids}, {"logits", masked}});
+  const std::string cmd = py + " " + HP_SOURCE_DIR + "/tools/hf_check.py " + dir.string() + " " + ref.string() + " --tol 1e-4";
+  CHECK(std::system(cmd.c_str()) == 0);
+}
