@@ -122,6 +122,15 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
   core::check_max_seq_len(arch, cfg.data.max_seq_len);
   const int total = arch.total_heads();
   // Read the data before claiming the output folder: a task without data fails with nothing written.
+  for (const auto& [key, split] : {std::pair<std::string, std::string>{"prune.eval_split", P.eval_split},
+                                   {"prune.rank_split", P.rank_split}}) {
+    const auto names = task.split_names();
+    if (std::find(names.begin(), names.end(), split) == names.end()) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      throw ConfigError(key + " = '" + split + "' is not a split of " + task.name + "; use one of " + list);
+    }
+  }
   const std::string root = core::resolve_data_root(cfg.data.root);
   auto eval_examples = core::read_task(task, root, P.eval_split);
   auto rank_all = core::read_task(task, root, P.rank_split);

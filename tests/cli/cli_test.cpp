@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <torch/torch.h>
@@ -137,5 +138,132 @@ TEST_CASE("every preset in configs/ loads and validates", "[cli]") {
     auto r = run_prune(std::string("train --dump-config --config ") + HP_SOURCE_DIR + "/configs/" + name + ".yaml");
     CHECK(r.code == 0);
     CHECK_THAT(r.output, Catch::Contains("task: "));
+  }
+}
+
+namespace {
+
+// A data root with a small mnli_subset (3 classes, like the tiny model) in words of the tiny vocab.
+std::string tiny_data_root() {
+  const auto root = std::filesystem::temp_directory_path() / "hp_prune_data";
+  std::filesystem::create_directories(root / "mnli_subset_textfooler");
+  const std::vector<std::string> a = {"the movie was great", "i love this film", "the actors played badly",
+                                      "it is not very fun", "she hated the story", "we love the old man"};
+  const std::vector<std::string> b = {"it was good", "the plot is boring", "he is funny", "they hate it", "no"};
+  const std::vector<std::string> labels = {"entailment", "neutral", "contradiction"};
+  for (const char* file : {"mnli_matched.tsv", "mnli_mismatched.tsv"}) {
+    std::ofstream f(root / "mnli_subset_textfooler" / file);
+    for (int i = 0; i < 30; ++i)
+      f << labels[(i * 7 + (file[5] == 'm' ? 1 : 0)) % 3] << "\t" << a[i % a.size()] << " .\t" << b[(i * 3) % b.size()] << " !\n";
+  }
+  return root.string();
+}
+
+std::string tiny_prune_args(const std::string& out) {
+  return "--model " + kTiny + " --task mnli_subset --max-seq-len 32 --data-root " + tiny_data_root() + " --out " + out +
+         " --set prune.rank_split=matched --set prune.eval_split=mismatched --rank-examples 12 --schedule 0,25,50,75,100"
+         " --set prune.attattr_steps=3 --set prune.bootstrap=50 --set prune.latency=false --set eval.batch_size=8"
+         " --set prune.rank_batch_size=4";
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// curves.csv without its timing column (eval_examples_per_s is measured, so it differs run to run).
+std::string curves_without_timing(const std::string& csv) {
+  std::istringstream in(csv);
+  std::string line, out;
+  int drop = -1;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::string cell;
+    std::istringstream ls(line);
+    while (std::getline(ls, cell, ',')) cells.push_back(cell);
+    if (drop < 0)
+      for (size_t i = 0; i < cells.size(); ++i)
+        if (cells[i] == "eval_examples_per_s") drop = static_cast<int>(i);
+    REQUIRE(drop >= 0);
+    for (size_t i = 0; i < cells.size(); ++i)
+      if (static_cast<int>(i) != drop) out += cells[i] + ",";
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the pruning run: curves for every criterion, exactly N heads exported, verified, resumable",
+          "[cli][prune]") {
+  const auto out = std::filesystem::temp_directory_path() / "hp_prune_run";
+  std::filesystem::remove_all(out);
+  const std::string args = tiny_prune_args(out.string()) + " --target-heads 3 --method taylor --recover-steps 0";
+  auto r = run_prune(args);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("3/8 heads (criterion taylor)"));
+  auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  CHECK(summary["final"]["heads_kept"] == 3);
+  CHECK(summary["final"]["slim_vs_masked_max_abs_logit_diff"].get<double>() <= 1e-5);
+  CHECK(summary["final"]["latency"]["batch32"]["flop_bound"].get<double>() > 1.0);
+  for (const char* c : {"confidence", "lrp", "taylor", "attattr", "random", "loo"}) {
+    CHECK(summary["criteria"][c]["curve"].size() == 5);
+    CHECK(std::filesystem::exists(out / (std::string("importance_") + c + ".svg")));
+  }
+  auto cfg = nlohmann::json::parse(slurp(out / "model" / "config.json"));
+  int pruned = 0;
+  for (auto& [layer, heads] : cfg["pruned_heads"].items()) pruned += static_cast<int>(heads.size());
+  CHECK(pruned == 5);
+  CHECK(std::filesystem::exists(out / "curves.svg"));
+  CHECK(std::filesystem::exists(out / "run.h5"));
+  const std::string curves = slurp(out / "curves.csv");
+  CHECK(std::count(curves.begin(), curves.end(), '\n') == 1 + 6 * 5);
+
+  // Kill simulation: the outputs and half of the recorded points are gone, as after a kill mid-run.
+  std::filesystem::remove(out / "curves.csv");
+  std::filesystem::remove(out / "summary.json");
+  int removed = 0;
+  for (const auto& e : std::filesystem::directory_iterator(out / "state" / "points"))
+    if (removed++ % 2 == 0) std::filesystem::remove(e.path());
+  std::filesystem::remove_all(out / "state" / "importance");
+  auto again = run_prune(args);
+  INFO(again.output);
+  REQUIRE(again.code == 0);
+  CHECK_THAT(again.output, Catch::Contains("resuming"));
+  CHECK(curves_without_timing(slurp(out / "curves.csv")) == curves_without_timing(curves));
+
+  // The same folder with another config is refused, naming the folder and the fix.
+  auto other = run_prune(tiny_prune_args(out.string()) + " --target-heads 2 --method taylor --recover-steps 0");
+  CHECK(other.code == 2);
+  CHECK_THAT(other.output, Catch::Contains("holds another pruning run") && Catch::Contains("--out NEW_DIR"));
+}
+
+TEST_CASE("the pruning run: bad input gives a one-line error and writes nothing", "[cli][prune][bad]") {
+  const auto out = std::filesystem::temp_directory_path() / "hp_prune_bad";
+  std::filesystem::remove_all(out);
+  struct Case {
+    std::string args, expect;
+    int code;
+  };
+  const std::string base = tiny_prune_args(out.string());
+  std::vector<Case> cases = {
+      {base + " --criteria taylor,gradnorm", "unknown criterion 'gradnorm'", 2},
+      {base + " --target-heads 9", "prune.target_heads = 9 but the model has 8 heads", 2},
+      {base + " --target-heads -1", "prune.target_heads = -1", 2},
+      {base + " --set prune.schedule=0,50,25", "prune.schedule is not monotonic", 2},
+      {base + " --method magic", "prune.method: unknown criterion 'magic'", 2},
+      {base + " --set data.task=rte", "prune.eval_split = 'mismatched' is not a split of rte", 2},
+      {base + " --set data.task=rte --set prune.rank_split=train --set prune.eval_split=dev", "RTE", 1},
+      {base + " --target-heads 1 --set prune.min_heads_per_layer=1", "below the 2 heads prune.min_heads_per_layer keeps", 2},
+  };
+  for (const auto& c : cases) {
+    INFO("prune " << c.args);
+    auto r = run_prune(c.args);
+    INFO(r.output);
+    CHECK(r.code == c.code);
+    CHECK_THAT(r.output, Catch::Contains("error: ") && Catch::Contains(c.expect));
+    CHECK_THAT(r.output, !Catch::Contains("terminate called") && !Catch::Contains("Segmentation"));
+    CHECK(!std::filesystem::exists(out));
   }
 }
