@@ -18,18 +18,18 @@ namespace {
 // OpenMP OpenBLAS does not nest), whereas at::bmm issues the B×H GEMMs [S, Dh] × [Dh, S] one by one,
 // each split over all threads with a barrier: at S=128 that was most of the forward time.
 // The autograd path keeps whole-tensor ops. q, k, v: [B, H, S, Dh] (any strides); ext: [B, 1, 1, S].
-// Returns probs [B, H, S, S] and ctx [B, S, H, Dh].
+// Queries may be fewer than keys (q: [B, H, Sq, Dh]). Returns probs [B, H, Sq, S] and ctx [B, Sq, H, Dh].
 std::pair<torch::Tensor, torch::Tensor> attention_no_grad(const torch::Tensor& q, const torch::Tensor& k,
                                                           const torch::Tensor& v, const torch::Tensor& ext) {
-  const auto B = q.size(0), H = q.size(1), S = q.size(2), Dh = q.size(3);
+  const auto B = q.size(0), H = q.size(1), Sq = q.size(2), S = k.size(2), Dh = q.size(3);
   const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
-  auto probs = torch::empty({B, H, S, S}, q.options());
-  auto ctx = torch::empty({B, S, H, Dh}, q.options());
+  auto probs = torch::empty({B, H, Sq, S}, q.options());
+  auto ctx = torch::empty({B, Sq, H, Dh}, q.options());
   auto ext_rows = ext.view({B, 1, S});
   at::parallel_for(0, B * H, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t b = i / H, h = i % H;
-      auto p = probs[b][h];  // [S, S]
+      auto p = probs[b][h];  // [Sq, S]
       at::addmm_out(p, ext_rows[b], q[b][h], k[b][h].t(), /*beta=*/1.0, /*alpha=*/scale);
       at::_softmax_out(p, p, -1, /*half_to_float=*/false);
       auto out = ctx.select(0, b).select(1, h);  // [S, Dh], row stride H * Dh
@@ -117,46 +117,50 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
   const LayerRefs& w = layers_[l];
   const auto B = x.size(0), S = x.size(1);
   const int H = cfg_.heads_in_layer(l), Dh = cfg_.head_dim();
+  // The last layer with cls_only: only position 0 is computed as a query (the classifier reads [CLS]).
+  const bool cls_row = in.cls_only && l == cfg_.num_hidden_layers - 1;
+  const torch::Tensor xq = cls_row ? x.narrow(1, 0, 1) : x;  // queries and the residual: [B, Sq, D]
+  const auto Sq = xq.size(1);
   torch::Tensor attn;
   if (H == 0) {
     // No heads left: the attention block adds only the output bias before the residual LayerNorm.
-    attn = norm(x + w.o_b, w.ln1_w, w.ln1_b, in.lrp_rules);
-    if (in.want_attention) out.attentions.push_back(torch::zeros({B, 0, S, S}));
-    if (in.want_context) out.contexts.push_back(torch::zeros({B, 0, S, Dh}));
+    attn = norm(xq + w.o_b, w.ln1_w, w.ln1_b, in.lrp_rules);
+    if (in.want_attention) out.attentions.push_back(torch::zeros({B, 0, Sq, S}));
+    if (in.want_context) out.contexts.push_back(torch::zeros({B, 0, Sq, Dh}));
   } else {
-    auto heads = [&](const torch::Tensor& t) { return t.view({B, S, H, Dh}).transpose(1, 2); };  // [B, H, S, Dh]
+    auto heads = [&](const torch::Tensor& t) { return t.view({B, t.size(1), H, Dh}).transpose(1, 2); };  // [B, H, S, Dh]
     auto v = heads(torch::linear(x, w.v_w, w.v_b));
     torch::Tensor probs, ctx;
     if (l == in.override_layer) {
       TORCH_CHECK(in.override_probs.sizes() == torch::IntArrayRef({B, H, S, S}), "override_probs must be [", B, ", ",
                   H, ", ", S, ", ", S, "], got ", in.override_probs.sizes());
-      probs = in.override_probs;
+      probs = cls_row ? in.override_probs.narrow(2, 0, 1) : in.override_probs;
       if (in.want_attention) out.attentions.push_back(probs);
       ctx = torch::matmul(probs, v);
     } else if (!training_ && !torch::GradMode::is_enabled()) {
-      auto q = heads(torch::linear(x, w.q_w, w.q_b));
+      auto q = heads(torch::linear(xq, w.q_w, w.q_b));
       auto k = heads(torch::linear(x, w.k_w, w.k_b));
-      torch::Tensor ctx_bshd;  // [B, S, H, Dh]
+      torch::Tensor ctx_bshd;  // [B, Sq, H, Dh]
       std::tie(probs, ctx_bshd) = attention_no_grad(q, k, v, ext_mask);
-      ctx = ctx_bshd.transpose(1, 2);  // [B, H, S, Dh] view; the reshape below is then free
+      ctx = ctx_bshd.transpose(1, 2);  // [B, H, Sq, Dh] view; the reshape below is then free
       if (in.want_attention) out.attentions.push_back(probs);
     } else {
-      auto q = heads(torch::linear(x, w.q_w, w.q_b));
+      auto q = heads(torch::linear(xq, w.q_w, w.q_b));
       auto k = heads(torch::linear(x, w.k_w, w.k_b));
-      auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(Dh));  // [B, H, S, S]
+      auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(Dh));  // [B, H, Sq, S]
       probs = torch::softmax(scores + ext_mask, -1);
       if (in.want_attention) out.attentions.push_back(probs);
       if (in.lrp_rules) probs = probs.detach();  // LRP: relevance flows through the values only
       probs = torch::dropout(probs, cfg_.attention_probs_dropout_prob, training_);
-      ctx = torch::matmul(probs, v);  // [B, H, S, Dh]
+      ctx = torch::matmul(probs, v);  // [B, H, Sq, Dh]
     }
     if (in.want_context) out.contexts.push_back(ctx);
     if (head_mask.defined())
       ctx = apply_head_mask(ctx, head_mask.dim() == 3 ? head_mask.select(1, l).narrow(1, 0, H)
                                                       : head_mask[l].narrow(0, 0, H));
-    ctx = ctx.transpose(1, 2).reshape({B, S, H * Dh});
+    ctx = ctx.transpose(1, 2).reshape({B, Sq, H * Dh});
     auto proj = torch::dropout(torch::linear(ctx, w.o_w, w.o_b), cfg_.hidden_dropout_prob, training_);
-    attn = norm(proj + x, w.ln1_w, w.ln1_b, in.lrp_rules);
+    attn = norm(proj + xq, w.ln1_w, w.ln1_b, in.lrp_rules);
   }
   auto inter = activation(torch::linear(attn, w.in_w, w.in_b), in.lrp_rules);
   auto ffn = torch::dropout(torch::linear(inter, w.out_w, w.out_b), cfg_.hidden_dropout_prob, training_);
@@ -169,6 +173,8 @@ EncoderOutput Bert::forward(const EncoderInput& in) const {
   if (S > cfg_.max_position_embeddings)
     throw InputError("sequence length " + std::to_string(S) + " exceeds max_position_embeddings " +
                      std::to_string(cfg_.max_position_embeddings) + "; lower data.max_seq_len");
+  TORCH_CHECK(!(in.cls_only && (in.want_attention || in.want_context)),
+              "cls_only computes only [CLS] in the last layer: it excludes want_attention and want_context");
   torch::Tensor head_mask = in.head_mask;
   if (head_mask.defined()) {
     const auto d = head_mask.dim();

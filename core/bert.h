@@ -39,6 +39,10 @@ struct EncoderInput {
   // and the activation gates act(x)/x are detached, so the network is locally linear and
   // input × gradient is layer-wise relevance (LRP-0). Same forward values; only gradients change.
   bool lrp_rules = false;
+  // The last layer computes only position 0 ([CLS], all the pooler reads): same logits and pooled
+  // output for a 1/L smaller cost; last_hidden (and that layer's hidden state) is then [B, 1, D].
+  // Not with want_attention / want_context.
+  bool cls_only = false;
 };
 
 struct EncoderOutput {

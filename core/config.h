@@ -193,7 +193,7 @@ struct PruneConfig {
   void visit_fields(V& v) {
     v("criteria", criteria, "importance criteria to score and plot: confidence, lrp, taylor, attattr, random, loo, gates");
     v("rank_split", rank_split, "split the criteria score heads on (kept apart from eval_split)");
-    v("rank_examples", rank_examples, "examples of rank_split used for scoring (the first N); 0 = all");
+    v("rank_examples", rank_examples, "examples of rank_split used for scoring (first N of a seeded shuffle); 0 = all");
     v("rank_batch_size", rank_batch_size, "batch size while scoring");
     v("eval_split", eval_split, "split the masking curves and the final model are evaluated on");
     v("schedule", schedule, "heads pruned at each curve point, increasing: percentages of all heads, or counts");

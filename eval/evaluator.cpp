@@ -38,6 +38,7 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
   for (const auto& b : batches) {
     core::EncoderInput in = core::encoder_input(b);
     in.head_mask = head_mask;
+    in.cls_only = true;
     auto logits = model.forward(in).logits;
     r.logits.index_copy_(0, torch::tensor(b.index, torch::kLong), logits);
     r.tokens += b.attention_mask.sum().item<long>();

@@ -28,6 +28,7 @@ Score score(const CriterionContext& c, const torch::Tensor& mask, int start_laye
     const auto& b = c.rank->batches[i];
     core::EncoderInput in = core::encoder_input(b);
     in.head_mask = mask;
+    in.cls_only = true;
     if (start_layer > 0) {
       in.start_layer = start_layer;
       in.start_hidden = cached[i];

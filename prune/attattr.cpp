@@ -18,8 +18,9 @@ namespace {
 // rows × H × S × S floats).
 constexpr long kMaxRowsPerPass = 320;
 
-core::EncoderInput repeat_input(const core::Batch& b, long from, long n, long copies) {
-  auto rep = [&](const torch::Tensor& t) { return t.narrow(0, from, n).repeat({copies, 1}); };
+// Rows [from, from + n) of a batch, cut to their longest real length `len`, repeated `copies` times.
+core::EncoderInput repeat_input(const core::Batch& b, long from, long n, long len, long copies) {
+  auto rep = [&](const torch::Tensor& t) { return t.narrow(0, from, n).narrow(1, 0, len).repeat({copies, 1}); };
   core::EncoderInput in;
   in.input_ids = rep(b.input_ids);
   in.token_type_ids = rep(b.token_type_ids);
@@ -39,24 +40,29 @@ torch::Tensor attention_attribution(const core::Bert& model, const core::Batch& 
   std::vector<torch::Tensor> parts;
   for (long from = 0; from < B; from += chunk) {
     const long n = std::min(chunk, B - from);
-    auto A = base.attentions[layer].narrow(0, from, n);  // [n, H, S, S]
+    // Padding beyond the chunk's longest example gets exactly zero attention: leave it out.
+    const long len = b.attention_mask.narrow(0, from, n).sum(1).max().item<long>();
+    auto A = base.attentions[layer].narrow(0, from, n).narrow(2, 0, len).narrow(3, 0, len);  // [n, H, len, len]
     std::vector<torch::Tensor> steps;
     for (double a : alphas) steps.push_back(A * a);
-    auto scaled = torch::cat(steps, 0).requires_grad_(true);  // [m·n, H, S, S], step-major
-    core::EncoderInput in = repeat_input(b, from, n, m);
+    auto scaled = torch::cat(steps, 0).requires_grad_(true);  // [m·n, H, len, len], step-major
+    core::EncoderInput in = repeat_input(b, from, n, len, m);
     in.head_mask = keep;
     in.override_layer = layer;
     in.override_probs = scaled;
+    in.cls_only = true;
     if (reuse_lower_layers) {
       in.start_layer = layer;
-      in.start_hidden = base.hidden_states[layer].narrow(0, from, n).repeat({m, 1, 1});
+      in.start_hidden = base.hidden_states[layer].narrow(0, from, n).narrow(1, 0, len).repeat({m, 1, 1});
     }
     auto logits = model.forward(in).logits;  // [m·n, C]
     torch::Tensor f;
     if (regression) f = logits.select(1, 0);
     else f = torch::softmax(logits, 1).gather(1, target.narrow(0, from, n).repeat({m}).unsqueeze(1)).squeeze(1);
-    auto grad = torch::autograd::grad({f.sum()}, {scaled})[0].view({m, n, H, S, S}).sum(0);
-    parts.push_back(A * grad / static_cast<double>(m));
+    auto grad = torch::autograd::grad({f.sum()}, {scaled})[0].view({m, n, H, len, len}).sum(0);
+    auto attr = torch::zeros({n, H, S, S});
+    attr.narrow(2, 0, len).narrow(3, 0, len).copy_(A * grad / static_cast<double>(m));
+    parts.push_back(attr);
   }
   return torch::cat(parts, 0);
 }

@@ -102,6 +102,7 @@ torch::Tensor taylor_importance(const CriterionContext& c) {
     torch::Tensor gates;
     core::EncoderInput in = gated_input(b, c.keep, gates);
     in.want_context = c.opts->taylor_token_level;
+    in.cls_only = !in.want_context;
     if (in.want_context) {  // every layer's contexts must take gradients, layer 0's included
       torch::NoGradGuard no_grad;
       in.start_hidden = c.model->embed(in);
@@ -137,6 +138,7 @@ torch::Tensor lrp_importance(const CriterionContext& c) {
     torch::Tensor gates;
     core::EncoderInput in = gated_input(b, c.keep, gates);
     in.lrp_rules = true;
+    in.cls_only = true;
     auto logits = c.model->forward(in).logits;
     auto top = logits.size(1) == 1 ? logits.select(1, 0) : logits.gather(1, logits.argmax(1, true)).squeeze(1);
     // Relevance of head h = Σ over its neurons of output × gradient = ξ_h · ∂f/∂ξ_h (ξ is the gate).

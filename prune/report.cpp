@@ -19,7 +19,7 @@ std::map<std::string, double> largest_fraction_within(const std::vector<Aggregat
   for (const auto& a : aggregates) {
     if (!base.count(a.criterion)) continue;
     if (!best.count(a.criterion)) best[a.criterion] = 0;
-    // The largest point reached before the first point that drops by more than the tolerance.
+    // The largest point whose mean metric is within the tolerance of the unpruned one.
     if (a.mean >= base[a.criterion] - tolerance) best[a.criterion] = std::max(best[a.criterion], a.pruned / double(total_heads));
   }
   return best;
@@ -59,7 +59,9 @@ std::vector<std::string> write_curve_report(const CurveReport& r) {
   files.push_back("curves.csv");
 
   LineChart chart;
-  chart.title = r.task->name + ": " + metric + " vs heads pruned (mean over seeds, 95% bootstrap band)";
+  const int seeds = r.aggregates.empty() ? 1 : r.aggregates[0].seeds;
+  chart.title = r.task->name + ": " + metric + " vs heads pruned (" +
+                (seeds > 1 ? "mean of " + std::to_string(seeds) + " seeds, " : "") + "95% bootstrap band)";
   chart.x_label = "heads pruned (of " + std::to_string(r.total_heads) + ")";
   chart.y_label = "dev " + metric;
   for (const auto& a : r.aggregates) {

@@ -128,6 +128,7 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
   core::EncoderInput in = core::encoder_input(b);
   if (fixed_mask_.defined()) in.head_mask = fixed_mask_;
   else if (gates_) in.head_mask = gates_->sample(b.input_ids.size(0));
+  in.cls_only = true;
   auto logits = model_.forward(in).logits;  // [B, C]
   torch::Tensor task_loss = data_.task->is_regression()
                                 ? torch::mse_loss(logits.select(1, 0), b.labels)
@@ -139,6 +140,7 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
     {
       torch::NoGradGuard no_grad;
       core::EncoderInput tin = core::encoder_input(b);
+      tin.cls_only = true;
       teacher_logits = opts_.teacher->forward(tin).logits;
     }
     auto kd = distill_loss(logits, teacher_logits, gc_.distill_temperature, data_.task->is_regression());

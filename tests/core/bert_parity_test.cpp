@@ -203,3 +203,26 @@ TEST_CASE("all-MiniLM-L6-v2 matches HF: hidden states, attentions, logits, masks
   auto ref = g.at("head_mask_grad");
   CHECK(max_abs_diff(grad, ref) <= kGradRelTol * ref.abs().max().item<double>() + 1e-7);
 }
+
+TEST_CASE("cls_only computes the same logits as the full last layer (with grad, masks, 0-head layers)", "[core][parity]") {
+  auto g = hp::core::read_hdf5(kGolden + "tiny_bert.h5");
+  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  auto in = input_of(g);
+  auto masked = torch::tensor({{1.f, 0.f, 1.f, 1.f}, {0.f, 0.f, 0.f, 0.f}});  // layer 1 fully masked
+  for (const auto& mask : {torch::Tensor(), torch::ones({2, 4}), masked}) {
+    hp::core::EncoderInput full = in, cls = in;
+    full.head_mask = cls.head_mask = mask;
+    cls.cls_only = true;
+    {
+      torch::NoGradGuard no_grad;
+      CHECK(max_abs_diff(model.forward(cls).logits, model.forward(full).logits) <= 1e-6);
+      CHECK(max_abs_diff(model.forward(cls).logits, g.at("logits")) <= (mask.defined() && mask.eq(0).any().item<bool>() ? 1e9 : kLogitTol));
+    }
+    auto a = model.forward(cls), b = model.forward(full);  // autograd path
+    CHECK(max_abs_diff(a.pooled, b.pooled) <= 1e-6);
+    CHECK(a.last_hidden.size(1) == 1);
+  }
+  hp::core::EncoderInput bad = in;
+  bad.cls_only = bad.want_attention = true;
+  CHECK_THROWS(model.forward(bad));
+}

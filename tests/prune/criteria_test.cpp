@@ -130,7 +130,7 @@ TEST_CASE("confidence: mean over real tokens of the largest attention weight", "
   CHECK(imp.max().item<double>() <= 1.0);
 }
 
-TEST_CASE("lrp: same forward values; relevance is conserved layer by layer when biases are zero", "[prune][criteria]") {
+TEST_CASE("lrp: same forward values and relevance is conserved layer by layer when biases are zero", "[prune][criteria]") {
   auto f = tiny();
   auto params = f.model.parameters();
   for (auto& [name, t] : params)
@@ -170,7 +170,7 @@ TEST_CASE("lrp: same forward values; relevance is conserved layer by layer when 
   CHECK(imp.abs().sum(1).min().item<double>() > 0.1);
 }
 
-TEST_CASE("attattr: integrated gradients are complete (Σ Attr = F(A) - F(0)); reusing lower layers changes nothing",
+TEST_CASE("attattr: integrated gradients are complete (Σ Attr = F(A) - F(0)) and reusing lower layers changes nothing",
           "[prune][criteria]") {
   auto f = tiny();
   auto keep = torch::ones({2, 4});
@@ -208,7 +208,7 @@ TEST_CASE("attattr: integrated gradients are complete (Σ Attr = F(A) - F(0)); r
   CHECK(torch::isfinite(imp).all().item<bool>());
 }
 
-TEST_CASE("loo: reusing lower layers gives the same scores as full passes; a score is the metric drop",
+TEST_CASE("loo: reusing lower layers gives the same scores as full passes and a score is the metric drop",
           "[prune][criteria]") {
   auto f = tiny(2);
   auto keep = torch::ones({2, 4});
@@ -227,7 +227,7 @@ TEST_CASE("loo: reusing lower layers gives the same scores as full passes; a sco
   CHECK(std::abs(with[0][1].item<double>() - (base - ablated)) <= 2e-6);
 }
 
-TEST_CASE("random is seeded; unknown criteria name the key and the nearest name", "[prune][criteria]") {
+TEST_CASE("random is seeded and unknown criteria name the key and the nearest name", "[prune][criteria]") {
   auto f = tiny();
   auto c = f.ctx(torch::ones({2, 4}));
   c.seed = 1;

@@ -22,7 +22,7 @@ int kept_in(const HeadSet& k, int l) {
 
 }  // namespace
 
-TEST_CASE("schedule: percentages round to the nearest head; bad schedules name prune.schedule", "[prune][schedule]") {
+TEST_CASE("schedule: percentages round to the nearest head and bad schedules name prune.schedule", "[prune][schedule]") {
   CHECK(schedule_counts({0, 10, 50, 100}, "percent", 72) == std::vector<int>{0, 7, 36, 72});
   CHECK(schedule_counts({0, 3, 3, 9}, "count", 72) == std::vector<int>{0, 3, 3, 9});
   CHECK_THROWS_WITH(schedule_counts({0, 20, 10}, "percent", 72), Catch::Contains("not monotonic"));
@@ -43,7 +43,7 @@ TEST_CASE("ranking: global order prunes the least important heads first", "[prun
   CHECK_THROWS_AS(prune_to(imp, k2, 2, {}), hp::InternalError);  // cannot un-prune
 }
 
-TEST_CASE("ranking: per-layer spreads pruning evenly; min_heads_per_layer is respected", "[prune][schedule]") {
+TEST_CASE("ranking: per-layer spreads pruning evenly and min_heads_per_layer is respected", "[prune][schedule]") {
   const Matrix imp = {{0.01, 0.02, 0.03, 0.04}, {0.5, 0.6, 0.7, 0.8}};
   RankOptions per_layer;
   per_layer.per_layer = true;

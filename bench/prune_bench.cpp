@@ -1,0 +1,122 @@
+// Pruning benchmarks (numbers in bench/README.md):
+//   1. Taylor importance + 11-point masking curve on SST-2 — the product path (prune/curves.h:
+//      dynamic padding, no weight gradients, slimmed models per point). Compare with
+//      bench/taylor_curve_bench.py (HF run_bertology-style loop) on the same model and data.
+//   2. Attention attribution, m steps, batched with reuse of lower layers vs full forward passes.
+//      Compare with bench/attattr_bench.py (per-example, per-layer loop as in Hao et al.'s code).
+//   3. Leave-one-out over all heads with and without reuse of lower-layer activations.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/blas.h"
+#include "core/checkpoint.h"
+#include "core/log.h"
+#include "core/tokenizer.h"
+#include "eval/evaluator.h"
+#include "prune/criteria.h"
+#include "prune/curves.h"
+#include "prune/schedule.h"
+
+using namespace hp;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  core::init_logging();
+  core::ensure_fast_blas(argc, argv);
+  CLI::App app{"pruning benchmarks: Taylor + curve, attention attribution, leave-one-out"};
+  std::string model_dir = "runs/sst2_ft600/best", root;
+  int rank_n = 512, attattr_n = 32, steps = 20, threads = 0, max_len = 64;
+  std::string only;
+  app.add_option("--model", model_dir, "fine-tuned SST-2 model folder");
+  app.add_option("--data-root", root, "data root (default ../shared/data)");
+  app.add_option("--rank-examples", rank_n, "first N SST-2 train examples for Taylor and leave-one-out");
+  app.add_option("--attattr-examples", attattr_n, "first N SST-2 train examples for attention attribution");
+  app.add_option("--steps", steps, "attention attribution Riemann steps");
+  app.add_option("--max-seq-len", max_len, "truncation length");
+  app.add_option("--threads", threads, "threads; 0 = all cores");
+  app.add_option("--only", only, "run one part: taylor, attattr or loo");
+  CLI11_PARSE(app, argc, argv);
+  core::set_threads(threads);
+  std::printf("%s\n", core::runtime_summary().c_str());
+
+  const auto& task = core::find_task("sst2");
+  core::LoadOptions lo;
+  lo.num_labels = 2;
+  const core::Bert model = core::load_bert(model_dir, lo);
+  auto tok = core::WordPieceTokenizer::from_model_dir(model_dir);
+  const std::string data_root = core::resolve_data_root(root);
+  auto train = core::read_task(task, data_root, "train");
+  auto dev = core::encode_examples(tok, core::read_task(task, data_root, "dev"), max_len);
+  auto first = [&](int n) {
+    return core::encode_examples(tok, std::vector<core::Example>(train.begin(), train.begin() + n), max_len);
+  };
+  core::PruneConfig opts;
+  opts.latency = false;
+  opts.attattr_steps = steps;
+  const torch::Tensor keep = torch::ones({model.config().num_hidden_layers, model.config().max_heads()});
+
+  if (only.empty() || only == "taylor") {
+    auto data = first(rank_n);
+    auto rank = prune::make_rank_data(task, data, 32, tok.pad_id());
+    prune::CurveInputs ci;
+    ci.model = &model;
+    ci.task = &task;
+    ci.eval = &dev;
+    core::BatchOptions bo;
+    bo.batch_size = 64;
+    ci.eval_batches = core::make_batches(dev, bo);
+    ci.opts = &opts;
+    ci.counts = prune::schedule_counts(opts.schedule, "percent", model.config().total_heads());
+    const auto dir = std::filesystem::temp_directory_path() / "hp_prune_bench";
+    std::filesystem::remove_all(dir);
+    prune::RunStore store(dir.string(), "bench\n");
+    const auto t0 = std::chrono::steady_clock::now();
+    auto points = prune::run_curve(ci, prune::find_criterion("taylor"), 42, rank, store);
+    const double total = seconds_since(t0);
+    for (const auto& p : points)
+      std::printf("taylor curve: %2d heads pruned: dev accuracy %.4f\n", p.pruned, p.metrics.at("accuracy"));
+    std::printf("taylor (%d examples) + 11-point curve (872 dev): %.2f s\n", rank_n, total);
+  }
+  if (only.empty() || only == "attattr") {
+    auto data = first(attattr_n);
+    auto rank = prune::make_rank_data(task, data, 32, tok.pad_id());
+    prune::CriterionContext c;
+    c.model = &model, c.rank = &rank, c.keep = keep, c.opts = &opts;
+    for (bool reuse : {true, false}) {
+      c.reuse_lower_layers = reuse;
+      const auto t0 = std::chrono::steady_clock::now();
+      auto imp = prune::attattr_importance(c);
+      const double s = seconds_since(t0);
+      std::printf("attattr %s: %d examples x %d layers x %d steps: %.2f s (%.3f s/example), mean importance %.5f\n",
+                  reuse ? "batched, lower layers reused" : "batched, full forward passes", attattr_n,
+                  model.config().num_hidden_layers, steps, s, s / attattr_n, imp.mean().item<double>());
+    }
+  }
+  if (only.empty() || only == "loo") {
+    auto data = first(rank_n);
+    auto rank = prune::make_rank_data(task, data, 64, tok.pad_id());
+    prune::CriterionContext c;
+    c.model = &model, c.rank = &rank, c.keep = keep, c.opts = &opts;
+    double times[2];
+    for (bool reuse : {true, false}) {
+      c.reuse_lower_layers = reuse;
+      const auto t0 = std::chrono::steady_clock::now();
+      prune::loo_importance(c);
+      times[reuse ? 0 : 1] = seconds_since(t0);
+      std::printf("leave-one-out over %d heads, %d examples, %s: %.2f s\n", model.config().total_heads(), rank_n,
+                  reuse ? "lower layers reused" : "full forward passes", times[reuse ? 0 : 1]);
+    }
+    std::printf("leave-one-out reuse speedup: %.2fx\n", times[1] / times[0]);
+  }
+  return 0;
+}
