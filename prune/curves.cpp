@@ -104,6 +104,7 @@ std::vector<CurvePoint> run_curve(const CurveInputs& in, const Criterion& crit, 
   std::vector<CurvePoint> points;
   core::Progress progress("prune", static_cast<long>(in.counts.size()), std::string(crit.name) + " points");
   walk(in, crit, seed, rank, store, in.counts, [&](int step, const core::HeadSet& keep) {
+    if (in.stop && in.stop->load()) return;
     auto p = store.load_point(crit.name, seed, step);
     if (!p) {
       p = evaluate_point(in, crit.name, seed, step, keep);

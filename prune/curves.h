@@ -4,6 +4,7 @@
 // RUN_DIR/state/ (prune/run_store.h) and read back on restart, so a killed run resumes where it was.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,9 +26,11 @@ struct CurveInputs {
   const core::PruneConfig* opts = nullptr;
   std::vector<int> counts;                        // heads pruned at each point (schedule_counts)
   long latency_seq = 64;                          // sequence length of the latency measurement
+  const std::atomic<bool>* stop = nullptr;        // set (Ctrl-C): return after the current point
 };
 
-// One criterion's curve for one seed; `rank` is that seed's ranking data.
+// One criterion's curve for one seed; `rank` is that seed's ranking data. Stops early (fewer points)
+// when in.stop is set.
 std::vector<CurvePoint> run_curve(const CurveInputs& in, const Criterion& crit, int seed, const RankData& rank,
                                   RunStore& store);
 

@@ -171,6 +171,7 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
   ci.opts = &P;
   ci.counts = schedule_counts(P.schedule, P.schedule_unit, total);
   ci.latency_seq = cfg.data.max_seq_len;
+  ci.stop = stop;
 
   std::vector<core::EncodedDataset> rank_sets;
   std::vector<RankData> ranks;
@@ -190,6 +191,7 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
     for (int s = 0; s < P.seeds; ++s) {
       if (stop && stop->load()) return 130;
       auto pts = run_curve(ci, crit, cfg.run.seed + s, ranks[s], store);
+      if (stop && stop->load()) return 130;
       report.points.insert(report.points.end(), pts.begin(), pts.end());
     }
     report.importance[name] = *store.load_importance(name, cfg.run.seed, 0);

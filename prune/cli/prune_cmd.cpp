@@ -12,7 +12,14 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
-void on_signal(int) { g_stop.store(true); }
+// First Ctrl-C: finish the current curve point, then stop (everything finished is saved). Second:
+// stop at once (files are written atomically, so the record stays consistent).
+void on_signal(int sig) {
+  if (g_stop.exchange(true)) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+}
 
 }  // namespace
 
