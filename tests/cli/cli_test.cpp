@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <torch/torch.h>
 
+#include "core/head_mask.h"
 #include "core/tensor_io.h"
 
 namespace {
@@ -266,4 +267,42 @@ TEST_CASE("the pruning run: bad input gives a one-line error and writes nothing"
     CHECK_THAT(r.output, !Catch::Contains("terminate called") && !Catch::Contains("Segmentation"));
     CHECK(!std::filesystem::exists(out));
   }
+}
+
+TEST_CASE("the pruning run with gates: a gated run's log alpha as a criterion, and --method gates", "[cli][prune]") {
+  const auto tmp = std::filesystem::temp_directory_path();
+  const auto gated = tmp / "hp_prune_gated", out = tmp / "hp_prune_gates_run";
+  std::filesystem::remove_all(gated);
+  std::filesystem::remove_all(out);
+  const std::string train_split = " --set train.train_split=matched --set train.eval_split=mismatched --max-seq-len 32";
+  auto t = run_prune("train --model " + kTiny + " --task mnli_subset --data-root " + tiny_data_root() + train_split +
+                     " --target-heads 5 --max-steps 4 --out " + gated.string());
+  INFO(t.output);
+  REQUIRE(t.code == 0);
+  auto r = run_prune(tiny_prune_args(out.string()) + " --criteria gates,random --gates-run " + gated.string() +
+                     " --target-heads 3 --method gates --set train.train_split=matched --set train.eval_split=mismatched"
+                     " --set train.max_steps=4");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  CHECK(summary["final"]["heads_kept"] == 3);
+  CHECK(summary["final"]["method"] == "gates");
+  CHECK(summary["criteria"]["gates"]["curve"].size() == 5);
+  // The gates criterion prunes the heads with the smallest log alpha first: at 3 of 8 pruned, the
+  // pruned ones are the gated run's 3 lowest.
+  auto la = hp::core::read_safetensors((gated / "best" / "gates.safetensors").string()).at("log_alpha").flatten();
+  auto order = std::get<1>(la.sort());
+  const std::string curves = slurp(out / "curves.csv");
+  auto line_start = curves.find("gates,42,1,");  // step 1: 25% of 8 heads = 2 pruned
+  REQUIRE(line_start != std::string::npos);
+  const std::string line = curves.substr(line_start, curves.find('\n', line_start) - line_start);
+  const auto q = line.rfind('"', line.size() - 2);
+  const std::string spec = line.substr(q + 1, line.size() - q - 2);
+  INFO(line);
+  auto keep = hp::core::parse_head_mask(spec, 2, 4);
+  for (int i = 0; i < 2; ++i) {
+    const long idx = order[i].item<long>();
+    CHECK(!keep[idx / 4][idx % 4]);
+  }
+  CHECK(hp::core::count_kept(keep) == 6);
 }
