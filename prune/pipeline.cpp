@@ -31,7 +31,10 @@ using nlohmann::json;
 
 void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& arch) {
   const int total = arch.total_heads();
-  for (const auto& c : p.criteria) find_criterion(c);
+  for (const auto& c : p.criteria) {
+    find_criterion(c);
+    if (c == "gates") gates_log_alpha(p.gates_run);  // the gated run must exist before anything starts
+  }
   schedule_counts(p.schedule, p.schedule_unit, total);
   auto need = [](bool ok, const std::string& msg) {
     if (!ok) throw ConfigError(msg);

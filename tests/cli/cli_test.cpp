@@ -254,6 +254,8 @@ TEST_CASE("the pruning run: bad input gives a one-line error and writes nothing"
       {base + " --target-heads -1", "prune.target_heads = -1", 2},
       {base + " --set prune.schedule=0,50,25", "prune.schedule is not monotonic", 2},
       {base + " --method magic", "prune.method: unknown criterion 'magic'", 2},
+      {base + " --criteria gates", "prune.gates_run is empty", 2},
+      {base + " --criteria gates --gates-run /nonexistent", "/nonexistent/best/gates.safetensors: not found", 1},
       {base + " --set data.task=rte", "prune.eval_split = 'mismatched' is not a split of rte", 2},
       {base + " --set data.task=rte --set prune.rank_split=train --set prune.eval_split=dev", "RTE", 1},
       {base + " --target-heads 1 --set prune.min_heads_per_layer=1", "below the 2 heads prune.min_heads_per_layer keeps", 2},
