@@ -17,7 +17,7 @@ unpatched logits exactly (max abs diff < 1e-5) on one example before timing.
 Tokenisation, model loading and the checks happen before the timer.
 
 Usage: $VENV/bin/python bench/attattr_bench.py [--examples 32] [--steps 20] [--chunk 20] [--threads 2]
-           [--max-seq-len 64] [--model runs/sst2_ft600/best] [--data-root ../shared/data] [--out FILE.json]
+           [--max-seq-len 64] [--model runs/sst2/finetune/best] [--data-root ../shared/data] [--out FILE.json]
            [--check-completeness]   (IG completeness on example 0 / layer 0; use e.g. --steps 50)
 """
 import argparse
@@ -98,7 +98,7 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=20, help="scaled copies per forward/backward batch")
     ap.add_argument("--max-seq-len", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--model", default="runs/sst2_ft600/best")
+    ap.add_argument("--model", default="runs/sst2/finetune/best")
     ap.add_argument("--data-root", default="../shared/data")
     ap.add_argument("--out", default=None, help="write timing and importance as JSON")
     ap.add_argument("--check-completeness", action="store_true",

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   core::init_logging();
   core::ensure_fast_blas(argc, argv);
   CLI::App app{"pruning benchmarks: Taylor + curve, attention attribution, leave-one-out"};
-  std::string model_dir = "runs/sst2_ft600/best", root;
+  std::string model_dir = "runs/sst2/finetune/best", root;
   int rank_n = 512, attattr_n = 32, steps = 20, threads = 0, max_len = 64;
   std::string only;
   app.add_option("--model", model_dir, "fine-tuned SST-2 model folder");

@@ -17,7 +17,7 @@ HF transformers 4.40.2 + Debian's torch 1.13, as the reference our C++ ranking/c
 Tokenisation and model loading happen before the timers (run_bertology also tokenises up front).
 
 Usage: $VENV/bin/python bench/taylor_curve_bench.py [--rank-examples 512] [--batch 32] [--max-seq-len 64]
-           [--threads 2] [--dev-examples 0] [--model runs/sst2_ft600/best] [--data-root ../shared/data] [--out FILE.json]
+           [--threads 2] [--dev-examples 0] [--model runs/sst2/finetune/best] [--data-root ../shared/data] [--out FILE.json]
 """
 import argparse
 import json
@@ -80,7 +80,7 @@ def main() -> None:
     ap.add_argument("--dev-examples", type=int, default=0, help="first N dev examples (0 = all; for tests)")
     ap.add_argument("--max-seq-len", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--model", default="runs/sst2_ft600/best")
+    ap.add_argument("--model", default="runs/sst2/finetune/best")
     ap.add_argument("--data-root", default="../shared/data")
     ap.add_argument("--out", default=None, help="write timings, importance and curve as JSON")
     args = ap.parse_args()

@@ -34,9 +34,7 @@ Score score(const CriterionContext& c, const torch::Tensor& mask, int start_laye
       in.start_hidden = cached[i];
     }
     auto logits = c.model->forward(in).logits;
-    if (regression) loss += (logits.select(1, 0) - b.labels).pow(2).sum().item<double>();
-    else loss += torch::nn::functional::cross_entropy(logits, b.labels.to(torch::kLong),
-                     torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)).item<double>();
+    loss += per_example_loss(logits, b.labels, regression).sum().item<double>();
     auto p = eval::predictions_from_logits(logits, regression);
     for (size_t k = 0; k < b.index.size(); ++k) {
       pred[b.index[k]] = p[k];

@@ -13,13 +13,6 @@ namespace hp::prune {
 
 namespace {
 
-// Gold-label loss per example: cross-entropy, or squared error for regression. logits: [B, C].
-torch::Tensor per_example_loss(const torch::Tensor& logits, const torch::Tensor& labels, bool regression) {
-  if (regression) return (logits.select(1, 0) - labels).pow(2);
-  return torch::nn::functional::cross_entropy(
-      logits, labels.to(torch::kLong), torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-}
-
 // The model input of a batch with one differentiable copy of the keep mask per example: [B, L, H].
 core::EncoderInput gated_input(const core::Batch& b, const torch::Tensor& keep, torch::Tensor& gates) {
   gates = keep.unsqueeze(0).expand({b.input_ids.size(0), keep.size(0), keep.size(1)}).clone().requires_grad_(true);
@@ -41,6 +34,12 @@ long example_count(const RankData& r) {
 }
 
 }  // namespace
+
+torch::Tensor per_example_loss(const torch::Tensor& logits, const torch::Tensor& labels, bool regression) {
+  if (regression) return (logits.select(1, 0) - labels).pow(2);
+  return torch::nn::functional::cross_entropy(
+      logits, labels.to(torch::kLong), torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+}
 
 RankData make_rank_data(const core::TaskSpec& task, const core::EncodedDataset& data, int batch_size, int pad_id) {
   RankData r;

@@ -17,12 +17,6 @@ namespace hp::prune {
 
 namespace {
 
-core::HeadSet all_heads(const core::BertConfig& cfg) {
-  core::HeadSet keep;
-  for (int l = 0; l < cfg.num_hidden_layers; ++l) keep.emplace_back(cfg.heads_in_layer(l), true);
-  return keep;
-}
-
 Matrix to_matrix(const torch::Tensor& t) {
   auto c = t.to(torch::kFloat64).contiguous();
   Matrix m(c.size(0), std::vector<double>(c.size(1)));

@@ -56,9 +56,7 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
   need(p.recover_steps >= 0, "prune.recover_steps must be 0 (off) or positive");
   if (p.method != "best" && p.method != "gates") find_criterion(p.method, "prune.method");
   if (p.target_heads > 0) {
-    core::HeadSet all;
-    for (int l = 0; l < arch.num_hidden_layers; ++l) all.emplace_back(arch.heads_in_layer(l), true);
-    const int reachable = total - max_prunable(all, p.min_heads_per_layer);
+    const int reachable = total - max_prunable(all_heads(arch), p.min_heads_per_layer);
     need(p.target_heads >= reachable, "prune.target_heads = " + std::to_string(p.target_heads) +
                                           " is below the " + std::to_string(reachable) +
                                           " heads prune.min_heads_per_layer keeps; raise it or lower that minimum");

@@ -28,6 +28,12 @@ std::vector<int> schedule_counts(const std::vector<int>& points, const std::stri
   return counts;
 }
 
+core::HeadSet all_heads(const core::BertConfig& cfg) {
+  core::HeadSet keep;
+  for (int l = 0; l < cfg.num_hidden_layers; ++l) keep.emplace_back(cfg.heads_in_layer(l), true);
+  return keep;
+}
+
 int max_prunable(const core::HeadSet& all, int min_heads_per_layer) {
   int n = 0;
   for (const auto& layer : all) n += std::max(0, static_cast<int>(layer.size()) - min_heads_per_layer);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bert_config.h"
 #include "core/head_mask.h"  // HeadSet
 
 namespace hp::prune {
@@ -24,6 +25,9 @@ struct RankOptions {
 // model are pruned in all (heads already pruned count). Ties go to the lower (layer, head). Throws
 // ConfigError when min_heads_per_layer makes n_pruned unreachable.
 core::HeadSet prune_to(const Matrix& importance, const core::HeadSet& keep, int n_pruned, const RankOptions& opts);
+
+// Every head of a model present: keep[l] has the heads of layer l (a slimmed layer has fewer).
+core::HeadSet all_heads(const core::BertConfig& cfg);
 
 // The largest number of heads that can be pruned with `min_heads_per_layer`.
 int max_prunable(const core::HeadSet& all, int min_heads_per_layer);
