@@ -6,40 +6,11 @@
 #include <tuple>
 #include <utility>
 
+#include "core/attention.h"
 #include "core/bert_keys.h"
 #include "core/errors.h"  // InternalError, CheckpointError
 
 namespace hp::core {
-
-namespace {
-
-// Inference-only attention core: probs = softmax(q k^T / sqrt(Dh) + ext), ctx = probs v, one
-// (batch, head) pair per task. Inside the parallel region each small GEMM runs single-threaded (the
-// OpenMP OpenBLAS does not nest), whereas at::bmm issues the B×H GEMMs [S, Dh] × [Dh, S] one by one,
-// each split over all threads with a barrier: at S=128 that was most of the forward time.
-// The autograd path keeps whole-tensor ops. q, k, v: [B, H, S, Dh] (any strides); ext: [B, 1, 1, S].
-// Queries may be fewer than keys (q: [B, H, Sq, Dh]). Returns probs [B, H, Sq, S] and ctx [B, Sq, H, Dh].
-std::pair<torch::Tensor, torch::Tensor> attention_no_grad(const torch::Tensor& q, const torch::Tensor& k,
-                                                          const torch::Tensor& v, const torch::Tensor& ext) {
-  const auto B = q.size(0), H = q.size(1), Sq = q.size(2), S = k.size(2), Dh = q.size(3);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
-  auto probs = torch::empty({B, H, Sq, S}, q.options());
-  auto ctx = torch::empty({B, Sq, H, Dh}, q.options());
-  auto ext_rows = ext.view({B, 1, S});
-  at::parallel_for(0, B * H, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t b = i / H, h = i % H;
-      auto p = probs[b][h];  // [Sq, S]
-      at::addmm_out(p, ext_rows[b], q[b][h], k[b][h].t(), /*beta=*/1.0, /*alpha=*/scale);
-      at::_softmax_out(p, p, -1, /*half_to_float=*/false);
-      auto out = ctx.select(0, b).select(1, h);  // [S, Dh], row stride H * Dh
-      at::mm_out(out, p, v[b][h]);
-    }
-  });
-  return {probs, ctx};
-}
-
-}  // namespace
 
 torch::Tensor apply_head_mask(const torch::Tensor& ctx, const torch::Tensor& mask) {
   // ctx: [B, H, S, Dh]; mask: [H] or [B, H]
@@ -129,21 +100,26 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
     if (in.want_context) out.contexts.push_back(torch::zeros({B, 0, Sq, Dh}));
   } else {
     auto heads = [&](const torch::Tensor& t) { return t.view({B, t.size(1), H, Dh}).transpose(1, 2); };  // [B, H, S, Dh]
-    auto v = heads(torch::linear(x, w.v_w, w.v_b));
+    auto values = [&] { return torch::linear(x, w.v_w, w.v_b); };                                       // [B, S, D]
     torch::Tensor probs, ctx;
     if (l == in.override_layer) {
       TORCH_CHECK(in.override_probs.sizes() == torch::IntArrayRef({B, H, S, S}), "override_probs must be [", B, ", ",
                   H, ", ", S, ", ", S, "], got ", in.override_probs.sizes());
       probs = cls_row ? in.override_probs.narrow(2, 0, 1) : in.override_probs;
       if (in.want_attention) out.attentions.push_back(probs);
-      ctx = torch::matmul(probs, v);
+      ctx = heads(probs_times_values(probs, values()));
     } else if (!training_ && !torch::GradMode::is_enabled()) {
       auto q = heads(torch::linear(xq, w.q_w, w.q_b));
       auto k = heads(torch::linear(x, w.k_w, w.k_b));
       torch::Tensor ctx_bshd;  // [B, Sq, H, Dh]
-      std::tie(probs, ctx_bshd) = attention_no_grad(q, k, v, ext_mask);
+      std::tie(probs, ctx_bshd) = attention_no_grad(q, k, heads(values()), ext_mask);
       ctx = ctx_bshd.transpose(1, 2);  // [B, H, Sq, Dh] view; the reshape below is then free
       if (in.want_attention) out.attentions.push_back(probs);
+    } else if (!training_ && !in.lrp_rules && !in.want_attention) {
+      // Gradients without dropout (criteria): keys and values from one linear, the parallel attention
+      // core with its closed-form backward (core/attention.h).
+      auto kv = torch::linear(x, torch::cat({w.k_w, w.v_w}), torch::cat({w.k_b, w.v_b}));
+      ctx = heads(attention_autograd(torch::linear(xq, w.q_w, w.q_b), kv, ext_mask, H));
     } else {
       auto q = heads(torch::linear(xq, w.q_w, w.q_b));
       auto k = heads(torch::linear(x, w.k_w, w.k_b));
@@ -152,7 +128,7 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
       if (in.want_attention) out.attentions.push_back(probs);
       if (in.lrp_rules) probs = probs.detach();  // LRP: relevance flows through the values only
       probs = torch::dropout(probs, cfg_.attention_probs_dropout_prob, training_);
-      ctx = torch::matmul(probs, v);  // [B, H, Sq, Dh]
+      ctx = torch::matmul(probs, heads(values()));  // [B, H, Sq, Dh]
     }
     if (in.want_context) out.contexts.push_back(ctx);
     if (head_mask.defined())
