@@ -14,9 +14,10 @@ namespace hp::prune {
 
 namespace {
 
-// Rows of examples × steps per backward pass: bounds memory (the attention tensor alone is
-// rows × H × S × S floats).
-constexpr long kMaxRowsPerPass = 320;
+// Tokens (examples × steps × sequence length) per forward + backward pass. Small passes keep each
+// layer's activations in cache: on the SST-2 bench (24 tokens, m = 20) passes of 1,000–3,000 tokens
+// took 11.5 s, 7,700 tokens 16 s and 15,000 tokens 25 s. It also bounds memory.
+constexpr long kMaxTokensPerPass = 2048;
 
 // Rows [from, from + n) of a batch, cut to their longest real length `len`, repeated `copies` times.
 core::EncoderInput repeat_input(const core::Batch& b, long from, long n, long len, long copies) {
@@ -36,7 +37,8 @@ torch::Tensor attention_attribution(const core::Bert& model, const core::Batch& 
   const long B = b.input_ids.size(0), S = b.input_ids.size(1), m = static_cast<long>(alphas.size());
   const auto H = base.attentions[layer].size(1);
   const bool regression = model.config().num_labels == 1;
-  const long chunk = std::max<long>(1, kMaxRowsPerPass / m);
+  const long longest = b.attention_mask.sum(1).max().item<long>();
+  const long chunk = std::max<long>(1, kMaxTokensPerPass / (m * std::max<long>(longest, 1)));
   std::vector<torch::Tensor> parts;
   for (long from = 0; from < B; from += chunk) {
     const long n = std::min(chunk, B - from);
