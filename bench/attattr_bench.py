@@ -3,21 +3,24 @@
 
 The per-example, per-layer integrated-gradients loop of the paper's reference code, on HF transformers
 4.40.2 (eager attention) + Debian's torch 1.13, as the reference our C++ attribution is timed against.
-For each of the first --examples SST-2 train examples (batch of 1, no padding, truncated to --max-seq-len)
-and each layer l:
+For each of the first --examples SST-2 examples of --split (default dev: Hao's script takes the first dev
+examples), as a batch of 1 truncated to --max-seq-len and, as in Hao's `prune_head_with_attr.py`,
+zero-padded to --max-seq-len = 128 with an attention mask (--no-pad runs each example at its own length,
+as our C++ does), and for each layer l:
   - one forward gives layer l's attention probabilities A [1, H, S, S];
   - m = --steps scaled copies alpha_k * A, alpha_k = k/m, k = 1..m (right Riemann sum), go through a full
     forward from the embeddings (no reuse of lower layers, as in Hao's code) with layer l's attention
     probabilities REPLACED by the copies (batches of --chunk copies);
   - F = softmax probability of the gold label; attribution = A * sum_k dF/d(alpha_k A) / m;
-  - importance[l, h] += max over (i, j) of attribution[h, i, j]; finally averaged over the examples.
+  - importance[l, h] += max over real-token (i, j) of attribution[h, i, j] (Hao's code cuts the padding off
+    before the max); finally averaged over the examples.
 The replacement is done by monkey-patching BertSelfAttention.forward with a re-implementation of the
 eager computation that uses a module's `probs_override` tensor when set; it is checked to reproduce the
 unpatched logits exactly (max abs diff < 1e-5) on one example before timing.
 Tokenisation, model loading and the checks happen before the timer.
 
-Usage: $VENV/bin/python bench/attattr_bench.py [--examples 32] [--steps 20] [--chunk 20] [--threads 2]
-           [--max-seq-len 64] [--model runs/sst2/finetune/best] [--data-root ../shared/data] [--out FILE.json]
+Usage: $VENV/bin/python bench/attattr_bench.py [--examples 32] [--split dev] [--steps 20] [--chunk 20]
+           [--threads 2] [--max-seq-len 128] [--no-pad] [--model runs/sst2/finetune/best] [--data-root ../shared/data] [--out FILE.json]
            [--check-completeness]   (IG completeness on example 0 / layer 0; use e.g. --steps 50)
 """
 import argparse
@@ -94,9 +97,12 @@ def attribute_layer(model, enc, gold, layer, steps, chunk):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--examples", type=int, default=32)
+    ap.add_argument("--split", default="dev", help="SST-2 split whose first --examples rows are used")
     ap.add_argument("--steps", type=int, default=20, help="m, Riemann steps of the integrated gradients")
     ap.add_argument("--chunk", type=int, default=20, help="scaled copies per forward/backward batch")
-    ap.add_argument("--max-seq-len", type=int, default=64)
+    ap.add_argument("--max-seq-len", type=int, default=128, help="truncation length (Hao's default: 128)")
+    ap.add_argument("--no-pad", action="store_true",
+                    help="run each example at its own length instead of padding it to --max-seq-len as Hao's code does")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--model", default="runs/sst2/finetune/best")
     ap.add_argument("--data-root", default="../shared/data")
@@ -111,8 +117,10 @@ def main() -> None:
     model = BertForSequenceClassification.from_pretrained(args.model, attn_implementation="eager")
     model.eval()
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
-    sents, labels = read_tsv(os.path.join(args.data_root, "glue", "SST-2", "train.tsv"), args.examples)
-    encs = [tok(s, truncation=True, max_length=args.max_seq_len, return_tensors="pt") for s in sents]
+    sents, labels = read_tsv(os.path.join(args.data_root, "glue", "SST-2", args.split + ".tsv"), args.examples)
+    padding = False if args.no_pad else "max_length"
+    encs = [tok(s, truncation=True, max_length=args.max_seq_len, padding=padding, return_tensors="pt")
+            for s in sents]
 
     # Check the patch: unpatched logits vs patched with each layer's own probabilities as the override.
     with torch.no_grad():
@@ -146,15 +154,20 @@ def main() -> None:
     for enc, gold in zip(encs, labels):
         for l in range(L):
             _, attr = attribute_layer(model, enc, gold, l, args.steps, args.chunk)
-            importance[l] += attr.amax(dim=(1, 2))  # max over (i, j) per head
+            n_real = int(enc["attention_mask"][0].sum())
+            importance[l] += attr[:, :n_real, :n_real].amax(dim=(1, 2))  # max over real (i, j) per head
     seconds = time.perf_counter() - t0
     importance /= len(encs)
 
     n = len(encs)
-    print(f"attattr: {n} examples x {L} layers x {args.steps} steps: {seconds:.2f} s ({seconds / n:.3f} s/example)")
+    tokens = sum(int(e["attention_mask"][0].sum()) for e in encs)
+    shape = "each at its own length" if args.no_pad else f"padded to {args.max_seq_len}"
+    print(f"attattr: {n} examples ({tokens / n:.1f} real tokens on average, {shape}) x {L} layers x "
+          f"{args.steps} steps: {seconds:.2f} s ({seconds / n:.3f} s/example)")
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
-            json.dump({"seconds": seconds, "examples": n, "steps": args.steps, "importance": importance.tolist()},
+            json.dump({"seconds": seconds, "examples": n, "steps": args.steps, "padded": not args.no_pad,
+                       "importance": importance.tolist()},
                       f, indent=1)
 
 

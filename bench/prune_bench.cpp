@@ -2,7 +2,8 @@
 //   1. Taylor importance + 11-point masking curve on SST-2 — the product path (prune/curves.h:
 //      dynamic padding, no weight gradients, slimmed models per point). Compare with
 //      bench/taylor_curve_bench.py (HF run_bertology-style loop) on the same model and data.
-//   2. Attention attribution, m steps, batched with reuse of lower layers vs full forward passes.
+//   2. Attention attribution, m steps, on the first SST-2 dev examples as Hao et al.'s script takes them,
+//      batched with reuse of lower layers vs full forward passes.
 //      Compare with bench/attattr_bench.py (per-example, per-layer loop as in Hao et al.'s code).
 //   3. Leave-one-out over all heads with and without reuse of lower-layer activations.
 #include <CLI/CLI.hpp>
@@ -13,6 +14,7 @@
 
 #include "core/blas.h"
 #include "core/checkpoint.h"
+#include "core/errors.h"  // HP_CHECK
 #include "core/log.h"
 #include "core/tokenizer.h"
 #include "eval/evaluator.h"
@@ -35,12 +37,13 @@ int main(int argc, char** argv) {
   core::ensure_fast_blas(argc, argv);
   CLI::App app{"pruning benchmarks: Taylor + curve, attention attribution, leave-one-out"};
   std::string model_dir = "runs/sst2/finetune/best", root;
-  int rank_n = 512, attattr_n = 32, steps = 20, threads = 0, max_len = 64;
-  std::string only;
+  int rank_n = 512, attattr_n = 32, steps = 20, threads = 0, max_len = 128;
+  std::string only, attattr_split = "dev";
   app.add_option("--model", model_dir, "fine-tuned SST-2 model folder");
   app.add_option("--data-root", root, "data root (default ../shared/data)");
   app.add_option("--rank-examples", rank_n, "first N SST-2 train examples for Taylor and leave-one-out");
-  app.add_option("--attattr-examples", attattr_n, "first N SST-2 train examples for attention attribution");
+  app.add_option("--attattr-examples", attattr_n, "first N examples of --attattr-split for attention attribution");
+  app.add_option("--attattr-split", attattr_split, "SST-2 split for attention attribution (Hao's script: dev)");
   app.add_option("--steps", steps, "attention attribution Riemann steps");
   app.add_option("--max-seq-len", max_len, "truncation length");
   app.add_option("--threads", threads, "threads; 0 = all cores");
@@ -57,8 +60,9 @@ int main(int argc, char** argv) {
   const std::string data_root = core::resolve_data_root(root);
   auto train = core::read_task(task, data_root, "train");
   auto dev = core::encode_examples(tok, core::read_task(task, data_root, "dev"), max_len);
-  auto first = [&](int n) {
-    return core::encode_examples(tok, std::vector<core::Example>(train.begin(), train.begin() + n), max_len);
+  auto first = [&](const std::vector<core::Example>& split, int n) {
+    HP_CHECK(n <= static_cast<int>(split.size()), "only " << split.size() << " examples in the split");
+    return core::encode_examples(tok, std::vector<core::Example>(split.begin(), split.begin() + n), max_len);
   };
   core::PruneConfig opts;
   opts.latency = false;
@@ -66,7 +70,7 @@ int main(int argc, char** argv) {
   const torch::Tensor keep = torch::ones({model.config().num_hidden_layers, model.config().max_heads()});
 
   if (only.empty() || only == "taylor") {
-    auto data = first(rank_n);
+    auto data = first(train, rank_n);
     auto rank = prune::make_rank_data(task, data, 32, tok.pad_id());
     prune::CurveInputs ci;
     ci.model = &model;
@@ -88,7 +92,9 @@ int main(int argc, char** argv) {
     std::printf("taylor (%d examples) + 11-point curve (872 dev): %.2f s\n", rank_n, total);
   }
   if (only.empty() || only == "attattr") {
-    auto data = first(attattr_n);
+    auto data = first(core::read_task(task, data_root, attattr_split), attattr_n);
+    long tokens = 0;
+    for (const auto& ids : data.ids) tokens += static_cast<long>(ids.size());
     auto rank = prune::make_rank_data(task, data, 32, tok.pad_id());
     prune::CriterionContext c;
     c.model = &model, c.rank = &rank, c.keep = keep, c.opts = &opts;
@@ -97,13 +103,15 @@ int main(int argc, char** argv) {
       const auto t0 = std::chrono::steady_clock::now();
       auto imp = prune::attattr_importance(c);
       const double s = seconds_since(t0);
-      std::printf("attattr %s: %d examples x %d layers x %d steps: %.2f s (%.3f s/example), mean importance %.5f\n",
+      std::printf("attattr %s: %d %s examples (%.1f tokens on average) x %d layers x %d steps: %.2f s (%.3f "
+                  "s/example), mean importance %.5f\n",
                   reuse ? "batched, lower layers reused" : "batched, full forward passes", attattr_n,
+                  attattr_split.c_str(), static_cast<double>(tokens) / attattr_n,
                   model.config().num_hidden_layers, steps, s, s / attattr_n, imp.mean().item<double>());
     }
   }
   if (only.empty() || only == "loo") {
-    auto data = first(rank_n);
+    auto data = first(train, rank_n);
     auto rank = prune::make_rank_data(task, data, 64, tok.pad_id());
     prune::CriterionContext c;
     c.model = &model, c.rank = &rank, c.keep = keep, c.opts = &opts;
