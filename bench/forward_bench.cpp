@@ -11,6 +11,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,20 @@ double median_seconds(const std::function<void()>& f, int warmup, int reps) {
   return t[t.size() / 2];
 }
 
+double seconds_of(const std::function<void()>& f) {
+  auto start = Clock::now();
+  f();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 struct Options {
   int warmup = 1;
-  int reps = 5;
+  int reps = 7;
   int batch = 32;
   int seq = 128;
   int threads = 0;
@@ -49,24 +61,40 @@ struct Options {
   bool profile = true;
 };
 
-// GEMM shapes [M, K] x [K, N] of BERT-base at B×S = M tokens: Q/K/V/O, FFN in, FFN out.
-double matmul_peak(const Options& o) {
+// One timed thing of a round: a GEMM at a BERT-base shape or a whole forward.
+struct Timed {
+  std::string label;
+  double flops;
+  std::function<void()> run;
+  bool gemm;                  // counts towards the matmul peak
+  std::vector<double> times;  // one per round
+  double rate(size_t r) const { return flops / times[r] / 1e9; }
+};
+
+// Interleaved rounds: every round times each GEMM shape once and each forward once, so the peak and
+// the forward see the same machine state (this VM's GEMM rate drifts by ±20% between minutes).
+void run_rounds(std::vector<Timed>& items, const Options& o) {
+  for (int w = 0; w < o.warmup; ++w)
+    for (auto& it : items) it.run();
+  for (int r = 0; r < o.reps; ++r)
+    for (auto& it : items) it.times.push_back(seconds_of(it.run));
+}
+
+// GEMM shapes [M, K] x [K, N] of BERT-base at B×S = M tokens: Q/K/V/O, FFN in, FFN out, fused QKV —
+// as torch::mm and as torch::linear computes them (weight [N, K] transposed, bias added).
+void add_gemms(std::vector<Timed>& items, const Options& o) {
   const long M = static_cast<long>(o.batch) * o.seq;
   const std::vector<std::pair<long, long>> kn = {{768, 768}, {768, 3072}, {3072, 768}, {768, 2304}};
-  double peak = 0;
   for (auto [K, N] : kn) {
     auto a = torch::randn({M, K}), b = torch::randn({K, N});
-    auto t = median_seconds([&] { torch::mm(a, b); }, o.warmup + 1, o.reps);
-    double gflops = 2.0 * M * K * N / t / 1e9;
-    peak = std::max(peak, gflops);
-    std::printf("matmul [%ld,%ld]x[%ld,%ld]: %.4f s, %.1f GFLOP/s\n", M, K, K, N, t, gflops);
-    // The same product as torch::linear computes it (weight [N, K] transposed, bias added).
     auto w = torch::randn({N, K}), bias = torch::randn({N});
-    t = median_seconds([&] { torch::addmm(bias, a, w.t()); }, o.warmup, o.reps);
-    std::printf("addmm  [%ld,%ld]x[%ld,%ld]^T+b: %.4f s, %.1f GFLOP/s\n", M, K, N, K, t, 2.0 * M * K * N / t / 1e9);
+    const double flops = 2.0 * M * K * N;
+    char label[96];
+    std::snprintf(label, sizeof label, "matmul [%ld,%ld]x[%ld,%ld]", M, K, K, N);
+    items.push_back({label, flops, [a, b] { torch::mm(a, b); }, true, {}});
+    std::snprintf(label, sizeof label, "addmm  [%ld,%ld]x[%ld,%ld]^T+b", M, K, N, K);
+    items.push_back({label, flops, [a, w, bias] { torch::addmm(bias, a, w.t()); }, false, {}});
   }
-  std::printf("matmul peak: %.1f GFLOP/s\n", peak);
-  return peak;
 }
 
 hp::core::BertConfig bert_base_config() {
@@ -104,14 +132,43 @@ hp::core::EncoderInput random_input(const hp::core::BertConfig& cfg, long B, lon
   return in;
 }
 
-void bench_forward(const std::string& label, const hp::core::Bert& model, const Options& o, double peak) {
-  torch::NoGradGuard no_grad;
-  auto in = random_input(model.config(), o.batch, o.seq);
-  double t = median_seconds([&] { model.forward(in); }, o.warmup, o.reps);
-  double flops = hp::eval::forward_flops(model.config(), o.batch, o.seq);
-  double gflops = flops / t / 1e9;
-  std::printf("forward %s B=%d S=%d: %.3f s, %.1f GFLOP/s, %.0f%% of matmul peak (%.1f GFLOP per forward)\n",
-              label.c_str(), o.batch, o.seq, t, gflops, 100.0 * gflops / peak, flops / 1e9);
+Timed forward_item(const std::string& label, std::shared_ptr<const hp::core::Bert> model, const Options& o) {
+  auto in = random_input(model->config(), o.batch, o.seq);
+  const double flops = hp::eval::forward_flops(model->config(), o.batch, o.seq);
+  char text[160];
+  std::snprintf(text, sizeof text, "forward %s B=%d S=%d (%.1f GFLOP)", label.c_str(), o.batch, o.seq, flops / 1e9);
+  return {text, flops, [model, in] {
+            torch::NoGradGuard no_grad;
+            model->forward(in);
+          },
+          false, {}};
+}
+
+// Medians over rounds; the peak is the best GEMM's median rate. Each forward is also reported as the
+// median over rounds of (its rate / that round's best GEMM rate), which cancels drift between rounds.
+void report(const std::vector<Timed>& items) {
+  double peak = 0;
+  for (const auto& it : items)
+    if (it.gemm) peak = std::max(peak, it.flops / median(it.times) / 1e9);
+  for (const auto& it : items) {
+    const double t = median(it.times), rate = it.flops / t / 1e9;
+    if (it.label.rfind("forward", 0) != 0) {
+      std::printf("%s: %.4f s, %.1f GFLOP/s\n", it.label.c_str(), t, rate);
+      continue;
+    }
+    std::vector<double> share;
+    for (size_t r = 0; r < it.times.size(); ++r) {
+      double round_peak = 0;
+      for (const auto& g : items)
+        if (g.gemm) round_peak = std::max(round_peak, g.rate(r));
+      share.push_back(it.rate(r) / round_peak);
+    }
+    std::printf("%s: %.3f s, %.1f GFLOP/s, %.0f%% of matmul peak; per round %.0f%% median (%.0f%%..%.0f%%)\n",
+                it.label.c_str(), t, rate, 100.0 * rate / peak, 100.0 * median(share),
+                100.0 * *std::min_element(share.begin(), share.end()),
+                100.0 * *std::max_element(share.begin(), share.end()));
+  }
+  std::printf("matmul peak: %.1f GFLOP/s (best median over the GEMM shapes)\n", peak);
 }
 
 // Where one layer's time goes: each op of core/bert.cpp's layer_forward timed alone on its real inputs.
@@ -180,8 +237,8 @@ int main(int argc, char** argv) {
     hp::core::ensure_fast_blas(argc, argv);
     Options o;
     CLI::App app{"forward_bench: matmul peak and BERT forward GFLOP/s"};
-    app.add_option("--warmup", o.warmup, "untimed runs before timing");
-    app.add_option("--reps", o.reps, "timed runs (the median is reported)");
+    app.add_option("--warmup", o.warmup, "untimed rounds before timing");
+    app.add_option("--reps", o.reps, "timed rounds (medians are reported)");
     app.add_option("--batch", o.batch, "batch size B");
     app.add_option("--seq", o.seq, "sequence length S");
     app.add_option("--threads", o.threads, "intra-op threads; 0 = all cores");
@@ -192,17 +249,20 @@ int main(int argc, char** argv) {
     hp::core::set_threads(o.threads);
     std::printf("runtime: %s\n", hp::core::runtime_summary().c_str());
 
-    double peak = matmul_peak(o);
+    std::vector<Timed> items;
+    add_gemms(items, o);
     auto base_cfg = bert_base_config();
-    if (!o.skip_base) bench_forward("bert-base", random_bert(base_cfg), o, peak);
+    if (!o.skip_base) items.push_back(forward_item("bert-base", std::make_shared<const hp::core::Bert>(random_bert(base_cfg)), o));
     if (!o.model.empty() && std::filesystem::exists(o.model + "/config.json")) {
       hp::core::LoadOptions load;
       load.num_labels = 2;
-      auto model = hp::core::load_bert(o.model, load);
-      bench_forward(std::filesystem::path(o.model).filename().string(), model, o, peak);
+      auto model = std::make_shared<const hp::core::Bert>(hp::core::load_bert(o.model, load));
+      items.push_back(forward_item(std::filesystem::path(o.model).filename().string(), model, o));
     } else {
       std::printf("forward %s: skipped (no config.json)\n", o.model.c_str());
     }
+    run_rounds(items, o);
+    report(items);
     if (o.profile) profile_layer(base_cfg, o);
     return 0;
   } catch (const std::exception& e) {
