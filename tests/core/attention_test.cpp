@@ -15,6 +15,15 @@ torch::Tensor leaf(const torch::Tensor& t) { return t.detach().clone().requires_
 torch::Tensor heads(const torch::Tensor& t) { return t.view({B, t.size(1), H, Dh}).transpose(1, 2); }
 double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
+// Checks the two outputs agree, then backpropagates the same random upstream gradient through both.
+void compare_and_backward(const torch::Tensor& out, const torch::Tensor& expect) {
+  REQUIRE(out.sizes() == expect.sizes());
+  CHECK(max_diff(out, expect) < 1e-6);
+  auto upstream = torch::randn_like(expect);
+  (out * upstream).sum().backward();
+  (expect * upstream).sum().backward();
+}
+
 // Example b has its last b keys padded.
 torch::Tensor padded_ext() {
   auto mask = torch::ones({B, S}, torch::kLong);
@@ -30,11 +39,7 @@ void check_attention(int64_t Sq) {
   auto k = heads(kv_ref.narrow(2, 0, D)), v = heads(kv_ref.narrow(2, D, D));
   auto probs = torch::softmax(torch::matmul(heads(q_ref), k.transpose(-1, -2)) / std::sqrt(double(Dh)) + ext, -1);
   auto expect = torch::matmul(probs, v).transpose(1, 2).reshape({B, Sq, D});
-  REQUIRE(out.sizes() == expect.sizes());
-  CHECK(max_diff(out, expect) < 1e-6);
-  auto upstream = torch::randn_like(expect);
-  (out * upstream).sum().backward();
-  (expect * upstream).sum().backward();
+  compare_and_backward(out, expect);
   CHECK(max_diff(q.grad(), q_ref.grad()) < 1e-5);
   CHECK(max_diff(kv.grad(), kv_ref.grad()) < 1e-5);
   // Padded keys get no gradient: example 2's last two keys and values.
@@ -63,10 +68,7 @@ TEST_CASE("given probabilities times values: values and both gradients equal mat
     auto p = leaf(p0), v = leaf(v0), p_ref = leaf(p0), v_ref = leaf(v0);
     auto out = hp::core::probs_times_values(p.narrow(2, 0, Sq), v);
     auto expect = torch::matmul(p_ref.narrow(2, 0, Sq), heads(v_ref)).transpose(1, 2).reshape({B, Sq, D});
-    CHECK(max_diff(out, expect) < 1e-6);
-    auto upstream = torch::randn_like(expect);
-    (out * upstream).sum().backward();
-    (expect * upstream).sum().backward();
+    compare_and_backward(out, expect);
     CHECK(max_diff(p.grad(), p_ref.grad()) < 1e-5);
     CHECK(max_diff(v.grad(), v_ref.grad()) < 1e-5);
   }
