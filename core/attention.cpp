@@ -28,28 +28,25 @@ void gemm(SgemmFn sgemm, bool a_t, bool b_t, int M, int N, int K, float alpha, c
   sgemm(&tb, &ta, &N, &M, &K, &alpha, B, &ldb, A, &lda, &beta, C, &ldc);
 }
 
-void softmax_rows(float* p, int rows, int cols) {
-  for (int i = 0; i < rows; ++i, p += cols) {
-    const float top = *std::max_element(p, p + cols);
-    float sum = 0;
-    for (int j = 0; j < cols; ++j) sum += (p[j] = std::exp(p[j] - top));
-    const float inv = 1.0f / sum;
-    for (int j = 0; j < cols; ++j) p[j] *= inv;
-  }
-}
-
-// Where head h of example b starts in a [B, rows, *] tensor whose head h occupies columns
-// [col + h·Dh, col + (h+1)·Dh) of each row (row stride `ld`, unit column stride).
+// The [rows, Dh] matrix of head h of example b: base + b·batch_stride + h·head_stride, row stride
+// `ld`, unit column stride.
 struct HeadMatrix {
   float* base;
-  int64_t batch_stride;
+  int64_t batch_stride, head_stride;
   int ld;
-  float* at(int64_t b, int64_t h, int Dh) const { return base + b * batch_stride + h * Dh; }
+  float* at(int64_t b, int64_t h) const { return base + b * batch_stride + h * head_stride; }
 };
 
-HeadMatrix rows_of(const torch::Tensor& t, int64_t col = 0) {
+// A [B, rows, *] tensor whose head h occupies columns [col + h·Dh, col + (h+1)·Dh) of each row.
+HeadMatrix rows_of(const torch::Tensor& t, int Dh, int64_t col = 0) {
   TORCH_CHECK(t.dim() == 3 && t.stride(2) == 1, "attention: expected [B, rows, columns] with unit column stride");
-  return {t.data_ptr<float>() + col, t.stride(0), static_cast<int>(t.stride(1))};
+  return {t.data_ptr<float>() + col, t.stride(0), Dh, static_cast<int>(t.stride(1))};
+}
+
+// A [B, H, rows, Dh] view (unit last stride).
+HeadMatrix heads_of(const torch::Tensor& t) {
+  TORCH_CHECK(t.dim() == 4 && t.stride(3) == 1, "attention: expected [B, H, rows, Dh] with unit last stride");
+  return {t.data_ptr<float>(), t.stride(0), t.stride(1), static_cast<int>(t.stride(2))};
 }
 
 // probs [B, H, Sq, S] (unit last stride): the matrix of pair (b, h) and its row stride.
@@ -71,6 +68,24 @@ struct Dims {
   float scale() const { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh))); }
 };
 
+// Per (b, h): P = softmax(scale · Q Kᵀ + ext row of b), C = P V. ext: [B, S] contiguous.
+void attend_pairs(const Dims& d, const HeadMatrix& Q, const HeadMatrix& K, const HeadMatrix& V, const float* E,
+                  const ProbsMatrix& P, const HeadMatrix& C) {
+  const SgemmFn sgemm = blas_sgemm();
+  const float scale = d.scale();
+  at::parallel_for(0, d.B * d.H, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t b = i / d.H, h = i % d.H;
+      float* p = P.at(b, h);
+      for (int r = 0; r < d.Sq; ++r) std::copy(E + b * d.S, E + (b + 1) * d.S, p + r * P.ld);
+      gemm(sgemm, false, true, d.Sq, d.S, d.Dh, scale, Q.at(b, h), Q.ld, K.at(b, h), K.ld, 1.0f, p, P.ld);
+      auto rows = torch::from_blob(p, {d.Sq, d.S}, {P.ld, 1}, torch::kFloat);
+      at::_softmax_out(rows, rows, -1, /*half_to_float=*/false);  // ATen's vectorised exp
+      gemm(sgemm, false, false, d.Sq, d.Dh, d.S, 1.0f, p, P.ld, V.at(b, h), V.ld, 0.0f, C.at(b, h), C.ld);
+    }
+  });
+}
+
 // softmax(q kᵀ/√Dh + ext) v with q [B, Sq, D] and kv [B, S, 2D] (k then v, the output of one linear);
 // returns ctx [B, Sq, D]. Differentiable in q and kv; the probabilities are kept for the backward.
 struct AttentionFn : public torch::autograd::Function<AttentionFn> {
@@ -83,21 +98,9 @@ struct AttentionFn : public torch::autograd::Function<AttentionFn> {
     auto e = ext.reshape({d.B, d.S}).contiguous();
     auto probs = torch::empty({d.B, d.H, d.Sq, d.S}, q.options());
     auto out = torch::empty({d.B, d.Sq, D}, q.options());
-    const HeadMatrix Q = rows_of(q), K = rows_of(kv), V = rows_of(kv, D), C = rows_of(out);
+    const HeadMatrix Q = rows_of(q, d.Dh), K = rows_of(kv, d.Dh), V = rows_of(kv, d.Dh, D);
     const ProbsMatrix P = probs_of(probs);
-    const float* E = e.data_ptr<float>();
-    const SgemmFn sgemm = blas_sgemm();
-    const float scale = d.scale();
-    at::parallel_for(0, d.B * d.H, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t b = i / d.H, h = i % d.H;
-        float* p = P.at(b, h);
-        for (int r = 0; r < d.Sq; ++r) std::copy(E + b * d.S, E + (b + 1) * d.S, p + r * P.ld);
-        gemm(sgemm, false, true, d.Sq, d.S, d.Dh, scale, Q.at(b, h, d.Dh), Q.ld, K.at(b, h, d.Dh), K.ld, 1.0f, p, P.ld);
-        softmax_rows(p, d.Sq, d.S);
-        gemm(sgemm, false, false, d.Sq, d.Dh, d.S, 1.0f, p, P.ld, V.at(b, h, d.Dh), V.ld, 0.0f, C.at(b, h, d.Dh), C.ld);
-      }
-    });
+    attend_pairs(d, Q, K, V, e.data_ptr<float>(), P, rows_of(out, d.Dh));
     ctx->save_for_backward({q, kv});
     ctx->saved_data["probs"] = probs;
     ctx->saved_data["heads"] = heads;
@@ -114,8 +117,9 @@ struct AttentionFn : public torch::autograd::Function<AttentionFn> {
                  static_cast<int>(D / heads)};
     const auto dctx = grads[0].contiguous();
     auto dq = torch::empty_like(q), dkv = torch::empty_like(kv);
-    const HeadMatrix Q = rows_of(q), K = rows_of(kv), V = rows_of(kv, D), dC = rows_of(dctx), dQ = rows_of(dq),
-                     dK = rows_of(dkv), dV = rows_of(dkv, D);
+    const HeadMatrix Q = rows_of(q, d.Dh), K = rows_of(kv, d.Dh), V = rows_of(kv, d.Dh, D);
+    const HeadMatrix dC = rows_of(dctx, d.Dh), dQ = rows_of(dq, d.Dh), dK = rows_of(dkv, d.Dh),
+                     dV = rows_of(dkv, d.Dh, D);
     const ProbsMatrix P = probs_of(probs);
     const SgemmFn sgemm = blas_sgemm();
     const float scale = d.scale();
@@ -123,9 +127,9 @@ struct AttentionFn : public torch::autograd::Function<AttentionFn> {
       std::vector<float> dS(static_cast<size_t>(d.Sq) * d.S);
       for (int64_t i = begin; i < end; ++i) {
         const int64_t b = i / d.H, h = i % d.H;
-        const float *p = P.at(b, h), *dc = dC.at(b, h, d.Dh);
-        gemm(sgemm, true, false, d.S, d.Dh, d.Sq, 1.0f, p, P.ld, dc, dC.ld, 0.0f, dV.at(b, h, d.Dh), dV.ld);
-        gemm(sgemm, false, true, d.Sq, d.S, d.Dh, 1.0f, dc, dC.ld, V.at(b, h, d.Dh), V.ld, 0.0f, dS.data(), d.S);
+        const float *p = P.at(b, h), *dc = dC.at(b, h);
+        gemm(sgemm, true, false, d.S, d.Dh, d.Sq, 1.0f, p, P.ld, dc, dC.ld, 0.0f, dV.at(b, h), dV.ld);
+        gemm(sgemm, false, true, d.Sq, d.S, d.Dh, 1.0f, dc, dC.ld, V.at(b, h), V.ld, 0.0f, dS.data(), d.S);
         for (int r = 0; r < d.Sq; ++r) {  // softmax backward, row by row
           float* g = dS.data() + r * d.S;
           const float* pr = p + r * P.ld;
@@ -133,10 +137,10 @@ struct AttentionFn : public torch::autograd::Function<AttentionFn> {
           for (int j = 0; j < d.S; ++j) dot += g[j] * pr[j];
           for (int j = 0; j < d.S; ++j) g[j] = pr[j] * (g[j] - dot);
         }
-        gemm(sgemm, false, false, d.Sq, d.Dh, d.S, scale, dS.data(), d.S, K.at(b, h, d.Dh), K.ld, 0.0f,
-             dQ.at(b, h, d.Dh), dQ.ld);
-        gemm(sgemm, true, false, d.S, d.Dh, d.Sq, scale, dS.data(), d.S, Q.at(b, h, d.Dh), Q.ld, 0.0f,
-             dK.at(b, h, d.Dh), dK.ld);
+        gemm(sgemm, false, false, d.Sq, d.Dh, d.S, scale, dS.data(), d.S, K.at(b, h), K.ld, 0.0f,
+             dQ.at(b, h), dQ.ld);
+        gemm(sgemm, true, false, d.S, d.Dh, d.Sq, scale, dS.data(), d.S, Q.at(b, h), Q.ld, 0.0f,
+             dK.at(b, h), dK.ld);
       }
     });
     return {dq, dkv, torch::Tensor(), torch::Tensor()};
@@ -152,14 +156,14 @@ struct ProbsTimesValuesFn : public torch::autograd::Function<ProbsTimesValuesFn>
     const Dims d{probs.size(0), probs.size(1), static_cast<int>(probs.size(2)), static_cast<int>(probs.size(3)),
                  static_cast<int>(v.size(2) / probs.size(1))};
     auto out = torch::empty({d.B, d.Sq, v.size(2)}, v.options());
-    const HeadMatrix V = rows_of(v), C = rows_of(out);
+    const HeadMatrix V = rows_of(v, d.Dh), C = rows_of(out, d.Dh);
     const ProbsMatrix P = probs_of(probs);
     const SgemmFn sgemm = blas_sgemm();
     at::parallel_for(0, d.B * d.H, 1, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const int64_t b = i / d.H, h = i % d.H;
-        gemm(sgemm, false, false, d.Sq, d.Dh, d.S, 1.0f, P.at(b, h), P.ld, V.at(b, h, d.Dh), V.ld, 0.0f,
-             C.at(b, h, d.Dh), C.ld);
+        gemm(sgemm, false, false, d.Sq, d.Dh, d.S, 1.0f, P.at(b, h), P.ld, V.at(b, h), V.ld, 0.0f,
+             C.at(b, h), C.ld);
       }
     });
     ctx->save_for_backward({probs, v});
@@ -175,16 +179,16 @@ struct ProbsTimesValuesFn : public torch::autograd::Function<ProbsTimesValuesFn>
     const auto dctx = grads[0].contiguous();
     auto dprobs = torch::empty({d.B, d.H, d.Sq, d.S}, probs.options());
     auto dv = torch::empty_like(v);
-    const HeadMatrix V = rows_of(v), dC = rows_of(dctx), dV = rows_of(dv);
+    const HeadMatrix V = rows_of(v, d.Dh), dC = rows_of(dctx, d.Dh), dV = rows_of(dv, d.Dh);
     const ProbsMatrix P = probs_of(probs), dP = probs_of(dprobs);
     const SgemmFn sgemm = blas_sgemm();
     at::parallel_for(0, d.B * d.H, 1, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const int64_t b = i / d.H, h = i % d.H;
-        gemm(sgemm, false, true, d.Sq, d.S, d.Dh, 1.0f, dC.at(b, h, d.Dh), dC.ld, V.at(b, h, d.Dh), V.ld, 0.0f,
+        gemm(sgemm, false, true, d.Sq, d.S, d.Dh, 1.0f, dC.at(b, h), dC.ld, V.at(b, h), V.ld, 0.0f,
              dP.at(b, h), dP.ld);
-        gemm(sgemm, true, false, d.S, d.Dh, d.Sq, 1.0f, P.at(b, h), P.ld, dC.at(b, h, d.Dh), dC.ld, 0.0f,
-             dV.at(b, h, d.Dh), dV.ld);
+        gemm(sgemm, true, false, d.S, d.Dh, d.Sq, 1.0f, P.at(b, h), P.ld, dC.at(b, h), dC.ld, 0.0f,
+             dV.at(b, h), dV.ld);
       }
     });
     return {dprobs, dv};
@@ -201,21 +205,19 @@ bool all_float(std::initializer_list<torch::Tensor> ts) {
 
 std::pair<torch::Tensor, torch::Tensor> attention_no_grad(const torch::Tensor& q, const torch::Tensor& k,
                                                           const torch::Tensor& v, const torch::Tensor& ext) {
-  const auto B = q.size(0), H = q.size(1), Sq = q.size(2), S = k.size(2), Dh = q.size(3);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
-  auto probs = torch::empty({B, H, Sq, S}, q.options());
-  auto ctx = torch::empty({B, Sq, H, Dh}, q.options());
-  auto ext_rows = ext.view({B, 1, S});
-  at::parallel_for(0, B * H, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t b = i / H, h = i % H;
-      auto p = probs[b][h];  // [Sq, S]
-      at::addmm_out(p, ext_rows[b], q[b][h], k[b][h].t(), /*beta=*/1.0, /*alpha=*/scale);
-      at::_softmax_out(p, p, -1, /*half_to_float=*/false);
-      auto out = ctx.select(0, b).select(1, h);  // [Sq, Dh], row stride H * Dh
-      at::mm_out(out, p, v[b][h]);
-    }
-  });
+  const Dims d{q.size(0), q.size(1), static_cast<int>(q.size(2)), static_cast<int>(k.size(2)),
+               static_cast<int>(q.size(3))};
+  if (!all_float({q, k, v, ext})) {
+    auto probs = torch::softmax(torch::matmul(q, k.transpose(-1, -2)) * d.scale() + ext, -1);
+    return {probs, torch::matmul(probs, v).transpose(1, 2).contiguous()};
+  }
+  auto unit = [](const torch::Tensor& t) { return t.stride(3) == 1 ? t : t.contiguous(); };
+  auto qu = unit(q), ku = unit(k), vu = unit(v);
+  auto e = ext.reshape({d.B, d.S}).contiguous();
+  auto probs = torch::empty({d.B, d.H, d.Sq, d.S}, q.options());
+  auto ctx = torch::empty({d.B, d.Sq, d.H, d.Dh}, q.options());
+  attend_pairs(d, heads_of(qu), heads_of(ku), heads_of(vu), e.data_ptr<float>(), probs_of(probs),
+               heads_of(ctx.transpose(1, 2)));
   return {probs, ctx};
 }
 
