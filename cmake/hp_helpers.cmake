@@ -13,8 +13,11 @@ endfunction()
 
 # Torch headers take ~30 s per translation unit. hp_core precompiles them once; every other target
 # reuses that header (building one PCH per target costs minutes on 2 cores).
+# OpenMP: at::parallel_for is a header template whose `#pragma omp parallel` is compiled in our own
+# translation units; without -fopenmp it silently runs the whole range on one thread. LibTorch uses
+# the same libgomp, so both share one thread pool.
 function(hp_use_torch target)
-  target_link_libraries(${target} PUBLIC ${TORCH_LIBRARIES})
+  target_link_libraries(${target} PUBLIC ${TORCH_LIBRARIES} OpenMP::OpenMP_CXX)
   if(target STREQUAL "hp_core")
     target_precompile_headers(${target} PRIVATE <torch/torch.h>)
   else()
