@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/attention.h"
 #include "core/bert.h"
 #include "core/bert_keys.h"
 #include "core/blas.h"
@@ -180,6 +181,7 @@ void profile_layer(const hp::core::BertConfig& cfg, const Options& o) {
   auto w = torch::randn({D, D}) * 0.02, b = torch::zeros({D});
   auto wi = torch::randn({I, D}) * 0.02, bi = torch::zeros({I});
   auto wo = torch::randn({D, I}) * 0.02;
+  auto wqkv = torch::randn({3 * D, D}) * 0.02, bqkv = torch::zeros({3 * D});
   auto ln_w = torch::ones({D}), ln_b = torch::zeros({D});
   auto ext = torch::zeros({B, 1, 1, S});
   auto q = torch::randn({B, S, D}).view({B, S, H, Dh}).transpose(1, 2);
@@ -213,6 +215,20 @@ void profile_layer(const hp::core::BertConfig& cfg, const Options& o) {
                         k.reshape({B * H, S, Dh}).transpose(1, 2), 1.0, scale);
        }},
       {"alt: _softmax in place of softmax", 1, [&] { at::_softmax(scores, -1, false); }},
+      {"alt: attention core (per pair)", 1, [&] { hp::core::attention_no_grad(q, k, v, ext, false); }},
+      {"alt: fused QKV linear D->3D", 1, [&] { torch::linear(x, wqkv, bqkv); }},
+      {"alt: FFN in+gelu+out, 512-token blocks", 1,
+       [&] {
+         auto x2 = x.view({B * S, D});
+         auto y = torch::empty({B * S, D});
+         for (long r = 0; r < B * S; r += 512) {
+           auto t = torch::linear(x2.narrow(0, r, 512), wi, bi);
+           t = torch::gelu(t);
+           y.narrow(0, r, 512).copy_(torch::linear(t, wo, b));
+         }
+       }},
+      {"alt: FFN in+gelu+out whole", 1,
+       [&] { torch::linear(torch::gelu(torch::linear(x, wi, bi)), wo, b); }},
   };
   double total = 0;
   std::vector<double> times;

@@ -1,6 +1,8 @@
 // Attention cores (see core/attention.h).
 #include "core/attention.h"
 
+#include "core/attention_kernel.h"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -68,20 +70,35 @@ struct Dims {
   float scale() const { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh))); }
 };
 
-// Per (b, h): P = softmax(scale · Q Kᵀ + ext row of b), C = P V. ext: [B, S] contiguous.
+// Per (b, h): P = softmax(scale · Q Kᵀ + ext row of b), C = P V. ext: [B, S] contiguous. P.base may be
+// null when the probabilities are not wanted: they then stay in per-thread scratch.
 void attend_pairs(const Dims& d, const HeadMatrix& Q, const HeadMatrix& K, const HeadMatrix& V, const float* E,
                   const ProbsMatrix& P, const HeadMatrix& C) {
-  const SgemmFn sgemm = blas_sgemm();
   const float scale = d.scale();
+  if (attention_kernel_available()) {  // AVX-512 register tiles (core/attention_kernel.h)
+    at::parallel_for(0, d.B * d.H, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> scratch(attention_pair_scratch(d.S, d.Dh));
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t b = i / d.H, h = i % d.H;
+        attend_pair({d.Sq, d.S, d.Dh, scale, Q.at(b, h), Q.ld, K.at(b, h), K.ld, V.at(b, h), V.ld, E + b * d.S,
+                     P.base ? P.at(b, h) : nullptr, P.ld, C.at(b, h), C.ld},
+                    scratch.data());
+      }
+    });
+    return;
+  }
+  const SgemmFn sgemm = blas_sgemm();
   at::parallel_for(0, d.B * d.H, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> own(P.base ? 0 : static_cast<size_t>(d.Sq) * d.S);
+    const int ld = P.base ? P.ld : d.S;
     for (int64_t i = begin; i < end; ++i) {
       const int64_t b = i / d.H, h = i % d.H;
-      float* p = P.at(b, h);
-      for (int r = 0; r < d.Sq; ++r) std::copy(E + b * d.S, E + (b + 1) * d.S, p + r * P.ld);
-      gemm(sgemm, false, true, d.Sq, d.S, d.Dh, scale, Q.at(b, h), Q.ld, K.at(b, h), K.ld, 1.0f, p, P.ld);
-      auto rows = torch::from_blob(p, {d.Sq, d.S}, {P.ld, 1}, torch::kFloat);
+      float* p = P.base ? P.at(b, h) : own.data();
+      for (int r = 0; r < d.Sq; ++r) std::copy(E + b * d.S, E + (b + 1) * d.S, p + r * ld);
+      gemm(sgemm, false, true, d.Sq, d.S, d.Dh, scale, Q.at(b, h), Q.ld, K.at(b, h), K.ld, 1.0f, p, ld);
+      auto rows = torch::from_blob(p, {d.Sq, d.S}, {ld, 1}, torch::kFloat);
       at::_softmax_out(rows, rows, -1, /*half_to_float=*/false);  // ATen's vectorised exp
-      gemm(sgemm, false, false, d.Sq, d.Dh, d.S, 1.0f, p, P.ld, V.at(b, h), V.ld, 0.0f, C.at(b, h), C.ld);
+      gemm(sgemm, false, false, d.Sq, d.Dh, d.S, 1.0f, p, ld, V.at(b, h), V.ld, 0.0f, C.at(b, h), C.ld);
     }
   });
 }
@@ -204,20 +221,21 @@ bool all_float(std::initializer_list<torch::Tensor> ts) {
 }  // namespace
 
 std::pair<torch::Tensor, torch::Tensor> attention_no_grad(const torch::Tensor& q, const torch::Tensor& k,
-                                                          const torch::Tensor& v, const torch::Tensor& ext) {
+                                                          const torch::Tensor& v, const torch::Tensor& ext,
+                                                          bool want_probs) {
   const Dims d{q.size(0), q.size(1), static_cast<int>(q.size(2)), static_cast<int>(k.size(2)),
                static_cast<int>(q.size(3))};
   if (!all_float({q, k, v, ext})) {
     auto probs = torch::softmax(torch::matmul(q, k.transpose(-1, -2)) * d.scale() + ext, -1);
-    return {probs, torch::matmul(probs, v).transpose(1, 2).contiguous()};
+    return {want_probs ? probs : torch::Tensor(), torch::matmul(probs, v).transpose(1, 2).contiguous()};
   }
   auto unit = [](const torch::Tensor& t) { return t.stride(3) == 1 ? t : t.contiguous(); };
   auto qu = unit(q), ku = unit(k), vu = unit(v);
   auto e = ext.reshape({d.B, d.S}).contiguous();
-  auto probs = torch::empty({d.B, d.H, d.Sq, d.S}, q.options());
+  auto probs = want_probs ? torch::empty({d.B, d.H, d.Sq, d.S}, q.options()) : torch::Tensor();
   auto ctx = torch::empty({d.B, d.Sq, d.H, d.Dh}, q.options());
-  attend_pairs(d, heads_of(qu), heads_of(ku), heads_of(vu), e.data_ptr<float>(), probs_of(probs),
-               heads_of(ctx.transpose(1, 2)));
+  attend_pairs(d, heads_of(qu), heads_of(ku), heads_of(vu), e.data_ptr<float>(),
+               want_probs ? probs_of(probs) : ProbsMatrix{nullptr, 0, 0, 0}, heads_of(ctx.transpose(1, 2)));
   return {probs, ctx};
 }
 

@@ -16,10 +16,11 @@ namespace hp::core {
 
 // Inference (no autograd); the same per-pair kernel as the forward of attention_autograd. q: [B, H, Sq,
 // Dh], k, v: [B, H, S, Dh] (views of the linears' outputs; a non-unit last stride is copied; Sq ≤ S,
-// e.g. only the [CLS] query); ext: [B, 1, 1, S] additive mask. Returns probs [B, H, Sq, S] and ctx
-// [B, Sq, H, Dh].
+// e.g. only the [CLS] query); ext: [B, 1, 1, S] additive mask. Returns probs [B, H, Sq, S] (undefined
+// unless want_probs: writing them costs a pass over B·H·Sq·S floats) and ctx [B, Sq, H, Dh].
 std::pair<torch::Tensor, torch::Tensor> attention_no_grad(const torch::Tensor& q, const torch::Tensor& k,
-                                                          const torch::Tensor& v, const torch::Tensor& ext);
+                                                          const torch::Tensor& v, const torch::Tensor& ext,
+                                                          bool want_probs);
 
 // Differentiable, no dropout. q: [B, Sq, D] (the query projection), kv: [B, S, 2D] (key and value
 // projections from one linear, keys first); ext: [B, 1, 1, S] additive mask (not differentiated);

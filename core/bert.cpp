@@ -50,11 +50,14 @@ Bert::Bert(BertConfig cfg, std::map<std::string, torch::Tensor> params)
 
 const torch::Tensor& Bert::p(const std::string& name) const { return params_.at(name); }
 
-torch::Tensor Bert::activation(const torch::Tensor& x, bool lrp) const {
+torch::Tensor Bert::activation(torch::Tensor x, bool lrp, bool in_place) const {
   const std::string& act = cfg_.hidden_act;
+  const bool tanh_form = act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast";
   torch::Tensor y;
+  if (in_place && (act == "gelu" || tanh_form)) return torch::gelu_(x, tanh_form ? "tanh" : "none");
+  if (in_place && act == "relu") return torch::relu_(x);
   if (act == "gelu") y = torch::gelu(x);  // exact erf form, as HF "gelu"
-  else if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast") y = torch::gelu(x, "tanh");
+  else if (tanh_form) y = torch::gelu(x, "tanh");
   else if (act == "relu") y = torch::relu(x);
   else throw CheckpointError("config.json: hidden_act '" + act + "' is not supported; use gelu, gelu_new or relu");
   if (!lrp) return y;
@@ -92,6 +95,8 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
   const bool cls_row = in.cls_only && l == cfg_.num_hidden_layers - 1;
   const torch::Tensor xq = cls_row ? x.narrow(1, 0, 1) : x;  // queries and the residual: [B, Sq, D]
   const auto Sq = xq.size(1);
+  // No autograd and no training: temporaries may be overwritten (in-place activation, fused residual).
+  const bool inference = !training_ && !torch::GradMode::is_enabled() && !in.lrp_rules;
   torch::Tensor attn;
   if (H == 0) {
     // No heads left: the attention block adds only the output bias before the residual LayerNorm.
@@ -112,7 +117,7 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
       auto q = heads(torch::linear(xq, w.q_w, w.q_b));
       auto k = heads(torch::linear(x, w.k_w, w.k_b));
       torch::Tensor ctx_bshd;  // [B, Sq, H, Dh]
-      std::tie(probs, ctx_bshd) = attention_no_grad(q, k, heads(values()), ext_mask);
+      std::tie(probs, ctx_bshd) = attention_no_grad(q, k, heads(values()), ext_mask, in.want_attention);
       ctx = ctx_bshd.transpose(1, 2);  // [B, H, Sq, Dh] view; the reshape below is then free
       if (in.want_attention) out.attentions.push_back(probs);
     } else if (!training_ && !in.lrp_rules && !in.want_attention) {
@@ -135,12 +140,20 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
       ctx = apply_head_mask(ctx, head_mask.dim() == 3 ? head_mask.select(1, l).narrow(1, 0, H)
                                                       : head_mask[l].narrow(0, 0, H));
     ctx = ctx.transpose(1, 2).reshape({B, Sq, H * Dh});
-    auto proj = torch::dropout(torch::linear(ctx, w.o_w, w.o_b), cfg_.hidden_dropout_prob, training_);
-    attn = norm(proj + xq, w.ln1_w, w.ln1_b, in.lrp_rules);
+    attn = norm(linear_plus(ctx, w.o_w, w.o_b, xq, inference), w.ln1_w, w.ln1_b, in.lrp_rules);
   }
-  auto inter = activation(torch::linear(attn, w.in_w, w.in_b), in.lrp_rules);
-  auto ffn = torch::dropout(torch::linear(inter, w.out_w, w.out_b), cfg_.hidden_dropout_prob, training_);
-  return norm(ffn + attn, w.ln2_w, w.ln2_b, in.lrp_rules);
+  auto inter = activation(torch::linear(attn, w.in_w, w.in_b), in.lrp_rules, inference);
+  return norm(linear_plus(inter, w.out_w, w.out_b, attn, inference), w.ln2_w, w.ln2_b, in.lrp_rules);
+}
+
+torch::Tensor Bert::linear_plus(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                                const torch::Tensor& residual, bool inference) const {
+  if (!inference) return torch::dropout(torch::linear(x, w, b), cfg_.hidden_dropout_prob, training_) + residual;
+  // One pass writes residual + bias; the GEMM then accumulates into it (beta = 1). torch::linear would
+  // first broadcast the bias into a fresh output and the sum would take another pass.
+  auto out = residual + b;
+  out.view({-1, w.size(0)}).addmm_(x.reshape({-1, w.size(1)}), w.t());
+  return out;
 }
 
 EncoderOutput Bert::forward(const EncoderInput& in) const {

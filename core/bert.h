@@ -83,7 +83,11 @@ class Bert {
   };
   torch::Tensor layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask,
                               const torch::Tensor& head_mask, EncoderOutput& out, const EncoderInput& in) const;
-  torch::Tensor activation(const torch::Tensor& x, bool lrp) const;
+  torch::Tensor activation(torch::Tensor x, bool lrp, bool in_place) const;
+  // linear(x, w, b) + residual; dropout on the linear when training. With `inference` (no autograd,
+  // not training) in one fused pass plus an accumulating GEMM.
+  torch::Tensor linear_plus(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                            const torch::Tensor& residual, bool inference) const;
   torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool lrp) const;
   const torch::Tensor& p(const std::string& name) const;
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/attention.h"
+#include "core/attention_kernel.h"
 #include "core/bert.h"  // extended_attention_mask
 
 namespace {
@@ -46,7 +47,7 @@ void check_attention(int64_t Sq) {
   CHECK(kv.grad()[2].narrow(0, S - 2, 2).abs().max().item<double>() == 0.0);
   // The inference core gives the same context and probabilities.
   torch::NoGradGuard no_grad;
-  auto [p, ctx] = hp::core::attention_no_grad(heads(q0), heads(kv0.narrow(2, 0, D)), heads(kv0.narrow(2, D, D)), ext);
+  auto [p, ctx] = hp::core::attention_no_grad(heads(q0), heads(kv0.narrow(2, 0, D)), heads(kv0.narrow(2, D, D)), ext, true);
   CHECK(max_diff(ctx.reshape({B, Sq, D}), expect.detach()) < 1e-6);
   CHECK(max_diff(p, probs.detach()) < 1e-6);
 }
@@ -71,5 +72,42 @@ TEST_CASE("given probabilities times values: values and both gradients equal mat
     compare_and_backward(out, expect);
     CHECK(max_diff(p.grad(), p_ref.grad()) < 1e-5);
     CHECK(max_diff(v.grad(), v_ref.grad()) < 1e-5);
+  }
+}
+
+// Odd sizes exercise every edge of the AVX-512 kernel: 16×16 transposes with partial blocks (S = 37,
+// Dh = 40), score tiles narrower than 32 columns, row blocks shorter than 12; with and without the
+// probabilities written out. The BLAS loop (kernel off) must agree too.
+TEST_CASE("attention kernel and BLAS loop equal whole-tensor ops at odd sizes", "[core][attention]") {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(9);
+  constexpr int64_t b = 2, h = 3, s = 37, dh = 40;
+  auto split = [&](const torch::Tensor& t) { return t.view({b, t.size(1), h, dh}).transpose(1, 2); };
+  auto mask = torch::ones({b, s}, torch::kLong);
+  mask[1].narrow(0, s - 5, 5).zero_();
+  const auto ext = hp::core::extended_attention_mask(mask);
+  const auto qkv = torch::randn({b, s, 3 * h * dh}) * 2;
+  const auto k = split(qkv.narrow(2, h * dh, h * dh)), v = split(qkv.narrow(2, 2 * h * dh, h * dh));
+  const bool kernel = hp::core::attention_kernel_available();
+  if (!kernel) WARN("this CPU has no AVX-512F: only the BLAS loop is tested");
+  for (int64_t sq : {s, int64_t{1}, int64_t{13}}) {
+    const auto q = split(qkv.narrow(1, 0, sq).narrow(2, 0, h * dh));
+    auto probs = torch::softmax(torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(double(dh)) + ext, -1);
+    auto expect = torch::matmul(probs, v).transpose(1, 2);  // [b, sq, h, dh]
+    for (bool use_kernel : {true, false}) {
+      if (use_kernel && !kernel) continue;
+      hp::core::set_attention_kernel_enabled(use_kernel);
+      for (bool want_probs : {true, false}) {
+        auto [p, ctx] = hp::core::attention_no_grad(q, k, v, ext, want_probs);
+        INFO("Sq " << sq << ", kernel " << use_kernel << ", probabilities " << want_probs);
+        CHECK(max_diff(ctx, expect) < 1e-5);
+        CHECK(p.defined() == want_probs);
+        if (want_probs) {
+          CHECK(max_diff(p, probs) < 1e-6);
+          CHECK(p[1].narrow(2, s - 5, 5).abs().max().item<double>() == 0.0);  // padded keys: exactly 0
+        }
+      }
+    }
+    hp::core::set_attention_kernel_enabled(true);
   }
 }
