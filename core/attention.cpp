@@ -76,13 +76,16 @@ void attend_pairs(const Dims& d, const HeadMatrix& Q, const HeadMatrix& K, const
                   const ProbsMatrix& P, const HeadMatrix& C) {
   const float scale = d.scale();
   if (attention_kernel_available()) {  // AVX-512 register tiles (core/attention_kernel.h)
+    auto pair = [&](int64_t i) {
+      const int64_t b = i / d.H, h = i % d.H;
+      return AttentionPair{d.Sq, d.S, d.Dh, scale, Q.at(b, h), Q.ld, K.at(b, h), K.ld, V.at(b, h), V.ld,
+                           E + b * d.S, P.base ? P.at(b, h) : nullptr, P.ld, C.at(b, h), C.ld};
+    };
     at::parallel_for(0, d.B * d.H, 1, [&](int64_t begin, int64_t end) {
       std::vector<float> scratch(attention_pair_scratch(d.S, d.Dh));
       for (int64_t i = begin; i < end; ++i) {
-        const int64_t b = i / d.H, h = i % d.H;
-        attend_pair({d.Sq, d.S, d.Dh, scale, Q.at(b, h), Q.ld, K.at(b, h), K.ld, V.at(b, h), V.ld, E + b * d.S,
-                     P.base ? P.at(b, h) : nullptr, P.ld, C.at(b, h), C.ld},
-                    scratch.data());
+        if (i + 1 < end) prefetch_pair(pair(i + 1));
+        attend_pair(pair(i), scratch.data());
       }
     });
     return;

@@ -199,4 +199,16 @@ std::size_t attention_pair_scratch(int S, int Dh) {
 
 void attend_pair(const AttentionPair& a, float* scratch) { attend(a, scratch); }
 
+void prefetch_pair(const AttentionPair& a) {
+  // Rows of one head are Dh floats inside long rows (all heads, often q|k|v): too far apart for the
+  // hardware prefetcher, which stays inside a 4 KB page.
+  auto rows = [](const float* base, std::ptrdiff_t ld, int n, int Dh) {
+    for (int r = 0; r < n; ++r)
+      for (int c = 0; c < Dh; c += 16) __builtin_prefetch(base + r * ld + c, 0, 2);
+  };
+  rows(a.k, a.ldk, a.S, a.Dh);
+  rows(a.q, a.ldq, a.Sq, a.Dh);
+  rows(a.v, a.ldv, a.S, a.Dh);
+}
+
 }  // namespace hp::core

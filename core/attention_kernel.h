@@ -38,5 +38,7 @@ void set_attention_kernel_enabled(bool enabled);
 std::size_t attention_pair_scratch(int S, int Dh);
 // Computes one pair; only valid when attention_kernel_available().
 void attend_pair(const AttentionPair& a, float* scratch);
+// Asks the cache for the q, k and v rows of a pair computed next.
+void prefetch_pair(const AttentionPair& a);
 
 }  // namespace hp::core
