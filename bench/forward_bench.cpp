@@ -16,11 +16,13 @@
 #include <vector>
 
 #include "core/attention.h"
+#include "core/attention_kernel.h"
 #include "core/bert.h"
 #include "core/bert_keys.h"
 #include "core/blas.h"
 #include "core/checkpoint.h"
 #include "core/errors.h"  // Error
+#include "core/gemm.h"
 #include "eval/flops.h"
 
 namespace {
@@ -60,6 +62,7 @@ struct Options {
   std::string model = "checkpoints/all-MiniLM-L6-v2";
   bool skip_base = false;
   bool profile = true;
+  bool blas_forward = false;
 };
 
 // One timed thing of a round: a GEMM at a BERT-base shape or a whole forward.
@@ -95,6 +98,9 @@ void add_gemms(std::vector<Timed>& items, const Options& o) {
     items.push_back({label, flops, [a, b] { torch::mm(a, b); }, true, {}});
     std::snprintf(label, sizeof label, "addmm  [%ld,%ld]x[%ld,%ld]^T+b", M, K, N, K);
     items.push_back({label, flops, [a, w, bias] { torch::addmm(bias, a, w.t()); }, false, {}});
+    std::snprintf(label, sizeof label, "oneDNN [%ld,%ld]x[%ld,%ld]^T (+=)", M, K, N, K);
+    auto out = std::make_shared<torch::Tensor>(torch::zeros({M, N}));
+    items.push_back({label, flops, [a, w, out] { hp::core::accumulate_linear(*out, a, w); }, true, {}});
   }
 }
 
@@ -133,14 +139,19 @@ hp::core::EncoderInput random_input(const hp::core::BertConfig& cfg, long B, lon
   return in;
 }
 
-Timed forward_item(const std::string& label, std::shared_ptr<const hp::core::Bert> model, const Options& o) {
+// blas_gemm: the linears through ATen's BLAS instead of oneDNN (core/gemm.h), for comparison.
+Timed forward_item(const std::string& label, std::shared_ptr<const hp::core::Bert> model, const Options& o,
+                   bool blas_gemm = false) {
   auto in = random_input(model->config(), o.batch, o.seq);
   const double flops = hp::eval::forward_flops(model->config(), o.batch, o.seq);
   char text[160];
-  std::snprintf(text, sizeof text, "forward %s B=%d S=%d (%.1f GFLOP)", label.c_str(), o.batch, o.seq, flops / 1e9);
-  return {text, flops, [model, in] {
+  std::snprintf(text, sizeof text, "forward %s%s B=%d S=%d (%.1f GFLOP)", label.c_str(),
+                blas_gemm ? " (BLAS linears)" : "", o.batch, o.seq, flops / 1e9);
+  return {text, flops, [model, in, blas_gemm] {
             torch::NoGradGuard no_grad;
+            hp::core::set_onednn_gemm_enabled(!blas_gemm);
             model->forward(in);
+            hp::core::set_onednn_gemm_enabled(true);
           },
           false, {}};
 }
@@ -172,11 +183,12 @@ void report(const std::vector<Timed>& items) {
   std::printf("matmul peak: %.1f GFLOP/s (best median over the GEMM shapes)\n", peak);
 }
 
-// Where one layer's time goes: each op of core/bert.cpp's layer_forward timed alone on its real inputs.
+// Where one layer's time goes: each op of core/bert.cpp's inference path timed alone on inputs of its
+// real shape; `alt:` rows are alternatives that lost (not counted in the sum).
 void profile_layer(const hp::core::BertConfig& cfg, const Options& o) {
   torch::NoGradGuard no_grad;
   const long B = o.batch, S = o.seq, D = cfg.hidden_size, H = cfg.num_attention_heads, Dh = D / H,
-             I = cfg.intermediate_size;
+             I = cfg.intermediate_size, M = B * S;
   auto x = torch::randn({B, S, D});
   auto w = torch::randn({D, D}) * 0.02, b = torch::zeros({D});
   auto wi = torch::randn({I, D}) * 0.02, bi = torch::zeros({I});
@@ -184,63 +196,46 @@ void profile_layer(const hp::core::BertConfig& cfg, const Options& o) {
   auto wqkv = torch::randn({3 * D, D}) * 0.02, bqkv = torch::zeros({3 * D});
   auto ln_w = torch::ones({D}), ln_b = torch::zeros({D});
   auto ext = torch::zeros({B, 1, 1, S});
-  auto q = torch::randn({B, S, D}).view({B, S, H, Dh}).transpose(1, 2);
-  auto k = torch::randn({B, S, D}).view({B, S, H, Dh}).transpose(1, 2);
-  auto v = torch::randn({B, S, D}).view({B, S, H, Dh}).transpose(1, 2);
-  auto scores = torch::matmul(q, k.transpose(-1, -2));
-  auto probs = torch::softmax(scores, -1);
-  auto ctx = torch::matmul(probs, v);
-  auto inter = torch::randn({B, S, I});
-  const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
+  auto heads = [&](const torch::Tensor& t) { return t.view({B, S, H, Dh}).transpose(1, 2); };
+  auto q = heads(torch::randn({B, S, D})), k = heads(torch::randn({B, S, D})), v = heads(torch::randn({B, S, D}));
+  auto ctx = torch::randn({M, D});
+  auto inter = torch::randn({M, I});
+  auto residual_addmm = [&](const torch::Tensor& a, const torch::Tensor& weight) {
+    auto r = x + b;
+    auto rows = r.view({M, D});
+    hp::core::accumulate_linear(rows, a, weight);
+  };
   struct Op {
     const char* name;
     int per_layer;  // how many times layer_forward runs it
     std::function<void()> f;
   };
   std::vector<Op> ops = {
-      {"linear D->D (Q,K,V,O)", 4, [&] { torch::linear(x, w, b); }},
-      {"linear D->I (FFN in)", 1, [&] { torch::linear(x, wi, bi); }},
-      {"linear I->D (FFN out)", 1, [&] { torch::linear(inter, wo, b); }},
-      {"matmul q.k^T (scores)", 1, [&] { torch::matmul(q, k.transpose(-1, -2)); }},
-      {"scores / sqrt(Dh)", 1, [&] { scores / std::sqrt(static_cast<double>(Dh)); }},
-      {"softmax(scores + mask)", 1, [&] { torch::softmax(scores + ext, -1); }},
-      {"matmul probs.v (context)", 1, [&] { torch::matmul(probs, v); }},
-      {"ctx transpose+reshape", 1, [&] { ctx.transpose(1, 2).reshape({B, S, D}); }},
-      {"layer_norm(a + b)", 2, [&] { torch::layer_norm(x + x, {D}, ln_w, ln_b, 1e-12); }},
-      {"gelu [B,S,I]", 1, [&] { torch::gelu(inter); }},
-      {"q/k/v head view (x3)", 0, [&] { x.view({B, S, H, Dh}).transpose(1, 2); }},
-      {"alt: baddbmm scores, scale folded", 1,
+      {"linear D->D (Q, K, V)", 3, [&] { hp::core::linear_no_grad(x, w, b); }},
+      {"attention core (kernel)", 1, [&] { hp::core::attention_no_grad(q, k, v, ext, false); }},
+      {"residual+bias, GEMM += (O)", 1, [&] { residual_addmm(ctx, w); }},
+      {"layer_norm", 2, [&] { torch::layer_norm(x, {D}, ln_w, ln_b, 1e-12); }},
+      {"linear D->I (FFN in)", 1, [&] { hp::core::linear_no_grad(x, wi, bi); }},
+      {"gelu_ [B,S,I] in place", 1, [&] { torch::gelu_(inter); }},
+      {"residual+bias, GEMM += (FFN out)", 1, [&] { residual_addmm(inter, wo); }},
+      {"alt: fused QKV linear D->3D", 0, [&] { hp::core::linear_no_grad(x, wqkv, bqkv); }},
+      {"alt: linear D->D on ATen's BLAS", 0, [&] { torch::linear(x, w, b); }},
+      {"alt: attention, BLAS loop", 0,
        [&] {
-         torch::baddbmm(ext.expand({B, H, S, S}).reshape({B * H, S, S}), q.reshape({B * H, S, Dh}),
-                        k.reshape({B * H, S, Dh}).transpose(1, 2), 1.0, scale);
+         hp::core::set_attention_kernel_enabled(false);
+         hp::core::attention_no_grad(q, k, v, ext, false);
+         hp::core::set_attention_kernel_enabled(true);
        }},
-      {"alt: _softmax in place of softmax", 1, [&] { at::_softmax(scores, -1, false); }},
-      {"alt: attention core (per pair)", 1, [&] { hp::core::attention_no_grad(q, k, v, ext, false); }},
-      {"alt: fused QKV linear D->3D", 1, [&] { torch::linear(x, wqkv, bqkv); }},
-      {"alt: FFN in+gelu+out, 512-token blocks", 1,
-       [&] {
-         auto x2 = x.view({B * S, D});
-         auto y = torch::empty({B * S, D});
-         for (long r = 0; r < B * S; r += 512) {
-           auto t = torch::linear(x2.narrow(0, r, 512), wi, bi);
-           t = torch::gelu(t);
-           y.narrow(0, r, 512).copy_(torch::linear(t, wo, b));
-         }
-       }},
-      {"alt: FFN in+gelu+out whole", 1,
-       [&] { torch::linear(torch::gelu(torch::linear(x, wi, bi)), wo, b); }},
   };
   double total = 0;
   std::vector<double> times;
   for (const auto& op : ops) {
-    double t = median_seconds(op.f, o.warmup, o.reps);
-    times.push_back(t);
-    if (std::string(op.name).rfind("alt:", 0) != 0) total += t * op.per_layer;
+    times.push_back(median_seconds(op.f, o.warmup, o.reps));
+    total += times.back() * op.per_layer;
   }
   for (size_t i = 0; i < ops.size(); ++i) {
-    bool alt = std::string(ops[i].name).rfind("alt:", 0) == 0;
     std::printf("profile layer B=%ld S=%ld %-34s %8.2f ms x%d", B, S, ops[i].name, times[i] * 1e3, ops[i].per_layer);
-    if (!alt) std::printf("  %5.1f%% of layer", 100.0 * times[i] * ops[i].per_layer / total);
+    if (ops[i].per_layer > 0) std::printf("  %5.1f%% of layer", 100.0 * times[i] * ops[i].per_layer / total);
     std::printf("\n");
   }
   std::printf("profile layer B=%ld S=%ld sum of ops: %.2f ms per layer\n", B, S, total * 1e3);
@@ -261,6 +256,7 @@ int main(int argc, char** argv) {
     app.add_option("--model", o.model, "a real model folder to time as well (skipped if absent)");
     app.add_flag("--skip-base", o.skip_base, "skip the random BERT-base forward");
     app.add_flag("!--no-profile", o.profile, "skip the per-op profile of one layer");
+    app.add_flag("--blas-forward", o.blas_forward, "also time BERT-base with its linears on ATen's BLAS");
     CLI11_PARSE(app, argc, argv);
     hp::core::set_threads(o.threads);
     std::printf("runtime: %s\n", hp::core::runtime_summary().c_str());
@@ -268,7 +264,11 @@ int main(int argc, char** argv) {
     std::vector<Timed> items;
     add_gemms(items, o);
     auto base_cfg = bert_base_config();
-    if (!o.skip_base) items.push_back(forward_item("bert-base", std::make_shared<const hp::core::Bert>(random_bert(base_cfg)), o));
+    if (!o.skip_base) {
+      auto base = std::make_shared<const hp::core::Bert>(random_bert(base_cfg));
+      items.push_back(forward_item("bert-base", base, o));
+      if (o.blas_forward) items.push_back(forward_item("bert-base", base, o, true));
+    }
     if (!o.model.empty() && std::filesystem::exists(o.model + "/config.json")) {
       hp::core::LoadOptions load;
       load.num_labels = 2;

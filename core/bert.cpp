@@ -9,6 +9,7 @@
 #include "core/attention.h"
 #include "core/bert_keys.h"
 #include "core/errors.h"  // InternalError, CheckpointError
+#include "core/gemm.h"
 
 namespace hp::core {
 
@@ -97,6 +98,9 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
   const auto Sq = xq.size(1);
   // No autograd and no training: temporaries may be overwritten (in-place activation, fused residual).
   const bool inference = !training_ && !torch::GradMode::is_enabled() && !in.lrp_rules;
+  auto linear = [inference](const torch::Tensor& t, const torch::Tensor& weight, const torch::Tensor& bias) {
+    return inference ? linear_no_grad(t, weight, bias) : torch::linear(t, weight, bias);  // core/gemm.h
+  };
   torch::Tensor attn;
   if (H == 0) {
     // No heads left: the attention block adds only the output bias before the residual LayerNorm.
@@ -105,7 +109,7 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
     if (in.want_context) out.contexts.push_back(torch::zeros({B, 0, Sq, Dh}));
   } else {
     auto heads = [&](const torch::Tensor& t) { return t.view({B, t.size(1), H, Dh}).transpose(1, 2); };  // [B, H, S, Dh]
-    auto values = [&] { return torch::linear(x, w.v_w, w.v_b); };                                       // [B, S, D]
+    auto values = [&] { return linear(x, w.v_w, w.v_b); };                                              // [B, S, D]
     torch::Tensor probs, ctx;
     if (l == in.override_layer) {
       TORCH_CHECK(in.override_probs.sizes() == torch::IntArrayRef({B, H, S, S}), "override_probs must be [", B, ", ",
@@ -114,8 +118,8 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
       if (in.want_attention) out.attentions.push_back(probs);
       ctx = heads(probs_times_values(probs, values()));
     } else if (!training_ && !torch::GradMode::is_enabled()) {
-      auto q = heads(torch::linear(xq, w.q_w, w.q_b));
-      auto k = heads(torch::linear(x, w.k_w, w.k_b));
+      auto q = heads(linear(xq, w.q_w, w.q_b));
+      auto k = heads(linear(x, w.k_w, w.k_b));
       torch::Tensor ctx_bshd;  // [B, Sq, H, Dh]
       std::tie(probs, ctx_bshd) = attention_no_grad(q, k, heads(values()), ext_mask, in.want_attention);
       ctx = ctx_bshd.transpose(1, 2);  // [B, H, Sq, Dh] view; the reshape below is then free
@@ -142,7 +146,7 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
     ctx = ctx.transpose(1, 2).reshape({B, Sq, H * Dh});
     attn = norm(linear_plus(ctx, w.o_w, w.o_b, xq, inference), w.ln1_w, w.ln1_b, in.lrp_rules);
   }
-  auto inter = activation(torch::linear(attn, w.in_w, w.in_b), in.lrp_rules, inference);
+  auto inter = activation(linear(attn, w.in_w, w.in_b), in.lrp_rules, inference);
   return norm(linear_plus(inter, w.out_w, w.out_b, attn, inference), w.ln2_w, w.ln2_b, in.lrp_rules);
 }
 
@@ -152,7 +156,8 @@ torch::Tensor Bert::linear_plus(const torch::Tensor& x, const torch::Tensor& w, 
   // One pass writes residual + bias; the GEMM then accumulates into it (beta = 1). torch::linear would
   // first broadcast the bias into a fresh output and the sum would take another pass.
   auto out = residual + b;
-  out.view({-1, w.size(0)}).addmm_(x.reshape({-1, w.size(1)}), w.t());
+  auto rows = out.view({-1, w.size(0)});
+  accumulate_linear(rows, x.reshape({-1, w.size(1)}), w);
   return out;
 }
 

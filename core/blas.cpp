@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/errors.h"  // Error
+#include "core/gemm.h"
 
 namespace hp::core {
 namespace {
@@ -137,7 +138,7 @@ std::string runtime_summary() {
   std::string s = std::string("LibTorch ") + TORCH_VERSION + " | BLAS " + b.name;
   if (!b.kernel.empty()) s += " (kernel " + b.kernel + ")";
   if (!b.library.empty()) s += " from " + b.library;
-  s += " | threads " + std::to_string(thread_count());
+  s += " | GEMM " + gemm_backend() + " | threads " + std::to_string(thread_count());
   return s;
 }
 

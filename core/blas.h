@@ -35,7 +35,7 @@ void ensure_fast_blas(int argc, char** argv);
 void set_threads(int n);
 int thread_count();
 
-// One line for --version and logs: "LibTorch 1.13.1 | BLAS OpenBLAS (SkylakeX) … | threads 2".
+// One line for --version and logs: "LibTorch 1.13.1 | BLAS OpenBLAS (SkylakeX) … | GEMM oneDNN 2.6.3 sgemm | threads 2".
 std::string runtime_summary();
 
 }  // namespace hp::core

@@ -1,0 +1,39 @@
+// The inference GEMM (oneDNN's sgemm, or ATen's addmm_ when switched off) against torch::linear.
+#include <catch2/catch.hpp>
+
+#include "core/gemm.h"
+
+namespace {
+
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+}  // namespace
+
+TEST_CASE("inference linears equal torch::linear with either GEMM backend", "[core][gemm]") {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(11);
+  const auto x = torch::randn({3, 17, 40}), w = torch::randn({24, 40}), b = torch::randn({24});
+  const auto residual = torch::randn({3, 17, 24});
+  const auto expect = torch::linear(x, w, b);
+  INFO("backend " << hp::core::gemm_backend());
+  for (bool onednn : {true, false}) {
+    hp::core::set_onednn_gemm_enabled(onednn);
+    CHECK(max_diff(hp::core::linear_no_grad(x, w, b), expect) < 1e-5);
+    // A strided row view (the [CLS] rows only) and accumulation into existing values.
+    const auto cls = x.narrow(1, 0, 1).reshape({3, 40});
+    REQUIRE(cls.stride(0) == 17 * 40);
+    auto out = residual.select(1, 0).clone();
+    hp::core::accumulate_linear(out, cls, w);
+    CHECK(max_diff(out, residual.select(1, 0) + torch::linear(cls, w)) < 1e-5);
+    // A transposed (non-contiguous) weight is accepted too.
+    auto wt = w.t().contiguous().t();
+    CHECK(max_diff(hp::core::linear_no_grad(x, wt, b), expect) < 1e-5);
+  }
+  hp::core::set_onednn_gemm_enabled(true);
+  CHECK_THROWS_WITH(
+      [&] {
+        auto bad = torch::zeros({2, 5});
+        hp::core::accumulate_linear(bad, torch::zeros({2, 4}), torch::zeros({5, 3}));
+      }(),
+      Catch::Contains("accumulate_linear: shapes"));
+}
