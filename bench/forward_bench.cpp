@@ -156,17 +156,20 @@ Timed forward_item(const std::string& label, std::shared_ptr<const hp::core::Ber
           false, {}};
 }
 
-// Medians over rounds; the peak is the best GEMM's median rate. Each forward is also reported as the
-// median over rounds of (its rate / that round's best GEMM rate), which cancels drift between rounds.
-// The best round of each (fastest forward against the fastest GEMM) is printed too: on a VM whose
-// neighbours come and go, the best times are the ones least disturbed.
+// Medians over rounds; the peak is the GEMM shape with the best median rate. Each forward is also given
+// per round, against that shape's rate in the same round (median over rounds: drift between rounds
+// cancels), and for the best round of each (fastest forward against that shape's fastest run). Taking
+// the maximum over all shapes within a round instead would pick the luckiest of several noisy samples.
 void report(const std::vector<Timed>& items) {
-  double peak = 0, best_peak = 0;
-  for (const auto& it : items) {
-    if (!it.gemm) continue;
-    peak = std::max(peak, it.flops / median(it.times) / 1e9);
-    best_peak = std::max(best_peak, it.flops / *std::min_element(it.times.begin(), it.times.end()) / 1e9);
-  }
+  const Timed* peak_item = nullptr;
+  double peak = 0;
+  for (const auto& it : items)
+    if (it.gemm && it.flops / median(it.times) / 1e9 > peak) {
+      peak = it.flops / median(it.times) / 1e9;
+      peak_item = &it;
+    }
+  if (!peak_item) return;
+  const double best_peak = peak_item->flops / *std::min_element(peak_item->times.begin(), peak_item->times.end()) / 1e9;
   for (const auto& it : items) {
     const double t = median(it.times), rate = it.flops / t / 1e9;
     if (it.label.rfind("forward", 0) != 0) {
@@ -174,21 +177,16 @@ void report(const std::vector<Timed>& items) {
       continue;
     }
     std::vector<double> share;
-    for (size_t r = 0; r < it.times.size(); ++r) {
-      double round_peak = 0;
-      for (const auto& g : items)
-        if (g.gemm) round_peak = std::max(round_peak, g.rate(r));
-      share.push_back(it.rate(r) / round_peak);
-    }
+    for (size_t r = 0; r < it.times.size(); ++r) share.push_back(it.rate(r) / peak_item->rate(r));
     const double best = it.flops / *std::min_element(it.times.begin(), it.times.end()) / 1e9;
     std::printf("%s: %.3f s, %.1f GFLOP/s, %.0f%% of matmul peak; per round %.0f%% median (%.0f%%..%.0f%%); "
-                "best round %.1f GFLOP/s, %.0f%% of the best GEMM\n",
+                "best round %.1f GFLOP/s, %.0f%% of the peak shape's best\n",
                 it.label.c_str(), t, rate, 100.0 * rate / peak, 100.0 * median(share),
                 100.0 * *std::min_element(share.begin(), share.end()),
                 100.0 * *std::max_element(share.begin(), share.end()), best, 100.0 * best / best_peak);
   }
-  std::printf("matmul peak: %.1f GFLOP/s (best median over the GEMM shapes); best GEMM round %.1f GFLOP/s\n", peak,
-              best_peak);
+  std::printf("matmul peak: %.1f GFLOP/s, %s (the best median over the GEMM shapes); its best round %.1f GFLOP/s\n",
+              peak, peak_item->label.c_str(), best_peak);
 }
 
 // Where one layer's time goes: each op of core/bert.cpp's inference path timed alone on inputs of its

@@ -28,6 +28,8 @@ TEST_CASE("inference linears equal torch::linear with either GEMM backend", "[co
     // A transposed (non-contiguous) weight is accepted too.
     auto wt = w.t().contiguous().t();
     CHECK(max_diff(hp::core::linear_no_grad(x, wt, b), expect) < 1e-5);
+    // Deterministic: the same call gives the same bits.
+    CHECK(torch::equal(hp::core::linear_no_grad(x, w, b), hp::core::linear_no_grad(x, w, b)));
   }
   hp::core::set_onednn_gemm_enabled(true);
   CHECK_THROWS_WITH(
