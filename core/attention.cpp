@@ -70,6 +70,14 @@ struct Dims {
   float scale() const { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh))); }
 };
 
+// f(b, h) for every (batch, head) pair, the pairs split over the intra-op threads.
+template <typename F>
+void for_each_pair(const Dims& d, const F& f) {
+  at::parallel_for(0, d.B * d.H, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) f(i / d.H, i % d.H);
+  });
+}
+
 // Per (b, h): P = softmax(scale · Q Kᵀ + ext row of b), C = P V. ext: [B, S] contiguous. P.base may be
 // null when the probabilities are not wanted: they then stay in per-thread scratch.
 void attend_pairs(const Dims& d, const HeadMatrix& Q, const HeadMatrix& K, const HeadMatrix& V, const float* E,
@@ -179,12 +187,8 @@ struct ProbsTimesValuesFn : public torch::autograd::Function<ProbsTimesValuesFn>
     const HeadMatrix V = rows_of(v, d.Dh), C = rows_of(out, d.Dh);
     const ProbsMatrix P = probs_of(probs);
     const SgemmFn sgemm = blas_sgemm();
-    at::parallel_for(0, d.B * d.H, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t b = i / d.H, h = i % d.H;
-        gemm(sgemm, false, false, d.Sq, d.Dh, d.S, 1.0f, P.at(b, h), P.ld, V.at(b, h), V.ld, 0.0f,
-             C.at(b, h), C.ld);
-      }
+    for_each_pair(d, [&](int64_t b, int64_t h) {
+      gemm(sgemm, false, false, d.Sq, d.Dh, d.S, 1.0f, P.at(b, h), P.ld, V.at(b, h), V.ld, 0.0f, C.at(b, h), C.ld);
     });
     ctx->save_for_backward({probs, v});
     return out;
@@ -202,14 +206,9 @@ struct ProbsTimesValuesFn : public torch::autograd::Function<ProbsTimesValuesFn>
     const HeadMatrix V = rows_of(v, d.Dh), dC = rows_of(dctx, d.Dh), dV = rows_of(dv, d.Dh);
     const ProbsMatrix P = probs_of(probs), dP = probs_of(dprobs);
     const SgemmFn sgemm = blas_sgemm();
-    at::parallel_for(0, d.B * d.H, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t b = i / d.H, h = i % d.H;
-        gemm(sgemm, false, true, d.Sq, d.S, d.Dh, 1.0f, dC.at(b, h), dC.ld, V.at(b, h), V.ld, 0.0f,
-             dP.at(b, h), dP.ld);
-        gemm(sgemm, true, false, d.S, d.Dh, d.Sq, 1.0f, P.at(b, h), P.ld, dC.at(b, h), dC.ld, 0.0f,
-             dV.at(b, h), dV.ld);
-      }
+    for_each_pair(d, [&](int64_t b, int64_t h) {
+      gemm(sgemm, false, true, d.Sq, d.S, d.Dh, 1.0f, dC.at(b, h), dC.ld, V.at(b, h), V.ld, 0.0f, dP.at(b, h), dP.ld);
+      gemm(sgemm, true, false, d.S, d.Dh, d.Sq, 1.0f, P.at(b, h), P.ld, dC.at(b, h), dC.ld, 0.0f, dV.at(b, h), dV.ld);
     });
     return {dprobs, dv};
   }
