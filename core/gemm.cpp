@@ -53,7 +53,7 @@ void accumulate_linear(torch::Tensor& out, const torch::Tensor& x, const torch::
               "accumulate_linear: shapes ", out.sizes(), " += ", x.sizes(), " x ", w_in.sizes(), "^T");
   const bool plain = out.scalar_type() == torch::kFloat && x.scalar_type() == torch::kFloat &&
                      w_in.scalar_type() == torch::kFloat && out.stride(1) == 1 && x.stride(1) == 1 &&
-                     out.device().is_cpu();
+                     x.stride(0) >= x.size(1) && out.stride(0) >= out.size(1) && out.device().is_cpu();
   if (!plain || !use_onednn() || out.numel() == 0 || x.size(1) == 0) {
     out.addmm_(x, w_in.t());
     return;
