@@ -1,13 +1,13 @@
 // Attention cores (see core/attention.h).
 #include "core/attention.h"
 
-#include "core/attention_kernel.h"
-
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
+
+#include "core/attention_kernel.h"
 
 namespace hp::core {
 
