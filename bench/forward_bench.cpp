@@ -22,6 +22,7 @@
 #include "core/blas.h"
 #include "core/checkpoint.h"
 #include "core/errors.h"  // Error
+#include "core/epilogue.h"
 #include "core/gemm.h"
 #include "eval/flops.h"
 
@@ -63,6 +64,7 @@ struct Options {
   bool skip_base = false;
   bool profile = true;
   bool blas_forward = false;
+  bool aten_epilogues = false;
 };
 
 // One timed thing of a round: a GEMM at a BERT-base shape or a whole forward.
@@ -139,19 +141,26 @@ hp::core::EncoderInput random_input(const hp::core::BertConfig& cfg, long B, lon
   return in;
 }
 
-// blas_gemm: the linears through ATen's BLAS instead of oneDNN (core/gemm.h), for comparison.
+// The forward as the product runs it, or with one piece switched back to ATen for comparison.
+enum class Variant { kProduct, kBlasLinears, kAtenEpilogues };
+
 Timed forward_item(const std::string& label, std::shared_ptr<const hp::core::Bert> model, const Options& o,
-                   bool blas_gemm = false) {
+                   Variant variant = Variant::kProduct) {
   auto in = random_input(model->config(), o.batch, o.seq);
   const double flops = hp::eval::forward_flops(model->config(), o.batch, o.seq);
+  const char* suffix = variant == Variant::kBlasLinears     ? " (BLAS linears)"
+                       : variant == Variant::kAtenEpilogues ? " (ATen epilogues)"
+                                                            : "";
   char text[160];
-  std::snprintf(text, sizeof text, "forward %s%s B=%d S=%d (%.1f GFLOP)", label.c_str(),
-                blas_gemm ? " (BLAS linears)" : "", o.batch, o.seq, flops / 1e9);
-  return {text, flops, [model, in, blas_gemm] {
+  std::snprintf(text, sizeof text, "forward %s%s B=%d S=%d (%.1f GFLOP)", label.c_str(), suffix, o.batch, o.seq,
+                flops / 1e9);
+  return {text, flops, [model, in, variant] {
             torch::NoGradGuard no_grad;
-            hp::core::set_onednn_gemm_enabled(!blas_gemm);
+            hp::core::set_onednn_gemm_enabled(variant != Variant::kBlasLinears);
+            hp::core::set_epilogue_kernels_enabled(variant != Variant::kAtenEpilogues);
             model->forward(in);
             hp::core::set_onednn_gemm_enabled(true);
+            hp::core::set_epilogue_kernels_enabled(true);
           },
           false, {}};
 }
@@ -211,6 +220,19 @@ void profile_layer(const hp::core::BertConfig& cfg, const Options& o) {
     auto rows = r.view({M, D});
     hp::core::accumulate_linear(rows, a, weight);
   };
+  // The GEMM and the pass after it are timed together, as they run, so each pass sees fresh GEMM output
+  // (repeating GELU on its own output drifts into denormals).
+  auto out_d = torch::empty({M, D}), out_i = torch::empty({M, I});
+  auto x2 = x.view({M, D});
+  auto gemm_add_norm = [&](const torch::Tensor& a, const torch::Tensor& weight) {
+    hp::core::matmul_nt(out_d, a, weight);
+    hp::core::bias_residual_layer_norm_rows(out_d.data_ptr<float>(), D, x2.data_ptr<float>(), D, b.data_ptr<float>(),
+                                            ln_w.data_ptr<float>(), ln_b.data_ptr<float>(), M, D, 1e-12f);
+  };
+  auto aten_add_norm = [&](const torch::Tensor& a, const torch::Tensor& weight) {
+    residual_addmm(a, weight);
+    torch::layer_norm(x, {D}, ln_w, ln_b, 1e-12);
+  };
   struct Op {
     const char* name;
     int per_layer;  // how many times layer_forward runs it
@@ -219,11 +241,14 @@ void profile_layer(const hp::core::BertConfig& cfg, const Options& o) {
   std::vector<Op> ops = {
       {"linear D->D (Q, K, V)", 3, [&] { hp::core::linear_no_grad(x, w, b); }},
       {"attention core (kernel)", 1, [&] { hp::core::attention_no_grad(q, k, v, ext, false); }},
-      {"residual+bias, GEMM += (O)", 1, [&] { residual_addmm(ctx, w); }},
-      {"layer_norm", 2, [&] { torch::layer_norm(x, {D}, ln_w, ln_b, 1e-12); }},
-      {"linear D->I (FFN in)", 1, [&] { hp::core::linear_no_grad(x, wi, bi); }},
-      {"gelu_ [B,S,I] in place", 1, [&] { torch::gelu_(inter); }},
-      {"residual+bias, GEMM += (FFN out)", 1, [&] { residual_addmm(inter, wo); }},
+      {"GEMM (O), then bias+residual+LN pass", 1, [&] { gemm_add_norm(ctx, w); }},
+      {"GEMM (FFN in), then bias+GELU pass", 1,
+       [&] {
+         hp::core::matmul_nt(out_i, x2, wi);
+         hp::core::bias_activation_rows(out_i.data_ptr<float>(), M, I, I, bi.data_ptr<float>(),
+                                        hp::core::EpilogueActivation::kGeluErf);
+       }},
+      {"GEMM (FFN out), then bias+res+LN pass", 1, [&] { gemm_add_norm(inter, wo); }},
       {"alt: fused QKV linear D->3D", 0, [&] { hp::core::linear_no_grad(x, wqkv, bqkv); }},
       {"alt: linear D->D on ATen's BLAS", 0, [&] { torch::linear(x, w, b); }},
       {"alt: attention, BLAS loop", 0,
@@ -232,6 +257,13 @@ void profile_layer(const hp::core::BertConfig& cfg, const Options& o) {
          hp::core::attention_no_grad(q, k, v, ext, false);
          hp::core::set_attention_kernel_enabled(true);
        }},
+      {"alt: ATen O: res+bias, GEMM +=, LN", 0, [&] { aten_add_norm(ctx, w); }},
+      {"alt: ATen FFN in: bias, GEMM +=, gelu_", 0, [&] {
+         auto y = hp::core::linear_no_grad(x, wi, bi);
+         torch::gelu_(y);
+       }},
+      {"alt: ATen FFN out: res+bias, GEMM +=, LN", 0, [&] { aten_add_norm(inter, wo); }},
+      {"alt: GEMM (FFN in) alone", 0, [&] { hp::core::matmul_nt(out_i, x2, wi); }},
   };
   double total = 0;
   std::vector<double> times;
@@ -240,7 +272,7 @@ void profile_layer(const hp::core::BertConfig& cfg, const Options& o) {
     total += times.back() * op.per_layer;
   }
   for (size_t i = 0; i < ops.size(); ++i) {
-    std::printf("profile layer B=%ld S=%ld %-34s %8.2f ms x%d", B, S, ops[i].name, times[i] * 1e3, ops[i].per_layer);
+    std::printf("profile layer B=%ld S=%ld %-40s %8.2f ms x%d", B, S, ops[i].name, times[i] * 1e3, ops[i].per_layer);
     if (ops[i].per_layer > 0) std::printf("  %5.1f%% of layer", 100.0 * times[i] * ops[i].per_layer / total);
     std::printf("\n");
   }
@@ -263,6 +295,8 @@ int main(int argc, char** argv) {
     app.add_flag("--skip-base", o.skip_base, "skip the random BERT-base forward");
     app.add_flag("!--no-profile", o.profile, "skip the per-op profile of one layer");
     app.add_flag("--blas-forward", o.blas_forward, "also time BERT-base with its linears on ATen's BLAS");
+    app.add_flag("--aten-epilogues", o.aten_epilogues,
+                 "also time BERT-base with bias, activation, residual and LayerNorm as ATen ops");
     CLI11_PARSE(app, argc, argv);
     hp::core::set_threads(o.threads);
     std::printf("runtime: %s\n", hp::core::runtime_summary().c_str());
@@ -273,7 +307,8 @@ int main(int argc, char** argv) {
     if (!o.skip_base) {
       auto base = std::make_shared<const hp::core::Bert>(random_bert(base_cfg));
       items.push_back(forward_item("bert-base", base, o));
-      if (o.blas_forward) items.push_back(forward_item("bert-base", base, o, true));
+      if (o.blas_forward) items.push_back(forward_item("bert-base", base, o, Variant::kBlasLinears));
+      if (o.aten_epilogues) items.push_back(forward_item("bert-base", base, o, Variant::kAtenEpilogues));
     }
     if (!o.model.empty() && std::filesystem::exists(o.model + "/config.json")) {
       hp::core::LoadOptions load;

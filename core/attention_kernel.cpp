@@ -3,21 +3,20 @@
 // flags and the kernel is only entered after the CPU check.
 #include "core/attention_kernel.h"
 
-// GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_ps, GCC bug 105593).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <utility>
 
-#define HP_AVX512 __attribute__((target("avx512f")))
+#include "core/simd_avx512.h"
 
 namespace hp::core {
 
 namespace {
+
+using simd::exp_ps;
+using simd::lanes;
 
 std::atomic<bool> g_enabled{true};
 
@@ -38,10 +37,6 @@ struct Tile {
   std::ptrdiff_t ldc;
   int n;
 };
-
-HP_AVX512 inline __mmask16 lanes(int n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
-}
 
 template <int R>
 HP_AVX512 void tile(const Tile& t) {
@@ -79,25 +74,6 @@ constexpr std::array<TileFn, sizeof...(I)> tile_table(std::index_sequence<I...>)
 
 // kTiles[R - 1] handles R rows.
 constexpr std::array<TileFn, kRows> kTiles = tile_table(std::make_index_sequence<kRows>{});
-
-// exp(x), Cephes' single-precision polynomial after x = n·ln2 + r, |r| ≤ ln2/2 (relative error ~1e-7);
-// 0 below −87.3 (where expf reaches the denormals), so masked keys get exactly 0 as in torch.
-HP_AVX512 inline __m512 exp_ps(__m512 x) {
-  const __mmask16 zero = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.7f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~zero), _mm512_scalef_ps(p, n));
-}
 
 // In place: row[0:S) = softmax(row[0:S)), as torch computes it: exp(x − max), divided by the sum.
 HP_AVX512 void softmax_row(float* row, int S) {
@@ -187,8 +163,7 @@ HP_AVX512 void attend(const AttentionPair& a, float* scratch) {
 }  // namespace
 
 bool attention_kernel_available() {
-  static const bool cpu = __builtin_cpu_supports("avx512f");
-  return cpu && g_enabled.load(std::memory_order_relaxed);
+  return simd::cpu_has_avx512f() && g_enabled.load(std::memory_order_relaxed);
 }
 
 void set_attention_kernel_enabled(bool enabled) { g_enabled.store(enabled, std::memory_order_relaxed); }

@@ -2,12 +2,14 @@
 #include "core/bert.h"
 
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <tuple>
 #include <utility>
 
 #include "core/attention.h"
 #include "core/bert_keys.h"
+#include "core/epilogue.h"
 #include "core/errors.h"  // InternalError, CheckpointError
 #include "core/gemm.h"
 
@@ -144,10 +146,56 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
       ctx = apply_head_mask(ctx, head_mask.dim() == 3 ? head_mask.select(1, l).narrow(1, 0, H)
                                                       : head_mask[l].narrow(0, 0, H));
     ctx = ctx.transpose(1, 2).reshape({B, Sq, H * Dh});
-    attn = norm(linear_plus(ctx, w.o_w, w.o_b, xq, inference), w.ln1_w, w.ln1_b, in.lrp_rules);
+    attn = add_norm(ctx, w.o_w, w.o_b, xq, w.ln1_w, w.ln1_b, inference, in.lrp_rules);
   }
-  auto inter = activation(linear(attn, w.in_w, w.in_b), in.lrp_rules, inference);
-  return norm(linear_plus(inter, w.out_w, w.out_b, attn, inference), w.ln2_w, w.ln2_b, in.lrp_rules);
+  auto inter = ffn_in(attn, w.in_w, w.in_b, inference, in.lrp_rules);
+  return add_norm(inter, w.out_w, w.out_b, attn, w.ln2_w, w.ln2_b, inference, in.lrp_rules);
+}
+
+namespace {
+
+// The fused epilogues (core/epilogue.h) take contiguous float32 parameters on the CPU.
+bool epilogue_ready(std::initializer_list<const torch::Tensor*> params) {
+  if (!epilogue_kernels_available()) return false;
+  for (const auto* t : params)
+    if (t->scalar_type() != torch::kFloat || !t->device().is_cpu() || !t->is_contiguous()) return false;
+  return true;
+}
+
+}  // namespace
+
+torch::Tensor Bert::ffn_in(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool inference,
+                           bool lrp) const {
+  const std::string& act = cfg_.hidden_act;
+  if (!inference || (act != "gelu" && act != "relu") || !epilogue_ready({&x, &w, &b}))
+    return activation(inference ? linear_no_grad(x, w, b) : torch::linear(x, w, b), lrp, inference);
+  // The GEMM writes x·wᵀ; one pass then adds the bias and applies the activation.
+  auto sizes = x.sizes().vec();
+  sizes.back() = w.size(0);
+  auto out = torch::empty(sizes, x.options());
+  auto rows = out.view({-1, w.size(0)});
+  matmul_nt(rows, x.reshape({-1, x.size(-1)}), w);
+  bias_activation_rows(rows.data_ptr<float>(), rows.size(0), rows.size(1), rows.stride(0), b.data_ptr<float>(),
+                       act == "gelu" ? EpilogueActivation::kGeluErf : EpilogueActivation::kRelu);
+  return out;
+}
+
+torch::Tensor Bert::add_norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                             const torch::Tensor& residual, const torch::Tensor& ln_w, const torch::Tensor& ln_b,
+                             bool inference, bool lrp) const {
+  if (!inference || !epilogue_ready({&x, &residual, &w, &b, &ln_w, &ln_b}))
+    return norm(linear_plus(x, w, b, residual, inference), ln_w, ln_b, lrp);
+  // The GEMM writes x·wᵀ; one pass then adds bias and residual and normalises each row.
+  const auto D = w.size(0);
+  auto res = residual.reshape({-1, D});  // a view, also for the [CLS] rows of a cls_only last layer
+  if (res.stride(1) != 1) res = res.contiguous();
+  auto out = torch::empty(residual.sizes(), residual.options());
+  auto rows = out.view({-1, D});
+  matmul_nt(rows, x.reshape({-1, w.size(1)}), w);
+  bias_residual_layer_norm_rows(rows.data_ptr<float>(), D, res.data_ptr<float>(), res.stride(0), b.data_ptr<float>(),
+                                ln_w.data_ptr<float>(), ln_b.data_ptr<float>(), rows.size(0), D,
+                                static_cast<float>(cfg_.layer_norm_eps));
+  return out;
 }
 
 torch::Tensor Bert::linear_plus(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,

@@ -89,6 +89,15 @@ class Bert {
   torch::Tensor linear_plus(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                             const torch::Tensor& residual, bool inference) const;
   torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool lrp) const;
+  // activation(linear(x, w, b)). With `inference`, gelu or relu and AVX-512: a GEMM, then bias and
+  // activation in one pass (core/epilogue.h).
+  torch::Tensor ffn_in(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool inference,
+                       bool lrp) const;
+  // norm(linear_plus(...)). With `inference` and AVX-512: a GEMM, then bias, residual and LayerNorm in
+  // one pass (core/epilogue.h).
+  torch::Tensor add_norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                         const torch::Tensor& residual, const torch::Tensor& ln_w, const torch::Tensor& ln_b,
+                         bool inference, bool lrp) const;
   const torch::Tensor& p(const std::string& name) const;
 
   BertConfig cfg_;

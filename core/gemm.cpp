@@ -45,27 +45,37 @@ std::atomic<bool> g_enabled{true};
 
 bool use_onednn() { return g_enabled.load(std::memory_order_relaxed) && onednn().sgemm; }
 
-}  // namespace
-
-void accumulate_linear(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& w_in) {
+// out = x · wᵀ + beta · out (beta 0 or 1), through oneDNN when the operands allow, else ATen.
+void gemm_nt(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& w_in, float beta, const char* caller) {
   TORCH_CHECK(out.dim() == 2 && x.dim() == 2 && w_in.dim() == 2 && x.size(1) == w_in.size(1) &&
                   out.size(0) == x.size(0) && out.size(1) == w_in.size(0),
-              "accumulate_linear: shapes ", out.sizes(), " += ", x.sizes(), " x ", w_in.sizes(), "^T");
+              caller, ": shapes ", out.sizes(), " = ", x.sizes(), " x ", w_in.sizes(), "^T");
   const bool plain = out.scalar_type() == torch::kFloat && x.scalar_type() == torch::kFloat &&
                      w_in.scalar_type() == torch::kFloat && out.stride(1) == 1 && x.stride(1) == 1 &&
                      x.stride(0) >= x.size(1) && out.stride(0) >= out.size(1) && out.device().is_cpu();
   if (!plain || !use_onednn() || out.numel() == 0 || x.size(1) == 0) {
+    if (beta == 0.0f) out.zero_();
     out.addmm_(x, w_in.t());
     return;
   }
   const auto w = w_in.contiguous();
   const int64_t M = x.size(0), N = w.size(0), K = x.size(1);
   const int status = onednn().sgemm('N', 'T', M, N, K, 1.0f, x.data_ptr<float>(), x.stride(0), w.data_ptr<float>(),
-                                    K, 1.0f, out.data_ptr<float>(), out.stride(0));
+                                    K, beta, out.data_ptr<float>(), out.stride(0));
   if (status != 0)
     throw InternalError("core/gemm.cpp: dnnl_sgemm failed with status " + std::to_string(status) + " for " +
                         std::to_string(M) + "x" + std::to_string(K) + " . " + std::to_string(K) + "x" +
                         std::to_string(N));
+}
+
+}  // namespace
+
+void accumulate_linear(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& w) {
+  gemm_nt(out, x, w, 1.0f, "accumulate_linear");
+}
+
+void matmul_nt(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& w) {
+  gemm_nt(out, x, w, 0.0f, "matmul_nt");
 }
 
 torch::Tensor linear_no_grad(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {

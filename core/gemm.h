@@ -12,6 +12,8 @@ namespace hp::core {
 
 // out[rows, N] += x[rows, K] · wᵀ with w [N, K]. float32; x and out 2-D with unit column stride.
 void accumulate_linear(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& w);
+// out[rows, N] = x[rows, K] · wᵀ (out's old contents are ignored); the same conditions.
+void matmul_nt(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& w);
 
 // x · wᵀ + b over the last dimension of x (any leading shape), through accumulate_linear.
 torch::Tensor linear_no_grad(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);

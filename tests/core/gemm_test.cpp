@@ -3,6 +3,8 @@
 
 #include "core/gemm.h"
 
+#include <cmath>
+
 namespace {
 
 double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
@@ -31,6 +33,10 @@ TEST_CASE("inference linears equal torch::linear with either GEMM backend", "[co
     // An expanded (row stride 0) input takes the ATen path instead of failing in oneDNN.
     auto one_row = x[0][0].expand({5, 40});
     CHECK(max_diff(hp::core::linear_no_grad(one_row, w, b), torch::linear(one_row, w, b)) < 1e-5);
+    // matmul_nt overwrites: whatever the output held before (here NaN) must not leak into it.
+    auto fresh = torch::full({51, 24}, std::nanf(""));
+    hp::core::matmul_nt(fresh, x.view({51, 40}), w);
+    CHECK(max_diff(fresh, torch::linear(x.view({51, 40}), w)) < 1e-5);
     // Deterministic: the same call gives the same bits.
     CHECK(torch::equal(hp::core::linear_no_grad(x, w, b), hp::core::linear_no_grad(x, w, b)));
   }

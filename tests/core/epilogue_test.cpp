@@ -1,0 +1,145 @@
+// The fused GEMM epilogues (core/epilogue.h) against double-precision closed forms and ATen, at odd
+// widths and row strides; and the whole inference forward with them on and off.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "core/checkpoint.h"
+#include "core/epilogue.h"
+
+namespace {
+
+const std::string kTinyBert = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert";
+
+// Rows of width n inside rows of stride ld > n; the gap holds a sentinel the kernels must not touch.
+struct Strided {
+  torch::Tensor storage, view;
+};
+Strided strided_rows(const torch::Tensor& values, int64_t ld) {
+  auto storage = torch::full({values.size(0), ld}, 12345.0f);
+  storage.narrow(1, 0, values.size(1)).copy_(values);
+  return {storage, storage.narrow(1, 0, values.size(1))};
+}
+bool gap_untouched(const Strided& s) {
+  const auto n = s.view.size(1), ld = s.storage.size(1);
+  return ld == n || s.storage.narrow(1, n, ld - n).eq(12345.0f).all().item<bool>();
+}
+
+bool skip_without_avx512() {
+  if (hp::core::epilogue_kernels_available()) return false;
+  WARN("this CPU has no AVX-512F: the fused epilogues are never used, nothing to test");
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("bias + GELU pass equals the exact erf GELU, bias + ReLU equals max(0, .)", "[core][epilogue]") {
+  if (skip_without_avx512()) return;
+  torch::manual_seed(5);
+  for (int64_t n : {int64_t{1}, int64_t{16}, int64_t{37}, int64_t{3077}}) {
+    INFO("width " << n);
+    // Wide range: the tails (|x| up to 12, where erf saturates and exp underflows), zeros and tiny values.
+    auto y = torch::randn({7, n}) * 4;
+    y[0].narrow(0, 0, std::min<int64_t>(n, 3)).copy_(torch::tensor({0.0f, -12.0f, 1e-30f}).narrow(0, 0, std::min<int64_t>(n, 3)));
+    const auto bias = torch::randn({n});
+    const auto x = (y + bias).to(torch::kFloat64);
+    const auto expect = 0.5 * x * (1 + torch::erf(x / std::sqrt(2.0)));  // double precision
+    auto s = strided_rows(y, n + 5);
+    hp::core::bias_activation_rows(s.view.data_ptr<float>(), 7, n, n + 5, bias.data_ptr<float>(),
+                                   hp::core::EpilogueActivation::kGeluErf);
+    const auto err = (s.view.to(torch::kFloat64) - expect).abs();
+    // A&S 7.1.26 is within 1.5e-7 of erf, so GELU within 0.75e-7·|x|, plus float rounding.
+    CHECK((err - 1e-7 * x.abs() - 2e-7 * expect.abs()).max().item<double>() <= 1e-7);
+    CHECK((s.view - torch::gelu(y + bias)).abs().max().item<double>() <= 2e-6);  // ATen's float GELU
+    CHECK(gap_untouched(s));
+
+    auto r = strided_rows(y, n + 3);
+    hp::core::bias_activation_rows(r.view.data_ptr<float>(), 7, n, n + 3, bias.data_ptr<float>(),
+                                   hp::core::EpilogueActivation::kRelu);
+    CHECK(torch::equal(r.view, torch::relu(y + bias)));
+    CHECK(gap_untouched(r));
+  }
+}
+
+TEST_CASE("bias + residual + LayerNorm pass equals LayerNorm of the sum", "[core][epilogue]") {
+  if (skip_without_avx512()) return;
+  torch::manual_seed(6);
+  for (int64_t n : {int64_t{1}, int64_t{16}, int64_t{37}, int64_t{768}}) {
+    INFO("width " << n);
+    const int64_t rows = 9;
+    // An offset and spread like real pre-LayerNorm activations, so centring matters.
+    auto y = torch::randn({rows, n}) * 3 + 5;
+    const auto residual = torch::randn({rows, n + 11}).narrow(1, 3, n);  // row stride n + 11
+    const auto bias = torch::randn({n}), gamma = torch::randn({n}), beta = torch::randn({n});
+    const float eps = 1e-12f;
+    const auto sum = (y + bias + residual).to(torch::kFloat64);
+    const auto expect = torch::layer_norm(sum, {n}, gamma.to(torch::kFloat64), beta.to(torch::kFloat64), eps);
+    auto s = strided_rows(y, n + 2);
+    hp::core::bias_residual_layer_norm_rows(s.view.data_ptr<float>(), n + 2, residual.data_ptr<float>(),
+                                            residual.stride(0), bias.data_ptr<float>(), gamma.data_ptr<float>(),
+                                            beta.data_ptr<float>(), rows, n, eps);
+    CHECK((s.view.to(torch::kFloat64) - expect).abs().max().item<double>() <= 1e-5);
+    CHECK(gap_untouched(s));
+    if (n == 1) CHECK(torch::equal(s.view, beta.expand({rows, 1})));  // one column: centred to 0
+  }
+}
+
+TEST_CASE("fused epilogues do not depend on the thread count", "[core][epilogue]") {
+  if (skip_without_avx512()) return;
+  torch::manual_seed(7);
+  const int64_t rows = 300, n = 768;
+  const auto y = torch::randn({rows, n}), residual = torch::randn({rows, n});
+  const auto bias = torch::randn({n}), gamma = torch::randn({n}), beta = torch::randn({n});
+  const int threads = at::get_num_threads();
+  torch::Tensor out[2], act[2];
+  for (int t : {0, 1}) {
+    at::set_num_threads(t == 0 ? 1 : std::max(2, threads));
+    out[t] = y.clone();
+    hp::core::bias_residual_layer_norm_rows(out[t].data_ptr<float>(), n, residual.data_ptr<float>(), n,
+                                            bias.data_ptr<float>(), gamma.data_ptr<float>(), beta.data_ptr<float>(),
+                                            rows, n, 1e-12f);
+    act[t] = y.clone();
+    hp::core::bias_activation_rows(act[t].data_ptr<float>(), rows, n, n, bias.data_ptr<float>(),
+                                   hp::core::EpilogueActivation::kGeluErf);
+  }
+  at::set_num_threads(threads);
+  CHECK(torch::equal(out[0], out[1]));
+  CHECK(torch::equal(act[0], act[1]));
+}
+
+TEST_CASE("the inference forward is the same with the fused epilogues and with ATen's ops", "[core][epilogue]") {
+  if (skip_without_avx512()) return;
+  torch::NoGradGuard no_grad;
+  const auto tiny = hp::core::load_bert(kTinyBert);
+  torch::manual_seed(8);
+  hp::core::EncoderInput in;
+  in.input_ids = torch::randint(5, tiny.config().vocab_size, {3, 11}, torch::kLong);
+  in.token_type_ids = torch::zeros({3, 11}, torch::kLong);
+  in.attention_mask = torch::ones({3, 11}, torch::kLong);
+  in.attention_mask[2].narrow(0, 6, 5).zero_();
+  in.want_hidden = true;
+  for (const char* act : {"gelu", "relu"}) {
+    auto cfg = tiny.config();
+    cfg.hidden_act = act;
+    const hp::core::Bert model(cfg, tiny.parameters());
+    for (bool cls_only : {false, true}) {
+      INFO("hidden_act " << act << ", cls_only " << cls_only);
+      auto run = [&](bool fused) {
+        hp::core::set_epilogue_kernels_enabled(fused);
+        auto sub = in;
+        sub.cls_only = cls_only;
+        sub.want_hidden = !cls_only;
+        auto out = model.forward(sub);
+        hp::core::set_epilogue_kernels_enabled(true);
+        return out;
+      };
+      const auto fused = run(true), aten = run(false);
+      CHECK((fused.logits - aten.logits).abs().max().item<double>() <= 1e-5);
+      CHECK((fused.pooled - aten.pooled).abs().max().item<double>() <= 1e-5);
+      for (size_t l = 0; l < fused.hidden_states.size(); ++l)
+        CHECK((fused.hidden_states[l] - aten.hidden_states[l]).abs().max().item<double>() <= 1e-5);
+      CHECK(aten.logits.std().item<double>() > 1e-3);  // the outputs are not constant
+    }
+  }
+}
