@@ -60,6 +60,14 @@ TEST_CASE("bias + GELU pass equals the exact erf GELU, bias + ReLU equals max(0,
     CHECK(torch::equal(r.view, torch::relu(y + bias)));
     CHECK(gap_untouched(r));
   }
+  // A NaN stays a NaN (a broken checkpoint must not turn into plausible numbers).
+  for (auto act : {hp::core::EpilogueActivation::kGeluErf, hp::core::EpilogueActivation::kRelu}) {
+    auto y = torch::tensor({std::nanf(""), 1.0f, -1.0f});
+    const auto bias = torch::zeros({3});
+    hp::core::bias_activation_rows(y.data_ptr<float>(), 1, 3, 3, bias.data_ptr<float>(), act);
+    CHECK(std::isnan(y[0].item<float>()));
+    CHECK(!std::isnan(y[1].item<float>()));
+  }
 }
 
 TEST_CASE("bias + residual + LayerNorm pass equals LayerNorm of the sum", "[core][epilogue]") {
