@@ -154,11 +154,13 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
 
 namespace {
 
-// The fused epilogues (core/epilogue.h) take contiguous float32 parameters on the CPU.
-bool epilogue_ready(std::initializer_list<const torch::Tensor*> params) {
+// The fused epilogues (core/epilogue.h) take float32 CPU tensors; the vectors (biases, LayerNorm) are read
+// through raw pointers and must be contiguous. Activations may be strided views (the [CLS] rows).
+bool epilogue_ready(std::initializer_list<const torch::Tensor*> tensors) {
   if (!epilogue_kernels_available()) return false;
-  for (const auto* t : params)
-    if (t->scalar_type() != torch::kFloat || !t->device().is_cpu() || !t->is_contiguous()) return false;
+  for (const auto* t : tensors)
+    if (t->scalar_type() != torch::kFloat || !t->device().is_cpu() || (t->dim() == 1 && !t->is_contiguous()))
+      return false;
   return true;
 }
 
