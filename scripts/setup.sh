@@ -9,7 +9,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$REPO/build}"
 readonly APT_PKGS=(build-essential cmake ninja-build ccache pkg-config librsvg2-bin
   libtorch-dev libopenblas0-openmp libyaml-cpp-dev libeigen3-dev catch2 libhdf5-dev
-  libcli11-dev nlohmann-json3-dev libutf8proc-dev libspdlog-dev libfmt-dev)
+  libcli11-dev nlohmann-json3-dev libutf8proc-dev libspdlog-dev libfmt-dev libboost-dev)
 
 step() { echo "[setup] $*"; }
 die() { echo "setup: error: $*" >&2; exit 1; }
