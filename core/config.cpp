@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -261,6 +262,16 @@ void validate(const Config& cfg) {
   need(cfg.eval.batch_size >= 1, "eval.batch_size = " + std::to_string(cfg.eval.batch_size) + "; use a positive batch size");
   need(cfg.eval.max_examples >= 0, "eval.max_examples = " + std::to_string(cfg.eval.max_examples) + "; use 0 (all) or a positive count");
   need(!cfg.model.path.empty(), "model.path is empty; pass --model DIR (a Hugging Face model folder)");
+  const auto& a = cfg.analysis;
+  need(a.examples >= 0, "analysis.examples = " + std::to_string(a.examples) + "; use 0 (all) or a positive count");
+  need(a.resamples >= 0 && a.resamples <= 100000,
+       "analysis.resamples = " + std::to_string(a.resamples) + "; use 0 (off) or 1..100000");
+  need(a.control.empty() || a.control == "random-init",
+       "analysis.control = '" + a.control + "'; use random-init (or leave it empty)");
+  need(a.alpha > 0 && a.alpha < 1, "analysis.alpha = " + std::to_string(a.alpha) + "; use a level in (0, 1), e.g. 0.05");
+  need(std::isfinite(a.tau), "analysis.tau is not finite; use a threshold such as 3 (Pande et al.)");
+  need(a.min_occurrences >= 1, "analysis.min_occurrences = " + std::to_string(a.min_occurrences) + "; use a positive count");
+  need(a.batch_size >= 1, "analysis.batch_size = " + std::to_string(a.batch_size) + "; use a positive batch size");
 }
 
 }  // namespace hp::core

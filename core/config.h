@@ -234,6 +234,41 @@ struct BenchConfig {
   }
 };
 
+// `prune analyze`: what every head does (analysis/DEFINITIONS.md).
+struct AnalysisConfig {
+  std::string split = "dev";
+  int examples = 1000;           // first N of the split in file order; 0 = all
+  std::string syntax;            // CoNLL-U file: analyse its sentences instead of the task split
+  std::string compare;           // a second model folder analysed on the same examples
+  std::string mask;              // heads masked (not analysed), a head-mask SPEC
+  std::string prune_run;         // a pruning run folder whose importance and masks are joined
+  int resamples = 0;             // bootstrap resamples for role stability; 0 = off
+  std::string control;           // "random-init": the same analysis on a random model of the same shape
+  double tau = 3.0;
+  double alpha = 0.05;
+  int min_occurrences = 100;
+  int batch_size = 32;
+  bool noop = true;              // Clark's no-op gradients when the split has labels
+  std::string out;               // output folder; empty = <run.out_dir>/analysis
+  template <class V>
+  void visit_fields(V& v) {
+    v("split", split, "split to analyse (its first `examples` rows in file order)");
+    v("examples", examples, "examples analysed: the first N of the split in file order; 0 = all");
+    v("syntax", syntax, "CoNLL-U treebank: analyse its sentences (syntactic heads, dependency roles) instead of the split");
+    v("compare", compare, "second model folder analysed on the same examples (per-head changes, roles gained and lost)");
+    v("mask", mask, "heads masked and left out of the analysis: \"2:0,3;5:11\" or a file holding such a spec");
+    v("prune_run", prune_run, "pruning run folder: Spearman of its importance with each statistic, roles of the kept heads");
+    v("resamples", resamples, "bootstrap resamples of the examples: how often each head keeps each role; 0 = off");
+    v("control", control, "random-init: also analyse a randomly initialised model of the same shape (artefact control)");
+    v("tau", tau, "sieve bias threshold τ of the one-sided t-test H0: mean score ≤ τ (Pande et al.: 3)");
+    v("alpha", alpha, "significance level of the role tests (raw, Holm and Benjamini–Hochberg)");
+    v("min_occurrences", min_occurrences, "relations with fewer occurrences get no syntactic heads (Voita: 100)");
+    v("batch_size", batch_size, "batch size of the attention pass");
+    v("noop", noop, "with labels: one backward per batch for the gradient w.r.t. attention to [SEP] (Clark's no-op)");
+    v("out", out, "output folder (default <run.out_dir>/analysis)");
+  }
+};
+
 // The whole configuration. The section order here is the order of --dump-config.
 struct Config {
   RunConfig run;
@@ -246,6 +281,7 @@ struct Config {
   GateConfig gates;
   PruneConfig prune;
   BenchConfig bench;
+  AnalysisConfig analysis;
   template <class V>
   void visit_sections(V& v) {
     v("run", run);
@@ -258,6 +294,7 @@ struct Config {
     v("gates", gates);
     v("prune", prune);
     v("bench", bench);
+    v("analysis", analysis);
   }
 };
 

@@ -80,16 +80,23 @@ torch::Tensor confidence_importance(const CriterionContext& c) {
     in.head_mask = c.keep;
     in.want_attention = true;
     auto out = c.model->forward(in);
-    auto real = b.attention_mask.to(torch::kFloat64);  // [B, S] query tokens that count
-    tokens += real.sum().item<double>();
-    for (int l = 0; l < cfg.num_hidden_layers; ++l) {
-      const auto H = out.attentions[l].size(1);
-      if (H == 0) continue;
-      auto top = std::get<0>(out.attentions[l].max(-1)).to(torch::kFloat64);  // [B, H, S]
-      sum[l].narrow(0, 0, H) += (top * real.unsqueeze(1)).sum(torch::IntArrayRef{0, 2});
-    }
+    tokens += b.attention_mask.sum().item<double>();
+    sum += confidence_sums(out.attentions, b.attention_mask, cfg.max_heads());
   }
   return (sum / std::max(tokens, 1.0)).to(torch::kFloat32);
+}
+
+torch::Tensor confidence_sums(const std::vector<torch::Tensor>& attentions, const torch::Tensor& attention_mask,
+                              int64_t max_heads) {
+  auto sum = torch::zeros({static_cast<int64_t>(attentions.size()), max_heads}, torch::kFloat64);
+  auto real = attention_mask.to(torch::kFloat64).unsqueeze(1);  // [B, 1, S] query tokens that count
+  for (size_t l = 0; l < attentions.size(); ++l) {
+    const auto H = attentions[l].size(1);
+    if (H == 0) continue;
+    auto top = std::get<0>(attentions[l].detach().max(-1)).to(torch::kFloat64);  // [B, H, S]
+    sum[l].narrow(0, 0, H) += (top * real).sum(torch::IntArrayRef{0, 2});
+  }
+  return sum;
 }
 
 torch::Tensor taylor_importance(const CriterionContext& c) {

@@ -74,6 +74,11 @@ const Criterion& find_criterion(const std::string& name, const std::string& key 
 
 // Individual criteria (exposed for tests and benchmarks).
 torch::Tensor confidence_importance(const CriterionContext& c);
+// Voita's confidence summed over a batch: Σ over real query tokens of each head's largest attention
+// weight, [L, max_heads] float64 (divide by the real tokens for the criterion). attentions: L × [B, H_l,
+// S, S]; attention_mask: [B, S]. Also used by `prune analyze` (analysis/attention_pass.cpp).
+torch::Tensor confidence_sums(const std::vector<torch::Tensor>& attentions, const torch::Tensor& attention_mask,
+                              int64_t max_heads);
 torch::Tensor lrp_importance(const CriterionContext& c);
 torch::Tensor taylor_importance(const CriterionContext& c);
 torch::Tensor attattr_importance(const CriterionContext& c);

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -11,6 +12,7 @@
 #include "core/blas.h"
 #include "core/config.h"
 #include "core/errors.h"
+#include "analysis/analyze.h"
 #include "core/log.h"
 #include "prune/cli/commands.h"
 
@@ -51,6 +53,14 @@ const std::vector<Shortcut> kExportFlags = {{"--to", "export.out"}, {"--hdf5", "
 const std::vector<Shortcut> kBenchFlags = {{"--compare", "bench.compare"}, {"--seq", "bench.seq"},
                                            {"--batches", "bench.batches"}, {"--min-seconds", "bench.min_seconds"}};
 
+// `prune analyze` (its --out is analysis.out, the folder the analysis writes).
+const std::vector<Shortcut> kAnalyzeFlags = {
+    {"--split", "analysis.split"}, {"--examples", "analysis.examples"}, {"--syntax", "analysis.syntax"},
+    {"--compare", "analysis.compare"}, {"--mask", "analysis.mask"}, {"--prune-run", "analysis.prune_run"},
+    {"--resamples", "analysis.resamples"}, {"--control", "analysis.control"}, {"--tau", "analysis.tau"},
+    {"--alpha", "analysis.alpha"}, {"--batch", "analysis.batch_size"}, {"--out", "analysis.out"},
+};
+
 // The pruning run (no subcommand).
 const std::vector<Shortcut> kPruneFlags = {
     {"--target-heads", "prune.target_heads"}, {"--criteria", "prune.criteria"}, {"--method", "prune.method"},
@@ -58,6 +68,16 @@ const std::vector<Shortcut> kPruneFlags = {
     {"--seeds", "prune.seeds"}, {"--rank-examples", "prune.rank_examples"}, {"--gates-run", "prune.gates_run"},
     {"--recover-steps", "prune.recover_steps"},
 };
+
+// The common flags plus a subcommand's own; a subcommand flag of the same name replaces the common one.
+std::vector<Shortcut> with_common(const std::vector<Shortcut>& own) {
+  std::vector<Shortcut> flags;
+  for (const auto& c : kCommonFlags)
+    if (std::none_of(own.begin(), own.end(), [&](const Shortcut& o) { return std::string(o.flag) == c.flag; }))
+      flags.push_back(c);
+  flags.insert(flags.end(), own.begin(), own.end());
+  return flags;
+}
 
 struct Subcommand {
   std::string name, help;
@@ -134,14 +154,14 @@ int real_main(int argc, char** argv) {
        kTrainFlags, hp::cli::run_train},
       {"bench", "latency, throughput, parameters and FLOPs of a model (--compare DIR: speedup vs the FLOP bound)",
        kBenchFlags, hp::cli::run_bench},
+      {"analyze", "what every head does over a data set: Clark's statistics, Voita's roles, Pande's tests (analysis/DEFINITIONS.md)",
+       kAnalyzeFlags, hp::analysis::run_analyze},
   };
   std::map<std::string, ParsedFlags> parsed;
   std::map<std::string, CLI::App*> apps;
   for (const auto& s : subs) {
     CLI::App* sub = app.add_subcommand(s.name, s.help);
-    std::vector<Shortcut> flags = kCommonFlags;
-    flags.insert(flags.end(), s.flags.begin(), s.flags.end());
-    add_flags(sub, flags, parsed[s.name]);
+    add_flags(sub, with_common(s.flags), parsed[s.name]);
     apps[s.name] = sub;
   }
   bool doc = false;
@@ -164,9 +184,7 @@ int real_main(int argc, char** argv) {
   }
   for (const auto& s : subs) {
     if (!apps[s.name]->parsed()) continue;
-    std::vector<Shortcut> flags = kCommonFlags;
-    flags.insert(flags.end(), s.flags.begin(), s.flags.end());
-    Config cfg = resolve(apps[s.name], flags, parsed[s.name]);
+    Config cfg = resolve(apps[s.name], with_common(s.flags), parsed[s.name]);
     if (parsed[s.name].dump_config) {
       std::cout << hp::core::dump_yaml(cfg);
       return 0;

@@ -1,0 +1,259 @@
+// The streamed attention pass of `prune analyze` (see analysis/attention_pass.h).
+#include "analysis/attention_pass.h"
+
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/errors.h"
+#include "core/files.h"
+#include "core/log.h"
+#include "prune/criteria.h"  // confidence_sums, per_example_loss: the criteria's own definitions
+
+namespace hp::analysis {
+
+namespace {
+
+// Flat binary image of a PassResult for resume: POD vectors one after another, behind a header.
+class Blob {
+ public:
+  template <class T>
+  void put(const std::vector<T>& v) {
+    put_scalar(static_cast<uint64_t>(v.size()));
+    out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  }
+  template <class T>
+  void put_scalar(const T& x) { out_.append(reinterpret_cast<const char*>(&x), sizeof(T)); }
+  template <class T, size_t N>
+  void put_array(const std::array<T, N>& a) { out_.append(reinterpret_cast<const char*>(a.data()), N * sizeof(T)); }
+  const std::string& str() const { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string s) : s_(std::move(s)) {}
+  template <class T>
+  bool get(std::vector<T>& v) {
+    uint64_t n = 0;
+    if (!get_scalar(n) || n > (s_.size() - pos_) / sizeof(T)) return false;
+    v.resize(n);
+    std::memcpy(v.data(), s_.data() + pos_, n * sizeof(T));
+    pos_ += n * sizeof(T);
+    return true;
+  }
+  template <class T>
+  bool get_scalar(T& x) {
+    if (s_.size() - pos_ < sizeof(T)) return false;
+    std::memcpy(&x, s_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  template <class T, size_t N>
+  bool get_array(std::array<T, N>& a) {
+    if (s_.size() - pos_ < N * sizeof(T)) return false;
+    std::memcpy(a.data(), s_.data() + pos_, N * sizeof(T));
+    pos_ += N * sizeof(T);
+    return true;
+  }
+  bool at_end() const { return pos_ == s_.size(); }
+
+ private:
+  std::string s_;
+  size_t pos_ = 0;
+};
+
+constexpr uint32_t kMagic = 0x48505041;  // "HPPA"
+
+void save_checkpoint(const std::string& path, const std::string& fingerprint, long batches_done, const PassResult& r) {
+  Blob b;
+  b.put_scalar(kMagic);
+  b.put(std::vector<char>(fingerprint.begin(), fingerprint.end()));
+  b.put_scalar(static_cast<int64_t>(batches_done));
+  b.put_scalar(r.tokens);
+  b.put_scalar(r.seconds);
+  b.put(r.js);
+  b.put(r.confidence_sum);
+  b.put(r.sep_grad_sum), b.put(r.all_grad_sum), b.put(r.sep_grad_count), b.put(r.all_grad_count);
+  b.put_array(r.syntax.occurrences);
+  for (const auto& c : r.syntax.baseline_correct) b.put_array(c);
+  for (const auto& h : r.syntax.gold_offset_hist) b.put(h);
+  for (const auto& h : r.heads) {
+    b.put_array(h.surface_sum), b.put_array(h.surface_count), b.put(h.offset_hist);
+    for (const auto& c : h.correct) b.put_array(c);
+    for (const auto& s : h.sieve) b.put(s);
+  }
+  core::write_file_atomic(path, b.str());
+}
+
+// Restores `r` (already sized) from `path`; returns the batches done, or 0 when absent or not this pass.
+long load_checkpoint(const std::string& path, const std::string& fingerprint, PassResult& r) {
+  if (path.empty() || !std::filesystem::exists(path)) return 0;
+  Reader in(core::read_file(path));
+  uint32_t magic = 0;
+  std::vector<char> fp;
+  int64_t done = 0;
+  PassResult t = r;
+  bool ok = in.get_scalar(magic) && magic == kMagic && in.get(fp) && std::string(fp.begin(), fp.end()) == fingerprint &&
+            in.get_scalar(done) && in.get_scalar(t.tokens) && in.get_scalar(t.seconds) && in.get(t.js) &&
+            in.get(t.confidence_sum) && in.get(t.sep_grad_sum) && in.get(t.all_grad_sum) &&
+            in.get(t.sep_grad_count) && in.get(t.all_grad_count) && in.get_array(t.syntax.occurrences);
+  for (auto& c : t.syntax.baseline_correct) ok = ok && in.get_array(c);
+  for (auto& h : t.syntax.gold_offset_hist) ok = ok && in.get(h);
+  for (auto& h : t.heads) {
+    ok = ok && in.get_array(h.surface_sum) && in.get_array(h.surface_count) && in.get(h.offset_hist);
+    for (auto& c : h.correct) ok = ok && in.get_array(c);
+    for (auto& s : h.sieve) ok = ok && in.get(s);
+  }
+  ok = ok && in.at_end() && t.js.size() == r.js.size();
+  if (!ok) {
+    core::log_warn("analyze", path + " belongs to other settings or is damaged; starting this pass afresh");
+    return 0;
+  }
+  r = std::move(t);
+  return static_cast<long>(done);
+}
+
+// Adds each example's mean |∂L/∂A| over real queries × [SEP] keys and × all real keys, per head
+// (DEFINITIONS §7: examples weigh equally). grad: [B, H, S, S].
+void add_noop(const torch::Tensor& grad, const core::Batch& b, const std::vector<ExampleInfo>& info, int l,
+              int max_heads, PassResult& r) {
+  const auto B = grad.size(0), H = grad.size(1), S = grad.size(3);
+  auto sep = torch::zeros({B, 1, 1, S}, torch::kFloat64);
+  for (int64_t e = 0; e < B; ++e) {
+    const auto& ex = info[b.index[e]];
+    for (int j = 0; j < ex.n; ++j)
+      if (ex.sep[j]) sep[e][0][0][j] = 1.0;
+  }
+  auto real = b.attention_mask.to(torch::kFloat64);
+  auto g = grad.abs().to(torch::kFloat64) * real.view({B, 1, S, 1}) * real.view({B, 1, 1, S});
+  auto n = real.sum(1).view({B, 1});                                        // [B, 1]
+  auto at_sep = (g * sep).sum(torch::IntArrayRef{2, 3}) / (n * sep.view({B, S}).sum(1, true));  // [B, H]
+  auto at_all = g.sum(torch::IntArrayRef{2, 3}) / (n * n);
+  at_sep = at_sep.sum(0), at_all = at_all.sum(0);
+  for (int64_t h = 0; h < H; ++h) {
+    const size_t k = static_cast<size_t>(l) * max_heads + h;
+    r.sep_grad_sum[k] += at_sep[h].item<double>();
+    r.all_grad_sum[k] += at_all[h].item<double>();
+    r.sep_grad_count[k] += static_cast<double>(B);
+    r.all_grad_count[k] += static_cast<double>(B);
+  }
+}
+
+}  // namespace
+
+PassResult run_pass(const PassInput& in) {
+  HP_CHECK(in.model && in.data && in.info && in.info->size() == in.data->size(), "analysis pass input incomplete");
+  const auto& cfg = in.model->config();
+  const int L = cfg.num_hidden_layers, Hmax = cfg.max_heads(), N = L * Hmax;
+  PassResult r;
+  r.layers = L, r.max_heads = Hmax;
+  r.examples = static_cast<long>(in.data->size());
+  r.present.assign(N, 0);
+  for (int l = 0; l < L; ++l)
+    for (int h = 0; h < cfg.heads_in_layer(l); ++h)
+      r.present[l * Hmax + h] = !in.keep.defined() || in.keep[l][h].item<float>() > 0.5f;
+  r.heads.resize(N);
+  for (auto& h : r.heads) h.reset(in.max_len, r.examples);
+  r.syntax.reset(in.max_len);
+  r.js.assign(static_cast<size_t>(N) * N, 0.0);
+  r.confidence_sum.assign(N, 0.0);
+  r.sep_grad_sum.assign(N, 0.0), r.all_grad_sum.assign(N, 0.0);
+  r.sep_grad_count.assign(N, 0.0), r.all_grad_count.assign(N, 0.0);
+  r.noop = in.noop;
+
+  core::BatchOptions bo;
+  bo.batch_size = in.batch_size;
+  bo.sort_by_length = true;
+  const auto batches = core::make_batches(*in.data, bo);
+  long done = load_checkpoint(in.checkpoint, in.fingerprint, r);
+  if (done > 0) core::log_info(in.tag, "resuming after " + std::to_string(done) + " of " + std::to_string(batches.size()) + " batches");
+  long examples_done = 0;
+  for (long i = 0; i < done && i < static_cast<long>(batches.size()); ++i) examples_done += batches[i].input_ids.size(0);
+
+  core::Progress progress(in.tag, r.examples - examples_done);
+  const auto start = std::chrono::steady_clock::now();
+  const double seconds_before = r.seconds;
+  auto last_save = start;
+  long since_start = 0;
+  for (long bi = done; bi < static_cast<long>(batches.size()); ++bi) {
+    const auto& b = batches[bi];
+    core::EncoderInput ei = core::encoder_input(b);
+    ei.want_attention = true;
+    core::EncoderOutput out;
+    std::vector<torch::Tensor> grads;
+    if (in.noop) {
+      {  // the parameters take no gradients: start from a differentiable embedding output so the maps are in the graph
+        torch::NoGradGuard no_grad;
+        ei.start_hidden = in.model->embed(ei);
+      }
+      ei.start_hidden.requires_grad_(true);
+      out = in.model->forward(ei);
+      auto loss = prune::per_example_loss(out.logits, b.labels, in.regression).sum();
+      grads = torch::autograd::grad({loss}, out.attentions);
+    } else {
+      torch::NoGradGuard no_grad;
+      out = in.model->forward(ei);
+    }
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> maps(L);
+    for (int l = 0; l < L; ++l) maps[l] = out.attentions[l].detach().to(torch::kFloat32).contiguous();
+    auto conf = prune::confidence_sums(maps, b.attention_mask, Hmax).contiguous();
+    const double* cp = conf.data_ptr<double>();
+    for (int k = 0; k < N; ++k) r.confidence_sum[k] += cp[k];
+    r.tokens += b.attention_mask.sum().item<double>();
+    const long B = b.input_ids.size(0), S = b.input_ids.size(1);
+
+    // Each head's accumulator is touched by one thread only: deterministic for any thread count.
+    at::parallel_for(0, N, 1, [&](int64_t k0, int64_t k1) {
+      for (int64_t k = k0; k < k1; ++k) {
+        if (!r.present[k]) continue;
+        const int l = static_cast<int>(k / Hmax), h = static_cast<int>(k % Hmax);
+        const int64_t Hl = maps[l].size(1);
+        const float* base = maps[l].data_ptr<float>();
+        for (long e = 0; e < B; ++e)
+          r.heads[k].add(base + ((e * Hl + h) * S) * S, S, (*in.info)[b.index[e]], b.index[e]);
+      }
+    });
+    std::vector<int> analysed;
+    for (int k = 0; k < N; ++k)
+      if (r.present[k]) analysed.push_back(k);
+    for (long e = 0; e < B; ++e) {
+      const auto& ex = (*in.info)[b.index[e]];
+      if (ex.treebank()) r.syntax.add(ex);
+      std::vector<const float*> ptrs;
+      for (int k : analysed) {
+        const int l = k / Hmax, h = k % Hmax;
+        ptrs.push_back(maps[l].data_ptr<float>() + ((e * maps[l].size(1) + h) * S) * S);
+      }
+      std::vector<double> js(analysed.size() * analysed.size(), 0.0);
+      add_js_divergences(ptrs, S, ex.n, js);
+      for (size_t x = 0; x < analysed.size(); ++x)
+        for (size_t y = 0; y < analysed.size(); ++y) r.js[analysed[x] * N + analysed[y]] += js[x * analysed.size() + y];
+    }
+    if (in.noop)
+      for (int l = 0; l < L; ++l)
+        if (maps[l].size(1) > 0) add_noop(grads[l], b, *in.info, l, Hmax, r);
+
+    since_start += B;
+    progress.update(since_start);
+    const auto now = std::chrono::steady_clock::now();
+    r.seconds = seconds_before + std::chrono::duration<double>(now - start).count();
+    if (!in.checkpoint.empty() && std::chrono::duration<double>(now - last_save).count() > 20.0) {
+      save_checkpoint(in.checkpoint, in.fingerprint, bi + 1, r);
+      last_save = now;
+    }
+  }
+  progress.finish();
+  r.seconds = seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!in.checkpoint.empty()) save_checkpoint(in.checkpoint, in.fingerprint, static_cast<long>(batches.size()), r);
+  return r;
+}
+
+}  // namespace hp::analysis
