@@ -251,6 +251,7 @@ PassResult run_pass(const PassInput& in) {
     }
   }
   progress.finish();
+  if (done >= static_cast<long>(batches.size())) return r;  // finished earlier: its record (time included) stands
   r.seconds = seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!in.checkpoint.empty()) save_checkpoint(in.checkpoint, in.fingerprint, static_cast<long>(batches.size()), r);
   return r;

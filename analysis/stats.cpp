@@ -59,7 +59,7 @@ TTest ttest_greater(const std::vector<double>& x, double tau) {
 
 double student_t_sf(double t, double df) {
   if (std::isnan(t) || !(df > 0.0)) return NAN;
-  // complement() evaluates the upper tail directly (incomplete beta), not 1 - cdf: p ~ 1e-300 survives.
+  // complement() computes the upper tail itself (incomplete beta), not 1 - cdf: keeps p ~ 1e-300.
   const boost::math::students_t_distribution<double> dist(df);
   return boost::math::cdf(boost::math::complement(dist, t));
 }
@@ -114,8 +114,8 @@ std::vector<double> average_ranks(const std::vector<double>& x) {
   for (size_t i = 0; i < n;) {
     size_t j = i;
     while (j + 1 < n && x[order[j + 1]] == x[order[i]]) ++j;
-    const double r =
-        0.5 * static_cast<double>(i + j) + 1.0;  // mean of the 1-based ranks i+1 .. j+1
+    // The mean of the 1-based ranks i+1 .. j+1.
+    const double r = 0.5 * static_cast<double>(i + j) + 1.0;
     for (size_t q = i; q <= j; ++q) rank[order[q]] = r;
     i = j + 1;
   }

@@ -308,3 +308,56 @@ TEST_CASE("the pruning run with gates: a gated run's log alpha as a criterion, a
   }
   CHECK(hp::core::count_kept(keep) == 6);
 }
+
+TEST_CASE("prune analyze: deterministic outputs, resumable, and one-line errors that write nothing", "[cli][analyze]") {
+  namespace fs = std::filesystem;
+  const std::string out = fs::temp_directory_path() / "hp_cli_analyze";
+  fs::remove_all(out);
+  const std::string base = "analyze --model " + kTiny + " --task mnli_subset --max-seq-len 64 --examples 24 --batch 8";
+  auto r = run_prune(base + " --resamples 5 --control random-init --out " + out);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("24 examples, 8 heads; heads per role after Holm"));
+  for (const char* f : {"analysis.json", "analysis.h5", "roles.csv", "role_map.svg", "head_map.svg", "stat_attn_sep.svg"})
+    CHECK(fs::exists(out + "/" + f));
+  const auto j = nlohmann::json::parse(std::ifstream(out + "/analysis.json"));
+  CHECK(j["examples"] == 24);
+  CHECK(j["stats"]["attn_cls"].size() == 2);
+  CHECK(j["stats"]["attn_cls"][0].size() == 4);
+  CHECK(j["sieve"].contains("block"));  // MNLI examples are pairs
+  CHECK(j["stability"].contains("local"));
+  CHECK(j["control"]["summary"].contains("heads_per_role"));
+  REQUIRE(j["noop"].is_object());  // labelled pairs and a classifier for 3 labels: Clark's no-op gradients
+  CHECK(j["noop"]["sep_grad"].size() == 2);
+  // The same command again: the finished pass is read back (no recomputation), the outputs are identical.
+  std::ifstream a(out + "/analysis.json");
+  const std::string first((std::istreambuf_iterator<char>(a)), {});
+  auto again = run_prune(base + " --resamples 5 --control random-init --out " + out);
+  REQUIRE(again.code == 0);
+  CHECK_THAT(again.output, Catch::Contains("resuming after 3 of 3 batches"));
+  std::ifstream b(out + "/analysis.json");
+  CHECK(std::string((std::istreambuf_iterator<char>(b)), {}) == first);
+
+  struct Case {
+    std::string args, expect;
+    int code;
+  };
+  const std::string bad_out = out + "_bad";
+  const std::string data = std::string(HP_SOURCE_DIR) + "/tests/data/analysis/";
+  std::vector<Case> cases = {
+      {base + " --syntax " + data + "conllu_bad_head_not_int.conllu", "conllu_bad_head_not_int.conllu:", 1},
+      {base + " --control randomly", "analysis.control = 'randomly'; use random-init", 2},
+      {base + " --alpha 1.5", "analysis.alpha = 1.5", 2},
+      {base + " --prune-run /nonexistent", "/nonexistent/run.h5: not found", 1},
+      {base + " --compare " + std::string(HP_SOURCE_DIR) + "/checkpoints/all-MiniLM-L6-v2", "compare models of the same shape", 2},
+  };
+  for (const auto& c : cases) {
+    if (c.args.find("all-MiniLM") != std::string::npos && !fs::exists(std::string(HP_SOURCE_DIR) + "/checkpoints/all-MiniLM-L6-v2/config.json"))
+      continue;
+    INFO("prune " << c.args);
+    auto e = run_prune(c.args + " --out " + bad_out);
+    CHECK(e.code == c.code);
+    CHECK_THAT(e.output, Catch::Contains("error: ") && Catch::Contains(c.expect));
+    CHECK(!fs::exists(bad_out + "/analysis.json"));
+  }
+}
