@@ -1,6 +1,7 @@
 // CoNLL-U reader: one pass over the lines; a sentence is checked at its blank line or at the end.
 #include "analysis/conllu.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -99,13 +100,12 @@ class Reader {
     const std::vector<std::string> f = split_tabs(line);
     const int found = static_cast<int>(f.size());
     if (found != kNumFields) {
-      const std::string where = found < kNumFields ? "field " + std::to_string(found + 1) + " " +
-                                                         kFieldNames[found] + " missing"
-                                                   : "field 11 after MISC";
+      const std::string where =
+          found < kNumFields ? kFieldNames[found] + std::string(" missing") : "beyond MISC";
       fail(line_no_,
-           "found " + std::to_string(found) + " TAB-separated fields, expected 10 (" + where + ")",
-           "write ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC separated by single TABs, _ "
-           "if empty");
+           "found " + std::to_string(found) + " TAB-separated fields, expected 10 (field " +
+               std::to_string(std::min(found, kNumFields) + 1) + " " + where + ")",
+           "separate ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC by one TAB, _ if empty");
     }
     if (cur_.line == 0) cur_.line = line_no_;
     const std::string& id = f[kId];
