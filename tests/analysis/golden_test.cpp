@@ -3,6 +3,8 @@
 // the no-op gradients) and on the real MiniLM over 20 real SST-2 / MRPC examples and 20 UD EWT sentences.
 #include <catch2/catch.hpp>
 
+#include "skip.h"
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -180,7 +182,7 @@ TEST_CASE("analysis golden: MiniLM on 20 SST-2, 20 MRPC and 20 UD EWT examples e
   const std::string dir = kSrc + "/checkpoints/all-MiniLM-L6-v2";
   const std::string data = kSrc + "/../shared/data";
   if (!std::filesystem::exists(dir + "/config.json") || !std::filesystem::exists(data)) {
-    WARN("skipped: the real model (scripts/setup.sh) or ../shared/data is missing");
+    hp::test::skip("the real model (scripts/setup.sh) or ../shared/data is missing");
     return;
   }
   auto model = core::load_bert(dir);

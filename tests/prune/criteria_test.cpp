@@ -3,6 +3,8 @@
 // the attention maps, LRP conservation, integrated-gradients completeness for attention attribution,
 // and the reuse of lower layers (attattr, leave-one-out) against full forward passes.
 #include <catch2/catch.hpp>
+
+#include "skip.h"
 #include <torch/torch.h>
 
 #include <filesystem>
@@ -78,7 +80,7 @@ TEST_CASE("taylor: per-example |dL/dxi| equals HF's head_mask gradients (tiny mo
   CHECK(normed.pow(2).sum(1).sqrt().sub(1).abs().max().item<double>() <= 1e-5);  // unit L2 norm per layer
 
   if (!std::filesystem::exists(kMiniLM)) {
-    WARN("skipped the MiniLM part: " << kMiniLM << " is absent; run scripts/setup.sh");
+    hp::test::skip("the MiniLM part: " + std::string(kMiniLM) + " is absent; run scripts/setup.sh");
     return;
   }
   auto m = core::read_hdf5(kGolden + "minilm.h5");

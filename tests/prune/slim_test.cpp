@@ -1,6 +1,8 @@
 // prune/slim.h: a slimmed model computes what the masked model computes, survives save/load (our
 // loader and Hugging Face's, which re-prunes from config.pruned_heads), and shrinks parameters and FLOPs.
 #include <catch2/catch.hpp>
+
+#include "skip.h"
 #include <torch/torch.h>
 
 #include <cstdlib>
@@ -66,7 +68,7 @@ TEST_CASE("slimmed model logits equal the masked model's, before and after save/
   // Hugging Face transformers loads it (re-pruning from pruned_heads) with the same logits.
   const std::string py = std::string(std::getenv("HOME")) + "/.cache/headprune/venv/bin/python";
   if (!std::filesystem::exists(py)) {
-    WARN("skipped the Hugging Face check: no Python reference at " << py << " (scripts/setup.sh installs it)");
+    hp::test::skip("the Hugging Face check: no Python reference at " + py + " (scripts/setup.sh installs it)");
     return;
   }
   auto ref = dir / "expected.h5";
