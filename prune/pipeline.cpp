@@ -12,6 +12,7 @@
 #include "core/checkpoint.h"
 #include "core/errors.h"
 #include "core/files.h"
+#include "core/process.h"
 #include "core/log.h"
 #include "core/tensor_io.h"
 #include "eval/evaluator.h"
@@ -309,11 +310,11 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
       const std::string h5 = cfg.run.out_dir + "/verify_inputs.h5";
       core::write_hdf5(h5, {{"input_ids", b.input_ids}, {"attention_mask", b.attention_mask},
                             {"token_type_ids", b.token_type_ids}, {"logits", logits}});
-      const std::string cmd = "'" + python_reference() + "' '" + script + "' '" + out_model + "' '" + h5 + "' --tol 1e-4";
-      const int rc = std::system(cmd.c_str());
+      const std::vector<std::string> cmd = {python_reference(), script, out_model, h5, "--tol", "1e-4"};
+      const int rc = core::run_program(cmd);
       hf = rc == 0 ? "passed (max |HF - ours| <= 1e-4 on all " + std::to_string(eval_data.size()) + " examples)"
                    : "FAILED (see the hf_check line above)";
-      if (rc != 0) throw InternalError("Hugging Face transformers does not reproduce the slimmed export: " + cmd);
+      if (rc != 0) throw InternalError("Hugging Face transformers does not reproduce the slimmed export: " + core::format_command(cmd));
     }
     summary["final"]["hf_check"] = hf;
 

@@ -1,6 +1,7 @@
 // SVG plots (see prune/plot.h).
 #include "prune/plot.h"
 
+#include <filesystem>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "core/files.h"
+#include "core/process.h"
 #include "core/log.h"
 
 namespace hp::prune {
@@ -150,7 +152,7 @@ std::string svg_heatmap(const Heatmap& m) {
 
 std::string write_svg_and_png(const std::string& svg_path, const std::string& svg) {
   core::write_file_atomic(svg_path, svg);
-  static const bool have = std::system("command -v rsvg-convert > /dev/null 2>&1") == 0;
+  static const bool have = core::run_program({"rsvg-convert", "--version"}, /*quiet=*/true) == 0;
   if (!have) {
     static bool warned = false;
     if (!warned) core::log_warn("plot", "rsvg-convert not found (apt install librsvg2-bin): SVG plots only, no PNG");
@@ -158,9 +160,14 @@ std::string write_svg_and_png(const std::string& svg_path, const std::string& sv
     return "";
   }
   const std::string png = svg_path.substr(0, svg_path.size() - 4) + ".png";
-  const std::string cmd = "rsvg-convert -f png -o '" + png + ".tmp' '" + svg_path + "' && mv '" + png + ".tmp' '" + png + "'";
-  if (std::system(cmd.c_str()) != 0) {
+  if (core::run_program({"rsvg-convert", "-f", "png", "-o", png + ".tmp", svg_path}) != 0) {
     core::log_warn("plot", "rsvg-convert failed on " + svg_path + "; the SVG is still there");
+    return "";
+  }
+  std::error_code ec;
+  std::filesystem::rename(png + ".tmp", png, ec);
+  if (ec) {
+    core::log_warn("plot", "could not rename " + png + ".tmp: " + ec.message() + "; the SVG is still there");
     return "";
   }
   return png;
