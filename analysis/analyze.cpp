@@ -10,7 +10,6 @@
 #include "analysis/examples.h"
 #include "analysis/outputs.h"
 #include "analysis/stats.h"
-#include "core/bert_keys.h"
 #include "core/checkpoint.h"
 #include "core/errors.h"
 #include "core/files.h"
