@@ -71,8 +71,10 @@ std::string model_id(const std::string& dir) {
   return id;
 }
 
-// Per-head changes B − A of every statistic, roles gained and lost (Holm), change by layer.
-nlohmann::json compare_json(const Analysis& a, const Analysis& b, std::map<std::string, Grid>& h5) {
+// Per-head changes B − A of every statistic, roles gained and lost (Holm), change by layer. Heads absent
+// from B (NaN) count in neither. The deltas also go to h5 under <h5_prefix>/delta/<statistic>.
+nlohmann::json compare_json(const Analysis& a, const Analysis& b, std::map<std::string, Grid>& h5,
+                            const std::string& h5_prefix) {
   nlohmann::json j;
   for (const auto& [k, ga] : a.stats) {
     const Grid& gb = b.stats.at(k);
@@ -89,7 +91,7 @@ nlohmann::json compare_json(const Analysis& a, const Analysis& b, std::map<std::
     }
     j["delta"][k] = grid_json(d);
     j["mean_abs_delta_by_layer"][k] = by_layer;
-    h5["compare/delta/" + k] = d;
+    h5[h5_prefix + "/delta/" + k] = d;
   }
   for (const auto& [role, fa] : a.roles) {
     if (!b.roles.count(role)) continue;
@@ -162,6 +164,24 @@ nlohmann::json prune_run_json(const std::string& run_dir, const Analysis& a) {
   return j;
 }
 
+// The grids of a slimmed model's analysis placed at its heads' original indices (config.pruned_heads) in
+// an [L][max_heads] grid; removed heads are NaN. Only what compare_json reads is mapped.
+Analysis at_original_heads(const Analysis& slim, const core::BertConfig& cfg, int max_heads) {
+  Analysis out;
+  out.layers = slim.layers, out.max_heads = max_heads;
+  auto map_grid = [&](const Grid& g) {
+    Grid m(slim.layers, std::vector<double>(max_heads, NAN));
+    for (int l = 0; l < slim.layers; ++l) {
+      const auto kept = cfg.kept_heads(l);
+      for (size_t i = 0; i < kept.size(); ++i) m[l][kept[i]] = g[l][i];
+    }
+    return m;
+  };
+  for (const auto& [k, g] : slim.stats) out.stats[k] = map_grid(g);
+  for (const auto& [role, f] : slim.roles) out.roles[role] = {map_grid(f.raw), map_grid(f.holm), map_grid(f.bh)};
+  return out;
+}
+
 std::vector<int64_t> frequencies(const Setup& s, const core::WordPieceTokenizer& tok, const std::string& root,
                                  const std::vector<core::Example>& fallback, std::string& source) {
   const auto splits = s.task->split_names();
@@ -207,6 +227,17 @@ int run_analyze(const core::Config& cfg) {
   }
   if (!ac.prune_run.empty() && !fs::exists(ac.prune_run + "/run.h5"))
     throw InputError(ac.prune_run + "/run.h5: not found; --prune-run takes the folder of a finished pruning run");
+  const std::string slim_dir = ac.prune_run + "/model";  // the run's slimmed export, when it made one
+  std::optional<core::Bert> slim;
+  if (!ac.prune_run.empty() && fs::exists(slim_dir + "/config.json")) {
+    slim.emplace(core::load_bert(slim_dir, load));
+    const auto& sc = slim->config();
+    if (sc.num_hidden_layers != mc.num_hidden_layers || sc.num_attention_heads != mc.max_heads())
+      throw InputError(slim_dir + ": " + std::to_string(sc.num_hidden_layers) + " layers of originally " +
+                       std::to_string(sc.num_attention_heads) + " heads, but " + cfg.model.path + " has " +
+                       std::to_string(mc.num_hidden_layers) + " x " + std::to_string(mc.max_heads()) +
+                       "; analyse the model that run pruned (its finetune/best)");
+  }
 
   const std::string root = core::resolve_data_root(cfg.data.root);
   std::string freq_source;
@@ -256,7 +287,7 @@ int run_analyze(const core::Config& cfg) {
   }
   if (other) {
     Analysis b = summarize(pass(s, *other, "compare", noop, model_id(ac.compare)), s.roles);
-    j["compare"] = compare_json(a, b, h5_extra);
+    j["compare"] = compare_json(a, b, h5_extra, "compare");
     j["compare"]["model"] = ac.compare;
     j["compare"]["summary"] = analysis_json(b)["summary"];
   }
@@ -269,7 +300,33 @@ int run_analyze(const core::Config& cfg) {
       h5_extra["control/roles/" + role] = f.holm;
     }
   }
-  if (!ac.prune_run.empty()) j["prune_run"] = prune_run_json(ac.prune_run, a);
+  if (!ac.prune_run.empty()) {
+    j["prune_run"] = prune_run_json(ac.prune_run, a);
+    if (slim) {
+      // The exported slimmed model (after recovery) on the same examples, its heads at their original indices.
+      const auto& sc = slim->config();
+      Setup slim_setup = s;
+      slim_setup.keep = torch::Tensor();
+      const Analysis b = at_original_heads(summarize(pass(slim_setup, *slim, "slim", noop, model_id(slim_dir)), s.roles),
+                                           sc, mc.max_heads());
+      auto& js = j["prune_run"]["slim_model"];
+      js = compare_json(a, b, h5_extra, "prune_run/slim");
+      js["model"] = slim_dir;
+      js["against"] = cfg.model.path;
+      js["heads"] = sc.total_heads();
+      js["roles_kept"] = nlohmann::json::object();
+      for (const auto& [role, f] : a.roles) {  // of the analysed model's role heads, how many the export kept
+        if (!b.roles.count(role)) continue;
+        long total = 0, kept = 0;
+        for (int l = 0; l < a.layers; ++l)
+          for (int h = 0; h < a.max_heads; ++h)
+            if (f.holm[l][h] == 1.0) ++total, kept += !std::isnan(b.roles.at(role).holm[l][h]);
+        js["roles_kept"][role] = {{"kept", kept}, {"total", total}};
+      }
+    } else {
+      j["prune_run"]["slim_model"] = "none: " + slim_dir + " does not exist (the run had no --target-heads)";
+    }
+  }
 
   fs::create_directories(s.out);
   core::write_file_atomic(s.out + "/analysis.json", j.dump(1) + "\n");

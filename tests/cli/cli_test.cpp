@@ -221,6 +221,35 @@ TEST_CASE("the pruning run: curves for every criterion, exactly N heads exported
   const std::string curves = slurp(out / "curves.csv");
   CHECK(std::count(curves.begin(), curves.end(), '\n') == 1 + 6 * 5);
 
+  // prune analyze --prune-run: the slimmed export (no recovery steps: the masked model) against the model
+  // it pruned. Its heads sit at their original indices; in layer 0 a kept head sees the same input, so
+  // every statistic is unchanged there, and the removed heads have no values.
+  {
+    const auto an = out / "analysis";
+    auto a = run_prune("analyze --model " + kTiny + " --task mnli_subset --max-seq-len 32 --data-root " + tiny_data_root() +
+                       " --split mismatched --examples 12 --batch 4 --prune-run " + out.string() + " --out " + an.string());
+    INFO(a.output);
+    REQUIRE(a.code == 0);
+    const auto j = nlohmann::json::parse(slurp(an / "analysis.json"));
+    const auto& slim = j["prune_run"]["slim_model"];
+    REQUIRE(slim.is_object());
+    CHECK(slim["heads"] == 3);
+    auto kept = hp::core::parse_head_mask("", 2, 4);
+    for (auto& [layer, heads] : cfg["pruned_heads"].items())
+      for (const auto& h : heads) kept[std::stoi(layer)][h.get<int>()] = false;
+    int checked = 0;
+    for (int h = 0; h < 4; ++h) {
+      const auto& d = slim["delta"]["attn_cls"][0][h];
+      CHECK(kept[0][h] == !d.is_null());
+      if (!kept[0][h]) continue;
+      CHECK(std::abs(d.get<double>()) < 1e-6);
+      ++checked;
+    }
+    for (int h = 0; h < 4; ++h) CHECK(kept[1][h] == !slim["delta"]["entropy"][1][h].is_null());
+    CHECK(checked + (kept[1][0] + kept[1][1] + kept[1][2] + kept[1][3]) == 3);
+    CHECK(slim["roles_kept"].contains("local"));
+  }
+
   // Kill simulation: the outputs and half of the recorded points are gone, as after a kill mid-run.
   std::filesystem::remove(out / "curves.csv");
   std::filesystem::remove(out / "summary.json");
