@@ -216,8 +216,9 @@ int run_analyze(const core::Config& cfg) {
 
   // Load the second model before any work, so a shape mismatch fails at once and writes nothing.
   std::optional<core::Bert> other;
+  core::LoadReport other_report;
   if (!ac.compare.empty()) {
-    other.emplace(core::load_bert(ac.compare, load));
+    other.emplace(core::load_bert(ac.compare, load, &other_report));
     const auto& oc = other->config();
     if (oc.num_hidden_layers != mc.num_hidden_layers || oc.max_heads() != mc.max_heads())
       throw ConfigError("analysis.compare = " + ac.compare + ": " + std::to_string(oc.num_hidden_layers) + " layers x " +
@@ -261,12 +262,17 @@ int run_analyze(const core::Config& cfg) {
   s.settings = settings.dump();
 
   // Clark's no-op gradients need gold labels and a trained classifier.
+  // Whether a model gets them, and the note that says why not.
+  auto noop_for = [&](const core::LoadReport& r, std::string& note) {
+    if (!ac.syntax.empty()) note = "skipped: a treebank has no task labels";
+    else if (!s.inputs.data.has_labels) note = "skipped: " + ac.split + " has no labels";
+    else if (r.classifier_initialized) note = "skipped: the model has no classifier for " + s.task->name;
+    else if (!ac.noop) note = "off (analysis.noop = false)";
+    else return true;
+    return false;
+  };
   std::string noop_note;
-  bool noop = ac.noop;
-  if (!ac.syntax.empty()) noop = false, noop_note = "skipped: a treebank has no task labels";
-  else if (!s.inputs.data.has_labels) noop = false, noop_note = "skipped: " + ac.split + " has no labels";
-  else if (report.classifier_initialized) noop = false, noop_note = "skipped: the model has no classifier for " + s.task->name;
-  else if (!ac.noop) noop_note = "off (analysis.noop = false)";
+  const bool noop = noop_for(report, noop_note);
 
   core::log_info("analyze", s.inputs.source + ": " + std::to_string(s.inputs.info.size()) + " examples, " +
                                 std::to_string(mc.num_hidden_layers) + " x " + std::to_string(mc.max_heads()) + " heads -> " + s.out);
@@ -286,10 +292,15 @@ int run_analyze(const core::Config& cfg) {
     }
   }
   if (other) {
-    Analysis b = summarize(pass(s, *other, "compare", noop, model_id(ac.compare)), s.roles);
+    std::string other_note;
+    const bool other_noop = noop_for(other_report, other_note);
+    Analysis b = summarize(pass(s, *other, "compare", other_noop, model_id(ac.compare)), s.roles);
+    b.noop_note = other_note;
     j["compare"] = compare_json(a, b, h5_extra, "compare");
     j["compare"]["model"] = ac.compare;
-    j["compare"]["summary"] = analysis_json(b)["summary"];
+    const auto bj = analysis_json(b);
+    for (const char* k : {"summary", "noop", "noop_note", "syntax"})
+      if (bj.contains(k)) j["compare"][k] = bj[k];
   }
   if (ac.control == "random-init") {
     core::Bert control = random_init_like(model, static_cast<uint64_t>(cfg.run.seed));
