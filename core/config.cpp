@@ -272,6 +272,10 @@ void validate(const Config& cfg) {
   need(std::isfinite(a.tau), "analysis.tau is not finite; use a threshold such as 3 (Pande et al.)");
   need(a.min_occurrences >= 1, "analysis.min_occurrences = " + std::to_string(a.min_occurrences) + "; use a positive count");
   need(a.batch_size >= 1, "analysis.batch_size = " + std::to_string(a.batch_size) + "; use a positive batch size");
+  const auto& x = cfg.explain;
+  need(x.example >= 0, "explain.example = " + std::to_string(x.example) + "; use a row index >= 0");
+  need(x.threshold >= 0 && x.threshold < 1, "explain.threshold = " + std::to_string(x.threshold) + "; use a share in [0, 1), e.g. 0.4");
+  need(x.target == "predicted" || x.target == "gold", "explain.target = '" + x.target + "'; use predicted or gold");
 }
 
 }  // namespace hp::core

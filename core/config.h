@@ -269,6 +269,28 @@ struct AnalysisConfig {
   }
 };
 
+// `prune explain`: Hao et al.'s attribution tree of one example (analysis/attr_tree.h). The attribution
+// steps and Riemann rule are prune.attattr_steps / prune.attattr_riemann, as for the importance.
+struct ExplainConfig {
+  std::string split = "dev";
+  int example = 0;               // row of the split (file order), unless text is given
+  std::string text;              // explain this text instead (first sentence)
+  std::string text_b;            // its second sentence, for pair tasks
+  double threshold = 0.4;        // Hao's τ: edges above this share of the layer's largest attribution
+  std::string target = "predicted";  // the class whose probability is attributed: predicted or gold
+  std::string out;               // output folder; empty = <run.out_dir>/explain/<example or text>
+  template <class V>
+  void visit_fields(V& v) {
+    v("split", split, "split that --example indexes (file order)");
+    v("example", example, "row of the split to explain (0 = first); ignored when explain.text is set");
+    v("text", text, "explain this text instead of a row (first sentence)");
+    v("text_b", text_b, "second sentence of the text, for sentence-pair tasks");
+    v("threshold", threshold, "edges above this share of each layer's largest attribution (Hao et al.: 0.4)");
+    v("target", target, "class whose probability is attributed: predicted, or gold (rows with labels only)");
+    v("out", out, "output folder (default <run.out_dir>/explain/example<K> or .../text)");
+  }
+};
+
 // The whole configuration. The section order here is the order of --dump-config.
 struct Config {
   RunConfig run;
@@ -282,6 +304,7 @@ struct Config {
   PruneConfig prune;
   BenchConfig bench;
   AnalysisConfig analysis;
+  ExplainConfig explain;
   template <class V>
   void visit_sections(V& v) {
     v("run", run);
@@ -295,6 +318,7 @@ struct Config {
     v("prune", prune);
     v("bench", bench);
     v("analysis", analysis);
+    v("explain", explain);
   }
 };
 

@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/errors.h"
 #include "analysis/analyze.h"
+#include "analysis/explain.h"
 #include "core/log.h"
 #include "prune/cli/commands.h"
 
@@ -59,6 +60,13 @@ const std::vector<Shortcut> kAnalyzeFlags = {
     {"--compare", "analysis.compare"}, {"--mask", "analysis.mask"}, {"--prune-run", "analysis.prune_run"},
     {"--resamples", "analysis.resamples"}, {"--control", "analysis.control"}, {"--tau", "analysis.tau"},
     {"--alpha", "analysis.alpha"}, {"--batch", "analysis.batch_size"}, {"--out", "analysis.out"},
+};
+
+// `prune explain` (its --out is explain.out).
+const std::vector<Shortcut> kExplainFlags = {
+    {"--split", "explain.split"}, {"--example", "explain.example"}, {"--text", "explain.text"},
+    {"--text-b", "explain.text_b"}, {"--threshold", "explain.threshold"}, {"--target", "explain.target"},
+    {"--steps", "prune.attattr_steps"}, {"--out", "explain.out"},
 };
 
 // The pruning run (no subcommand).
@@ -156,6 +164,8 @@ int real_main(int argc, char** argv) {
        kBenchFlags, hp::cli::run_bench},
       {"analyze", "what every head does over a data set: Clark's statistics, Voita's roles, Pande's tests (analysis/DEFINITIONS.md)",
        kAnalyzeFlags, hp::analysis::run_analyze},
+      {"explain", "Hao et al.'s attribution tree of one example: how information flows to the prediction, layer by layer",
+       kExplainFlags, hp::analysis::run_explain},
   };
   std::map<std::string, ParsedFlags> parsed;
   std::map<std::string, CLI::App*> apps;

@@ -390,3 +390,57 @@ TEST_CASE("prune analyze: deterministic outputs, resumable, and one-line errors 
     CHECK(!fs::exists(bad_out + "/analysis.json"));
   }
 }
+
+TEST_CASE("prune explain: the attribution tree of a row or a text, and one-line errors", "[cli][explain]") {
+  namespace fs = std::filesystem;
+  const std::string out = fs::temp_directory_path() / "hp_cli_explain";
+  fs::remove_all(out);
+  const std::string model = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert_l4";
+  const std::string base = "explain --model " + model + " --task mnli_subset --max-seq-len 64 --data-root " + tiny_data_root() +
+                           " --split mismatched --steps 4";
+  auto r = run_prune(base + " --example 1 --out " + out);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("root '"));
+  for (const char* f : {"tree.json", "tree.svg", "tree.dot"}) CHECK(fs::exists(out + "/" + f));
+  const auto j = nlohmann::json::parse(slurp(out + "/tree.json"));
+  const auto S = j["tokens"].size();
+  CHECK(j["example"] == 1);
+  CHECK(j["attribution"].size() == 4);
+  CHECK(j["attribution"][0].size() == S);
+  CHECK(j["root"].get<size_t>() < S);
+  for (const auto& e : j["edges"]) {
+    CHECK(e["layer"].get<int>() <= 2);  // the tree reads layers 0..L−2
+    CHECK(e["score"].get<double>() > 0.4);
+  }
+  const std::string svg = slurp(out + "/tree.svg");
+  CHECK(std::count(svg.begin(), svg.end(), '\n') > static_cast<long>(S));  // one node per token at least
+  CHECK_THAT(slurp(out + "/tree.dot"), Catch::StartsWith("digraph attribution_tree {"));
+
+  // Text instead of a row; the default folder names it.
+  auto t = run_prune(base + " --text \"the movie was great .\" --text-b \"i love this film .\" --out " + out + "_text");
+  INFO(t.output);
+  CHECK(t.code == 0);
+  CHECK(nlohmann::json::parse(slurp(out + "_text/tree.json"))["text_b"] == "i love this film .");
+
+  struct Case {
+    std::string args, expect;
+    int code;
+  };
+  std::string long_text;
+  for (int i = 0; i < 80; ++i) long_text += "great ";
+  const std::vector<Case> cases = {
+      {base + " --example 100000", "explain.example = 100000 but mnli_subset/mismatched has", 2},
+      {base + " --text \"" + long_text + "\"", "more than data.max_seq_len = 64; shorten it or pass --max-seq-len", 1},
+      {base + " --text \"a film\" --target gold", "explain.target = gold but the example has no label", 2},
+      {base + " --threshold 1.5", "explain.threshold = 1.5", 2},
+      {base + " --text-b \"only b\"", "explain.text_b is set without explain.text", 2},
+  };
+  for (const auto& c : cases) {
+    INFO("prune " << c.args);
+    auto e = run_prune(c.args + " --out " + out + "_bad");
+    CHECK(e.code == c.code);
+    CHECK_THAT(e.output, Catch::Contains("error: ") && Catch::Contains(c.expect));
+    CHECK(!fs::exists(out + "_bad/tree.json"));
+  }
+}

@@ -1,0 +1,36 @@
+// `prune explain`: Hao et al.'s attribution tree of one example (a row of a split, or a text). The
+// attention attribution of every layer comes from the importance criterion's own code
+// (prune::attention_attribution), summed over heads; the tree from analysis/attr_tree.h. Writes
+// tree.json, tree.svg (+ .png) and tree.dot into explain.out.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analysis/attr_tree.h"
+#include "core/config.h"
+
+namespace hp::core {
+class Bert;
+class WordPieceTokenizer;
+struct Example;
+}  // namespace hp::core
+
+namespace hp::analysis {
+
+struct Explanation {
+  std::vector<std::string> tokens;
+  int target = 0;            // the class attributed
+  double probability = 0;    // its probability under the model
+  std::vector<Matrix> attribution;  // [L][S][S], summed over heads
+  AttrTree tree;
+};
+
+// The attribution tree of one example. `steps`/`riemann`: prune.attattr_steps / attattr_riemann;
+// `gold`: attribute the gold label (the example must have one), else the predicted class.
+Explanation explain_example(const core::Bert& model, const core::WordPieceTokenizer& tok, const core::Example& ex,
+                            int max_seq_len, int steps, const std::string& riemann, bool gold, double threshold);
+
+int run_explain(const core::Config& cfg);
+
+}  // namespace hp::analysis
