@@ -113,7 +113,9 @@ std::string svg_tree(const AttrTree& t, const std::vector<std::string>& tokens, 
     if (in_tree[i]) levels.push_back(t.heights[i]);
   std::sort(levels.begin(), levels.end(), std::greater<>());
   levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-  const double col = 64, row = 70, left = 40, top = 60;
+  size_t longest = 0;
+  for (const auto& tk : tokens) longest = std::max(longest, tk.size());
+  const double col = std::max(64.0, 7.5 * static_cast<double>(longest) + 14), row = 70, left = 40, top = 60;
   const double width = std::max(480.0, left * 2 + col * S), height = top + row * (levels.size() + 1) + 30;
   auto x = [&](int i) { return left + col * (i + 0.5); };
   auto y = [&](int i) {
