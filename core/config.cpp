@@ -276,6 +276,10 @@ void validate(const Config& cfg) {
   need(x.example >= 0, "explain.example = " + std::to_string(x.example) + "; use a row index >= 0");
   need(x.threshold >= 0 && x.threshold < 1, "explain.threshold = " + std::to_string(x.threshold) + "; use a share in [0, 1), e.g. 0.4");
   need(x.target == "predicted" || x.target == "gold", "explain.target = '" + x.target + "'; use predicted or gold");
+  const auto& t = cfg.triggers;
+  need(t.examples >= 0, "triggers.examples = " + std::to_string(t.examples) + "; use 0 (all) or a positive count");
+  need(t.min_tokens >= 0, "triggers.min_tokens = " + std::to_string(t.min_tokens) + "; use 0 (all) or a length such as 15");
+  need(t.top_k >= 1 && t.top_k <= 100, "triggers.top_k = " + std::to_string(t.top_k) + "; use 1..100 (Hao et al.: 3)");
 }
 
 }  // namespace hp::core

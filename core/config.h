@@ -291,6 +291,25 @@ struct ExplainConfig {
   }
 };
 
+// `prune triggers`: Hao et al.'s adversarial triggers (analysis/triggers.h), with a random-pair baseline.
+struct TriggersConfig {
+  std::string split = "train";   // where the patterns are mined (its first `examples` rows, file order)
+  int examples = 1000;
+  std::string eval_split = "dev";  // where they are inserted
+  int top_k = 3;                 // patterns per class inserted into each example
+  int min_tokens = 15;           // mine only examples this long (Hao et al.'s SST-2 filter)
+  std::string out;               // output folder; empty = <run.out_dir>/triggers
+  template <class V>
+  void visit_fields(V& v) {
+    v("split", split, "split the attention-attribution patterns are mined from (its first `examples` rows)");
+    v("examples", examples, "examples mined for patterns (Hao et al.: 500 to 1,000); 0 = all");
+    v("eval_split", eval_split, "split whose examples of the other classes get the triggers inserted");
+    v("top_k", top_k, "most frequent patterns per class inserted into each attacked example (Hao et al.: 3)");
+    v("min_tokens", min_tokens, "mine the first `examples` rows with at least this many word pieces, [CLS]/[SEP] included (Hao et al. skip shorter SST-2 rows: 15)");
+    v("out", out, "output folder (default <run.out_dir>/triggers)");
+  }
+};
+
 // The whole configuration. The section order here is the order of --dump-config.
 struct Config {
   RunConfig run;
@@ -305,6 +324,7 @@ struct Config {
   BenchConfig bench;
   AnalysisConfig analysis;
   ExplainConfig explain;
+  TriggersConfig triggers;
   template <class V>
   void visit_sections(V& v) {
     v("run", run);
@@ -319,6 +339,7 @@ struct Config {
     v("bench", bench);
     v("analysis", analysis);
     v("explain", explain);
+    v("triggers", triggers);
   }
 };
 

@@ -14,6 +14,7 @@
 #include "core/errors.h"
 #include "analysis/analyze.h"
 #include "analysis/explain.h"
+#include "analysis/triggers.h"
 #include "core/log.h"
 #include "prune/cli/commands.h"
 
@@ -67,6 +68,12 @@ const std::vector<Shortcut> kExplainFlags = {
     {"--split", "explain.split"}, {"--example", "explain.example"}, {"--text", "explain.text"},
     {"--text-b", "explain.text_b"}, {"--threshold", "explain.threshold"}, {"--target", "explain.target"},
     {"--steps", "prune.attattr_steps"}, {"--out", "explain.out"},
+};
+
+// `prune triggers` (its --out is triggers.out).
+const std::vector<Shortcut> kTriggersFlags = {
+    {"--split", "triggers.split"}, {"--examples", "triggers.examples"}, {"--eval-split", "triggers.eval_split"},
+    {"--top-k", "triggers.top_k"}, {"--steps", "prune.attattr_steps"}, {"--out", "triggers.out"},
 };
 
 // The pruning run (no subcommand).
@@ -166,6 +173,8 @@ int real_main(int argc, char** argv) {
        kAnalyzeFlags, hp::analysis::run_analyze},
       {"explain", "Hao et al.'s attribution tree of one example: how information flows to the prediction, layer by layer",
        kExplainFlags, hp::analysis::run_explain},
+      {"triggers", "Hao et al.'s adversarial triggers: attribution patterns of one class inserted into the others, against random pairs",
+       kTriggersFlags, hp::analysis::run_triggers},
   };
   std::map<std::string, ParsedFlags> parsed;
   std::map<std::string, CLI::App*> apps;

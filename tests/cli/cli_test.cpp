@@ -444,3 +444,56 @@ TEST_CASE("prune explain: the attribution tree of a row or a text, and one-line 
     CHECK(!fs::exists(out + "_bad/tree.json"));
   }
 }
+
+TEST_CASE("prune triggers: patterns per class, triggers against random pairs, deterministic, one-line errors",
+          "[cli][triggers]") {
+  namespace fs = std::filesystem;
+  const std::string out = fs::temp_directory_path() / "hp_cli_triggers";
+  fs::remove_all(out);
+  const std::string model = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert_l4";
+  const std::string base = "triggers --model " + model + " --task mnli_subset --max-seq-len 64 --data-root " + tiny_data_root() +
+                           " --split matched --eval-split mismatched --examples 20 --steps 3 --set triggers.min_tokens=0";
+  auto r = run_prune(base + " --out " + out);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const std::string first = slurp(out + "/triggers.json");
+  const auto j = nlohmann::json::parse(first);
+  CHECK(j["mined"]["examples"] == 20);
+  long mined = 0, with_patterns = 0;
+  for (const auto& [label, c] : j["classes"].items()) {
+    mined += c["mined_predicted"].get<long>();
+    if (c["patterns"].empty()) continue;
+    ++with_patterns;
+    CHECK(c["patterns"].size() <= 3);
+    // Every other-class row of the 30 is attacked (none is too long), and the three accuracies are rates.
+    CHECK(c["attacked"].get<long>() + c["skipped_too_long"].get<long>() == 20);
+    for (const char* k : {"before", "triggers", "random_pairs"}) {
+      const double a = c["accuracy"][k];
+      CHECK((a >= 0 && a <= 1));
+    }
+    CHECK(c["beats_baseline"] == (c["accuracy"]["triggers"].get<double>() < c["accuracy"]["random_pairs"].get<double>()));
+    CHECK_THAT(r.output, Catch::Contains(label + ": triggers"));
+  }
+  CHECK(mined == 20);  // every mined example is counted under the class it was predicted
+  CHECK(with_patterns >= 1);
+  // Same settings, same bytes.
+  REQUIRE(run_prune(base + " --out " + out).code == 0);
+  CHECK(slurp(out + "/triggers.json") == first);
+
+  struct Case {
+    std::string args, expect;
+    int code;
+  };
+  const std::vector<Case> cases = {
+      {base + " --top-k 0", "triggers.top_k = 0; use 1..100", 2},
+      {base + " --set triggers.eval_split=test", "is not a split of mnli_subset", 2},
+      {base + " --set triggers.min_tokens=500", "no row has triggers.min_tokens = 500 word pieces", 2},
+  };
+  for (const auto& c : cases) {
+    INFO("prune " << c.args);
+    auto e = run_prune(c.args + " --out " + out + "_bad");
+    CHECK(e.code == c.code);
+    CHECK_THAT(e.output, Catch::Contains("error: ") && Catch::Contains(c.expect));
+    CHECK(!fs::exists(out + "_bad/triggers.json"));
+  }
+}
