@@ -86,18 +86,23 @@ core::Example pick_example(const core::Config& cfg, const core::TaskSpec& task, 
 
 }  // namespace
 
-int run_explain(const core::Config& cfg) {
+core::Bert load_fine_tuned(const core::Config& cfg, const std::string& command) {
   const auto& task = core::find_task(cfg.data.task);
   core::LoadOptions load;
   load.num_labels = task.num_labels();
   load.seed = cfg.run.seed;
   core::LoadReport report;
-  const core::Bert model = core::load_bert(cfg.model.path, load, &report);
+  core::Bert model = core::load_bert(cfg.model.path, load, &report);
   if (report.classifier_initialized)
-    throw InputError(cfg.model.path + " has no classifier for " + task.name +
-                     ": an attribution tree of a random classifier explains nothing; pass a fine-tuned model "
-                     "(e.g. runs/sst2/finetune/best)");
+    throw InputError(cfg.model.path + " has no classifier for " + task.name + ": " + command +
+                     " of a random classifier means nothing; pass a fine-tuned model (e.g. runs/sst2/finetune/best)");
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
+  return model;
+}
+
+int run_explain(const core::Config& cfg) {
+  const auto& task = core::find_task(cfg.data.task);
+  const core::Bert model = load_fine_tuned(cfg, "an attribution tree");
   const auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
   std::string id;
   const core::Example ex = pick_example(cfg, task, tok, id);

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "analysis/attr_tree.h"
+#include "core/bert.h"
 #include "core/config.h"
 
 namespace hp::core {
-class Bert;
 class WordPieceTokenizer;
 struct Example;
 }  // namespace hp::core
@@ -30,6 +30,10 @@ struct Explanation {
 // `gold`: attribute the gold label (the example must have one), else the predicted class.
 Explanation explain_example(const core::Bert& model, const core::WordPieceTokenizer& tok, const core::Example& ex,
                             int max_seq_len, int steps, const std::string& riemann, bool gold, double threshold);
+
+// model.path with its own classifier for data.task (explain and triggers: a random classifier would be
+// explained), checked against data.max_seq_len. InputError naming the folder and the fix otherwise.
+core::Bert load_fine_tuned(const core::Config& cfg, const std::string& command);
 
 int run_explain(const core::Config& cfg);
 

@@ -17,6 +17,7 @@
 #include "core/glue.h"
 #include "core/log.h"
 #include "core/tokenizer.h"
+#include "analysis/explain.h"  // load_fine_tuned
 #include "eval/evaluator.h"
 #include "prune/criteria.h"  // attribution_base, attention_attribution, riemann_alphas: the criterion's code
 
@@ -128,15 +129,7 @@ int run_triggers(const core::Config& cfg) {
   const auto& task = core::find_task(cfg.data.task);
   if (task.is_regression())
     throw ConfigError("data.task = " + task.name + " is a regression task; triggers flip classes: use a classification task");
-  core::LoadOptions load;
-  load.num_labels = task.num_labels();
-  load.seed = cfg.run.seed;
-  core::LoadReport report;
-  const core::Bert model = core::load_bert(cfg.model.path, load, &report);
-  if (report.classifier_initialized)
-    throw InputError(cfg.model.path + " has no classifier for " + task.name +
-                     ": triggers of a random classifier mean nothing; pass a fine-tuned model (e.g. runs/sst2/finetune/best)");
-  core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
+  const core::Bert model = load_fine_tuned(cfg, "adversarial triggers");
   const auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
   for (const auto& [key, split] : {std::pair{"triggers.split", tc.split}, std::pair{"triggers.eval_split", tc.eval_split}}) {
     const auto names = task.split_names();
