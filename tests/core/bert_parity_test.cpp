@@ -9,6 +9,7 @@
 #include "core/checkpoint.h"
 #include "core/tensor_io.h"
 #include "core/tokenizer.h"
+#include "skip.h"
 
 namespace {
 
@@ -132,35 +133,41 @@ TEST_CASE("pytorch_model.bin and the regression head load as HF does", "[core][p
   CHECK(max_abs_diff(reg.forward(input_of(g)).logits, g.at("reg_logits")) <= kLogitTol);
 }
 
-TEST_CASE("tokenizer ids equal HF's on the golden sentences", "[core][parity][tokenizer]") {
-  for (const auto& [h5, dir] : {std::pair<std::string, std::string>{"tiny_bert.h5", kGolden + "tiny_bert"},
-                                {"minilm.h5", kMiniLM}}) {
-    if (!std::filesystem::exists(dir)) {
-      WARN("skipped " << h5 << ": " << dir << " is absent; run scripts/setup.sh to install the real model");
-      continue;
-    }
-    auto g = hp::core::read_hdf5(kGolden + h5);
-    auto a = hp::core::read_hdf5_strings(kGolden + h5, "text_a");
-    auto b = hp::core::read_hdf5_strings(kGolden + h5, "text_b");
-    auto tok = hp::core::WordPieceTokenizer::from_model_dir(dir);
-    const auto& ids = g.at("input_ids");
-    const auto& mask = g.at("attention_mask");
-    for (size_t i = 0; i < a.size(); ++i) {
-      auto enc = tok.encode(a[i], b[i].empty() ? nullptr : &b[i], 512);
-      long n = mask[i].sum().item<long>();
-      auto ref = ids[i].narrow(0, 0, n);
-      std::vector<int32_t> want(ref.data_ptr<int64_t>(), ref.data_ptr<int64_t>() + n);
-      INFO(h5 << " row " << i << ": " << a[i] << " | " << b[i]);
-      CHECK(enc.ids == want);
-    }
+namespace {
+
+// Our tokenizer from `dir` reproduces the input ids HF stored in golden file `h5`, row by row.
+void check_golden_ids(const std::string& h5, const std::string& dir) {
+  auto g = hp::core::read_hdf5(kGolden + h5);
+  auto a = hp::core::read_hdf5_strings(kGolden + h5, "text_a");
+  auto b = hp::core::read_hdf5_strings(kGolden + h5, "text_b");
+  auto tok = hp::core::WordPieceTokenizer::from_model_dir(dir);
+  const auto& ids = g.at("input_ids");
+  const auto& mask = g.at("attention_mask");
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto enc = tok.encode(a[i], b[i].empty() ? nullptr : &b[i], 512);
+    long n = mask[i].sum().item<long>();
+    auto ref = ids[i].narrow(0, 0, n);
+    std::vector<int32_t> want(ref.data_ptr<int64_t>(), ref.data_ptr<int64_t>() + n);
+    INFO(h5 << " row " << i << ": " << a[i] << " | " << b[i]);
+    CHECK(enc.ids == want);
   }
 }
 
+}  // namespace
+
+TEST_CASE("tokenizer ids equal HF's on the tiny golden sentences", "[core][parity][tokenizer]") {
+  check_golden_ids("tiny_bert.h5", kGolden + "tiny_bert");
+}
+
+TEST_CASE("tokenizer ids equal HF's on the MiniLM golden sentences", "[core][parity][tokenizer][real]") {
+  if (!std::filesystem::exists(kMiniLM))
+    return hp::test::skip(kMiniLM + " is absent; run scripts/setup.sh to install the real model");
+  check_golden_ids("minilm.h5", kMiniLM);
+}
+
 TEST_CASE("all-MiniLM-L6-v2 matches HF: hidden states, attentions, logits, masks, gradients", "[core][parity][real]") {
-  if (!std::filesystem::exists(kMiniLM)) {
-    WARN("skipped: " << kMiniLM << " is absent; run scripts/setup.sh to install the real model");
-    return;
-  }
+  if (!std::filesystem::exists(kMiniLM))
+    return hp::test::skip(kMiniLM + " is absent; run scripts/setup.sh to install the real model");
   auto g = hp::core::read_hdf5(kGolden + "minilm.h5");
   hp::core::LoadOptions opts;
   opts.num_labels = 2;
