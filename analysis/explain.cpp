@@ -74,17 +74,21 @@ core::Example pick_example(const core::Config& cfg, const core::TaskSpec& task, 
     ex = rows[x.example];
     id = "example" + std::to_string(x.example);
   }
-  const size_t pieces = tok.tokenize_ids(ex.text_a).size() + (ex.text_b.empty() ? 2 : tok.tokenize_ids(ex.text_b).size() + 3);
-  if (pieces > static_cast<size_t>(cfg.data.max_seq_len))
-    throw InputError((x.text.empty() ? task.name + "/" + x.split + " row " + std::to_string(x.example) : std::string("explain.text")) +
-                     ": " + std::to_string(pieces) + " word pieces with [CLS]/[SEP], more than data.max_seq_len = " +
-                     std::to_string(cfg.data.max_seq_len) + "; shorten it or pass --max-seq-len " + std::to_string(pieces));
+  check_fits(tok, ex, cfg.data.max_seq_len,
+             x.text.empty() ? task.name + "/" + x.split + " row " + std::to_string(x.example) : std::string("explain.text"));
   if (cfg.explain.target == "gold" && !ex.has_label)
     throw ConfigError("explain.target = gold but the example has no label; use --target predicted");
   return ex;
 }
 
 }  // namespace
+
+void check_fits(const core::WordPieceTokenizer& tok, const core::Example& ex, int max_seq_len, const std::string& what) {
+  const size_t pieces = tok.tokenize_ids(ex.text_a).size() + (ex.text_b.empty() ? 2 : tok.tokenize_ids(ex.text_b).size() + 3);
+  if (pieces > static_cast<size_t>(max_seq_len))
+    throw InputError(what + ": " + std::to_string(pieces) + " word pieces with [CLS]/[SEP], more than data.max_seq_len = " +
+                     std::to_string(max_seq_len) + "; shorten it or pass --max-seq-len " + std::to_string(pieces));
+}
 
 core::Bert load_fine_tuned(const core::Config& cfg, const std::string& command) {
   const auto& task = core::find_task(cfg.data.task);

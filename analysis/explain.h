@@ -31,6 +31,10 @@ struct Explanation {
 Explanation explain_example(const core::Bert& model, const core::WordPieceTokenizer& tok, const core::Example& ex,
                             int max_seq_len, int steps, const std::string& riemann, bool gold, double threshold);
 
+// InputError naming `what` when the example needs more than max_seq_len word pieces: explanations and
+// views refuse to truncate (the missing end would silently be left out).
+void check_fits(const core::WordPieceTokenizer& tok, const core::Example& ex, int max_seq_len, const std::string& what);
+
 // model.path with its own classifier for data.task (explain and triggers: a random classifier would be
 // explained), checked against data.max_seq_len. InputError naming the folder and the fix otherwise.
 core::Bert load_fine_tuned(const core::Config& cfg, const std::string& command);

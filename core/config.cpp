@@ -280,6 +280,10 @@ void validate(const Config& cfg) {
   need(t.examples >= 0, "triggers.examples = " + std::to_string(t.examples) + "; use 0 (all) or a positive count");
   need(t.min_tokens >= 0, "triggers.min_tokens = " + std::to_string(t.min_tokens) + "; use 0 (all) or a length such as 15");
   need(t.top_k >= 1 && t.top_k <= 100, "triggers.top_k = " + std::to_string(t.top_k) + "; use 1..100 (Hao et al.: 3)");
+  const auto& r = cfg.report;
+  need(r.count >= 0, "report.count = " + std::to_string(r.count) + "; use 0 or a positive number of rows");
+  for (int e : r.examples) need(e >= 0, "report.examples holds " + std::to_string(e) + "; use row indices >= 0");
+  need(r.text_b.empty() || !r.text.empty(), "report.text_b is set without report.text; pass --text too");
 }
 
 }  // namespace hp::core

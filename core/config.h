@@ -310,6 +310,36 @@ struct TriggersConfig {
   }
 };
 
+// `prune report RUN_DIR...`: one offline HTML page of a pruning run, an analysis and gated runs, with
+// attention views of chosen examples (analysis/report.h, analysis/report/README.md).
+struct ReportConfig {
+  std::vector<std::string> runs;   // folders: a pruning run, a `prune analyze` output, gated runs
+  std::string split = "dev";       // split that report.examples indexes
+  std::vector<int> examples;       // rows of the split shown in the attention views; empty = the first `count`
+  int count = 8;                   // rows shown when report.examples is empty
+  std::string text;                // one more example: a text (its second sentence in report.text_b)
+  std::string text_b;
+  std::string texts;               // file: one more example per line, a tab between the sentences of a pair
+  std::string model;               // the model of the views; empty = the run's fine-tuned model, else model.path
+  std::string slim;                // the slimmed model beside it; empty = <pruning run>/model, "none" = none
+  bool trees = true;               // attribution trees (integrated gradients, L × prune.attattr_steps backward passes)
+  std::string out;                 // the HTML file; empty = <run.out_dir>/report.html
+  template <class V>
+  void visit_fields(V& v) {
+    v("runs", runs, "folders shown: a pruning run, a `prune analyze` output, gated training runs (positional on the command line)");
+    v("split", split, "split that report.examples indexes (file order)");
+    v("examples", examples, "rows of the split shown in the attention views, e.g. [0, 5, 17]; empty = the first report.count");
+    v("count", count, "rows shown when report.examples is empty (first rows in file order)");
+    v("text", text, "one more example: a text (sentence A)");
+    v("text_b", text_b, "sentence B of report.text, for sentence-pair tasks");
+    v("texts", texts, "file with more examples, one per line, a tab between the sentences of a pair");
+    v("model", model, "model folder of the attention views (default: the pruning run's fine-tuned model, else the analysed model, else model.path)");
+    v("slim", slim, "slimmed model shown beside it (default <pruning run>/model; none = no slimmed view)");
+    v("trees", trees, "compute each example's attribution tree (integrated gradients; the slow part)");
+    v("out", out, "the HTML file written (default <run.out_dir>/report.html)");
+  }
+};
+
 // The whole configuration. The section order here is the order of --dump-config.
 struct Config {
   RunConfig run;
@@ -325,6 +355,7 @@ struct Config {
   AnalysisConfig analysis;
   ExplainConfig explain;
   TriggersConfig triggers;
+  ReportConfig report;
   template <class V>
   void visit_sections(V& v) {
     v("run", run);
@@ -340,6 +371,7 @@ struct Config {
     v("analysis", analysis);
     v("explain", explain);
     v("triggers", triggers);
+    v("report", report);
   }
 };
 

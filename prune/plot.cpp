@@ -15,20 +15,21 @@
 
 namespace hp::prune {
 
-namespace {
-
-const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#7f7f7f", "#9467bd", "#8c564b", "#17becf"};
-
-std::string esc(const std::string& s) {
+std::string xml_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
     if (c == '<') o += "&lt;";
     else if (c == '>') o += "&gt;";
     else if (c == '&') o += "&amp;";
+    else if (c == '"') o += "&quot;";
     else o += c;
   }
   return o;
 }
+
+namespace {
+
+const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#7f7f7f", "#9467bd", "#8c564b", "#17becf"};
 
 std::string num(double v, int prec = 3) {
   char buf[32];
@@ -67,7 +68,7 @@ std::string svg_line_chart(const LineChart& c) {
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  o << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << esc(c.title) << "</text>\n";
+  o << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << xml_escape(c.title) << "</text>\n";
   for (double t : ticks(x0, x1))
     o << "<line x1=\"" << px(t) << "\" y1=\"" << top << "\" x2=\"" << px(t) << "\" y2=\"" << H - bottom
       << "\" stroke=\"#e5e5e5\"/><text x=\"" << px(t) << "\" y=\"" << H - bottom + 16 << "\" text-anchor=\"middle\">"
@@ -78,13 +79,13 @@ std::string svg_line_chart(const LineChart& c) {
       << num(t) << "</text>\n";
   o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << W - left - right << "\" height=\""
     << H - top - bottom << "\" fill=\"none\" stroke=\"black\"/>\n";
-  o << "<text x=\"" << (left + W - right) / 2 << "\" y=\"" << H - 18 << "\" text-anchor=\"middle\">" << esc(c.x_label)
+  o << "<text x=\"" << (left + W - right) / 2 << "\" y=\"" << H - 18 << "\" text-anchor=\"middle\">" << xml_escape(c.x_label)
     << "</text>\n<text transform=\"translate(18," << (top + H - bottom) / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
-    << esc(c.y_label) << "</text>\n";
+    << xml_escape(c.y_label) << "</text>\n";
   if (!std::isnan(c.y_ref))
     o << "<line x1=\"" << left << "\" y1=\"" << py(c.y_ref) << "\" x2=\"" << W - right << "\" y2=\"" << py(c.y_ref)
       << "\" stroke=\"black\" stroke-dasharray=\"5,4\"/><text x=\"" << W - right - 4 << "\" y=\"" << py(c.y_ref) - 5
-      << "\" text-anchor=\"end\">" << esc(c.y_ref_label) << "</text>\n";
+      << "\" text-anchor=\"end\">" << xml_escape(c.y_ref_label) << "</text>\n";
   for (size_t k = 0; k < c.series.size(); ++k) {
     const auto& s = c.series[k];
     const char* color = kColors[k % (sizeof kColors / sizeof *kColors)];
@@ -102,7 +103,7 @@ std::string svg_line_chart(const LineChart& c) {
     const double ly = top + 10 + 20 * static_cast<double>(k);
     o << "<line x1=\"" << W - right + 12 << "\" y1=\"" << ly << "\" x2=\"" << W - right + 36 << "\" y2=\"" << ly
       << "\" stroke=\"" << color << "\" stroke-width=\"3\"/><text x=\"" << W - right + 42 << "\" y=\"" << ly + 4
-      << "\">" << esc(s.name) << "</text>\n";
+      << "\">" << xml_escape(s.name) << "</text>\n";
   }
   o << "</svg>\n";
   return o.str();
@@ -126,7 +127,7 @@ std::string svg_heatmap(const Heatmap& m) {
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << Ht
     << "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  o << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">" << esc(m.title) << "</text>\n";
+  o << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">" << xml_escape(m.title) << "</text>\n";
   for (size_t l = 0; l < L; ++l) {
     o << "<text x=\"" << left - 8 << "\" y=\"" << top + cell * l + cell / 2 + 4 << "\" text-anchor=\"end\">layer " << l
       << "</text>\n";

@@ -9,7 +9,8 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$REPO/build}"
 readonly APT_PKGS=(build-essential cmake ninja-build ccache pkg-config librsvg2-bin
   libtorch-dev libopenblas0-openmp libyaml-cpp-dev libeigen3-dev catch2 libhdf5-dev
-  libcli11-dev nlohmann-json3-dev libutf8proc-dev libspdlog-dev libfmt-dev libboost-dev)
+  libcli11-dev nlohmann-json3-dev libutf8proc-dev libspdlog-dev libfmt-dev libboost-dev zlib1g-dev
+  chromium fonts-dejavu-core)  # chromium: the report's browser test (tests/report/browser_check.py)
 
 step() { echo "[setup] $*"; }
 die() { echo "setup: error: $*" >&2; exit 1; }

@@ -14,6 +14,7 @@
 #include "core/errors.h"
 #include "analysis/analyze.h"
 #include "analysis/explain.h"
+#include "analysis/report.h"
 #include "analysis/triggers.h"
 #include "core/log.h"
 #include "prune/cli/commands.h"
@@ -76,6 +77,14 @@ const std::vector<Shortcut> kTriggersFlags = {
     {"--top-k", "triggers.top_k"}, {"--steps", "prune.attattr_steps"}, {"--out", "triggers.out"},
 };
 
+// `prune report RUN_DIR... --out report.html` (RUN_DIR... is report.runs).
+const std::vector<Shortcut> kReportFlags = {
+    {"runs", "report.runs"}, {"--out", "report.out"}, {"--split", "report.split"},
+    {"--examples", "report.examples"}, {"--count", "report.count"}, {"--text", "report.text"},
+    {"--text-b", "report.text_b"}, {"--texts", "report.texts"}, {"--slim", "report.slim"},
+    {"--model", "report.model"},
+};
+
 // The pruning run (no subcommand).
 const std::vector<Shortcut> kPruneFlags = {
     {"--target-heads", "prune.target_heads"}, {"--criteria", "prune.criteria"}, {"--method", "prune.method"},
@@ -107,7 +116,11 @@ struct ParsedFlags {
   std::vector<std::pair<std::string, std::string>> values;  // (key, text) in flag order
   std::map<std::string, std::string> storage;
   std::map<std::string, bool> bool_storage;
+  std::map<std::string, std::vector<std::string>> list_storage;  // positional lists
 };
+
+// A flag without a leading '-' is positional and takes any number of values (a list key).
+bool positional(const Shortcut& s) { return s.flag[0] != '-'; }
 
 std::string help_of(const std::string& key) {
   Config cfg;
@@ -125,7 +138,8 @@ bool is_bool_key(const std::string& key) {
 
 void add_flags(CLI::App* app, const std::vector<Shortcut>& flags, ParsedFlags& parsed) {
   for (const auto& s : flags) {
-    if (is_bool_key(s.key)) app->add_flag(s.flag, parsed.bool_storage[s.key], help_of(s.key));
+    if (positional(s)) app->add_option(s.flag, parsed.list_storage[s.key], help_of(s.key));
+    else if (is_bool_key(s.key)) app->add_flag(s.flag, parsed.bool_storage[s.key], help_of(s.key));
     else app->add_option(s.flag, parsed.storage[s.key], help_of(s.key));
   }
   app->add_option("--config", parsed.config_file, "YAML config file (see configs/README.md)");
@@ -138,8 +152,19 @@ Config resolve(CLI::App* app, const std::vector<Shortcut>& flags, const ParsedFl
   if (!parsed.config_file.empty()) hp::core::load_yaml(cfg, parsed.config_file);
   for (const auto& s : flags) {
     if (app->count(s.flag) == 0) continue;
-    if (is_bool_key(s.key)) hp::core::set_value(cfg, s.key, parsed.bool_storage.at(s.key) ? "true" : "false", s.flag);
-    else hp::core::set_value(cfg, s.key, parsed.storage.at(s.key), s.flag);
+    if (positional(s)) {
+      std::string list;
+      for (const auto& v : parsed.list_storage.at(s.key)) {
+        if (v.find(',') != std::string::npos)
+          throw hp::ConfigError(v + ": a comma in a path given as " + s.key + "; rename the folder or use a symlink without one");
+        list += (list.empty() ? "" : ",") + v;
+      }
+      hp::core::set_value(cfg, s.key, list, s.key);
+    } else if (is_bool_key(s.key)) {
+      hp::core::set_value(cfg, s.key, parsed.bool_storage.at(s.key) ? "true" : "false", s.flag);
+    } else {
+      hp::core::set_value(cfg, s.key, parsed.storage.at(s.key), s.flag);
+    }
   }
   for (const auto& a : parsed.sets) hp::core::apply_set(cfg, a);
   hp::core::validate(cfg);
@@ -175,6 +200,8 @@ int real_main(int argc, char** argv) {
        kExplainFlags, hp::analysis::run_explain},
       {"triggers", "Hao et al.'s adversarial triggers: attribution patterns of one class inserted into the others, against random pairs",
        kTriggersFlags, hp::analysis::run_triggers},
+      {"report", "one offline HTML page of a pruning run, an analysis and gated runs, with attention views, trees and rollout",
+       kReportFlags, hp::analysis::run_report},
   };
   std::map<std::string, ParsedFlags> parsed;
   std::map<std::string, CLI::App*> apps;

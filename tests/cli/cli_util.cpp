@@ -1,0 +1,59 @@
+// What the CLI tests share (see tests/cli/cli_util.h).
+#include "cli/cli_util.h"
+
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+namespace hp::test {
+
+Run run_prune(const std::string& args) { return run_command(std::string(HP_PRUNE_EXE) + " " + args); }
+
+Run run_command(const std::string& command) {
+  const std::string cmd = command + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+const std::string kTiny = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert";
+
+// A data root with a small mnli_subset (3 classes, like the tiny model) in words of the tiny vocab.
+std::string tiny_data_root() {
+  const auto root = std::filesystem::temp_directory_path() / "hp_prune_data";
+  std::filesystem::create_directories(root / "mnli_subset_textfooler");
+  const std::vector<std::string> a = {"the movie was great", "i love this film", "the actors played badly",
+                                      "it is not very fun", "she hated the story", "we love the old man"};
+  const std::vector<std::string> b = {"it was good", "the plot is boring", "he is funny", "they hate it", "no"};
+  const std::vector<std::string> labels = {"entailment", "neutral", "contradiction"};
+  for (const char* file : {"mnli_matched.tsv", "mnli_mismatched.tsv"}) {
+    std::ofstream f(root / "mnli_subset_textfooler" / file);
+    for (int i = 0; i < 30; ++i)
+      f << labels[(i * 7 + (file[5] == 'm' ? 1 : 0)) % 3] << "\t" << a[i % a.size()] << " .\t" << b[(i * 3) % b.size()] << " !\n";
+  }
+  return root.string();
+}
+
+std::string tiny_prune_args(const std::string& out) {
+  return "--model " + kTiny + " --task mnli_subset --max-seq-len 32 --data-root " + tiny_data_root() + " --out " + out +
+         " --set prune.rank_split=matched --set prune.eval_split=mismatched --rank-examples 12 --schedule 0,25,50,75,100"
+         " --set prune.attattr_steps=3 --set prune.bootstrap=50 --set prune.latency=false --set eval.batch_size=8"
+         " --set prune.rank_batch_size=4";
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+}  // namespace hp::test

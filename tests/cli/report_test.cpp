@@ -1,0 +1,216 @@
+// `prune report` end to end on the tiny model: a pruning run, its analysis and a gated run in one offline
+// page (every panel, the slimmed model beside the original, trees), the same bytes twice, one-line errors
+// for bad input, and the page opened in headless Chromium (tests/report/browser_check.py: no console
+// errors, no request leaving the file, a click on a head changes the drawn lines, screenshots).
+#include <catch2/catch.hpp>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_util.h"
+#include "skip.h"
+
+using namespace hp::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<uint8_t> unbase64_zlib(const std::string& b64, size_t expected) {
+  std::vector<uint8_t> z;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : b64) {
+    if (c == '=') break;
+    const char* at = std::strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", c);
+    REQUIRE(at != nullptr);
+    acc = acc << 6 | static_cast<uint32_t>(at - "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+    if ((bits += 6) >= 8) z.push_back(static_cast<uint8_t>(acc >> (bits -= 8)));
+  }
+  std::vector<uint8_t> out(expected);
+  uLongf size = expected;
+  REQUIRE(uncompress(out.data(), &size, z.data(), z.size()) == Z_OK);
+  REQUIRE(size == expected);
+  return out;
+}
+
+// The tiny pruning run (3 of 8 heads kept), its analysis with --prune-run, and a gated training run.
+struct Fixture {
+  fs::path root = fs::temp_directory_path() / "hp_report_cli";
+  fs::path run = root / "run", analysis = root / "run_analysis", gated = root / "gated";
+  Fixture() {
+    if (fs::exists(run / "summary.json") && fs::exists(analysis / "analysis.json") && fs::exists(gated / "run.h5")) return;
+    fs::remove_all(root);
+    auto r = run_prune(tiny_prune_args(run.string()) + " --target-heads 3 --method taylor --recover-steps 0");
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    auto a = run_prune("analyze --model " + kTiny + " --task mnli_subset --max-seq-len 32 --data-root " + tiny_data_root() +
+                       " --split mismatched --examples 12 --batch 4 --prune-run " + run.string() + " --out " + analysis.string());
+    INFO(a.output);
+    REQUIRE(a.code == 0);
+    auto g = run_prune("train --model " + kTiny + " --task mnli_subset --data-root " + tiny_data_root() +
+                       " --set train.train_split=matched --set train.eval_split=mismatched --max-seq-len 32"
+                       " --target-heads 5 --max-steps 4 --out " + gated.string());
+    INFO(g.output);
+    REQUIRE(g.code == 0);
+  }
+  std::string args(const std::string& out) const {
+    return "report " + run.string() + " " + analysis.string() + " " + gated.string() + " --data-root " + tiny_data_root() +
+           " --max-seq-len 32 --split mismatched --examples 0,4 --text \"the movie was great\" --text-b \"it was good\""
+           " --set prune.attattr_steps=3 --out " + out;
+  }
+};
+
+// The #hp-data object of a page.
+nlohmann::json page_data(const std::string& html) {
+  const auto begin = html.find("<script type=\"application/json\" id=\"hp-data\">");
+  REQUIRE(begin != std::string::npos);
+  const auto from = html.find('>', begin) + 1;
+  return nlohmann::json::parse(html.substr(from, html.find("</script>", from) - from));
+}
+
+}  // namespace
+
+TEST_CASE("prune report: every panel from a pruning run, its analysis and a gated run; the same bytes twice",
+          "[cli][report]") {
+  Fixture fx;
+  const auto page = fx.root / "report.html";
+  auto r = run_prune(fx.args(page.string()));
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const std::string html = slurp(page);
+  for (const char* id : {"summary", "curves", "importance", "roles", "headmap", "gates", "attention", "tree", "rollout"})
+    CHECK_THAT(html, Catch::Contains(std::string("<section id=\"panel-") + id + "\""));
+  // Static panels drawn from the folders, not notes.
+  for (const char* fig : {"fig-curves", "fig-importance-taylor", "fig-rank-correlation", "fig-role-map", "fig-head-map",
+                          "fig-gates-0-layer1", "fig-tree-2"})
+    CHECK_THAT(html, Catch::Contains(std::string("id=\"") + fig + "\""));
+  CHECK_THAT(html, Catch::Contains("3 of 8"));
+  // Nothing is loaded from outside the file (the browser test watches the requests themselves).
+  for (const char* link : {"src=\"http", "href=\"http", "url(http", "url(\"http", "@import", "<link"})
+    CHECK_THAT(html, !Catch::Contains(link));
+  const auto data = page_data(html);
+  CHECK(data["layers"] == 2);
+  CHECK(data["heads"] == 4);
+  CHECK(data["has_slim"] == true);
+  CHECK(data["pruned"].size() == 5);
+  REQUIRE(data["examples"].size() == 3);
+  CHECK(data["examples"][2]["name"] == "text");
+  for (const auto& ex : data["examples"]) {
+    const size_t n = ex["tokens"].size();
+    const auto attn = unbase64_zlib(ex["attn"], 2 * 4 * n * n);
+    const auto slim = unbase64_zlib(ex["slim_attn"], 2 * 4 * n * n);
+    for (int lh = 0; lh < 8; ++lh) {
+      const bool removed = std::any_of(data["pruned"].begin(), data["pruned"].end(),
+                                       [&](const auto& p) { return p[0] == lh / 4 && p[1] == lh % 4; });
+      for (size_t i = 0; i < n; ++i) {
+        int row = 0, slim_row = 0;
+        for (size_t j = 0; j < n; ++j) row += attn[(lh * n + i) * n + j], slim_row += slim[(lh * n + i) * n + j];
+        // Each row of 8-bit probabilities sums to 255 up to rounding (½ per entry).
+        CHECK(std::abs(row - 255) <= static_cast<int>(n / 2 + 1));
+        if (removed) CHECK(slim_row == 0);
+        else CHECK(std::abs(slim_row - 255) <= static_cast<int>(n / 2 + 1));
+      }
+    }
+  }
+  // Deterministic: the same inputs give the same bytes.
+  const auto again = fx.root / "again.html";
+  auto r2 = run_prune(fx.args(again.string()));
+  REQUIRE(r2.code == 0);
+  CHECK(slurp(again) == html);
+}
+
+TEST_CASE("prune report: bad input gives a one-line error or a note, never a broken page", "[cli][report][bad]") {
+  Fixture fx;
+  const auto out = fx.root / "bad.html";
+  fs::remove(out);
+  const std::string base = "report " + fx.run.string() + " --data-root " + tiny_data_root() + " --max-seq-len 32 --out " + out.string();
+  struct Case {
+    std::string args, expect;
+    int code;
+  };
+  std::string long_text;
+  for (int i = 0; i < 10; ++i) long_text += "the movie was great ";
+  const std::vector<Case> cases = {
+      {base + " --split mismatched --examples 99", "report.examples holds 99 but mnli_subset/mismatched has 30 rows; use 0..29", 2},
+      {base + " --count 0 --text \"" + long_text + "\"",
+       "word pieces with [CLS]/[SEP], more than data.max_seq_len = 32", 1},
+      {"report " + (fx.root / "nowhere").string() + " --out " + out.string(), "nowhere: no such folder", 1},
+      {"report " + tiny_data_root() + " --out " + out.string(), "holds no headprune output", 1},
+      {"report --out " + out.string(), "name the folders to show", 2},
+      {base + " --count 0 --set data.task=rte", "data.task = rte but the folders are a mnli_subset run", 2},
+  };
+  for (const auto& c : cases) {
+    INFO("prune " << c.args);
+    auto r = run_prune(c.args);
+    INFO(r.output);
+    CHECK(r.code == c.code);
+    CHECK_THAT(r.output, Catch::Contains("error: ") && Catch::Contains(c.expect));
+    CHECK_THAT(r.output, !Catch::Contains("terminate called") && !Catch::Contains("Segmentation"));
+    CHECK(!fs::exists(out));
+  }
+  // A pruning run killed before its curves: the page is written, the curves panel says why they are missing.
+  const auto killed = fx.root / "killed";
+  fs::remove_all(killed);
+  fs::create_directories(killed / "state" / "points");
+  auto r = run_prune("report " + killed.string() + " " + fx.analysis.string() + " --data-root " + tiny_data_root() +
+                     " --max-seq-len 32 --split mismatched --count 1 --out " + out.string());
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(slurp(out), Catch::Contains(killed.string() + " has no curves"));
+}
+
+TEST_CASE("prune report: 8 examples of 128 tokens on a 6 × 12 model stay under 15 MB", "[cli][report][minilm]") {
+  const std::string model = std::string(HP_SOURCE_DIR) + "/checkpoints/all-MiniLM-L6-v2";
+  const std::string sst2 = std::string(HP_SOURCE_DIR) + "/../shared/data/glue/SST-2/dev.tsv";
+  if (!fs::exists(model + "/config.json") || !fs::exists(sst2))
+    return skip("MiniLM or SST-2 dev missing: run scripts/setup.sh");
+  // Eight texts of dev sentences run together, 120 words each (about 128 word pieces with [CLS]/[SEP]).
+  std::ifstream in(sst2);
+  std::string line, words;
+  std::vector<std::string> texts;
+  int count = 0;
+  std::getline(in, line);  // header
+  while (texts.size() < 8 && std::getline(in, line)) {
+    std::istringstream ws(line.substr(0, line.find('\t')));
+    for (std::string w; ws >> w && count < 110; ++count) words += w + " ";
+    if (count == 110) texts.push_back(words), words.clear(), count = 0;
+  }
+  REQUIRE(texts.size() == 8);
+  const auto root = fs::temp_directory_path() / "hp_report_size";
+  fs::create_directories(root);
+  std::ofstream(root / "texts.txt") << texts[0] << "\n" << texts[1] << "\n" << texts[2] << "\n" << texts[3] << "\n"
+                                     << texts[4] << "\n" << texts[5] << "\n" << texts[6] << "\n" << texts[7] << "\n";
+  auto r = run_prune("report --model " + model + " --task sst2 --count 0 --texts " + (root / "texts.txt").string() +
+                     " --max-seq-len 160 --out " + (root / "report.html").string());
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const std::string html = slurp(root / "report.html");
+  const auto data = page_data(html);
+  size_t tokens = 0;
+  for (const auto& ex : data["examples"]) tokens += ex["tokens"].size();
+  CHECK(data["layers"] == 6);
+  CHECK(data["heads"] == 12);
+  INFO("tokens " << tokens << ", bytes " << html.size());
+  CHECK(tokens >= 8 * 120);
+  CHECK(html.size() < 15'000'000);
+  WARN("report of 8 examples, " << tokens << " tokens in all, 6 x 12 heads: " << html.size() / 1e6 << " MB");
+}
+
+TEST_CASE("prune report: headless Chromium renders it offline, and a click on a head changes the lines",
+          "[cli][report][browser]") {
+  Fixture fx;
+  const auto page = fx.root / "browser.html";
+  auto r = run_prune(fx.args(page.string()));
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  if (!fs::exists(HP_REF_PYTHON)) return skip(std::string(HP_REF_PYTHON) + " missing: run scripts/setup.sh for the browser check");
+  const auto shots = fs::temp_directory_path() / "hp_report_shots";
+  auto b = run_command(std::string(HP_REF_PYTHON) + " " + HP_SOURCE_DIR + "/tests/report/browser_check.py " + page.string() +
+                       " --shots " + shots.string() + " --expect-slim");
+  INFO(b.output);
+  if (b.code == kSkipExitCode) return skip("browser check skipped: " + b.output.substr(0, b.output.find('\n')));
+  CHECK(b.code == 0);
+}
