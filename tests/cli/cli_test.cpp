@@ -28,11 +28,7 @@ TEST_CASE("prune --version names LibTorch, the BLAS kernel and threads", "[cli]"
 }
 
 TEST_CASE("bad input: one-line error, non-zero exit, no crash", "[cli][bad]") {
-  struct Case {
-    std::string args, expect;
-    int code;
-  };
-  std::vector<Case> cases = {
+  std::vector<ErrorCase> cases = {
       {"eval --model " + kTiny + " --task sst3", "unknown task 'sst3'", 2},
       {"eval --model /nonexistent --task sst2", "/nonexistent: model folder not found", 1},
       {"eval --model " + kTiny + " --task mnli_subset --max-seq-len 64 --mask 9:0", "layer 9 is out of range", 2},
@@ -44,13 +40,7 @@ TEST_CASE("bad input: one-line error, non-zero exit, no crash", "[cli][bad]") {
       {"eval --config /nonexistent.yaml", "cannot open config file", 2},
       {"infer --model " + kTiny + " --input /nonexistent.txt", "/nonexistent.txt: cannot read", 1},
   };
-  for (const auto& c : cases) {
-    INFO("prune " << c.args);
-    auto r = run_prune(c.args);
-    CHECK(r.code == c.code);
-    CHECK_THAT(r.output, Catch::Contains("error: ") && Catch::Contains(c.expect));
-    CHECK_THAT(r.output, !Catch::Contains("terminate called") && !Catch::Contains("Segmentation"));
-  }
+  check_errors(cases);
 }
 
 TEST_CASE("prune eval with the tiny model writes a JSON result", "[cli]") {
@@ -225,12 +215,8 @@ TEST_CASE("the pruning run: curves for every criterion, exactly N heads exported
 TEST_CASE("the pruning run: bad input gives a one-line error and writes nothing", "[cli][prune][bad]") {
   const auto out = std::filesystem::temp_directory_path() / "hp_prune_bad";
   std::filesystem::remove_all(out);
-  struct Case {
-    std::string args, expect;
-    int code;
-  };
   const std::string base = tiny_prune_args(out.string());
-  std::vector<Case> cases = {
+  std::vector<ErrorCase> cases = {
       {base + " --criteria taylor,gradnorm", "unknown criterion 'gradnorm'", 2},
       {base + " --target-heads 9", "prune.target_heads = 9 but the model has 8 heads", 2},
       {base + " --target-heads -1", "prune.target_heads = -1", 2},
@@ -242,15 +228,7 @@ TEST_CASE("the pruning run: bad input gives a one-line error and writes nothing"
       {base + " --set data.task=rte --set prune.rank_split=train --set prune.eval_split=dev", "RTE", 1},
       {base + " --target-heads 1 --set prune.min_heads_per_layer=1", "below the 2 heads prune.min_heads_per_layer keeps", 2},
   };
-  for (const auto& c : cases) {
-    INFO("prune " << c.args);
-    auto r = run_prune(c.args);
-    INFO(r.output);
-    CHECK(r.code == c.code);
-    CHECK_THAT(r.output, Catch::Contains("error: ") && Catch::Contains(c.expect));
-    CHECK_THAT(r.output, !Catch::Contains("terminate called") && !Catch::Contains("Segmentation"));
-    CHECK(!std::filesystem::exists(out));
-  }
+  check_errors(cases, "", out);
 }
 
 TEST_CASE("the pruning run with gates: a gated run's log alpha as a criterion, and --method gates", "[cli][prune]") {
@@ -320,28 +298,17 @@ TEST_CASE("prune analyze: deterministic outputs, resumable, and one-line errors 
   std::ifstream b(out + "/analysis.json");
   CHECK(std::string((std::istreambuf_iterator<char>(b)), {}) == first);
 
-  struct Case {
-    std::string args, expect;
-    int code;
-  };
   const std::string bad_out = out + "_bad";
   const std::string data = std::string(HP_SOURCE_DIR) + "/tests/data/analysis/";
-  std::vector<Case> cases = {
+  std::vector<ErrorCase> cases = {
       {base + " --syntax " + data + "conllu_bad_head_not_int.conllu", "conllu_bad_head_not_int.conllu:", 1},
       {base + " --control randomly", "analysis.control = 'randomly'; use random-init", 2},
       {base + " --alpha 1.5", "analysis.alpha = 1.5", 2},
       {base + " --prune-run /nonexistent", "/nonexistent/run.h5: not found", 1},
       {base + " --compare " + std::string(HP_SOURCE_DIR) + "/checkpoints/all-MiniLM-L6-v2", "compare models of the same shape", 2},
   };
-  for (const auto& c : cases) {
-    if (c.args.find("all-MiniLM") != std::string::npos && !fs::exists(std::string(HP_SOURCE_DIR) + "/checkpoints/all-MiniLM-L6-v2/config.json"))
-      continue;
-    INFO("prune " << c.args);
-    auto e = run_prune(c.args + " --out " + bad_out);
-    CHECK(e.code == c.code);
-    CHECK_THAT(e.output, Catch::Contains("error: ") && Catch::Contains(c.expect));
-    CHECK(!fs::exists(bad_out + "/analysis.json"));
-  }
+  if (!fs::exists(std::string(HP_SOURCE_DIR) + "/checkpoints/all-MiniLM-L6-v2/config.json")) cases.pop_back();  // the MiniLM case
+  check_errors(cases, " --out " + bad_out, bad_out + "/analysis.json");
 }
 
 TEST_CASE("prune explain: the attribution tree of a row or a text, and one-line errors", "[cli][explain]") {
@@ -376,26 +343,16 @@ TEST_CASE("prune explain: the attribution tree of a row or a text, and one-line 
   CHECK(t.code == 0);
   CHECK(nlohmann::json::parse(slurp(out + "_text/tree.json"))["text_b"] == "i love this film .");
 
-  struct Case {
-    std::string args, expect;
-    int code;
-  };
   std::string long_text;
   for (int i = 0; i < 80; ++i) long_text += "great ";
-  const std::vector<Case> cases = {
+  const std::vector<ErrorCase> cases = {
       {base + " --example 100000", "explain.example = 100000 but mnli_subset/mismatched has", 2},
       {base + " --text \"" + long_text + "\"", "more than data.max_seq_len = 64; shorten it or pass --max-seq-len", 1},
       {base + " --text \"a film\" --target gold", "explain.target = gold but the example has no label", 2},
       {base + " --threshold 1.5", "explain.threshold = 1.5", 2},
       {base + " --text-b \"only b\"", "explain.text_b is set without explain.text", 2},
   };
-  for (const auto& c : cases) {
-    INFO("prune " << c.args);
-    auto e = run_prune(c.args + " --out " + out + "_bad");
-    CHECK(e.code == c.code);
-    CHECK_THAT(e.output, Catch::Contains("error: ") && Catch::Contains(c.expect));
-    CHECK(!fs::exists(out + "_bad/tree.json"));
-  }
+  check_errors(cases, " --out " + out + "_bad", out + "_bad/tree.json");
 }
 
 TEST_CASE("prune triggers: patterns per class, triggers against random pairs, deterministic, one-line errors",
@@ -433,20 +390,10 @@ TEST_CASE("prune triggers: patterns per class, triggers against random pairs, de
   REQUIRE(run_prune(base + " --out " + out).code == 0);
   CHECK(slurp(out + "/triggers.json") == first);
 
-  struct Case {
-    std::string args, expect;
-    int code;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<ErrorCase> cases = {
       {base + " --top-k 0", "triggers.top_k = 0; use 1..100", 2},
       {base + " --set triggers.eval_split=test", "is not a split of mnli_subset", 2},
       {base + " --set triggers.min_tokens=500", "no row has triggers.min_tokens = 500 word pieces", 2},
   };
-  for (const auto& c : cases) {
-    INFO("prune " << c.args);
-    auto e = run_prune(c.args + " --out " + out + "_bad");
-    CHECK(e.code == c.code);
-    CHECK_THAT(e.output, Catch::Contains("error: ") && Catch::Contains(c.expect));
-    CHECK(!fs::exists(out + "_bad/triggers.json"));
-  }
+  check_errors(cases, " --out " + out + "_bad", out + "_bad/triggers.json");
 }

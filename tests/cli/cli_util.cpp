@@ -51,6 +51,18 @@ std::string tiny_prune_args(const std::string& out) {
          " --set prune.rank_batch_size=4";
 }
 
+void check_errors(const std::vector<ErrorCase>& cases, const std::string& suffix, const std::filesystem::path& written) {
+  for (const auto& c : cases) {
+    INFO("prune " << c.args << suffix);
+    const auto r = run_prune(c.args + suffix);
+    INFO(r.output);
+    CHECK(r.code == c.code);
+    CHECK_THAT(r.output, Catch::Contains("error: ") && Catch::Contains(c.expect));
+    CHECK_THAT(r.output, !Catch::Contains("terminate called") && !Catch::Contains("Segmentation"));
+    if (!written.empty()) CHECK(!std::filesystem::exists(written));
+  }
+}
+
 std::string slurp(const std::filesystem::path& p) {
   std::ifstream f(p);
   return std::string(std::istreambuf_iterator<char>(f), {});

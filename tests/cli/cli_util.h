@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace hp::test {
 
@@ -26,6 +27,17 @@ std::string tiny_data_root();
 
 // Arguments of a small pruning run of the tiny model writing to `out`.
 std::string tiny_prune_args(const std::string& out);
+
+// A command that must fail: prune ARGS exits with `code` and prints "error: " and `expect` on one line.
+struct ErrorCase {
+  std::string args, expect;
+  int code;
+};
+
+// Runs every case (ARGS + `suffix`): the exit code, the message, no crash, and `written` absent afterwards
+// (bad input writes nothing; empty = not checked).
+void check_errors(const std::vector<ErrorCase>& cases, const std::string& suffix = "",
+                  const std::filesystem::path& written = {});
 
 // The whole file as a string ("" if missing).
 std::string slurp(const std::filesystem::path& path);

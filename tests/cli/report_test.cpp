@@ -56,6 +56,14 @@ struct Fixture {
     INFO(g.output);
     REQUIRE(g.code == 0);
   }
+  // Writes the report of all three folders to root/NAME (REQUIREs success) and returns its path.
+  fs::path page(const std::string& name) const {
+    const auto out = root / name;
+    auto r = run_prune(args(out.string()));
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    return out;
+  }
   std::string args(const std::string& out) const {
     return "report " + run.string() + " " + analysis.string() + " " + gated.string() + " --data-root " + tiny_data_root() +
            " --max-seq-len 32 --split mismatched --examples 0,4 --text \"the movie was great\" --text-b \"it was good\""
@@ -76,11 +84,7 @@ nlohmann::json page_data(const std::string& html) {
 TEST_CASE("prune report: every panel from a pruning run, its analysis and a gated run; the same bytes twice",
           "[cli][report]") {
   Fixture fx;
-  const auto page = fx.root / "report.html";
-  auto r = run_prune(fx.args(page.string()));
-  INFO(r.output);
-  REQUIRE(r.code == 0);
-  const std::string html = slurp(page);
+  const std::string html = slurp(fx.page("report.html"));
   for (const char* id : {"summary", "curves", "importance", "roles", "headmap", "gates", "attention", "tree", "rollout"})
     CHECK_THAT(html, Catch::Contains(std::string("<section id=\"panel-") + id + "\""));
   // Static panels drawn from the folders, not notes.
@@ -116,10 +120,7 @@ TEST_CASE("prune report: every panel from a pruning run, its analysis and a gate
     }
   }
   // Deterministic: the same inputs give the same bytes.
-  const auto again = fx.root / "again.html";
-  auto r2 = run_prune(fx.args(again.string()));
-  REQUIRE(r2.code == 0);
-  CHECK(slurp(again) == html);
+  CHECK(slurp(fx.page("again.html")) == html);
 }
 
 TEST_CASE("prune report: bad input gives a one-line error or a note, never a broken page", "[cli][report][bad]") {
@@ -127,13 +128,9 @@ TEST_CASE("prune report: bad input gives a one-line error or a note, never a bro
   const auto out = fx.root / "bad.html";
   fs::remove(out);
   const std::string base = "report " + fx.run.string() + " --data-root " + tiny_data_root() + " --max-seq-len 32 --out " + out.string();
-  struct Case {
-    std::string args, expect;
-    int code;
-  };
   std::string long_text;
   for (int i = 0; i < 10; ++i) long_text += "the movie was great ";
-  const std::vector<Case> cases = {
+  const std::vector<ErrorCase> cases = {
       {base + " --split mismatched --examples 99", "report.examples holds 99 but mnli_subset/mismatched has 30 rows; use 0..29", 2},
       {base + " --count 0 --text \"" + long_text + "\"",
        "word pieces with [CLS]/[SEP], more than data.max_seq_len = 32", 1},
@@ -142,15 +139,7 @@ TEST_CASE("prune report: bad input gives a one-line error or a note, never a bro
       {"report --out " + out.string(), "name the folders to show", 2},
       {base + " --count 0 --set data.task=rte", "data.task = rte but the folders are a mnli_subset run", 2},
   };
-  for (const auto& c : cases) {
-    INFO("prune " << c.args);
-    auto r = run_prune(c.args);
-    INFO(r.output);
-    CHECK(r.code == c.code);
-    CHECK_THAT(r.output, Catch::Contains("error: ") && Catch::Contains(c.expect));
-    CHECK_THAT(r.output, !Catch::Contains("terminate called") && !Catch::Contains("Segmentation"));
-    CHECK(!fs::exists(out));
-  }
+  check_errors(cases, "", out);
   // A pruning run killed before its curves: the page is written, the curves panel says why they are missing.
   const auto killed = fx.root / "killed";
   fs::remove_all(killed);
@@ -202,10 +191,7 @@ TEST_CASE("prune report: 8 examples of 128 tokens on a 6 × 12 model stay under 
 TEST_CASE("prune report: headless Chromium renders it offline, and a click on a head changes the lines",
           "[cli][report][browser]") {
   Fixture fx;
-  const auto page = fx.root / "browser.html";
-  auto r = run_prune(fx.args(page.string()));
-  INFO(r.output);
-  REQUIRE(r.code == 0);
+  const auto page = fx.page("browser.html");
   if (!fs::exists(HP_REF_PYTHON)) return skip(std::string(HP_REF_PYTHON) + " missing: run scripts/setup.sh for the browser check");
   const auto shots = fs::temp_directory_path() / "hp_report_shots";
   auto b = run_command(std::string(HP_REF_PYTHON) + " " + HP_SOURCE_DIR + "/tests/report/browser_check.py " + page.string() +
