@@ -46,9 +46,9 @@
   }
   function range(k) { var a = []; for (var i = 0; i < k; i++) a.push(i); return a; }
   function layerOpts() { return range(L).map(function (l) { return [l, 'layer ' + l]; }); }
-  function textWidth(tokens, fs) {
+  function textWidth(tokens, fs, bold) {
     if (!measureCtx) measureCtx = doc.createElement('canvas').getContext('2d');
-    measureCtx.font = fs + 'px ' + FONT;
+    measureCtx.font = (bold ? 'bold ' : '') + fs + 'px ' + FONT;
     var w = 0;
     tokens.forEach(function (t) { w = Math.max(w, measureCtx.measureText(t).width); });
     return Math.ceil(w) + 10;
@@ -180,27 +180,28 @@
     return { n: n, fs: fs, rh: rh, tw: tw, top: 28, sw: long ? 1.25 : 2, x1: tw + 4, x2: tw + 4 + (long ? 170 : 150) };
   }
   function linesSvg(o) {
-    var out = [], n = o.n, nn = n * n, hv = o.hover;
+    var out = [], n = o.n, nn = n * n, hv = o.hover, g = o.g, f = o.filter, seg = o.seg, ys = [], k;
+    for (k = 0; k < n; k++) ys.push(g.top + (k + 0.5) * g.rh);
     o.heads.forEach(function (h) {
-      var base = (o.layer * H + h) * nn, c = o.colour(h), fade = o.fade(h);
+      var base = (o.layer * H + h) * nn, fade = o.fade(h), op = [];
+      var pre = '<line class="' + o.cls + '" data-head="' + h + '" data-from="', tail = '" stroke="' + o.colour(h) + '" stroke-opacity="';
+      for (k = 0; k < 256; k++) op.push(tail + (k / 255 * fade).toFixed(3) + '"/>');
       for (var i = 0; i < n; i++) {
         if (hv && hv.side === 'from' && hv.i !== i) continue;
-        var y1 = o.g.top + (i + 0.5) * o.g.rh, row = base + i * n;
+        var row = base + i * n, mid = '" x1="' + g.x1 + '" y1="' + ys[i] + '" x2="' + g.x2 + '" y2="', s = pre + i + '" data-to="';
         for (var j = 0; j < n; j++) {
           var q = o.mat[row + j];
-          if (q < MIN_Q || (hv && hv.side === 'to' && hv.i !== j) || !pairOk(o.filter, o.seg, i, j)) continue;
-          out.push('<line class="', o.cls, '" data-head="', h, '" data-from="', i, '" data-to="', j,
-            '" x1="', o.g.x1, '" y1="', y1, '" x2="', o.g.x2, '" y2="', o.g.top + (j + 0.5) * o.g.rh,
-            '" stroke="', c, '" stroke-opacity="', (q / 255 * fade).toFixed(3), '"/>');
+          if (q < MIN_Q || (hv && hv.side === 'to' && hv.i !== j) || (f !== 'all' && !pairOk(f, seg, i, j))) continue;
+          out.push(s + j + mid + ys[j] + op[q]);
         }
       }
     });
     return out.join('');
   }
-  function tokensSvg(ex, g, side) {
+  function tokensSvg(ex, g, side, hv) {
     var out = [], from = side === 'from', x = from ? g.x1 - 6 : g.x2 + 6;
     ex.tokens.forEach(function (t, i) {
-      var y = g.top + i * g.rh, act = S.hover && S.hover.side === side && S.hover.i === i;
+      var y = g.top + i * g.rh, act = hv && hv.side === side && hv.i === i;
       out.push('<g class="token' + (act ? ' active' : '') + '" data-side="' + side + '" data-index="' + i + '">',
         '<rect class="token-hit" x="' + (from ? 0 : g.x2 + 2) + '" y="' + y + '" width="' + (g.tw + 2) +
         '" height="' + g.rh + '" fill="transparent"/>',
@@ -220,11 +221,13 @@
   function drawHeadView(v) {
     var ex = cur(), g = geom(ex.tokens), w = g.x2 + 6 + g.tw, h = g.top + g.n * g.rh + 6;
     v.g = g;
+    if (v.slim && !v.dec.slim) { setSvg(v.svg, 0, 0, ''); return; }  // the note says why
     setSvg(v.svg, w, h, txt(w / 2, 16, v.title + ' \u00b7 layer ' + S.layer, 'font-size="13" font-weight="bold" text-anchor="middle"') +
       '<g class="hv-lines" stroke-width="' + g.sw + '">' + linesSvg(headOpts(v, ex, g)) + '</g>' +
-      '<g class="hv-tokens">' + tokensSvg(ex, g, 'from') + tokensSvg(ex, g, 'to') + '</g>');
+      '<g class="hv-tokens">' + tokensSvg(ex, g, 'from', S.hover) + tokensSvg(ex, g, 'to', S.hover) + '</g>');
   }
   function updateLines(v) {
+    if (v.slim && !v.dec.slim) return;
     v.svg.querySelector('.hv-lines').innerHTML = linesSvg(headOpts(v, cur(), v.g));
     v.svg.querySelectorAll('.token').forEach(function (t) {
       t.classList.toggle('active', !!S.hover && S.hover.side === t.dataset.side && S.hover.i === +t.dataset.index);
@@ -262,7 +265,7 @@
     none.onclick = function () { setOff(function () { return true; }); };
     if (U.removed) {
       var rm = range(H).filter(function (h) { return P[S.layer][h]; });
-      U.removed.textContent = rm.length ? 'removed in layer ' + S.layer + ': head ' + rm.join(', ') : 'no head removed in layer ' + S.layer;
+      U.removed.textContent = rm.length ? 'removed in layer ' + S.layer + ': head' + (rm.length > 1 ? 's ' : ' ') + rm.join(', ') : 'no head removed in layer ' + S.layer;
     }
   }
   function setOff(f) {
@@ -338,7 +341,7 @@
     }
     var mx = Math.max.apply(null, scores), ex_ = scores.map(function (s) { return Math.exp(s - mx); });
     var z = ex_.reduce(function (a, b) { return a + b; }, 0), soft = ex_.map(function (v) { return v / z; });
-    var g = geom(ex.tokens), rh = g.rh, fs = g.fs, cw = Math.max(2, Math.min(5, Math.floor(192 / DH))), vw = cw * DH;
+    var g = geom(ex.tokens), rh = g.rh, fs = g.fs, cw = Math.max(2, Math.min(10, Math.floor(192 / DH))), vw = cw * DH;
     var top = 44, xq = g.tw + 8, xk = xq + vw + 14, xe = xk + vw + 14, xs = xe + vw + 14, xp = xs + 62, xa = xp + 104, xt = xa + 108;
     var out = [], y0, cellH = rh - 4;
     function cells(x, y, v, m) {
@@ -379,7 +382,7 @@
 
   // ---------- rollout ----------
   function heatmap(f, tokens, mat, title) {
-    var n = tokens.length, c = n <= 24 ? 14 : Math.max(3, Math.floor(384 / n)), fs = Math.min(11, Math.max(8, c));
+    var n = tokens.length, c = n <= 24 ? Math.min(24, Math.floor(300 / n)) : Math.max(3, Math.floor(384 / n)), fs = Math.min(11, Math.max(8, c));
     var step = Math.max(1, Math.ceil(fs / c)), tw = textWidth(tokens, fs), left = tw + 2, top = tw + 36, out = [], mx = 1e-9;
     for (var k = 0; k < n * n; k++) mx = Math.max(mx, mat[k]);
     out.push(txt(left, 14, title, 'font-size="12" font-weight="bold"'),
@@ -399,7 +402,8 @@
       }
     }
     out.push('<rect x="' + left + '" y="' + top + '" width="' + n * c + '" height="' + n * c + '" fill="none" stroke="#999"/>');
-    setSvg(f.svg, left + n * c + 4, top + n * c + 4, out.join(''));
+    var w = Math.max(left + n * c + 4, left + Math.max(textWidth([title], 12, true), textWidth(['white = 0, darkest = 0.000 (the largest value)'], 10)));
+    setSvg(f.svg, w, top + n * c + 4, out.join(''));
   }
   function meanHeads(mat, l, n, heads) {
     var m = new Float32Array(n * n);
@@ -413,13 +417,20 @@
   function drawRollout(dec) {
     var ex = cur(), n = ex.tokens.length, l = S.rLayer, R = U.rollout;
     R.body.textContent = '';
-    var rows = [['original', dec.attn, dec.roll, range(H)]];
-    if (D.has_slim) rows.push(['slimmed', dec.slim, dec.sroll, range(H).filter(function (h) { return !P[l][h]; })]);
+    // a head the model does not have is stored as zeros: average over the heads with attention ("kept")
+    var kept = function (mat) {
+      return range(H).filter(function (h) {
+        for (var k = (l * H + h) * n * n, e = k + n * n; k < e; k++) if (mat[k]) return true;
+        return false;
+      });
+    };
+    var rows = [['original', dec.attn, dec.roll, kept(dec.attn)]];
+    if (D.has_slim) rows.push(['slimmed', dec.slim, dec.sroll, dec.slim ? kept(dec.slim) : []]);
     var cls = [];
     rows.forEach(function (r, k) {
       var row = el('div', { 'class': 'hp-row' }, R.body), sfx = k ? '-slim' : '';
       if (!r[1] || !r[2]) { note(row, 'No ' + r[0] + ' attention/rollout data for this example.'); return; }
-      heatmap(figure(row, 'fig-rollout-raw' + sfx, r[0] + ': attention of layer ' + l + ' averaged over its ' + r[3].length + ' heads (row = query, column = key).'),
+      heatmap(figure(row, 'fig-rollout-raw' + sfx, r[0] + ': attention of layer ' + l + ' averaged over its ' + r[3].length + ' kept head' + (r[3].length === 1 ? '' : 's') + ' (row = query, column = key).'),
         ex.tokens, meanHeads(r[1], l, n, r[3]), r[0] + ' \u00b7 mean attention, layer ' + l);
       var rs = scaled(r[2].subarray(l * n * n, (l + 1) * n * n));
       heatmap(figure(row, 'fig-rollout' + sfx, r[0] + ': attention rollout through layer ' + l + ' (Abnar & Zuidema 2020, residual included).'),
@@ -551,7 +562,7 @@
       });
       U.views.forEach(function (v) {
         v.dec = dec;
-        if (v.slim && !dec.slim) { v.svg.innerHTML = ''; v.svg.setAttribute('width', 0); note(v.wrap, 'No slimmed attention for this example.'); }
+        if (v.slim && !dec.slim) note(v.wrap, 'No slimmed attention for this example.');
       });
       redrawHeads();
       guard(U.mv.fig, function () { drawModelView(dec); drawZoom(dec); });
@@ -570,6 +581,7 @@
     return load(k).then(function (dec) {
       if (k !== S.ex) return;
       drawAll(dec);
+      doc.querySelectorAll('figure.fig').forEach(addSave);
       html.dataset.drawn = String(k);
     }, function (e) {
       fail(U.attnBody || U.rollout.root, e);
