@@ -194,9 +194,18 @@ PassResult run_pass(const PassInput& in) {
         ei.start_hidden = in.model->embed(ei);
       }
       ei.start_hidden.requires_grad_(true);
+      // The loss reads only the last layer's [CLS] row: its other rows need neither autograd nor a
+      // backward (their gradient is exactly zero). They come from the layer's input without autograd.
+      ei.cls_only = true;
+      ei.want_hidden = true;
       out = in.model->forward(ei);
       auto loss = prune::per_example_loss(out.logits, b.labels, in.regression).sum();
       grads = torch::autograd::grad({loss}, out.attentions);
+      torch::NoGradGuard no_grad;
+      const auto cls_grad = grads[L - 1];
+      out.attentions[L - 1] = in.model->attention_probs(L - 1, out.hidden_states[L - 1].detach(), b.attention_mask);
+      grads[L - 1] = torch::zeros_like(out.attentions[L - 1]);
+      grads[L - 1].narrow(2, 0, 1).copy_(cls_grad);
     } else {
       torch::NoGradGuard no_grad;
       out = in.model->forward(ei);

@@ -211,14 +211,25 @@ torch::Tensor Bert::linear_plus(const torch::Tensor& x, const torch::Tensor& w, 
   return out;
 }
 
+torch::Tensor Bert::attention_probs(int l, const torch::Tensor& x, const torch::Tensor& attention_mask) const {
+  torch::NoGradGuard no_grad;
+  const LayerRefs& w = layers_[l];
+  const auto B = x.size(0), S = x.size(1);
+  const int H = cfg_.heads_in_layer(l), Dh = cfg_.head_dim();
+  if (H == 0) return torch::zeros({B, 0, S, S});
+  auto heads = [&](const torch::Tensor& t) { return t.view({B, S, H, Dh}).transpose(1, 2); };  // [B, H, S, Dh]
+  auto q = heads(linear_no_grad(x, w.q_w, w.q_b));
+  auto k = heads(linear_no_grad(x, w.k_w, w.k_b));
+  return attention_no_grad(q, k, k, extended_attention_mask(attention_mask), true).first;
+}
+
 EncoderOutput Bert::forward(const EncoderInput& in) const {
   TORCH_CHECK(in.input_ids.dim() == 2, "input_ids must be [B, S], got ", in.input_ids.sizes());
   const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
   if (S > cfg_.max_position_embeddings)
     throw InputError("sequence length " + std::to_string(S) + " exceeds max_position_embeddings " +
                      std::to_string(cfg_.max_position_embeddings) + "; lower data.max_seq_len");
-  TORCH_CHECK(!(in.cls_only && (in.want_attention || in.want_context)),
-              "cls_only computes only [CLS] in the last layer: it excludes want_attention and want_context");
+  TORCH_CHECK(!(in.cls_only && in.want_context), "cls_only computes only [CLS] in the last layer: it excludes want_context");
   torch::Tensor head_mask = in.head_mask;
   if (head_mask.defined()) {
     const auto d = head_mask.dim();

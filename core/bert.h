@@ -40,8 +40,8 @@ struct EncoderInput {
   // input × gradient is layer-wise relevance (LRP-0). Same forward values; only gradients change.
   bool lrp_rules = false;
   // The last layer computes only position 0 ([CLS], all the pooler reads): same logits and pooled
-  // output for a 1/L smaller cost; last_hidden (and that layer's hidden state) is then [B, 1, D].
-  // Not with want_attention / want_context.
+  // output for a 1/L smaller cost; last_hidden (and that layer's hidden state) is then [B, 1, D], and
+  // with want_attention that layer's attention is its [CLS] row [B, H, 1, S]. Not with want_context.
   bool cls_only = false;
 };
 
@@ -69,6 +69,9 @@ class Bert {
   EncoderOutput forward(const EncoderInput& in) const;
   // The embedding layer's output [B, S, D] (word + type + position, LayerNorm, dropout).
   torch::Tensor embed(const EncoderInput& in) const;
+  // Layer l's attention probabilities [B, H_l, S, S] for its input x [B, S, D] (hidden_states[l]), without
+  // autograd: e.g. every query row of a layer that ran with cls_only.
+  torch::Tensor attention_probs(int l, const torch::Tensor& x, const torch::Tensor& attention_mask) const;
 
   const BertConfig& config() const { return cfg_; }
   // HF-named parameters (the same tensors the model computes with).
