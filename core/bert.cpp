@@ -101,7 +101,7 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
   // No autograd and no training: temporaries may be overwritten (in-place activation, fused residual).
   const bool inference = !training_ && !torch::GradMode::is_enabled() && !in.lrp_rules;
   auto linear = [inference](const torch::Tensor& t, const torch::Tensor& weight, const torch::Tensor& bias) {
-    return inference ? linear_no_grad(t, weight, bias) : torch::linear(t, weight, bias);  // core/gemm.h
+    return inference ? linear_no_grad(t, weight, bias) : linear_frozen(t, weight, bias);  // core/gemm.h
   };
   torch::Tensor attn;
   if (H == 0) {
@@ -129,11 +129,11 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
     } else if (!training_ && !in.lrp_rules && !in.want_attention) {
       // Gradients without dropout (criteria): keys and values from one linear, the parallel attention
       // core with its closed-form backward (core/attention.h).
-      auto kv = torch::linear(x, torch::cat({w.k_w, w.v_w}), torch::cat({w.k_b, w.v_b}));
-      ctx = heads(attention_autograd(torch::linear(xq, w.q_w, w.q_b), kv, ext_mask, H));
+      auto kv = linear_frozen(x, torch::cat({w.k_w, w.v_w}), torch::cat({w.k_b, w.v_b}));
+      ctx = heads(attention_autograd(linear_frozen(xq, w.q_w, w.q_b), kv, ext_mask, H));
     } else {
-      auto q = heads(torch::linear(xq, w.q_w, w.q_b));
-      auto k = heads(torch::linear(x, w.k_w, w.k_b));
+      auto q = heads(linear_frozen(xq, w.q_w, w.q_b));
+      auto k = heads(linear_frozen(x, w.k_w, w.k_b));
       auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(Dh));  // [B, H, Sq, S]
       probs = torch::softmax(scores + ext_mask, -1);
       if (in.want_attention) out.attentions.push_back(probs);
@@ -170,7 +170,7 @@ torch::Tensor Bert::ffn_in(const torch::Tensor& x, const torch::Tensor& w, const
                            bool lrp) const {
   const std::string& act = cfg_.hidden_act;
   if (!inference || (act != "gelu" && act != "relu") || !epilogue_ready({&x, &w, &b}))
-    return activation(inference ? linear_no_grad(x, w, b) : torch::linear(x, w, b), lrp, inference);
+    return activation(inference ? linear_no_grad(x, w, b) : linear_frozen(x, w, b), lrp, inference);
   // The GEMM writes x·wᵀ; one pass then adds the bias and applies the activation.
   auto sizes = x.sizes().vec();
   sizes.back() = w.size(0);
@@ -202,7 +202,7 @@ torch::Tensor Bert::add_norm(const torch::Tensor& x, const torch::Tensor& w, con
 
 torch::Tensor Bert::linear_plus(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                                 const torch::Tensor& residual, bool inference) const {
-  if (!inference) return torch::dropout(torch::linear(x, w, b), cfg_.hidden_dropout_prob, training_) + residual;
+  if (!inference) return torch::dropout(linear_frozen(x, w, b), cfg_.hidden_dropout_prob, training_) + residual;
   // One pass writes residual + bias; the GEMM then accumulates into it (beta = 1). torch::linear would
   // first broadcast the bias into a fresh output and the sum would take another pass.
   auto out = residual + b;

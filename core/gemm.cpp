@@ -68,7 +68,49 @@ void gemm_nt(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& w_
                         std::to_string(N));
 }
 
+// out[M, K] = dy[M, N] · w[N, K] (the input gradient of a linear), through oneDNN when it can.
+void gemm_nn(torch::Tensor& out, const torch::Tensor& dy, const torch::Tensor& w_in) {
+  const bool plain = dy.scalar_type() == torch::kFloat && w_in.scalar_type() == torch::kFloat && dy.device().is_cpu() &&
+                     dy.is_contiguous() && out.is_contiguous();
+  if (!plain || !use_onednn() || out.numel() == 0 || dy.size(1) == 0) {
+    torch::mm_out(out, dy, w_in);
+    return;
+  }
+  const auto w = w_in.contiguous();
+  const int64_t M = dy.size(0), N = dy.size(1), K = w.size(1);
+  const int status = onednn().sgemm('N', 'N', M, K, N, 1.0f, dy.data_ptr<float>(), N, w.data_ptr<float>(), K, 0.0f,
+                                    out.data_ptr<float>(), K);
+  if (status != 0)
+    throw InternalError("core/gemm.cpp: dnnl_sgemm failed with status " + std::to_string(status) + " for " +
+                        std::to_string(M) + "x" + std::to_string(N) + " . " + std::to_string(N) + "x" + std::to_string(K));
+}
+
+// x · wᵀ + b differentiable in x only: the no-grad GEMM forward and backward.
+struct FrozenLinearFn : public torch::autograd::Function<FrozenLinearFn> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
+                               const torch::Tensor& b) {
+    ctx->saved_data["w"] = w;
+    ctx->saved_data["sizes"] = x.sizes().vec();
+    return linear_no_grad(x, w, b);
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::tensor_list grads) {
+    const auto w = ctx->saved_data["w"].toTensor();
+    const auto sizes = ctx->saved_data["sizes"].toIntVector();
+    const auto dy = grads[0].reshape({-1, w.size(0)}).contiguous();
+    auto dx = torch::empty({dy.size(0), w.size(1)}, dy.options());
+    gemm_nn(dx, dy, w);
+    return {dx.view(sizes), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 }  // namespace
+
+torch::Tensor linear_frozen(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  if (w.requires_grad() || (b.defined() && b.requires_grad()) || !b.defined()) return torch::linear(x, w, b);
+  if (!torch::GradMode::is_enabled() || !x.requires_grad()) return linear_no_grad(x, w, b);
+  if (x.scalar_type() != torch::kFloat || !x.device().is_cpu()) return torch::linear(x, w, b);
+  return FrozenLinearFn::apply(x, w, b);
+}
 
 void accumulate_linear(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& w) {
   gemm_nt(out, x, w, 1.0f, "accumulate_linear");

@@ -1,7 +1,8 @@
 // The GEMM of the inference linears. Debian's LibTorch links oneDNN (libdnnl.so.2); its JIT sgemm is
 // 10-20% faster than OpenBLAS at BERT's shapes on AVX-512 (bench/README.md), so the no-grad forward
 // calls it directly through dlopen. Where the library or its symbol is missing, ATen's addmm_ (the
-// BLAS checked by core/blas.h) does the same product. Training and autograd keep torch::linear.
+// BLAS checked by core/blas.h) does the same product. Training keeps torch::linear;
+// eval-mode autograd takes linear_frozen.
 #pragma once
 
 #include <torch/torch.h>
@@ -17,6 +18,12 @@ void matmul_nt(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& 
 
 // x · wᵀ + b over the last dimension of x (any leading shape), through accumulate_linear.
 torch::Tensor linear_no_grad(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
+
+// x · wᵀ + b where only x takes gradients (eval-mode criteria, the analysis backward): the same GEMM
+// forward as linear_no_grad and the input gradient dy · w through it too. Falls back to torch::linear
+// when w or b needs a gradient (training) or x is not a float32 CPU tensor; without grad mode (or when
+// x needs none) it is linear_no_grad.
+torch::Tensor linear_frozen(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
 
 // "oneDNN 2.6.3 sgemm" or "ATen addmm (BLAS)"; for --version and benchmarks.
 std::string gemm_backend();
