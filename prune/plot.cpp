@@ -88,21 +88,24 @@ std::string svg_line_chart(const LineChart& c) {
       << "\" text-anchor=\"end\">" << xml_escape(c.y_ref_label) << "</text>\n";
   for (size_t k = 0; k < c.series.size(); ++k) {
     const auto& s = c.series[k];
-    const char* color = kColors[k % (sizeof kColors / sizeof *kColors)];
+    constexpr size_t kN = sizeof kColors / sizeof *kColors;
+    const char* color = kColors[k % kN];
+    // Past the palette (e.g. 12 heads' gates), dashes tell the series apart.
+    const std::string dash = k < kN ? "" : k < 2 * kN ? " stroke-dasharray=\"6,3\"" : " stroke-dasharray=\"2,2\"";
     if (!s.lo.empty() && s.x.size() > 1) {
       o << "<polygon fill=\"" << color << "\" fill-opacity=\"0.15\" stroke=\"none\" points=\"";
       for (size_t i = 0; i < s.x.size(); ++i) o << px(s.x[i]) << "," << py(s.hi[i]) << " ";
       for (size_t i = s.x.size(); i-- > 0;) o << px(s.x[i]) << "," << py(s.lo[i]) << " ";
       o << "\"/>\n";
     }
-    o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\" points=\"";
+    o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\"" << dash << " points=\"";
     for (size_t i = 0; i < s.x.size(); ++i) o << px(s.x[i]) << "," << py(s.y[i]) << " ";
     o << "\"/>\n";
     for (size_t i = 0; i < s.x.size(); ++i)
       o << "<circle cx=\"" << px(s.x[i]) << "\" cy=\"" << py(s.y[i]) << "\" r=\"3\" fill=\"" << color << "\"/>\n";
     const double ly = top + 10 + 20 * static_cast<double>(k);
     o << "<line x1=\"" << W - right + 12 << "\" y1=\"" << ly << "\" x2=\"" << W - right + 36 << "\" y2=\"" << ly
-      << "\" stroke=\"" << color << "\" stroke-width=\"3\"/><text x=\"" << W - right + 42 << "\" y=\"" << ly + 4
+      << "\" stroke=\"" << color << "\" stroke-width=\"3\"" << dash << "/><text x=\"" << W - right + 42 << "\" y=\"" << ly + 4
       << "\">" << xml_escape(s.name) << "</text>\n";
   }
   o << "</svg>\n";
