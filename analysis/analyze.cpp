@@ -203,9 +203,7 @@ int run_analyze(const core::Config& cfg) {
   s.out = ac.out.empty() ? cfg.run.out_dir + "/analysis" : ac.out;
   s.roles.tau = ac.tau, s.roles.alpha = ac.alpha, s.roles.min_occurrences = ac.min_occurrences;
 
-  core::LoadOptions load;
-  load.num_labels = s.task->num_labels();
-  load.seed = cfg.run.seed;
+  core::LoadOptions load = core::task_load_options(*s.task, cfg.run.seed);
   core::LoadReport report;
   core::Bert model = core::load_bert(cfg.model.path, load, &report);
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);

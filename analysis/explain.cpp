@@ -92,9 +92,7 @@ void check_fits(const core::WordPieceTokenizer& tok, const core::Example& ex, in
 
 core::Bert load_fine_tuned(const core::Config& cfg, const std::string& command) {
   const auto& task = core::find_task(cfg.data.task);
-  core::LoadOptions load;
-  load.num_labels = task.num_labels();
-  load.seed = cfg.run.seed;
+  core::LoadOptions load = core::task_load_options(task, cfg.run.seed);
   core::LoadReport report;
   core::Bert model = core::load_bert(cfg.model.path, load, &report);
   if (report.classifier_initialized)
@@ -136,7 +134,7 @@ int run_explain(const core::Config& cfg) {
   core::write_file_atomic(out + "/tree.json", j.dump(1) + "\n");
   core::write_file_atomic(out + "/tree.dot", dot_tree(x.tree, x.tokens));
   const std::string title = "attribution tree: " + task.name + " " + id + ", " +
-                            (task.is_regression() ? std::string("score") : task.labels[x.target]) + " (" +
+                            (task.is_regression() ? std::string("score") : task.label_name(x.target)) + " (" +
                             std::to_string(x.probability).substr(0, 5) + "), τ = " + std::to_string(cfg.explain.threshold).substr(0, 4);
   prune::write_svg_and_png(out + "/tree.svg", svg_tree(x.tree, x.tokens, title));
 

@@ -163,9 +163,7 @@ int run_report(const core::Config& cfg) {
   page.panels = static_panels(f, models);
 
   const auto examples = pick_examples(cfg, task);
-  core::LoadOptions load;
-  load.num_labels = task.num_labels();
-  load.seed = cfg.run.seed;
+  core::LoadOptions load = core::task_load_options(task, cfg.run.seed);
   core::LoadReport loaded;
   const core::Bert model = core::load_bert(model_dir, load, &loaded);
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);

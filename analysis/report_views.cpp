@@ -55,7 +55,7 @@ std::pair<std::string, double> prediction(const core::TaskSpec& task, const torc
   }
   const auto p = torch::softmax(logits[0].to(torch::kFloat64), 0);
   const long c = p.argmax().item<int64_t>();
-  return {task.labels.at(c), p[c].item<double>()};
+  return {task.label_name(static_cast<int>(c)), p[c].item<double>()};
 }
 
 // Query and key vectors of every head present, at original indices: [L][H][n][Dh] each.
@@ -130,7 +130,7 @@ ExampleView view_example(const core::Bert& model, const core::Bert* slim, const 
     v.segments.push_back(static_cast<int>(b.token_type_ids[0][i].item<int64_t>()));
   }
   if (ex.has_label)
-    v.label = task.is_regression() ? std::to_string(ex.label).substr(0, 5) : task.labels.at(static_cast<size_t>(ex.label));
+    v.label = task.is_regression() ? std::to_string(ex.label).substr(0, 5) : task.label_name(static_cast<int>(ex.label));
 
   Forward f = forward(model, b, v.H, true);
   std::tie(v.prediction, v.probability) = prediction(task, f.out.logits);
@@ -156,7 +156,7 @@ ExampleView view_example(const core::Bert& model, const core::Bert* slim, const 
     char prob[32];
     std::snprintf(prob, sizeof prob, "%.3f", x.probability);
     v.tree_svg = svg_tree(x.tree, x.tokens, "attribution tree: " + name + ", " +
-                                                (task.is_regression() ? std::string("score") : task.labels.at(x.target)) +
+                                                (task.is_regression() ? std::string("score") : task.label_name(x.target)) +
                                                 " (" + prob + ")");
   }
   return v;

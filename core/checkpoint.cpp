@@ -1,5 +1,6 @@
 // Reading and writing Hugging Face BERT folders (see core/checkpoint.h).
 #include "core/checkpoint.h"
+#include "core/glue.h"
 
 #include <sys/stat.h>
 
@@ -190,6 +191,9 @@ Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* repo
     cfg.num_labels = opts.num_labels;
   }
   if (static_cast<int>(cfg.id2label.size()) != cfg.num_labels) cfg.id2label.clear();
+  bool generic = true;
+  for (size_t i = 0; i < cfg.id2label.size(); ++i) generic = generic && cfg.id2label[i] == "LABEL_" + std::to_string(i);
+  if (generic && static_cast<int>(opts.label_names.size()) == cfg.num_labels) cfg.id2label = opts.label_names;
 
   std::map<std::string, torch::Tensor> params;
   std::set<std::string> consumed;
@@ -245,6 +249,15 @@ void check_max_seq_len(const BertConfig& cfg, int max_seq_len) {
     throw ConfigError("data.max_seq_len = " + std::to_string(max_seq_len) + " exceeds the model's max_position_embeddings " +
                       std::to_string(cfg.max_position_embeddings) + "; use --max-seq-len " +
                       std::to_string(cfg.max_position_embeddings) + " or less");
+}
+
+LoadOptions task_load_options(const TaskSpec& task, uint64_t seed) {
+  LoadOptions o;
+  o.num_labels = task.num_labels();
+  o.seed = seed;
+  if (!task.is_regression())
+    for (int i = 0; i < task.num_labels(); ++i) o.label_names.push_back(task.label_name(i));
+  return o;
 }
 
 void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5) {

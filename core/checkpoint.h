@@ -7,6 +7,9 @@
 #include <string>
 
 #include "core/bert.h"
+#include <string>
+#include <vector>
+
 #include "core/bert_config.h"
 
 namespace hp::core {
@@ -14,7 +17,14 @@ namespace hp::core {
 struct LoadOptions {
   int num_labels = 0;       // labels the task needs; 0 = take the checkpoint's
   uint64_t seed = 42;       // initialises a classifier (and pooler) absent from the checkpoint
+  // The task's class names: they replace a checkpoint's generic id2label (none, or HF's LABEL_i), so the
+  // models headprune writes say "negative"/"positive", not LABEL_0/LABEL_1.
+  std::vector<std::string> label_names;
 };
+
+struct TaskSpec;
+// num_labels and label_names of `task` (regression: 1 label, no names), and `seed`.
+LoadOptions task_load_options(const TaskSpec& task, uint64_t seed);
 
 // Reads and validates config.json. Missing required keys or an unsupported model_type → CheckpointError.
 BertConfig read_bert_config(const std::string& config_json_path);

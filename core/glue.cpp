@@ -39,7 +39,7 @@ std::vector<TaskSpec> make_tasks() {
   std::vector<TaskSpec> t;
 
   t.push_back({"sst2", "glue/SST-2", kStd, by_name("sentence", "", "label"), k01, {},
-               {"accuracy"}, "accuracy"});
+               {"accuracy"}, "accuracy", {"negative", "positive"}});
 
   ColumnSpec cola = by_name("sentence", "", "label");  // names: test.tsv has "index<TAB>sentence"
   cola.text_a_index = 3;  // train/dev: source, label, mark, sentence
@@ -47,22 +47,22 @@ std::vector<TaskSpec> make_tasks() {
   cola.num_columns = 4;
   t.push_back({"cola", "glue/CoLA",
                {{"train", "train.tsv", false}, {"dev", "dev.tsv", false}, {"test", "test.tsv", true}},
-               cola, k01, {}, {"mcc"}, "mcc"});
+               cola, k01, {}, {"mcc"}, "mcc", {"unacceptable", "acceptable"}});
 
   // MRPC header: Quality, #1 ID, #2 ID, #1 String, #2 String (test: index instead of Quality).
   t.push_back({"mrpc", "glue/MRPC", kStd, by_name("#1 String", "#2 String", "Quality"), k01, {},
-               {"f1", "accuracy"}, "f1"});
+               {"f1", "accuracy"}, "f1", {"not_equivalent", "equivalent"}});
   t.push_back({"rte", "glue/RTE", kStd, by_name("sentence1", "sentence2", "label"), kNli2, {},
                {"accuracy"}, "accuracy"});
   // STS-B: regression on [0, 5]; the BERT paper reports Spearman, so it is primary.
   t.push_back({"stsb", "glue/STS-B", kStd, by_name("sentence1", "sentence2", "score"), {}, {},
                {"pearson", "spearman"}, "spearman"});
   t.push_back({"wnli", "glue/WNLI", kStd, by_name("sentence1", "sentence2", "label"), k01, {},
-               {"accuracy"}, "accuracy"});
+               {"accuracy"}, "accuracy", {"not_entailment", "entailment"}});
   t.push_back({"qnli", "glue/QNLI", kStd, by_name("question", "sentence", "label"), kNli2, {},
                {"accuracy"}, "accuracy"});
   t.push_back({"qqp", "glue/QQP", kStd, by_name("question1", "question2", "is_duplicate"), k01, {},
-               {"f1", "accuracy"}, "f1"});
+               {"f1", "accuracy"}, "f1", {"not_duplicate", "duplicate"}});
   // Full GLUE MNLI: "dev" is dev_matched, as in HF run_glue.
   t.push_back({"mnli", "glue/MNLI",
                {{"train", "train.tsv", true},
@@ -212,6 +212,10 @@ std::string search_up(fs::path dir) {
 }
 
 }  // namespace
+
+const std::string& TaskSpec::label_name(int i) const {
+  return i < static_cast<int>(label_names.size()) ? label_names.at(i) : labels.at(i);
+}
 
 int TaskSpec::num_labels() const { return is_regression() ? 1 : static_cast<int>(labels.size()); }
 

@@ -47,6 +47,12 @@ struct TaskSpec {
   std::vector<std::pair<std::string, std::string>> label_aliases;
   std::vector<std::string> metrics;  // names understood by hp::eval::compute_metrics
   std::string primary_metric;        // the one used to pick and report results
+  // What each class means, GLUE/HF datasets' names (SST-2: negative, positive); empty = `labels` already are.
+  // Written as id2label into the models trained or exported for the task.
+  std::vector<std::string> label_names;
+
+  // label_names[i], else labels[i].
+  const std::string& label_name(int i) const;
 
   // 1 for regression, else labels.size().
   int num_labels() const;

@@ -84,8 +84,7 @@ std::vector<core::Example> rank_examples(std::vector<core::Example> all, int n, 
 // Stage 1: a model fine-tuned on the task (the configured one, or RUN_DIR/finetune/best).
 std::string finetuned_model(const core::Config& cfg, const core::TaskSpec& task, const std::atomic<bool>* stop,
                             bool& interrupted) {
-  core::LoadOptions lo;
-  lo.num_labels = task.num_labels();
+  core::LoadOptions lo = core::task_load_options(task, cfg.run.seed);
   core::LoadReport rep;
   core::load_bert(cfg.model.path, lo, &rep);
   if (!rep.classifier_initialized) return cfg.model.path;
@@ -155,8 +154,7 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
   const std::string model_dir = finetuned_model(cfg, task, stop, interrupted);
   if (interrupted) return 130;
 
-  core::LoadOptions lo;
-  lo.num_labels = task.num_labels();
+  core::LoadOptions lo = core::task_load_options(task, cfg.run.seed);
   const core::Bert model = core::load_bert(model_dir, lo);
   auto tok = core::WordPieceTokenizer::from_model_dir(model_dir);
   const auto eval_data = core::encode_examples(tok, eval_examples, cfg.data.max_seq_len);

@@ -26,9 +26,7 @@ TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
   core::log_info("train", task.name + ": " + std::to_string(train_examples.size()) + " train / " +
                               std::to_string(eval_examples.size()) + " " + cfg.train.eval_split + " examples from " + root);
 
-  core::LoadOptions load;
-  load.num_labels = task.num_labels();
-  load.seed = cfg.run.seed;
+  core::LoadOptions load = core::task_load_options(task, cfg.run.seed);
   core::LoadReport report;
   core::Bert model = core::load_bert(run.model_dir, load, &report);
   if (report.classifier_initialized)

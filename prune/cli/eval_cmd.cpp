@@ -22,9 +22,7 @@ int run_eval(const core::Config& cfg) {
   core::log_info("eval", task.name + "/" + cfg.eval.split + ": " + std::to_string(examples.size()) + " examples from " + root);
 
   core::LoadReport report;
-  core::LoadOptions load;
-  load.num_labels = task.num_labels();
-  load.seed = cfg.run.seed;
+  core::LoadOptions load = core::task_load_options(task, cfg.run.seed);
   core::Bert model = core::load_bert(cfg.model.path, load, &report);
   if (report.classifier_initialized)
     core::log_warn("eval", cfg.model.path + " has no classifier: a fresh one (seed " + std::to_string(cfg.run.seed) +

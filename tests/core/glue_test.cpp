@@ -10,6 +10,7 @@
 #include <map>
 #include <unistd.h>  // getpid
 
+#include "core/checkpoint.h"
 #include "core/errors.h"  // ConfigError, InputError
 
 using Catch::Matchers::Contains;
@@ -222,4 +223,34 @@ TEST_CASE("resolve_data_root: flag, environment, then ../shared/data", "[core][d
   // Found by walking up from the working directory or the test executable.
   CHECK(fs::equivalent(hp::core::resolve_data_root(""), kData));
   if (old) setenv("HEADPRUNE_DATA", saved.c_str(), 1);
+}
+
+TEST_CASE("label names: GLUE's class names for tasks whose files use 0/1, written as id2label", "[glue][labels]") {
+  const auto& sst2 = hp::core::find_task("sst2");
+  CHECK(sst2.labels[1] == "1");  // what the file says
+  CHECK(sst2.label_name(0) == "negative");
+  CHECK(sst2.label_name(1) == "positive");
+  CHECK(hp::core::find_task("cola").label_name(1) == "acceptable");
+  CHECK(hp::core::find_task("mrpc").label_name(0) == "not_equivalent");
+  CHECK(hp::core::find_task("rte").label_name(1) == "not_entailment");  // already names
+  const auto opts = hp::core::task_load_options(sst2, 7);
+  CHECK(opts.num_labels == 2);
+  CHECK(opts.seed == 7);
+  CHECK(opts.label_names == std::vector<std::string>{"negative", "positive"});
+  CHECK(hp::core::task_load_options(hp::core::find_task("stsb"), 1).label_names.empty());
+}
+
+TEST_CASE("label names replace a checkpoint's generic LABEL_i and are saved; real names stay", "[glue][labels]") {
+  const std::string tiny = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert";  // id2label LABEL_0..2
+  const auto& mnli = hp::core::find_task("mnli_subset");
+  auto model = hp::core::load_bert(tiny, hp::core::task_load_options(mnli, 42));
+  CHECK(model.config().id2label == std::vector<std::string>{"contradiction", "entailment", "neutral"});
+  const auto dir = std::filesystem::temp_directory_path() / "hp_label_names";
+  std::filesystem::remove_all(dir);
+  hp::core::save_bert(model, dir.string(), tiny);
+  CHECK(hp::core::read_bert_config((dir / "config.json").string()).id2label == model.config().id2label);
+  // A checkpoint that names its classes keeps its names, whatever the task calls them.
+  hp::core::LoadOptions other = hp::core::task_load_options(mnli, 42);
+  other.label_names = {"a", "b", "c"};
+  CHECK(hp::core::load_bert(dir.string(), other).config().id2label[0] == "contradiction");
 }
