@@ -129,6 +129,19 @@ std::string help_of(const std::string& key) {
   return key;
 }
 
+// The value a key takes, as --help shows it: INT, FLOAT, TEXT or a list of them.
+std::string type_of(const std::string& key) {
+  Config cfg;
+  for (const auto& f : hp::core::config_fields(cfg))
+    if (f.path == key) {
+      if (std::holds_alternative<int*>(f.ptr)) return "INT";
+      if (std::holds_alternative<double*>(f.ptr)) return "FLOAT";
+      if (std::holds_alternative<std::vector<int>*>(f.ptr)) return "INT,...";
+      if (std::holds_alternative<std::vector<std::string>*>(f.ptr)) return "TEXT,...";
+    }
+  return "TEXT";
+}
+
 bool is_bool_key(const std::string& key) {
   Config cfg;
   for (const auto& f : hp::core::config_fields(cfg))
@@ -140,7 +153,7 @@ void add_flags(CLI::App* app, const std::vector<Shortcut>& flags, ParsedFlags& p
   for (const auto& s : flags) {
     if (positional(s)) app->add_option(s.flag, parsed.list_storage[s.key], help_of(s.key));
     else if (is_bool_key(s.key)) app->add_flag(s.flag, parsed.bool_storage[s.key], help_of(s.key));
-    else app->add_option(s.flag, parsed.storage[s.key], help_of(s.key));
+    else app->add_option(s.flag, parsed.storage[s.key], help_of(s.key))->type_name(type_of(s.key));
   }
   app->add_option("--config", parsed.config_file, "YAML config file (see configs/README.md)");
   app->add_option("--set", parsed.sets, "override any config key: --set eval.batch_size=32 (repeatable)");

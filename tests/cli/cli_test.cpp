@@ -43,6 +43,14 @@ TEST_CASE("bad input: one-line error, non-zero exit, no crash", "[cli][bad]") {
   check_errors(cases);
 }
 
+TEST_CASE("--help shows each option's value type (INT, FLOAT, TEXT), not TEXT for everything", "[cli]") {
+  const auto eval = run_prune("eval --help");
+  CHECK_THAT(eval.output, Catch::Contains("--batch INT") && Catch::Contains("--max-seq-len INT") &&
+                              Catch::Contains("--model TEXT"));
+  CHECK_THAT(run_prune("analyze --help").output, Catch::Contains("--alpha FLOAT") && Catch::Contains("--examples INT"));
+  CHECK_THAT(run_prune("report --help").output, Catch::Contains("--examples INT,..."));
+}
+
 TEST_CASE("prune eval with the tiny model writes a JSON result", "[cli]") {
   // The tiny model has 3 labels; RTE has 2, so use a 3-label task: the MNLI subset.
   std::string out = "/tmp/hp_cli_eval_" + std::to_string(getpid()) + ".json";
