@@ -60,10 +60,12 @@ struct EvalConfig {
 struct ExportConfig {
   std::string out;      // output model folder
   bool hdf5 = true;     // also write model.h5
+  bool dense = false;   // original shapes, removed heads zeroed (prune/slim.h dense_model)
   template <class V>
   void visit_fields(V& v) {
     v("out", out, "output folder for the exported Hugging Face checkpoint");
     v("hdf5", hdf5, "also write model.h5 with the same tensors (HF names) for analysis tools");
+    v("dense", dense, "dense fallback of a slimmed model: original shapes, removed heads zeroed, no pruned_heads (loads in any BERT loader; no speedup)");
   }
 };
 

@@ -40,4 +40,32 @@ core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep) {
   return core::Bert(cfg, std::move(params));
 }
 
+core::Bert dense_model(const core::Bert& slim) {
+  core::BertConfig cfg = slim.config();
+  const int L = cfg.num_hidden_layers, Dh = cfg.head_dim(), width = cfg.num_attention_heads * Dh;
+  std::vector<torch::Tensor> rows(L);  // per layer: where the present heads' neurons go in the full head axis
+  for (int l = 0; l < L; ++l) {
+    std::vector<int64_t> idx;
+    for (int h : cfg.kept_heads(l))
+      for (int d = 0; d < Dh; ++d) idx.push_back(static_cast<int64_t>(h) * Dh + d);
+    rows[l] = torch::tensor(idx, torch::kLong);
+  }
+  std::map<std::string, torch::Tensor> params;
+  for (const auto& [name, t] : slim.parameters()) params[name] = t.detach().clone();
+  for (const auto& spec : core::bert_key_table()) {
+    if (!spec.per_layer || spec.head_axis == core::HeadAxis::kNone) continue;
+    const int64_t dim = spec.head_axis == core::HeadAxis::kRows ? 0 : 1;
+    for (int l = 0; l < L; ++l) {
+      auto& t = params.at(core::hf_key(spec, l));
+      auto sizes = t.sizes().vec();
+      sizes[dim] = width;
+      auto full = torch::zeros(sizes, t.options());
+      full.index_copy_(dim, rows[l], t);
+      t = full;
+    }
+  }
+  cfg.pruned_heads.clear();
+  return core::Bert(cfg, std::move(params));
+}
+
 }  // namespace hp::prune

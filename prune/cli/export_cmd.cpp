@@ -1,9 +1,11 @@
 // `prune export`: re-writes a model folder as a Hugging Face BertForSequenceClassification checkpoint
 // (config.json, model.safetensors, tokenizer files) plus model.h5 holding the same tensors.
-// Slimmed exports after pruning reuse the same writer (core/checkpoint.h save_bert).
+// Slimmed exports after pruning reuse the same writer (core/checkpoint.h save_bert). --dense writes a
+// slimmed model at its original shapes with the removed heads zeroed (prune/slim.h dense_model).
 #include "core/checkpoint.h"
 #include "core/errors.h"
 #include "core/log.h"
+#include "prune/slim.h"
 #include "prune/cli/commands.h"
 
 namespace hp::cli {
@@ -11,7 +13,15 @@ namespace hp::cli {
 int run_export(const core::Config& cfg) {
   if (cfg.export_.out.empty()) throw ConfigError("export.out is empty; pass --to DIR");
   core::LoadReport report;
-  core::Bert model = core::load_bert(cfg.model.path, {}, &report);
+  core::LoadOptions load;
+  load.seed = cfg.run.seed;
+  core::Bert model = core::load_bert(cfg.model.path, load, &report);
+  if (cfg.export_.dense) {
+    const int removed = model.config().num_hidden_layers * model.config().num_attention_heads - model.config().total_heads();
+    if (removed == 0) core::log_warn("export", cfg.model.path + " has no removed heads; --dense writes it unchanged");
+    model = prune::dense_model(model);
+    core::log_info("export", "dense: " + std::to_string(removed) + " removed heads written as zeros at the original shapes");
+  }
   if (report.classifier_initialized)
     core::log_warn("export", cfg.model.path + " has no classifier; the export carries a fresh one (seed " +
                                  std::to_string(cfg.run.seed) + ")");

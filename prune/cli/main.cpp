@@ -51,7 +51,7 @@ const std::vector<Shortcut> kTrainFlags = {
     {"--lambda", "gates.lambda"}, {"--target-heads", "gates.target_heads"}, {"--distill", "gates.distill"},
 };
 
-const std::vector<Shortcut> kExportFlags = {{"--to", "export.out"}, {"--hdf5", "export.hdf5"}};
+const std::vector<Shortcut> kExportFlags = {{"--to", "export.out"}, {"--hdf5", "export.hdf5"}, {"--dense", "export.dense"}};
 
 const std::vector<Shortcut> kBenchFlags = {{"--compare", "bench.compare"}, {"--seq", "bench.seq"},
                                            {"--batches", "bench.batches"}, {"--min-seconds", "bench.min_seconds"}};

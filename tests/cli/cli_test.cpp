@@ -103,6 +103,20 @@ TEST_CASE("prune export writes an HF folder and an HDF5 file with the same tenso
   }
 }
 
+TEST_CASE("prune export --dense: a model without removed heads is written unchanged, with a warning", "[cli][dense]") {
+  const std::string out = (std::filesystem::temp_directory_path() / "hp_cli_dense").string();
+  std::filesystem::remove_all(out);
+  auto r = run_prune("export --model " + kTiny + " --dense --to " + out);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("has no removed heads; --dense writes it unchanged"));
+  auto a = hp::core::read_safetensors(kTiny + "/model.safetensors"), b = hp::core::read_safetensors(out + "/model.safetensors");
+  for (const auto& [name, t] : b) {
+    const std::string src = a.count(name) ? name : "bert." + name;
+    if (a.count(src)) CHECK(torch::equal(a.at(src).to(torch::kFloat32), t.to(torch::kFloat32)));
+  }
+}
+
 TEST_CASE("configs/README.md is the current output of prune config --doc", "[cli]") {
   auto r = run_prune("config --doc");
   REQUIRE(r.code == 0);

@@ -77,3 +77,38 @@ TEST_CASE("slimmed model logits equal the masked model's, before and after save/
   const std::string cmd = py + " " + HP_SOURCE_DIR + "/tools/hf_check.py " + dir.string() + " " + ref.string() + " --tol 1e-4";
   CHECK(std::system(cmd.c_str()) == 0);
 }
+
+TEST_CASE("dense export: original shapes, removed heads zeroed, the slimmed model's logits; HF loads it plainly",
+          "[prune][slim][dense]") {
+  auto g = hp::core::read_hdf5(kGolden + "tiny_bert.h5");
+  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  torch::NoGradGuard no_grad;
+  hp::core::HeadSet keep = {{true, false, true, false}, {false, false, false, false}};
+  auto in = golden_input(g);
+  const auto slim = hp::prune::slim_model(model, keep);
+  const auto dense = hp::prune::dense_model(slim);
+  CHECK(dense.config().pruned_heads.empty());
+  for (const auto& [name, t] : model.parameters()) CHECK(dense.parameters().at(name).sizes() == t.sizes());
+  const auto want = slim.forward(in).logits;
+  CHECK(max_abs_diff(dense.forward(in).logits, want) <= 1e-5);
+  // Kept heads keep their weights at their original rows; removed heads' value rows and output columns are 0.
+  const auto& v = dense.parameters().at("encoder.layer.0.attention.self.value.weight");
+  CHECK(max_abs_diff(v.narrow(0, 2 * 8, 8), model.parameters().at("encoder.layer.0.attention.self.value.weight").narrow(0, 2 * 8, 8)) == 0);
+  CHECK(v.narrow(0, 1 * 8, 8).abs().sum().item<double>() == 0);
+  CHECK(dense.parameters().at("encoder.layer.1.attention.output.dense.weight").abs().sum().item<double>() == 0);
+  // An unpruned model comes back unchanged.
+  CHECK(max_abs_diff(hp::prune::dense_model(model).forward(in).logits, model.forward(in).logits) == 0);
+
+  const auto dir = std::filesystem::temp_directory_path() / "hp_dense_test";
+  std::filesystem::remove_all(dir);
+  hp::core::save_bert(dense, dir.string(), kGolden + "tiny_bert");
+  CHECK(hp::core::read_bert_config((dir / "config.json").string()).pruned_heads.empty());
+  CHECK(max_abs_diff(hp::core::load_bert(dir.string()).forward(in).logits, want) <= 1e-5);
+  const std::string py = std::string(std::getenv("HOME")) + "/.cache/headprune/venv/bin/python";
+  if (!std::filesystem::exists(py)) return hp::test::skip("the Hugging Face check: no Python reference at " + py);
+  auto ref = dir / "expected.h5";
+  hp::core::write_hdf5(ref.string(), {{"input_ids", in.input_ids}, {"attention_mask", in.attention_mask},
+                                      {"token_type_ids", in.token_type_ids}, {"logits", want}});
+  const std::string cmd = py + " " + HP_SOURCE_DIR + "/tools/hf_check.py " + dir.string() + " " + ref.string() + " --tol 1e-4";
+  CHECK(std::system(cmd.c_str()) == 0);
+}
