@@ -133,6 +133,8 @@ void set_threads(int n) {
 
 int thread_count() { return torch::get_num_threads(); }
 
+std::string headprune_version() { return HP_VERSION; }
+
 std::string runtime_summary() {
   BlasInfo b = detect_blas();
   std::string s = std::string("LibTorch ") + TORCH_VERSION + " | BLAS " + b.name;

@@ -35,6 +35,9 @@ void ensure_fast_blas(int argc, char** argv);
 void set_threads(int n);
 int thread_count();
 
+// headprune's version (the CMake project version), e.g. "0.1.0".
+std::string headprune_version();
+
 // One line for --version and logs: "LibTorch 1.13.1 | BLAS OpenBLAS (SkylakeX) … | GEMM oneDNN 2.6.3 sgemm | threads 2".
 std::string runtime_summary();
 

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "core/batching.h"
+#include "core/blas.h"
 #include "core/checkpoint.h"
 #include "core/errors.h"
 #include "core/files.h"
@@ -20,6 +21,7 @@
 #include "eval/latency.h"
 #include "prune/criteria.h"
 #include "prune/curves.h"
+#include "prune/model_card.h"
 #include "prune/report.h"
 #include "prune/schedule.h"
 #include "prune/slim.h"
@@ -344,6 +346,9 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
               << " at batch 32 (FLOP bound x" << lat["batch32"]["flop_bound"].get<double>() << "), x"
               << lat["batch1"]["speedup"].get<double>() << " at batch 1; slimmed model in " << out_model << "\n";
     files.push_back("model/");
+    CardInputs card{summary, cfg.run.out_dir, cfg.model.path, {}, slim.config().num_attention_heads, core::headprune_version()};
+    for (int l = 0; l < slim.config().num_hidden_layers; ++l) card.kept.push_back(slim.config().kept_heads(l));
+    core::write_file_atomic(out_model + "/README.md", model_card(card));
   }
   summary["files"] = files;
   core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary.dump(2) + "\n");

@@ -234,7 +234,7 @@ int real_main(int argc, char** argv) {
   }
   if (version) {
     hp::core::set_threads(0);
-    std::cout << "headprune 0.1.0\n" << hp::core::runtime_summary() << "\n";
+    std::cout << "headprune " << hp::core::headprune_version() << "\n" << hp::core::runtime_summary() << "\n";
     return 0;
   }
   if (config_cmd->parsed()) {

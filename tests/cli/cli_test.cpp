@@ -181,6 +181,9 @@ TEST_CASE("the pruning run: curves for every criterion, exactly N heads exported
   int pruned = 0;
   for (auto& [layer, heads] : cfg["pruned_heads"].items()) pruned += static_cast<int>(heads.size());
   CHECK(pruned == 5);
+  const std::string card = slurp(out / "model" / "README.md");  // the model card
+  CHECK_THAT(card, Catch::Contains("with 3 of 8 attention heads") && Catch::Contains("config.resolved.yaml") &&
+                       Catch::Contains("| 0 | ") && Catch::Contains("license: other"));
   CHECK(std::filesystem::exists(out / "curves.svg"));
   CHECK(std::filesystem::exists(out / "run.h5"));
   const std::string curves = slurp(out / "curves.csv");

@@ -1,0 +1,83 @@
+// Model cards of slimmed exports (see prune/model_card.h).
+#include "prune/model_card.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace hp::prune {
+
+namespace {
+
+std::string fixed(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+std::string base_licence(const std::string& dir) {
+  std::ifstream in(dir + "/README.md");
+  std::string line;
+  if (!std::getline(in, line) || line != "---") return "";
+  while (std::getline(in, line) && line != "---")
+    if (line.rfind("license:", 0) == 0) {
+      std::string v = line.substr(8);
+      v.erase(0, v.find_first_not_of(" \t\"'"));
+      v.erase(v.find_last_not_of(" \t\"'\r") + 1);
+      return v;
+    }
+  return "";
+}
+
+std::string model_card(const CardInputs& in) {
+  const auto& s = in.summary;
+  const auto& fin = s.at("final");
+  const std::string task = s.value("task", ""), metric = s.value("metric", "metric"),
+                    split = s.value("eval_split", "dev"), licence = base_licence(in.base_model);
+  const int kept = fin.value("heads_kept", 0), total = s.value("heads_total", 0);
+  std::ostringstream o;
+  o << "---\nlicense: " << (licence.empty() ? "other" : licence) << "\nbase_model: " << in.base_model
+    << "\npipeline_tag: text-classification\ndatasets:\n- glue\ntags:\n- headprune\n- attention-head-pruning\n---\n\n";
+  o << "# " << task << ": " << in.base_model << " with " << kept << " of " << total << " attention heads\n\n";
+  const std::string finetuned = s.value("finetuned_model", in.base_model);
+  o << (finetuned == in.base_model ? "The " + task + " classifier `" + in.base_model + "`"
+                                   : "Fine-tuned on GLUE " + task + " from `" + in.base_model + "` (`" + finetuned + "`)")
+    << ", pruned to exactly " << kept
+    << " heads by headprune " << in.version << " (method: " << fin.value("method", "")
+    << (fin.contains("criterion") ? ", criterion " + fin["criterion"].get<std::string>() : std::string()) << ").\n"
+    << "Licence of the base weights: "
+    << (licence.empty() ? "not stated in the base model's README.md; check its terms" : licence)
+    << " (this model is a derivative of them).\n\n";
+  o << "## Heads kept\n\n| layer | heads kept | original indices |\n|---|---|---|\n";
+  for (size_t l = 0; l < in.kept.size(); ++l) {
+    std::string idx;
+    for (int h : in.kept[l]) idx += (idx.empty() ? "" : ", ") + std::to_string(h);
+    o << "| " << l << " | " << in.kept[l].size() << " of " << in.heads_per_layer << " | " << (idx.empty() ? "none" : idx) << " |\n";
+  }
+  o << "\n## Quality and speed (" << task << " " << split << ")\n\n| | " << metric << " |\n|---|---|\n";
+  if (s.contains("criteria") && fin.contains("criterion") && s["criteria"].contains(fin["criterion"].get<std::string>())) {
+    const auto& curve = s["criteria"][fin["criterion"].get<std::string>()]["curve"];
+    if (!curve.empty()) o << "| unpruned (" << total << " heads) | " << fixed(curve[0].value("mean", 0.0), 4) << " |\n";
+  }
+  if (fin.contains("metrics_before_recovery") && fin["metrics_before_recovery"].contains(metric))
+    o << "| " << kept << " heads, before recovery | " << fixed(fin["metrics_before_recovery"][metric].get<double>(), 4) << " |\n";
+  if (fin.contains("metrics") && fin["metrics"].contains(metric))
+    o << "| " << kept << " heads (this model) | " << fixed(fin["metrics"][metric].get<double>(), 4) << " |\n";
+  o << "\nParameters: " << fin.value("params", 0L) << " (unpruned " << fin.value("params_unpruned", 0L) << ").\n";
+  if (fin.contains("latency"))
+    for (const auto& [batch, l] : fin["latency"].items())
+      o << "Measured speedup at " << batch << " (sequence " << l.value("seq", 0) << ", headprune on CPU): "
+        << fixed(l.value("speedup", 0.0), 2) << "× (" << fixed(l.value("unpruned_ms", 0.0), 1) << " → "
+        << fixed(l.value("slim_ms", 0.0), 1) << " ms; FLOP bound " << fixed(l.value("flop_bound", 0.0), 2) << "×).\n";
+  o << "\n## Loading\n\n```python\nfrom transformers import AutoModelForSequenceClassification\n"
+    << "model = AutoModelForSequenceClassification.from_pretrained(\"path/to/this/folder\")\n```\n\n"
+    << "transformers 4.x re-prunes the heads listed in `config.pruned_heads`. Loaders that ignore it need the dense "
+       "fallback (original shapes, removed heads zeroed, same logits, no speedup): "
+       "`prune export --model THIS_FOLDER --dense --to DENSE_FOLDER`.\n\n";
+  o << "## Reproduce\n\n```\nprune --config " << in.run_dir << "/config.resolved.yaml\n```\n\n"
+    << "(headprune " << in.version << "; the resolved config holds every setting of the run.)\n";
+  return o.str();
+}
+
+}  // namespace hp::prune

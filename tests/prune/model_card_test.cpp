@@ -1,0 +1,39 @@
+// The model card of a slimmed export (prune/model_card.h): licence from the base model's card, the heads
+// per layer, the metric before and after, speedup, loading and the command that reproduces the run.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "prune/model_card.h"
+
+TEST_CASE("model card: licence, heads per layer, metrics, speedup, reproduce command", "[prune][card]") {
+  namespace fs = std::filesystem;
+  const auto base = fs::temp_directory_path() / "hp_card_base";
+  fs::create_directories(base);
+  std::ofstream(base / "README.md") << "---\nlanguage: en\nlicense: apache-2.0\ntags:\n- x\n---\n# a model\nlicense: mit\n";
+  CHECK(hp::prune::base_licence(base.string()) == "apache-2.0");
+  CHECK(hp::prune::base_licence((base / "nowhere").string()).empty());
+
+  hp::prune::CardInputs in;
+  in.summary = nlohmann::json::parse(R"({"task": "sst2", "metric": "accuracy", "eval_split": "dev", "heads_total": 8,
+    "criteria": {"taylor": {"curve": [{"heads_pruned": 0, "mean": 0.9}]}},
+    "final": {"heads_kept": 3, "method": "criterion", "criterion": "taylor", "metrics": {"accuracy": 0.875},
+              "metrics_before_recovery": {"accuracy": 0.81}, "params": 100, "params_unpruned": 120,
+              "latency": {"batch32": {"seq": 64, "speedup": 1.38, "unpruned_ms": 287.8, "slim_ms": 208.5, "flop_bound": 1.21}}}})");
+  in.run_dir = "runs/x";
+  in.base_model = base.string();
+  in.kept = {{0, 2}, {1}};
+  in.heads_per_layer = 4;
+  in.version = "9.9.9";
+  const std::string card = hp::prune::model_card(in);
+  CHECK_THAT(card, Catch::StartsWith("---\nlicense: apache-2.0\n"));
+  CHECK_THAT(card, Catch::Contains("with 3 of 8 attention heads"));
+  CHECK_THAT(card, Catch::Contains("| 0 | 2 of 4 | 0, 2 |") && Catch::Contains("| 1 | 1 of 4 | 1 |"));
+  CHECK_THAT(card, Catch::Contains("| unpruned (8 heads) | 0.9000 |") && Catch::Contains("before recovery | 0.8100 |") &&
+                       Catch::Contains("| 3 heads (this model) | 0.8750 |"));
+  CHECK_THAT(card, Catch::Contains("1.38× (287.8 → 208.5 ms; FLOP bound 1.21×)"));
+  CHECK_THAT(card, Catch::Contains("prune --config runs/x/config.resolved.yaml") && Catch::Contains("headprune 9.9.9"));
+  in.base_model = (base / "nowhere").string();
+  CHECK_THAT(hp::prune::model_card(in), Catch::StartsWith("---\nlicense: other\n") && Catch::Contains("not stated"));
+}
