@@ -8,6 +8,27 @@
 
 namespace hp::prune {
 
+namespace {
+
+// A detached copy of the model's parameters, with f(tensor, axis, layer) applied to every per-layer tensor
+// that has a head axis (axis 0: Q/K/V rows, 1: output-projection columns).
+template <class F>
+std::map<std::string, torch::Tensor> map_head_tensors(const core::Bert& model, F f) {
+  std::map<std::string, torch::Tensor> params;
+  for (const auto& [name, t] : model.parameters()) params[name] = t.detach().clone();
+  for (const auto& spec : core::bert_key_table()) {
+    if (!spec.per_layer || spec.head_axis == core::HeadAxis::kNone) continue;
+    const int64_t dim = spec.head_axis == core::HeadAxis::kRows ? 0 : 1;
+    for (int l = 0; l < model.config().num_hidden_layers; ++l) {
+      auto& t = params.at(core::hf_key(spec, l));
+      t = f(t, dim, l);
+    }
+  }
+  return params;
+}
+
+}  // namespace
+
 core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep) {
   core::BertConfig cfg = model.config();
   const int L = cfg.num_hidden_layers, Dh = cfg.head_dim();
@@ -27,16 +48,9 @@ core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep) {
     }
     rows[l] = torch::tensor(idx, torch::kLong);
   }
-  std::map<std::string, torch::Tensor> params;
-  for (const auto& [name, t] : model.parameters()) params[name] = t.detach().clone();
-  for (const auto& spec : core::bert_key_table()) {
-    if (!spec.per_layer || spec.head_axis == core::HeadAxis::kNone) continue;
-    const int64_t dim = spec.head_axis == core::HeadAxis::kRows ? 0 : 1;
-    for (int l = 0; l < L; ++l) {
-      auto& t = params.at(core::hf_key(spec, l));
-      t = t.index_select(dim, rows[l]).contiguous();
-    }
-  }
+  auto params = map_head_tensors(model, [&](const torch::Tensor& t, int64_t dim, int l) {
+    return t.index_select(dim, rows[l]).contiguous();
+  });
   return core::Bert(cfg, std::move(params));
 }
 
@@ -50,20 +64,11 @@ core::Bert dense_model(const core::Bert& slim) {
       for (int d = 0; d < Dh; ++d) idx.push_back(static_cast<int64_t>(h) * Dh + d);
     rows[l] = torch::tensor(idx, torch::kLong);
   }
-  std::map<std::string, torch::Tensor> params;
-  for (const auto& [name, t] : slim.parameters()) params[name] = t.detach().clone();
-  for (const auto& spec : core::bert_key_table()) {
-    if (!spec.per_layer || spec.head_axis == core::HeadAxis::kNone) continue;
-    const int64_t dim = spec.head_axis == core::HeadAxis::kRows ? 0 : 1;
-    for (int l = 0; l < L; ++l) {
-      auto& t = params.at(core::hf_key(spec, l));
-      auto sizes = t.sizes().vec();
-      sizes[dim] = width;
-      auto full = torch::zeros(sizes, t.options());
-      full.index_copy_(dim, rows[l], t);
-      t = full;
-    }
-  }
+  auto params = map_head_tensors(slim, [&](const torch::Tensor& t, int64_t dim, int l) {
+    auto sizes = t.sizes().vec();
+    sizes[dim] = width;
+    return torch::zeros(sizes, t.options()).index_copy_(dim, rows[l], t);
+  });
   cfg.pruned_heads.clear();
   return core::Bert(cfg, std::move(params));
 }
