@@ -40,27 +40,35 @@ std::string format_duration(double s) {
   return buf;
 }
 
-Progress::Progress(std::string tag, long total, std::string unit)
-    : tag_(std::move(tag)), unit_(std::move(unit)), total_(total), tty_(isatty(fileno(stderr)) != 0),
-      start_(std::chrono::steady_clock::now()), last_print_(start_) {}
+Progress::Progress(std::string tag, long total, std::string unit, long already_done, Clock clock)
+    : tag_(std::move(tag)), unit_(std::move(unit)), total_(total), first_(already_done), done_(already_done),
+      tty_(isatty(fileno(stderr)) != 0), clock_(std::move(clock)) {
+  if (!clock_) {
+    const auto origin = std::chrono::steady_clock::now();
+    clock_ = [origin] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin).count(); };
+  }
+  start_ = clock_();
+}
 
-double Progress::elapsed_s() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+double Progress::elapsed_s() const { return clock_() - start_; }
+
+std::string Progress::status(long done) const {
+  const double el = elapsed_s();
+  const double rate = el > 0 ? static_cast<double>(done - first_) / el : 0.0;
+  char line[256];
+  std::snprintf(line, sizeof line, "[%s] %ld/%ld %s  %.1f %s/s  ETA %s", tag_.c_str(), done, total_, unit_.c_str(), rate,
+                unit_.c_str(), rate > 0 ? format_duration(static_cast<double>(total_ - done) / rate).c_str() : "?");
+  return line;
 }
 
 void Progress::update(long done, const std::string& extra) {
   done_ = done;
-  double el = elapsed_s();
-  double rate = el > 0 ? done / el : 0.0;
-  double eta = rate > 0 ? (total_ - done) / rate : 0.0;
-  char line[256];
-  std::snprintf(line, sizeof line, "[%s] %ld/%ld %s  %.1f %s/s  ETA %s%s%s", tag_.c_str(), done, total_, unit_.c_str(),
-                rate, unit_.c_str(), format_duration(eta).c_str(), extra.empty() ? "" : "  ", extra.c_str());
+  const std::string line = status(done) + (extra.empty() ? "" : "  " + extra);
   if (tty_) {
-    auto now = std::chrono::steady_clock::now();
-    if (done < total_ && now - last_print_ < std::chrono::milliseconds(200)) return;
+    const double now = clock_();
+    if (done < total_ && last_print_ >= 0 && now - last_print_ < 0.2) return;
     last_print_ = now;
-    std::fprintf(stderr, "\r%-100s", line);
+    std::fprintf(stderr, "\r%-100s", line.c_str());
     std::fflush(stderr);
     return;
   }
@@ -73,9 +81,10 @@ void Progress::update(long done, const std::string& extra) {
 
 void Progress::finish(const std::string& extra) {
   if (tty_) std::fprintf(stderr, "\r%-100s\r", "");
-  double el = elapsed_s();
-  spdlog::info("[{}] done: {} {} in {} ({:.1f} {}/s){}{}", tag_, done_, unit_, format_duration(el),
-               el > 0 ? done_ / el : 0.0, unit_, extra.empty() ? "" : "  ", extra);
+  const double el = elapsed_s();
+  const long mine = done_ - first_;
+  spdlog::info("[{}] done: {} {} in {} ({:.1f} {}/s){}{}", tag_, mine, unit_, format_duration(el),
+               el > 0 ? static_cast<double>(mine) / el : 0.0, unit_, extra.empty() ? "" : "  ", extra);
 }
 
 }  // namespace hp::core

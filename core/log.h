@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 namespace hp::core {
@@ -16,23 +17,30 @@ void log_warn(const std::string& tag, const std::string& msg);
 // Logs `msg` at warning level only the first time `cause` is seen in this process.
 void log_warn_once(const std::string& tag, const std::string& cause, const std::string& msg);
 
-// Progress over `total` units of work, with rate and ETA.
+// Progress over `total` units of work, with rate and ETA measured from this object's own start: units
+// finished before it (`already_done`: resumed work, an earlier phase) count towards done/total but not
+// towards the rate, so a stage reports its real pace from its first update on. `clock` (seconds) is for
+// tests; the default is the steady clock.
 class Progress {
  public:
-  Progress(std::string tag, long total, std::string unit = "ex");
-  // Marks `done` units finished (cumulative); `extra` is appended, e.g. "loss 0.41".
+  using Clock = std::function<double()>;
+  Progress(std::string tag, long total, std::string unit = "ex", long already_done = 0, Clock clock = {});
+  // Marks `done` units finished (cumulative, already_done included); `extra` is appended, e.g. "loss 0.41".
   void update(long done, const std::string& extra = "");
-  // Ends the line and logs the total time and rate.
+  // Ends the line and logs the time and rate of this stage.
   void finish(const std::string& extra = "");
   double elapsed_s() const;
+  // "[tag] done/total unit  R unit/s  ETA t" for `done` units now.
+  std::string status(long done) const;
 
  private:
   std::string tag_, unit_;
   long total_;
-  long done_ = 0;
+  long first_ = 0, done_ = 0;
   int last_decile_ = -1;
   bool tty_;
-  std::chrono::steady_clock::time_point start_, last_print_;
+  Clock clock_;
+  double start_ = 0, last_print_ = -1;
 };
 
 // "3m10s", "42s", "1h02m".

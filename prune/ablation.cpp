@@ -65,9 +65,12 @@ torch::Tensor loo_importance(const CriterionContext& c) {
   }
   const Score base = score(c, c.keep, 0, {});
   auto imp = torch::zeros({L, cfg.max_heads()});
+  const long present = static_cast<long>(c.keep.sum().item<double>());
+  long heads_done = 0;
   for (int l = 0; l < L; ++l) {
     for (int h = 0; h < cfg.heads_in_layer(l); ++h) {
       if (c.keep[l][h].item<float>() == 0) continue;
+      c.report(heads_done++, present, "heads");
       auto mask = c.keep.clone();
       mask[l][h] = 0;
       const Score s = c.reuse_lower_layers ? score(c, mask, l, hidden[l]) : score(c, mask, 0, {});

@@ -88,7 +88,9 @@ torch::Tensor attattr_importance(const CriterionContext& c) {
   const std::vector<double> alphas = riemann_alphas(c.opts->attattr_steps, c.opts->attattr_riemann);
   auto total = torch::zeros({L, cfg.max_heads()}, torch::kFloat64);
   long examples = 0;
+  long batches_done = 0;
   for (const auto& b : c.rank->batches) {
+    c.report(batches_done++, static_cast<long>(c.rank->batches.size()), "batches");
     examples += b.input_ids.size(0);
     const core::EncoderOutput base = attribution_base(*c.model, b, c.keep);
     auto target = gold && cfg.num_labels > 1 ? b.labels.to(torch::kLong) : base.logits.argmax(1);

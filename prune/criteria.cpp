@@ -75,7 +75,9 @@ torch::Tensor confidence_importance(const CriterionContext& c) {
   const auto& cfg = c.model->config();
   auto sum = torch::zeros({cfg.num_hidden_layers, cfg.max_heads()}, torch::kFloat64);
   double tokens = 0;
+  long batches_done = 0;
   for (const auto& b : c.rank->batches) {
+    c.report(batches_done++, static_cast<long>(c.rank->batches.size()), "batches");
     core::EncoderInput in = core::encoder_input(b);
     in.head_mask = c.keep;
     in.want_attention = true;
@@ -104,7 +106,9 @@ torch::Tensor taylor_importance(const CriterionContext& c) {
   const bool regression = c.rank->task->is_regression();
   const auto& cfg = c.model->config();
   auto total = torch::zeros({cfg.num_hidden_layers, cfg.max_heads()}, torch::kFloat64);
+  long batches_done = 0;
   for (const auto& b : c.rank->batches) {
+    c.report(batches_done++, static_cast<long>(c.rank->batches.size()), "batches");
     torch::Tensor gates;
     core::EncoderInput in = gated_input(b, c.keep, gates);
     in.want_context = c.opts->taylor_token_level;
@@ -140,7 +144,9 @@ torch::Tensor lrp_importance(const CriterionContext& c) {
   check_context(c);
   const auto& cfg = c.model->config();
   auto total = torch::zeros({cfg.num_hidden_layers, cfg.max_heads()}, torch::kFloat64);
+  long batches_done = 0;
   for (const auto& b : c.rank->batches) {
+    c.report(batches_done++, static_cast<long>(c.rank->batches.size()), "batches");
     torch::Tensor gates;
     core::EncoderInput in = gated_input(b, c.keep, gates);
     in.lrp_rules = true;

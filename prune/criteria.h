@@ -29,6 +29,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,11 @@ struct CriterionContext {
   const core::PruneConfig* opts = nullptr;
   int seed = 42;
   bool reuse_lower_layers = true;   // loo/attattr: compute the layers below once (benchmarks turn it off)
+  // Told as work finishes: `done` of `total` units ("batches", "heads"); may be empty.
+  std::function<void(long done, long total, const std::string& unit)> progress;
+  void report(long done, long total, const std::string& unit) const {
+    if (progress) progress(done, total, unit);
+  }
 };
 
 using CriterionFn = torch::Tensor (*)(const CriterionContext&);

@@ -1,6 +1,8 @@
 // Masking curves (see prune/curves.h).
 #include "prune/curves.h"
 
+#include <optional>
+
 #include <algorithm>
 #include <random>
 
@@ -38,7 +40,17 @@ torch::Tensor importance_at(const CurveInputs& in, const Criterion& crit, int se
   core::log_info("prune", std::string("scoring ") + crit.name + " (seed " + std::to_string(seed) + ", " +
                               std::to_string(pruned) + " heads pruned) on " + std::to_string(rank.data->size()) +
                               " examples");
+  std::optional<core::Progress> progress;  // made at the first report, when the unit and total are known
+  long total = 0;
+  c.progress = [&](long done, long of, const std::string& unit) {
+    if (!progress) progress.emplace(std::string("score ") + crit.name, of, unit), total = of;
+    progress->update(done);
+  };
   auto imp = crit.score(c).to(torch::kFloat32);
+  if (progress) {
+    progress->update(total);
+    progress->finish();
+  }
   store.save_importance(crit.name, seed, pruned, imp);
   return imp;
 }
@@ -96,19 +108,23 @@ void walk(const CurveInputs& in, const Criterion& crit, int seed, const RankData
 std::vector<CurvePoint> run_curve(const CurveInputs& in, const Criterion& crit, int seed, const RankData& rank,
                                   RunStore& store) {
   std::vector<CurvePoint> points;
-  core::Progress progress("prune", static_cast<long>(in.counts.size()), std::string(crit.name) + " points");
+  // Started at the first point evaluated here, after the scoring (which has its own progress) and
+  // after the points a resumed run reads back: its rate and ETA are those of evaluating points.
+  std::optional<core::Progress> progress;
   walk(in, crit, seed, rank, store, in.counts, [&](int step, const core::HeadSet& keep) {
     if (in.stop && in.stop->load()) return;
     auto p = store.load_point(crit.name, seed, step);
     if (!p) {
+      if (!progress) progress.emplace(std::string("curve ") + crit.name, static_cast<long>(in.counts.size()), "points", step);
       p = evaluate_point(in, crit.name, seed, step, keep);
       store.save_point(*p);
     }
     points.push_back(*p);
-    progress.update(step + 1, std::to_string(p->pruned) + " pruned: " + in.task->primary_metric + " " +
-                                  std::to_string(p->metrics.at(in.task->primary_metric)));
+    if (progress)
+      progress->update(step + 1, std::to_string(p->pruned) + " pruned: " + in.task->primary_metric + " " +
+                                     std::to_string(p->metrics.at(in.task->primary_metric)));
   });
-  progress.finish();
+  if (progress) progress->finish();
   return points;
 }
 

@@ -240,7 +240,8 @@ bool Loop::run_phase(int phase, bool resumed_here) {
   if (resumed_here && s_.phase_step > 0) opt.load(optimizer_file(opts_.run_dir));
   if (resumed_here) set_cpu_rng_state(s_.rng_state);
   model_.set_training(true);
-  core::Progress progress("train", phase_total_[1] + phase_total_[2], "steps");
+  // Steps of earlier phases (and resumed ones) count as done, not towards this phase's rate.
+  core::Progress progress("train", phase_total_[1] + phase_total_[2], "steps", s_.step);
   core::BatchOptions bo;
   bo.batch_size = tc_.batch_size;
   bo.sort_by_length = false;  // random batches, each padded to its longest member
