@@ -61,10 +61,12 @@ struct ExportConfig {
   std::string out;      // output model folder
   bool hdf5 = true;     // also write model.h5
   bool dense = false;   // original shapes, removed heads zeroed (prune/slim.h dense_model)
+  bool onnx = false;    // also model.onnx, checked in ONNX Runtime (prune/onnx.h)
   template <class V>
   void visit_fields(V& v) {
     v("out", out, "output folder for the exported Hugging Face checkpoint");
     v("hdf5", hdf5, "also write model.h5 with the same tensors (HF names) for analysis tools");
+    v("onnx", onnx, "also write model.onnx (dynamic batch and sequence) through the reference Python, checked in ONNX Runtime against our logits");
     v("dense", dense, "dense fallback of a slimmed model: original shapes, removed heads zeroed, no pruned_heads (loads in any BERT loader; no speedup)");
   }
 };

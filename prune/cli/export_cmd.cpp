@@ -5,6 +5,7 @@
 #include "core/checkpoint.h"
 #include "core/errors.h"
 #include "core/log.h"
+#include "prune/onnx.h"
 #include "prune/slim.h"
 #include "prune/cli/commands.h"
 
@@ -26,6 +27,7 @@ int run_export(const core::Config& cfg) {
     core::log_warn("export", cfg.model.path + " has no classifier; the export carries a fresh one (seed " +
                                  std::to_string(cfg.run.seed) + ")");
   core::save_bert(model, cfg.export_.out, cfg.model.path, cfg.export_.hdf5);
+  if (cfg.export_.onnx) prune::export_onnx(model, cfg.export_.out);
   core::log_info("export", "wrote " + cfg.export_.out + (cfg.export_.hdf5 ? " (with model.h5)" : ""));
   return 0;
 }

@@ -51,7 +51,8 @@ const std::vector<Shortcut> kTrainFlags = {
     {"--lambda", "gates.lambda"}, {"--target-heads", "gates.target_heads"}, {"--distill", "gates.distill"},
 };
 
-const std::vector<Shortcut> kExportFlags = {{"--to", "export.out"}, {"--hdf5", "export.hdf5"}, {"--dense", "export.dense"}};
+const std::vector<Shortcut> kExportFlags = {{"--to", "export.out"}, {"--hdf5", "export.hdf5"}, {"--dense", "export.dense"},
+                                             {"--onnx", "export.onnx"}};
 
 const std::vector<Shortcut> kBenchFlags = {{"--compare", "bench.compare"}, {"--seq", "bench.seq"},
                                            {"--batches", "bench.batches"}, {"--min-seconds", "bench.min_seconds"}};

@@ -12,6 +12,8 @@
 #include "core/tensor_io.h"
 #include "eval/evaluator.h"
 #include "eval/flops.h"
+#include "core/errors.h"
+#include "prune/onnx.h"
 #include "prune/slim.h"
 
 namespace {
@@ -111,4 +113,19 @@ TEST_CASE("dense export: original shapes, removed heads zeroed, the slimmed mode
                                       {"token_type_ids", in.token_type_ids}, {"logits", want}});
   const std::string cmd = py + " " + HP_SOURCE_DIR + "/tools/hf_check.py " + dir.string() + " " + ref.string() + " --tol 1e-4";
   CHECK(std::system(cmd.c_str()) == 0);
+}
+
+TEST_CASE("ONNX export of a slimmed model: ONNX Runtime gives headprune's logits", "[prune][slim][onnx]") {
+  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  const auto slim = hp::prune::slim_model(model, {{true, false, true, false}, {false, true, false, false}});
+  const auto dir = std::filesystem::temp_directory_path() / "hp_onnx_test";
+  std::filesystem::remove_all(dir);
+  hp::core::save_bert(slim, dir.string(), kGolden + "tiny_bert");
+  try {
+    hp::prune::export_onnx(slim, dir.string());
+  } catch (const hp::InputError& e) {
+    return hp::test::skip(std::string("the ONNX check: ") + e.what());
+  }
+  CHECK(std::filesystem::file_size(dir / "model.onnx") > 1000);
+  CHECK(!std::filesystem::exists(dir / "onnx_check.h5"));
 }
