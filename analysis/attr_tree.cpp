@@ -7,23 +7,13 @@
 #include <sstream>
 #include <utility>
 
+#include "core/xml.h"
+
 namespace hp::analysis {
 
 namespace {
 
 enum Fixed { kAbsent = -1, kOpen = 0, kFixed = 1 };  // not in the tree / in it, may gain a parent / done
-
-std::string escape_xml(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '&') o += "&amp;";
-    else if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
-  }
-  return o;
-}
 
 }  // namespace
 
@@ -127,15 +117,15 @@ std::string svg_tree(const AttrTree& t, const std::vector<std::string>& tokens, 
      << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
      << "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" "
         "orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#1f4e9c\"/></marker></defs>\n"
-     << "<text x=\"" << left << "\" y=\"24\" font-size=\"15\">" << escape_xml(title) << "</text>\n"
+     << "<text x=\"" << left << "\" y=\"24\" font-size=\"15\">" << core::xml_escape(title) << "</text>\n"
      << "<text x=\"" << left << "\" y=\"42\" fill=\"#555\">edges: layer, from → to (attribution over the layer's "
         "largest); faded tokens are outside the tree</text>\n";
   for (const auto& e : t.edges) {
     const double x1 = x(e.from), y1 = y(e.from) + 10, x2 = x(e.to), y2 = y(e.to) - 14;
     os << "<line x1=\"" << x1 << "\" y1=\"" << y1 << "\" x2=\"" << x2 << "\" y2=\"" << y2
        << "\" stroke=\"#1f4e9c\" stroke-width=\"2\" stroke-opacity=\"" << std::clamp(0.25 + 0.75 * e.score, 0.25, 1.0)
-       << "\" marker-end=\"url(#arrow)\"><title>layer " << e.layer << ": " << escape_xml(tokens[e.from]) << " → "
-       << escape_xml(tokens[e.to]) << " " << e.score << "</title></line>\n";
+       << "\" marker-end=\"url(#arrow)\"><title>layer " << e.layer << ": " << core::xml_escape(tokens[e.from]) << " → "
+       << core::xml_escape(tokens[e.to]) << " " << e.score << "</title></line>\n";
     os << "<text x=\"" << (x1 + x2) / 2 + 4 << "\" y=\"" << (y1 + y2) / 2 << "\" fill=\"#1f4e9c\" font-size=\"10\">L"
        << e.layer << "</text>\n";
   }
@@ -144,7 +134,7 @@ std::string svg_tree(const AttrTree& t, const std::vector<std::string>& tokens, 
     os << "<g opacity=\"" << (in_tree[i] ? 1.0 : 0.35) << "\"><rect x=\"" << x(i) - col / 2 + 3 << "\" y=\"" << y(i) - 14
        << "\" width=\"" << col - 6 << "\" height=\"24\" rx=\"5\" fill=\"" << (root ? "#f4b183" : "#dbe8f7")
        << "\" stroke=\"#1f4e9c\"/><text x=\"" << x(i) << "\" y=\"" << y(i) + 3 << "\" text-anchor=\"middle\">"
-       << escape_xml(tokens[i]) << "</text></g>\n";
+       << core::xml_escape(tokens[i]) << "</text></g>\n";
   }
   os << "</svg>\n";
   return os.str();

@@ -14,6 +14,7 @@
 #include "core/checkpoint.h"
 #include "core/errors.h"
 #include "core/files.h"
+#include "core/xml.h"
 #include "core/glue.h"
 #include "core/log.h"
 #include "core/tokenizer.h"
@@ -23,7 +24,7 @@ namespace hp::analysis {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using prune::xml_escape;
+using core::xml_escape;
 
 namespace {
 

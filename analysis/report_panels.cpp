@@ -12,6 +12,7 @@
 #include "analysis/stats.h"
 #include "core/errors.h"
 #include "core/files.h"
+#include "core/xml.h"
 #include "core/tensor_io.h"
 #include "prune/plot.h"
 
@@ -19,7 +20,7 @@ namespace hp::analysis {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using prune::xml_escape;
+using core::xml_escape;
 
 namespace {
 
@@ -47,17 +48,16 @@ std::vector<double> values(const torch::Tensor& t) {
   return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
 }
 
-// The run.h5 of `dir` and of its immediate sub-folders that hold gate trajectories.
-std::vector<std::string> gated_files(const std::string& dir) {
-  std::vector<std::string> candidates = {dir + "/run.h5"};
+// The run.h5 of `dir` (already read: `own`) and of its immediate sub-folders that hold gate trajectories.
+std::vector<std::string> gated_files(const std::string& dir, const core::TensorMap& own) {
+  std::vector<std::string> out;
+  if (has_key_prefix(own, "gates/p_open")) out.push_back(dir + "/run.h5");
   std::vector<fs::path> subs;
   for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_directory()) subs.push_back(e.path());
+    if (e.is_directory() && fs::exists(e.path() / "run.h5")) subs.push_back(e.path() / "run.h5");
   std::sort(subs.begin(), subs.end());
-  for (const auto& s : subs) candidates.push_back((s / "run.h5").string());
-  std::vector<std::string> out;
-  for (const auto& c : candidates)
-    if (fs::exists(c) && has_key_prefix(core::read_hdf5(c), "gates/p_open")) out.push_back(c);
+  for (const auto& s : subs)
+    if (has_key_prefix(core::read_hdf5(s.string()), "gates/p_open")) out.push_back(s.string());
   return out;
 }
 
@@ -314,7 +314,7 @@ ReportFolders classify_folders(const std::vector<std::string>& dirs) {
       }
       if (fs::exists(d + "/model/config.json")) f.slim_model = d + "/model";
     }
-    for (const auto& g : gated_files(d)) f.gated.push_back(g), known = true;
+    for (const auto& g : gated_files(d, run)) f.gated.push_back(g), known = true;
     if (!known)
       throw InputError(d + ": holds no headprune output (no summary.json, run.h5 with curves or gates, or analysis.json); "
                        "pass a folder written by `prune`, `prune train --gates` or `prune analyze`");

@@ -128,8 +128,7 @@ int main(int argc, char** argv) {
 
     const auto& task = hp::core::find_task(o.task);
     const auto rows = first_rows(hp::core::read_task(task, hp::core::resolve_data_root(o.data_root), o.split), o.examples);
-    hp::core::LoadOptions load;
-    load.num_labels = task.num_labels();
+    const hp::core::LoadOptions load = hp::core::task_load_options(task, 42);
     hp::core::LoadReport report;
     const auto model = hp::core::load_bert(o.model, load, &report);
     const auto tok = hp::core::WordPieceTokenizer::from_model_dir(o.model);

@@ -220,6 +220,7 @@ torch::Tensor Bert::attention_probs(int l, const torch::Tensor& x, const torch::
   auto heads = [&](const torch::Tensor& t) { return t.view({B, S, H, Dh}).transpose(1, 2); };  // [B, H, S, Dh]
   auto q = heads(linear_no_grad(x, w.q_w, w.q_b));
   auto k = heads(linear_no_grad(x, w.k_w, w.k_b));
+  // The parallel kernel also forms a context; the keys stand in for the values and it is discarded.
   return attention_no_grad(q, k, k, extended_attention_mask(attention_mask), true).first;
 }
 

@@ -10,22 +10,13 @@
 #include <sstream>
 
 #include "core/files.h"
-#include "core/process.h"
 #include "core/log.h"
+#include "core/process.h"
+#include "core/xml.h"
 
 namespace hp::prune {
 
-std::string xml_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
-  }
-  return o;
-}
+using core::xml_escape;
 
 namespace {
 

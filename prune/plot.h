@@ -26,9 +26,6 @@ struct Heatmap {
   std::vector<std::vector<bool>> present;   // false = blank cell (head absent); empty = all present
 };
 
-// Text safe inside XML/HTML elements and double-quoted attributes.
-std::string xml_escape(const std::string& s);
-
 std::string svg_line_chart(const LineChart& chart);
 std::string svg_heatmap(const Heatmap& map);
 

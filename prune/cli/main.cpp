@@ -123,31 +123,27 @@ struct ParsedFlags {
 // A flag without a leading '-' is positional and takes any number of values (a list key).
 bool positional(const Shortcut& s) { return s.flag[0] != '-'; }
 
-std::string help_of(const std::string& key) {
-  Config cfg;
-  for (const auto& f : hp::core::config_fields(cfg))
-    if (f.path == key) return f.help + " [" + key + "]";
-  return key;
+// The config field a flag sets (every Shortcut names an existing key: a test runs every --help).
+const hp::core::FieldRef& field(const std::string& key) {
+  static Config defaults;
+  static const std::vector<hp::core::FieldRef> fields = hp::core::config_fields(defaults);
+  for (const auto& f : fields)
+    if (f.path == key) return f;
+  throw hp::InternalError("a CLI flag sets the unknown config key " + key);
 }
+
+std::string help_of(const std::string& key) { return field(key).help + " [" + key + "]"; }
+
+bool is_bool_key(const std::string& key) { return std::holds_alternative<bool*>(field(key).ptr); }
 
 // The value a key takes, as --help shows it: INT, FLOAT, TEXT or a list of them.
 std::string type_of(const std::string& key) {
-  Config cfg;
-  for (const auto& f : hp::core::config_fields(cfg))
-    if (f.path == key) {
-      if (std::holds_alternative<int*>(f.ptr)) return "INT";
-      if (std::holds_alternative<double*>(f.ptr)) return "FLOAT";
-      if (std::holds_alternative<std::vector<int>*>(f.ptr)) return "INT,...";
-      if (std::holds_alternative<std::vector<std::string>*>(f.ptr)) return "TEXT,...";
-    }
+  const auto& p = field(key).ptr;
+  if (std::holds_alternative<int*>(p)) return "INT";
+  if (std::holds_alternative<double*>(p)) return "FLOAT";
+  if (std::holds_alternative<std::vector<int>*>(p)) return "INT,...";
+  if (std::holds_alternative<std::vector<std::string>*>(p)) return "TEXT,...";
   return "TEXT";
-}
-
-bool is_bool_key(const std::string& key) {
-  Config cfg;
-  for (const auto& f : hp::core::config_fields(cfg))
-    if (f.path == key) return std::holds_alternative<bool*>(f.ptr);
-  return false;
 }
 
 void add_flags(CLI::App* app, const std::vector<Shortcut>& flags, ParsedFlags& parsed) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/process.h"
+#include "core/xml.h"
 #include "prune/plot.h"
 #include "skip.h"
 
@@ -69,5 +70,5 @@ TEST_CASE("line chart: one line and legend entry per series, bands, escaped text
 }
 
 TEST_CASE("xml_escape covers text and double-quoted attributes", "[plot]") {
-  CHECK(hp::prune::xml_escape(R"(<a href="x">&</a>)") == "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;");
+  CHECK(hp::core::xml_escape(R"(<a href="x">&</a>)") == "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;");
 }
