@@ -145,7 +145,11 @@ std::string summary_panel(const ReportFolders& f, const std::vector<std::string>
       rows.push_back({"speedup, " + batch + " (seq " + std::to_string(l.value("seq", 0)) + ")",
                       fmt(l.value("speedup", 0.0), "%.2f") + "× (" + fmt(l.value("unpruned_ms", 0.0), "%.1f") + " → " +
                           fmt(l.value("slim_ms", 0.0), "%.1f") + " ms; FLOP bound " + fmt(l.value("flop_bound", 0.0), "%.2f") + "×)"});
-  if (fin.contains("hf_check")) rows.push_back({"Hugging Face check", fin["hf_check"].get<std::string>()});
+  if (fin.contains("hf_check")) {  // one line per loader (older runs: one string)
+    if (fin["hf_check"].is_string()) rows.push_back({"Hugging Face check", fin["hf_check"].get<std::string>()});
+    else
+      for (const auto& [loader, result] : fin["hf_check"].items()) rows.push_back({"Hugging Face check, " + loader, result.get<std::string>()});
+  }
   if (fin.contains("mask")) rows.push_back({"heads removed", fin["mask"].get<std::string>()});
   return o.str() + "<h3>Exactly-N result</h3>" + table({}, rows);
 }

@@ -24,3 +24,27 @@ function(hp_use_torch target)
     target_precompile_headers(${target} REUSE_FROM hp_core)
   endif()
 endfunction()
+
+# Compiles text files into a generated header of raw string literals (cmake/embed_text.cmake):
+#   hp_embed_text(target generated/dir/header.h hp::ns kSymbol path [kSymbol path ...])
+# The header lands under the target's binary dir, which is added to its private include path.
+function(hp_embed_text target header ns)
+  set(items "")
+  set(deps "")
+  set(args ${ARGN})
+  while(args)
+    list(POP_FRONT args symbol path)
+    list(APPEND items "${symbol}=${path}")
+    list(APPEND deps "${path}")
+  endwhile()
+  string(JOIN "|" joined ${items})
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/generated/${header})
+  add_custom_command(
+    OUTPUT ${out}
+    COMMAND ${CMAKE_COMMAND} -DOUT=${out} -DNAMESPACE=${ns} "-DITEMS=${joined}" -P ${PROJECT_SOURCE_DIR}/cmake/embed_text.cmake
+    DEPENDS ${deps} ${PROJECT_SOURCE_DIR}/cmake/embed_text.cmake
+    COMMENT "Embedding ${header}"
+    VERBATIM)
+  target_sources(${target} PRIVATE ${out})
+  target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/generated)
+endfunction()

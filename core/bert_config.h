@@ -35,6 +35,8 @@ struct BertConfig {
   std::vector<int> kept_heads(int l) const;
   int total_heads() const;
   int max_heads() const;
+  // Some heads removed: the checkpoint's attention tensors are narrower than the config's head count says.
+  bool slimmed() const { return total_heads() < num_hidden_layers * num_attention_heads; }
 };
 
 }  // namespace hp::core

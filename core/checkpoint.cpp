@@ -12,6 +12,8 @@
 
 #include "core/bert_keys.h"
 #include "core/errors.h"  // CheckpointError
+#include "core/files.h"
+#include "core/hf_modeling.h"  // generated from core/hf/modeling_headprune.py
 #include "core/tensor_io.h"
 
 namespace hp::core {
@@ -144,6 +146,11 @@ std::string bert_config_json(const BertConfig& c) {
   std::vector<int> per_layer;
   for (int l = 0; l < c.num_hidden_layers; ++l) per_layer.push_back(c.heads_in_layer(l));
   j["heads_per_layer"] = per_layer;
+  // transformers 5 ignores pruned_heads: it loads a slimmed folder through the modeling file written
+  // beside it (save_bert), with trust_remote_code=True. transformers 4 has BERT locally and keeps using it.
+  if (c.slimmed())
+    j["auto_map"] = {{"AutoModel", "modeling_headprune.HeadpruneBertModel"},
+                     {"AutoModelForSequenceClassification", "modeling_headprune.HeadpruneBertForSequenceClassification"}};
   return j.dump(2) + "\n";
 }
 
@@ -272,13 +279,10 @@ void save_bert(const Bert& model, const std::string& dir, const std::string& tok
   }
   write_safetensors(dir + "/model.safetensors", out);
   if (hdf5) write_hdf5(dir + "/model.h5", out, {{"format", "headprune BERT, Hugging Face tensor names"}});
-  std::string tmp = dir + "/config.json.tmp";
-  {
-    std::ofstream f(tmp);
-    f << bert_config_json(model.config());
-    if (!f) throw CheckpointError(tmp + ": cannot write; check the output folder is writable");
-  }
-  fs::rename(tmp, dir + "/config.json");
+  write_file_atomic(dir + "/config.json", bert_config_json(model.config()));
+  const std::string modeling = dir + "/modeling_headprune.py";
+  if (model.config().slimmed()) write_file_atomic(modeling, kModelingHeadprunePy);
+  else if (fs::exists(modeling)) fs::remove(modeling);  // a dense model needs no remote code
   if (!tokenizer_dir.empty() && fs::absolute(tokenizer_dir) != fs::absolute(dir))
     for (const char* name : {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"})
       if (fs::exists(tokenizer_dir + "/" + name))

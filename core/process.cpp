@@ -34,11 +34,13 @@ int run_program(const std::vector<std::string>& argv, bool quiet) {
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 127;
 }
 
-std::string python_reference() {
-  if (const char* p = std::getenv("HP_PYTHON")) return p;
+std::string python_reference(PythonRef which) {
+  const bool v5 = which == PythonRef::kTransformers5;
+  if (const char* p = std::getenv(v5 ? "HP_PYTHON_V5" : "HP_PYTHON")) return p;
   const char* cache = std::getenv("HEADPRUNE_CACHE");
   const char* home = std::getenv("HOME");
-  return cache ? std::string(cache) + "/venv/bin/python" : std::string(home ? home : "") + "/.cache/headprune/venv/bin/python";
+  const std::string dir = cache ? std::string(cache) : std::string(home ? home : "") + "/.cache/headprune";
+  return dir + (v5 ? "/venv-v5/bin/python" : "/venv/bin/python");
 }
 
 std::string format_command(const std::vector<std::string>& argv) {

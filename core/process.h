@@ -11,9 +11,12 @@ namespace hp::core {
 // be started (not found), 128 + signal when killed. `quiet` sends its stdout and stderr to /dev/null.
 int run_program(const std::vector<std::string>& argv, bool quiet = false);
 
-// The reference Python (transformers, onnxruntime): $HP_PYTHON, else $HEADPRUNE_CACHE/venv/bin/python,
-// else ~/.cache/headprune/venv/bin/python (scripts/setup_python.sh makes it). The path, existing or not.
-std::string python_reference();
+// The reference Pythons: kTransformers4 is the pinned one (transformers 4.40, onnxruntime), made by
+// scripts/setup_python.sh; kTransformers5 the optional one of `scripts/setup_python.sh --v5`.
+// $HP_PYTHON (or $HP_PYTHON_V5), else $HEADPRUNE_CACHE/venv[-v5]/bin/python, else
+// ~/.cache/headprune/venv[-v5]/bin/python. The path, existing or not.
+enum class PythonRef { kTransformers4, kTransformers5 };
+std::string python_reference(PythonRef which = PythonRef::kTransformers4);
 
 // `argv` as one line for messages, each argument single-quoted where it needs it (never executed).
 std::string format_command(const std::vector<std::string>& argv);

@@ -71,10 +71,13 @@ std::string model_card(const CardInputs& in) {
         << fixed(l.value("speedup", 0.0), 2) << "× (" << fixed(l.value("unpruned_ms", 0.0), 1) << " → "
         << fixed(l.value("slim_ms", 0.0), 1) << " ms; FLOP bound " << fixed(l.value("flop_bound", 0.0), 2) << "×).\n";
   o << "\n## Loading\n\n```python\nfrom transformers import AutoModelForSequenceClassification\n"
-    << "model = AutoModelForSequenceClassification.from_pretrained(\"path/to/this/folder\")\n```\n\n"
-    << "transformers 4.x re-prunes the heads listed in `config.pruned_heads`. Loaders that ignore it need the dense "
-       "fallback (original shapes, removed heads zeroed, same logits, no speedup): "
-       "`prune export --model THIS_FOLDER --dense --to DENSE_FOLDER`.\n\n";
+    << "model = AutoModelForSequenceClassification.from_pretrained(\"path/to/this/folder\", trust_remote_code=True)\n```\n\n"
+    << "transformers 5.x builds the narrower layers from `modeling_headprune.py` in this folder (named by "
+       "`auto_map` in config.json), hence `trust_remote_code=True`. transformers 4.x also loads it without remote "
+       "code: its BERT re-prunes the heads listed in `config.pruned_heads`. With `output_attentions=True`, layer l "
+       "returns [batch, kept heads, seq, seq]: the kept heads of the table above, in that order. Loaders that "
+       "run no remote code and ignore `pruned_heads` need the dense fallback (original shapes, removed heads "
+       "zeroed, same logits, no speedup): `prune export --model THIS_FOLDER --dense --to DENSE_FOLDER`.\n\n";
   o << "## Reproduce\n\n```\nprune --config " << in.run_dir << "/config.resolved.yaml\n```\n\n"
     << "(headprune " << in.version << "; the resolved config holds every setting of the run.)\n";
   return o.str();

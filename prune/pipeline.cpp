@@ -289,25 +289,40 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
     summary["final"]["slim_vs_masked_max_abs_logit_diff"] = diff;
     if (P.verify && diff > 1e-5)
       throw InternalError("slimmed export differs from the masked model by " + std::to_string(diff) + " (> 1e-5)");
-    std::string hf = "skipped (no Python reference at " + core::python_reference() + ")";
+    // Hugging Face loads the export with our logits on every evaluation example: transformers 4 both ways
+    // (replaying pruned_heads; through the modeling file), transformers 5 through the modeling file when
+    // its optional venv is there (scripts/setup_python.sh --v5).
+    json hf = json::object();
     const std::string script = std::string(HP_SOURCE_DIR) + "/tools/hf_check.py";
-    if (P.verify && fs::exists(core::python_reference()) && fs::exists(script)) {
-      // All evaluation examples in one padded batch, in dataset order, with our slim logits as the reference.
-      core::BatchOptions all;
-      all.batch_size = static_cast<int>(eval_data.size());
-      all.sort_by_length = false;
-      all.pad_id = tok.pad_id();
-      auto b = core::make_batches(eval_data, all).at(0);
-      torch::NoGradGuard no_grad;
-      auto logits = reloaded.forward(core::encoder_input(b)).logits;
-      const std::string h5 = cfg.run.out_dir + "/verify_inputs.h5";
-      core::write_hdf5(h5, {{"input_ids", b.input_ids}, {"attention_mask", b.attention_mask},
-                            {"token_type_ids", b.token_type_ids}, {"logits", logits}});
-      const std::vector<std::string> cmd = {core::python_reference(), script, out_model, h5, "--tol", "1e-4"};
-      const int rc = core::run_program(cmd);
-      hf = rc == 0 ? "passed (max |HF - ours| <= 1e-4 on all " + std::to_string(eval_data.size()) + " examples)"
-                   : "FAILED (see the hf_check line above)";
-      if (rc != 0) throw InternalError("Hugging Face transformers does not reproduce the slimmed export: " + core::format_command(cmd));
+    const std::string h5 = cfg.run.out_dir + "/verify_inputs.h5";
+    bool inputs_written = false;
+    struct HfCheck { const char* name; core::PythonRef python; const char* flag; };
+    for (const HfCheck& check : {HfCheck{"transformers4", core::PythonRef::kTransformers4, ""},
+                                 HfCheck{"transformers4_remote_code", core::PythonRef::kTransformers4, "--remote-code"},
+                                 HfCheck{"transformers5_remote_code", core::PythonRef::kTransformers5, "--remote-code"}}) {
+      const std::string py = core::python_reference(check.python);
+      if (!P.verify || !fs::exists(py) || !fs::exists(script)) {
+        hf[check.name] = P.verify ? "skipped (no Python reference at " + py + ")" : "skipped (verify off)";
+        continue;
+      }
+      if (!inputs_written) {
+        inputs_written = true;
+        // All evaluation examples in one padded batch, in dataset order, with our slim logits as the reference.
+        core::BatchOptions all;
+        all.batch_size = static_cast<int>(eval_data.size());
+        all.sort_by_length = false;
+        all.pad_id = tok.pad_id();
+        auto b = core::make_batches(eval_data, all).at(0);
+        torch::NoGradGuard no_grad;
+        auto logits = reloaded.forward(core::encoder_input(b)).logits;
+        core::write_hdf5(h5, {{"input_ids", b.input_ids}, {"attention_mask", b.attention_mask},
+                              {"token_type_ids", b.token_type_ids}, {"logits", logits}});
+      }
+      std::vector<std::string> cmd = {py, script, out_model, h5, "--tol", "1e-4"};
+      if (*check.flag) cmd.push_back(check.flag);
+      if (core::run_program(cmd) != 0)
+        throw InternalError("Hugging Face transformers does not reproduce the slimmed export: " + core::format_command(cmd));
+      hf[check.name] = "passed (max |HF - ours| <= 1e-4 on all " + std::to_string(eval_data.size()) + " examples)";
     }
     summary["final"]["hf_check"] = hf;
 

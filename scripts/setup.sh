@@ -2,7 +2,7 @@
 # One-command setup on a fresh Debian 12 machine: apt packages (LibTorch, OpenBLAS, build tools),
 # the Python reference and the real model (scripts/setup_python.sh), then a Release build in build/.
 # Re-running is fast and harmless: every step checks before it acts.
-# Usage: scripts/setup.sh            (env BUILD_DIR to build elsewhere, HP_WERROR=ON for CI)
+# Usage: scripts/setup.sh [--v5]     (env BUILD_DIR to build elsewhere, HP_WERROR=ON for CI)
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,7 +40,7 @@ else
 fi
 
 # 3. Python reference (transformers, tokenizers) and the real model linked under checkpoints/.
-"$REPO/scripts/setup_python.sh"
+"$REPO/scripts/setup_python.sh" "$@"  # --v5: also the transformers 5 venv
 
 # 4. Release build (ccache keeps rebuilds fast).
 step "build: $BUILD_DIR"

