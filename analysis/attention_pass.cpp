@@ -189,23 +189,14 @@ PassResult run_pass(const PassInput& in) {
     core::EncoderOutput out;
     std::vector<torch::Tensor> grads;
     if (in.noop) {
-      {  // the parameters take no gradients: start from a differentiable embedding output so the maps are in the graph
-        torch::NoGradGuard no_grad;
-        ei.start_hidden = in.model->embed(ei);
-      }
-      ei.start_hidden.requires_grad_(true);
-      // The loss reads only the last layer's [CLS] row: its other rows need neither autograd nor a
-      // backward (their gradient is exactly zero). They come from the layer's input without autograd.
-      ei.cls_only = true;
-      ei.want_hidden = true;
-      out = in.model->forward(ei);
-      auto loss = prune::per_example_loss(out.logits, b.labels, in.regression).sum();
-      grads = torch::autograd::grad({loss}, out.attentions);
-      torch::NoGradGuard no_grad;
-      const auto cls_grad = grads[L - 1];
-      out.attentions[L - 1] = in.model->attention_probs(L - 1, out.hidden_states[L - 1].detach(), b.attention_mask);
-      grads[L - 1] = torch::zeros_like(out.attentions[L - 1]);
-      grads[L - 1].narrow(2, 0, 1).copy_(cls_grad);
+      // One forward that keeps what the backward needs, and the backward by hand down to layer 0's maps
+      // (Bert::attention_grads; tested equal to autograd).
+      auto got = in.model->attention_grads(ei, [&](const torch::Tensor& logits) {
+        auto leaf = logits.detach().requires_grad_(true);
+        return torch::autograd::grad({prune::per_example_loss(leaf, b.labels, in.regression).sum()}, {leaf})[0];
+      });
+      out = std::move(got.out);
+      grads = std::move(got.grads);
     } else {
       torch::NoGradGuard no_grad;
       out = in.model->forward(ei);

@@ -211,19 +211,6 @@ torch::Tensor Bert::linear_plus(const torch::Tensor& x, const torch::Tensor& w, 
   return out;
 }
 
-torch::Tensor Bert::attention_probs(int l, const torch::Tensor& x, const torch::Tensor& attention_mask) const {
-  torch::NoGradGuard no_grad;
-  const LayerRefs& w = layers_[l];
-  const auto B = x.size(0), S = x.size(1);
-  const int H = cfg_.heads_in_layer(l), Dh = cfg_.head_dim();
-  if (H == 0) return torch::zeros({B, 0, S, S});
-  auto heads = [&](const torch::Tensor& t) { return t.view({B, S, H, Dh}).transpose(1, 2); };  // [B, H, S, Dh]
-  auto q = heads(linear_no_grad(x, w.q_w, w.q_b));
-  auto k = heads(linear_no_grad(x, w.k_w, w.k_b));
-  // The parallel kernel also forms a context; the keys stand in for the values and it is discarded.
-  return attention_no_grad(q, k, k, extended_attention_mask(attention_mask), true).first;
-}
-
 EncoderOutput Bert::forward(const EncoderInput& in) const {
   TORCH_CHECK(in.input_ids.dim() == 2, "input_ids must be [B, S], got ", in.input_ids.sizes());
   const auto B = in.input_ids.size(0), S = in.input_ids.size(1);

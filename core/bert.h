@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -69,9 +70,20 @@ class Bert {
   EncoderOutput forward(const EncoderInput& in) const;
   // The embedding layer's output [B, S, D] (word + type + position, LayerNorm, dropout).
   torch::Tensor embed(const EncoderInput& in) const;
-  // Layer l's attention probabilities [B, H_l, S, S] for its input x [B, S, D] (hidden_states[l]), without
-  // autograd: e.g. every query row of a layer that ran with cls_only.
-  torch::Tensor attention_probs(int l, const torch::Tensor& x, const torch::Tensor& attention_mask) const;
+
+  // Eval mode, plain inputs: the forward (logits; every layer's full attention maps in `out.attentions`)
+  // and, by a hand-written backward over it, `grads`: ∂loss/∂(attention probabilities) of every layer,
+  // L × [B, H_l, S, S], for the loss whose gradient with respect to the logits `dloss` returns. The loss
+  // reads the last layer's [CLS] row only, so that layer's other rows have exactly zero gradient.
+  // Autograd gives the same numbers (tested) at about twice the cost: it cannot use the inference GEMMs
+  // and attention kernel, and differentiates rows the loss never reads. Clark's no-op evidence (analysis/).
+  // Implemented in core/bert_backward.cpp.
+  struct AttentionGrads {
+    EncoderOutput out;
+    std::vector<torch::Tensor> grads;
+  };
+  AttentionGrads attention_grads(const EncoderInput& in,
+                                 const std::function<torch::Tensor(const torch::Tensor&)>& dloss) const;
 
   const BertConfig& config() const { return cfg_; }
   // HF-named parameters (the same tensors the model computes with).

@@ -95,15 +95,20 @@ struct FrozenLinearFn : public torch::autograd::Function<FrozenLinearFn> {
   }
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::tensor_list grads) {
     const auto w = ctx->saved_data["w"].toTensor();
-    const auto sizes = ctx->saved_data["sizes"].toIntVector();
-    const auto dy = grads[0].reshape({-1, w.size(0)}).contiguous();
-    auto dx = torch::empty({dy.size(0), w.size(1)}, dy.options());
-    gemm_nn(dx, dy, w);
-    return {dx.view(sizes), torch::Tensor(), torch::Tensor()};
+    return {linear_input_grad(grads[0], w).view(ctx->saved_data["sizes"].toIntVector()), torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
+
+torch::Tensor linear_input_grad(const torch::Tensor& dy, const torch::Tensor& w) {
+  auto sizes = dy.sizes().vec();
+  sizes.back() = w.size(1);
+  const auto rows = dy.reshape({-1, w.size(0)}).contiguous();
+  auto dx = torch::empty({rows.size(0), w.size(1)}, dy.options());
+  gemm_nn(dx, rows, w);
+  return dx.view(sizes);
+}
 
 torch::Tensor linear_frozen(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
   if (w.requires_grad() || (b.defined() && b.requires_grad()) || !b.defined()) return torch::linear(x, w, b);

@@ -25,6 +25,10 @@ torch::Tensor linear_no_grad(const torch::Tensor& x, const torch::Tensor& w, con
 // x needs none) it is linear_no_grad.
 torch::Tensor linear_frozen(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b);
 
+// dy · w over the last dimension, the input gradient of x · wᵀ: dy [..., N], w [N, K] → [..., K], through
+// the same GEMM.
+torch::Tensor linear_input_grad(const torch::Tensor& dy, const torch::Tensor& w);
+
 // "oneDNN 2.6.3 sgemm" or "ATen addmm (BLAS)"; for --version and benchmarks.
 std::string gemm_backend();
 // Benchmarks switch oneDNN off to compare with the BLAS.

@@ -1,0 +1,126 @@
+// Bert::attention_grads (the hand-written backward to the attention probabilities) against autograd
+// through Bert::forward: the same logits, maps and ∂loss/∂A in every layer, with padding, a 0-head layer,
+// the tanh GELU and a regression head.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "core/bert.h"
+#include "core/checkpoint.h"
+
+namespace {
+
+const std::string kGolden = std::string(HP_SOURCE_DIR) + "/tests/data/golden/";
+
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+// Token ids of 5 examples of length 11, example e padded after 11 - 2e tokens.
+hp::core::EncoderInput padded_input(int vocab) {
+  torch::manual_seed(3);
+  hp::core::EncoderInput in;
+  const int64_t B = 5, S = 11;
+  in.input_ids = torch::randint(1, vocab, {B, S}, torch::kLong);
+  in.token_type_ids = torch::zeros({B, S}, torch::kLong);
+  in.token_type_ids.narrow(1, 6, 5).fill_(1);
+  in.attention_mask = torch::ones({B, S}, torch::kLong);
+  for (int64_t e = 1; e < B; ++e) {
+    in.attention_mask[e].narrow(0, S - 2 * e, 2 * e).zero_();
+    in.input_ids[e].narrow(0, S - 2 * e, 2 * e).zero_();
+  }
+  return in;
+}
+
+// Sum over examples of cross-entropy (or squared error for one output) against fixed targets.
+torch::Tensor loss_of(const torch::Tensor& logits) {
+  if (logits.size(1) == 1) return (logits.squeeze(1) - torch::linspace(0, 5, logits.size(0))).pow(2).sum();
+  const auto labels = torch::arange(logits.size(0), torch::kLong) % logits.size(1);
+  return torch::nll_loss(torch::log_softmax(logits, 1), labels, {}, at::Reduction::Sum);
+}
+
+void check_against_autograd(const hp::core::Bert& model) {
+  const auto in = padded_input(model.config().vocab_size);
+  // Reference: autograd from a differentiable embedding output through every layer.
+  hp::core::EncoderInput ref_in = in;
+  {
+    torch::NoGradGuard no_grad;
+    ref_in.start_hidden = model.embed(in);
+  }
+  ref_in.start_hidden.requires_grad_(true);
+  ref_in.want_attention = true;
+  const auto ref = model.forward(ref_in);
+  std::vector<torch::Tensor> maps;  // the layers that have heads (a 0-head layer's empty map is not in the graph)
+  for (const auto& a : ref.attentions)
+    if (a.requires_grad()) maps.push_back(a);
+  const auto grads = torch::autograd::grad({loss_of(ref.logits)}, maps, {}, false, false, true);
+
+  const auto got = model.attention_grads(in, [](const torch::Tensor& logits) {
+    auto leaf = logits.detach().requires_grad_(true);
+    return torch::autograd::grad({loss_of(leaf)}, {leaf})[0];
+  });
+  CHECK(max_diff(got.out.logits, ref.logits.detach()) < 1e-5);
+  const int L = model.config().num_hidden_layers;
+  REQUIRE(got.grads.size() == static_cast<size_t>(L));
+  REQUIRE(got.out.attentions.size() == static_cast<size_t>(L));
+  for (int l = 0; l < L; ++l) {
+    INFO("layer " << l);
+    REQUIRE(got.out.attentions[l].sizes() == ref.attentions[l].sizes());
+    REQUIRE(got.grads[l].sizes() == ref.attentions[l].sizes());
+    if (got.grads[l].numel() == 0) continue;
+    CHECK(max_diff(got.out.attentions[l], ref.attentions[l].detach()) < 1e-5);  // float32 rounding of other GEMMs
+    torch::Tensor want;
+    for (size_t i = 0; i < maps.size(); ++i)
+      if (maps[i].is_same(ref.attentions[l])) want = grads[i];
+    REQUIRE(want.defined());
+    const double scale = want.abs().max().item<double>();
+    CHECK(scale > 0);  // the loss reaches every layer's maps
+    CHECK(max_diff(got.grads[l], want) <= 1e-5 * scale + 1e-9);
+  }
+  // The last layer's gradient lives in its [CLS] row only.
+  const auto& top = got.grads[L - 1];
+  if (top.numel() > 0) CHECK(top.narrow(2, 1, top.size(2) - 1).abs().max().item<double>() == 0);
+}
+
+// `model` with every head of layer `l` removed (shapes narrowed as a slimmed export has them).
+hp::core::Bert without_layer_heads(const hp::core::Bert& model, int l) {
+  auto cfg = model.config();
+  auto params = model.parameters();
+  const std::string pre = "encoder.layer." + std::to_string(l) + ".attention.";
+  for (const char* m : {"self.query", "self.key", "self.value"}) {
+    params[pre + m + ".weight"] = params[pre + m + ".weight"].narrow(0, 0, 0);
+    params[pre + m + ".bias"] = params[pre + m + ".bias"].narrow(0, 0, 0);
+  }
+  params[pre + "output.dense.weight"] = params[pre + "output.dense.weight"].narrow(1, 0, 0);
+  for (int h = 0; h < cfg.num_attention_heads; ++h) cfg.pruned_heads[l].push_back(h);
+  return hp::core::Bert(cfg, params);
+}
+
+}  // namespace
+
+TEST_CASE("attention_grads equals autograd: 4 layers, padding", "[core][attention_grads]") {
+  check_against_autograd(hp::core::load_bert(kGolden + "tiny_bert_l4"));
+}
+
+TEST_CASE("attention_grads equals autograd: a 0-head middle layer, a 0-head last layer", "[core][attention_grads]") {
+  const auto model = hp::core::load_bert(kGolden + "tiny_bert_l4");
+  check_against_autograd(without_layer_heads(model, 1));
+  check_against_autograd(without_layer_heads(model, 3));
+}
+
+TEST_CASE("attention_grads equals autograd: regression head, tanh GELU", "[core][attention_grads]") {
+  auto reg = hp::core::load_bert(kGolden + "tiny_bert_reg");
+  check_against_autograd(reg);
+  auto cfg = reg.config();
+  cfg.hidden_act = "gelu_new";
+  check_against_autograd(hp::core::Bert(cfg, reg.parameters()));
+}
+
+TEST_CASE("attention_grads refuses training mode and head masks", "[core][attention_grads]") {
+  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  auto in = padded_input(model.config().vocab_size);
+  auto dloss = [](const torch::Tensor& logits) { return torch::ones_like(logits); };
+  in.head_mask = torch::ones({2, 4});
+  CHECK_THROWS(model.attention_grads(in, dloss));
+  in.head_mask = torch::Tensor();
+  model.set_training(true);
+  CHECK_THROWS(model.attention_grads(in, dloss));
+}
