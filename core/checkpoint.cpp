@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "core/bert_keys.h"
 #include "core/errors.h"  // CheckpointError
 #include "core/files.h"
+#include "core/log.h"
 #include "core/hf_modeling.h"  // generated from core/hf/modeling_headprune.py
 #include "core/tensor_io.h"
 
@@ -39,6 +41,72 @@ std::string apply_renames(std::string key) {
   return key;
 }
 
+// The integer sizes of config.json with the range each must lie in: checked before anything is allocated
+// (a 10^9 hidden size, or 10^12 read through a 32-bit int, must fail here and not in the allocator).
+struct IntField {
+  const char* key;
+  int BertConfig::*field;
+  long long lo, hi;
+  bool required;  // else the BertConfig default stays
+};
+const IntField kIntFields[] = {
+    {"vocab_size", &BertConfig::vocab_size, 1, 10'000'000, true},
+    {"hidden_size", &BertConfig::hidden_size, 1, 65'536, true},
+    {"num_hidden_layers", &BertConfig::num_hidden_layers, 1, 1'000, true},
+    {"num_attention_heads", &BertConfig::num_attention_heads, 1, 4'096, true},
+    {"intermediate_size", &BertConfig::intermediate_size, 1, 1'048'576, true},
+    {"max_position_embeddings", &BertConfig::max_position_embeddings, 1, 1'048'576, false},
+    {"type_vocab_size", &BertConfig::type_vocab_size, 1, 1'000'000, false},
+    {"pad_token_id", &BertConfig::pad_token_id, 0, 9'999'999, false},
+};
+
+// Floating-point fields, each in [0, 1) or, when `positive`, in (0, 1).
+struct RealField {
+  const char* key;
+  double BertConfig::*field;
+  bool positive;
+};
+const RealField kRealFields[] = {
+    {"layer_norm_eps", &BertConfig::layer_norm_eps, true},
+    {"hidden_dropout_prob", &BertConfig::hidden_dropout_prob, false},
+    {"attention_probs_dropout_prob", &BertConfig::attention_probs_dropout_prob, false},
+};
+
+void read_int_field(const json& j, const IntField& f, BertConfig& c, const std::string& path) {
+  auto it = j.find(f.key);
+  if (it == j.end() || it->is_null()) {
+    if (f.required) throw CheckpointError(path + ": required key '" + f.key + "' is missing; add it from the model's BertConfig");
+    return;
+  }
+  const bool integral = it->is_number_integer() || (it->is_number_float() && std::floor(it->get<double>()) == it->get<double>());
+  if (!integral)
+    throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is not an integer; fix config.json");
+  const double v = it->get<double>();  // exact for every integer in range, and compares right beyond it
+  if (v < static_cast<double>(f.lo) || v > static_cast<double>(f.hi))
+    throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is outside " + std::to_string(f.lo) + ".." +
+                          std::to_string(f.hi) + "; fix config.json");
+  c.*f.field = static_cast<int>(v);
+}
+
+void read_real_field(const json& j, const RealField& f, BertConfig& c, const std::string& path) {
+  auto it = j.find(f.key);
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_number()) throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is not a number; fix config.json");
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v < 0 || (f.positive && v == 0) || v >= 1)
+    throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is outside " + (f.positive ? "(0, 1)" : "[0, 1)") +
+                          "; fix config.json");
+  c.*f.field = v;
+}
+
+// The first five names, then "… (N in all)": tensor lists in one-line errors.
+std::string first_names(const std::vector<std::string>& names) {
+  std::string list;
+  for (size_t i = 0; i < names.size() && i < 5; ++i) list += (i ? ", " : "") + names[i];
+  if (names.size() > 5) list += ", … (" + std::to_string(names.size()) + " in all)";
+  return list;
+}
+
 template <class T>
 T get_or(const json& j, const char* key, T fallback) {
   auto it = j.find(key);
@@ -62,20 +130,12 @@ BertConfig read_bert_config(const std::string& path) {
     throw CheckpointError(path + ": model_type '" + c.model_type +
                           "' is not supported; headprune loads BERT-architecture models (model_type \"bert\")");
   try {
-    for (const char* key : {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"})
-      if (!j.contains(key)) throw CheckpointError(path + ": required key '" + key + "' is missing; add it from the model's BertConfig");
-    c.vocab_size = j["vocab_size"].get<int>();
-    c.hidden_size = j["hidden_size"].get<int>();
-    c.num_hidden_layers = j["num_hidden_layers"].get<int>();
-    c.num_attention_heads = j["num_attention_heads"].get<int>();
-    c.intermediate_size = j["intermediate_size"].get<int>();
-    c.max_position_embeddings = get_or(j, "max_position_embeddings", 512);
-    c.type_vocab_size = get_or(j, "type_vocab_size", 2);
-    c.pad_token_id = get_or(j, "pad_token_id", 0);
-    c.layer_norm_eps = get_or(j, "layer_norm_eps", 1e-12);
-    c.hidden_dropout_prob = get_or(j, "hidden_dropout_prob", 0.1);
-    c.attention_probs_dropout_prob = get_or(j, "attention_probs_dropout_prob", 0.1);
+    for (const auto& f : kIntFields) read_int_field(j, f, c, path);
+    for (const auto& f : kRealFields) read_real_field(j, f, c, path);
     c.classifier_dropout = get_or(j, "classifier_dropout", -1.0);
+    if (c.classifier_dropout >= 1.0 || !std::isfinite(c.classifier_dropout))
+      throw CheckpointError(path + ": classifier_dropout = " + std::to_string(c.classifier_dropout) +
+                            " is outside [0, 1); fix config.json (null: use hidden_dropout_prob)");
     c.hidden_act = get_or<std::string>(j, "hidden_act", "gelu");
     std::string pos = get_or<std::string>(j, "position_embedding_type", "absolute");
     if (pos != "absolute")
@@ -90,6 +150,8 @@ BertConfig read_bert_config(const std::string& path) {
       c.num_labels = static_cast<int>(c.id2label.size());
     }
     c.num_labels = get_or(j, "num_labels", c.num_labels);
+    if (c.num_labels < 1 || c.num_labels > 1'000'000)
+      throw CheckpointError(path + ": num_labels = " + std::to_string(c.num_labels) + " is outside 1..1000000; fix config.json");
     if (j.contains("pruned_heads") && j["pruned_heads"].is_object())
       for (auto& [k, v] : j["pruned_heads"].items()) {
         auto heads = v.get<std::vector<int>>();
@@ -99,6 +161,9 @@ BertConfig read_bert_config(const std::string& path) {
   } catch (const json::exception& e) {
     throw CheckpointError(path + ": a key has the wrong type (" + std::string(e.what()) + "); compare with HF BertConfig");
   }
+  if (c.pad_token_id >= c.vocab_size)
+    throw CheckpointError(path + ": pad_token_id " + std::to_string(c.pad_token_id) + " is not below vocab_size " +
+                          std::to_string(c.vocab_size) + "; fix config.json");
   if (c.num_attention_heads <= 0 || c.hidden_size % c.num_attention_heads != 0)
     throw CheckpointError(path + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
                           std::to_string(c.num_attention_heads) + "; fix config.json");
@@ -231,20 +296,27 @@ Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* repo
       consumed.insert(stored);
     }
   }
+  // Non-finite weights make every output meaningless, and the masked or skipped parts of the computation can
+  // hide them behind finite logits: name them at load.
+  std::vector<std::string> non_finite;
+  for (const auto& [key, t] : params) {
+    const auto bad = (~torch::isfinite(t)).sum().item<int64_t>();
+    if (bad > 0) non_finite.push_back(key + " (" + std::to_string(bad) + " of " + std::to_string(t.numel()) + ")");
+  }
+  if (!non_finite.empty()) {
+    log_warn("load", file + ": non-finite weights (NaN/Inf) in " + first_names(non_finite) +
+                         "; outputs and metrics will be meaningless");
+    rep.non_finite = non_finite;
+  }
   if (!missing.empty()) {
-    std::string list;
-    for (size_t i = 0; i < missing.size() && i < 5; ++i) list += (i ? ", " : "") + missing[i];
-    if (missing.size() > 5) list += ", … (" + std::to_string(missing.size()) + " in all)";
-    throw CheckpointError(file + ": missing required tensors " + list + " (key prefix found: '" + rep.prefix +
+    throw CheckpointError(file + ": missing required tensors " + first_names(missing) + " (key prefix found: '" + rep.prefix +
                           "'); the checkpoint is incomplete or not a BERT encoder");
   }
   std::vector<std::string> unexpected;
   for (const auto& [k, v] : named)
     if (!consumed.count(k) && !is_ignored_key(k)) unexpected.push_back(k);
   if (!unexpected.empty()) {
-    std::string list;
-    for (size_t i = 0; i < unexpected.size() && i < 5; ++i) list += (i ? ", " : "") + unexpected[i];
-    throw CheckpointError(file + ": " + std::to_string(unexpected.size()) + " unexpected tensors (" + list +
+    throw CheckpointError(file + ": " + std::to_string(unexpected.size()) + " unexpected tensors (" + first_names(unexpected) +
                           "); the file holds more than a BERT encoder + classifier — check config.json matches");
   }
   if (report) *report = rep;

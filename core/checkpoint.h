@@ -38,6 +38,7 @@ struct LoadReport {
   std::string prefix;                // encoder key prefix found ("bert." or "")
   bool classifier_initialized = false;  // no classifier in the checkpoint: a fresh one was made
   bool pooler_initialized = false;
+  std::vector<std::string> non_finite;  // tensors holding NaN/Inf ("name (count of numel)"); a warning was logged
 };
 
 // Loads a model folder. Throws CheckpointError naming the file, the key and the fix.

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "core/errors.h"  // ConfigError
 
@@ -54,9 +56,16 @@ std::vector<std::string> split_list(const std::string& text) {
 int parse_int(const std::string& text, const std::string& where) {
   try {
     size_t used = 0;
-    long v = std::stol(text, &used);
-    if (used == text.size()) return static_cast<int>(v);
-  } catch (const std::exception&) {
+    const long long v = std::stoll(text, &used);
+    if (used == text.size()) {
+      if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+        throw ConfigError(where + ": " + text + " is outside the 32-bit range of this setting; use at most " +
+                          std::to_string(std::numeric_limits<int>::max()));
+      return static_cast<int>(v);
+    }
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const std::exception&) {  // not a number, or beyond 64 bits
   }
   throw ConfigError(where + ": expected an integer, got '" + text + "'");
 }
@@ -256,7 +265,11 @@ void validate(const Config& cfg) {
   auto need = [](bool ok, const std::string& msg) {
     if (!ok) throw ConfigError(msg);
   };
-  need(cfg.run.threads >= 0, "run.threads = " + std::to_string(cfg.run.threads) + "; use 0 (all cores) or a positive count");
+  // More threads than a few per core only slows LibTorch and OpenMP down (100,000 of them hang the process).
+  const int max_threads = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  need(cfg.run.threads >= 0 && cfg.run.threads <= max_threads,
+       "run.threads = " + std::to_string(cfg.run.threads) + "; use 0 (all cores) or 1.." + std::to_string(max_threads) +
+           " (4 per core of this machine)");
   need(cfg.data.max_seq_len >= 2 && cfg.data.max_seq_len <= 4096,
        "data.max_seq_len = " + std::to_string(cfg.data.max_seq_len) + "; use 2..512 (the model's max_position_embeddings)");
   need(cfg.eval.batch_size >= 1, "eval.batch_size = " + std::to_string(cfg.eval.batch_size) + "; use a positive batch size");

@@ -8,18 +8,52 @@
 #include "core/errors.h"  // InputError
 
 namespace hp::core {
+namespace fs = std::filesystem;
+
+void prepare_output_file(const std::string& path) {
+  std::error_code ec;
+  const auto st = fs::status(path, ec);  // follows symlinks: a link to /dev/null is a device too
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    const std::string kind = fs::is_directory(st) ? "a folder" : fs::is_character_file(st) || fs::is_block_file(st) ? "a device"
+                                                                : "not a regular file";
+    throw InputError(path + ": is " + kind + ", and results are written only to regular files; name a file path");
+  }
+  const fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) return;
+  fs::create_directories(parent, ec);
+  if (ec || !fs::is_directory(parent))
+    throw InputError(path + ": cannot create its folder " + parent.string() + " (" + (ec ? ec.message() : "not a folder") +
+                     "); choose a writable location");
+}
+
+void commit_output_file(const std::string& tmp, const std::string& path) {
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (!ec) return;
+  const std::string reason = ec.message();
+  fs::remove(tmp, ec);
+  throw InputError(path + ": cannot replace it with " + tmp + " (" + reason + "); check the folder is writable");
+}
+
+void write_file_atomic(const std::string& path, const void* bytes, std::size_t size) {
+  prepare_output_file(path);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (out) out.write(static_cast<const char*>(bytes), static_cast<std::streamsize>(size));
+    if (out) out.flush();
+    if (!out) {
+      out.close();
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw InputError(path + ": cannot write " + tmp + "; check that the folder is writable and the disk not full");
+    }
+  }
+  commit_output_file(tmp, path);
+}
 
 void write_file_atomic(const std::string& path, const std::string& content) {
-  namespace fs = std::filesystem;
-  fs::path p(path);
-  if (p.has_parent_path()) fs::create_directories(p.parent_path());
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << content;
-    if (!out) throw InputError(tmp + ": cannot write; check that the folder is writable and the disk not full");
-  }
-  fs::rename(tmp, path);
+  write_file_atomic(path, content.data(), content.size());
 }
 
 std::string read_file(const std::string& path) {

@@ -2,6 +2,8 @@
 // and the bad-input catalogue is tested on raw bytes.
 #include "core/safetensors.h"
 
+#include "core/files.h"  // write_file_atomic
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -339,28 +341,6 @@ std::vector<std::uint8_t> serialize_safetensors(
     dst += blob->nbytes;
   }
   return out;
-}
-
-void write_file_atomic(const std::string& path, const void* bytes, std::size_t size) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream os(tmp, std::ios::binary | std::ios::trunc);
-    if (os) os.write(static_cast<const char*>(bytes), static_cast<std::streamsize>(size));
-    if (os) os.flush();
-    if (!os) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      fail(path, "cannot write " + tmp, "check the folder exists, is writable and has free space");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    const std::string reason = ec.message();
-    std::filesystem::remove(tmp, ec);
-    fail(path, "cannot rename " + tmp + " over it (" + reason + ")",
-         "check the folder is writable");
-  }
 }
 
 void write_safetensors_file(const std::string& path,

@@ -82,7 +82,4 @@ void write_safetensors_file(const std::string& path,
                             const std::map<std::string, TensorBlob>& tensors,
                             const std::map<std::string, std::string>& metadata);
 
-// Writes `size` bytes to `path` atomically (`path`.tmp, then rename); CheckpointError on failure.
-void write_file_atomic(const std::string& path, const void* bytes, std::size_t size);
-
 }  // namespace hp::core

@@ -2,6 +2,8 @@
 // HDF5 (H5Cpp). Assumes a little-endian host, as safetensors and torch.save data are little-endian.
 #include "core/tensor_io.h"
 
+#include "core/files.h"  // prepare_output_file, commit_output_file
+
 #include <H5Cpp.h>
 #include <caffe2/serialize/inline_container.h>  // PyTorchStreamReader
 
@@ -200,6 +202,7 @@ TensorMap read_torch_bin(const std::string& path) {
 
 void write_hdf5(const std::string& path, const TensorMap& tensors,
                 const std::map<std::string, std::string>& attrs) {
+  prepare_output_file(path);
   const std::string tmp = path + ".tmp";
   try {
     H5::Exception::dontPrint();
@@ -243,11 +246,7 @@ void write_hdf5(const std::string& path, const TensorMap& tensors,
     std::filesystem::remove(tmp, ec);
     throw;
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec)
-    fail(path, "cannot rename " + tmp + " over it (" + ec.message() + ")",
-         "check the folder is writable");
+  commit_output_file(tmp, path);
 }
 
 namespace {

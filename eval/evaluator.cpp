@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "core/errors.h"  // InputError
 #include "core/log.h"
 #include "eval/metrics.h"
 
@@ -47,6 +48,12 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
     if (show_progress) progress.update(done);
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // A metric over NaN/Inf outputs (argmax of NaN is class 0) would be a number that means nothing.
+  const auto bad_rows = (~torch::isfinite(r.logits)).any(1).sum().item<long>();
+  if (bad_rows > 0)
+    throw InputError("the model's outputs are not finite (NaN/Inf) for " + std::to_string(bad_rows) + " of " +
+                     std::to_string(r.examples) + " examples, so no metric is reported; check the checkpoint's weights "
+                     "(the load warning names non-finite tensors) and config.json");
   r.examples_per_s = r.seconds > 0 ? r.examples / r.seconds : 0;
   r.predictions = predictions_from_logits(r.logits, task.is_regression());
   if (data.has_labels) r.metrics = compute_metrics(task, r.predictions, data.labels);

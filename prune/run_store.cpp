@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "core/files.h"
+#include "core/run_folder.h"
 
 namespace hp::prune {
 
@@ -14,16 +15,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::string first_difference(const std::string& a, const std::string& b) {
-  std::istringstream sa(a), sb(b);
-  std::string la, lb;
-  while (true) {
-    const bool ga = static_cast<bool>(std::getline(sa, la)), gb = static_cast<bool>(std::getline(sb, lb));
-    if (!ga && !gb) return "";
-    if (la != lb || ga != gb) return "'" + (ga ? la : lb) + "'";
-  }
-}
 
 std::string point_file(const std::string& dir, const std::string& c, int seed, int step) {
   return dir + "/state/points/" + c + "_seed" + std::to_string(seed) + "_step" + std::to_string(step) + ".json";
@@ -36,19 +27,8 @@ std::string importance_file(const std::string& dir, const std::string& c, int se
 }  // namespace
 
 RunStore::RunStore(std::string dir, const std::string& config_yaml) : dir_(std::move(dir)) {
-  const std::string record = dir_ + "/state/config.yaml";
-  std::error_code ec;
-  if (fs::exists(record)) {
-    const std::string old = core::read_file(record);
-    if (old != config_yaml)
-      throw ConfigError(dir_ + " holds another pruning run (its config differs at " + first_difference(old, config_yaml) +
-                        "); pass --out NEW_DIR, or delete " + dir_ + " to start over");
-    resumed_ = true;
-    return;
-  }
-  if (fs::exists(dir_) && !fs::is_empty(dir_, ec))
-    throw ConfigError(dir_ + " is not empty and holds no pruning run (no state/config.yaml); pass --out NEW_DIR");
-  core::write_file_atomic(record, config_yaml);
+  resumed_ = core::claim_run_folder(dir_, core::RunKind::kPruning, config_yaml);
+  if (!resumed_) core::write_file_atomic(dir_ + "/" + core::run_kind_record(core::RunKind::kPruning), config_yaml);
 }
 
 std::string matrix_json(const torch::Tensor& m) {

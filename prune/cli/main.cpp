@@ -227,7 +227,22 @@ int real_main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    // Usage errors end like every other error: one `error:` line and exit 2 (CLI11's own codes are 100+).
+    std::vector<std::string> commands = {"config"};
+    for (const auto& s : subs) commands.push_back(s.name);
+    const std::string first = argc > 1 ? argv[1] : "";
+    const bool unknown_command = !first.empty() && first[0] != '-' &&
+                                 std::find(commands.begin(), commands.end(), first) == commands.end();
+    if (unknown_command) {
+      const std::string near = hp::core::nearest_key(first, commands);
+      std::cerr << "error: unknown command '" << first << "'"
+                << (near.empty() ? "" : "; did you mean '" + near + "'?") << " (prune --help lists the commands)\n";
+    } else {
+      std::cerr << "error: " << e.what() << "; see `prune " << (first.empty() || first[0] == '-' ? "" : first + " ")
+                << "--help`\n";
+    }
+    return 2;
   }
   if (version) {
     hp::core::set_threads(0);

@@ -4,7 +4,9 @@
 #include <csignal>
 #include <iostream>
 
+#include "core/config.h"      // dump_yaml
 #include "core/log.h"
+#include "core/run_folder.h"
 #include "prune/cli/commands.h"
 #include "train/task_run.h"
 
@@ -25,6 +27,10 @@ int run_train(const core::Config& cfg) {
   run.resume = !cfg.train.resume.empty();
   run.stop = &g_stop;
   const std::string& run_dir = run.run_dir;
+  // One rule for every run folder (core/run_folder.h): never over another run or unrelated files.
+  if (!run.resume && core::claim_run_folder(run_dir, core::RunKind::kTraining, core::dump_yaml(cfg)))
+    core::log_info("train", run_dir + " holds this training run already: starting it again (--resume " + run_dir +
+                                " continues it instead)");
   auto previous_int = std::signal(SIGINT, on_signal);
   auto previous_term = std::signal(SIGTERM, on_signal);
   train::TrainResult r = train::train_task(cfg, run);
