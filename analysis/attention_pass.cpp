@@ -120,27 +120,39 @@ long load_checkpoint(const std::string& path, const std::string& fingerprint, Pa
   return static_cast<long>(done);
 }
 
-// Adds each example's mean |∂L/∂A| over real queries × [SEP] keys and × all real keys, per head
-// (DEFINITIONS §7: examples weigh equally). grad: [B, H, S, S].
-void add_noop(const torch::Tensor& grad, const core::Batch& b, const std::vector<ExampleInfo>& info, int l,
-              int max_heads, PassResult& r) {
-  const auto B = grad.size(0), H = grad.size(1), S = grad.size(3);
-  auto sep = torch::zeros({B, 1, 1, S}, torch::kFloat64);
+// The key masks of one batch for add_noop: [B, S, 2] float32, column 0 the real (unpadded) keys, column 1
+// the [SEP] keys. Built once per batch from plain arrays.
+torch::Tensor noop_key_masks(const core::Batch& b, const std::vector<ExampleInfo>& info) {
+  const auto B = b.input_ids.size(0), S = b.input_ids.size(1);
+  std::vector<float> m(static_cast<size_t>(B * S * 2), 0.0f);
   for (int64_t e = 0; e < B; ++e) {
     const auto& ex = info[b.index[e]];
-    for (int j = 0; j < ex.n; ++j)
-      if (ex.sep[j]) sep[e][0][0][j] = 1.0;
+    for (int j = 0; j < ex.n; ++j) {
+      m[(e * S + j) * 2] = 1.0f;
+      m[(e * S + j) * 2 + 1] = ex.sep[j] ? 1.0f : 0.0f;
+    }
   }
-  auto real = b.attention_mask.to(torch::kFloat64);
-  auto g = grad.abs().to(torch::kFloat64) * real.view({B, 1, S, 1}) * real.view({B, 1, 1, S});
-  auto n = real.sum(1).view({B, 1});                                        // [B, 1]
-  auto at_sep = (g * sep).sum(torch::IntArrayRef{2, 3}) / (n * sep.view({B, S}).sum(1, true));  // [B, H]
-  auto at_all = g.sum(torch::IntArrayRef{2, 3}) / (n * n);
-  at_sep = at_sep.sum(0), at_all = at_all.sum(0);
+  return torch::from_blob(m.data(), {B, S, 2}, torch::kFloat32).clone();
+}
+
+// Adds each example's mean |∂L/∂A| over real queries × [SEP] keys and × all real keys, per head
+// (DEFINITIONS §7: examples weigh equally). grad: [B, H, S, S]; keys from noop_key_masks.
+void add_noop(const torch::Tensor& grad, const torch::Tensor& keys, int l, int max_heads, PassResult& r) {
+  const auto B = grad.size(0), H = grad.size(1), S = grad.size(3);
+  const auto real = keys.select(2, 0);                                                 // [B, S]
+  // Σ over keys of |g| · mask for every query row (one small GEMM per pair), then over the real queries.
+  const auto per_query = torch::matmul(grad.abs(), keys.unsqueeze(1));                   // [B, H, S, 2]
+  const auto sums = (per_query * real.view({B, 1, S, 1})).sum(2).to(torch::kFloat64);  // [B, H, 2]
+  const auto counts = keys.sum(1).to(torch::kFloat64);                                   // [B, 2]: n, [SEP] keys
+  const auto n = counts.select(1, 0).view({B, 1});
+  const auto at_all = (sums.select(2, 0) / (n * n)).sum(0).contiguous();
+  const auto at_sep = (sums.select(2, 1) / (n * counts.select(1, 1).view({B, 1}))).sum(0).contiguous();
+  const double* pa = at_all.data_ptr<double>();
+  const double* ps = at_sep.data_ptr<double>();
   for (int64_t h = 0; h < H; ++h) {
     const size_t k = static_cast<size_t>(l) * max_heads + h;
-    r.sep_grad_sum[k] += at_sep[h].item<double>();
-    r.all_grad_sum[k] += at_all[h].item<double>();
+    r.sep_grad_sum[k] += ps[h];
+    r.all_grad_sum[k] += pa[h];
     r.sep_grad_count[k] += static_cast<double>(B);
     r.all_grad_count[k] += static_cast<double>(B);
   }
@@ -237,9 +249,11 @@ PassResult run_pass(const PassInput& in) {
       for (size_t x = 0; x < analysed.size(); ++x)
         for (size_t y = 0; y < analysed.size(); ++y) r.js[analysed[x] * N + analysed[y]] += js[x * analysed.size() + y];
     }
-    if (in.noop)
+    if (in.noop) {
+      const auto keys = noop_key_masks(b, *in.info);
       for (int l = 0; l < L; ++l)
-        if (maps[l].size(1) > 0) add_noop(grads[l], b, *in.info, l, Hmax, r);
+        if (maps[l].size(1) > 0) add_noop(grads[l], keys, l, Hmax, r);
+    }
 
     since_start += B;
     progress.update(since_start);
