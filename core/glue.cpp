@@ -279,6 +279,9 @@ std::vector<Example> read_task(const TaskSpec& task, const std::string& data_roo
     }
     out.push_back(std::move(ex));
   }
+  if (out.empty())
+    throw InputError(path + ": no examples (" + (lines.empty() ? "the file is empty" : "only a header") +
+                     "); restore the split's rows, or choose another --split");
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include "core/checkpoint.h"
 #include "core/files.h"
 #include "core/head_mask.h"
+#include "core/errors.h"
 #include "core/log.h"
 #include "eval/evaluator.h"
 #include "prune/cli/commands.h"
@@ -17,6 +18,9 @@ int run_eval(const core::Config& cfg) {
   const core::TaskSpec& task = core::find_task(cfg.data.task);
   std::string root = core::resolve_data_root(cfg.data.root);
   auto examples = core::read_task(task, root, cfg.eval.split);
+  if (!examples.front().has_label)
+    throw InputError(task.name + " split '" + cfg.eval.split + "' has no labels, so there is nothing to score; use "
+                     "--split dev, or `prune infer` for predictions on unlabelled text");
   if (cfg.eval.max_examples > 0 && static_cast<size_t>(cfg.eval.max_examples) < examples.size())
     examples.resize(cfg.eval.max_examples);
   core::log_info("eval", task.name + "/" + cfg.eval.split + ": " + std::to_string(examples.size()) + " examples from " + root);

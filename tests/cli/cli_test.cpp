@@ -471,6 +471,13 @@ TEST_CASE("hostile input: special files, absurd sizes, 64-bit values, non-finite
       {eval + tiny_with("frac", "intermediate_size", "37.5").string(), "intermediate_size = 37.5 is not an integer", 1},
       {eval + tiny_with("pad", "pad_token_id", "98").string(), "pad_token_id 98 is not below vocab_size 98", 1},
   };
+  // A split with only its header, and a split without labels, give an error instead of empty metrics.
+  const auto header_only = std::filesystem::temp_directory_path() / "hp_hostile_data";
+  std::filesystem::create_directories(header_only / "glue" / "SST-2");
+  std::ofstream(header_only / "glue" / "SST-2" / "dev.tsv") << "sentence\tlabel\n";
+  cases.push_back({"eval --model " + kTiny + " --task sst2 --data-root " + header_only.string(),
+                   "SST-2/dev.tsv: no examples (only a header)", 1});
+  cases.push_back({"eval --model " + kTiny + " --task sst2 --split test", "sst2 split 'test' has no labels", 1});
   check_errors(cases);
   CHECK(std::filesystem::is_character_file("/dev/null"));
   CHECK(std::filesystem::is_directory(folder));
