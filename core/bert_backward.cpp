@@ -75,7 +75,7 @@ Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
     const int H = cfg_.heads_in_layer(l);
     const int64_t Sq = l == L - 1 ? 1 : S;
     const auto xq = x.narrow(1, 0, Sq);
-    t.u1 = (xq + w.o_b).contiguous();
+    t.u1 = xq + w.o_b;  // a new contiguous tensor: the GEMM below accumulates into it
     if (H == 0) {
       t.probs = torch::zeros({B, 0, S, S});
     } else {

@@ -36,11 +36,7 @@ const KindRow* detect(const std::string& dir) {
   return nullptr;
 }
 
-}  // namespace
-
-const char* run_kind_name(RunKind kind) { return row(kind).name; }
-const char* run_kind_record(RunKind kind) { return row(kind).record; }
-
+// The first line where two texts differ, quoted from `b` (or `a` where b has ended); "" when equal.
 std::string first_difference(const std::string& a, const std::string& b) {
   std::istringstream sa(a), sb(b);
   std::string la, lb;
@@ -50,6 +46,11 @@ std::string first_difference(const std::string& a, const std::string& b) {
     if (la != lb || ga != gb) return "'" + (gb ? lb : la) + "'";
   }
 }
+
+}  // namespace
+
+const char* run_kind_name(RunKind kind) { return row(kind).name; }
+const char* run_kind_record(RunKind kind) { return row(kind).record; }
 
 bool claim_run_folder(const std::string& dir, RunKind kind, const std::string& config_yaml) {
   std::error_code ec;

@@ -18,7 +18,4 @@ const char* run_kind_record(RunKind kind);  // "state/config.yaml", "config.reso
 // run) and the fix (--out NEW_DIR).
 bool claim_run_folder(const std::string& dir, RunKind kind, const std::string& config_yaml);
 
-// The first line where two texts differ, quoted from `b` (or `a` where b has ended); "" when equal.
-std::string first_difference(const std::string& a, const std::string& b);
-
 }  // namespace hp::core

@@ -3,7 +3,6 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/errors.h"
 #include "core/files.h"
