@@ -114,6 +114,34 @@ void attend_pairs(const Dims& d, const HeadMatrix& Q, const HeadMatrix& K, const
   });
 }
 
+// Where one pair's input gradients go (rows of the linears' layouts).
+struct PairGrads {
+  const HeadMatrix *dQ, *dK, *dV;
+};
+
+// The backward of one (b, h) pair from dC [Sq, Dh]: dA = dC Vᵀ into `da` (row stride ld_da); with `g`,
+// also dV = Pᵀ dC, the softmax backward dS = P ⊙ (dA − rowsum(dA ⊙ P)) into `ds` (Sq × S, may be `da`
+// itself), dQ = dS K / √Dh and dK = dSᵀ Q / √Dh.
+void pair_backward(SgemmFn sgemm, const Dims& d, int64_t b, int64_t h, const HeadMatrix& Q, const HeadMatrix& K,
+                   const HeadMatrix& V, const ProbsMatrix& P, const HeadMatrix& dC, float* da, int ld_da, float* ds,
+                   const PairGrads* g) {
+  const float *p = P.at(b, h), *dc = dC.at(b, h);
+  gemm(sgemm, false, true, d.Sq, d.S, d.Dh, 1.0f, dc, dC.ld, V.at(b, h), V.ld, 0.0f, da, ld_da);
+  if (!g) return;
+  gemm(sgemm, true, false, d.S, d.Dh, d.Sq, 1.0f, p, P.ld, dc, dC.ld, 0.0f, g->dV->at(b, h), g->dV->ld);
+  for (int r = 0; r < d.Sq; ++r) {  // softmax backward, row by row
+    const float* a = da + r * ld_da;
+    const float* pr = p + r * P.ld;
+    float* out = ds + r * d.S;
+    float dot = 0;
+    for (int j = 0; j < d.S; ++j) dot += a[j] * pr[j];
+    for (int j = 0; j < d.S; ++j) out[j] = pr[j] * (a[j] - dot);
+  }
+  const float scale = d.scale();
+  gemm(sgemm, false, false, d.Sq, d.Dh, d.S, scale, ds, d.S, K.at(b, h), K.ld, 0.0f, g->dQ->at(b, h), g->dQ->ld);
+  gemm(sgemm, true, false, d.S, d.Dh, d.Sq, scale, ds, d.S, Q.at(b, h), Q.ld, 0.0f, g->dK->at(b, h), g->dK->ld);
+}
+
 // softmax(q kᵀ/√Dh + ext) v with q [B, Sq, D] and kv [B, S, 2D] (k then v, the output of one linear);
 // returns ctx [B, Sq, D]. Differentiable in q and kv; the probabilities are kept for the backward.
 struct AttentionFn : public torch::autograd::Function<AttentionFn> {
@@ -149,27 +177,12 @@ struct AttentionFn : public torch::autograd::Function<AttentionFn> {
     const HeadMatrix dC = rows_of(dctx, d.Dh), dQ = rows_of(dq, d.Dh), dK = rows_of(dkv, d.Dh),
                      dV = rows_of(dkv, d.Dh, D);
     const ProbsMatrix P = probs_of(probs);
+    const PairGrads g{&dQ, &dK, &dV};
     const SgemmFn sgemm = blas_sgemm();
-    const float scale = d.scale();
     at::parallel_for(0, d.B * d.H, 1, [&](int64_t begin, int64_t end) {
       std::vector<float> dS(static_cast<size_t>(d.Sq) * d.S);
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t b = i / d.H, h = i % d.H;
-        const float *p = P.at(b, h), *dc = dC.at(b, h);
-        gemm(sgemm, true, false, d.S, d.Dh, d.Sq, 1.0f, p, P.ld, dc, dC.ld, 0.0f, dV.at(b, h), dV.ld);
-        gemm(sgemm, false, true, d.Sq, d.S, d.Dh, 1.0f, dc, dC.ld, V.at(b, h), V.ld, 0.0f, dS.data(), d.S);
-        for (int r = 0; r < d.Sq; ++r) {  // softmax backward, row by row
-          float* g = dS.data() + r * d.S;
-          const float* pr = p + r * P.ld;
-          float dot = 0;
-          for (int j = 0; j < d.S; ++j) dot += g[j] * pr[j];
-          for (int j = 0; j < d.S; ++j) g[j] = pr[j] * (g[j] - dot);
-        }
-        gemm(sgemm, false, false, d.Sq, d.Dh, d.S, scale, dS.data(), d.S, K.at(b, h), K.ld, 0.0f,
-             dQ.at(b, h), dQ.ld);
-        gemm(sgemm, true, false, d.S, d.Dh, d.Sq, scale, dS.data(), d.S, Q.at(b, h), Q.ld, 0.0f,
-             dK.at(b, h), dK.ld);
-      }
+      for (int64_t i = begin; i < end; ++i)
+        pair_backward(sgemm, d, i / d.H, i % d.H, Q, K, V, P, dC, dS.data(), d.S, dS.data(), &g);
     });
     return {dq, dkv, torch::Tensor(), torch::Tensor()};
   }
@@ -239,6 +252,31 @@ std::pair<torch::Tensor, torch::Tensor> attention_no_grad(const torch::Tensor& q
   attend_pairs(d, heads_of(qu), heads_of(ku), heads_of(vu), e.data_ptr<float>(),
                want_probs ? probs_of(probs) : ProbsMatrix{nullptr, 0, 0, 0}, heads_of(ctx.transpose(1, 2)));
   return {probs, ctx};
+}
+
+torch::Tensor attention_backward_no_grad(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                        const torch::Tensor& probs, const torch::Tensor& dctx,
+                                        const AttentionInputGrads* grads) {
+  const Dims d{probs.size(0), probs.size(1), static_cast<int>(probs.size(2)), static_cast<int>(probs.size(3)),
+               static_cast<int>(v.size(3))};
+  TORCH_CHECK(all_float({q, k, v, probs, dctx}) && dctx.dim() == 3 && dctx.size(1) == d.Sq && dctx.stride(2) == 1,
+              "attention_backward_no_grad: float32 inputs, dctx [B, Sq, H·Dh] with unit last stride");
+  auto da = d.Sq == d.S ? torch::empty({d.B, d.H, d.S, d.S}, probs.options())
+                        : torch::zeros({d.B, d.H, d.S, d.S}, probs.options());
+  const HeadMatrix Q = heads_of(q), K = heads_of(k), V = heads_of(v), dC = rows_of(dctx, d.Dh);
+  const ProbsMatrix P = probs_of(probs), dA = probs_of(da);
+  HeadMatrix dQ{}, dK{}, dV{};
+  PairGrads g{&dQ, &dK, &dV};
+  if (grads) dQ = heads_of(grads->dq), dK = heads_of(grads->dk), dV = heads_of(grads->dv);
+  const SgemmFn sgemm = blas_sgemm();
+  at::parallel_for(0, d.B * d.H, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> dS(grads ? static_cast<size_t>(d.Sq) * d.S : 0);
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t b = i / d.H, h = i % d.H;
+      pair_backward(sgemm, d, b, h, Q, K, V, P, dC, dA.at(b, h), dA.ld, dS.data(), grads ? &g : nullptr);
+    }
+  });
+  return da;
 }
 
 torch::Tensor attention_autograd(const torch::Tensor& q, const torch::Tensor& kv, const torch::Tensor& ext,

@@ -32,6 +32,20 @@ std::pair<torch::Tensor, torch::Tensor> attention_no_grad(const torch::Tensor& q
 torch::Tensor attention_autograd(const torch::Tensor& q, const torch::Tensor& kv, const torch::Tensor& ext,
                                  int64_t heads);
 
+// Where attention_backward_no_grad writes the gradients of q, k and v: [B, H, rows, Dh] views (unit last
+// stride) into the linears' output layout; dq has Sq rows.
+struct AttentionInputGrads {
+  torch::Tensor dq, dk, dv;
+};
+
+// The backward of attention_no_grad by the same per-pair closed form as attention_autograd, without
+// autograd: from dctx [B, Sq, H·Dh] (∂loss/∂context, unit last stride), q [B, H, Sq, Dh], k, v [B, H, S,
+// Dh] and the forward's probs [B, H, Sq, S], returns ∂loss/∂probs as [B, H, S, S] (rows past Sq zero),
+// and with `grads` writes the gradients of q, k and v there. float32 and a BLAS with `sgemm_` only.
+torch::Tensor attention_backward_no_grad(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                        const torch::Tensor& probs, const torch::Tensor& dctx,
+                                        const AttentionInputGrads* grads);
+
 // Given attention probabilities [B, H, Sq, S] (unit last stride; differentiable) and values v [B, S, D]
 // (differentiable): ctx [B, Sq, D] = probs v per head. Attention attribution's scaled layer.
 torch::Tensor probs_times_values(const torch::Tensor& probs, const torch::Tensor& v);

@@ -1,5 +1,4 @@
 // ∂loss/∂(attention probabilities) by a hand-written backward (see Bert::attention_grads in core/bert.h).
-#include <cmath>
 #include <tuple>
 
 #include "core/attention.h"
@@ -14,7 +13,8 @@ namespace {
 // What one layer's backward needs from its forward. Sq = the query rows carried past attention (all S,
 // or 1 in the last layer, whose [CLS] row is all the loss reads).
 struct LayerTape {
-  torch::Tensor q, k, v;               // [B, H, S, Dh]
+  torch::Tensor w_qkv;                 // the query, key and value weights stacked: [3·H·Dh, D]
+  torch::Tensor q, k, v;               // [B, H, S, Dh] views into one [B, S, 3, H, Dh] projection
   torch::Tensor probs;                 // [B, H, S, S]
   torch::Tensor u1, mean1, rstd1;      // attention block before its LayerNorm [B, Sq, D], and the LN statistics
   torch::Tensor z;                     // FFN pre-activation [B, Sq, I]
@@ -32,11 +32,6 @@ torch::Tensor activation_forward(const std::string& act, const torch::Tensor& z)
   if (act == "gelu") return torch::gelu(z);
   if (act == "relu") return torch::relu(z);
   return torch::gelu(z, "tanh");  // the tanh forms (activation_backward rejects anything else first)
-}
-
-// [B, H, rows, Dh] → [B, rows, H·Dh], the linears' layout.
-torch::Tensor merge_heads(const torch::Tensor& t) {
-  return t.transpose(1, 2).reshape({t.size(0), t.size(2), t.size(1) * t.size(3)});
 }
 
 // A [B, S, ...] tensor holding `rows` (its first Sq rows) and zeros after.
@@ -61,7 +56,7 @@ Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
   const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
   const int L = cfg_.num_hidden_layers, Dh = cfg_.head_dim();
   const std::vector<int64_t> D = {cfg_.hidden_size};
-  const double eps = cfg_.layer_norm_eps, scale = 1.0 / std::sqrt(static_cast<double>(Dh));
+  const double eps = cfg_.layer_norm_eps;
   auto mask = in.attention_mask.defined() ? in.attention_mask : torch::ones({B, S}, torch::kLong);
   const auto ext = extended_attention_mask(mask);
 
@@ -79,10 +74,12 @@ Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
     if (H == 0) {
       t.probs = torch::zeros({B, 0, S, S});
     } else {
-      auto heads = [&](const torch::Tensor& y) { return y.view({B, S, H, Dh}).transpose(1, 2); };
-      t.q = heads(linear_no_grad(x, w.q_w, w.q_b));
-      t.k = heads(linear_no_grad(x, w.k_w, w.k_b));
-      t.v = heads(linear_no_grad(x, w.v_w, w.v_b));
+      // Queries, keys and values from one GEMM (and their input gradient from one below).
+      t.w_qkv = torch::cat({w.q_w, w.k_w, w.v_w});
+      const auto qkv = linear_no_grad(x, t.w_qkv, torch::cat({w.q_b, w.k_b, w.v_b})).view({B, S, 3, H, Dh});
+      t.q = qkv.select(2, 0).transpose(1, 2);
+      t.k = qkv.select(2, 1).transpose(1, 2);
+      t.v = qkv.select(2, 2).transpose(1, 2);
       torch::Tensor ctx;  // [B, S, H, Dh]
       std::tie(t.probs, ctx) = attention_no_grad(t.q, t.k, t.v, ext, true);
       auto rows = t.u1.view({B * Sq, -1});
@@ -128,21 +125,19 @@ Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
       dy = pad_rows(du1, S);
       continue;
     }
-    auto dctx = linear_input_grad(du1, w.o_w).view({B, Sq, H, Dh}).transpose(1, 2);  // [B, H, Sq, Dh]
-    const auto pq = t.probs.narrow(2, 0, Sq);
-    auto dA = torch::matmul(dctx, t.v.transpose(-1, -2));  // [B, H, Sq, S]
-    r.grads[l] = pad_rows(dA.transpose(1, 2), S).transpose(1, 2).contiguous();
-    if (l == 0) break;  // nothing below layer 0's probabilities is asked for
-    auto dV = torch::matmul(pq.transpose(-1, -2), dctx);                                    // [B, H, S, Dh]
-    // Softmax backward written out: ATen's _softmax_backward_data gave wrong values on the last layer's
-    // [CLS]-row view of the probabilities.
-    auto dS = (dA - (dA * pq).sum(-1, true)).mul_(pq).mul_(scale);                          // [B, H, Sq, S]
-    auto dQ = torch::matmul(dS, t.k);                                                       // [B, H, Sq, Dh]
-    auto dK = torch::matmul(dS.transpose(-1, -2), t.q.narrow(2, 0, Sq));                    // [B, H, S, Dh]
-    auto dx = linear_input_grad(merge_heads(dK), w.k_w);
-    dx.add_(linear_input_grad(merge_heads(dV), w.v_w));
-    dx.narrow(1, 0, Sq).add_(du1).add_(linear_input_grad(merge_heads(dQ), w.q_w));
-    dy = dx;
+    const auto dctx = linear_input_grad(du1, w.o_w);  // [B, Sq, H·Dh]
+    const auto q = t.q.narrow(2, 0, Sq), pq = t.probs.narrow(2, 0, Sq);
+    if (l == 0) {  // nothing below layer 0's probabilities is asked for
+      r.grads[l] = attention_backward_no_grad(q, t.k, t.v, pq, dctx, nullptr);
+      break;
+    }
+    // [dQ | dK | dV] straight into the projection's layout, then one GEMM with the stacked weights.
+    auto dqkv = (Sq == S ? torch::empty({B, S, 3, H, Dh}) : torch::zeros({B, S, 3, H, Dh}));
+    const AttentionInputGrads g{dqkv.select(2, 0).transpose(1, 2).narrow(2, 0, Sq), dqkv.select(2, 1).transpose(1, 2),
+                                dqkv.select(2, 2).transpose(1, 2)};
+    r.grads[l] = attention_backward_no_grad(q, t.k, t.v, pq, dctx, &g);
+    dy = linear_input_grad(dqkv.view({B, S, 3 * H * Dh}), t.w_qkv);
+    dy.narrow(1, 0, Sq).add_(du1);
   }
   return r;
 }
