@@ -62,7 +62,7 @@ torch::Tensor Bert::activation(torch::Tensor x, bool lrp, bool in_place) const {
   if (act == "gelu") y = torch::gelu(x);  // exact erf form, as HF "gelu"
   else if (tanh_form) y = torch::gelu(x, "tanh");
   else if (act == "relu") y = torch::relu(x);
-  else throw CheckpointError("config.json: hidden_act '" + act + "' is not supported; use gelu, gelu_new or relu");
+  else throw CheckpointError("config.json: hidden_act '" + act + "' is not supported; " + kSupportedActivations);
   if (!lrp) return y;
   // LRP: y = x · gate(x) with the gate act(x)/x held constant (its value at 0 is the slope there).
   auto gate = torch::where(x.abs() > 1e-12, y / x, torch::full_like(x, act == "relu" ? 0.0 : 0.5));

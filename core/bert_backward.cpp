@@ -25,7 +25,7 @@ torch::Tensor activation_backward(const std::string& act, const torch::Tensor& g
   if (act == "gelu") return at::gelu_backward(grad, z, "none");
   if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast") return at::gelu_backward(grad, z, "tanh");
   if (act == "relu") return grad * (z > 0).to(grad.scalar_type());
-  throw CheckpointError("config.json: hidden_act '" + act + "' is not supported; use gelu, gelu_new or relu");
+  throw CheckpointError("config.json: hidden_act '" + act + "' is not supported; " + kSupportedActivations);
 }
 
 torch::Tensor activation_forward(const std::string& act, const torch::Tensor& z) {

@@ -39,4 +39,10 @@ struct BertConfig {
   bool slimmed() const { return total_heads() < num_hidden_layers * num_attention_heads; }
 };
 
+// The hidden_act values computed (Hugging Face's names): gelu (erf form), its tanh forms, relu.
+inline bool supported_activation(const std::string& act) {
+  return act == "gelu" || act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast" || act == "relu";
+}
+inline constexpr const char* kSupportedActivations = "use gelu, gelu_new (gelu_pytorch_tanh, gelu_fast) or relu";
+
 }  // namespace hp::core

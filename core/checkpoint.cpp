@@ -100,6 +100,19 @@ void read_real_field(const json& j, const RealField& f, BertConfig& c, const std
 }
 
 // The first five names, then "… (N in all)": tensor lists in one-line errors.
+// "int64 (I64)" for the integer dtypes a checkpoint may hold, as safetensors names them too.
+std::string integer_dtype_name(torch::ScalarType t) {
+  switch (t) {
+    case torch::kLong: return "int64 (I64)";
+    case torch::kInt: return "int32 (I32)";
+    case torch::kShort: return "int16 (I16)";
+    case torch::kByte: return "uint8 (U8)";
+    case torch::kChar: return "int8 (I8)";
+    case torch::kBool: return "bool (BOOL)";
+    default: return c10::toString(t);
+  }
+}
+
 std::string first_names(const std::vector<std::string>& names) {
   std::string list;
   for (size_t i = 0; i < names.size() && i < 5; ++i) list += (i ? ", " : "") + names[i];
@@ -137,6 +150,8 @@ BertConfig read_bert_config(const std::string& path) {
       throw CheckpointError(path + ": classifier_dropout = " + std::to_string(c.classifier_dropout) +
                             " is outside [0, 1); fix config.json (null: use hidden_dropout_prob)");
     c.hidden_act = get_or<std::string>(j, "hidden_act", "gelu");
+    if (!supported_activation(c.hidden_act))
+      throw CheckpointError(path + ": hidden_act '" + c.hidden_act + "' is not supported; " + kSupportedActivations);
     std::string pos = get_or<std::string>(j, "position_embedding_type", "absolute");
     if (pos != "absolute")
       throw CheckpointError(path + ": position_embedding_type '" + pos + "' is not supported; only \"absolute\"");
@@ -292,6 +307,10 @@ Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* repo
       if (got != expected)
         throw CheckpointError(file + ": " + stored + " has shape " + shape_str(got) + ", expected " + shape_str(expected) +
                               " from config.json; the weights and config.json do not belong together");
+      if (!at::isFloatingType(it->second.scalar_type()))
+        throw CheckpointError(file + ": " + stored + " is stored as " + integer_dtype_name(it->second.scalar_type()) +
+                              ", and a weight must be floating point (F32, F16, BF16 or F64); re-export the checkpoint "
+                              "from the model in Python");
       params[key] = it->second.contiguous();
       consumed.insert(stored);
     }

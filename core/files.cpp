@@ -1,6 +1,11 @@
 // Atomic file writes (see core/files.h).
 #include "core/files.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -38,17 +43,25 @@ void commit_output_file(const std::string& tmp, const std::string& path) {
 void write_file_atomic(const std::string& path, const void* bytes, std::size_t size) {
   prepare_output_file(path);
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (out) out.write(static_cast<const char*>(bytes), static_cast<std::streamsize>(size));
-    if (out) out.flush();
-    if (!out) {
-      out.close();
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw InputError(path + ": cannot write " + tmp + "; check that the folder is writable and the disk not full");
-    }
+  // POSIX calls rather than a stream: the error names the reason (a full disk, a read-only folder), and
+  // fsync makes the renamed file complete even after a crash of the machine, not only of the process.
+  auto fail = [&](const char* what, int fd) {
+    const std::string reason = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw InputError(path + ": cannot " + what + " " + tmp + " (" + reason + "); free disk space or choose a writable folder");
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("create", -1);
+  const auto* p = static_cast<const char*>(bytes);
+  for (std::size_t done = 0; done < size;) {
+    const ssize_t n = ::write(fd, p + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("write", fd);
+    done += static_cast<std::size_t>(n);
   }
+  if (::fsync(fd) != 0) fail("write", fd);
+  if (::close(fd) != 0) fail("write", -1);
   commit_output_file(tmp, path);
 }
 

@@ -1,8 +1,11 @@
 // GLUE task table and TSV reader. See core/glue.h.
 #include "core/glue.h"
 
+#include <utf8proc.h>
+
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -56,7 +59,7 @@ std::vector<TaskSpec> make_tasks() {
                {"accuracy"}, "accuracy"});
   // STS-B: regression on [0, 5]; the BERT paper reports Spearman, so it is primary.
   t.push_back({"stsb", "glue/STS-B", kStd, by_name("sentence1", "sentence2", "score"), {}, {},
-               {"pearson", "spearman"}, "spearman"});
+               {"pearson", "spearman"}, "spearman", {}, {0.0, 5.0}});
   t.push_back({"wnli", "glue/WNLI", kStd, by_name("sentence1", "sentence2", "label"), k01, {},
                {"accuracy"}, "accuracy", {"not_entailment", "entailment"}});
   t.push_back({"qnli", "glue/QNLI", kStd, by_name("question", "sentence", "label"), kNli2, {},
@@ -129,6 +132,20 @@ std::vector<std::string> read_lines(const std::string& path) {
   return lines;
 }
 
+// The offset of the first byte that does not start a valid UTF-8 sequence, or -1.
+long first_invalid_utf8(const std::string& s) {
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(s.data());
+  long i = 0;
+  const long n = static_cast<long>(s.size());
+  while (i < n) {
+    utf8proc_int32_t c = 0;
+    const auto len = utf8proc_iterate(p + i, n - i, &c);
+    if (len <= 0) return i;
+    i += len;
+  }
+  return -1;
+}
+
 int index_of(const std::vector<std::string>& header, const std::string& name) {
   if (name.empty()) return -1;
   for (size_t i = 0; i < header.size(); ++i)
@@ -182,6 +199,13 @@ float parse_label(const TaskSpec& task, const std::string& raw, const std::strin
     if (raw.empty() || end != s + raw.size() || errno == ERANGE || !std::isfinite(v)) {
       throw InputError(where + ": score '" + raw + "' is not a number for regression task " +
                        task.name + "; fix the file or pass the right --task");
+    }
+    const auto [lo, hi] = task.score_range;
+    if (v < lo || v > hi) {
+      char range[64];
+      std::snprintf(range, sizeof range, "%g to %g", lo, hi);
+      throw InputError(where + ": score " + raw + " is outside " + range + ", the scale of " + task.name +
+                       "; fix the file or pass the right --task");
     }
     return static_cast<float>(v);
   }
@@ -263,6 +287,8 @@ std::vector<Example> read_task(const TaskSpec& task, const std::string& data_roo
   out.reserve(lines.size());
   for (size_t i = sf.header ? 1 : 0; i < lines.size(); ++i) {
     const std::string where = path + ":" + std::to_string(i + 1);
+    if (const long bad = first_invalid_utf8(lines[i]); bad >= 0)
+      throw InputError(where + ": byte " + std::to_string(bad + 1) + " is not UTF-8; re-save the file as UTF-8");
     std::vector<std::string> f = split_tabs(lines[i]);
     if (f.size() != l.num_columns) {
       throw InputError(where + ": expected " + std::to_string(l.num_columns) +

@@ -49,7 +49,9 @@ struct TaskSpec {
   std::string primary_metric;        // the one used to pick and report results
   // What each class means, GLUE/HF datasets' names (SST-2: negative, positive); empty = `labels` already are.
   // Written as id2label into the models trained or exported for the task.
-  std::vector<std::string> label_names;
+  std::vector<std::string> label_names{};
+  // Regression only: the scores a file may hold (STS-B: 0 to 5); a score outside is an error.
+  std::pair<double, double> score_range{0.0, 0.0};
 
   // label_names[i], else labels[i].
   const std::string& label_name(int i) const;
@@ -69,7 +71,8 @@ std::vector<std::string> task_names();
 
 // Reads data_root/<folder>/<file of split>. data_root holds glue/ and mnli_subset_textfooler/.
 // Splits on TAB only (never CSV quoting); strips a UTF-8 BOM and CR line ends; skips trailing empty
-// lines; keeps text byte-for-byte otherwise (SST-2's trailing space stays). Bad rows -> InputError "path:line: ...".
+// lines; keeps text byte-for-byte otherwise (SST-2's trailing space stays). Bad rows (wrong column count,
+// unknown label, a score outside score_range, bytes that are not UTF-8) -> InputError "path:line: ...".
 std::vector<Example> read_task(const TaskSpec& task, const std::string& data_root,
                                const std::string& split);
 

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <tuple>
 #include <utility>
@@ -215,13 +216,26 @@ void SafetensorsFile::validate(const std::uint8_t* bytes, std::size_t size) {
              std::to_string(size) + " bytes)",
          "the file is truncated; " + std::string(kCorruptFix));
   }
+  if (n == 0) fail(w, "header length is 0, so there is no JSON header", "the file is not safetensors; " + std::string(kCorruptFix));
+  // JSON objects may repeat a key and parsers keep one of them; a safetensors header must not (the other
+  // tensor's bytes would be silently ignored), so the top-level keys are collected while parsing.
+  std::set<std::string> keys;
+  std::string duplicate;
+  const nlohmann::json::parser_callback_t on_key = [&](int depth, nlohmann::json::parse_event_t event,
+                                                        nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed.is_string() &&
+        !keys.insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(bytes + 8, bytes + 8 + n);
+    header = nlohmann::json::parse(bytes + 8, bytes + 8 + n, on_key);
   } catch (const nlohmann::json::exception& e) {
     fail(w, std::string("header is not valid JSON (") + e.what() + ")", kCorruptFix);
   }
   if (!header.is_object()) fail(w, "header JSON is not an object", kCorruptFix);
+  if (!duplicate.empty()) fail(w, "tensor '" + duplicate + "' is listed twice in the header", kCorruptFix);
 
   const std::uint64_t buffer_size = size - 8 - n;
   buffer_ = bytes + 8 + n;

@@ -26,7 +26,9 @@ HP_AVX512 inline __mmask16 lanes(long n) {
 // 0 below −87.3 (where expf reaches the denormals), so masked keys get exactly 0 as in torch.
 HP_AVX512 inline __m512 exp_ps(__m512 x) {
   const __mmask16 zero = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.7f));
+  // The constants first: vmaxps/vminps return their second operand when either is NaN, so NaN stays NaN
+  // (as in torch) instead of becoming exp(−87.3) and finite, wrong outputs.
+  x = _mm512_min_ps(_mm512_set1_ps(88.7f), _mm512_max_ps(_mm512_set1_ps(-87.3f), x));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"  // InputError, ConfigError
+#include "core/log.h"
 
 namespace hp::core {
 namespace {
@@ -166,12 +167,24 @@ WordPieceTokenizer WordPieceTokenizer::from_files(const std::string& vocab_txt,
   WordPieceTokenizer tok;
   tok.options_ = options;
   std::string line;
+  long duplicates = 0;
+  std::string first_duplicate;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF vocab files
-    // Later duplicates win, as in HF's load_vocab.
-    tok.token_to_id_[line] = static_cast<int32_t>(tok.id_to_token_.size());
+    // Later duplicates win, as in HF's load_vocab (which accepts them too); said once, with the first.
+    const auto id = static_cast<int32_t>(tok.id_to_token_.size());
+    const auto [it, fresh] = tok.token_to_id_.emplace(line, id);
+    if (!fresh) {
+      if (duplicates++ == 0)
+        first_duplicate = "'" + line + "' at lines " + std::to_string(it->second + 1) + " and " + std::to_string(id + 1);
+      it->second = id;
+    }
     tok.id_to_token_.push_back(line);
   }
+  if (duplicates > 0)
+    log_warn("tokenizer", vocab_txt + ": " + std::to_string(duplicates) + " token" + (duplicates > 1 ? "s appear" : " appears") +
+                              " more than once (first " + first_duplicate +
+                              "); as in Hugging Face the later line's id is used and the earlier id is never produced");
   for (const char* name : {"[CLS]", "[SEP]", "[UNK]", "[PAD]"}) {
     if (!tok.find(name)) {
       throw InputError(vocab_txt + ": vocab has no " + name + " token (" +
@@ -223,7 +236,19 @@ WordPieceTokenizer WordPieceTokenizer::from_model_dir(const std::string& dir) {
   const std::string config = dir + "/tokenizer_config.json";
   TokenizerOptions opt;
   if (file_exists(config)) opt = read_options(config);
-  return from_files(dir + "/vocab.txt", opt);
+  auto tok = from_files(dir + "/vocab.txt", opt);
+  // A token id at or past the model's vocab_size has no embedding row: refuse here, by name, rather than
+  // as an index error in the middle of a forward (a malformed config.json is the model loader's to report).
+  std::ifstream model_config(dir + "/config.json");
+  const auto j = nlohmann::json::parse(model_config, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("vocab_size") && j["vocab_size"].is_number_integer()) {
+    const auto vocab_size = j["vocab_size"].get<int64_t>();
+    if (static_cast<int64_t>(tok.vocab_size()) > vocab_size)
+      throw InputError(dir + "/vocab.txt: " + std::to_string(tok.vocab_size()) + " tokens, more than config.json's vocab_size " +
+                       std::to_string(vocab_size) + " (ids from " + std::to_string(vocab_size) +
+                       " up have no embedding); use the vocab.txt that belongs to this model");
+  }
+  return tok;
 }
 
 std::optional<int32_t> WordPieceTokenizer::find(const std::string& token) const {

@@ -1,0 +1,551 @@
+#!/usr/bin/env python3
+"""The catalogue of bad inputs (docs/errors.md), each entry a test.
+
+Every entry builds its input in a scratch folder of its own, runs `prune` on it and checks the exit code,
+the exact error line (the scratch folder written as $SCRATCH) and what must not happen (a file written, a
+command executed, an earlier result damaged). This table is the only copy: `--write-doc` renders
+docs/errors.md from it and the `errors.doc` test fails when that file is stale.
+
+    tests/errors/catalogue.py --prune build/prune/prune --fail-io build/tests/libhp_fail_io.so --entry ID
+    tests/errors/catalogue.py --prune build/prune/prune --fail-io ... --show   # what prune prints now
+    tests/errors/catalogue.py --write-doc | --check-doc | --list
+
+Standard library only: the inputs are written byte by byte by tests/errors/fixtures.py.
+"""
+import argparse
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import fixtures as fx
+
+L0Q = "bert.encoder.layer.0.attention.self.query.weight"
+WORD = "bert.embeddings.word_embeddings.weight"
+
+
+def model_eval(model, *extra):
+    """prune eval of a model folder on the small mnli_subset data root beside it."""
+    return ["eval", "--model", model, "--task", "mnli_subset", "--max-seq-len", "32", "--data-root",
+            fx.glue_root(os.path.dirname(model)), *extra]
+
+
+def weights(edit):
+    """The tiny model with model.safetensors = edit(header, data) -> bytes."""
+    def build(s):
+        m = fx.copy_tiny(s + "/model")
+        fx.edit_weights(m, edit)
+        return model_eval(m)
+    return build
+
+
+def header_edit(change):
+    """The tiny model with change(header) applied to its safetensors header (data unchanged)."""
+    def edit(h, d):
+        change(h)
+        return fx.safetensors_bytes(h, d)
+    return weights(edit)
+
+
+def config(**changes):
+    return lambda s: model_eval(fx.copy_tiny(s + "/model", config=changes))
+
+
+def vocab(edit):
+    def build(s):
+        m = fx.copy_tiny(s + "/model")
+        with open(m + "/vocab.txt") as f:
+            lines = f.read().splitlines()
+        with open(m + "/vocab.txt", "w") as f:
+            f.write("\n".join(edit(lines)) + "\n")
+        return model_eval(m)
+    return build
+
+
+def pickle_model(module, name):
+    """A folder with a pytorch_model.bin whose pickle calls module.name('touch $SCRATCH/pwned')."""
+    def build(s):
+        m = fx.copy_tiny(s + "/model")
+        os.remove(m + "/model.safetensors")
+        fx.torch_zip(m + "/pytorch_model.bin", fx.global_call_pickle(module, name, f"touch {s}/pwned"))
+        return model_eval(m)
+    return build
+
+
+def not_created(relative):
+    return lambda s: f"{relative} was created" if os.path.exists(os.path.join(s, relative)) else None
+
+
+def sst2(content, split="dev.tsv", *extra):
+    """prune eval of the 2-label tiny model on an SST-2 split with these bytes."""
+    def build(s):
+        root = fx.task_root(s, "SST-2", split, content)
+        return ["eval", "--model", fx.two_label_tiny(s + "/model"), "--task", "sst2", "--max-seq-len", "32",
+                "--data-root", root, "--output", s + "/result.json", *extra]
+    return build
+
+
+def same_result_as_clean(s):
+    """The eval of an accepted odd file gives the metric of the clean file."""
+    clean = os.path.join(s, "clean")
+    root = fx.task_root(clean, "SST-2", "dev.tsv", "sentence\tlabel\n" + fx.sst2_rows())
+    got = subprocess.run([PRUNE, "eval", "--model", s + "/model", "--task", "sst2", "--max-seq-len", "32",
+                          "--data-root", root, "--output", clean + "/result.json"], capture_output=True, text=True)
+    if got.returncode != 0:
+        return "the clean file failed: " + got.stderr[-300:]
+    a, b = (json.load(open(p)) for p in (s + "/result.json", clean + "/result.json"))
+    return None if a.get("metrics") == b.get("metrics") else f"metrics differ: {a.get('metrics')} vs {b.get('metrics')}"
+
+
+def plain(*args):
+    return lambda s: [a.replace("$TINY", fx.TINY) for a in args]
+
+
+def eval_with(*extra):
+    return lambda s: model_eval(fx.copy_tiny(s + "/model"), *extra)
+
+
+def yaml_config(text, *extra):
+    def build(s):
+        fx.copy_tiny(s + "/model")
+        with open(s + "/run.yaml", "w") as f:
+            f.write(text.replace("$SCRATCH", s))
+        return ["eval", "--config", s + "/run.yaml", *extra]
+    return build
+
+
+YAML_HEAD = "model:\n  path: $SCRATCH/model\ndata:\n  task: mnli_subset\n  max_seq_len: 32\n"
+
+E = []  # (id, input, build, exit code, error line, after)
+
+
+def add(id, what, build, code, line, after=None, env=None, warning=None):
+    """`warning`: a line that must be printed as a warning too (without the time and tag)."""
+    E.append({"id": id, "what": what, "build": build, "code": code, "line": line, "after": after, "env": env,
+              "warning": warning})
+
+
+# --- safetensors -------------------------------------------------------------------------------------------
+add("st-header-past-end", "safetensors header length larger than the file",
+    weights(lambda h, d: fx.raw_safetensors(json.dumps(h), d, length=10**6)), 1,
+    "error: $SCRATCH/model/model.safetensors: header length 1000000 bytes is larger than the file (84836 bytes); the file is truncated; re-download or re-export the checkpoint")
+add("st-header-zero", "safetensors header length 0", weights(lambda h, d: fx.raw_safetensors("", d, length=0)), 1,
+    "error: $SCRATCH/model/model.safetensors: header length is 0, so there is no JSON header; the file is not safetensors; re-download or re-export the checkpoint")
+add("st-header-huge", "safetensors header length 2^40 in a small file",
+    weights(lambda h, d: fx.raw_safetensors(json.dumps(h), d, length=2**40)), 1,
+    "error: $SCRATCH/model/model.safetensors: header length 1099511627776 bytes is above the 100 MB limit; the file is corrupt or not safetensors; re-download or re-export the checkpoint")
+add("st-header-not-json", "safetensors header that is not JSON",
+    weights(lambda h, d: fx.raw_safetensors("{\"a\": [1, 2", d)), 1,
+    "error: $SCRATCH/model/model.safetensors: header is not valid JSON ([json.exception.parse_error.101] parse error at line 1, column 12: syntax error while parsing array - unexpected end of input; expected ']'); re-download or re-export the checkpoint")
+add("st-header-not-object", "safetensors header that is a JSON array",
+    weights(lambda h, d: fx.raw_safetensors("[1, 2, 3]", d)), 1,
+    "error: $SCRATCH/model/model.safetensors: header JSON is not an object; re-download or re-export the checkpoint")
+add("st-offsets-past-data", "tensor offsets beyond the data section",
+    header_edit(lambda h: h[L0Q].update(data_offsets=[h[L0Q]["data_offsets"][0], 10**7])), 1,
+    "error: $SCRATCH/model/model.safetensors: tensor 'bert.encoder.layer.0.attention.self.query.weight' shape [32, 32] F32 needs 4096 bytes but data_offsets span 9969920; re-download or re-export the checkpoint")
+add("st-offsets-overlap", "two tensors sharing bytes",
+    header_edit(lambda h: h["bert.embeddings.LayerNorm.weight"].update(data_offsets=[64, 192])), 1,
+    "error: $SCRATCH/model/model.safetensors: tensors 'bert.embeddings.LayerNorm.bias' [0, 128] and 'bert.embeddings.LayerNorm.weight' [64, 192] overlap; re-download or re-export the checkpoint")
+add("st-offsets-vs-shape", "offsets that do not span shape x dtype bytes",
+    header_edit(lambda h: h[L0Q].update(shape=[32, 31])), 1,
+    "error: $SCRATCH/model/model.safetensors: tensor 'bert.encoder.layer.0.attention.self.query.weight' shape [32, 31] F32 needs 3968 bytes but data_offsets span 4096; re-download or re-export the checkpoint")
+add("st-unknown-dtype", "an unknown dtype", header_edit(lambda h: h[L0Q].update(dtype="F12")), 1,
+    "error: $SCRATCH/model/model.safetensors: tensor 'bert.encoder.layer.0.attention.self.query.weight' has unsupported dtype 'F12' (supported: F64, F32, F16, BF16, I64, I32); convert it before export, e.g. model.float() in Python")
+LN = "bert.embeddings.LayerNorm.weight"
+add("st-int64-weight", "a weight stored as int64",
+    weights(lambda h, d: fx.rebuild(h, d, {LN: ("I64", [32], struct.pack("<32q", *range(32)))})), 1,
+    "error: $SCRATCH/model/model.safetensors: bert.embeddings.LayerNorm.weight is stored as int64 (I64), and a weight must be floating point (F32, F16, BF16 or F64); re-export the checkpoint from the model in Python")
+add("st-shape-wraps", "a shape whose byte count wraps 64 bits",
+    header_edit(lambda h: h[L0Q].update(shape=[2**62, 8])), 1,
+    "error: $SCRATCH/model/model.safetensors: tensor 'bert.encoder.layer.0.attention.self.query.weight' shape [4611686018427387904, 8] F32 needs more than 2^64 bytes but data_offsets span 4096; re-download or re-export the checkpoint")
+add("st-negative-shape", "a negative dimension", header_edit(lambda h: h[L0Q].update(shape=[-32, -32])), 1,
+    "error: $SCRATCH/model/model.safetensors: tensor 'bert.encoder.layer.0.attention.self.query.weight' shape [-32,-32] has a non-integer or negative dimension; re-download or re-export the checkpoint")
+add("st-duplicate-name", "the same tensor name twice in the header",
+    weights(lambda h, d: fx.raw_safetensors(json.dumps(h)[:-1] + ", \"" + L0Q + "\": " + json.dumps(h[L0Q]) + "}", d)), 1,
+    "error: $SCRATCH/model/model.safetensors: tensor 'bert.encoder.layer.0.attention.self.query.weight' is listed "
+    "twice in the header; re-download or re-export the checkpoint")
+add("st-truncated", "a file cut inside its data section", weights(lambda h, d: fx.safetensors_bytes(h, d)[:-100]), 1,
+    "error: $SCRATCH/model/model.safetensors: tensor 'classifier.weight' data_offsets [79796, 80180] run past the data buffer (80080 bytes); the file is truncated; re-download or re-export the checkpoint")
+add("st-gap", "bytes that no tensor names (a tensor's entry removed, its bytes kept)",
+    header_edit(lambda h: h.pop(L0Q)), 1,
+    "error: $SCRATCH/model/model.safetensors: data buffer has a gap of 4096 bytes before tensor 'bert.encoder.layer.0.attention.self.value.bias'; re-download or re-export the checkpoint")
+add("st-missing-tensor", "a required tensor absent", weights(lambda h, d: fx.rebuild(h, d, drop=(L0Q,))), 1,
+    "error: $SCRATCH/model/model.safetensors: missing required tensors bert.encoder.layer.0.attention.self.query.weight (key prefix found: 'bert.'); the checkpoint is incomplete or not a BERT encoder")
+add("st-wrong-shape", "a tensor of the wrong shape for config.json",
+    header_edit(lambda h: h[L0Q].update(shape=[16, 64])), 1,
+    "error: $SCRATCH/model/model.safetensors: bert.encoder.layer.0.attention.self.query.weight has shape [16, 64], expected [32, 32] from config.json; the weights and config.json do not belong together")
+
+# --- pytorch_model.bin -------------------------------------------------------------------------------------
+add("bin-global-os-system", "pytorch_model.bin whose pickle calls os.system (never executed)",
+    pickle_model("os", "system"), 1,
+    "error: $SCRATCH/model/pytorch_model.bin: data.pkl calls unsupported global 'os.system'; save a flat state dict: torch.save(model.state_dict(), path)",
+    not_created("pwned"))
+add("bin-global-eval", "pytorch_model.bin whose pickle calls builtins.eval (never executed)",
+    pickle_model("builtins", "eval"), 1,
+    "error: $SCRATCH/model/pytorch_model.bin: data.pkl calls unsupported global 'builtins.eval'; save a flat state dict: torch.save(model.state_dict(), path)",
+    not_created("pwned"))
+
+
+def not_a_zip(s):
+    m = fx.copy_tiny(s + "/model")
+    os.remove(m + "/model.safetensors")
+    with open(m + "/pytorch_model.bin", "wb") as f:
+        f.write(b"\x80\x02}q\x00.")  # a legacy (pre-1.6, non-zip) torch.save file
+    return model_eval(m)
+
+
+add("bin-not-zip", "pytorch_model.bin in the legacy non-zip format", not_a_zip, 1,
+    "error: $SCRATCH/model/pytorch_model.bin: legacy (pre-1.6) torch.save format, which headprune cannot read; re-save it with torch>=1.6: torch.save(torch.load(p), p), or convert it to safetensors")
+
+# --- non-finite weights ------------------------------------------------------------------------------------
+add("nan-weight", "NaN in one layer's weights (a warning names the tensor; no metric printed)",
+    weights(lambda h, d: fx.safetensors_bytes(h, fx.set_float(h, d, L0Q, 5, float("nan")))), 1,
+    "error: the model's outputs are not finite (NaN/Inf) for 12 of 12 examples, so no metric is reported; check the checkpoint's weights (the load warning names non-finite tensors) and config.json",
+    warning="$SCRATCH/model/model.safetensors: non-finite weights (NaN/Inf) in "
+            "encoder.layer.0.attention.self.query.weight (1 of 1024); outputs and metrics will be meaningless")
+add("inf-embedding", "Inf in the word embedding of [CLS] (a warning names the tensor; no metric printed)",
+    weights(lambda h, d: fx.safetensors_bytes(h, fx.set_float(h, d, WORD, 2 * 32, float("inf")))), 1,
+    "error: the model's outputs are not finite (NaN/Inf) for 12 of 12 examples, so no metric is reported; check the checkpoint's weights (the load warning names non-finite tensors) and config.json",
+    warning="$SCRATCH/model/model.safetensors: non-finite weights (NaN/Inf) in embeddings.word_embeddings.weight "
+            "(1 of 3136); outputs and metrics will be meaningless")
+
+# --- config.json -------------------------------------------------------------------------------------------
+add("cfg-hidden-zero", "hidden_size 0", config(hidden_size=0), 1,
+    "error: $SCRATCH/model/config.json: hidden_size = 0 is outside 1..65536; fix config.json")
+add("cfg-heads-negative", "num_attention_heads -4", config(num_attention_heads=-4), 1,
+    "error: $SCRATCH/model/config.json: num_attention_heads = -4 is outside 1..4096; fix config.json")
+add("cfg-not-divisible", "hidden_size not divisible by num_attention_heads", config(num_attention_heads=5), 1,
+    "error: $SCRATCH/model/config.json: hidden_size 32 is not divisible by num_attention_heads 5; fix config.json")
+add("cfg-hidden-huge", "hidden_size 10^9 (refused before allocating)", config(hidden_size=10**9), 1,
+    "error: $SCRATCH/model/config.json: hidden_size = 1000000000 is outside 1..65536; fix config.json")
+add("cfg-layers-huge", "num_hidden_layers 10^7", config(num_hidden_layers=10**7), 1,
+    "error: $SCRATCH/model/config.json: num_hidden_layers = 10000000 is outside 1..1000; fix config.json")
+add("cfg-vocab-huge", "vocab_size 10^12 (beyond 32 bits)", config(vocab_size=10**12), 1,
+    "error: $SCRATCH/model/config.json: vocab_size = 1000000000000 is outside 1..10000000; fix config.json")
+add("cfg-eps-negative", "layer_norm_eps -1", config(layer_norm_eps=-1), 1,
+    "error: $SCRATCH/model/config.json: layer_norm_eps = -1 is outside (0, 1); fix config.json")
+add("cfg-dropout-range", "hidden_dropout_prob 1.5", config(hidden_dropout_prob=1.5), 1,
+    "error: $SCRATCH/model/config.json: hidden_dropout_prob = 1.5 is outside [0, 1); fix config.json")
+add("cfg-fractional", "intermediate_size 37.5", config(intermediate_size=37.5), 1,
+    "error: $SCRATCH/model/config.json: intermediate_size = 37.5 is not an integer; fix config.json")
+add("cfg-pad-id", "pad_token_id not below vocab_size", config(pad_token_id=98), 1,
+    "error: $SCRATCH/model/config.json: pad_token_id 98 is not below vocab_size 98; fix config.json")
+add("cfg-wrong-type", "num_hidden_layers as a string", config(num_hidden_layers="two"), 1,
+    "error: $SCRATCH/model/config.json: num_hidden_layers = \"two\" is not an integer; fix config.json")
+add("cfg-unknown-activation", "hidden_act not supported", config(hidden_act="swish"), 1,
+    "error: $SCRATCH/model/config.json: hidden_act 'swish' is not supported; use gelu, gelu_new (gelu_pytorch_tanh, gelu_fast) or relu")
+
+
+def config_text(text):
+    def build(s):
+        m = fx.copy_tiny(s + "/model")
+        with open(m + "/config.json", "w") as f:
+            f.write(text)
+        return model_eval(m)
+    return build
+
+
+add("cfg-not-json", "config.json that is not JSON", config_text("{\n  \"hidden_size\": 32,\n  oops\n}\n"), 1,
+    "error: $SCRATCH/model/config.json: invalid JSON ([json.exception.parse_error.101] parse error at line 3, column 3: syntax error while parsing object key - invalid literal; last read: '32,<U+000A>  o'; expected string literal); re-save the model with save_pretrained")
+
+
+def no_config(s):
+    m = fx.copy_tiny(s + "/model")
+    os.remove(m + "/config.json")
+    return model_eval(m)
+
+
+add("cfg-missing", "a model folder without config.json", no_config, 1,
+    "error: $SCRATCH/model/config.json: cannot read config.json; point --model at a Hugging Face model folder")
+
+# --- vocab.txt ---------------------------------------------------------------------------------------------
+add("vocab-no-specials", "vocab.txt without [CLS], [SEP], [UNK]",
+    vocab(lambda v: [t for t in v if t not in ("[CLS]", "[SEP]", "[UNK]")] + ["x1", "x2", "x3"]), 1,
+    "error: $SCRATCH/model/vocab.txt: vocab has no [CLS] token (98 entries read); use a BERT vocab.txt that lists [PAD], [UNK], [CLS], [SEP]")
+add("vocab-duplicate", "vocab.txt with a token twice (accepted as Hugging Face does, with a warning)",
+    vocab(lambda v: v[:-1] + [v[10]]), 0, "",
+    warning="$SCRATCH/model/vocab.txt: 1 token appears more than once (first '-' at lines 11 and 98); as in Hugging "
+            "Face the later line's id is used and the earlier id is never produced")
+add("vocab-larger", "vocab.txt with more tokens than vocab_size", vocab(lambda v: v + ["extra1", "extra2"]), 1,
+    "error: $SCRATCH/model/vocab.txt: 100 tokens, more than config.json's vocab_size 98 (ids from 98 up have no embedding); use the vocab.txt that belongs to this model")
+add("vocab-empty", "an empty vocab.txt", vocab(lambda v: []), 1,
+    "error: $SCRATCH/model/vocab.txt: vocab has no [CLS] token (1 entries read); use a BERT vocab.txt that lists [PAD], [UNK], [CLS], [SEP]")
+
+# --- GLUE TSV ----------------------------------------------------------------------------------------------
+HEAD = "sentence\tlabel\n"
+add("tsv-bom", "TSV starting with a UTF-8 BOM (read as without it)",
+    sst2(b"\xef\xbb\xbf" + (HEAD + fx.sst2_rows()).encode()), 0, "", same_result_as_clean)
+add("tsv-crlf", "TSV with CRLF line ends (read as LF)",
+    sst2((HEAD + fx.sst2_rows()).replace("\n", "\r\n")), 0, "", same_result_as_clean)
+add("tsv-invalid-utf8", "TSV with bytes that are not UTF-8",
+    sst2((HEAD + fx.sst2_rows(3)).encode() + b"caf\xe9 \xff\t1\n"), 1,
+    "error: $SCRATCH/data/glue/SST-2/dev.tsv:5: byte 4 is not UTF-8; re-save the file as UTF-8")
+add("tsv-wrong-columns", "a TSV row with a missing column", sst2(HEAD + fx.sst2_rows(3) + "no label here\n"), 1,
+    "error: $SCRATCH/data/glue/SST-2/dev.tsv:5: expected 2 tab-separated columns (sentence, label), got 1; fix the file or pass the right --task")
+add("tsv-unknown-label", "a TSV label outside the task's labels", sst2(HEAD + fx.sst2_rows(3) + "fine .\t7\n"), 1,
+    "error: $SCRATCH/data/glue/SST-2/dev.tsv:5: label '7' is not one of {0, 1} for task sst2; fix the file or pass the right --task")
+add("tsv-empty", "an empty TSV file (0 bytes)", sst2(""), 1,
+    "error: $SCRATCH/data/glue/SST-2/dev.tsv:1: empty file, expected a header row; fix the file")
+add("tsv-header-only", "a TSV with only its header", sst2(HEAD), 1,
+    "error: $SCRATCH/data/glue/SST-2/dev.tsv: no examples (only a header); restore the split's rows, or choose another --split")
+add("tsv-no-labels", "a split without labels (SST-2 test)", lambda s: ["eval", "--model", fx.two_label_tiny(s + "/m"),
+    "--task", "sst2", "--split", "test", "--max-seq-len", "32"], 1,
+    "error: sst2 split 'test' has no labels, so there is nothing to score; use --split dev, or `prune infer` for predictions on unlabelled text")
+
+
+def stsb(scores):
+    def build(s):
+        root = fx.task_root(s, "STS-B", "dev.tsv", fx.stsb_rows(scores))
+        return ["eval", "--model", fx.copy_tiny(s + "/model", source=fx.TINY_REG), "--task", "stsb",
+                "--max-seq-len", "32", "--data-root", root]
+    return build
+
+
+add("stsb-out-of-range", "an STS-B score outside 0-5", stsb(["1.0", "4.5", "7.5"]), 1,
+    "error: $SCRATCH/data/glue/STS-B/dev.tsv:4: score 7.5 is outside 0 to 5, the scale of stsb; fix the file or pass the right --task")
+add("stsb-not-number", "an STS-B score that is not a number", stsb(["1.0", "high"]), 1,
+    "error: $SCRATCH/data/glue/STS-B/dev.tsv:3: score 'high' is not a number for regression task stsb; fix the file or pass the right --task")
+
+# --- YAML config and --set ---------------------------------------------------------------------------------
+add("yaml-typo", "a misspelt key in the YAML config", yaml_config(YAML_HEAD + "eval:\n  bach_size: 4\n"), 2,
+    "error: $SCRATCH/run.yaml:7:3: unknown key 'eval.bach_size'; did you mean 'eval.batch_size'?")
+add("yaml-wrong-type", "a value of the wrong type", yaml_config(YAML_HEAD + "eval:\n  batch_size: eight\n"), 2,
+    "error: $SCRATCH/run.yaml:7:15: eval.batch_size: expected an integer, got 'eight'")
+add("yaml-syntax", "YAML that does not parse", yaml_config(YAML_HEAD + "eval:\n  batch_size: [4\n"), 2,
+    "error: $SCRATCH/run.yaml:8:1: invalid YAML: end of sequence flow not found")
+add("yaml-unknown-section", "an unknown top-level section", yaml_config(YAML_HEAD + "evaluation:\n  x: 1\n"), 2,
+    "error: $SCRATCH/run.yaml:7:3: unknown key 'evaluation.x'; see `prune config --doc` for the valid keys")
+add("yaml-missing", "a config file that does not exist", plain("eval", "--config", "/nonexistent.yaml"), 2,
+    "error: /nonexistent.yaml: cannot open config file; check the path passed to --config")
+add("set-typo", "--set with a misspelt key", eval_with("--set", "eval.bach_size=2"), 2,
+    "error: --set: unknown key 'eval.bach_size'; did you mean 'eval.batch_size'?")
+add("set-wrong-type", "--set with a value of the wrong type", eval_with("--set", "eval.batch_size=x"), 2,
+    "error: --set: eval.batch_size: expected an integer, got 'x'")
+add("set-no-equals", "--set without '='", eval_with("--set", "eval.batch_size"), 2,
+    "error: --set eval.batch_size: expected key=value, e.g. --set eval.batch_size=32")
+
+# --- numbers and flags -------------------------------------------------------------------------------------
+add("threads-huge", "--threads 100000", eval_with("--threads", "100000"), 2,
+    "error: run.threads = 100000; use 0 (all cores) or 1..8 (4 per core of this machine)")
+add("max-examples-wraps", "--max-examples 2^32 + 1", eval_with("--max-examples", "4294967297"), 2,
+    "error: --max-examples: eval.max_examples: 4294967297 is outside the 32-bit range of this setting; use at most 2147483647")
+add("seed-out-of-range", "a seed beyond 64 bits", eval_with("--set", "run.seed=-9223372036854775809"), 2,
+    "error: --set: run.seed: expected an integer, got '-9223372036854775809'")
+add("batch-zero", "--batch 0", eval_with("--batch", "0"), 2,
+    "error: eval.batch_size = 0; use a positive batch size")
+add("seq-len-beyond-positions", "--max-seq-len beyond max_position_embeddings",
+    lambda s: model_eval(fx.copy_tiny(s + "/model"))[:-4] + ["--max-seq-len", "128", "--data-root",
+                                                              fx.glue_root(s)], 2,
+    "error: data.max_seq_len = 128 exceeds the model's max_position_embeddings 64; use --max-seq-len 64 or less")
+
+# --- head masks --------------------------------------------------------------------------------------------
+add("mask-layer-range", "a mask naming layer 9 of 2", eval_with("--mask", "9:0"), 2,
+    "error: --mask: '9:0': layer 9 is out of range; the model has 2 layers (0..1)")
+add("mask-head-range", "a mask naming head 7 of 4", eval_with("--mask", "0:7"), 2,
+    "error: --mask: '0:7': head 7 is out of range; the model has 4 heads (0..3)")
+add("mask-malformed", "a mask that is not LAYER:HEAD", eval_with("--mask", "a:b"), 2,
+    "error: --mask: 'a:b': layer 'a' is not a number; write layer:head,head;… e.g. \"2:0,3;5:11\"")
+
+# --- the command line --------------------------------------------------------------------------------------
+add("unknown-command", "a misspelt command", plain("evl", "--model", "$TINY"), 2,
+    "error: unknown command 'evl'; did you mean 'eval'? (prune --help lists the commands)")
+add("unknown-option", "an option the command does not have", plain("eval", "--model", "$TINY", "--bogus"), 2,
+    "error: The following argument was not expected: --bogus; see `prune eval --help`")
+add("unknown-task", "an unknown task", plain("eval", "--model", "$TINY", "--task", "sst3"), 2,
+    "error: data.task: unknown task 'sst3'; use one of sst2, cola, mrpc, rte, stsb, wnli, qnli, qqp, mnli, mnli_subset")
+add("labels-mismatch", "a 3-label model on a 2-label task",
+    plain("eval", "--model", "$TINY", "--task", "sst2", "--max-seq-len", "64"), 1,
+    "error: tests/data/golden/tiny_bert/model.safetensors: classifier.weight has 3 labels, the task needs 2; use a "
+    "model fine-tuned for this task, or the pretrained encoder")
+add("infer-input-missing", "prune infer --input naming a missing file",
+    plain("infer", "--model", "$TINY", "--input", "/nonexistent.txt"), 1,
+    "error: /nonexistent.txt: cannot read the --input file; give a text file with one example per line")
+add("model-missing", "a model folder that does not exist", plain("eval", "--model", "/nonexistent", "--task", "sst2"),
+    1, "error: /nonexistent: model folder not found; pass --model DIR with config.json and model.safetensors (run "
+    "scripts/setup.sh to link the real model under checkpoints/)")
+add("data-root-missing", "a data root that does not exist",
+    plain("eval", "--model", "$TINY", "--task", "sst2", "--data-root", "/nonexistent"), 1,
+    "error: --data-root /nonexistent: no glue/ or mnli_subset_textfooler/ inside; pass --data-root DIR or set HEADPRUNE_DATA=DIR, where DIR holds glue/<TASK>/*.tsv as written by GLUE's download_glue_data.py (and optionally mnli_subset_textfooler/)")
+
+# --- output ------------------------------------------------------------------------------------------------
+
+
+def no_tmp_left(folder):
+    def check(s):
+        d = os.path.join(s, folder)
+        left = [f for f in os.listdir(d) if ".tmp" in f] if os.path.isdir(d) else []
+        return f"left behind: {left}" if left else None
+    return check
+
+
+add("out-dev-null", "--output /dev/null (a device is never replaced)", eval_with("--output", "/dev/null"), 1,
+    "error: /dev/null: is a device, and results are written only to regular files; name a file path",
+    lambda s: None if os.path.exists("/dev/null") and not os.path.isfile("/dev/null") else "/dev/null was replaced")
+
+
+def out_folder(s):
+    os.makedirs(s + "/taken")
+    return model_eval(fx.copy_tiny(s + "/model"), "--output", s + "/taken")
+
+
+add("out-is-folder", "--output naming an existing folder", out_folder, 1,
+    "error: $SCRATCH/taken: is a folder, and results are written only to regular files; name a file path", no_tmp_left("."))
+add("out-missing-folder", "--output in a folder that does not exist (created, as mkdir -p)",
+    lambda s: model_eval(fx.copy_tiny(s + "/model"), "--output", s + "/no/such/dir/r.json"), 0, "",
+    lambda s: None if os.path.isfile(s + "/no/such/dir/r.json") else "r.json was not written")
+
+
+def read_only_out(s):
+    return model_eval(fx.copy_tiny(s + "/model"), "--output", s + "/ro/result.json")
+
+
+add("out-read-only", "--output in a read-only folder", read_only_out, 1,
+    "error: $SCRATCH/ro/result.json: cannot create its folder $SCRATCH/ro (Read-only file system); choose a writable location",
+    no_tmp_left("ro"), env=lambda s: {"HP_FAIL_OP": "open", "HP_FAIL_PREFIX": s + "/ro"})
+
+
+def disk_full(s):
+    """An earlier result in out/, then the same command on a full disk."""
+    args = model_eval(fx.copy_tiny(s + "/model"), "--output", s + "/out/result.json")
+    first = subprocess.run([PRUNE, *args], capture_output=True, text=True)
+    if first.returncode != 0:
+        raise RuntimeError("the first run failed: " + first.stderr[-300:])
+    shutil.copy(s + "/out/result.json", s + "/earlier.json")
+    return args
+
+
+def earlier_intact(s):
+    left = no_tmp_left("out")(s)
+    if left:
+        return left
+    same = open(s + "/out/result.json", "rb").read() == open(s + "/earlier.json", "rb").read()
+    return None if same else "the earlier result.json changed"
+
+
+add("out-disk-full", "a full disk while writing (write fails with ENOSPC)", disk_full, 1,
+    "error: $SCRATCH/out/result.json: cannot write $SCRATCH/out/result.json.tmp (No space left on device); free disk space or choose a writable folder",
+    earlier_intact, env=lambda s: {"HP_FAIL_OP": "write", "HP_FAIL_PREFIX": s + "/out"})
+
+
+def over_pruning_run(s):
+    os.makedirs(s + "/run/state")
+    with open(s + "/run/state/config.yaml", "w") as f:
+        f.write("model:\n  path: elsewhere\n")
+    return ["train", "--model", fx.copy_tiny(s + "/model"), "--task", "mnli_subset", "--max-seq-len", "32",
+            "--data-root", fx.glue_root(s), "--max-steps", "2", "--out", s + "/run"]
+
+
+add("train-over-pruning-run", "prune train --out naming a pruning run's folder", over_pruning_run, 2,
+    "error: $SCRATCH/run holds a pruning run, not a training run; pass --out NEW_DIR",
+    lambda s: None if sorted(os.listdir(s + "/run")) == ["state"] else f"wrote {sorted(os.listdir(s + '/run'))}")
+
+# --- running the table -------------------------------------------------------------------------------------
+PRUNE = None
+FAIL_IO = None
+SCRATCH_ROOT = os.path.join(os.environ.get("TMPDIR", "/tmp"), "hp_errors")
+
+
+def run_entry(e):
+    """(exit code, the error line with the scratch folder as $SCRATCH, complaint from `after` or None)."""
+    s = os.path.join(SCRATCH_ROOT, e["id"])
+    shutil.rmtree(s, ignore_errors=True)
+    os.makedirs(s)
+    args = e["build"](s)
+    env = dict(os.environ)
+    if e["env"]:
+        env.update(e["env"](s))
+        env["LD_PRELOAD"] = FAIL_IO
+    got = subprocess.run([PRUNE, *args], capture_output=True, text=True, env=env, timeout=120)
+    lines = [l for l in (got.stdout + got.stderr).splitlines() if l.startswith("error: ")]
+    line = lines[0].replace(s, "$SCRATCH").replace(fx.REPO + "/", "") if lines else ""
+    warnings = [l.split("] ", 1)[-1].replace(s, "$SCRATCH") for l in (got.stdout + got.stderr).splitlines()
+                if " warning [" in l]
+    complaint = e["after"](s) if e["after"] else None
+    if e["warning"] and e["warning"] not in warnings:
+        complaint = (complaint or "") + f" no warning {e['warning']!r} among {warnings}"
+    if got.returncode != e["code"] and e["code"] == 0:
+        complaint = (complaint or "") + " output: " + (got.stdout + got.stderr)[-600:]
+    return got.returncode, line, complaint, got.stdout + got.stderr
+
+
+def check(e):
+    code, line, complaint, output = run_entry(e)
+    problems = []
+    if code != e["code"]:
+        problems.append(f"exit code {code}, expected {e['code']}")
+    if line != e["line"]:
+        problems.append(f"error line\n  got:      {line!r}\n  expected: {e['line']!r}")
+    if code >= 128 or code < 0:
+        problems.append("crashed")
+    if len([l for l in output.splitlines() if l.startswith("error: ")]) > 1:
+        problems.append("more than one error line")
+    if complaint:
+        problems.append(complaint)
+    return problems
+
+
+def doc():
+    out = ["# Bad inputs and what headprune says",
+           "",
+           "Every row is a test (`tests/errors/catalogue.py`, one CTest test `errors.<id>` each): the input is",
+           "built in a scratch folder (`$SCRATCH`), `prune` runs on it, and the test checks the exit code, that",
+           "this exact line is the only `error:` line, and where a row says so, what must not happen (a file",
+           "written or replaced, a command executed, an earlier result damaged). Exit codes: 0 success, 1 bad",
+           "input data or files (model, data, output), 2 bad usage or configuration (flags, YAML, `--set`).",
+           "This file is generated: `python3 tests/errors/catalogue.py --write-doc`.",
+           "",
+           "| id | input | exit | error line |",
+           "|---|---|---|---|"]
+    for e in E:
+        line = e["line"] or "(none: accepted)"
+        if e["warning"]:
+            line += "<br>warning: " + e["warning"]
+        out.append(f"| `{e['id']}` | {e['what']} | {e['code']} | {line.replace('|', '&#124;')} |")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    global PRUNE, FAIL_IO
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--prune", default=os.path.join(fx.REPO, "build", "prune", "prune"))
+    ap.add_argument("--fail-io", default=os.path.join(fx.REPO, "build", "tests", "libhp_fail_io.so"))
+    ap.add_argument("--entry")
+    ap.add_argument("--show", action="store_true")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--write-doc", action="store_true")
+    ap.add_argument("--check-doc", action="store_true")
+    a = ap.parse_args()
+    PRUNE, FAIL_IO = os.path.abspath(a.prune), os.path.abspath(a.fail_io)
+    doc_path = os.path.join(fx.REPO, "docs", "errors.md")
+    if a.list:
+        print(";".join(e["id"] for e in E))
+    elif a.write_doc:
+        with open(doc_path, "w") as f:
+            f.write(doc())
+    elif a.check_doc:
+        current = open(doc_path).read() if os.path.exists(doc_path) else ""
+        if current != doc():
+            sys.exit("docs/errors.md is not the table in tests/errors/catalogue.py; run: "
+                     "python3 tests/errors/catalogue.py --write-doc")
+        print(f"docs/errors.md lists the {len(E)} entries")
+    elif a.show:
+        for e in E:
+            code, line, complaint, output = run_entry(e)
+            warnings = [l.split("] ", 1)[-1] for l in output.splitlines() if " warning [" in l]
+            print(f"{e['id']}\t{code}\t{line}\t{complaint or ''}\t{warnings}", flush=True)
+    elif a.entry:
+        matches = [e for e in E if e["id"] == a.entry]
+        if not matches:
+            sys.exit(f"no entry '{a.entry}'")
+        problems = check(matches[0])
+        if problems:
+            sys.exit(f"{a.entry}: " + "; ".join(problems))
+        print(f"{a.entry}: ok")
+    else:
+        ap.error("one of --entry, --show, --list, --write-doc, --check-doc")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+// An LD_PRELOAD library for the catalogue of bad inputs (tests/errors/catalogue.py): file operations on
+// paths under $HP_FAIL_PREFIX fail as a full disk (HP_FAIL_OP=write: write calls fail with ENOSPC) or a
+// read-only folder (HP_FAIL_OP=open: opening for writing and creating folders fail with EROFS). Works as
+// root too, where chmod would not stop a write. Everything else passes through to libc.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static int under_prefix(const char* path) {
+  const char* prefix = getenv("HP_FAIL_PREFIX");
+  return prefix && *prefix && path && strncmp(path, prefix, strlen(prefix)) == 0;
+}
+
+static int failing(const char* op) {
+  const char* want = getenv("HP_FAIL_OP");
+  return want && strcmp(want, op) == 0;
+}
+
+// Whether fd is a file under the prefix (its path from /proc/self/fd).
+static int fd_under_prefix(int fd) {
+  char link[64], path[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  const ssize_t n = readlink(link, path, sizeof path - 1);
+  if (n <= 0) return 0;
+  path[n] = 0;
+  return under_prefix(path);
+}
+
+#define NEXT(name) ((__typeof__(&name))dlsym(RTLD_NEXT, #name))
+
+ssize_t write(int fd, const void* buf, size_t n) {
+  if (failing("write") && fd_under_prefix(fd)) { errno = ENOSPC; return -1; }
+  return NEXT(write)(fd, buf, n);
+}
+ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) {
+  if (failing("write") && fd_under_prefix(fd)) { errno = ENOSPC; return -1; }
+  return NEXT(pwrite)(fd, buf, n, off);
+}
+ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t off) {
+  if (failing("write") && fd_under_prefix(fd)) { errno = ENOSPC; return -1; }
+  return NEXT(pwrite64)(fd, buf, n, off);
+}
+ssize_t writev(int fd, const struct iovec* iov, int cnt) {
+  if (failing("write") && fd_under_prefix(fd)) { errno = ENOSPC; return -1; }
+  return NEXT(writev)(fd, iov, cnt);
+}
+
+static int writes(int flags) { return (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) != 0; }
+
+#define OPEN_LIKE(name, ...)                                                 \
+  int name(const char* path, int flags, ...) {                               \
+    mode_t mode = 0;                                                         \
+    if (flags & (O_CREAT | O_TMPFILE)) {                                     \
+      va_list ap;                                                            \
+      va_start(ap, flags);                                                   \
+      mode = va_arg(ap, mode_t);                                             \
+      va_end(ap);                                                            \
+    }                                                                        \
+    if (failing("open") && writes(flags) && under_prefix(path)) {            \
+      errno = EROFS;                                                         \
+      return -1;                                                             \
+    }                                                                        \
+    return NEXT(name)(path, flags, mode);                                    \
+  }
+OPEN_LIKE(open)
+OPEN_LIKE(open64)
+
+#define OPENAT_LIKE(name)                                                    \
+  int name(int dir, const char* path, int flags, ...) {                      \
+    mode_t mode = 0;                                                         \
+    if (flags & (O_CREAT | O_TMPFILE)) {                                     \
+      va_list ap;                                                            \
+      va_start(ap, flags);                                                   \
+      mode = va_arg(ap, mode_t);                                             \
+      va_end(ap);                                                            \
+    }                                                                        \
+    if (failing("open") && writes(flags) && under_prefix(path)) {            \
+      errno = EROFS;                                                         \
+      return -1;                                                             \
+    }                                                                        \
+    return NEXT(name)(dir, path, flags, mode);                               \
+  }
+OPENAT_LIKE(openat)
+OPENAT_LIKE(openat64)
+
+FILE* fopen(const char* path, const char* mode) {
+  if (failing("open") && strpbrk(mode, "wa+") && under_prefix(path)) { errno = EROFS; return NULL; }
+  return NEXT(fopen)(path, mode);
+}
+FILE* fopen64(const char* path, const char* mode) {
+  if (failing("open") && strpbrk(mode, "wa+") && under_prefix(path)) { errno = EROFS; return NULL; }
+  return NEXT(fopen64)(path, mode);
+}
+int mkdir(const char* path, mode_t mode) {
+  if (failing("open") && under_prefix(path)) { errno = EROFS; return -1; }
+  return NEXT(mkdir)(path, mode);
+}
+int rename(const char* from, const char* to) {
+  if (failing("open") && under_prefix(to)) { errno = EROFS; return -1; }
+  return NEXT(rename)(from, to);
+}
