@@ -18,4 +18,24 @@ const char* run_kind_record(RunKind kind);  // "state/config.yaml", "config.reso
 // run) and the fix (--out NEW_DIR).
 bool claim_run_folder(const std::string& dir, RunKind kind, const std::string& config_yaml);
 
+// The lock file of a run folder; claim_run_folder does not count it as content.
+inline constexpr const char* kRunLockFile = "run.lock";
+
+// An exclusive lock on a run folder for the life of the object, taken before the folder is claimed so
+// that two runs started at once cannot both find it empty. DIR/run.lock holds an flock and the owner's
+// pid, host and start time, and is removed when the run ends (also on an error). A second run gets a
+// ConfigError naming the owner and the fix; the file a killed run leaves holds no flock (the kernel drops
+// it with the process), so it is taken over, with a warning naming the run that left it. Creates DIR.
+class RunLock {
+ public:
+  explicit RunLock(const std::string& dir);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
 }  // namespace hp::core

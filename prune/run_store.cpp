@@ -25,7 +25,7 @@ std::string importance_file(const std::string& dir, const std::string& c, int se
 
 }  // namespace
 
-RunStore::RunStore(std::string dir, const std::string& config_yaml) : dir_(std::move(dir)) {
+RunStore::RunStore(std::string dir, const std::string& config_yaml) : lock_(dir), dir_(std::move(dir)) {
   resumed_ = core::claim_run_folder(dir_, core::RunKind::kPruning, config_yaml);
   if (!resumed_) core::write_file_atomic(dir_ + "/" + core::run_kind_record(core::RunKind::kPruning), config_yaml);
 }

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/run_folder.h"
+
 namespace hp::prune {
 
 struct CurvePoint {
@@ -43,6 +45,7 @@ class RunStore {
   void save_importance(const std::string& criterion, int seed, int pruned, const torch::Tensor& importance) const;
 
  private:
+  core::RunLock lock_;  // first: held before the folder is claimed, until the run ends
   std::string dir_;
   bool resumed_ = false;
 };

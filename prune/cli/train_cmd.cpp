@@ -27,7 +27,9 @@ int run_train(const core::Config& cfg) {
   run.resume = !cfg.train.resume.empty();
   run.stop = &g_stop;
   const std::string& run_dir = run.run_dir;
-  // One rule for every run folder (core/run_folder.h): never over another run or unrelated files.
+  // One rule for every run folder (core/run_folder.h): one run at a time, never over another run or
+  // unrelated files.
+  const core::RunLock lock(run_dir);
   if (!run.resume && core::claim_run_folder(run_dir, core::RunKind::kTraining, core::dump_yaml(cfg)))
     core::log_info("train", run_dir + " holds this training run already: starting it again (--resume " + run_dir +
                                 " continues it instead)");

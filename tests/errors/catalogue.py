@@ -441,6 +441,50 @@ add("train-over-pruning-run", "prune train --out naming a pruning run's folder",
     "error: $SCRATCH/run holds a pruning run, not a training run; pass --out NEW_DIR",
     lambda s: None if sorted(os.listdir(s + "/run")) == ["state"] else f"wrote {sorted(os.listdir(s + '/run'))}")
 
+def tiny_train(s, out):
+    return ["train", "--model", fx.copy_tiny(s + "/model"), "--task", "mnli_subset", "--max-seq-len", "32",
+            "--data-root", fx.glue_root(s), "--set", "train.train_split=matched", "--set",
+            "train.eval_split=mismatched", "--max-steps", "2", "--out", out]
+
+
+OWNER = "pid 4242 on testhost, since 2026-01-01 00:00:00 UTC"
+HOLDERS = {}  # scratch folder -> the process holding its run's lock
+
+
+def busy_run(s):
+    """A run folder whose lock another process holds (as a run in progress does)."""
+    os.makedirs(s + "/run")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys, time\n"
+        f"f = open({s + '/run/run.lock'!r}, 'w'); fcntl.flock(f, fcntl.LOCK_EX); f.write({OWNER + chr(10)!r}); f.flush()\n"
+        "print('locked', flush=True); time.sleep(120)")], stdout=subprocess.PIPE, text=True)
+    holder.stdout.readline()
+    HOLDERS[s] = holder
+    return tiny_train(s, s + "/run")
+
+
+def release(s):
+    HOLDERS.pop(s).kill()
+    return None if os.listdir(s + "/run") == ["run.lock"] else f"wrote {os.listdir(s + '/run')}"
+
+
+def stale_lock(s):
+    """The lock file a killed run leaves: its owner line, and no process holding it."""
+    os.makedirs(s + "/run")
+    with open(s + "/run/run.lock", "w") as f:
+        f.write(OWNER + "\n")
+    return tiny_train(s, s + "/run")
+
+
+def lock_released(s):
+    return "run.lock is still there after the run" if os.path.exists(s + "/run/run.lock") else None
+
+
+add("run-busy", "two runs at once on one run folder (the second refuses)", busy_run, 2,
+    f"error: $SCRATCH/run is in use by another run ({OWNER}); wait for it to finish, or pass --out NEW_DIR", release)
+add("run-stale-lock", "the lock file of a killed run (taken over)", stale_lock, 0, "", lock_released,
+    warning=f"$SCRATCH/run: taking over the lock left by a run that stopped without finishing ({OWNER})")
+
 # --- running the table -------------------------------------------------------------------------------------
 PRUNE = None
 FAIL_IO = None
