@@ -212,8 +212,8 @@ void SafetensorsFile::validate(const std::uint8_t* bytes, std::size_t size) {
   }
   if (n > size - 8) {
     fail(w,
-         "header length " + std::to_string(n) + " bytes is larger than the file (" +
-             std::to_string(size) + " bytes)",
+         "header length " + std::to_string(n) + " bytes runs past the end of the file (" + std::to_string(size) +
+             " bytes, the first 8 of them the length)",
          "the file is truncated; " + std::string(kCorruptFix));
   }
   if (n == 0) fail(w, "header length is 0, so there is no JSON header", "the file is not safetensors; " + std::string(kCorruptFix));

@@ -200,7 +200,7 @@ TEST_CASE("safetensors: every malformed file is a CheckpointError naming file an
       {"short", std::string(5, '\0'), "5 bytes, shorter than the 8-byte"},
       {"empty", "", "0 bytes, shorter than the 8-byte"},
       {"huge_header", image("{}", "", 200'000'000), "above the 100 MB limit"},
-      {"header_past_end", image("{}", "", 50), "header length 50 bytes is larger than the file"},
+      {"header_past_end", image("{}", "", 50), "header length 50 bytes runs past the end of the file"},
       {"bad_json", image("{\"a\": [", ""), "header is not valid JSON"},
       {"not_object", image("[1,2]", ""), "header JSON is not an object"},
       {"no_dtype", image(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", eight),

@@ -130,7 +130,12 @@ def add(id, what, build, code, line, after=None, env=None, warning=None):
 # --- safetensors -------------------------------------------------------------------------------------------
 add("st-header-past-end", "safetensors header length larger than the file",
     weights(lambda h, d: fx.raw_safetensors(json.dumps(h), d, length=10**6)), 1,
-    "error: $SCRATCH/model/model.safetensors: header length 1000000 bytes is larger than the file (84836 bytes); the file is truncated; re-download or re-export the checkpoint")
+    "error: $SCRATCH/model/model.safetensors: header length 1000000 bytes runs past the end of the file (84836 "
+    "bytes, the first 8 of them the length); the file is truncated; re-download or re-export the checkpoint")
+add("st-header-one-past", "safetensors header length one byte past the end of the file",
+    weights(lambda h, d: fx.raw_safetensors(json.dumps(h), d, length=len(json.dumps(h)) + len(d) + 1)), 1,
+    "error: $SCRATCH/model/model.safetensors: header length 84829 bytes runs past the end of the file (84836 bytes, "
+    "the first 8 of them the length); the file is truncated; re-download or re-export the checkpoint")
 add("st-header-zero", "safetensors header length 0", weights(lambda h, d: fx.raw_safetensors("", d, length=0)), 1,
     "error: $SCRATCH/model/model.safetensors: header length is 0, so there is no JSON header; the file is not safetensors; re-download or re-export the checkpoint")
 add("st-header-huge", "safetensors header length 2^40 in a small file",
