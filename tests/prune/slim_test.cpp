@@ -72,6 +72,13 @@ TEST_CASE("slimmed model logits equal the masked model's, before and after save/
   hp::core::EncoderInput in2 = in;
   in2.head_mask = hp::eval::head_mask_tensor({{true, false, false, false}, {false, false, false, false}});
   CHECK(max_abs_diff(slimmer.forward(in).logits, model.forward(in2).logits) <= 1e-5);
+  // ... also when the kept head is not the first one left: position 1 of the slimmed layer is head 2.
+  auto second = hp::prune::slim_model(slim, {{false, true}, {}});
+  CHECK(second.config().pruned_heads.at(0) == std::vector<int>{0, 1, 3});
+  CHECK(second.config().kept_heads(0) == std::vector<int>{2});
+  in2.head_mask = hp::eval::head_mask_tensor({{false, false, true, false}, {false, false, false, false}});
+  CHECK(max_abs_diff(second.forward(in).logits, model.forward(in2).logits) <= 1e-5);
+  CHECK(max_abs_diff(second.forward(in).logits, slimmer.forward(in).logits) > 1e-4);  // head 0 ≠ head 2
 
   const auto dir = std::filesystem::temp_directory_path() / "hp_slim_test";
   std::filesystem::remove_all(dir);
@@ -92,6 +99,31 @@ TEST_CASE("slimmed model logits equal the masked model's, before and after save/
   CHECK(hf_check(py, dir, in, masked) == 0);
   CHECK(hf_check(py, dir, in, masked, "--remote-code") == 0);
   CHECK(hf_check(py, dir, in, model.forward(in).logits, "--remote-code") != 0);  // the check can fail
+}
+
+TEST_CASE("a checkpoint pruned by Hugging Face's own prune_heads loads and equals the masked model", "[prune][slim][hf]") {
+  const std::string py = HP_REF_PYTHON;
+  if (!std::filesystem::exists(py)) return hp::test::skip("no Python reference at " + py + " (scripts/setup_python.sh)");
+  const auto dir = std::filesystem::temp_directory_path() / "hp_hf_pruned";
+  std::filesystem::remove_all(dir);
+  // HF removes the rows and columns and records config.pruned_heads; layer 1 keeps heads 1 and 3 (the
+  // kept heads are not the first positions).
+  const std::string cmd = py + " -c \"import transformers as t; m = t.BertForSequenceClassification.from_pretrained('" +
+                          kGolden + "tiny_bert'); m.prune_heads({0: [2], 1: [0, 2]}); m.save_pretrained('" +
+                          dir.string() + "')\"";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::filesystem::copy_file(kGolden + "tiny_bert/vocab.txt", dir / "vocab.txt");
+  auto g = hp::core::read_hdf5(kGolden + "tiny_bert.h5");
+  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  auto pruned = hp::core::load_bert(dir.string());
+  CHECK(pruned.config().kept_heads(0) == std::vector<int>{0, 1, 3});
+  CHECK(pruned.config().kept_heads(1) == std::vector<int>{1, 3});
+  torch::NoGradGuard no_grad;
+  auto in = golden_input(g);
+  auto masked = in;
+  masked.head_mask = hp::eval::head_mask_tensor({{true, true, false, true}, {false, true, false, true}});
+  CHECK(max_abs_diff(pruned.forward(in).logits, model.forward(masked).logits) <= 1e-5);
+  CHECK(max_abs_diff(pruned.forward(in).logits, model.forward(in).logits) > 1e-3);
 }
 
 TEST_CASE("transformers 5 loads the slimmed export through its modeling file (optional venv)", "[prune][slim][hf5]") {
