@@ -10,7 +10,8 @@ BUILD_DIR="${BUILD_DIR:-$REPO/build}"
 readonly APT_PKGS=(build-essential cmake ninja-build ccache pkg-config librsvg2-bin
   libtorch-dev libopenblas0-openmp libyaml-cpp-dev libeigen3-dev catch2 libhdf5-dev
   libcli11-dev nlohmann-json3-dev libutf8proc-dev libspdlog-dev libfmt-dev libboost-dev zlib1g-dev
-  chromium fonts-dejavu-core)  # chromium: the report's browser test (tests/report/browser_check.py)
+  chromium fonts-dejavu-core  # chromium: the report's browser test (tests/report/browser_check.py)
+  clang)  # clang: the libFuzzer targets of the file parsers (tests/fuzz, bench/fuzz.sh)
 
 step() { echo "[setup] $*"; }
 die() { echo "setup: error: $*" >&2; exit 1; }
@@ -47,4 +48,10 @@ step "build: $BUILD_DIR"
 cmake -S "$REPO" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHP_WERROR="${HP_WERROR:-OFF}" >/dev/null \
   || die "cmake configure failed; see the output above"
 ninja -C "$BUILD_DIR" -j"$(nproc)" || die "build failed; see the compiler output above"
+
+# 5. The parsers' libFuzzer targets (clang, ASan + UBSan, no LibTorch): CTest runs each briefly (fuzz.*).
+step "build: $REPO/build-fuzz (fuzz targets)"
+CC=clang CXX=clang++ cmake -S "$REPO" -B "$REPO/build-fuzz" -G Ninja -DHP_FUZZ=ON >/dev/null \
+  || die "cmake configure of the fuzz targets failed; see the output above"
+ninja -C "$REPO/build-fuzz" -j"$(nproc)" >/dev/null || die "building the fuzz targets failed"
 step "done: $BUILD_DIR/prune/prune --help"

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Runs one libFuzzer target of the file parsers (#15 §1) for SECONDS, ASan + UBSan, 1 s per input at most,
+# a 2 GB allocation limit, from a seed corpus built from the tests' fixtures (plus what earlier runs found,
+# kept in build-fuzz/corpus/TARGET). Crashes are written to build-fuzz/findings/; turn each into a test
+# with its input under tests/data/bad/.
+#   bench/fuzz.sh TARGET SECONDS      TARGET: safetensors pickle yaml vocab tsv conllu head_mask, or all
+# Prints the executions, their rate and the outcome.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${1:?usage: bench/fuzz.sh TARGET SECONDS}
+seconds=${2:?usage: bench/fuzz.sh TARGET SECONDS}
+if [[ $target == all ]]; then
+  for t in safetensors pickle yaml vocab tsv conllu head_mask; do "$0" "$t" "$seconds"; done
+  exit 0
+fi
+if [[ ! -x build-fuzz/tests/fuzz/fuzz_$target ]]; then
+  command -v clang++ >/dev/null || { echo "fuzz_$target: skipped, no clang++ (scripts/setup.sh installs it)"; exit 77; }
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DHP_FUZZ=ON >/dev/null
+  ninja -C build-fuzz "fuzz_$target" >/dev/null
+fi
+corpus=build-fuzz/corpus/$target
+seeds=build-fuzz/seeds/$target
+mkdir -p "$corpus" "$seeds" build-fuzz/findings
+rm -f "$seeds"/*
+python3 - "$target" "$seeds" <<'PY'
+import glob, os, shutil, sys, zipfile
+sys.path.insert(0, "tests/errors")
+import fixtures as fx
+target, out = sys.argv[1], sys.argv[2]
+def put(name, data):
+    open(os.path.join(out, name), "wb").write(data if isinstance(data, bytes) else data.encode())
+if target == "safetensors":
+    h, d = fx.read_safetensors(fx.TINY + "/model.safetensors")
+    small = {k: v for k, v in list(h.items())[:4]}
+    put("tiny_head.safetensors", fx.rebuild(small, d))
+    put("empty.safetensors", fx.safetensors_bytes({}, b""))
+elif target == "pickle":
+    with zipfile.ZipFile("tests/data/golden/tiny_bert_bin/pytorch_model.bin") as z:
+        put("tiny.pkl", z.read([n for n in z.namelist() if n.endswith("data.pkl")][0]))
+    put("os_system.pkl", fx.global_call_pickle("os", "system", "true"))
+elif target == "yaml":
+    for f in glob.glob("configs/*.yaml"):
+        put(os.path.basename(f), "prune.target_heads=36\n" + open(f).read())
+elif target == "vocab":
+    put("tiny_vocab.txt", open(fx.TINY + "/vocab.txt", "rb").read())
+elif target == "tsv":
+    for i, f in enumerate(sorted(glob.glob("tests/data/bad/*.tsv"))):
+        put(f"bad{i}.tsv", bytes([i % 4]) + open(f, "rb").read())
+    put("sst2.tsv", b"\x00sentence\tlabel\n" + fx.sst2_rows().encode())
+    put("stsb.tsv", b"\x01" + fx.stsb_rows(["1.0", "4.5"]).encode())
+elif target == "conllu":
+    for f in glob.glob("tests/data/analysis/*.conllu"):
+        put(os.path.basename(f), open(f, "rb").read())
+elif target == "head_mask":
+    for i, s in enumerate(["2:0,3;5:11", "0:0", "", "11:11;0:0,1,2", "3:*"]):
+        put(f"spec{i}", s)
+PY
+dict=()
+[[ -f tests/fuzz/dict/$target.dict ]] && dict=(-dict="tests/fuzz/dict/$target.dict")
+log=build-fuzz/fuzz_$target.log
+set +e
+ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  "build-fuzz/tests/fuzz/fuzz_$target" "$corpus" "$seeds" "${dict[@]}" -max_total_time="$seconds" -timeout=1 \
+  -rss_limit_mb=2048 -malloc_limit_mb=2048 -max_len=65536 -artifact_prefix=build-fuzz/findings/"$target"- \
+  -print_final_stats=1 >"$log" 2>&1
+rc=$?
+set -e
+runs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+rate=$(grep -ao 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+cov=$(grep -ao 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || echo 0)
+if [[ $rc -eq 0 ]]; then outcome="0 crashes, 0 leaks, 0 timeouts, 0 allocations over 2 GB"; else outcome="FINDING (exit $rc): see $log and build-fuzz/findings/"; fi
+printf 'fuzz_%-12s %6ss  %10s executions  %7s/s  coverage %5s  %s\n' "$target" "$seconds" "$runs" "$rate" "$cov" "$outcome"
+exit $rc

@@ -1,0 +1,15 @@
+// Head-mask specs ("2:0,3;5:11"), against a 12 x 12 model, and their round trip through format_head_mask.
+#include <string>
+
+#include "core/head_mask.h"
+#include "fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string spec(reinterpret_cast<const char*>(data), size);
+  if (spec.find('/') != std::string::npos) return 0;  // a spec may name a file; paths are not fuzzed here
+  hp::fuzz::expect_clean([&] {
+    const auto keep = hp::core::parse_head_mask(spec, 12, 12);
+    if (hp::core::parse_head_mask(hp::core::format_head_mask(keep), 12, 12) != keep) __builtin_trap();
+  });
+  return 0;
+}
