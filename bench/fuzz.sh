@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Runs one libFuzzer target of the file parsers (#15 §1) for SECONDS, ASan + UBSan, 1 s per input at most,
 # a 2 GB allocation limit, from a seed corpus built from the tests' fixtures (plus what earlier runs found,
-# kept in build-fuzz/corpus/TARGET). Crashes are written to build-fuzz/findings/; turn each into a test
-# with its input under tests/data/bad/.
-#   bench/fuzz.sh TARGET SECONDS      TARGET: safetensors pickle yaml vocab tsv conllu head_mask, or all
+# kept in build-fuzz/corpus/TARGET) and the earlier findings in tests/data/bad/fuzz/TARGET-*. Crashes are
+# written to build-fuzz/findings/; each becomes a test: its input under tests/data/bad/fuzz/ and an entry of
+# tests/errors/catalogue.py.
+#   bench/fuzz.sh TARGET SECONDS      TARGET: safetensors pickle config_json yaml vocab tsv conllu head_mask, or all
 # Prints the executions, their rate and the outcome.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${1:?usage: bench/fuzz.sh TARGET SECONDS}
 seconds=${2:?usage: bench/fuzz.sh TARGET SECONDS}
 if [[ $target == all ]]; then
-  for t in safetensors pickle yaml vocab tsv conllu head_mask; do "$0" "$t" "$seconds"; done
+  for t in safetensors pickle config_json yaml vocab tsv conllu head_mask; do "$0" "$t" "$seconds"; done
   exit 0
 fi
 if [[ ! -x build-fuzz/tests/fuzz/fuzz_$target ]]; then
@@ -38,6 +39,9 @@ elif target == "pickle":
     with zipfile.ZipFile("tests/data/golden/tiny_bert_bin/pytorch_model.bin") as z:
         put("tiny.pkl", z.read([n for n in z.namelist() if n.endswith("data.pkl")][0]))
     put("os_system.pkl", fx.global_call_pickle("os", "system", "true"))
+elif target == "config_json":
+    for f in glob.glob("tests/data/golden/*/config.json"):
+        put(os.path.basename(os.path.dirname(f)) + ".json", open(f, "rb").read())
 elif target == "yaml":
     for f in glob.glob("configs/*.yaml"):
         put(os.path.basename(f), "prune.target_heads=36\n" + open(f).read())
@@ -55,12 +59,13 @@ elif target == "head_mask":
     for i, s in enumerate(["2:0,3;5:11", "0:0", "", "11:11;0:0,1,2", "3:*"]):
         put(f"spec{i}", s)
 PY
+cp tests/data/bad/fuzz/"$target"-* "$seeds"/ 2>/dev/null || true  # earlier findings, now regression seeds
 dict=()
 [[ -f tests/fuzz/dict/$target.dict ]] && dict=(-dict="tests/fuzz/dict/$target.dict")
 log=build-fuzz/fuzz_$target.log
 set +e
 ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  "build-fuzz/tests/fuzz/fuzz_$target" "$corpus" "$seeds" "${dict[@]}" -max_total_time="$seconds" -timeout=1 \
+  "build-fuzz/tests/fuzz/fuzz_$target" "$corpus" "$seeds" "${dict[@]}" -max_total_time="$seconds" -timeout=1 -error_exitcode=1 -timeout_exitcode=1 \
   -rss_limit_mb=2048 -malloc_limit_mb=2048 -max_len=65536 -artifact_prefix=build-fuzz/findings/"$target"- \
   -print_final_stats=1 >"$log" 2>&1
 rc=$?

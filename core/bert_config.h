@@ -1,5 +1,5 @@
-// The architecture of a BERT-family encoder as read from a Hugging Face config.json
-// (see core/checkpoint.h for reading and writing it). Torch-free.
+// The architecture of a BERT-family encoder as read from a Hugging Face config.json, and reading and
+// writing that file (core/bert_config.cpp). Torch-free.
 #pragma once
 
 #include <map>
@@ -38,6 +38,15 @@ struct BertConfig {
   // Some heads removed: the checkpoint's attention tensors are narrower than the config's head count says.
   bool slimmed() const { return total_heads() < num_hidden_layers * num_attention_heads; }
 };
+
+// Reads and validates config.json: every size range-checked before anything is allocated. Missing required
+// keys, an unsupported model_type, a value out of range or of the wrong type → CheckpointError naming `path`.
+BertConfig read_bert_config(const std::string& config_json_path);
+// The same from the file's text (`path` names it in messages).
+BertConfig parse_bert_config(const std::string& json_text, const std::string& path);
+
+// config.json text for `cfg` (HF BertConfig fields, pruned_heads, and our heads_per_layer).
+std::string bert_config_json(const BertConfig& cfg);
 
 // The hidden_act values computed (Hugging Face's names): gelu (erf form), its tanh forms, relu.
 inline bool supported_activation(const std::string& act) {

@@ -26,12 +26,6 @@ struct TaskSpec;
 // num_labels and label_names of `task` (regression: 1 label, no names), and `seed`.
 LoadOptions task_load_options(const TaskSpec& task, uint64_t seed);
 
-// Reads and validates config.json. Missing required keys or an unsupported model_type → CheckpointError.
-BertConfig read_bert_config(const std::string& config_json_path);
-
-// config.json text for `cfg` (HF BertConfig fields, pruned_heads, and our heads_per_layer).
-std::string bert_config_json(const BertConfig& cfg);
-
 // What load_bert found, for messages and run records.
 struct LoadReport {
   std::string weights_file;          // model.safetensors or pytorch_model.bin that was read

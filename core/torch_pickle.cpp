@@ -78,6 +78,14 @@ class Machine {
  public:
   Machine(const std::uint8_t* data, std::size_t size, const std::string& where)
       : p_(data), size_(size), where_(where) {}
+  // A pickle can build cycles (a dict put into itself through the memo), which shared_ptr alone never
+  // frees: every object made is emptied here, so nothing outlives the machine (found by fuzz_pickle).
+  ~Machine() {
+    for (const auto& w : made_)
+      if (const Ptr o = w.lock()) o->items.clear(), o->dict.clear();
+  }
+  Machine(const Machine&) = delete;
+  Machine& operator=(const Machine&) = delete;
 
   Ptr run();
 
@@ -107,6 +115,7 @@ class Machine {
   }
   Ptr make(Kind k) {
     auto o = std::make_shared<Obj>();
+    made_.push_back(o);
     o->kind = k;
     return o;
   }
@@ -162,6 +171,7 @@ class Machine {
   std::vector<Ptr> stack_;
   std::vector<std::size_t> marks_;
   std::unordered_map<std::uint64_t, Ptr> memo_;
+  std::vector<std::weak_ptr<Obj>> made_;  // every object, for the destructor
 };
 
 // The callables torch.save state dicts use; anything else is not a plain state dict.
@@ -390,7 +400,8 @@ Ptr Machine::run() {
 
 std::vector<PickledTensor> parse_state_dict_pickle(const std::uint8_t* data, std::size_t size,
                                                    const std::string& where) {
-  const Ptr root = Machine(data, size, where).run();
+  Machine machine(data, size, where);  // alive until the tensors are copied out (it frees the objects)
+  const Ptr root = machine.run();
   if (root->kind != Kind::kDict) {
     throw CheckpointError(where + ": holds a " + kind_name(root->kind) +
                           ", expected a dict of str -> Tensor; " + kFlatFix);

@@ -201,6 +201,20 @@ def not_a_zip(s):
     return model_eval(m)
 
 
+def pickle_file(name):
+    """A folder with a pytorch_model.bin holding tests/data/bad/fuzz/<name> as its data.pkl."""
+    def build(s):
+        m = fx.copy_tiny(s + "/model")
+        os.remove(m + "/model.safetensors")
+        fx.torch_zip(m + "/pytorch_model.bin", open(os.path.join(fx.REPO, "tests/data/bad/fuzz", name), "rb").read())
+        return model_eval(m)
+    return build
+
+
+add("bin-fuzz-dict-cycle", "a pickle whose dict holds itself (found by fuzz_pickle: was a memory leak)",
+    pickle_file("pickle-dict_cycle.pkl"), 1,
+    "error: $SCRATCH/model/pytorch_model.bin: data.pkl reads a memo slot it never wrote; re-download or re-export "
+    "the checkpoint")
 add("bin-not-zip", "pytorch_model.bin in the legacy non-zip format", not_a_zip, 1,
     "error: $SCRATCH/model/pytorch_model.bin: legacy (pre-1.6) torch.save format, which headprune cannot read; re-save it with torch>=1.6: torch.save(torch.load(p), p), or convert it to safetensors")
 
@@ -262,6 +276,9 @@ def no_config(s):
     return model_eval(m)
 
 
+add("cfg-fuzz-model-type", "model_type 0, a number (found by fuzz_config_json: was a raw JSON type error)",
+    config_text(open(os.path.join(fx.REPO, "tests/data/bad/fuzz/config_json-model_type_number.json")).read()), 1,
+    "error: $SCRATCH/model/config.json: model_type = 0 has the wrong type; compare with HF BertConfig")
 add("cfg-missing", "a model folder without config.json", no_config, 1,
     "error: $SCRATCH/model/config.json: cannot read config.json; point --model at a Hugging Face model folder")
 
