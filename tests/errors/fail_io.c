@@ -56,41 +56,39 @@ ssize_t writev(int fd, const struct iovec* iov, int cnt) {
 
 static int writes(int flags) { return (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)) != 0; }
 
-#define OPEN_LIKE(name, ...)                                                 \
-  int name(const char* path, int flags, ...) {                               \
-    mode_t mode = 0;                                                         \
-    if (flags & (O_CREAT | O_TMPFILE)) {                                     \
-      va_list ap;                                                            \
-      va_start(ap, flags);                                                   \
-      mode = va_arg(ap, mode_t);                                             \
-      va_end(ap);                                                            \
-    }                                                                        \
-    if (failing("open") && writes(flags) && under_prefix(path)) {            \
-      errno = EROFS;                                                         \
-      return -1;                                                             \
-    }                                                                        \
-    return NEXT(name)(path, flags, mode);                                    \
-  }
-OPEN_LIKE(open)
-OPEN_LIKE(open64)
+// Whether an open of `path` with `flags` is refused (errno set): writing under the prefix in "open" mode.
+static int refused(const char* path, int flags) {
+  if (!failing("open") || !writes(flags) || !under_prefix(path)) return 0;
+  errno = EROFS;
+  return 1;
+}
 
-#define OPENAT_LIKE(name)                                                    \
-  int name(int dir, const char* path, int flags, ...) {                      \
-    mode_t mode = 0;                                                         \
-    if (flags & (O_CREAT | O_TMPFILE)) {                                     \
-      va_list ap;                                                            \
-      va_start(ap, flags);                                                   \
-      mode = va_arg(ap, mode_t);                                             \
-      va_end(ap);                                                            \
-    }                                                                        \
-    if (failing("open") && writes(flags) && under_prefix(path)) {            \
-      errno = EROFS;                                                         \
-      return -1;                                                             \
-    }                                                                        \
-    return NEXT(name)(dir, path, flags, mode);                               \
+// The mode argument, present only when the flags create a file.
+#define MODE_OF(flags, last)               \
+  mode_t mode = 0;                         \
+  if ((flags) & (O_CREAT | O_TMPFILE)) {   \
+    va_list ap;                            \
+    va_start(ap, last);                    \
+    mode = va_arg(ap, mode_t);             \
+    va_end(ap);                            \
   }
-OPENAT_LIKE(openat)
-OPENAT_LIKE(openat64)
+
+int open(const char* path, int flags, ...) {
+  MODE_OF(flags, flags)
+  return refused(path, flags) ? -1 : NEXT(open)(path, flags, mode);
+}
+int open64(const char* path, int flags, ...) {
+  MODE_OF(flags, flags)
+  return refused(path, flags) ? -1 : NEXT(open64)(path, flags, mode);
+}
+int openat(int dir, const char* path, int flags, ...) {
+  MODE_OF(flags, flags)
+  return refused(path, flags) ? -1 : NEXT(openat)(dir, path, flags, mode);
+}
+int openat64(int dir, const char* path, int flags, ...) {
+  MODE_OF(flags, flags)
+  return refused(path, flags) ? -1 : NEXT(openat64)(dir, path, flags, mode);
+}
 
 FILE* fopen(const char* path, const char* mode) {
   if (failing("open") && strpbrk(mode, "wa+") && under_prefix(path)) { errno = EROFS; return NULL; }
