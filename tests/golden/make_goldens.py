@@ -126,18 +126,47 @@ def pooled_of(model, last_hidden):
     return model.bert.pooler(last_hidden)
 
 
+def per_example_loss(logits, labels):
+    # The gold label's loss per example: cross-entropy, or squared error for a regression head.
+    if logits.shape[1] == 1:
+        return (logits[:, 0] - labels) ** 2
+    return torch.nn.functional.cross_entropy(logits, labels, reduction="none")
+
+
 def head_mask_grads(model, enc, labels, L, H):
-    # Michel et al. (2019) importance. Returns (grad of mean CE wrt head_mask [L, H],
-    # sum over examples of |grad of that example's CE| [L, H], mean loss).
+    # Michel et al. (2019) importance. Returns (grad of mean loss wrt head_mask [L, H],
+    # sum over examples of |grad of that example's loss| [L, H], mean loss).
     hm = torch.ones(L, H, dtype=torch.float64, requires_grad=True)
     logits = run(model, enc, head_mask=hm).logits
-    ce = torch.nn.functional.cross_entropy(logits, labels, reduction="none")
+    ce = per_example_loss(logits, labels)
     (g_mean,) = torch.autograd.grad(ce.mean(), hm, retain_graph=True)
     g_abs = torch.zeros(L, H, dtype=torch.float64)
     for i in range(len(labels)):
         (g_i,) = torch.autograd.grad(ce[i], hm, retain_graph=True)
         g_abs += g_i.abs()
     return g_mean, g_abs, ce.mean()
+
+
+def head_mask_grads_per_token(model, enc, labels, L, H):
+    # Michel's token-level variant: Σ over examples and real tokens of |Σ_d ctx · ∂L/∂ctx| per head,
+    # where ctx [B, S, H, d] is each self-attention's output (the head's share of ∂L/∂ξ at that token,
+    # taken at ξ = 1). Hooks read the context layers; HF's own code computes them.
+    ctxs = []
+    hooks = [layer.attention.self.register_forward_hook(lambda m, i, o: ctxs.append(o[0]))
+             for layer in model.bert.encoder.layer]
+    try:
+        logits = run(model, enc).logits
+    finally:
+        for h in hooks:
+            h.remove()
+    grads = torch.autograd.grad(per_example_loss(logits, labels).sum(), ctxs)
+    real = enc["attention_mask"].to(torch.float64)                              # [B, S]
+    out = torch.zeros(L, H, dtype=torch.float64)
+    for l, (c, g) in enumerate(zip(ctxs, grads)):
+        B, S, _ = c.shape
+        share = (c * g).view(B, S, H, -1).sum(-1).abs()                         # [B, S, H]
+        out[l] = (share * real.unsqueeze(-1)).sum((0, 1))
+    return out
 
 
 def f32(t):
@@ -223,6 +252,10 @@ def make_tiny():
                 torch.nn.functional.mse_loss(ro.logits.squeeze(-1), reg_y).item()))
         g_mean, g_abs, loss = head_mask_grads(model, enc, labels, L_TINY, H_TINY)
         h5.create_dataset("loss", data=np.float32(loss.item()))                             # mean CE
+        h5.create_dataset("head_mask_grad_abs_per_token",                                   # [L, H]
+                          data=f32(head_mask_grads_per_token(model, enc, labels, L_TINY, H_TINY)))
+        _, reg_abs, _ = head_mask_grads(reg, enc, reg_y, L_TINY, H_TINY)
+        h5.create_dataset("reg_head_mask_grad_abs_per_example", data=f32(reg_abs))          # [L, H] MSE
         h5.create_dataset("head_mask_grad", data=f32(g_mean))                               # [L, H]
         h5.create_dataset("head_mask_grad_abs_per_example", data=f32(g_abs))                # [L, H]
         # Gradient of the mean CE wrt every parameter, keyed by its HF state-dict name.

@@ -23,7 +23,7 @@ const std::string kGolden = std::string(HP_SOURCE_DIR) + "/tests/data/golden/";
 const std::string kMiniLM = std::string(HP_SOURCE_DIR) + "/checkpoints/all-MiniLM-L6-v2";
 
 // The golden inputs as an encoded dataset (padding stripped), with the golden labels.
-core::EncodedDataset dataset_of(core::TensorMap& g) {
+core::EncodedDataset dataset_of(core::TensorMap& g, const std::string& labels = "labels") {
   core::EncodedDataset d;
   auto ids = g.at("input_ids"), types = g.at("token_type_ids"), mask = g.at("attention_mask");
   for (int64_t i = 0; i < ids.size(0); ++i) {
@@ -32,7 +32,7 @@ core::EncodedDataset dataset_of(core::TensorMap& g) {
     for (long j = 0; j < n; ++j) a.push_back(static_cast<int32_t>(ids[i][j].item<long>())), t.push_back(static_cast<int32_t>(types[i][j].item<long>()));
     d.ids.push_back(a);
     d.type_ids.push_back(t);
-    d.labels.push_back(static_cast<float>(g.at("labels")[i].item<double>()));
+    d.labels.push_back(static_cast<float>(g.at(labels)[i].item<double>()));
   }
   d.has_labels = true;
   return d;
@@ -94,6 +94,24 @@ TEST_CASE("taylor: per-example |dL/dxi| equals HF's head_mask gradients (tiny mo
   r.opts.normalize_layers = false;
   auto imp = prune::taylor_importance(r.ctx(torch::ones({6, 12}))) * static_cast<double>(r.data.size());
   CHECK(rel_diff(imp, m.at("head_mask_grad_abs_per_example")) <= 1e-4);
+}
+
+TEST_CASE("taylor for regression (STS-B, squared error) equals HF's head_mask gradients", "[prune][criteria][parity]") {
+  auto g = core::read_hdf5(kGolden + "tiny_bert.h5");
+  Fixture f{core::load_bert(kGolden + "tiny_bert_reg"), &core::find_task("stsb"), dataset_of(g, "reg_labels"), {}, {}};
+  f.rank = prune::make_rank_data(*f.task, f.data, 3, 0);
+  f.opts.normalize_layers = false;
+  auto ours = prune::taylor_importance(f.ctx(torch::ones({2, 4}))) * static_cast<double>(f.data.size());
+  CHECK(rel_diff(ours, g.at("reg_head_mask_grad_abs_per_example")) <= 1e-4);
+}
+
+TEST_CASE("taylor token-level equals Σ over tokens of |ctx · dL/dctx| from HF's attention outputs", "[prune][criteria][parity]") {
+  auto f = tiny(3);
+  f.opts.normalize_layers = false;
+  f.opts.taylor_token_level = true;
+  auto g = core::read_hdf5(kGolden + "tiny_bert.h5");
+  auto ours = prune::taylor_importance(f.ctx(torch::ones({2, 4}))) * static_cast<double>(f.data.size());
+  CHECK(rel_diff(ours, g.at("head_mask_grad_abs_per_token")) <= 1e-4);
 }
 
 TEST_CASE("taylor token-level: Σ_t |share_t| bounds the per-example value and masked heads are ignored", "[prune][criteria]") {
