@@ -185,7 +185,16 @@ LoadOptions task_load_options(const TaskSpec& task, uint64_t seed) {
   return o;
 }
 
+namespace {
+void save_bert_here(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5);
+}
+
 void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5) {
+  shared_write([&] { save_bert_here(model, dir, tokenizer_dir, hdf5); });
+}
+
+namespace {
+void save_bert_here(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5) {
   fs::create_directories(dir);
   TensorMap out;
   for (const auto& spec : bert_key_table()) {
@@ -206,5 +215,6 @@ void save_bert(const Bert& model, const std::string& dir, const std::string& tok
       if (fs::exists(tokenizer_dir + "/" + name))
         fs::copy_file(tokenizer_dir + "/" + name, dir + "/" + name, fs::copy_options::overwrite_existing);
 }
+}  // namespace
 
 }  // namespace hp::core

@@ -270,6 +270,8 @@ void validate(const Config& cfg) {
   need(cfg.run.threads >= 0 && cfg.run.threads <= max_threads,
        "run.threads = " + std::to_string(cfg.run.threads) + "; use 0 (all cores) or 1.." + std::to_string(max_threads) +
            " (4 per core of this machine)");
+  need(cfg.run.dist_timeout_s >= 1 && cfg.run.dist_timeout_s <= 86400,
+       "run.dist_timeout_s = " + std::to_string(cfg.run.dist_timeout_s) + "; use 1..86400 seconds (default 300)");
   need(cfg.data.max_seq_len >= 2 && cfg.data.max_seq_len <= 4096,
        "data.max_seq_len = " + std::to_string(cfg.data.max_seq_len) + "; use 2..512 (the model's max_position_embeddings)");
   need(cfg.eval.batch_size >= 1, "eval.batch_size = " + std::to_string(cfg.eval.batch_size) + "; use a positive batch size");

@@ -13,11 +13,15 @@ struct RunConfig {
   int seed = 42;
   int threads = 0;  // 0 = all cores
   std::string out_dir = "runs/default";
+  int dist_timeout_s = 300;
   template <class V>
   void visit_fields(V& v) {
     v("seed", seed, "random seed for every stochastic step (gates, dropout, shuffling, random criterion)");
-    v("threads", threads, "CPU threads for LibTorch and BLAS; 0 = all cores");
+    v("threads", threads, "CPU threads for LibTorch and BLAS; 0 = all cores (divided by the processes per machine "
+                          "in a data-parallel run)");
     v("out_dir", out_dir, "run directory for results, checkpoints and config.resolved.yaml");
+    v("dist_timeout_s", dist_timeout_s, "data-parallel runs: seconds a rank waits for the others before it stops "
+                                        "naming the rank that died or hangs");
   }
 };
 

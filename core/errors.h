@@ -23,6 +23,10 @@ struct InputError : Error {
 struct CheckpointError : Error {
   using Error::Error;
 };
+// A data-parallel run cannot go on: a rank failed, died or hangs, or the rendezvous failed.
+struct DistributedError : Error {
+  using Error::Error;
+};
 // A broken invariant inside headprune: a bug, not a user mistake.
 struct InternalError : Error {
   using Error::Error;

@@ -40,7 +40,9 @@ void commit_output_file(const std::string& tmp, const std::string& path) {
   throw InputError(path + ": cannot replace it with " + tmp + " (" + reason + "); check the folder is writable");
 }
 
-void write_file_atomic(const std::string& path, const void* bytes, std::size_t size) {
+namespace {
+
+void write_bytes_atomic(const std::string& path, const void* bytes, std::size_t size) {
   prepare_output_file(path);
   const std::string tmp = path + ".tmp";
   // POSIX calls rather than a stream: the error names the reason (a full disk, a read-only folder), and
@@ -65,8 +67,39 @@ void write_file_atomic(const std::string& path, const void* bytes, std::size_t s
   commit_output_file(tmp, path);
 }
 
+}  // namespace
+
+void write_file_atomic(const std::string& path, const void* bytes, std::size_t size) {
+  shared_write([&] { write_bytes_atomic(path, bytes, size); });
+}
+
 void write_file_atomic(const std::string& path, const std::string& content) {
   write_file_atomic(path, content.data(), content.size());
+}
+
+namespace {
+SharedWriteFn g_shared_write = nullptr;
+SharedDecideFn g_shared_decide = nullptr;
+thread_local int g_write_depth = 0;
+}  // namespace
+
+void set_shared_write(SharedWriteFn write, SharedDecideFn decide) {
+  g_shared_write = write;
+  g_shared_decide = decide;
+}
+
+long shared_decide(const std::function<long()>& decide) {
+  if (!g_shared_decide || g_write_depth > 0) return decide();
+  return g_shared_decide(decide);
+}
+
+void shared_write(const std::function<void()>& write) {
+  if (!g_shared_write || g_write_depth > 0) return write();
+  struct Depth {
+    Depth() { ++g_write_depth; }
+    ~Depth() { --g_write_depth; }
+  } depth;
+  g_shared_write(write);
 }
 
 std::string read_file(const std::string& path) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 namespace hp::core {
@@ -19,6 +20,18 @@ void commit_output_file(const std::string& tmp, const std::string& path);
 // Nothing is left behind on failure. Throws InputError.
 void write_file_atomic(const std::string& path, const std::string& content);
 void write_file_atomic(const std::string& path, const void* bytes, std::size_t size);
+
+// Runs `write` (code that changes the run folder) where it must run: directly in one process; in a
+// data-parallel run (core/distributed.h) on rank 0 only, between two barriers, so that no rank reads a file
+// while rank 0 replaces it. Nested calls run directly. Every writer below goes through it.
+void shared_write(const std::function<void()>& write);
+// A decision about the run folder (resume or start, which stage is done) taken by rank 0 alone in a
+// data-parallel run, its value given to every rank; directly in one process.
+long shared_decide(const std::function<long()>& decide);
+// Installed by core/distributed.cpp: how both run when the run is data-parallel.
+using SharedWriteFn = void (*)(const std::function<void()>& write);
+using SharedDecideFn = long (*)(const std::function<long()>& decide);
+void set_shared_write(SharedWriteFn write, SharedDecideFn decide);
 
 // Whole file as a string. Throws InputError naming the path.
 std::string read_file(const std::string& path);

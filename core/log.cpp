@@ -21,6 +21,15 @@ void init_logging(bool verbose) {
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
 }
 
+namespace {
+bool g_quiet = false;
+}
+
+void set_log_quiet(bool quiet) {
+  g_quiet = quiet;
+  spdlog::set_level(quiet ? spdlog::level::off : spdlog::level::info);
+}
+
 void log_info(const std::string& tag, const std::string& msg) { spdlog::info("[{}] {}", tag, msg); }
 void log_warn(const std::string& tag, const std::string& msg) { spdlog::warn("[{}] {}", tag, msg); }
 
@@ -63,6 +72,7 @@ std::string Progress::status(long done) const {
 
 void Progress::update(long done, const std::string& extra) {
   done_ = done;
+  if (g_quiet) return;
   const std::string line = status(done) + (extra.empty() ? "" : "  " + extra);
   if (tty_) {
     const double now = clock_();
@@ -80,6 +90,7 @@ void Progress::update(long done, const std::string& extra) {
 }
 
 void Progress::finish(const std::string& extra) {
+  if (g_quiet) return;
   if (tty_) std::fprintf(stderr, "\r%-100s\r", "");
   const double el = elapsed_s();
   const long mine = done_ - first_;

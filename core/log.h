@@ -12,6 +12,8 @@ namespace hp::core {
 // Configures the global logger once (pattern, stderr). Safe to call repeatedly.
 void init_logging(bool verbose = false);
 
+// Quiet: no info, warnings or progress (the ranks > 0 of a data-parallel run; errors still reach main).
+void set_log_quiet(bool quiet);
 void log_info(const std::string& tag, const std::string& msg);
 void log_warn(const std::string& tag, const std::string& msg);
 // Logs `msg` at warning level only the first time `cause` is seen in this process.

@@ -61,7 +61,16 @@ std::string first_difference(const std::string& a, const std::string& b) {
 const char* run_kind_name(RunKind kind) { return row(kind).name; }
 const char* run_kind_record(RunKind kind) { return row(kind).record; }
 
+namespace {
+bool claim_here(const std::string& dir, RunKind kind, const std::string& config_yaml);
+}
+
 bool claim_run_folder(const std::string& dir, RunKind kind, const std::string& config_yaml) {
+  return shared_decide([&] { return claim_here(dir, kind, config_yaml) ? 1L : 0L; }) != 0;
+}
+
+namespace {
+bool claim_here(const std::string& dir, RunKind kind, const std::string& config_yaml) {
   std::error_code ec;
   if (!fs::exists(dir) || fs::is_empty(dir, ec)) return false;
   bool only_lock = true;
@@ -80,6 +89,7 @@ bool claim_run_folder(const std::string& dir, RunKind kind, const std::string& c
   }
   throw ConfigError(dir + " is not empty and holds no " + name + " (no " + row(kind).record + "); pass --out NEW_DIR");
 }
+}  // namespace
 
 namespace {
 
@@ -102,6 +112,10 @@ std::string first_line(std::string text) {
 }  // namespace
 
 RunLock::RunLock(const std::string& dir) : path_(dir + "/" + kRunLockFile) {
+  shared_write([&] { acquire(dir); });  // a data-parallel run: rank 0 holds the lock for all ranks
+}
+
+void RunLock::acquire(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   // A finishing run unlinks the file; if that happened between our open and our flock, the lock is on a

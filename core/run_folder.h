@@ -34,6 +34,7 @@ class RunLock {
   RunLock& operator=(const RunLock&) = delete;
 
  private:
+  void acquire(const std::string& dir);
   std::string path_;
   int fd_ = -1;
 };

@@ -104,8 +104,24 @@ std::map<std::string, std::string> read_safetensors_metadata(const std::string& 
   return SafetensorsFile::open(path).metadata();
 }
 
+namespace {
+void write_safetensors_here(const std::string& path, const TensorMap& tensors,
+                            const std::map<std::string, std::string>& metadata);
+void write_hdf5_here(const std::string& path, const TensorMap& tensors, const std::map<std::string, std::string>& attrs);
+}  // namespace
+
 void write_safetensors(const std::string& path, const TensorMap& tensors,
                        const std::map<std::string, std::string>& metadata) {
+  shared_write([&] { write_safetensors_here(path, tensors, metadata); });
+}
+
+void write_hdf5(const std::string& path, const TensorMap& tensors, const std::map<std::string, std::string>& attrs) {
+  shared_write([&] { write_hdf5_here(path, tensors, attrs); });
+}
+
+namespace {
+void write_safetensors_here(const std::string& path, const TensorMap& tensors,
+                            const std::map<std::string, std::string>& metadata) {
   std::vector<torch::Tensor> keep;  // CPU contiguous copies must outlive the blobs
   std::map<std::string, TensorBlob> blobs;
   for (const auto& [name, tensor] : tensors) {
@@ -125,6 +141,7 @@ void write_safetensors(const std::string& path, const TensorMap& tensors,
   }
   write_safetensors_file(path, blobs, metadata);
 }
+}  // namespace
 
 TensorMap to_float32(const TensorMap& tensors) {
   TensorMap out;
@@ -200,8 +217,10 @@ TensorMap read_torch_bin(const std::string& path) {
   return out;
 }
 
-void write_hdf5(const std::string& path, const TensorMap& tensors,
-                const std::map<std::string, std::string>& attrs) {
+namespace {
+
+void write_hdf5_here(const std::string& path, const TensorMap& tensors,
+                     const std::map<std::string, std::string>& attrs) {
   prepare_output_file(path);
   const std::string tmp = path + ".tmp";
   try {
@@ -248,6 +267,7 @@ void write_hdf5(const std::string& path, const TensorMap& tensors,
   }
   commit_output_file(tmp, path);
 }
+}  // namespace
 
 namespace {
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "core/distributed.h"
 #include "core/errors.h"  // InputError
 #include "core/log.h"
 #include "eval/metrics.h"
@@ -36,7 +37,11 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
   core::Progress progress("eval", r.examples);
   auto start = std::chrono::steady_clock::now();
   long done = 0;
-  for (const auto& b : batches) {
+  // Data-parallel: each rank runs every world-th batch and writes its rows; the sum over ranks is then
+  // every row exactly (the other ranks' rows are zero), so all ranks compute the same metrics.
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const auto& b = batches[i];
+    if (!core::dist::mine(static_cast<long>(i))) continue;
     core::EncoderInput in = core::encoder_input(b);
     in.head_mask = head_mask;
     in.cls_only = true;
@@ -44,8 +49,14 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
     r.logits.index_copy_(0, torch::tensor(b.index, torch::kLong), logits);
     r.tokens += b.attention_mask.sum().item<long>();
     r.padded_tokens += b.input_ids.numel();
-    done += b.input_ids.size(0);
-    if (show_progress) progress.update(done);
+    done += b.input_ids.size(0) * core::dist::world();  // progress is rank 0's, its share scaled up
+    if (show_progress) progress.update(std::min(done, r.examples));
+  }
+  core::dist::all_reduce_sum(r.logits, "evaluation");
+  if (core::dist::active()) {
+    auto counts = torch::tensor({r.tokens, r.padded_tokens}, torch::kLong);
+    core::dist::all_reduce_sum(counts, "evaluation");
+    r.tokens = counts[0].item<long>(), r.padded_tokens = counts[1].item<long>();
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // A metric over NaN/Inf outputs (argmax of NaN is class 0) would be a number that means nothing.

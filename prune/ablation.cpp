@@ -5,6 +5,7 @@
 // ablation starts at layer l (reuse_lower_layers; off = full forward, for the benchmark).
 #include <cmath>
 
+#include "core/distributed.h"
 #include "core/errors.h"
 #include "eval/evaluator.h"  // predictions_from_logits
 #include "eval/metrics.h"
@@ -70,13 +71,15 @@ torch::Tensor loo_importance(const CriterionContext& c) {
   for (int l = 0; l < L; ++l) {
     for (int h = 0; h < cfg.heads_in_layer(l); ++h) {
       if (c.keep[l][h].item<float>() == 0) continue;
-      c.report(heads_done++, present, "heads");
+      c.report(heads_done, present, "heads");
+      if (!core::dist::mine(heads_done++)) continue;  // data-parallel: every world-th head
       auto mask = c.keep.clone();
       mask[l][h] = 0;
       const Score s = c.reuse_lower_layers ? score(c, mask, l, hidden[l]) : score(c, mask, 0, {});
       imp[l][h] = static_cast<float>((base.metric - s.metric) + 1e-6 * std::tanh(s.loss - base.loss));
     }
   }
+  core::dist::all_reduce_sum(imp, "the loo criterion");  // each head's value comes from one rank: exact
   return imp;
 }
 

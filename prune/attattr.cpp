@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/distributed.h"
 #include "core/errors.h"
 #include "prune/criteria.h"
 
@@ -90,8 +91,9 @@ torch::Tensor attattr_importance(const CriterionContext& c) {
   long examples = 0;
   long batches_done = 0;
   for (const auto& b : c.rank->batches) {
-    c.report(batches_done++, static_cast<long>(c.rank->batches.size()), "batches");
+    c.report(batches_done, static_cast<long>(c.rank->batches.size()), "batches");
     examples += b.input_ids.size(0);
+    if (!core::dist::mine(batches_done++)) continue;  // data-parallel: every world-th batch
     const core::EncoderOutput base = attribution_base(*c.model, b, c.keep);
     auto target = gold && cfg.num_labels > 1 ? b.labels.to(torch::kLong) : base.logits.argmax(1);
     // Max over real (query, key) pairs only: padding entries are not attention the model paid.
@@ -105,6 +107,7 @@ torch::Tensor attattr_importance(const CriterionContext& c) {
       total[l].narrow(0, 0, H) += std::get<0>(masked.flatten(2).max(-1)).sum(0).to(torch::kFloat64);
     }
   }
+  core::dist::all_reduce_sum(total, "the attattr criterion");
   return (total / std::max<long>(examples, 1)).to(torch::kFloat32);
 }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <random>
 
+#include "core/distributed.h"
 #include "core/errors.h"
 #include "core/tensor_io.h"  // read_safetensors
 
@@ -77,7 +78,8 @@ torch::Tensor confidence_importance(const CriterionContext& c) {
   double tokens = 0;
   long batches_done = 0;
   for (const auto& b : c.rank->batches) {
-    c.report(batches_done++, static_cast<long>(c.rank->batches.size()), "batches");
+    c.report(batches_done, static_cast<long>(c.rank->batches.size()), "batches");
+    if (!core::dist::mine(batches_done++)) continue;  // data-parallel: every world-th batch
     core::EncoderInput in = core::encoder_input(b);
     in.head_mask = c.keep;
     in.want_attention = true;
@@ -85,7 +87,10 @@ torch::Tensor confidence_importance(const CriterionContext& c) {
     tokens += b.attention_mask.sum().item<double>();
     sum += confidence_sums(out.attentions, b.attention_mask, cfg.max_heads());
   }
-  return (sum / std::max(tokens, 1.0)).to(torch::kFloat32);
+  auto tok = torch::full({1}, tokens, torch::kFloat64);
+  core::dist::all_reduce_sum(sum, "the confidence criterion");
+  core::dist::all_reduce_sum(tok, "the confidence criterion");
+  return (sum / std::max(tok.item<double>(), 1.0)).to(torch::kFloat32);
 }
 
 torch::Tensor confidence_sums(const std::vector<torch::Tensor>& attentions, const torch::Tensor& attention_mask,
@@ -108,7 +113,8 @@ torch::Tensor taylor_importance(const CriterionContext& c) {
   auto total = torch::zeros({cfg.num_hidden_layers, cfg.max_heads()}, torch::kFloat64);
   long batches_done = 0;
   for (const auto& b : c.rank->batches) {
-    c.report(batches_done++, static_cast<long>(c.rank->batches.size()), "batches");
+    c.report(batches_done, static_cast<long>(c.rank->batches.size()), "batches");
+    if (!core::dist::mine(batches_done++)) continue;  // data-parallel: every world-th batch
     torch::Tensor gates;
     core::EncoderInput in = gated_input(b, c.keep, gates);
     in.want_context = c.opts->taylor_token_level;
@@ -136,6 +142,7 @@ torch::Tensor taylor_importance(const CriterionContext& c) {
       total[l].narrow(0, 0, H) += share.sum(torch::IntArrayRef{0, 2}).to(torch::kFloat64);
     }
   }
+  core::dist::all_reduce_sum(total, "the taylor criterion");
   auto imp = (total / std::max<long>(example_count(*c.rank), 1)).to(torch::kFloat32);
   return c.opts->normalize_layers ? normalize_per_layer(imp) : imp;
 }
@@ -146,7 +153,8 @@ torch::Tensor lrp_importance(const CriterionContext& c) {
   auto total = torch::zeros({cfg.num_hidden_layers, cfg.max_heads()}, torch::kFloat64);
   long batches_done = 0;
   for (const auto& b : c.rank->batches) {
-    c.report(batches_done++, static_cast<long>(c.rank->batches.size()), "batches");
+    c.report(batches_done, static_cast<long>(c.rank->batches.size()), "batches");
+    if (!core::dist::mine(batches_done++)) continue;  // data-parallel: every world-th batch
     torch::Tensor gates;
     core::EncoderInput in = gated_input(b, c.keep, gates);
     in.lrp_rules = true;
@@ -158,6 +166,7 @@ torch::Tensor lrp_importance(const CriterionContext& c) {
     auto layer_total = rel.abs().sum(-1, true).clamp_min(1e-30);
     total += (rel / layer_total).sum(0);
   }
+  core::dist::all_reduce_sum(total, "the lrp criterion");
   return (total / std::max<long>(example_count(*c.rank), 1)).to(torch::kFloat32);
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <random>
 
+#include "core/distributed.h"
 #include "core/errors.h"
 #include "core/log.h"
 #include "eval/evaluator.h"
@@ -112,7 +113,7 @@ std::vector<CurvePoint> run_curve(const CurveInputs& in, const Criterion& crit, 
   // after the points a resumed run reads back: its rate and ETA are those of evaluating points.
   std::optional<core::Progress> progress;
   walk(in, crit, seed, rank, store, in.counts, [&](int step, const core::HeadSet& keep) {
-    if (in.stop && in.stop->load()) return;
+    if (core::dist::stop_requested(in.stop)) return;
     auto p = store.load_point(crit.name, seed, step);
     if (!p) {
       if (!progress) progress.emplace(std::string("curve ") + crit.name, static_cast<long>(in.counts.size()), "points", step);

@@ -11,6 +11,7 @@
 #include "core/batching.h"
 #include "core/blas.h"
 #include "core/checkpoint.h"
+#include "core/distributed.h"
 #include "core/errors.h"
 #include "core/files.h"
 #include "core/process.h"
@@ -140,6 +141,7 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
   fixed.run.out_dir.clear();
   fixed.train.resume.clear();
   fixed.prune.latency = false;  // measuring or not does not change results
+  fixed.run.dist_timeout_s = core::RunConfig{}.dist_timeout_s;  // how long ranks wait changes no result
   const std::string config_yaml = core::dump_yaml(fixed);
   RunStore store(cfg.run.out_dir, config_yaml);
   core::write_file_atomic(cfg.run.out_dir + "/config.resolved.yaml", core::dump_yaml(cfg));
@@ -184,9 +186,9 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
   for (const auto& name : P.criteria) {
     const Criterion& crit = find_criterion(name);
     for (int s = 0; s < P.seeds; ++s) {
-      if (stop && stop->load()) return 130;
+      if (core::dist::stop_requested(stop)) return 130;
       auto pts = run_curve(ci, crit, cfg.run.seed + s, ranks[s], store);
-      if (stop && stop->load()) return 130;
+      if (core::dist::stop_requested(stop)) return 130;
       report.points.insert(report.points.end(), pts.begin(), pts.end());
     }
     report.importance[name] = *store.load_importance(name, cfg.run.seed, 0);
@@ -293,6 +295,7 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
     // (replaying pruned_heads; through the modeling file), transformers 5 through the modeling file when
     // its optional venv is there (scripts/setup_python.sh --v5).
     json hf = json::object();
+    core::shared_write([&] {  // data-parallel: rank 0 checks (the other ranks' summary is never written)
     const std::string script = std::string(HP_SOURCE_DIR) + "/tools/hf_check.py";
     const std::string h5 = cfg.run.out_dir + "/verify_inputs.h5";
     bool inputs_written = false;
@@ -324,10 +327,13 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
         throw InternalError("Hugging Face transformers does not reproduce the slimmed export: " + core::format_command(cmd));
       hf[check.name] = "passed (max |HF - ours| <= 1e-4 on all " + std::to_string(eval_data.size()) + " examples)";
     }
+    });
     summary["final"]["hf_check"] = hf;
 
     std::map<std::string, json> lat;
+    // Latency is measured by rank 0 alone: ranks timing at once on one machine would share its cores.
     for (long batch : {1L, 32L}) {
+      if (!core::dist::is_main()) break;
       auto in = eval::synthetic_input(arch, batch, cfg.data.max_seq_len);
       const auto base = eval::measure_latency(masked_model, in);
       const auto small = eval::measure_latency(slim, in);
@@ -348,7 +354,8 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
     summary["final"]["model_dir"] = "model";
     summary["final"]["params"] = eval::parameter_count(slim.config());
     summary["final"]["params_unpruned"] = eval::parameter_count(masked_model.config());
-    std::cout << task.name << " " << P.eval_split << ": " << N << "/" << total << " heads (" << fin.method
+    if (core::dist::is_main())
+      std::cout << task.name << " " << P.eval_split << ": " << N << "/" << total << " heads (" << fin.method
               << (fin.criterion.empty() ? "" : " " + fin.criterion) << "): " << task.primary_metric << " "
               << slim_eval.metrics.at(task.primary_metric) << "; speedup x" << lat["batch32"]["speedup"].get<double>()
               << " at batch 32 (FLOP bound x" << lat["batch32"]["flop_bound"].get<double>() << "), x"

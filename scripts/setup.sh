@@ -11,7 +11,8 @@ readonly APT_PKGS=(build-essential cmake ninja-build ccache pkg-config librsvg2-
   libtorch-dev libopenblas0-openmp libyaml-cpp-dev libeigen3-dev catch2 libhdf5-dev
   libcli11-dev nlohmann-json3-dev libutf8proc-dev libspdlog-dev libfmt-dev libboost-dev zlib1g-dev
   chromium fonts-dejavu-core  # chromium: the report's browser test (tests/report/browser_check.py)
-  clang)  # clang: the libFuzzer targets of the file parsers (tests/fuzz, bench/fuzz.sh)
+  clang  # clang: the libFuzzer targets of the file parsers (tests/fuzz, bench/fuzz.sh)
+  libgloo-dev python3-torch)  # Gloo headers for c10d's ProcessGroupGloo; torchrun for the data-parallel tests
 
 step() { echo "[setup] $*"; }
 die() { echo "setup: error: $*" >&2; exit 1; }

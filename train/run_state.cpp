@@ -117,7 +117,16 @@ void replace_dir(const std::string& tmp_dir, const std::string& final_dir) {
   fs::remove_all(old);
 }
 
+namespace {
+void save_run_state_here(const std::string& run_dir, const RunState& s, const core::Bert& model, const Optimizer& opt);
+}
+
 void save_run_state(const std::string& run_dir, const RunState& s, const core::Bert& model, const Optimizer& opt) {
+  core::shared_write([&] { save_run_state_here(run_dir, s, model, opt); });
+}
+
+namespace {
+void save_run_state_here(const std::string& run_dir, const RunState& s, const core::Bert& model, const Optimizer& opt) {
   const std::string tmp = state_dir(run_dir) + ".tmp";
   fs::remove_all(tmp);
   fs::create_directories(tmp);
@@ -149,6 +158,7 @@ void save_run_state(const std::string& run_dir, const RunState& s, const core::B
   core::write_file_atomic(tmp + "/config.yaml", s.config_yaml);
   replace_dir(tmp, state_dir(run_dir));
 }
+}  // namespace
 
 RunState read_run_state(const std::string& run_dir, core::Bert& model) {
   std::string dir = state_dir(run_dir);
@@ -202,6 +212,10 @@ void check_resume_config(const std::string& run_dir, const RunState& s, const st
 }
 
 MetricsLog::MetricsLog(const std::string& path, long keep_until_step) {
+  core::shared_write([&] { open(path, keep_until_step); });  // rank 0 keeps the log of a data-parallel run
+}
+
+void MetricsLog::open(const std::string& path, long keep_until_step) {
   fs::path p(path);
   if (p.has_parent_path()) fs::create_directories(p.parent_path());
   if (keep_until_step >= 0 && fs::exists(path)) {
@@ -222,6 +236,7 @@ MetricsLog::MetricsLog(const std::string& path, long keep_until_step) {
 }
 
 void MetricsLog::add(long step, int epoch, const std::string& key, double value) {
+  if (!out_.is_open()) return;
   out_ << step << ',' << epoch << ',' << key << ',' << value << '\n';
 }
 

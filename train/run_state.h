@@ -85,6 +85,7 @@ class MetricsLog {
   void flush() { out_.flush(); }
 
  private:
+  void open(const std::string& path, long keep_until_step);
   std::ofstream out_;
 };
 

@@ -55,6 +55,7 @@ TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
   core::Config fixed = cfg;
   fixed.train.resume.clear();
   fixed.run.out_dir.clear();
+  fixed.run.dist_timeout_s = core::RunConfig{}.dist_timeout_s;  // how long ranks wait changes no result
   core::write_file_atomic(run.run_dir + "/config.resolved.yaml", core::dump_yaml(cfg));
 
   TrainData data;

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "core/checkpoint.h"  // save_bert, load_bert
+#include "core/distributed.h"
 #include "core/errors.h"      // ConfigError
 #include "core/files.h"       // write_file_atomic
 #include "core/log.h"
@@ -76,6 +77,8 @@ class Loop {
   void train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress);
   void evaluate_and_keep_best();
   void save_best(const torch::Tensor& mask_log_alpha);
+  void save_best_here(const torch::Tensor& log_alpha);
+  void all_reduce_gradients();
   void save_state(const Optimizer& opt);
   bool run_phase(int phase, bool resumed_here);  // false = interrupted
   void set_trainable(bool encoder);
@@ -120,57 +123,87 @@ void Loop::set_trainable(bool encoder) {
   for (auto& [name, t] : model_.mutable_parameters()) t.requires_grad_(encoder);
 }
 
+// Rows [lo, hi) of a batch.
+core::Batch rows_of(const core::Batch& b, long lo, long hi) {
+  core::Batch r;
+  r.input_ids = b.input_ids.narrow(0, lo, hi - lo);
+  r.token_type_ids = b.token_type_ids.narrow(0, lo, hi - lo);
+  r.attention_mask = b.attention_mask.narrow(0, lo, hi - lo);
+  r.labels = b.labels.narrow(0, lo, hi - lo);
+  r.index.assign(b.index.begin() + lo, b.index.begin() + hi);
+  return r;
+}
+
 void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress) {
   auto start = std::chrono::steady_clock::now();
   const bool phase1 = s_.phase == 1;
   opt.set_step(s_.phase_step);
   opt.zero_grad();
-  core::EncoderInput in = core::encoder_input(b);
-  if (fixed_mask_.defined()) in.head_mask = fixed_mask_;
-  else if (gates_) in.head_mask = gates_->sample(b.input_ids.size(0));
-  in.cls_only = true;
-  auto logits = model_.forward(in).logits;  // [B, C]
-  torch::Tensor task_loss = data_.task->is_regression()
-                                ? torch::mse_loss(logits.select(1, 0), b.labels)
-                                : torch::cross_entropy_loss(logits, b.labels.to(torch::kLong));
-  torch::Tensor loss = task_loss;
-  double distill_v = std::nan("");
-  if (opts_.teacher && gc_.distill && (s_.phase == 2 || !opts_.fixed_keep.empty())) {
-    torch::Tensor teacher_logits;
-    {
-      torch::NoGradGuard no_grad;
-      core::EncoderInput tin = core::encoder_input(b);
-      tin.cls_only = true;
-      teacher_logits = opts_.teacher->forward(tin).logits;
+  // Data-parallel: this rank's rows of the global batch (all of it in one process), their loss weighted by
+  // their share of the batch, so that the gradients summed over ranks are the whole batch's.
+  const long B = b.input_ids.size(0);
+  const long lo = B * core::dist::rank() / core::dist::world(), hi = B * (core::dist::rank() + 1) / core::dist::world();
+  const core::Batch local = core::dist::active() ? rows_of(b, lo, hi) : b;
+  const double share = static_cast<double>(hi - lo) / static_cast<double>(B);
+  const bool distilling = opts_.teacher && gc_.distill && (s_.phase == 2 || !opts_.fixed_keep.empty());
+  torch::Tensor loss = torch::zeros({}), task_loss = torch::zeros({}), kd;
+  if (hi > lo) {
+    core::EncoderInput in = core::encoder_input(local);
+    if (fixed_mask_.defined()) in.head_mask = fixed_mask_;
+    else if (gates_) {
+      in.head_mask = gates_->sample(B);  // every rank draws the whole batch's noise, as one process does
+      if (in.head_mask.dim() == 3) in.head_mask = in.head_mask.narrow(0, lo, hi - lo);  // per-example gates
     }
-    auto kd = distill_loss(logits, teacher_logits, gc_.distill_temperature, data_.task->is_regression());
-    loss = (1.0 - gc_.distill_weight) * task_loss + gc_.distill_weight * kd;
-    distill_v = kd.item<double>();
+    in.cls_only = true;
+    auto logits = model_.forward(in).logits;  // [b, C]
+    task_loss = share * (data_.task->is_regression() ? torch::mse_loss(logits.select(1, 0), local.labels)
+                                                     : torch::cross_entropy_loss(logits, local.labels.to(torch::kLong)));
+    loss = task_loss;
+    if (distilling) {
+      torch::Tensor teacher_logits;
+      {
+        torch::NoGradGuard no_grad;
+        core::EncoderInput tin = core::encoder_input(local);
+        tin.cls_only = true;
+        teacher_logits = opts_.teacher->forward(tin).logits;
+      }
+      kd = share * distill_loss(logits, teacher_logits, gc_.distill_temperature, data_.task->is_regression());
+      loss = (1.0 - gc_.distill_weight) * task_loss + gc_.distill_weight * kd;
+    }
+  } else if (gates_ && !fixed_mask_.defined()) {
+    gates_->sample(B);  // keeps the gate noise in step with the other ranks
   }
   double expected_open = 0, penalty_v = 0;
   if (gates_ && phase1) {
+    // log α is the same on every rank (its gradient is all-reduced), so is the expectation: each rank adds
+    // its 1/world of the penalty.
     auto open = gates_->expected_open();
     auto penalty = target_mode_ ? controller_->penalty(open, s_.phase_step) : gates_->l0_penalty();
-    loss = loss + penalty;
+    loss = loss + penalty / core::dist::world();
     expected_open = open.item<double>();
     penalty_v = penalty.item<double>();
   }
-  loss.backward();
+  if (loss.requires_grad()) loss.backward();
+  all_reduce_gradients();
   double norm = opt.step();
+  // The logged losses are the whole batch's.
+  auto values = torch::tensor({loss.item<double>(), task_loss.item<double>(), kd.defined() ? kd.item<double>() : 0.0},
+                              torch::kFloat64);
+  core::dist::all_reduce_sum(values, "the training loss");
+  const double distill_v = distilling ? values[2].item<double>() : std::nan("");
   if (target_mode_ && phase1) controller_->update(expected_open, s_.phase_step);
 
-  const long B = b.input_ids.size(0);
   examples_done_ += B;
   train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++steps_this_process_;
   const double lr = opt.lr();
   ++s_.step;
   ++s_.phase_step;
-  const double loss_v = loss.item<double>();
+  const double loss_v = values[0].item<double>();
   record("train/step", static_cast<double>(s_.step));
   record("train/phase", s_.phase);
   record("train/loss", loss_v);
-  record("train/task_loss", task_loss.item<double>());
+  record("train/task_loss", values[1].item<double>());
   record("train/lr", lr);
   record("train/grad_norm", norm);
   if (!std::isnan(distill_v)) record("train/distill", distill_v);
@@ -189,7 +222,24 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
                                (gates_ && phase1 ? "  open " + fmt("%.1f", expected_open) : ""));
 }
 
+void Loop::all_reduce_gradients() {
+  if (!core::dist::active()) return;
+  std::vector<torch::Tensor> grads;
+  auto add = [&](torch::Tensor& t) {
+    if (!t.requires_grad()) return;
+    if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);  // a rank without rows this step
+    grads.push_back(t.mutable_grad());
+  };
+  for (auto& [name, t] : model_.mutable_parameters()) add(t);
+  if (gates_) add(gates_->log_alpha());
+  core::dist::all_reduce_sum(grads, "the gradient all-reduce");
+}
+
 void Loop::save_best(const torch::Tensor& log_alpha) {
+  core::shared_write([&] { save_best_here(log_alpha); });
+}
+
+void Loop::save_best_here(const torch::Tensor& log_alpha) {
   const std::string best = opts_.run_dir + "/best", tmp = best + ".tmp";
   fs::remove_all(tmp);
   core::save_bert(model_, tmp, opts_.tokenizer_dir);
@@ -259,7 +309,7 @@ bool Loop::run_phase(int phase, bool resumed_here) {
       if (eval_due || done) evaluate_and_keep_best(), evaluated = true;
       const bool save_due = tc_.save_every > 0 ? s_.phase_step % tc_.save_every == 0 : evaluated;
       const bool stop = (opts_.stop_after_steps > 0 && s_.step >= opts_.stop_after_steps) ||
-                        (opts_.stop && opts_.stop->load());
+                        core::dist::stop_requested(opts_.stop);
       if (save_due || stop) save_state(opt);
       if (stop) return false;
       if (epoch_end) break;
@@ -283,7 +333,7 @@ core::HeadSet Loop::final_keep() const {
 }
 
 TrainResult Loop::run() {
-  fs::create_directories(opts_.run_dir);
+  core::shared_write([&] { fs::create_directories(opts_.run_dir); });
   bool resumed = false;
   if (opts_.resume) {
     s_ = read_run_state(opts_.run_dir, model_);

@@ -5,12 +5,17 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <string_view>
+#include <thread>
 #include <iostream>
 #include <map>
 
 #include "core/blas.h"
 #include "core/config.h"
+#include "core/distributed.h"
 #include "core/errors.h"
 #include "analysis/analyze.h"
 #include "analysis/explain.h"
@@ -108,7 +113,43 @@ struct Subcommand {
   std::string name, help;
   std::vector<Shortcut> flags;
   std::function<int(const Config&)> run;
+  bool data_parallel = false;  // runs as one rank of a torchrun launch (core/distributed.h)
 };
+
+// A hash of the weights file of a model folder (ranks must load the same weights), or "" without one.
+std::string weights_hash(const std::string& model_dir) {
+  for (const char* name : {"model.safetensors", "pytorch_model.bin"}) {
+    std::ifstream in(model_dir + "/" + name, std::ios::binary);
+    if (!in) continue;
+    std::string chunk(1 << 20, '\0');
+    size_t h = 0;
+    while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+      h = h * 1000003u ^ std::hash<std::string_view>{}(std::string_view(chunk.data(), static_cast<size_t>(in.gcount())));
+      if (!in) break;
+    }
+    return std::string(name) + " " + std::to_string(h);
+  }
+  return "";
+}
+
+// Threads, the process group of a torchrun launch (when there is one) and the runtime line.
+int start(const Config& cfg, const std::string& command, bool data_parallel) {
+  const auto env = hp::core::dist::read_env([](const char* name) { return std::getenv(name); });
+  if (env.world > 1 && !data_parallel)
+    throw hp::ConfigError("`prune " + command + "` runs in one process, but WORLD_SIZE = " + std::to_string(env.world) +
+                          "; launch it without torchrun (data-parallel: the pruning run, train and eval)");
+  int threads = cfg.run.threads;
+  if (threads == 0 && env.local_world > 1)  // the machine's cores are shared by its processes
+    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / env.local_world);
+  hp::core::set_threads(threads);
+  hp::core::dist::init(env, cfg.run.dist_timeout_s, hp::core::dump_yaml(cfg) + "weights: " + weights_hash(cfg.model.path));
+  std::string how;
+  if (env.world > 1)
+    how = " | rank " + std::to_string(env.rank) + " of " + std::to_string(env.world) + " (" + env.source + ", Gloo at " +
+          env.master_addr + ":" + std::to_string(env.master_port) + ")";
+  hp::core::log_info("runtime", hp::core::runtime_summary() + how);
+  return 0;
+}
 
 struct ParsedFlags {
   std::string config_file;
@@ -196,12 +237,12 @@ int real_main(int argc, char** argv) {
   app.add_flag("--version", version, "print versions of headprune, LibTorch, the BLAS kernel and threads");
 
   std::vector<Subcommand> subs = {
-      {"eval", "evaluate a model on a GLUE task, optionally with heads masked", kEvalFlags, hp::cli::run_eval},
+      {"eval", "evaluate a model on a GLUE task, optionally with heads masked", kEvalFlags, hp::cli::run_eval, true},
       {"infer", "write logits (and hidden states) for each line of a text file", kInferFlags, hp::cli::run_infer},
       {"export", "write a model folder as a Hugging Face checkpoint (+ HDF5 of the same tensors)", kExportFlags,
        hp::cli::run_export},
       {"train", "fine-tune on a GLUE task; with --gates or --target-heads N, learn which heads to keep",
-       kTrainFlags, hp::cli::run_train},
+       kTrainFlags, hp::cli::run_train, true},
       {"bench", "latency, throughput, parameters and FLOPs of a model (--compare DIR: speedup vs the FLOP bound)",
        kBenchFlags, hp::cli::run_bench},
       {"analyze", "what every head does over a data set: Clark's statistics, Voita's roles, Pande's tests (analysis/DEFINITIONS.md)",
@@ -260,9 +301,10 @@ int real_main(int argc, char** argv) {
       std::cout << hp::core::dump_yaml(cfg);
       return 0;
     }
-    hp::core::set_threads(cfg.run.threads);
-    hp::core::log_info("runtime", hp::core::runtime_summary());
-    return s.run(cfg);
+    start(cfg, s.name, s.data_parallel);
+    const int rc = s.run(cfg);
+    hp::core::dist::shutdown();
+    return rc;
   }
   // No subcommand: the pruning run.
   if (argc < 2) {
@@ -274,27 +316,31 @@ int real_main(int argc, char** argv) {
     std::cout << hp::core::dump_yaml(cfg);
     return 0;
   }
-  hp::core::set_threads(cfg.run.threads);
-  hp::core::log_info("runtime", hp::core::runtime_summary());
-  return hp::cli::run_prune(cfg);
+  start(cfg, "", true);
+  const int rc = hp::cli::run_prune(cfg);
+  hp::core::dist::shutdown();
+  return rc;
 }
 
 }  // namespace
+
+// The one error line; in a data-parallel run it names this rank and tells the other ranks why it stopped.
+int fail(const std::string& message, int code) {
+  std::cerr << "error: " << hp::core::dist::error_prefix() << message << "\n";
+  hp::core::dist::report_failure(message);
+  return code;
+}
 
 int main(int argc, char** argv) {
   try {
     return real_main(argc, argv);
   } catch (const hp::ConfigError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
+    return fail(e.what(), 2);
   } catch (const hp::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
+    return fail(e.what(), 1);
   } catch (const c10::Error& e) {
-    std::cerr << "error: LibTorch: " << e.what_without_backtrace() << "\n";
-    return 1;
+    return fail(std::string("LibTorch: ") + e.what_without_backtrace(), 1);
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
+    return fail(e.what(), 1);
   }
 }

@@ -1,0 +1,364 @@
+// Data parallelism over c10d (see core/distributed.h).
+#include "core/distributed.h"
+
+#define USE_C10D_GLOO 1
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "core/errors.h"
+#include "core/files.h"
+#include "core/log.h"
+
+namespace hp::core::dist {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+struct State {
+  Env env;
+  milliseconds timeout{300000};
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  std::thread heartbeat;
+  std::atomic<bool> stop_heartbeat{false};
+};
+
+State& S() {
+  static State s;
+  return s;
+}
+
+std::string key(const std::string& what, int r) { return "hp/" + what + "/" + std::to_string(r); }
+
+std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
+std::string text(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
+
+long parse_int(const char* name, const char* value, long lo, long hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(value, &end, 10);
+  if (errno || end == value || *end || v < lo || v > hi)
+    throw ConfigError(std::string("the launch variable ") + name + "=" + value + " is not an integer in " +
+                      std::to_string(lo) + ".." + std::to_string(hi) + "; launch with torchrun or set it as torchrun does");
+  return v;
+}
+
+const char* resumable = "; the run folder keeps its finished work: relaunch to resume (prune train: add --resume RUN_DIR)";
+
+// A rank has failed or died: names it (its recorded error, or its stopped heartbeat) and throws.
+[[noreturn]] void stop_naming_the_rank(const std::string& what, const std::string& cause) {
+  State& s = S();
+  const std::string where = "during " + what;
+  try {
+    s.store->setTimeout(milliseconds(5000));
+    for (int r = 0; r < s.env.world; ++r) {
+      if (r == s.env.rank || !s.store->check({key("failed", r)})) continue;
+      s.store->add("hp/failure_seen", 1);
+      throw DistributedError("stopping " + where + ": rank " + std::to_string(r) + " failed: " +
+                         text(s.store->get(key("failed", r))) + resumable);
+    }
+    // No recorded error: a rank that died or hangs stops its heartbeat.
+    std::vector<int64_t> before(s.env.world);
+    for (int r = 0; r < s.env.world; ++r) before[r] = s.store->add(key("beat", r), 0);
+    std::this_thread::sleep_for(milliseconds(2500));
+    std::string silent;
+    for (int r = 0; r < s.env.world; ++r)
+      if (r != s.env.rank && s.store->add(key("beat", r), 0) == before[r])
+        silent += (silent.empty() ? "" : ", ") + std::to_string(r);
+    if (!silent.empty())
+      throw DistributedError("stopping " + where + ": rank " + silent + " stopped responding (died or hangs: no heartbeat for 2.5 s)" +
+                         resumable);
+  } catch (const hp::Error&) {
+    throw;
+  } catch (const std::exception&) {
+    // The store itself is unreachable: rank 0, which hosts it, is gone (or the torchrun agent that does).
+    const std::string at = s.env.master_addr + ":" + std::to_string(s.env.master_port);
+    throw DistributedError("stopping " + where + ": " +
+                           (s.env.agent_store ? "the torchrun agent's store at " + at + " is gone"
+                                              : "rank 0 stopped responding (the store it hosts at " + at + " is gone)") +
+                           resumable);
+  }
+  throw DistributedError("stopping " + where + ": " + cause + resumable);
+}
+
+// Waits for a collective, watching for failed ranks and the timeout.
+void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what) {
+  State& s = S();
+  const auto start = Clock::now();
+  auto next_check = start + milliseconds(500);
+  int spins = 0;
+  while (!work->isCompleted()) {
+    if (++spins < 2000) std::this_thread::yield();
+    else std::this_thread::sleep_for(milliseconds(1));
+    const auto now = Clock::now();
+    if (now < next_check) continue;
+    next_check = now + milliseconds(500);
+    for (int r = 0; r < s.env.world; ++r) {
+      bool failed = false;
+      try {
+        failed = r != s.env.rank && s.store->check({key("failed", r)});
+      } catch (const std::exception& e) {
+        stop_naming_the_rank(what, e.what());
+      }
+      if (failed) stop_naming_the_rank(what, "");
+    }
+    if (now - start > s.timeout)
+      stop_naming_the_rank(what, "the ranks did not meet within run.dist_timeout_s = " +
+                                     std::to_string(s.timeout.count() / 1000) +
+                                     " s though every rank is alive (one is stuck or took another path)");
+  }
+  try {
+    work->wait();
+  } catch (const std::exception& e) {
+    stop_naming_the_rank(what, e.what());
+  }
+}
+
+void heartbeat_loop(Env env) {
+  try {
+    c10d::TCPStoreOptions o;
+    o.port = static_cast<uint16_t>(env.master_port);
+    o.isServer = false;
+    o.waitWorkers = false;
+    o.timeout = milliseconds(10000);
+    c10d::TCPStore store(env.master_addr, o);
+    while (!S().stop_heartbeat.load()) {
+      store.add(key("beat", env.rank), 1);
+      for (int i = 0; i < 10 && !S().stop_heartbeat.load(); ++i) std::this_thread::sleep_for(milliseconds(100));
+    }
+  } catch (const std::exception&) {
+    // The store is gone (rank 0 ended): nothing left to tell.
+  }
+}
+
+void shared_write_on_main(const std::function<void()>& write) {
+  barrier("a write to the run folder");
+  if (is_main()) write();
+  barrier("a write to the run folder");
+}
+
+long decide_on_main(const std::function<long()>& decide) { return main_decides(decide, "a decision about the run folder"); }
+
+// The first line where two resolved configs differ, without YAML comments and indentation.
+std::string first_difference(const std::string& a, const std::string& b) {
+  auto bare = [](std::string l) {
+    if (auto c = l.find(" #"); c != std::string::npos) l.resize(c);
+    const auto first = l.find_first_not_of(' ');
+    return first == std::string::npos ? std::string() : l.substr(first);
+  };
+  std::istringstream x(a), y(b);
+  std::string la, lb;
+  while (true) {
+    const bool ga = static_cast<bool>(std::getline(x, la)), gb = static_cast<bool>(std::getline(y, lb));
+    if (!ga && !gb) return "";
+    if (!ga || !gb || la != lb)
+      return "'" + (ga ? bare(la) : "<end>") + "' here, '" + (gb ? bare(lb) : "<end>") + "' on rank 0";
+  }
+}
+
+}  // namespace
+
+Env read_env(const std::function<const char*(const char*)>& get) {
+  Env e;
+  const char* rank = get("RANK");
+  const char* world = get("WORLD_SIZE");
+  if (rank || world) {
+    e.source = "torchrun";
+  } else if (get("SLURM_PROCID") && get("SLURM_NTASKS")) {
+    e.source = "slurm";
+    rank = get("SLURM_PROCID"), world = get("SLURM_NTASKS");
+  } else {
+    return e;
+  }
+  const bool slurm = e.source == "slurm";
+  if (!rank || !world)
+    throw ConfigError(std::string(rank ? "RANK" : "WORLD_SIZE") + " is set but " + (rank ? "WORLD_SIZE" : "RANK") +
+                      " is not; set both (torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)");
+  e.world = static_cast<int>(parse_int(slurm ? "SLURM_NTASKS" : "WORLD_SIZE", world, 1, 65536));
+  e.rank = static_cast<int>(parse_int(slurm ? "SLURM_PROCID" : "RANK", rank, 0, e.world - 1));
+  const char* local = get(slurm ? "SLURM_LOCALID" : "LOCAL_RANK");
+  e.local_rank = local ? static_cast<int>(parse_int(slurm ? "SLURM_LOCALID" : "LOCAL_RANK", local, 0, e.world - 1)) : 0;
+  const char* local_world = get(slurm ? "SLURM_NTASKS_PER_NODE" : "LOCAL_WORLD_SIZE");
+  e.local_world = local_world && std::string(local_world).find_first_not_of("0123456789") == std::string::npos
+                      ? static_cast<int>(parse_int(slurm ? "SLURM_NTASKS_PER_NODE" : "LOCAL_WORLD_SIZE", local_world, 1, e.world))
+                      : (local ? e.world : 1);
+  if (e.world == 1) return e;
+  const char* addr = get("MASTER_ADDR");
+  const char* port = get("MASTER_PORT");
+  if (!addr || !*addr || !port)
+    throw ConfigError(std::string(addr && *addr ? "MASTER_PORT" : "MASTER_ADDR") + " is not set for a run of " +
+                      std::to_string(e.world) + " processes; set MASTER_ADDR to rank 0's host and MASTER_PORT to a free port " +
+                      "(torchrun sets both)");
+  e.master_addr = addr;
+  e.master_port = static_cast<int>(parse_int("MASTER_PORT", port, 1, 65535));
+  const char* agent = get("TORCHELASTIC_USE_AGENT_STORE");
+  e.agent_store = agent && std::string(agent) == "True";
+  return e;
+}
+
+void init(const Env& env, double timeout_s, const std::string& identity) {
+  if (env.world <= 1) return;
+  State& s = S();
+  s.env = env;
+  s.timeout = milliseconds(static_cast<long>(timeout_s * 1000));
+  const std::string where = "rank " + std::to_string(env.rank) + ": rendezvous at " + env.master_addr + ":" +
+                            std::to_string(env.master_port);
+  try {
+    c10d::TCPStoreOptions o;
+    o.port = static_cast<uint16_t>(env.master_port);
+    o.isServer = env.rank == 0 && !env.agent_store;
+    o.numWorkers = env.world;
+    o.waitWorkers = true;
+    o.timeout = s.timeout;
+    s.store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, o);
+    auto opts = c10d::ProcessGroupGloo::Options::create(s.timeout);
+    const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+    const bool loopback = env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0;
+    opts->devices.push_back(ifname ? c10d::ProcessGroupGloo::createDeviceForInterface(ifname)
+                            : loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                       : c10d::ProcessGroupGloo::createDefaultDevice());
+    opts->threads = 2;
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>("hp/gloo", s.store);
+    s.pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, env.rank, env.world, opts);
+  } catch (const std::exception& e) {
+    std::string m = e.what();
+    if (auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
+    throw DistributedError(where + " failed (" + m + "); check MASTER_ADDR/MASTER_PORT and that all " +
+                       std::to_string(env.world) + " ranks start within run.dist_timeout_s");
+  }
+  s.stop_heartbeat = false;
+  s.heartbeat = std::thread(heartbeat_loop, env);
+  set_shared_write(&shared_write_on_main, &decide_on_main);
+  set_log_quiet(env.rank != 0);
+  if (env.rank != 0) std::cout.setstate(std::ios::failbit);  // results are printed once, by rank 0
+  // Every rank must run the same config on the same weights.
+  s.store->set(key("identity", env.rank), bytes(identity));
+  const std::string main_identity = text(s.store->get(key("identity", 0)));
+  if (env.rank != 0 && identity != main_identity) {
+    const std::string d = first_difference(identity, main_identity);
+    throw ConfigError("this rank's config or model differs from rank 0's (" + (d.empty() ? "weights" : d) +
+                      "); start every rank with the same command and files");
+  }
+  for (int r = 1; r < env.world && env.rank == 0; ++r)
+    if (text(s.store->get(key("identity", r))) != identity)
+      throw ConfigError("rank " + std::to_string(r) + " was started with another config or model; start every rank "
+                        "with the same command and files");
+  barrier("start-up");
+}
+
+void shutdown() {
+  State& s = S();
+  if (!s.pg) return;
+  try {
+    barrier("the end of the run");
+  } catch (const std::exception&) {
+  }
+  s.stop_heartbeat = true;
+  if (s.heartbeat.joinable()) s.heartbeat.join();
+  set_shared_write(nullptr, nullptr);
+  s.pg.reset();
+  s.store.reset();
+}
+
+bool active() { return static_cast<bool>(S().pg); }
+int rank() { return S().pg ? S().env.rank : 0; }
+int world() { return S().pg ? S().env.world : 1; }
+int local_world() { return S().env.local_world; }
+
+void all_reduce_sum(torch::Tensor& t, const std::string& what) {
+  if (!active()) return;
+  HP_CHECK(t.is_contiguous() && t.device().is_cpu(), "all_reduce_sum needs a contiguous CPU tensor");
+  std::vector<torch::Tensor> v{t};
+  wait(S().pg->allreduce(v), what);
+}
+
+void all_reduce_sum(std::vector<torch::Tensor>& ts, const std::string& what) {
+  if (!active() || ts.empty()) return;
+  // Buckets of about 25 MB (PyTorch DDP's default): few collectives, bounded extra memory.
+  constexpr int64_t kBucketBytes = 25 << 20;
+  std::map<c10::ScalarType, std::vector<std::vector<size_t>>> buckets;
+  std::map<c10::ScalarType, int64_t> filled;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const auto dt = ts[i].scalar_type();
+    const int64_t bytes = ts[i].numel() * static_cast<int64_t>(ts[i].element_size());
+    auto& list = buckets[dt];
+    if (list.empty() || filled[dt] + bytes > kBucketBytes) list.emplace_back(), filled[dt] = 0;
+    list.back().push_back(i);
+    filled[dt] += bytes;
+  }
+  for (const auto& [dtype, list] : buckets) {
+    for (const auto& idx : list) {
+      std::vector<torch::Tensor> flat;
+      for (size_t i : idx) flat.push_back(ts[i].reshape(-1));
+      auto bucket = torch::cat(flat);
+      all_reduce_sum(bucket, what);
+      int64_t off = 0;
+      for (size_t i : idx) {
+        const auto n = ts[i].numel();
+        ts[i].copy_(bucket.narrow(0, off, n).view_as(ts[i]));
+        off += n;
+      }
+    }
+  }
+}
+
+bool any(bool flag, const std::string& what) {
+  if (!active()) return flag;
+  auto t = torch::full({1}, flag ? 1L : 0L, torch::kLong);
+  all_reduce_sum(t, what);
+  return t.item<long>() > 0;
+}
+
+bool stop_requested(const std::atomic<bool>* stop) { return any(stop && stop->load(), "a stop check"); }
+
+void barrier(const std::string& what) {
+  if (!active()) return;
+  // A Gloo barrier is an all-reduce of nothing; an all-reduce of one number lets `wait` watch it.
+  auto t = torch::zeros({1});
+  all_reduce_sum(t, what);
+}
+
+long main_decides(const std::function<long()>& decide, const std::string& what) {
+  if (!active()) return decide();
+  barrier(what);
+  auto t = torch::zeros({1}, torch::kLong);
+  if (is_main()) t.fill_(decide());
+  std::vector<torch::Tensor> v{t};
+  wait(S().pg->broadcast(v), what);
+  return t.item<long>();
+}
+
+void report_failure(const std::string& message) {
+  State& s = S();
+  if (!s.store) return;
+  try {
+    s.store->setTimeout(milliseconds(2000));
+    s.store->set(key("failed", s.env.rank), bytes(message));
+    // Rank 0 hosts the store: it stays a moment so that the others can read why it stopped.
+    if (s.env.rank == 0)
+      for (int i = 0; i < 50 && s.store->add("hp/failure_seen", 0) < s.env.world - 1; ++i)
+        std::this_thread::sleep_for(milliseconds(100));
+  } catch (const std::exception&) {
+  }
+  s.stop_heartbeat = true;
+  if (s.heartbeat.joinable()) s.heartbeat.join();
+}
+
+std::string error_prefix() {
+  if (!active()) return "";
+  return "rank " + std::to_string(rank()) + "/" + std::to_string(world()) + ": ";
+}
+
+}  // namespace hp::core::dist

@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""Data-parallel runs (#13): 2 processes on localhost with Gloo, 1 thread each, against 1 process.
+
+    tests/dist/data_parallel.py --prune build/prune/prune --case NAME [--port P]
+
+Cases (each a CTest test, dist.NAME):
+  prune      the pruning run: every criterion's importance within 1e-5 relative, the curves' metrics, the
+             exactly-N mask and the final metrics equal to one process's
+  train      `prune train` in exact-N target mode on a dropout-free copy of the tiny model: the loss of every
+             step within 1e-5 relative, the gates' expected count, the final mask and metrics equal
+  eval       `prune eval` metrics equal (predictions gathered from both ranks)
+  kill       SIGKILL of rank 1 in a training run: rank 0 stops within the timeout with one line naming
+             rank 1; relaunched with --resume it ends with the uninterrupted 2-process run's result
+  mismatch   a rank started with another seed is refused at start-up (exit 2, the differing line)
+  env        launch variables that are incomplete or malformed: one line naming the variable, exit 2
+  torchrun   the pruning run under `python3 -m torch.distributed.run --nproc_per_node 2 --no_python` (torch 1.13 spells its options
+             with underscores; see the README for the --redirects 1 --tee 1 it needs on Debian 12)
+             (skipped, exit 77, where Debian's python3-torch is not installed)
+Exit 0 when all holds, 1 with the reasons otherwise.
+"""
+import argparse
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "errors"))
+sys.path.insert(0, os.path.join(HERE, "..", "stops"))
+import fixtures as fx  # noqa: E402
+import kill_resume as kr  # noqa: E402
+
+SKIP = 77
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def rel(a, b):
+    return abs(a - b) / max(abs(a), abs(b), 1e-12)
+
+
+def rank_env(rank, world, port):
+    env = dict(os.environ)
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "SLURM_PROCID",
+              "SLURM_NTASKS"):
+        env.pop(k, None)
+    if world > 1:
+        env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    return env
+
+
+def start(prune, args, world, port, per_rank_args=None):
+    procs = []
+    for r in range(world):
+        extra = (per_rank_args or {}).get(r, [])
+        procs.append(subprocess.Popen([prune, *args, *extra, "--threads", "1"], env=rank_env(r, world, port),
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    return procs
+
+
+def finish(procs, timeout=600):
+    out = []
+    for p in procs:
+        o, e = p.communicate(timeout=timeout)
+        out.append((p.returncode, o, e))
+    return out
+
+
+def run(prune, args, world, port, per_rank_args=None):
+    res = finish(start(prune, args, world, port, per_rank_args))
+    for r, (code, _, err) in enumerate(res):
+        if code != 0:
+            print(f"rank {r} of {world} exited {code}:\n{err[-3000:]}")
+    return res
+
+
+def matrices(folder):
+    d = os.path.join(folder, "state", "importance")
+    return {n: json.load(open(os.path.join(d, n))) for n in sorted(os.listdir(d))}
+
+
+def case_prune(prune, tmp, port):
+    results = {}
+    for world in (1, 2):
+        out = os.path.join(tmp, f"prune{world}")
+        a = kr.tiny_args("prune", out)
+        res = run(prune, a, world, port)
+        check(all(c == 0 for c, _, _ in res), f"pruning run with {world} process(es) exits 0")
+        results[world] = out
+    one, two = results[1], results[2]
+    m1, m2 = matrices(one), matrices(two)
+    check(sorted(m1) == sorted(m2) and len(m1) == 6, f"the same importance files ({len(m1)})")
+    for name in m1:
+        worst = max(rel(x, y) for r1, r2 in zip(m1[name], m2.get(name, [])) for x, y in zip(r1, r2))
+        check(worst <= 1e-5, f"importance {name}: max relative difference {worst:.2e} <= 1e-5")
+    s1, s2 = json.load(open(os.path.join(one, "summary.json"))), json.load(open(os.path.join(two, "summary.json")))
+    for c in s1["criteria"]:
+        check(s1["criteria"][c]["curve"] == s2["criteria"][c]["curve"], f"curve of {c} equal")
+    check(s1["final"]["mask"] == s2["final"]["mask"], f"exact-N mask equal ({s1['final']['mask']})")
+    check(s1["final"]["metrics"] == s2["final"]["metrics"], "final metrics equal")
+    # Every curve point's predictions, gathered from both ranks' evaluation batches, equal one process's.
+    pts = sorted(os.listdir(os.path.join(one, "state", "points")))
+    same = [json.load(open(os.path.join(one, "state", "points", n)))["predictions"] ==
+            json.load(open(os.path.join(two, "state", "points", n)))["predictions"] for n in pts]
+    check(len(pts) == 30 and all(same), f"predictions of all {len(pts)} curve points equal")
+    # Only rank 0 wrote: nothing but the run's own files, no leftovers of a second writer.
+    check(sorted(os.listdir(one)) == sorted(os.listdir(two)), "the same files in both run folders")
+
+
+def train_args(out, model, extra=(), steps=60):
+    data = fx.glue_root(os.path.dirname(out))
+    return ["train", "--model", model, "--task", "mnli_subset", "--max-seq-len", "32", "--data-root", data,
+            "--set", "train.train_split=matched", "--set", "train.eval_split=mismatched", "--out", out,
+            "--target-heads", "5", "--max-steps", str(steps), "--set", "train.eval_every=20", "--set", "train.save_every=10",
+            "--batch", "6", *extra]
+
+
+def losses(folder):
+    rows = list(csv.DictReader(open(os.path.join(folder, "metrics.csv"))))
+    out = {}
+    for r in rows:
+        out.setdefault(r["key"], []).append(float(r["value"]))
+    return out
+
+
+def no_dropout_model(tmp):
+    return fx.copy_tiny(os.path.join(tmp, "tiny_nodrop"),
+                        config={"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})
+
+
+def case_train(prune, tmp, port):
+    model = no_dropout_model(tmp)
+    res = {}
+    for world in (1, 2):
+        out = os.path.join(tmp, f"train{world}")
+        r = run(prune, train_args(out, model), world, port)
+        check(all(c == 0 for c, _, _ in r), f"training run with {world} process(es) exits 0")
+        res[world] = out
+    l1, l2 = losses(res[1]), losses(res[2])
+    for key in ("train/loss", "train/task_loss", "train/expected_open", "train/grad_norm"):
+        a, b = l1.get(key, []), l2.get(key, [])
+        worst = max((rel(x, y) for x, y in zip(a, b)), default=1.0)
+        check(len(a) == len(b) >= 60 and worst <= 1e-5, f"{key}: {len(a)} vs {len(b)} steps, max relative difference "
+                                                        f"{worst:.2e} <= 1e-5")
+    t1 = json.load(open(os.path.join(res[1], "train_result.json")))
+    t2 = json.load(open(os.path.join(res[2], "train_result.json")))
+    check(t1["mask"] == t2["mask"], f"final head mask equal ({t1['mask']})")
+    check(t1["heads_kept"] == t2["heads_kept"] == 5, f"exactly 5 heads kept ({t1['heads_kept']}, {t2['heads_kept']})")
+    for k in t1["final_metrics"]:
+        check(rel(t1["final_metrics"][k], t2["final_metrics"][k]) <= 1e-6, f"final {k} equal")
+
+
+def case_eval(prune, tmp, port):
+    # STS-B on the regression head: Pearson and Spearman move with every single prediction, so a rank's
+    # rows lost or misplaced in the gather would show.
+    scores = [0.5, 4.0, 2.25, 3.0, 1.0, 5.0, 0.0, 2.5, 3.75, 1.5, 4.5, 2.0, 3.25]
+    data = fx.task_root(tmp, "STS-B", "dev.tsv", fx.stsb_rows(scores))
+    got = {}
+    for world in (1, 2):
+        out = os.path.join(tmp, f"eval{world}.json")
+        args = ["eval", "--model", fx.TINY_REG, "--task", "stsb", "--data-root", data, "--split", "dev",
+                "--batch", "2", "--max-seq-len", "32", "--output", out]
+        r = run(prune, args, world, port)
+        check(all(c == 0 for c, _, _ in r), f"eval with {world} process(es) exits 0")
+        got[world] = json.load(open(out))
+    m1, m2 = got[1]["metrics"], got[2]["metrics"]
+    check(set(m1) == {"pearson", "spearman"} and m1 == m2, f"metrics equal: {m1} / {m2}")
+    check(got[1]["examples"] == got[2]["examples"] == len(scores) and got[1]["tokens"] == got[2]["tokens"],
+          "example and token counts equal")
+
+
+def case_kill(prune, tmp, port):
+    model = no_dropout_model(tmp)
+    full = os.path.join(tmp, "full")
+    run(prune, train_args(full, model, steps=400), 2, port)
+    out = os.path.join(tmp, "killed")
+    a = train_args(out, model, ["--set", "run.dist_timeout_s=30"], steps=400)
+    procs = start(prune, a, 2, port + 1)
+    # Once the first checkpoint is there, kill rank 1 mid-run.
+    deadline = time.time() + 120
+    while time.time() < deadline and not os.path.isdir(os.path.join(out, "state")):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    procs[1].send_signal(signal.SIGKILL)
+    t0 = time.time()
+    _, err = procs[0].communicate(timeout=120)
+    code = procs[0].returncode
+    took = time.time() - t0
+    procs[1].communicate()
+    lines = [l for l in err.splitlines() if l.startswith("error:")]
+    check(code == 1 and len(lines) == 1, f"rank 0 exits 1 with one error line (exit {code}, {len(lines)} lines)")
+    check(bool(lines) and "rank 1 stopped responding" in lines[0] and lines[0].startswith("error: rank 0/2: ") and
+          "relaunch" in lines[0],
+          f"the line names rank 1 and says how to go on: {lines[:1]}")
+    check(took < 30, f"rank 0 stopped {took:.1f} s after the kill (< run.dist_timeout_s = 30)")
+    r = run(prune, train_args(out, model, ["--resume", out], steps=400), 2, port + 2)
+    check(all(c == 0 for c, _, _ in r), "the relaunch with --resume exits 0")
+    # Rank 0 killed instead: it hosts the rendezvous store, and rank 1 says so.
+    other = os.path.join(tmp, "killed0")
+    procs = start(prune, train_args(other, model, ["--set", "run.dist_timeout_s=30"], steps=400), 2, port + 3)
+    while time.time() < deadline + 60 and not os.path.isdir(os.path.join(other, "state")):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    procs[0].send_signal(signal.SIGKILL)
+    _, err = procs[1].communicate(timeout=120)
+    procs[0].communicate()
+    lines = [l for l in err.splitlines() if l.startswith("error:")]
+    check(procs[1].returncode == 1 and len(lines) == 1 and lines[0].startswith("error: rank 1/2: ") and
+          "rank 0 stopped responding" in lines[0], f"rank 1 names rank 0 when rank 0 dies: {lines}")
+    t_full = json.load(open(os.path.join(full, "train_result.json")))
+    t_res = json.load(open(os.path.join(out, "train_result.json")))
+    check(t_full["mask"] == t_res["mask"], f"resumed mask equals the uninterrupted run's ({t_full['mask']})")
+    l1, l2 = losses(full)["train/loss"], losses(out)["train/loss"]
+    worst = max((rel(x, y) for x, y in zip(l1, l2)), default=1.0)
+    check(len(l1) == len(l2) and worst <= 1e-5, f"resumed losses equal the uninterrupted run's ({len(l1)} vs {len(l2)}"
+                                                f" steps, max relative difference {worst:.2e})")
+
+
+def case_mismatch(prune, tmp, port):
+    out = os.path.join(tmp, "mismatch")
+    args = kr.tiny_args("prune", out)
+    res = finish(start(prune, args, 2, port, per_rank_args={1: ["--seed", "7"]}), timeout=120)
+    codes = [c for c, _, _ in res]
+    check(codes == [2, 2], f"both ranks exit 2 ({codes})")
+    line1 = [l for l in res[1][2].splitlines() if l.startswith("error:")]
+    check(len(line1) == 1 and "rank 1/2" in line1[0] and "seed: 7" in line1[0] and "seed: 42" in line1[0],
+          f"rank 1 names the differing line: {line1}")
+    check(not os.path.exists(os.path.join(out, "summary.json")), "nothing was run")
+
+
+def case_env(prune, tmp, port):
+    cases = [({"RANK": "0", "WORLD_SIZE": "2"}, "MASTER_ADDR is not set"),
+             ({"RANK": "0"}, "RANK is set but WORLD_SIZE is not"),
+             ({"RANK": "2", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}, "RANK=2 is not an integer in 0..1"),
+             ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "99999"}, "MASTER_PORT=99999"),
+             ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"},
+              "`prune infer` runs in one process")]
+    for env_add, expect in cases:
+        env = rank_env(0, 1, port)
+        env.update(env_add)
+        cmd = [prune, "infer", "--model", fx.TINY, "--input", os.path.join(tmp, "none.txt")] if "infer" in expect else \
+              [prune, "eval", "--model", fx.TINY, "--task", "mnli_subset", "--data-root", fx.glue_root(tmp)]
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        lines = [l for l in p.stderr.splitlines() if l.startswith("error:")]
+        check(p.returncode == 2 and len(lines) == 1 and expect in lines[0], f"{env_add}: exit {p.returncode}, {lines}")
+
+
+def case_torchrun(prune, tmp, port):
+    if subprocess.run(["/usr/bin/python3", "-c", "import torch.distributed.run"],
+                      capture_output=True).returncode != 0:
+        print("skipped: python3 -m torch.distributed.run is not there (apt install python3-torch)")
+        sys.exit(SKIP)
+    one = os.path.join(tmp, "one")
+    run(prune, kr.tiny_args("prune", one), 1, port)
+    two = os.path.join(tmp, "torchrun")
+    env = rank_env(0, 1, port)
+    # --redirects 1 --tee 1: Debian's torch 1.13 on Python 3.11 cannot parse the default "0" of either
+    # (its Std flag enum no longer iterates the zero member) and fails before starting anything.
+    cmd = ["/usr/bin/python3", "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port + 3),
+           "--redirects", "1", "--tee", "1",
+           "--no_python", prune, *kr.tiny_args("prune", two), "--threads", "1"]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    check(p.returncode == 0, f"torchrun exits 0 ({p.returncode}): {p.stderr[-2000:] if p.returncode else ''}")
+    if p.returncode == 0:
+        s1, s2 = json.load(open(os.path.join(one, "summary.json"))), json.load(open(os.path.join(two, "summary.json")))
+        check(s1["criteria"] == s2["criteria"] and s1["final"]["mask"] == s2["final"]["mask"],
+              "torchrun's curves and mask equal one process's")
+        check("rank 0 of 2 (torchrun" in p.stderr, "the runtime line says rank 0 of 2")
+
+
+CASES = {"prune": case_prune, "train": case_train, "eval": case_eval, "kill": case_kill, "mismatch": case_mismatch,
+         "env": case_env, "torchrun": case_torchrun}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--prune", required=True)
+    ap.add_argument("--case", required=True, choices=sorted(CASES))
+    ap.add_argument("--port", type=int, default=0, help="MASTER_PORT (default: from the case name, 29600..)")
+    a = ap.parse_args()
+    port = a.port or 29600 + 10 * sorted(CASES).index(a.case)
+    tmp = tempfile.mkdtemp(prefix=f"hp_dist_{a.case}_")
+    try:
+        CASES[a.case](os.path.abspath(a.prune), tmp, port)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
