@@ -4,11 +4,15 @@
 #include <ATen/Parallel.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <type_traits>
 
+#include "core/distributed.h"
 #include "core/errors.h"
 #include "core/files.h"
 #include "core/log.h"
@@ -158,6 +162,63 @@ void add_noop(const torch::Tensor& grad, const torch::Tensor& keys, int l, int m
   }
 }
 
+// Every summed field of a pass, for the data-parallel reduction: f(container) on each, in a fixed order.
+template <class F>
+void for_each_sum(PassResult& r, F&& f) {
+  f(r.js), f(r.confidence_sum), f(r.sep_grad_sum), f(r.all_grad_sum), f(r.sep_grad_count), f(r.all_grad_count);
+  f(r.syntax.occurrences);
+  for (auto& c : r.syntax.baseline_correct) f(c);
+  for (auto& h : r.syntax.gold_offset_hist) f(h);
+  for (auto& h : r.heads) {
+    f(h.surface_sum), f(h.surface_count), f(h.offset_hist);
+    for (auto& c : h.correct) f(c);
+  }
+}
+
+// Sums every rank's share of the pass (data-parallel analyze): counts and sums add up; a per-example sieve
+// score is set on the one rank that saw the example (NaN elsewhere), so the merged value is that one.
+void reduce_over_ranks(PassResult& r) {
+  if (!core::dist::active()) return;
+  std::vector<double> d;
+  std::vector<int64_t> n;
+  auto gather = [&](auto& c) {
+    for (auto v : c) {
+      if constexpr (std::is_floating_point_v<std::decay_t<decltype(v)>>) d.push_back(v);
+      else n.push_back(static_cast<int64_t>(v));
+    }
+  };
+  for_each_sum(r, gather);
+  d.push_back(r.tokens);
+  auto dt = torch::from_blob(d.data(), {static_cast<int64_t>(d.size())}, torch::kFloat64).clone();
+  auto nt = torch::from_blob(n.data(), {static_cast<int64_t>(n.size())}, torch::kInt64).clone();
+  core::dist::all_reduce_sum(dt, "the analysis pass");
+  core::dist::all_reduce_sum(nt, "the analysis pass");
+  const double* dp = dt.data_ptr<double>();
+  const int64_t* np = nt.data_ptr<int64_t>();
+  auto scatter = [&](auto& c) {
+    for (auto& v : c) {
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_floating_point_v<V>) v = static_cast<V>(*dp++);
+      else v = static_cast<V>(*np++);
+    }
+  };
+  for_each_sum(r, scatter);
+  r.tokens = *dp;
+  std::vector<float> sieve, seen;
+  for (const auto& h : r.heads)
+    for (const auto& role : h.sieve)
+      for (float v : role) sieve.push_back(std::isnan(v) ? 0.f : v), seen.push_back(std::isnan(v) ? 0.f : 1.f);
+  auto st = torch::from_blob(sieve.data(), {static_cast<int64_t>(sieve.size())}, torch::kFloat32).clone();
+  auto ct = torch::from_blob(seen.data(), {static_cast<int64_t>(seen.size())}, torch::kFloat32).clone();
+  core::dist::all_reduce_sum(st, "the analysis pass");
+  core::dist::all_reduce_sum(ct, "the analysis pass");
+  const float* sp = st.data_ptr<float>();
+  const float* cp = ct.data_ptr<float>();
+  for (auto& h : r.heads)
+    for (auto& role : h.sieve)
+      for (float& v : role) v = *cp++ > 0 ? *sp : std::numeric_limits<float>::quiet_NaN(), ++sp;
+}
+
 }  // namespace
 
 PassResult run_pass(const PassInput& in) {
@@ -185,6 +246,16 @@ PassResult run_pass(const PassInput& in) {
   bo.sort_by_length = true;
   const auto batches = core::make_batches(*in.data, bo);
   long done = load_checkpoint(in.checkpoint, in.fingerprint, r);
+  if (done >= static_cast<long>(batches.size())) return r;  // finished earlier: its record (time included) stands
+  // Data-parallel: each rank runs every world-th batch and keeps its own resume file (its share alone);
+  // the shares are summed at the end and rank 0 writes the pass's checkpoint.
+  const bool parallel = core::dist::active();
+  const std::string own_checkpoint =
+      parallel && !in.checkpoint.empty() ? in.checkpoint + ".rank" + std::to_string(core::dist::rank()) : in.checkpoint;
+  const std::string own_fingerprint =
+      parallel ? in.fingerprint + "|rank " + std::to_string(core::dist::rank()) + " of " + std::to_string(core::dist::world())
+               : in.fingerprint;
+  if (parallel) done = load_checkpoint(own_checkpoint, own_fingerprint, r);
   if (done > 0) core::log_info(in.tag, "resuming after " + std::to_string(done) + " of " + std::to_string(batches.size()) + " batches");
   long examples_done = 0;
   for (long i = 0; i < done && i < static_cast<long>(batches.size()); ++i) examples_done += batches[i].input_ids.size(0);
@@ -195,6 +266,7 @@ PassResult run_pass(const PassInput& in) {
   auto last_save = start;
   long since_start = 0;
   for (long bi = done; bi < static_cast<long>(batches.size()); ++bi) {
+    if (parallel && !core::dist::mine(bi)) continue;
     const auto& b = batches[bi];
     core::EncoderInput ei = core::encoder_input(b);
     ei.want_attention = true;
@@ -255,19 +327,21 @@ PassResult run_pass(const PassInput& in) {
         if (maps[l].size(1) > 0) add_noop(grads[l], keys, l, Hmax, r);
     }
 
-    since_start += B;
-    progress.update(since_start);
+    since_start += B * core::dist::world();  // rank 0's progress stands for all
+    progress.update(std::min(since_start, r.examples - examples_done));
     const auto now = std::chrono::steady_clock::now();
     r.seconds = seconds_before + std::chrono::duration<double>(now - start).count();
-    if (!in.checkpoint.empty() && std::chrono::duration<double>(now - last_save).count() > 20.0) {
-      save_checkpoint(in.checkpoint, in.fingerprint, bi + 1, r);
+    if (!own_checkpoint.empty() && std::chrono::duration<double>(now - last_save).count() > 20.0) {
+      if (parallel) core::write_own_file([&] { save_checkpoint(own_checkpoint, own_fingerprint, bi + 1, r); });
+      else save_checkpoint(own_checkpoint, own_fingerprint, bi + 1, r);
       last_save = now;
     }
   }
   progress.finish();
-  if (done >= static_cast<long>(batches.size())) return r;  // finished earlier: its record (time included) stands
+  reduce_over_ranks(r);
   r.seconds = seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!in.checkpoint.empty()) save_checkpoint(in.checkpoint, in.fingerprint, static_cast<long>(batches.size()), r);
+  if (parallel && !own_checkpoint.empty()) std::filesystem::remove(own_checkpoint);
   return r;
 }
 

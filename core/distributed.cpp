@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -33,6 +34,11 @@ struct State {
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
   std::thread heartbeat;
   std::atomic<bool> stop_heartbeat{false};
+  // What the collectives cost this rank: how many, the bytes it sent into them, and the seconds it spent in
+  // them (moving data and waiting for the slowest rank), against the time since start-up.
+  long collectives = 0;
+  double bytes = 0, seconds = 0;
+  Clock::time_point started;
 };
 
 State& S() {
@@ -97,6 +103,14 @@ const char* resumable = "; the run folder keeps its finished work: relaunch to r
 void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what) {
   State& s = S();
   const auto start = Clock::now();
+  struct Account {
+    State& s;
+    Clock::time_point start;
+    ~Account() {
+      ++s.collectives;
+      s.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    }
+  } account{s, start};
   auto next_check = start + milliseconds(500);
   int spins = 0;
   while (!work->isCompleted()) {
@@ -239,6 +253,7 @@ void init(const Env& env, double timeout_s, const std::string& identity) {
                        std::to_string(env.world) + " ranks start within run.dist_timeout_s");
   }
   s.stop_heartbeat = false;
+  s.started = Clock::now();
   s.heartbeat = std::thread(heartbeat_loop, env);
   set_shared_write(&shared_write_on_main, &decide_on_main);
   set_log_quiet(env.rank != 0);
@@ -265,6 +280,12 @@ void shutdown() {
     barrier("the end of the run");
   } catch (const std::exception&) {
   }
+  const double run_s = std::chrono::duration<double>(Clock::now() - s.started).count();
+  char line[200];
+  std::snprintf(line, sizeof line, "%ld collectives, %.1f MB all-reduced, %.2f s in them (%.1f%% of %.1f s; moving "
+                "data and waiting for the slowest rank)", s.collectives, s.bytes / 1e6, s.seconds,
+                run_s > 0 ? 100 * s.seconds / run_s : 0.0, run_s);
+  log_info("dist", line);
   s.stop_heartbeat = true;
   if (s.heartbeat.joinable()) s.heartbeat.join();
   set_shared_write(nullptr, nullptr);
@@ -281,6 +302,7 @@ void all_reduce_sum(torch::Tensor& t, const std::string& what) {
   if (!active()) return;
   HP_CHECK(t.is_contiguous() && t.device().is_cpu(), "all_reduce_sum needs a contiguous CPU tensor");
   std::vector<torch::Tensor> v{t};
+  S().bytes += static_cast<double>(t.numel() * static_cast<int64_t>(t.element_size()));
   wait(S().pg->allreduce(v), what);
 }
 

@@ -88,6 +88,17 @@ void set_shared_write(SharedWriteFn write, SharedDecideFn decide) {
   g_shared_decide = decide;
 }
 
+void write_own_file(const std::function<void()>& write) {
+  ++g_write_depth;
+  try {
+    write();
+  } catch (...) {
+    --g_write_depth;
+    throw;
+  }
+  --g_write_depth;
+}
+
 long shared_decide(const std::function<long()>& decide) {
   if (!g_shared_decide || g_write_depth > 0) return decide();
   return g_shared_decide(decide);

@@ -25,6 +25,9 @@ void write_file_atomic(const std::string& path, const void* bytes, std::size_t s
 // data-parallel run (core/distributed.h) on rank 0 only, between two barriers, so that no rank reads a file
 // while rank 0 replaces it. Nested calls run directly. Every writer below goes through it.
 void shared_write(const std::function<void()>& write);
+// Runs `write` on this rank alone, whatever the run: for a rank's own file (its share of a data-parallel
+// pass), which the other ranks neither write nor read.
+void write_own_file(const std::function<void()>& write);
 // A decision about the run folder (resume or start, which stage is done) taken by rank 0 alone in a
 // data-parallel run, its value given to every rank; directly in one process.
 long shared_decide(const std::function<long()>& decide);

@@ -137,7 +137,7 @@ int start(const Config& cfg, const std::string& command, bool data_parallel) {
   const auto env = hp::core::dist::read_env([](const char* name) { return std::getenv(name); });
   if (env.world > 1 && !data_parallel)
     throw hp::ConfigError("`prune " + command + "` runs in one process, but WORLD_SIZE = " + std::to_string(env.world) +
-                          "; launch it without torchrun (data-parallel: the pruning run, train and eval)");
+                          "; launch it without torchrun (data-parallel: the pruning run, train, eval and analyze)");
   int threads = cfg.run.threads;
   if (threads == 0 && env.local_world > 1)  // the machine's cores are shared by its processes
     threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / env.local_world);
@@ -246,7 +246,7 @@ int real_main(int argc, char** argv) {
       {"bench", "latency, throughput, parameters and FLOPs of a model (--compare DIR: speedup vs the FLOP bound)",
        kBenchFlags, hp::cli::run_bench},
       {"analyze", "what every head does over a data set: Clark's statistics, Voita's roles, Pande's tests (analysis/DEFINITIONS.md)",
-       kAnalyzeFlags, hp::analysis::run_analyze},
+       kAnalyzeFlags, hp::analysis::run_analyze, true},
       {"explain", "Hao et al.'s attribution tree of one example: how information flows to the prediction, layer by layer",
        kExplainFlags, hp::analysis::run_explain},
       {"triggers", "Hao et al.'s adversarial triggers: attribution patterns of one class inserted into the others, against random pairs",

@@ -9,6 +9,8 @@ Cases (each a CTest test, dist.NAME):
   train      `prune train` in exact-N target mode on a dropout-free copy of the tiny model: the loss of every
              step within 1e-5 relative, the gates' expected count, the final mask and metrics equal
   eval       `prune eval` metrics equal (predictions gathered from both ranks)
+  analyze    `prune analyze` (statistics, sieve scores and their tests, no-op gradients): analysis.json
+             equal to one process's within 1e-9 relative (sums in another order), all but timings
   kill       SIGKILL of rank 1 in a training run: rank 0 stops within the timeout with one line naming
              rank 1; relaunched with --resume it ends with the uninterrupted 2-process run's result
   mismatch   a rank started with another seed is refused at start-up (exit 2, the differing line)
@@ -180,6 +182,43 @@ def case_eval(prune, tmp, port):
           "example and token counts equal")
 
 
+def close(a, b, path, diffs, tol=1e-9):
+    """Records where two JSON values differ beyond `tol` relative (timings skipped)."""
+    if any(t in path for t in ("seconds", "per_s", "runtime", "elapsed")):
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            diffs.append(f"{path}: keys {sorted(set(a) ^ set(b))}")
+        for k in set(a) & set(b):
+            close(a[k], b[k], f"{path}/{k}", diffs, tol)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            diffs.append(f"{path}: lengths {len(a)} and {len(b)}")
+        for i, (x, y) in enumerate(zip(a, b)):
+            close(x, y, f"{path}[{i}]", diffs, tol)
+    elif isinstance(a, float) and isinstance(b, float):
+        if not (a == b or (a != a and b != b) or rel(a, b) <= tol):
+            diffs.append(f"{path}: {a} vs {b}")
+    elif a != b:
+        diffs.append(f"{path}: {a!r} vs {b!r}")
+
+
+def case_analyze(prune, tmp, port):
+    got = {}
+    for world in (1, 2):
+        out = os.path.join(tmp, f"analyze{world}")
+        args = ["analyze", "--model", fx.TINY, "--task", "mnli_subset", "--max-seq-len", "64", "--examples", "24",
+                "--batch", "4", "--resamples", "20", "--out", out]
+        r = run(prune, args, world, port)
+        check(all(c == 0 for c, _, _ in r), f"analyze with {world} process(es) exits 0")
+        got[world] = json.load(open(os.path.join(out, "analysis.json")))
+        check(not [f for f in os.listdir(os.path.join(out, "state")) if ".rank" in f], "no rank's own pass file is left")
+    diffs = []
+    close(got[1], got[2], "", diffs)
+    check(not diffs, f"analysis.json equal ({len(diffs)} differences{': ' + '; '.join(diffs[:5]) if diffs else ''})")
+    check(got[1]["examples"] == 24 and "block" in got[1]["sieve"], "24 pair examples with sieve scores")
+
+
 def case_kill(prune, tmp, port):
     model = no_dropout_model(tmp)
     full = os.path.join(tmp, "full")
@@ -279,7 +318,7 @@ def case_torchrun(prune, tmp, port):
         check("rank 0 of 2 (torchrun" in p.stderr, "the runtime line says rank 0 of 2")
 
 
-CASES = {"prune": case_prune, "train": case_train, "eval": case_eval, "kill": case_kill, "mismatch": case_mismatch,
+CASES = {"prune": case_prune, "train": case_train, "eval": case_eval, "analyze": case_analyze, "kill": case_kill, "mismatch": case_mismatch,
          "env": case_env, "torchrun": case_torchrun}
 
 
