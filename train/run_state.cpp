@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/distributed.h"
 #include "core/errors.h"  // InputError, ConfigError
 #include "core/files.h"   // write_file_atomic, read_file
 
@@ -154,6 +155,7 @@ void save_run_state_here(const std::string& run_dir, const RunState& s, const co
   j["best_metric"] = s.best_metric;  // nlohmann prints the shortest exact round-trip form
   j["best_step"] = s.best_step;
   j["config_hash"] = s.config_hash;
+  j["processes"] = core::dist::world();
   core::write_file_atomic(tmp + "/state.json", j.dump(2) + "\n");
   core::write_file_atomic(tmp + "/config.yaml", s.config_yaml);
   replace_dir(tmp, state_dir(run_dir));
@@ -173,6 +175,7 @@ RunState read_run_state(const std::string& run_dir, core::Bert& model) {
   s.phase_step = j.at("phase_step").get<long>();
   s.epoch = j.at("epoch").get<int>();
   s.batch_in_epoch = j.at("batch_in_epoch").get<long>();
+  s.processes = j.value("processes", 1);
   s.has_best = j.at("has_best").get<bool>();
   s.best_metric = j.at("best_metric").get<double>();
   s.best_step = j.at("best_step").get<long>();

@@ -40,6 +40,7 @@ struct RunState {
   double best_metric = 0;
   long best_step = -1;
   std::string config_hash;
+  int processes = 1;                // data-parallel ranks that saved this state
   std::string config_yaml;          // the resolved config the run started with
   torch::Tensor rng_state;          // default CPU generator state (dropout, gate noise)
   torch::Tensor log_alpha;          // [L, H]; undefined without gates

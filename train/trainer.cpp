@@ -338,6 +338,11 @@ TrainResult Loop::run() {
   if (opts_.resume) {
     s_ = read_run_state(opts_.run_dir, model_);
     check_resume_config(opts_.run_dir, s_, opts_.config_yaml);
+    if (s_.processes != core::dist::world())
+      core::log_info("train", "the state was saved by " + std::to_string(s_.processes) + " process(es) and resumes with " +
+                                  std::to_string(core::dist::world()) + ": the global batch (train.batch_size) and its "
+                                  "examples stay the same, so the run goes on as it was (equal up to float summation "
+                                  "order; with dropout, other dropout masks)");
     torch::NoGradGuard no_grad;
     if (gates_ && s_.log_alpha.defined()) gates_->log_alpha().copy_(s_.log_alpha);
     if (controller_ && s_.controller_state.defined()) controller_->load_state(s_.controller_state);
