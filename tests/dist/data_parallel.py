@@ -13,6 +13,7 @@ Cases (each a CTest test, dist.NAME):
              equal to one process's within 1e-9 relative (sums in another order), all but timings
   kill       SIGKILL of rank 1 in a training run: rank 0 stops within the timeout with one line naming
              rank 1; relaunched with --resume it ends with the uninterrupted 2-process run's result
+  hang       SIGSTOP of rank 1: rank 0 stops after run.dist_timeout_s (10 s here) naming rank 1
   mismatch   a rank started with another seed is refused at start-up (exit 2, the differing line)
   env        launch variables that are incomplete or malformed: one line naming the variable, exit 2
   torchrun   the pruning run under `python3 -m torch.distributed.run --nproc_per_node 2 --no_python` (torch 1.13 spells its options
@@ -276,6 +277,27 @@ def case_kill(prune, tmp, port):
                                                 f" steps, max relative difference {worst:.2e})")
 
 
+def case_hang(prune, tmp, port):
+    model = no_dropout_model(tmp)
+    out = os.path.join(tmp, "hung")
+    procs = start(prune, train_args(out, model, ["--set", "run.dist_timeout_s=10"], steps=2000), 2, port)
+    deadline = time.time() + 120
+    while time.time() < deadline and not os.path.isdir(os.path.join(out, "state")):
+        time.sleep(0.05)
+    procs[1].send_signal(signal.SIGSTOP)  # alive but silent: no collective, no heartbeat
+    t0 = time.time()
+    try:
+        _, err = procs[0].communicate(timeout=120)
+    finally:
+        procs[1].send_signal(signal.SIGKILL)
+        procs[1].communicate()
+    took = time.time() - t0
+    lines = [l for l in err.splitlines() if l.startswith("error:")]
+    check(procs[0].returncode == 1 and len(lines) == 1 and "rank 1 stopped responding" in lines[0],
+          f"rank 0 stops naming the hung rank 1: {lines}")
+    check(10 <= took <= 30, f"after the timeout, not before and not much later ({took:.1f} s, timeout 10 s)")
+
+
 def case_mismatch(prune, tmp, port):
     out = os.path.join(tmp, "mismatch")
     args = kr.tiny_args("prune", out)
@@ -328,7 +350,7 @@ def case_torchrun(prune, tmp, port):
         check("rank 0 of 2 (torchrun" in p.stderr, "the runtime line says rank 0 of 2")
 
 
-CASES = {"prune": case_prune, "train": case_train, "eval": case_eval, "analyze": case_analyze, "kill": case_kill, "mismatch": case_mismatch,
+CASES = {"prune": case_prune, "train": case_train, "eval": case_eval, "analyze": case_analyze, "hang": case_hang, "kill": case_kill, "mismatch": case_mismatch,
          "env": case_env, "torchrun": case_torchrun}
 
 
