@@ -245,18 +245,24 @@ PassResult run_pass(const PassInput& in) {
   bo.batch_size = in.batch_size;
   bo.sort_by_length = true;
   const auto batches = core::make_batches(*in.data, bo);
+  const bool parallel = core::dist::active();
+  PassResult fresh;
+  if (parallel) fresh = r;
   long done = load_checkpoint(in.checkpoint, in.fingerprint, r);
-  if (done >= static_cast<long>(batches.size())) return r;  // finished earlier: its record (time included) stands
+  const bool complete = done >= static_cast<long>(batches.size());  // finished earlier: its record stands
   // Data-parallel: each rank runs every world-th batch and keeps its own resume file (its share alone);
   // the shares are summed at the end and rank 0 writes the pass's checkpoint.
-  const bool parallel = core::dist::active();
   const std::string own_checkpoint =
       parallel && !in.checkpoint.empty() ? in.checkpoint + ".rank" + std::to_string(core::dist::rank()) : in.checkpoint;
   const std::string own_fingerprint =
       parallel ? in.fingerprint + "|rank " + std::to_string(core::dist::rank()) + " of " + std::to_string(core::dist::world())
                : in.fingerprint;
-  if (parallel) done = load_checkpoint(own_checkpoint, own_fingerprint, r);
+  if (parallel && !complete) {  // a partial one-process record is no rank's share: start from this rank's own
+    r = std::move(fresh);
+    done = load_checkpoint(own_checkpoint, own_fingerprint, r);
+  }
   if (done > 0) core::log_info(in.tag, "resuming after " + std::to_string(done) + " of " + std::to_string(batches.size()) + " batches");
+  if (complete) return r;
   long examples_done = 0;
   for (long i = 0; i < done && i < static_cast<long>(batches.size()); ++i) examples_done += batches[i].input_ids.size(0);
 

@@ -1,13 +1,9 @@
-# Shared build helpers: warnings, sanitizers and the torch precompiled header.
+# Shared build helpers: warnings and the torch precompiled header.
 
 function(hp_set_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
   if(HP_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
-  endif()
-  if(HP_SANITIZE)
-    target_compile_options(${target} PRIVATE -fsanitize=${HP_SANITIZE} -fno-omit-frame-pointer)
-    target_link_options(${target} PRIVATE -fsanitize=${HP_SANITIZE})
   endif()
 endfunction()
 
