@@ -55,7 +55,7 @@ def rel(a, b):
 def rank_env(rank, world, port):
     env = dict(os.environ)
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "SLURM_PROCID",
-              "SLURM_NTASKS"):
+              "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "TORCHELASTIC_USE_AGENT_STORE"):
         env.pop(k, None)
     if world > 1:
         env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
@@ -316,7 +316,11 @@ def case_env(prune, tmp, port):
              ({"RANK": "2", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}, "RANK=2 is not an integer in 0..1"),
              ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "99999"}, "MASTER_PORT=99999"),
              ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"},
-              "`prune infer` runs in one process")]
+              "`prune infer` runs in one process"),
+             # SLURM's variables stand in for torchrun's when those are absent.
+             ({"SLURM_PROCID": "1", "SLURM_NTASKS": "2"}, "MASTER_ADDR is not set for a run of 2 processes"),
+             ({"SLURM_PROCID": "3", "SLURM_NTASKS": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"},
+              "SLURM_PROCID=3 is not an integer in 0..1")]
     for env_add, expect in cases:
         env = rank_env(0, 1, port)
         env.update(env_add)
