@@ -172,10 +172,16 @@ std::vector<FieldRef> config_fields(Config& cfg) {
 std::string nearest_key(const std::string& key, const std::vector<std::string>& known) {
   std::string best;
   size_t best_d = std::max<size_t>(3, key.size() / 3) + 1;
+  // The length difference bounds the edit distance from below: a candidate that cannot beat the best is
+  // skipped, so a hostile 100 KB key costs O(known keys), not O(key length × key lengths) each.
+  auto distance = [&](const std::string& a, const std::string& b) {
+    const size_t gap = a.size() > b.size() ? a.size() - b.size() : b.size() - a.size();
+    return gap >= best_d ? gap : edit_distance(a, b);
+  };
   for (const auto& k : known) {
     // Compare against the full path and its last component, so "batch" finds "eval.batch_size".
     std::string leaf = k.substr(k.rfind('.') + 1);
-    size_t d = std::min(edit_distance(key, k), edit_distance(key, leaf));
+    size_t d = std::min(distance(key, k), distance(key, leaf));
     if (d < best_d) best_d = d, best = k;
   }
   return best;

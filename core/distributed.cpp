@@ -38,6 +38,7 @@ struct State {
   // them (moving data and waiting for the slowest rank), against the time since start-up.
   long collectives = 0;
   double bytes = 0, seconds = 0;
+  double overlapped_bytes = 0;  // gradient buckets started while the backward pass still ran
   Clock::time_point started;
 };
 
@@ -281,9 +282,10 @@ void shutdown() {
   } catch (const std::exception&) {
   }
   const double run_s = std::chrono::duration<double>(Clock::now() - s.started).count();
-  char line[200];
-  std::snprintf(line, sizeof line, "%ld collectives, %.1f MB all-reduced, %.2f s in them (%.1f%% of %.1f s; moving "
-                "data and waiting for the slowest rank)", s.collectives, s.bytes / 1e6, s.seconds,
+  char line[300];
+  std::snprintf(line, sizeof line, "%ld collectives, %.1f MB all-reduced (%.1f MB started during backward passes), "
+                "%.2f s waiting for them (%.1f%% of %.1f s; moving data and waiting for the slowest rank)",
+                s.collectives, s.bytes / 1e6, s.overlapped_bytes / 1e6, s.seconds,
                 run_s > 0 ? 100 * s.seconds / run_s : 0.0, run_s);
   log_info("dist", line);
   s.stop_heartbeat = true;
@@ -334,6 +336,72 @@ void all_reduce_sum(std::vector<torch::Tensor>& ts, const std::string& what) {
       }
     }
   }
+}
+
+GradientReducer::GradientReducer(std::vector<torch::Tensor> params) {
+  if (!active()) return;
+  for (auto& p : params)
+    if (p.requires_grad()) params_.push_back(p);
+  constexpr int64_t kBucketBytes = 25 << 20;
+  bucket_of_.assign(params_.size(), 0);
+  int64_t filled = 0;
+  for (size_t k = params_.size(); k-- > 0;) {  // reverse: the backward pass reaches the last parameters first
+    const auto& p = params_[k];
+    HP_CHECK(p.scalar_type() == torch::kFloat, "GradientReducer: float32 parameters only");
+    const int64_t bytes = p.numel() * 4;
+    if (buckets_.empty() || (filled + bytes > kBucketBytes && filled > 0)) buckets_.emplace_back(), filled = 0;
+    auto& b = buckets_.back();
+    b.offsets.push_back(b.members.empty() ? 0 : b.offsets.back() + params_[b.members.back()].numel());
+    b.members.push_back(k);
+    bucket_of_[k] = buckets_.size() - 1;
+    filled += bytes;
+  }
+  for (auto& b : buckets_) b.flat = torch::zeros({b.offsets.back() + params_[b.members.back()].numel()});
+  for (size_t k = 0; k < params_.size(); ++k)
+    hooks_.push_back(params_[k].register_hook([this, k](torch::Tensor g) { arrived(k, g); }));
+}
+
+GradientReducer::~GradientReducer() {
+  for (size_t k = 0; k < hooks_.size(); ++k) params_[k].remove_hook(hooks_[k]);
+}
+
+void GradientReducer::start_step() {
+  for (auto& b : buckets_) b.flat.zero_(), b.ready = 0, b.started = false;
+  works_.clear();
+  next_ = 0;
+}
+
+void GradientReducer::arrived(size_t k, const torch::Tensor& g) {
+  auto& b = buckets_[bucket_of_[k]];
+  size_t slot = 0;
+  while (b.members[slot] != k) ++slot;
+  b.flat.narrow(0, b.offsets[slot], g.numel()).add_(g.reshape(-1));
+  ++b.ready;
+  start_ready(false);
+}
+
+void GradientReducer::start_ready(bool all) {
+  while (next_ < buckets_.size() && (all || buckets_[next_].ready >= buckets_[next_].members.size())) {
+    auto& b = buckets_[next_++];
+    if (!all) S().overlapped_bytes += static_cast<double>(b.flat.numel()) * 4;
+    S().bytes += static_cast<double>(b.flat.numel()) * 4;
+    std::vector<torch::Tensor> v{b.flat};
+    works_.push_back(S().pg->allreduce(v));
+    b.started = true;
+  }
+}
+
+void GradientReducer::finish() {
+  if (buckets_.empty()) return;
+  start_ready(true);
+  for (auto& w : works_) wait(w, "the gradient all-reduce");
+  for (const auto& b : buckets_)
+    for (size_t slot = 0; slot < b.members.size(); ++slot) {
+      auto& p = params_[b.members[slot]];
+      auto sum = b.flat.narrow(0, b.offsets[slot], p.numel()).view_as(p);
+      if (p.grad().defined()) p.mutable_grad().copy_(sum);
+      else p.mutable_grad() = sum.clone();
+    }
 }
 
 bool any(bool flag, const std::string& what) {

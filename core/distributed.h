@@ -17,10 +17,12 @@
 // line naming the rank (and its error), and the run folder stays resumable.
 #pragma once
 
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/torch.h>
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace hp::core::dist {
@@ -58,6 +60,39 @@ inline bool mine(long i) { return i % world() == rank(); }
 void all_reduce_sum(torch::Tensor& t, const std::string& what);
 // The same flattened into one buffer per dtype (a gradient bucket): one collective for many tensors.
 void all_reduce_sum(std::vector<torch::Tensor>& ts, const std::string& what);
+// Sums gradients over ranks while the backward pass runs, as PyTorch's DDP does: the parameters go into
+// ~25 MB buckets in reverse order (the backward reaches the last ones first); a hook on each parameter
+// copies its gradient into its bucket, and a full bucket's all-reduce starts at once, buckets always in the
+// same order on every rank. finish() starts the rest (a gradient that never came counts as zero: a rank
+// without rows this step), waits, and writes every .grad. One process: nothing is hooked, finish() does
+// nothing. Live for one phase of training; its hooks go with it.
+class GradientReducer {
+ public:
+  explicit GradientReducer(std::vector<torch::Tensor> params);
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+  void start_step();  // before the backward pass
+  void finish();      // after it
+
+ private:
+  struct Bucket {
+    std::vector<size_t> members;
+    std::vector<int64_t> offsets;
+    torch::Tensor flat;
+    size_t ready = 0;
+    bool started = false;
+  };
+  void arrived(size_t param, const torch::Tensor& grad);
+  void start_ready(bool all);
+  std::vector<torch::Tensor> params_;
+  std::vector<unsigned> hooks_;
+  std::vector<size_t> bucket_of_;
+  std::vector<Bucket> buckets_;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works_;  // this step's bucket all-reduces
+  size_t next_ = 0;
+};
+
 // True when `flag` is true on any rank (a stop request seen by one rank stops all at the same step).
 bool any(bool flag, const std::string& what);
 void barrier(const std::string& what);

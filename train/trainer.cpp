@@ -74,11 +74,10 @@ class Loop {
     log_->add(s_.step, s_.epoch, key, value);
   }
   torch::Tensor eval_mask() const;
-  void train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress);
+  void train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress, core::dist::GradientReducer* reducer);
   void evaluate_and_keep_best();
   void save_best(const torch::Tensor& mask_log_alpha);
   void save_best_here(const torch::Tensor& log_alpha);
-  void all_reduce_gradients();
   void save_state(const Optimizer& opt);
   bool run_phase(int phase, bool resumed_here);  // false = interrupted
   void set_trainable(bool encoder);
@@ -134,7 +133,8 @@ core::Batch rows_of(const core::Batch& b, long lo, long hi) {
   return r;
 }
 
-void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress) {
+void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress,
+                      core::dist::GradientReducer* reducer) {
   auto start = std::chrono::steady_clock::now();
   const bool phase1 = s_.phase == 1;
   opt.set_step(s_.phase_step);
@@ -183,8 +183,9 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
     expected_open = open.item<double>();
     penalty_v = penalty.item<double>();
   }
-  if (loss.requires_grad()) loss.backward();
-  all_reduce_gradients();
+  reducer->start_step();
+  if (loss.requires_grad()) loss.backward();  // gradient buckets are summed over ranks as they fill
+  reducer->finish();
   double norm = opt.step();
   // The logged losses are the whole batch's.
   auto values = torch::tensor({loss.item<double>(), task_loss.item<double>(), kd.defined() ? kd.item<double>() : 0.0},
@@ -222,18 +223,6 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
                                (gates_ && phase1 ? "  open " + fmt("%.1f", expected_open) : ""));
 }
 
-void Loop::all_reduce_gradients() {
-  if (!core::dist::active()) return;
-  std::vector<torch::Tensor> grads;
-  auto add = [&](torch::Tensor& t) {
-    if (!t.requires_grad()) return;
-    if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);  // a rank without rows this step
-    grads.push_back(t.mutable_grad());
-  };
-  for (auto& [name, t] : model_.mutable_parameters()) add(t);
-  if (gates_) add(gates_->log_alpha());
-  core::dist::all_reduce_sum(grads, "the gradient all-reduce");
-}
 
 void Loop::save_best(const torch::Tensor& log_alpha) {
   core::shared_write([&] { save_best_here(log_alpha); });
@@ -288,6 +277,10 @@ bool Loop::run_phase(int phase, bool resumed_here) {
   torch::Tensor la = gates_ && phase1 ? gates_->log_alpha() : torch::Tensor();
   Optimizer opt(tc_, model_.parameters(), la, gc_.lr, phase_total_[phase]);
   if (resumed_here && s_.phase_step > 0) opt.load(optimizer_file(opts_.run_dir));
+  std::vector<torch::Tensor> trained;
+  for (auto& [name, t] : model_.mutable_parameters()) trained.push_back(t);
+  if (la.defined()) trained.push_back(la);
+  core::dist::GradientReducer reducer(trained);  // data-parallel: gradients summed over ranks during backward
   if (resumed_here) set_cpu_rng_state(s_.rng_state);
   model_.set_training(true);
   // Steps of earlier phases (and resumed ones) count as done, not towards this phase's rate.
@@ -300,7 +293,7 @@ bool Loop::run_phase(int phase, bool resumed_here) {
     auto batches = core::make_batches(*data_.train, bo, epoch_order(data_.train->size(), rc_.seed, phase, s_.epoch));
     const long nb = static_cast<long>(batches.size());
     for (long i = s_.batch_in_epoch; i < nb && s_.phase_step < phase_total_[phase]; ++i) {
-      train_step(batches[i], opt, progress);
+      train_step(batches[i], opt, progress, &reducer);
       s_.batch_in_epoch = i + 1;
       const bool epoch_end = i + 1 == nb, done = s_.phase_step >= phase_total_[phase];
       const bool eval_due = tc_.eval_every > 0 ? s_.phase_step % tc_.eval_every == 0 : epoch_end;
