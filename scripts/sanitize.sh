@@ -7,8 +7,8 @@
 # Extra arguments go to ctest (e.g. -R errors); env BUILD_DIR overrides the build folder.
 # LibTorch, OpenBLAS, oneDNN and libgomp are Debian's uninstrumented builds: ASan sees their memory through
 # the allocator only. Nothing needs a suppression (2026-11-23, address,undefined over all 278 tests: no
-# sanitizer report, no leak); should one
-# be needed, give it a file of its own here with the frame and the reason.
+# sanitizer report, no leak); should one be needed, give it a file of its own here with the frame and
+# the reason.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
