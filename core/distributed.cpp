@@ -298,7 +298,6 @@ void shutdown() {
 bool active() { return static_cast<bool>(S().pg); }
 int rank() { return S().pg ? S().env.rank : 0; }
 int world() { return S().pg ? S().env.world : 1; }
-int local_world() { return S().env.local_world; }
 
 void all_reduce_sum(torch::Tensor& t, const std::string& what) {
   if (!active()) return;
@@ -306,36 +305,6 @@ void all_reduce_sum(torch::Tensor& t, const std::string& what) {
   std::vector<torch::Tensor> v{t};
   S().bytes += static_cast<double>(t.numel() * static_cast<int64_t>(t.element_size()));
   wait(S().pg->allreduce(v), what);
-}
-
-void all_reduce_sum(std::vector<torch::Tensor>& ts, const std::string& what) {
-  if (!active() || ts.empty()) return;
-  // Buckets of about 25 MB (PyTorch DDP's default): few collectives, bounded extra memory.
-  constexpr int64_t kBucketBytes = 25 << 20;
-  std::map<c10::ScalarType, std::vector<std::vector<size_t>>> buckets;
-  std::map<c10::ScalarType, int64_t> filled;
-  for (size_t i = 0; i < ts.size(); ++i) {
-    const auto dt = ts[i].scalar_type();
-    const int64_t bytes = ts[i].numel() * static_cast<int64_t>(ts[i].element_size());
-    auto& list = buckets[dt];
-    if (list.empty() || filled[dt] + bytes > kBucketBytes) list.emplace_back(), filled[dt] = 0;
-    list.back().push_back(i);
-    filled[dt] += bytes;
-  }
-  for (const auto& [dtype, list] : buckets) {
-    for (const auto& idx : list) {
-      std::vector<torch::Tensor> flat;
-      for (size_t i : idx) flat.push_back(ts[i].reshape(-1));
-      auto bucket = torch::cat(flat);
-      all_reduce_sum(bucket, what);
-      int64_t off = 0;
-      for (size_t i : idx) {
-        const auto n = ts[i].numel();
-        ts[i].copy_(bucket.narrow(0, off, n).view_as(ts[i]));
-        off += n;
-      }
-    }
-  }
 }
 
 GradientReducer::GradientReducer(std::vector<torch::Tensor> params) {

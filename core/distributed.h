@@ -50,7 +50,6 @@ void shutdown();
 bool active();  // world > 1
 int rank();
 int world();
-int local_world();
 inline bool is_main() { return rank() == 0; }
 // Item i of a loop split over ranks: round-robin, so that loops over length-sorted batches stay balanced.
 inline bool mine(long i) { return i % world() == rank(); }
@@ -58,8 +57,6 @@ inline bool mine(long i) { return i % world() == rank(); }
 // In-place sum over ranks of a contiguous CPU tensor (float32/float64/int64); `what` names the step in
 // errors. Exact when each element is non-zero on one rank only (a split loop writing its own rows).
 void all_reduce_sum(torch::Tensor& t, const std::string& what);
-// The same flattened into one buffer per dtype (a gradient bucket): one collective for many tensors.
-void all_reduce_sum(std::vector<torch::Tensor>& ts, const std::string& what);
 // Sums gradients over ranks while the backward pass runs, as PyTorch's DDP does: the parameters go into
 // ~25 MB buckets in reverse order (the backward reaches the last ones first); a hook on each parameter
 // copies its gradient into its bucket, and a full bucket's all-reduce starts at once, buckets always in the
