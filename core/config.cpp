@@ -205,6 +205,18 @@ void apply_set(Config& cfg, const std::string& assignment) {
   set_value(cfg, trim(assignment.substr(0, eq)), trim(assignment.substr(eq + 1)), "--set");
 }
 
+// The text of a key, a section name or a list element, which must each be one plain value; a list or a
+// mapping in their place (`criteria: [a, b: c]`) is refused with its position rather than escaping as
+// yaml-cpp's "bad conversion".
+static std::string scalar_text(const YAML::Node& node, const std::string& path, const YAML::Mark& near,
+                        const std::string& what) {
+  if (node.IsScalar()) return node.Scalar();
+  const YAML::Mark m = node.Mark().is_null() ? near : node.Mark();
+  throw ConfigError(mark_of(path, m) + ": " + what + " must be a single value, not " +
+                    (node.IsSequence() ? "a list" : node.IsMap() ? "a mapping" : "empty") +
+                    "; write it as `key: value` or `key: [a, b]`");
+}
+
 void load_yaml(Config& cfg, const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot open config file; check the path passed to --config");
@@ -218,7 +230,7 @@ void load_yaml(Config& cfg, const std::string& path) {
   if (!root.IsMap()) throw ConfigError(mark_of(path, root.Mark()) + ": expected a mapping of sections (run:, model:, …)");
   auto fields = config_fields(cfg);
   for (const auto& section : root) {
-    const std::string name = section.first.as<std::string>();
+    const std::string name = scalar_text(section.first, path, root.Mark(), "a section name");
     if (!section.second.IsMap()) {
       throw ConfigError(unknown_key_message(cfg, mark_of(path, section.first.Mark()), name) +
                         (std::any_of(fields.begin(), fields.end(),
@@ -227,15 +239,16 @@ void load_yaml(Config& cfg, const std::string& path) {
                              : ""));
     }
     for (const auto& kv : section.second) {
-      const std::string key = name + "." + kv.first.as<std::string>();
+      const std::string key = name + "." + scalar_text(kv.first, path, section.first.Mark(), "a key of section '" + name + "'");
       const std::string where = mark_of(path, kv.second.Mark());
       auto it = std::find_if(fields.begin(), fields.end(), [&](const FieldRef& f) { return f.path == key; });
       if (it == fields.end()) throw ConfigError(unknown_key_message(cfg, mark_of(path, kv.first.Mark()), key));
       std::string text;
       if (kv.second.IsSequence()) {
-        for (size_t i = 0; i < kv.second.size(); ++i) text += (i ? "," : "") + kv.second[i].as<std::string>();
+        for (size_t i = 0; i < kv.second.size(); ++i)
+          text += (i ? "," : "") + scalar_text(kv.second[i], path, kv.second.Mark(), key + "[" + std::to_string(i) + "]");
       } else if (kv.second.IsScalar()) {
-        text = kv.second.as<std::string>();
+        text = kv.second.Scalar();
       } else if (!kv.second.IsNull()) {
         throw ConfigError(where + ": " + key + " must be a value or a list");
       }

@@ -337,6 +337,13 @@ add("yaml-wrong-type", "a value of the wrong type", yaml_config(YAML_HEAD + "eva
     "error: $SCRATCH/run.yaml:7:15: eval.batch_size: expected an integer, got 'eight'")
 add("yaml-syntax", "YAML that does not parse", yaml_config(YAML_HEAD + "eval:\n  batch_size: [4\n"), 2,
     "error: $SCRATCH/run.yaml:8:1: invalid YAML: end of sequence flow not found")
+add("yaml-mapping-in-list", "a mapping where a list element belongs (found by fuzz_yaml)",
+    yaml_config(YAML_HEAD + "prune:\n  criteria: [confidence, {lrp: x}]\n"), 2,
+    "error: $SCRATCH/run.yaml:7:26: prune.criteria[1] must be a single value, not a mapping; "
+    "write it as `key: value` or `key: [a, b]`")
+add("yaml-list-as-key", "a list where a key belongs", yaml_config(YAML_HEAD + "prune:\n  [a, b]: 1\n"), 2,
+    "error: $SCRATCH/run.yaml:7:3: a key of section 'prune' must be a single value, not a list; "
+    "write it as `key: value` or `key: [a, b]`")
 add("yaml-unknown-section", "an unknown top-level section", yaml_config(YAML_HEAD + "evaluation:\n  x: 1\n"), 2,
     "error: $SCRATCH/run.yaml:7:3: unknown key 'evaluation.x'; see `prune config --doc` for the valid keys")
 add("yaml-missing", "a config file that does not exist", plain("eval", "--config", "/nonexistent.yaml"), 2,
