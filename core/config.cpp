@@ -134,6 +134,18 @@ std::string mark_of(const std::string& file, const YAML::Mark& m) {
   return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
 }
 
+// The text of a key, a section name or a list element, which must each be one plain value; a list or a
+// mapping in their place (`criteria: [a, b: c]`) is refused with its position rather than escaping as
+// yaml-cpp's "bad conversion".
+std::string scalar_text(const YAML::Node& node, const std::string& path, const YAML::Mark& near,
+                        const std::string& what) {
+  if (node.IsScalar()) return node.Scalar();
+  const YAML::Mark m = node.Mark().is_null() ? near : node.Mark();
+  throw ConfigError(mark_of(path, m) + ": " + what + " must be a single value, not " +
+                    (node.IsSequence() ? "a list" : node.IsMap() ? "a mapping" : "empty") +
+                    "; write it as `key: value` or `key: [a, b]`");
+}
+
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
@@ -203,18 +215,6 @@ void apply_set(Config& cfg, const std::string& assignment) {
   if (eq == std::string::npos || eq == 0)
     throw ConfigError("--set " + assignment + ": expected key=value, e.g. --set eval.batch_size=32");
   set_value(cfg, trim(assignment.substr(0, eq)), trim(assignment.substr(eq + 1)), "--set");
-}
-
-// The text of a key, a section name or a list element, which must each be one plain value; a list or a
-// mapping in their place (`criteria: [a, b: c]`) is refused with its position rather than escaping as
-// yaml-cpp's "bad conversion".
-static std::string scalar_text(const YAML::Node& node, const std::string& path, const YAML::Mark& near,
-                        const std::string& what) {
-  if (node.IsScalar()) return node.Scalar();
-  const YAML::Mark m = node.Mark().is_null() ? near : node.Mark();
-  throw ConfigError(mark_of(path, m) + ": " + what + " must be a single value, not " +
-                    (node.IsSequence() ? "a list" : node.IsMap() ? "a mapping" : "empty") +
-                    "; write it as `key: value` or `key: [a, b]`");
 }
 
 void load_yaml(Config& cfg, const std::string& path) {

@@ -74,7 +74,7 @@ class Loop {
     log_->add(s_.step, s_.epoch, key, value);
   }
   torch::Tensor eval_mask() const;
-  void train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress, core::dist::GradientReducer* reducer);
+  void train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress, core::dist::GradientReducer& reducer);
   void evaluate_and_keep_best();
   void save_best(const torch::Tensor& mask_log_alpha);
   void save_best_here(const torch::Tensor& log_alpha);
@@ -134,7 +134,7 @@ core::Batch rows_of(const core::Batch& b, long lo, long hi) {
 }
 
 void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress,
-                      core::dist::GradientReducer* reducer) {
+                      core::dist::GradientReducer& reducer) {
   auto start = std::chrono::steady_clock::now();
   const bool phase1 = s_.phase == 1;
   opt.set_step(s_.phase_step);
@@ -183,9 +183,9 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
     expected_open = open.item<double>();
     penalty_v = penalty.item<double>();
   }
-  reducer->start_step();
+  reducer.start_step();
   if (loss.requires_grad()) loss.backward();  // gradient buckets are summed over ranks as they fill
-  reducer->finish();
+  reducer.finish();
   double norm = opt.step();
   // The logged losses are the whole batch's.
   auto values = torch::tensor({loss.item<double>(), task_loss.item<double>(), kd.defined() ? kd.item<double>() : 0.0},
@@ -222,7 +222,6 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
                                fmt("%.2e", lr) + "  " + fmt("%.1f", ex_s) + " ex/s" +
                                (gates_ && phase1 ? "  open " + fmt("%.1f", expected_open) : ""));
 }
-
 
 void Loop::save_best(const torch::Tensor& log_alpha) {
   core::shared_write([&] { save_best_here(log_alpha); });
@@ -293,7 +292,7 @@ bool Loop::run_phase(int phase, bool resumed_here) {
     auto batches = core::make_batches(*data_.train, bo, epoch_order(data_.train->size(), rc_.seed, phase, s_.epoch));
     const long nb = static_cast<long>(batches.size());
     for (long i = s_.batch_in_epoch; i < nb && s_.phase_step < phase_total_[phase]; ++i) {
-      train_step(batches[i], opt, progress, &reducer);
+      train_step(batches[i], opt, progress, reducer);
       s_.batch_in_epoch = i + 1;
       const bool epoch_end = i + 1 == nb, done = s_.phase_step >= phase_total_[phase];
       const bool eval_due = tc_.eval_every > 0 ? s_.phase_step % tc_.eval_every == 0 : epoch_end;
