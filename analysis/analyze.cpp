@@ -10,12 +10,13 @@
 #include "analysis/examples.h"
 #include "analysis/outputs.h"
 #include "analysis/stats.h"
-#include "core/checkpoint.h"
-#include "core/errors.h"
-#include "core/files.h"
-#include "core/head_mask.h"
-#include "core/log.h"
-#include "core/tensor_io.h"
+#include "core/io/checkpoint.h"
+#include "core/data/task_options.h"
+#include "core/base/errors.h"
+#include "core/base/files.h"
+#include "core/model/head_mask.h"
+#include "core/base/log.h"
+#include "core/io/tensor_io.h"
 #include "eval/evaluator.h"  // head_mask_tensor
 
 namespace hp::analysis {

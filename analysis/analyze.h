@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "core/config.h"
+#include "core/base/config.h"
 
 namespace hp::core {
 class Bert;

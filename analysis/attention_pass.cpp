@@ -12,10 +12,10 @@
 #include <sstream>
 #include <type_traits>
 
-#include "core/distributed.h"
-#include "core/errors.h"
-#include "core/files.h"
-#include "core/log.h"
+#include "core/dist/distributed.h"
+#include "core/base/errors.h"
+#include "core/base/files.h"
+#include "core/base/log.h"
 #include "prune/criteria.h"  // confidence_sums, per_example_loss: the criteria's own definitions
 
 namespace hp::analysis {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "analysis/head_stats.h"
-#include "core/batching.h"
-#include "core/bert.h"
+#include "core/data/batching.h"
+#include "core/model/bert.h"
 
 namespace hp::analysis {
 

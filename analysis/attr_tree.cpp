@@ -7,7 +7,7 @@
 #include <sstream>
 #include <utility>
 
-#include "core/xml.h"
+#include "core/base/xml.h"
 
 namespace hp::analysis {
 

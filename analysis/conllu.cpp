@@ -10,7 +10,7 @@
 #include <optional>
 #include <sstream>
 
-#include "core/errors.h"  // InputError (header-only, torch-free)
+#include "core/base/errors.h"  // InputError (header-only, torch-free)
 
 namespace hp::analysis {
 namespace {

@@ -4,8 +4,8 @@
 #include <limits>
 
 #include "analysis/conllu.h"
-#include "core/errors.h"
-#include "core/log.h"
+#include "core/base/errors.h"
+#include "core/base/log.h"
 
 namespace hp::analysis {
 

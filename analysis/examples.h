@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "analysis/head_stats.h"
-#include "core/batching.h"
-#include "core/glue.h"
-#include "core/tokenizer.h"
+#include "core/data/batching.h"
+#include "core/data/glue.h"
+#include "core/text/tokenizer.h"
 
 namespace hp::analysis {
 

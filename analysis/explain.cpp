@@ -7,13 +7,14 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "core/batching.h"
-#include "core/checkpoint.h"
-#include "core/errors.h"
-#include "core/files.h"
-#include "core/glue.h"
-#include "core/log.h"
-#include "core/tokenizer.h"
+#include "core/data/batching.h"
+#include "core/io/checkpoint.h"
+#include "core/data/task_options.h"
+#include "core/base/errors.h"
+#include "core/base/files.h"
+#include "core/data/glue.h"
+#include "core/base/log.h"
+#include "core/text/tokenizer.h"
 #include "prune/criteria.h"  // attribution_base, attention_attribution, riemann_alphas: the criterion's code
 #include "prune/plot.h"
 

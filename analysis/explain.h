@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "analysis/attr_tree.h"
-#include "core/bert.h"
-#include "core/config.h"
+#include "core/model/bert.h"
+#include "core/base/config.h"
 
 namespace hp::core {
 class WordPieceTokenizer;

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/simd_avx512.h"
+#include "core/kernels/simd_avx512.h"
 
 namespace hp::analysis {
 

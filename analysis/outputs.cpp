@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "analysis/plots.h"
-#include "core/tensor_io.h"
+#include "core/io/tensor_io.h"
 #include "prune/plot.h"
 
 namespace hp::analysis {

@@ -11,13 +11,14 @@
 
 #include "analysis/report_assets.h"  // generated from analysis/report/report.{js,css}
 #include "analysis/report_views.h"
-#include "core/checkpoint.h"
-#include "core/errors.h"
-#include "core/files.h"
-#include "core/xml.h"
-#include "core/glue.h"
-#include "core/log.h"
-#include "core/tokenizer.h"
+#include "core/io/checkpoint.h"
+#include "core/data/task_options.h"
+#include "core/base/errors.h"
+#include "core/base/files.h"
+#include "core/base/xml.h"
+#include "core/data/glue.h"
+#include "core/base/log.h"
+#include "core/text/tokenizer.h"
 #include "prune/plot.h"
 
 namespace hp::analysis {

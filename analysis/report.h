@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "analysis/report_panels.h"
-#include "core/config.h"
+#include "core/base/config.h"
 
 namespace hp::analysis {
 

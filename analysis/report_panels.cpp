@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "analysis/stats.h"
-#include "core/errors.h"
-#include "core/files.h"
-#include "core/xml.h"
-#include "core/tensor_io.h"
+#include "core/base/errors.h"
+#include "core/base/files.h"
+#include "core/base/xml.h"
+#include "core/io/tensor_io.h"
 #include "prune/plot.h"
 
 namespace hp::analysis {

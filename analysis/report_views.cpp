@@ -8,8 +8,8 @@
 
 #include "analysis/explain.h"
 #include "analysis/rollout.h"
-#include "core/batching.h"
-#include "core/errors.h"
+#include "core/data/batching.h"
+#include "core/base/errors.h"
 
 namespace hp::analysis {
 

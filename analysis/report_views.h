@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "core/bert.h"
-#include "core/glue.h"
-#include "core/tokenizer.h"
+#include "core/model/bert.h"
+#include "core/data/glue.h"
+#include "core/text/tokenizer.h"
 
 namespace hp::analysis {
 

@@ -3,7 +3,7 @@
 
 #include <Eigen/Dense>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 
 namespace hp::analysis {
 

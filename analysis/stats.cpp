@@ -6,7 +6,7 @@
 #include <boost/math/distributions/students_t.hpp>
 #include <numeric>
 
-#include "core/errors.h"  // HP_CHECK (header-only, torch-free)
+#include "core/base/errors.h"  // HP_CHECK (header-only, torch-free)
 
 namespace hp::analysis {
 namespace {

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/config.h"
+#include "core/base/config.h"
 
 namespace hp::analysis {
 

@@ -16,12 +16,14 @@
 
 #include "analysis/attention_pass.h"
 #include "analysis/examples.h"
-#include "core/batching.h"
-#include "core/blas.h"
-#include "core/checkpoint.h"
-#include "core/files.h"
-#include "core/glue.h"
-#include "core/tokenizer.h"
+#include "core/data/batching.h"
+#include "core/kernels/blas.h"
+#include "core/kernels/runtime.h"
+#include "core/io/checkpoint.h"
+#include "core/data/task_options.h"
+#include "core/base/files.h"
+#include "core/data/glue.h"
+#include "core/text/tokenizer.h"
 #include "eval/evaluator.h"
 
 namespace {

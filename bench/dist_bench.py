@@ -2,14 +2,14 @@
 """Data-parallel scaling on this machine (#13): the same work with 1 process x P threads and P processes x 1
 thread (the same cores), on the real all-MiniLM-L6-v2 and SST-2.
 
-    bench/dist_bench.py [--procs 2] [--prune build/prune/prune] [--only eval,train,prune]
+    bench/dist_bench.py [--procs 2] [--prune build/bin/prune] [--only eval,train,prune]
 
   eval   `prune eval` of the fine-tuned model on SST-2 dev (872 examples)
   train  `prune train`: 60 steps of batch 32 from the pretrained model, then the dev evaluation
   prune  the pruning run's curves (6 criteria, 11 points each, 256 ranking examples) from the fine-tuned
          model runs/sst2/finetune/best (made by the README's main command)
 Prints wall seconds per stage (from the log's "done:" lines), the speedup, and each rank's line from
-core/distributed.cpp: collectives, bytes all-reduced and the share of the run spent in them.
+core/dist/distributed.cpp: collectives, bytes all-reduced and the share of the run spent in them.
 """
 import argparse
 import os
@@ -58,7 +58,7 @@ def stages(log):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--procs", type=int, default=2)
-    ap.add_argument("--prune", default=os.path.join(REPO, "build", "prune", "prune"))
+    ap.add_argument("--prune", default=os.path.join(REPO, "build", "bin", "prune"))
     ap.add_argument("--only", default="eval,train,prune")
     a = ap.parse_args()
     cores = os.cpu_count()

@@ -1,5 +1,5 @@
 // SST-2 dev evaluation time with dynamic padding (length-sorted batches padded to their longest
-// member, core/batching.h's default) vs fixed padding to max_seq_len, and a check that both give the
+// member, core/data/batching.h's default) vs fixed padding to max_seq_len, and a check that both give the
 // same predictions (padding is masked, so they must). Exits 1 if they differ. Not a test.
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "core/batching.h"
-#include "core/blas.h"
-#include "core/checkpoint.h"
-#include "core/glue.h"
-#include "core/tokenizer.h"
+#include "core/data/batching.h"
+#include "core/kernels/blas.h"
+#include "core/kernels/runtime.h"
+#include "core/io/checkpoint.h"
+#include "core/data/task_options.h"
+#include "core/data/glue.h"
+#include "core/text/tokenizer.h"
 #include "eval/evaluator.h"
 
 namespace {

@@ -15,15 +15,16 @@
 #include <string>
 #include <vector>
 
-#include "core/attention.h"
-#include "core/attention_kernel.h"
-#include "core/bert.h"
-#include "core/bert_keys.h"
-#include "core/blas.h"
-#include "core/checkpoint.h"
-#include "core/errors.h"  // Error
-#include "core/epilogue.h"
-#include "core/gemm.h"
+#include "core/model/attention.h"
+#include "core/kernels/attention_kernel.h"
+#include "core/model/bert.h"
+#include "core/model/bert_keys.h"
+#include "core/kernels/blas.h"
+#include "core/kernels/runtime.h"
+#include "core/io/checkpoint.h"
+#include "core/base/errors.h"  // Error
+#include "core/kernels/epilogue.h"
+#include "core/kernels/gemm.h"
 #include "eval/flops.h"
 
 namespace {
@@ -198,7 +199,7 @@ void report(const std::vector<Timed>& items) {
               peak, peak_item->label.c_str(), best_peak);
 }
 
-// Where one layer's time goes: each op of core/bert.cpp's inference path timed alone on inputs of its
+// Where one layer's time goes: each op of core/model/bert.cpp's inference path timed alone on inputs of its
 // real shape; `alt:` rows are alternatives that lost (not counted in the sum).
 void profile_layer(const hp::core::BertConfig& cfg, const Options& o) {
   torch::NoGradGuard no_grad;

@@ -10,7 +10,7 @@ import statistics
 import time
 
 # Debian's OpenBLAS mis-detects some CPUs (Sapphire Rapids as Prescott, ~5x slower); it reads this at
-# load time, so it must be set before torch is imported. core/blas.cpp does the same for our programs.
+# load time, so it must be set before torch is imported. core/kernels/blas.cpp does the same for our programs.
 os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
 
 import torch  # noqa: E402

@@ -5,7 +5,7 @@
 # kept (their train_result.json), so a rerun only does what is missing. About 35 min on 2 cores.
 # Usage: bench/gates_table.sh            (env PRUNE, BASE = starting model, OUT = runs folder)
 set -euo pipefail
-PRUNE="${PRUNE:-build/prune/prune}"
+PRUNE="${PRUNE:-build/bin/prune}"
 BASE="${BASE:-runs/sst2/finetune/best}"
 OUT="${OUT:-runs/gates}"
 [[ -f "$BASE/config.json" ]] || { echo "gates_table: $BASE not found; run README command 1 first (or set BASE)" >&2; exit 1; }

@@ -12,11 +12,12 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "core/blas.h"
-#include "core/checkpoint.h"
-#include "core/errors.h"  // HP_CHECK
-#include "core/log.h"
-#include "core/tokenizer.h"
+#include "core/kernels/blas.h"
+#include "core/kernels/runtime.h"
+#include "core/io/checkpoint.h"
+#include "core/base/errors.h"  // HP_CHECK
+#include "core/base/log.h"
+#include "core/text/tokenizer.h"
 #include "eval/evaluator.h"
 #include "prune/criteria.h"
 #include "prune/curves.h"

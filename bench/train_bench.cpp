@@ -7,13 +7,14 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "core/batching.h"
-#include "core/blas.h"
-#include "core/checkpoint.h"
-#include "core/config.h"
-#include "core/errors.h"
-#include "core/glue.h"
-#include "core/tokenizer.h"
+#include "core/data/batching.h"
+#include "core/kernels/blas.h"
+#include "core/kernels/runtime.h"
+#include "core/io/checkpoint.h"
+#include "core/base/config.h"
+#include "core/base/errors.h"
+#include "core/data/glue.h"
+#include "core/text/tokenizer.h"
 #include "train/trainer.h"
 
 int main(int argc, char** argv) {

@@ -5,9 +5,9 @@
 
 #include <chrono>
 
-#include "core/distributed.h"
-#include "core/errors.h"  // InputError
-#include "core/log.h"
+#include "core/dist/distributed.h"
+#include "core/base/errors.h"  // InputError
+#include "core/base/log.h"
 #include "eval/metrics.h"
 
 namespace hp::eval {

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "core/batching.h"
-#include "core/bert.h"
-#include "core/glue.h"
-#include "core/head_mask.h"
+#include "core/data/batching.h"
+#include "core/model/bert.h"
+#include "core/data/glue.h"
+#include "core/model/head_mask.h"
 
 namespace hp::eval {
 

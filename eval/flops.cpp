@@ -1,7 +1,7 @@
 // FLOP and parameter counts (see eval/flops.h).
 #include "eval/flops.h"
 
-#include "core/bert_keys.h"
+#include "core/model/bert_keys.h"
 
 namespace hp::eval {
 

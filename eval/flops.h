@@ -3,7 +3,7 @@
 // classifier); element-wise work (softmax, LayerNorm, GELU) is left out, as in Michel et al.'s plots.
 #pragma once
 
-#include "core/bert_config.h"
+#include "core/model/bert_config.h"
 
 namespace hp::eval {
 

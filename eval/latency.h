@@ -2,7 +2,7 @@
 // warm-up runs, then the median of timed runs. Used by `prune bench` and the pruning curves.
 #pragma once
 
-#include "core/bert.h"
+#include "core/model/bert.h"
 
 namespace hp::eval {
 

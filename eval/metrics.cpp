@@ -6,7 +6,7 @@
 #include <limits>
 #include <numeric>
 
-#include "core/errors.h"  // HP_CHECK
+#include "core/base/errors.h"  // HP_CHECK
 
 namespace hp::eval {
 namespace {
@@ -15,7 +15,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 enum class Kind { kClass, kScore };
 
-// The metric table: name -> function. Task rows in core/glue.cpp name these.
+// The metric table: name -> function. Task rows in core/data/glue.cpp name these.
 struct MetricSpec {
   const char* name;
   Kind kind;

@@ -1,5 +1,5 @@
 // GLUE metrics: accuracy, binary F1, Matthews correlation, Pearson and Spearman, plus
-// compute_metrics() which evaluates the metric set named in a task's row (core/glue.h). Torch-free.
+// compute_metrics() which evaluates the metric set named in a task's row (core/data/glue.h). Torch-free.
 // Degenerate inputs follow sklearn 1.2 / scipy 1.10: undefined F1 and MCC give 0, constant or
 // too-short inputs give NaN for correlations, empty input gives NaN for accuracy.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/glue.h"  // TaskSpec
+#include "core/data/glue.h"  // TaskSpec
 
 namespace hp::eval {
 

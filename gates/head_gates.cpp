@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"  // ConfigError, HP_CHECK
+#include "core/base/errors.h"  // ConfigError, HP_CHECK
 
 namespace hp::gates {
 

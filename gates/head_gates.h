@@ -1,13 +1,13 @@
 // One Hard-Concrete gate per attention head with the L0 penalty (Voita et al. 2019, "Analyzing
 // Multi-Head Self-Attention", sec. 4; Louizos et al. 2018 eqs. 10, 12, 13). A thin owner of log α
 // [L, H]: the math is gates/hard_concrete.h, the exact-N Lagrangian gates/target_controller.h, and
-// the model applies the gate tensor as its head mask (core/bert.h).
+// the model applies the gate tensor as its head mask (core/model/bert.h).
 #pragma once
 
 #include <torch/torch.h>
 
-#include "core/config.h"     // GateConfig
-#include "core/head_mask.h"  // HeadSet
+#include "core/base/config.h"     // GateConfig
+#include "core/model/head_mask.h"  // HeadSet
 #include "gates/hard_concrete.h"
 
 namespace hp::gates {

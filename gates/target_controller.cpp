@@ -4,7 +4,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/errors.h"  // ConfigError, CheckpointError, HP_CHECK
+#include "core/base/errors.h"  // ConfigError, CheckpointError, HP_CHECK
 
 namespace hp::gates {
 

@@ -7,7 +7,7 @@
 
 #include <torch/torch.h>
 
-#include "core/config.h"  // GateConfig
+#include "core/base/config.h"  // GateConfig
 
 namespace hp::gates {
 

@@ -5,8 +5,8 @@
 // ablation starts at layer l (reuse_lower_layers; off = full forward, for the benchmark).
 #include <cmath>
 
-#include "core/distributed.h"
-#include "core/errors.h"
+#include "core/dist/distributed.h"
+#include "core/base/errors.h"
 #include "eval/evaluator.h"  // predictions_from_logits
 #include "eval/metrics.h"
 #include "prune/criteria.h"

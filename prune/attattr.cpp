@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/distributed.h"
-#include "core/errors.h"
+#include "core/dist/distributed.h"
+#include "core/base/errors.h"
 #include "prune/criteria.h"
 
 namespace hp::prune {

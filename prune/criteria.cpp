@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <random>
 
-#include "core/distributed.h"
-#include "core/errors.h"
-#include "core/tensor_io.h"  // read_safetensors
+#include "core/dist/distributed.h"
+#include "core/base/errors.h"
+#include "core/io/tensor_io.h"  // read_safetensors
 
 namespace hp::prune {
 

@@ -7,7 +7,7 @@
 //               tokens (both as queries and as attended keys), as in Voita's definition.
 //   lrp         Voita et al. 2019 / Ding et al. 2017: relevance of the predicted class's logit, propagated
 //               to each head's output, summed over the head's neurons, normalised over the heads of the
-//               layer (R_h / Σ_h' |R_h'|) per example, averaged. Rules (core/bert.h lrp_rules):
+//               layer (R_h / Σ_h' |R_h'|) per example, averaged. Rules (core/model/bert.h lrp_rules):
 //               linear layers LRP-0 (z-rule: R_i = Σ_j x_i w_ij / z_j · R_j; biases keep their share),
 //               attention: the weights are constants, relevance flows through the values only (AH rule);
 //               LayerNorm: centring is linear, 1/σ is a constant (LN rule); GELU and the pooler's tanh:
@@ -33,10 +33,10 @@
 #include <string>
 #include <vector>
 
-#include "core/batching.h"
-#include "core/bert.h"
-#include "core/config.h"  // PruneConfig
-#include "core/glue.h"
+#include "core/data/batching.h"
+#include "core/model/bert.h"
+#include "core/base/config.h"  // PruneConfig
+#include "core/data/glue.h"
 
 namespace hp::prune {
 

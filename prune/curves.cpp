@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <random>
 
-#include "core/distributed.h"
-#include "core/errors.h"
-#include "core/log.h"
+#include "core/dist/distributed.h"
+#include "core/base/errors.h"
+#include "core/base/log.h"
 #include "eval/evaluator.h"
 #include "eval/flops.h"
 #include "eval/latency.h"

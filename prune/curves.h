@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "core/batching.h"
-#include "core/bert.h"
-#include "core/config.h"
-#include "core/head_mask.h"
+#include "core/data/batching.h"
+#include "core/model/bert.h"
+#include "core/base/config.h"
+#include "core/model/head_mask.h"
 #include "prune/criteria.h"
 #include "prune/run_store.h"
 

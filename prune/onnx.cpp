@@ -3,10 +3,10 @@
 
 #include <filesystem>
 
-#include "core/errors.h"
-#include "core/log.h"
-#include "core/process.h"
-#include "core/tensor_io.h"
+#include "core/base/errors.h"
+#include "core/base/log.h"
+#include "core/base/process.h"
+#include "core/io/tensor_io.h"
 #include "eval/latency.h"
 
 namespace hp::prune {

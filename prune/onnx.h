@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/bert.h"
+#include "core/model/bert.h"
 
 namespace hp::prune {
 

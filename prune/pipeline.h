@@ -10,8 +10,8 @@
 
 #include <atomic>
 
-#include "core/bert_config.h"
-#include "core/config.h"
+#include "core/model/bert_config.h"
+#include "core/base/config.h"
 
 namespace hp::prune {
 

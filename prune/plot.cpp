@@ -9,10 +9,10 @@
 #include <limits>
 #include <sstream>
 
-#include "core/files.h"
-#include "core/log.h"
-#include "core/process.h"
-#include "core/xml.h"
+#include "core/base/files.h"
+#include "core/base/log.h"
+#include "core/base/process.h"
+#include "core/base/xml.h"
 
 namespace hp::prune {
 

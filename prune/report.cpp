@@ -3,9 +3,9 @@
 
 #include <sstream>
 
-#include "core/files.h"
-#include "core/head_mask.h"
-#include "core/tensor_io.h"
+#include "core/base/files.h"
+#include "core/model/head_mask.h"
+#include "core/io/tensor_io.h"
 #include "eval/evaluator.h"  // head_mask_tensor
 #include "prune/plot.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/glue.h"
+#include "core/data/glue.h"
 #include "prune/curves.h"
 
 namespace hp::prune {

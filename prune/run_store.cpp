@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "core/errors.h"
-#include "core/files.h"
-#include "core/run_folder.h"
+#include "core/base/errors.h"
+#include "core/base/files.h"
+#include "core/base/run_folder.h"
 
 namespace hp::prune {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/run_folder.h"
+#include "core/base/run_folder.h"
 
 namespace hp::prune {
 
@@ -19,7 +19,7 @@ struct CurvePoint {
   int seed = 0;
   int step = 0;                  // index into the schedule
   int pruned = 0, kept = 0;      // heads
-  std::string mask;              // the pruned heads as a head-mask spec (core/head_mask.h)
+  std::string mask;              // the pruned heads as a head-mask spec (core/model/head_mask.h)
   std::map<std::string, double> metrics;
   std::vector<float> predictions;  // per evaluation example, dataset order (for the bootstrap)
   long params = 0;

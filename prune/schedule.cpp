@@ -5,7 +5,7 @@
 #include <cmath>
 #include <tuple>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 
 namespace hp::prune {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/bert_config.h"
-#include "core/head_mask.h"  // HeadSet
+#include "core/model/bert_config.h"
+#include "core/model/head_mask.h"  // HeadSet
 
 namespace hp::prune {
 

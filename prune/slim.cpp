@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "core/bert_keys.h"
-#include "core/errors.h"
+#include "core/model/bert_keys.h"
+#include "core/base/errors.h"
 
 namespace hp::prune {
 

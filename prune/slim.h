@@ -1,12 +1,12 @@
 // Physical head removal: a slimmed model whose Q, K, V rows and output-projection columns of pruned
-// heads are gone (driven by the head axis column of core/bert_keys.h). A layer left with 0 heads keeps
+// heads are gone (driven by the head axis column of core/model/bert_keys.h). A layer left with 0 heads keeps
 // only the output bias on its residual path. config.pruned_heads records the removed heads by their
-// original indices (Hugging Face re-prunes from it); core/checkpoint.h also writes heads_per_layer.
+// original indices (Hugging Face re-prunes from it); core/io/checkpoint.h also writes heads_per_layer.
 // dense_model goes back to the original shapes with the removed heads zeroed.
 #pragma once
 
-#include "core/bert.h"
-#include "core/head_mask.h"
+#include "core/model/bert.h"
+#include "core/model/head_mask.h"
 
 namespace hp::prune {
 

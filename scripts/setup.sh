@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One-command setup on a fresh Debian 12 machine: apt packages (LibTorch, OpenBLAS, build tools),
-# the Python reference and the real model (scripts/setup_python.sh), then a Release build in build/.
+# the Python reference and the real model (scripts/setup_python.sh), then a Release build in build/,
+# installed so that `prune` is on the PATH.
 # Re-running is fast and harmless: every step checks before it acts.
-# Usage: scripts/setup.sh [--v5]     (env BUILD_DIR to build elsewhere, HP_WERROR=ON for CI)
+# Usage: scripts/setup.sh [--v5]     (env BUILD_DIR to build elsewhere, HP_PREFIX to install elsewhere than
+#                                     /usr/local, HP_WERROR=ON for CI)
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -50,9 +52,17 @@ cmake -S "$REPO" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHP_WERROR
   || die "cmake configure failed; see the output above"
 ninja -C "$BUILD_DIR" -j"$(nproc)" || die "build failed; see the compiler output above"
 
-# 5. The parsers' libFuzzer targets (clang, ASan + UBSan, no LibTorch): CTest runs each briefly (fuzz.*).
+# 5. `prune` on the PATH: the binary into $PREFIX/bin, the shipped configs into $PREFIX/share/headprune/configs
+#    (where `prune --config NAME` finds them). HP_PREFIX picks another prefix (its bin/ must be on the PATH).
+PREFIX="${HP_PREFIX:-/usr/local}"
+SUDO=""; [[ $(id -u) -ne 0 && ! -w "$PREFIX" ]] && SUDO="sudo"
+step "install: $PREFIX/bin/prune, configs in $PREFIX/share/headprune/configs"
+$SUDO cmake --install "$BUILD_DIR" --prefix "$PREFIX" >/dev/null || die "cmake --install into $PREFIX failed; set HP_PREFIX to a writable prefix"
+command -v prune >/dev/null || echo "[setup] note: $PREFIX/bin is not on your PATH; add it (export PATH=\"$PREFIX/bin:\$PATH\")"
+
+# 6. The parsers' libFuzzer targets (clang, ASan + UBSan, no LibTorch): CTest runs each briefly (fuzz.*).
 step "build: $REPO/build-fuzz (fuzz targets)"
 CC=clang CXX=clang++ cmake -S "$REPO" -B "$REPO/build-fuzz" -G Ninja -DHP_FUZZ=ON >/dev/null \
   || die "cmake configure of the fuzz targets failed; see the output above"
 ninja -C "$REPO/build-fuzz" -j"$(nproc)" >/dev/null || die "building the fuzz targets failed"
-step "done: $BUILD_DIR/prune/prune --help"
+step "done: prune --help ($PREFIX/bin/prune; the build tree's is $BUILD_DIR/bin/prune)"

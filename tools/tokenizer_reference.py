@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hugging Face reference ids for the C++ WordPiece tokenizer (core/tokenizer.h).
+"""Hugging Face reference ids for the C++ WordPiece tokenizer (core/text/tokenizer.h).
 
 Pinned: transformers==4.40.2 tokenizers==0.19.1 (venv: /root/.cache/headprune/venv).
 Reads every text of the GLUE splits, the MNLI TextFooler subset and the UD EWT '# text =' lines

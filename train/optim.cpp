@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/errors.h"  // InternalError (HP_CHECK)
+#include "core/base/errors.h"  // InternalError (HP_CHECK)
 
 namespace hp::train {
 

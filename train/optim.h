@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"  // TrainConfig
+#include "core/base/config.h"  // TrainConfig
 
 namespace hp::train {
 

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/distributed.h"
-#include "core/errors.h"  // InputError, ConfigError
-#include "core/files.h"   // write_file_atomic, read_file
+#include "core/dist/distributed.h"
+#include "core/base/errors.h"  // InputError, ConfigError
+#include "core/base/files.h"   // write_file_atomic, read_file
 
 namespace hp::train {
 

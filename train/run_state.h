@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/bert.h"
-#include "core/tensor_io.h"  // TensorMap
+#include "core/model/bert.h"
+#include "core/io/tensor_io.h"  // TensorMap
 #include "train/optim.h"
 
 namespace hp::train {

@@ -4,10 +4,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "core/batching.h"
-#include "core/checkpoint.h"
-#include "core/files.h"  // write_file_atomic
-#include "core/log.h"
+#include "core/data/batching.h"
+#include "core/io/checkpoint.h"
+#include "core/data/task_options.h"
+#include "core/base/files.h"  // write_file_atomic
+#include "core/base/log.h"
 
 namespace hp::train {
 

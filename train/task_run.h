@@ -6,8 +6,8 @@
 #include <atomic>
 #include <string>
 
-#include "core/config.h"
-#include "core/head_mask.h"
+#include "core/base/config.h"
+#include "core/model/head_mask.h"
 #include "train/trainer.h"
 
 namespace hp::train {

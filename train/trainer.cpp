@@ -8,12 +8,12 @@
 #include <memory>
 #include <optional>
 
-#include "core/checkpoint.h"  // save_bert, load_bert
-#include "core/distributed.h"
-#include "core/errors.h"      // ConfigError
-#include "core/files.h"       // write_file_atomic
-#include "core/log.h"
-#include "core/tensor_io.h"   // write_hdf5
+#include "core/io/checkpoint.h"  // save_bert, load_bert
+#include "core/dist/distributed.h"
+#include "core/base/errors.h"      // ConfigError
+#include "core/base/files.h"       // write_file_atomic
+#include "core/base/log.h"
+#include "core/io/tensor_io.h"   // write_hdf5
 #include "eval/evaluator.h"
 #include "gates/head_gates.h"
 #include "gates/target_controller.h"

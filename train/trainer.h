@@ -10,11 +10,11 @@
 #include <map>
 #include <string>
 
-#include "core/batching.h"   // EncodedDataset
-#include "core/bert.h"
-#include "core/config.h"     // TrainConfig, GateConfig, RunConfig
-#include "core/glue.h"       // TaskSpec
-#include "core/head_mask.h"  // HeadSet
+#include "core/data/batching.h"   // EncodedDataset
+#include "core/model/bert.h"
+#include "core/base/config.h"     // TrainConfig, GateConfig, RunConfig
+#include "core/data/glue.h"       // TaskSpec
+#include "core/model/head_mask.h"  // HeadSet
 
 namespace hp::train {
 

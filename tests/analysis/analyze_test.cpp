@@ -12,8 +12,8 @@
 #include "analysis/examples.h"
 #include "analysis/outputs.h"
 #include "analysis/roles.h"
-#include "core/checkpoint.h"
-#include "core/files.h"
+#include "core/io/checkpoint.h"
+#include "core/base/files.h"
 
 using namespace hp;
 using analysis::ExampleInfo;

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "core/errors.h"  // InputError
+#include "core/base/errors.h"  // InputError
 #include "skip.h"
 
 using Catch::Matchers::Contains;

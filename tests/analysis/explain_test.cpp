@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/explain.h"
-#include "core/checkpoint.h"
-#include "core/glue.h"
-#include "core/tokenizer.h"
+#include "core/io/checkpoint.h"
+#include "core/data/glue.h"
+#include "core/text/tokenizer.h"
 #include "skip.h"
 
 TEST_CASE("prune explain: attribution per layer and the tree equal the Python reference", "[explain][golden]") {

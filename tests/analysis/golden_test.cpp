@@ -15,9 +15,9 @@
 #include "analysis/examples.h"
 #include "analysis/outputs.h"
 #include "analysis/roles.h"
-#include "core/checkpoint.h"
-#include "core/files.h"
-#include "core/glue.h"
+#include "core/io/checkpoint.h"
+#include "core/base/files.h"
+#include "core/data/glue.h"
 
 using namespace hp;
 using nlohmann::json;

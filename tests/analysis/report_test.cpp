@@ -14,9 +14,9 @@
 #include "analysis/report_panels.h"
 #include "analysis/report_views.h"
 #include "analysis/rollout.h"
-#include "core/checkpoint.h"
-#include "core/errors.h"
-#include "core/tokenizer.h"
+#include "core/io/checkpoint.h"
+#include "core/base/errors.h"
+#include "core/text/tokenizer.h"
 #include "prune/slim.h"
 #include "skip.h"
 

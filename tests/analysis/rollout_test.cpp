@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "analysis/rollout.h"
-#include "core/errors.h"
+#include "core/base/errors.h"
 
 using hp::analysis::attention_rollout;
 

@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <torch/torch.h>
 
-#include "core/head_mask.h"
-#include "core/tensor_io.h"
+#include "core/model/head_mask.h"
+#include "core/io/tensor_io.h"
 #include "cli/cli_util.h"
 
 using namespace hp::test;

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "core/bert.h"
-#include "core/checkpoint.h"
+#include "core/model/bert.h"
+#include "core/io/checkpoint.h"
 
 namespace {
 

@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "core/attention.h"
-#include "core/attention_kernel.h"
-#include "core/bert.h"  // extended_attention_mask
+#include "core/model/attention.h"
+#include "core/kernels/attention_kernel.h"
+#include "core/model/bert.h"  // extended_attention_mask
 
 namespace {
 

@@ -6,9 +6,9 @@
 
 #include <filesystem>
 
-#include "core/checkpoint.h"
-#include "core/tensor_io.h"
-#include "core/tokenizer.h"
+#include "core/io/checkpoint.h"
+#include "core/io/tensor_io.h"
+#include "core/text/tokenizer.h"
 #include "skip.h"
 
 namespace {

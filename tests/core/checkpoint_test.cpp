@@ -7,9 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/checkpoint.h"
-#include "core/errors.h"
-#include "core/tensor_io.h"
+#include "core/io/checkpoint.h"
+#include "core/base/errors.h"
+#include "core/io/tensor_io.h"
 
 namespace fs = std::filesystem;
 using Catch::Contains;

@@ -4,8 +4,8 @@
 
 #include <fstream>
 
-#include "core/config.h"
-#include "core/errors.h"
+#include "core/base/config.h"
+#include "core/base/errors.h"
 
 using Catch::Contains;
 

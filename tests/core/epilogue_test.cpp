@@ -1,12 +1,12 @@
-// The fused GEMM epilogues (core/epilogue.h) against double-precision closed forms and ATen, at odd
+// The fused GEMM epilogues (core/kernels/epilogue.h) against double-precision closed forms and ATen, at odd
 // widths and row strides; and the whole inference forward with them on and off.
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
 #include <cmath>
 
-#include "core/checkpoint.h"
-#include "core/epilogue.h"
+#include "core/io/checkpoint.h"
+#include "core/kernels/epilogue.h"
 
 namespace {
 

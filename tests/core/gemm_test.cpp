@@ -1,7 +1,7 @@
 // The inference GEMM (oneDNN's sgemm, or ATen's addmm_ when switched off) against torch::linear.
 #include <catch2/catch.hpp>
 
-#include "core/gemm.h"
+#include "core/kernels/gemm.h"
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
 // core/glue: the task table, the TSV reader on the real GLUE files in ../shared/data (row counts from
 // its README, class counts derived independently with awk), format quirks on files written here, and
 // the bad-input catalogue in tests/data/bad/.
-#include "core/glue.h"
+#include "core/data/glue.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -10,8 +10,9 @@
 #include <map>
 #include <unistd.h>  // getpid
 
-#include "core/checkpoint.h"
-#include "core/errors.h"  // ConfigError, InputError
+#include "core/io/checkpoint.h"
+#include "core/data/task_options.h"
+#include "core/base/errors.h"  // ConfigError, InputError
 
 using Catch::Matchers::Contains;
 using hp::core::Example;

@@ -3,8 +3,8 @@
 
 #include <fstream>
 
-#include "core/errors.h"
-#include "core/head_mask.h"
+#include "core/base/errors.h"
+#include "core/model/head_mask.h"
 
 using Catch::Contains;
 

@@ -3,7 +3,7 @@
 // 3.9 steps/s while doing 1.7), and a stage that has finished nothing yet says ETA "?" rather than a guess.
 #include <catch2/catch.hpp>
 
-#include "core/log.h"
+#include "core/base/log.h"
 
 TEST_CASE("progress: rate and ETA from the stage's own start, earlier units excluded", "[core][progress]") {
   double now = 100.0;

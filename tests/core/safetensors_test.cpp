@@ -1,7 +1,7 @@
 // Tensor file IO: safetensors (HF-written fixture, round trips, the bad-input catalogue),
 // torch.save .bin (fixtures written by tools/make_tensor_fixtures.py, values in *.expected.json
 // sidecars) and the HDF5 export round trip.
-#include "core/safetensors.h"
+#include "core/io/safetensors.h"
 #include "skip.h"
 
 #include <torch/serialize.h>  // pickle_save
@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"
-#include "core/tensor_io.h"
-#include "core/torch_pickle.h"
+#include "core/base/errors.h"
+#include "core/io/tensor_io.h"
+#include "core/io/torch_pickle.h"
 
 namespace fs = std::filesystem;
 using hp::CheckpointError;

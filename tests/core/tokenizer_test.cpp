@@ -1,7 +1,7 @@
 // WordPiece tokenizer: hand-computed cases on a tiny vocab, hand-checked cases on the real
 // bert-base-uncased vocab, and id-for-id parity with HF BertTokenizerFast on all GLUE, MNLI
 // subset and UD EWT text (reference from tools/tokenizer_reference.py).
-#include "core/tokenizer.h"
+#include "core/text/tokenizer.h"
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"  // InputError, ConfigError
+#include "core/base/errors.h"  // InputError, ConfigError
 #include "skip.h"
 
 using hp::core::Encoding;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Data-parallel runs (#13): 2 processes on localhost with Gloo, 1 thread each, against 1 process.
 
-    tests/dist/data_parallel.py --prune build/prune/prune --case NAME [--port P]
+    tests/dist/data_parallel.py --prune build/bin/prune --case NAME [--port P]
 
 Cases (each a CTest test, dist.NAME):
   prune      the pruning run: every criterion's importance within 1e-5 relative, the curves' metrics, the

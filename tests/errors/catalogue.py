@@ -6,8 +6,8 @@ the exact error line (the scratch folder written as $SCRATCH) and what must not 
 command executed, an earlier result damaged). This table is the only copy: `--write-doc` renders
 docs/errors.md from it and the `errors.doc` test fails when that file is stale.
 
-    tests/errors/catalogue.py --prune build/prune/prune --fail-io build/tests/libhp_fail_io.so --entry ID
-    tests/errors/catalogue.py --prune build/prune/prune --fail-io ... --show   # what prune prints now
+    tests/errors/catalogue.py --prune build/bin/prune --fail-io build/tests/libhp_fail_io.so --entry ID
+    tests/errors/catalogue.py --prune build/bin/prune --fail-io ... --show   # what prune prints now
     tests/errors/catalogue.py --write-doc | --check-doc | --list
 
 Standard library only: the inputs are written byte by byte by tests/errors/fixtures.py.
@@ -584,7 +584,7 @@ def doc():
 def main():
     global PRUNE, FAIL_IO
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--prune", default=os.path.join(fx.REPO, "build", "prune", "prune"))
+    ap.add_argument("--prune", default=os.path.join(fx.REPO, "build", "bin", "prune"))
     ap.add_argument("--fail-io", default=os.path.join(fx.REPO, "build", "tests", "libhp_fail_io.so"))
     ap.add_argument("--entry")
     ap.add_argument("--show", action="store_true")

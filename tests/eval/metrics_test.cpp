@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/errors.h"  // InternalError
-#include "core/glue.h"    // find_task
+#include "core/base/errors.h"  // InternalError
+#include "core/data/glue.h"    // find_task
 
 using Catch::Matchers::Contains;
 using hp::eval::accuracy;

@@ -1,7 +1,7 @@
 // config.json: every field range-checked before anything is allocated, then written back and read again.
 #include <string>
 
-#include "core/bert_config.h"
+#include "core/model/bert_config.h"
 #include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,7 +1,7 @@
 // Head-mask specs ("2:0,3;5:11"), against a 12 x 12 model, and their round trip through format_head_mask.
 #include <string>
 
-#include "core/head_mask.h"
+#include "core/model/head_mask.h"
 #include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,5 +1,5 @@
-// The data.pkl of pytorch_model.bin: the restricted unpickler (core/torch_pickle.h).
-#include "core/torch_pickle.h"
+// The data.pkl of pytorch_model.bin: the restricted unpickler (core/io/torch_pickle.h).
+#include "core/io/torch_pickle.h"
 #include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,7 +1,7 @@
-// safetensors: header length, JSON, dtypes, shapes, offsets (core/safetensors.h), and every tensor's bytes.
+// safetensors: header length, JSON, dtypes, shapes, offsets (core/io/safetensors.h), and every tensor's bytes.
 #include <vector>
 
-#include "core/safetensors.h"
+#include "core/io/safetensors.h"
 #include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

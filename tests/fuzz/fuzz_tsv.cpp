@@ -2,7 +2,7 @@
 // subset), the rest is its dev file.
 #include <string>
 
-#include "core/glue.h"
+#include "core/data/glue.h"
 #include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 
 namespace hp::fuzz {
 

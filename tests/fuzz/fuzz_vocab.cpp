@@ -1,7 +1,7 @@
 // vocab.txt, then WordPiece on a fixed pair and on the vocab text itself as input.
 #include <string>
 
-#include "core/tokenizer.h"
+#include "core/text/tokenizer.h"
 #include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

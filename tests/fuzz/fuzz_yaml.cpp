@@ -1,7 +1,7 @@
 // The YAML config and a --set override: the first line of the input is the assignment, the rest the file.
 #include <string>
 
-#include "core/config.h"
+#include "core/base/config.h"
 #include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

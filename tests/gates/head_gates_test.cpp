@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 
 using Catch::Matchers::Contains;
 

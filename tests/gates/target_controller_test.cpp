@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "gates/head_gates.h"
 
 using Catch::Matchers::Contains;

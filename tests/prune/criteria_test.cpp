@@ -9,9 +9,9 @@
 
 #include <filesystem>
 
-#include "core/checkpoint.h"
-#include "core/errors.h"
-#include "core/tensor_io.h"
+#include "core/io/checkpoint.h"
+#include "core/base/errors.h"
+#include "core/io/tensor_io.h"
 #include "eval/evaluator.h"
 #include "prune/criteria.h"
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "core/glue.h"
+#include "core/data/glue.h"
 #include "prune/curves.h"
 #include "prune/report.h"
 

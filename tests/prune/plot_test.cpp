@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "core/process.h"
-#include "core/xml.h"
+#include "core/base/process.h"
+#include "core/base/xml.h"
 #include "prune/plot.h"
 #include "skip.h"
 

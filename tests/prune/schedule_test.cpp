@@ -1,7 +1,7 @@
 // prune/schedule.h: schedule points to head counts, and rankings (global, per layer, minimum per layer).
 #include <catch2/catch.hpp>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "prune/schedule.h"
 
 using hp::core::HeadSet;

@@ -8,12 +8,12 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "core/checkpoint.h"
-#include "core/files.h"
-#include "core/tensor_io.h"
+#include "core/io/checkpoint.h"
+#include "core/base/files.h"
+#include "core/io/tensor_io.h"
 #include "eval/evaluator.h"
 #include "eval/flops.h"
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "prune/onnx.h"
 #include "prune/slim.h"
 

@@ -2,7 +2,7 @@
 """Hard stops (#15 §4): a run killed with SIGKILL at seeded random moments and resumed each time ends with
 exactly the outputs of a run that was never interrupted.
 
-    tests/stops/kill_resume.py --prune build/prune/prune --kind train|prune [--kills 5] [--seed 1]
+    tests/stops/kill_resume.py --prune build/bin/prune --kind train|prune [--kills 5] [--seed 1]
         [--model DIR] [--task T] [--extra ARGS]   # defaults: the tiny golden model on a small data root
 
 After every kill, every file of the run folder that a resume could read must be whole: JSON parses,
@@ -130,7 +130,7 @@ def resume_args(kind, args, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--prune", default=os.path.join(fx.REPO, "build", "prune", "prune"))
+    ap.add_argument("--prune", default=os.path.join(fx.REPO, "build", "bin", "prune"))
     ap.add_argument("--kind", choices=["train", "prune"], required=True)
     ap.add_argument("--kills", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)

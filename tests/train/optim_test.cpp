@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "core/checkpoint.h"  // load_bert
+#include "core/io/checkpoint.h"  // load_bert
 
 using hp::train::linear_schedule;
 using hp::train::Optimizer;

@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <random>
 
-#include "core/checkpoint.h"  // load_bert
-#include "core/errors.h"      // ConfigError
-#include "core/files.h"       // read_file
-#include "core/tensor_io.h"   // read_hdf5
+#include "core/io/checkpoint.h"  // load_bert
+#include "core/base/errors.h"      // ConfigError
+#include "core/base/files.h"       // read_file
+#include "core/io/tensor_io.h"   // read_hdf5
 #include "eval/evaluator.h"   // evaluate
 
 using Catch::Matchers::Contains;

@@ -1,0 +1,106 @@
+// `prune infer`: logits (and optionally last hidden states) for each line of a text file, written to
+// HDF5 or JSON. Lines are "text" or "text_a<TAB>text_b". Used for parity checks and by users.
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/data/batching.h"
+#include "core/io/checkpoint.h"
+#include "core/base/errors.h"
+#include "core/base/files.h"
+#include "core/base/log.h"
+#include "core/io/tensor_io.h"
+#include "cli/commands.h"
+
+namespace hp::cli {
+namespace {
+
+std::vector<core::Example> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot read the --input file; give a text file with one example per line");
+  std::vector<core::Example> out;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    core::Example ex;
+    ex.line = n;
+    size_t tab = line.find('\t');
+    ex.text_a = line.substr(0, tab);
+    if (tab != std::string::npos) ex.text_b = line.substr(tab + 1);
+    if (ex.text_b.find('\t') != std::string::npos)
+      throw InputError(path + ":" + std::to_string(n) + ": more than 2 tab-separated fields; use \"text\" or \"text_a<TAB>text_b\"");
+    out.push_back(ex);
+  }
+  if (out.empty()) throw InputError(path + ": no examples (all lines empty); give one example per line");
+  return out;
+}
+
+}  // namespace
+
+int run_infer(const core::Config& cfg) {
+  if (cfg.infer.input.empty()) throw ConfigError("infer.input is empty; pass --input FILE");
+  auto examples = read_lines(cfg.infer.input);
+  core::LoadReport report;
+  core::Bert model = core::load_bert(cfg.model.path, {}, &report);
+  if (report.classifier_initialized)
+    core::log_warn("infer", cfg.model.path + " has no classifier: logits come from a fresh classifier (seed " +
+                                std::to_string(cfg.run.seed) + ")");
+  core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
+  auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
+  auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
+  core::BatchOptions bo;
+  bo.batch_size = cfg.infer.batch_size;
+  bo.pad_id = tok.pad_id();
+  auto batches = core::make_batches(data, bo);
+
+  const long N = static_cast<long>(data.size()), D = model.config().hidden_size;
+  long S = 0;
+  for (const auto& ids : data.ids) S = std::max<long>(S, static_cast<long>(ids.size()));
+  auto logits = torch::zeros({N, model.config().num_labels});
+  auto hidden = cfg.infer.hidden ? torch::zeros({N, S, D}) : torch::Tensor();
+  auto lengths = torch::zeros({N}, torch::kLong);
+  torch::NoGradGuard no_grad;
+  core::Progress progress("infer", N);
+  long done = 0;
+  for (const auto& b : batches) {
+    auto out = model.forward(core::encoder_input(b));
+    auto idx = torch::tensor(b.index, torch::kLong);
+    logits.index_copy_(0, idx, out.logits);
+    lengths.index_copy_(0, idx, b.attention_mask.sum(1));
+    if (hidden.defined()) hidden.narrow(1, 0, out.last_hidden.size(1)).index_copy_(0, idx, out.last_hidden);
+    done += b.input_ids.size(0);
+    progress.update(done);
+  }
+  progress.finish();
+
+  std::string out_path = cfg.infer.output.empty() ? cfg.infer.input + ".logits.h5" : cfg.infer.output;
+  if (std::filesystem::path(out_path).extension() == ".json") {
+    nlohmann::json j = nlohmann::json::array();
+    for (long i = 0; i < N; ++i) {
+      nlohmann::json e;
+      e["line"] = examples[i].line;
+      e["input_ids"] = data.ids[i];
+      auto row = logits[i].contiguous();
+      e["logits"] = std::vector<float>(row.data_ptr<float>(), row.data_ptr<float>() + row.numel());
+      if (hidden.defined()) {
+        auto h = hidden[i].narrow(0, 0, lengths[i].item<long>()).contiguous();
+        std::vector<std::vector<float>> rows;
+        for (long t = 0; t < h.size(0); ++t) rows.emplace_back(h[t].data_ptr<float>(), h[t].data_ptr<float>() + D);
+        e["hidden"] = rows;
+      }
+      j.push_back(e);
+    }
+    core::write_file_atomic(out_path, j.dump() + "\n");
+  } else {
+    core::TensorMap t{{"logits", logits}, {"lengths", lengths}};
+    if (hidden.defined()) t["last_hidden"] = hidden;
+    core::write_hdf5(out_path, t, {{"model", cfg.model.path}, {"input", cfg.infer.input}});
+  }
+  core::log_info("infer", "wrote " + out_path + " (" + std::to_string(N) + " examples)");
+  return 0;
+}
+
+}  // namespace hp::cli

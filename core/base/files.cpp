@@ -1,0 +1,124 @@
+// Atomic file writes (see core/base/files.h).
+#include "core/base/files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/base/errors.h"  // InputError
+
+namespace hp::core {
+namespace fs = std::filesystem;
+
+void prepare_output_file(const std::string& path) {
+  std::error_code ec;
+  const auto st = fs::status(path, ec);  // follows symlinks: a link to /dev/null is a device too
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    const std::string kind = fs::is_directory(st) ? "a folder" : fs::is_character_file(st) || fs::is_block_file(st) ? "a device"
+                                                                : "not a regular file";
+    throw InputError(path + ": is " + kind + ", and results are written only to regular files; name a file path");
+  }
+  const fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) return;
+  fs::create_directories(parent, ec);
+  if (ec || !fs::is_directory(parent))
+    throw InputError(path + ": cannot create its folder " + parent.string() + " (" + (ec ? ec.message() : "not a folder") +
+                     "); choose a writable location");
+}
+
+void commit_output_file(const std::string& tmp, const std::string& path) {
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (!ec) return;
+  const std::string reason = ec.message();
+  fs::remove(tmp, ec);
+  throw InputError(path + ": cannot replace it with " + tmp + " (" + reason + "); check the folder is writable");
+}
+
+namespace {
+
+void write_bytes_atomic(const std::string& path, const void* bytes, std::size_t size) {
+  prepare_output_file(path);
+  const std::string tmp = path + ".tmp";
+  // POSIX calls rather than a stream: the error names the reason (a full disk, a read-only folder), and
+  // fsync makes the renamed file complete even after a crash of the machine, not only of the process.
+  auto fail = [&](const char* what, int fd) {
+    const std::string reason = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw InputError(path + ": cannot " + what + " " + tmp + " (" + reason + "); free disk space or choose a writable folder");
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("create", -1);
+  const auto* p = static_cast<const char*>(bytes);
+  for (std::size_t done = 0; done < size;) {
+    const ssize_t n = ::write(fd, p + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("write", fd);
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) fail("write", fd);
+  if (::close(fd) != 0) fail("write", -1);
+  commit_output_file(tmp, path);
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, const void* bytes, std::size_t size) {
+  shared_write([&] { write_bytes_atomic(path, bytes, size); });
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  write_file_atomic(path, content.data(), content.size());
+}
+
+namespace {
+SharedWriteFn g_shared_write = nullptr;
+SharedDecideFn g_shared_decide = nullptr;
+thread_local int g_write_depth = 0;
+}  // namespace
+
+void set_shared_write(SharedWriteFn write, SharedDecideFn decide) {
+  g_shared_write = write;
+  g_shared_decide = decide;
+}
+
+void write_own_file(const std::function<void()>& write) {
+  ++g_write_depth;
+  try {
+    write();
+  } catch (...) {
+    --g_write_depth;
+    throw;
+  }
+  --g_write_depth;
+}
+
+long shared_decide(const std::function<long()>& decide) {
+  if (!g_shared_decide || g_write_depth > 0) return decide();
+  return g_shared_decide(decide);
+}
+
+void shared_write(const std::function<void()>& write) {
+  if (!g_shared_write || g_write_depth > 0) return write();
+  struct Depth {
+    Depth() { ++g_write_depth; }
+    ~Depth() { --g_write_depth; }
+  } depth;
+  g_shared_write(write);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot read; check the path");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace hp::core

@@ -1,0 +1,42 @@
+// Small file helpers shared by every writer: results are written to PATH.tmp and renamed over PATH, so a
+// reader (or a resumed run) never sees half a file, and only ever over a regular file.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace hp::core {
+
+// Makes `path` ready to receive a new regular file: refuses anything that a write-then-rename would
+// destroy or cannot replace (a device such as /dev/null, a folder, a FIFO, a socket), and creates missing
+// parent folders. Throws InputError naming the path and the fix.
+void prepare_output_file(const std::string& path);
+
+// Renames the finished `tmp` over `path`; on failure removes `tmp` and throws InputError.
+void commit_output_file(const std::string& tmp, const std::string& path);
+
+// Writes `content` (or `size` bytes) to `path` atomically: prepare_output_file, PATH.tmp, rename.
+// Nothing is left behind on failure. Throws InputError.
+void write_file_atomic(const std::string& path, const std::string& content);
+void write_file_atomic(const std::string& path, const void* bytes, std::size_t size);
+
+// Runs `write` (code that changes the run folder) where it must run: directly in one process; in a
+// data-parallel run (core/dist/distributed.h) on rank 0 only, between two barriers, so that no rank reads a file
+// while rank 0 replaces it. Nested calls run directly. Every writer below goes through it.
+void shared_write(const std::function<void()>& write);
+// Runs `write` on this rank alone, whatever the run: for a rank's own file (its share of a data-parallel
+// pass), which the other ranks neither write nor read.
+void write_own_file(const std::function<void()>& write);
+// A decision about the run folder (resume or start, which stage is done) taken by rank 0 alone in a
+// data-parallel run, its value given to every rank; directly in one process.
+long shared_decide(const std::function<long()>& decide);
+// Installed by core/dist/distributed.cpp: how both run when the run is data-parallel.
+using SharedWriteFn = void (*)(const std::function<void()>& write);
+using SharedDecideFn = long (*)(const std::function<long()>& decide);
+void set_shared_write(SharedWriteFn write, SharedDecideFn decide);
+
+// Whole file as a string. Throws InputError naming the path.
+std::string read_file(const std::string& path);
+
+}  // namespace hp::core

@@ -1,0 +1,162 @@
+// Run folder ownership (see core/base/run_folder.h).
+#include "core/base/run_folder.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <sstream>
+
+#include "core/base/errors.h"  // ConfigError, InputError
+#include "core/base/files.h"   // read_file
+#include "core/base/log.h"
+
+namespace hp::core {
+namespace fs = std::filesystem;
+
+namespace {
+
+struct KindRow {
+  RunKind kind;
+  const char* name;
+  const char* record;
+};
+constexpr KindRow kKinds[] = {
+    {RunKind::kPruning, "pruning run", "state/config.yaml"},
+    {RunKind::kTraining, "training run", "config.resolved.yaml"},
+};
+
+const KindRow& row(RunKind kind) {
+  for (const auto& r : kKinds)
+    if (r.kind == kind) return r;
+  return kKinds[0];
+}
+
+// What `dir` holds. A pruning run also writes config.resolved.yaml, and a training run's resumable state
+// also has a state/config.yaml, next to its state/state.json.
+const KindRow* detect(const std::string& dir) {
+  if (fs::exists(dir + "/state/config.yaml") && !fs::exists(dir + "/state/state.json")) return &row(RunKind::kPruning);
+  if (fs::exists(dir + "/config.resolved.yaml")) return &row(RunKind::kTraining);
+  return nullptr;
+}
+
+// The first line where two texts differ, quoted from `b` (or `a` where b has ended); "" when equal.
+std::string first_difference(const std::string& a, const std::string& b) {
+  std::istringstream sa(a), sb(b);
+  std::string la, lb;
+  while (true) {
+    const bool ga = static_cast<bool>(std::getline(sa, la)), gb = static_cast<bool>(std::getline(sb, lb));
+    if (!ga && !gb) return "";
+    if (la != lb || ga != gb) return "'" + (gb ? lb : la) + "'";
+  }
+}
+
+}  // namespace
+
+const char* run_kind_name(RunKind kind) { return row(kind).name; }
+const char* run_kind_record(RunKind kind) { return row(kind).record; }
+
+namespace {
+bool claim_here(const std::string& dir, RunKind kind, const std::string& config_yaml);
+}
+
+bool claim_run_folder(const std::string& dir, RunKind kind, const std::string& config_yaml) {
+  return shared_decide([&] { return claim_here(dir, kind, config_yaml) ? 1L : 0L; }) != 0;
+}
+
+namespace {
+bool claim_here(const std::string& dir, RunKind kind, const std::string& config_yaml) {
+  std::error_code ec;
+  if (!fs::exists(dir) || fs::is_empty(dir, ec)) return false;
+  bool only_lock = true;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) only_lock = only_lock && entry.path().filename() == kRunLockFile;
+  if (only_lock) return false;
+  if (!fs::is_directory(dir)) throw ConfigError(dir + " is a file, not a run folder; pass --out NEW_DIR");
+  const std::string name = run_kind_name(kind);
+  if (const KindRow* held = detect(dir)) {
+    if (held->kind != kind)
+      throw ConfigError(dir + " holds a " + held->name + ", not a " + name + "; pass --out NEW_DIR");
+    const std::string old = read_file(dir + "/" + held->record);
+    if (old != config_yaml)
+      throw ConfigError(dir + " holds another " + name + " (its config differs at " + first_difference(old, config_yaml) +
+                        "); pass --out NEW_DIR, or delete " + dir + " to start over");
+    return true;
+  }
+  throw ConfigError(dir + " is not empty and holds no " + name + " (no " + row(kind).record + "); pass --out NEW_DIR");
+}
+}  // namespace
+
+namespace {
+
+// "pid 123 on host, since 2026-11-23 03:55:10 UTC": who holds a lock, as written into the file.
+std::string owner_line() {
+  char host[256] = "unknown";
+  gethostname(host, sizeof host - 1);
+  const std::time_t now = std::time(nullptr);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));
+  return "pid " + std::to_string(getpid()) + " on " + host + ", since " + when;
+}
+
+std::string first_line(std::string text) {
+  const auto nl = text.find('\n');
+  if (nl != std::string::npos) text.resize(nl);
+  return text.empty() ? "an unknown run" : text;
+}
+
+}  // namespace
+
+RunLock::RunLock(const std::string& dir) : path_(dir + "/" + kRunLockFile) {
+  shared_write([&] { acquire(dir); });  // a data-parallel run: rank 0 holds the lock for all ranks
+}
+
+void RunLock::acquire(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  // A finishing run unlinks the file; if that happened between our open and our flock, the lock is on a
+  // file no other run can see: check that the locked file is still the one at the path, else retry.
+  for (int attempt = 0;; ++attempt) {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+      throw InputError(path_ + ": cannot create the run's lock file (" + std::strerror(errno) +
+                       "); choose a writable --out folder");
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      ::close(fd_);
+      fd_ = -1;
+      if (err == EWOULDBLOCK)
+        throw ConfigError(dir + " is in use by another run (" + first_line(read_file(path_)) +
+                          "); wait for it to finish, or pass --out NEW_DIR");
+      throw InputError(path_ + ": cannot lock (" + std::strerror(err) + "); use a local folder for --out");
+    }
+    struct stat held {}, named {};
+    if (::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+        held.st_dev == named.st_dev)
+      break;
+    ::close(fd_);
+    fd_ = -1;
+    if (attempt == 10) throw InputError(path_ + ": the lock file keeps changing; is another run starting and stopping?");
+  }
+  // Locked. Anything already in the file was written by a run that ended without removing it (killed).
+  const std::string previous = read_file(path_);
+  if (!previous.empty())
+    log_warn("run", dir + ": taking over the lock left by a run that stopped without finishing (" + first_line(previous) + ")");
+  const std::string owner = owner_line() + "\n";
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, owner.data(), owner.size(), 0) != static_cast<ssize_t>(owner.size()))
+    log_warn("run", path_ + ": cannot record the owner (" + std::strerror(errno) + "); the lock still holds");
+}
+
+RunLock::~RunLock() {
+  if (fd_ < 0) return;
+  // Removed while still held (see the constructor's check), so no run ever takes a lock on a dead file.
+  ::unlink(path_.c_str());
+  ::flock(fd_, LOCK_UN);
+  ::close(fd_);
+}
+
+}  // namespace hp::core

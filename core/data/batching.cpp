@@ -1,0 +1,67 @@
+// Encoding and padding (see core/data/batching.h).
+#include "core/data/batching.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace hp::core {
+
+EncodedDataset encode_examples(const WordPieceTokenizer& tok, const std::vector<Example>& examples, int max_seq_len) {
+  EncodedDataset out;
+  out.has_labels = !examples.empty() && examples.front().has_label;
+  for (const auto& ex : examples) {
+    Encoding enc = tok.encode(ex.text_a, ex.text_b.empty() ? nullptr : &ex.text_b, max_seq_len);
+    out.ids.push_back(std::move(enc.ids));
+    out.type_ids.push_back(std::move(enc.type_ids));
+    out.labels.push_back(ex.label);
+  }
+  return out;
+}
+
+std::vector<Batch> make_batches(const EncodedDataset& data, const BatchOptions& opts, std::vector<long> order) {
+  if (order.empty()) {
+    order.resize(data.size());
+    std::iota(order.begin(), order.end(), 0L);
+  }
+  if (opts.sort_by_length)
+    std::stable_sort(order.begin(), order.end(), [&](long a, long b) { return data.ids[a].size() < data.ids[b].size(); });
+  std::vector<Batch> batches;
+  for (size_t start = 0; start < order.size(); start += opts.batch_size) {
+    size_t end = std::min(order.size(), start + static_cast<size_t>(opts.batch_size));
+    long B = static_cast<long>(end - start);
+    long S = opts.pad_to;
+    for (size_t i = start; i < end; ++i) S = std::max<long>(S, static_cast<long>(data.ids[order[i]].size()));
+    Batch b;
+    b.input_ids = torch::full({B, S}, opts.pad_id, torch::kLong);
+    b.token_type_ids = torch::zeros({B, S}, torch::kLong);
+    b.attention_mask = torch::zeros({B, S}, torch::kLong);
+    b.labels = torch::empty({B}, torch::kFloat32);
+    auto ids = b.input_ids.accessor<int64_t, 2>();
+    auto types = b.token_type_ids.accessor<int64_t, 2>();
+    auto mask = b.attention_mask.accessor<int64_t, 2>();
+    auto labels = b.labels.accessor<float, 1>();
+    for (long r = 0; r < B; ++r) {
+      long idx = order[start + r];
+      const auto& seq = data.ids[idx];
+      for (size_t t = 0; t < seq.size(); ++t) {
+        ids[r][t] = seq[t];
+        types[r][t] = data.type_ids[idx][t];
+        mask[r][t] = 1;
+      }
+      labels[r] = data.labels[idx];
+      b.index.push_back(idx);
+    }
+    batches.push_back(std::move(b));
+  }
+  return batches;
+}
+
+EncoderInput encoder_input(const Batch& b) {
+  EncoderInput in;
+  in.input_ids = b.input_ids;
+  in.token_type_ids = b.token_type_ids;
+  in.attention_mask = b.attention_mask;
+  return in;
+}
+
+}  // namespace hp::core

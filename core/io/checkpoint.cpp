@@ -1,0 +1,210 @@
+// Reading and writing Hugging Face BERT folders (see core/io/checkpoint.h).
+#include "core/io/checkpoint.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/model/bert_keys.h"
+#include "core/base/errors.h"  // CheckpointError
+#include "core/base/files.h"
+#include "core/base/log.h"
+#include "core/io/hf_modeling.h"  // generated from core/io/hf/modeling_headprune.py
+#include "core/io/tensor_io.h"
+
+namespace hp::core {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string shape_str(const std::vector<long>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::string apply_renames(std::string key) {
+  for (const auto& [from, to] : legacy_renames()) {
+    size_t at = key.find(from);
+    if (at != std::string::npos) key.replace(at, from.size(), to);
+  }
+  return key;
+}
+
+// "int64 (I64)" for the integer dtypes a checkpoint may hold, as safetensors names them too.
+std::string integer_dtype_name(torch::ScalarType t) {
+  switch (t) {
+    case torch::kLong: return "int64 (I64)";
+    case torch::kInt: return "int32 (I32)";
+    case torch::kShort: return "int16 (I16)";
+    case torch::kByte: return "uint8 (U8)";
+    case torch::kChar: return "int8 (I8)";
+    case torch::kBool: return "bool (BOOL)";
+    default: return c10::toString(t);
+  }
+}
+
+// The first five names, then "… (N in all)": tensor lists in one-line errors.
+std::string first_names(const std::vector<std::string>& names) {
+  std::string list;
+  for (size_t i = 0; i < names.size() && i < 5; ++i) list += (i ? ", " : "") + names[i];
+  if (names.size() > 5) list += ", … (" + std::to_string(names.size()) + " in all)";
+  return list;
+}
+
+}  // namespace
+
+Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* report) {
+  if (!fs::is_directory(dir))
+    throw CheckpointError(dir + ": model folder not found; pass --model DIR with config.json and model.safetensors "
+                                "(run scripts/setup.sh to link the real model under checkpoints/)");
+  BertConfig cfg = read_bert_config(dir + "/config.json");
+  LoadReport rep;
+  TensorMap raw;
+  if (fs::exists(dir + "/model.safetensors")) {
+    rep.weights_file = dir + "/model.safetensors";
+    raw = read_safetensors(rep.weights_file);
+  } else if (fs::exists(dir + "/pytorch_model.bin")) {
+    rep.weights_file = dir + "/pytorch_model.bin";
+    raw = read_torch_bin(rep.weights_file);
+  } else {
+    throw CheckpointError(dir + ": no model.safetensors or pytorch_model.bin; save the model with save_pretrained");
+  }
+  raw = to_float32(raw);
+  const std::string& file = rep.weights_file;
+
+  // Normalise names: legacy renames, then find the encoder prefix.
+  TensorMap named;
+  for (auto& [k, v] : raw) named[apply_renames(k)] = v;
+  bool found_prefix = false;
+  for (const auto& prefix : encoder_prefixes())
+    if (named.count(prefix + "embeddings.word_embeddings.weight")) {
+      rep.prefix = prefix;
+      found_prefix = true;
+      break;
+    }
+  if (!found_prefix)
+    throw CheckpointError(file + ": no embeddings.word_embeddings.weight under any known prefix (bert., none, 0.auto_model.); "
+                                 "is this a BERT checkpoint?");
+
+  // The checkpoint decides num_labels when it has a classifier; the task must agree.
+  int ckpt_labels = named.count("classifier.weight") ? static_cast<int>(named["classifier.weight"].size(0)) : 0;
+  if (ckpt_labels > 0) {
+    if (opts.num_labels > 0 && opts.num_labels != ckpt_labels)
+      throw CheckpointError(file + ": classifier.weight has " + std::to_string(ckpt_labels) + " labels, the task needs " +
+                            std::to_string(opts.num_labels) + "; use a model fine-tuned for this task, or the pretrained encoder");
+    cfg.num_labels = ckpt_labels;
+  } else if (opts.num_labels > 0) {
+    cfg.num_labels = opts.num_labels;
+  }
+  if (static_cast<int>(cfg.id2label.size()) != cfg.num_labels) cfg.id2label.clear();
+  bool generic = true;
+  for (size_t i = 0; i < cfg.id2label.size(); ++i) generic = generic && cfg.id2label[i] == "LABEL_" + std::to_string(i);
+  if (generic && static_cast<int>(opts.label_names.size()) == cfg.num_labels) cfg.id2label = opts.label_names;
+
+  std::map<std::string, torch::Tensor> params;
+  std::set<std::string> consumed;
+  std::vector<std::string> missing;
+  // A private generator: loading a model must not reset the global RNG that dropout and gates use.
+  at::Generator init_gen = at::detail::createCPUGenerator(opts.seed);
+  for (const auto& spec : bert_key_table()) {
+    for (int l = 0; l < (spec.per_layer ? cfg.num_hidden_layers : 1); ++l) {
+      std::string key = hf_key(spec, l);
+      std::string stored = (spec.part == Part::kClassifier ? "" : rep.prefix) + key;
+      auto expected = key_shape(spec, cfg, l);
+      auto it = named.find(stored);
+      if (it == named.end()) {
+        if (spec.required) {
+          missing.push_back(stored);
+          continue;
+        }
+        // Fresh init as HF's _init_weights: normal(0, 0.02) weights, zero biases.
+        params[key] = spec.shape.size() == 2 ? torch::randn(expected, init_gen) * 0.02 : torch::zeros(expected);
+        (spec.part == Part::kClassifier ? rep.classifier_initialized : rep.pooler_initialized) = true;
+        continue;
+      }
+      std::vector<long> got(it->second.sizes().begin(), it->second.sizes().end());
+      if (got != expected)
+        throw CheckpointError(file + ": " + stored + " has shape " + shape_str(got) + ", expected " + shape_str(expected) +
+                              " from config.json; the weights and config.json do not belong together");
+      if (!at::isFloatingType(it->second.scalar_type()))
+        throw CheckpointError(file + ": " + stored + " is stored as " + integer_dtype_name(it->second.scalar_type()) +
+                              ", and a weight must be floating point (F32, F16, BF16 or F64); re-export the checkpoint "
+                              "from the model in Python");
+      params[key] = it->second.contiguous();
+      consumed.insert(stored);
+    }
+  }
+  // Non-finite weights make every output meaningless, and the masked or skipped parts of the computation can
+  // hide them behind finite logits: name them at load.
+  std::vector<std::string> non_finite;
+  for (const auto& [key, t] : params) {
+    const auto bad = (~torch::isfinite(t)).sum().item<int64_t>();
+    if (bad > 0) non_finite.push_back(key + " (" + std::to_string(bad) + " of " + std::to_string(t.numel()) + ")");
+  }
+  if (!non_finite.empty()) {
+    log_warn("load", file + ": non-finite weights (NaN/Inf) in " + first_names(non_finite) +
+                         "; outputs and metrics will be meaningless");
+    rep.non_finite = non_finite;
+  }
+  if (!missing.empty()) {
+    throw CheckpointError(file + ": missing required tensors " + first_names(missing) + " (key prefix found: '" + rep.prefix +
+                          "'); the checkpoint is incomplete or not a BERT encoder");
+  }
+  std::vector<std::string> unexpected;
+  for (const auto& [k, v] : named)
+    if (!consumed.count(k) && !is_ignored_key(k)) unexpected.push_back(k);
+  if (!unexpected.empty()) {
+    throw CheckpointError(file + ": " + std::to_string(unexpected.size()) + " unexpected tensors (" + first_names(unexpected) +
+                          "); the file holds more than a BERT encoder + classifier — check config.json matches");
+  }
+  if (report) *report = rep;
+  return Bert(cfg, std::move(params));
+}
+
+void check_max_seq_len(const BertConfig& cfg, int max_seq_len) {
+  if (max_seq_len > cfg.max_position_embeddings)
+    throw ConfigError("data.max_seq_len = " + std::to_string(max_seq_len) + " exceeds the model's max_position_embeddings " +
+                      std::to_string(cfg.max_position_embeddings) + "; use --max-seq-len " +
+                      std::to_string(cfg.max_position_embeddings) + " or less");
+}
+
+namespace {
+void save_bert_here(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5);
+}
+
+void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5) {
+  shared_write([&] { save_bert_here(model, dir, tokenizer_dir, hdf5); });
+}
+
+namespace {
+void save_bert_here(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5) {
+  fs::create_directories(dir);
+  TensorMap out;
+  for (const auto& spec : bert_key_table()) {
+    int layers = spec.per_layer ? model.config().num_hidden_layers : 1;
+    for (int l = 0; l < layers; ++l) {
+      std::string key = hf_key(spec, l);
+      out[(spec.part == Part::kClassifier ? "" : "bert.") + key] = model.parameters().at(key).detach().contiguous();
+    }
+  }
+  write_safetensors(dir + "/model.safetensors", out);
+  if (hdf5) write_hdf5(dir + "/model.h5", out, {{"format", "headprune BERT, Hugging Face tensor names"}});
+  write_file_atomic(dir + "/config.json", bert_config_json(model.config()));
+  const std::string modeling = dir + "/modeling_headprune.py";
+  if (model.config().slimmed()) write_file_atomic(modeling, kModelingHeadprunePy);
+  else if (fs::exists(modeling)) fs::remove(modeling);  // a dense model needs no remote code
+  if (!tokenizer_dir.empty() && fs::absolute(tokenizer_dir) != fs::absolute(dir))
+    for (const char* name : {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"})
+      if (fs::exists(tokenizer_dir + "/" + name))
+        fs::copy_file(tokenizer_dir + "/" + name, dir + "/" + name, fs::copy_options::overwrite_existing);
+}
+}  // namespace
+
+}  // namespace hp::core

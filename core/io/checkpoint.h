@@ -1,0 +1,45 @@
+// Hugging Face model folders: config.json + model.safetensors or pytorch_model.bin (+ vocab.txt).
+// Loading validates every tensor against the key table (core/model/bert_keys.h) in both directions;
+// saving writes a BertForSequenceClassification folder that transformers' from_pretrained loads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/model/bert.h"
+#include <string>
+#include <vector>
+
+#include "core/model/bert_config.h"
+
+namespace hp::core {
+
+struct LoadOptions {
+  int num_labels = 0;       // labels the task needs; 0 = take the checkpoint's
+  uint64_t seed = 42;       // initialises a classifier (and pooler) absent from the checkpoint
+  // The task's class names: they replace a checkpoint's generic id2label (none, or HF's LABEL_i), so the
+  // models headprune writes say "negative"/"positive", not LABEL_0/LABEL_1.
+  std::vector<std::string> label_names;
+};
+
+// What load_bert found, for messages and run records.
+struct LoadReport {
+  std::string weights_file;          // model.safetensors or pytorch_model.bin that was read
+  std::string prefix;                // encoder key prefix found ("bert." or "")
+  bool classifier_initialized = false;  // no classifier in the checkpoint: a fresh one was made
+  bool pooler_initialized = false;
+  std::vector<std::string> non_finite;  // tensors holding NaN/Inf ("name (count of numel)"); a warning was logged
+};
+
+// Loads a model folder. Throws CheckpointError naming the file, the key and the fix.
+Bert load_bert(const std::string& dir, const LoadOptions& opts = {}, LoadReport* report = nullptr);
+
+// Throws ConfigError when `max_seq_len` exceeds the model's position embeddings.
+void check_max_seq_len(const BertConfig& cfg, int max_seq_len);
+
+// Writes config.json, model.safetensors (keys "bert.*" and "classifier.*") and copies the tokenizer
+// files (vocab.txt, tokenizer_config.json, special_tokens_map.json) from `tokenizer_dir` when given.
+// With `hdf5`, also writes model.h5 holding the same tensors under the same names.
+void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir = "", bool hdf5 = false);
+
+}  // namespace hp::core

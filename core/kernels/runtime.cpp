@@ -1,0 +1,30 @@
+// Threads and the runtime line (see core/kernels/runtime.h).
+#include "core/kernels/runtime.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "core/kernels/blas.h"
+#include "core/kernels/gemm.h"
+
+namespace hp::core {
+
+void set_threads(int n) {
+  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  torch::set_num_threads(n);
+}
+
+int thread_count() { return torch::get_num_threads(); }
+
+std::string runtime_summary() {
+  BlasInfo b = detect_blas();
+  std::string s = std::string("LibTorch ") + TORCH_VERSION + " | BLAS " + b.name;
+  if (!b.kernel.empty()) s += " (kernel " + b.kernel + ")";
+  if (!b.library.empty()) s += " from " + b.library;
+  s += " | GEMM " + gemm_backend() + " | threads " + std::to_string(thread_count());
+  return s;
+}
+
+}  // namespace hp::core

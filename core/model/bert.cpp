@@ -1,0 +1,261 @@
+// BERT forward pass (see core/model/bert.h).
+#include "core/model/bert.h"
+
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <tuple>
+#include <utility>
+
+#include "core/model/attention.h"
+#include "core/model/bert_keys.h"
+#include "core/kernels/epilogue.h"
+#include "core/base/errors.h"  // InternalError, CheckpointError
+#include "core/kernels/gemm.h"
+
+namespace hp::core {
+
+torch::Tensor apply_head_mask(const torch::Tensor& ctx, const torch::Tensor& mask) {
+  // ctx: [B, H, S, Dh]; mask: [H] or [B, H]
+  TORCH_CHECK((mask.dim() == 1 || mask.dim() == 2) && mask.size(-1) == ctx.size(1), "head mask of shape ",
+              mask.sizes(), " does not match ", ctx.size(1), " heads");
+  if (mask.dim() == 2) return ctx * mask.view({mask.size(0), -1, 1, 1});
+  return ctx * mask.view({1, -1, 1, 1});
+}
+
+torch::Tensor extended_attention_mask(const torch::Tensor& attention_mask) {
+  // HF: (1 - mask) * finfo(float32).min, broadcast over heads and query positions.
+  auto m = attention_mask.to(torch::kFloat32).unsqueeze(1).unsqueeze(2);
+  return (1.0 - m) * std::numeric_limits<float>::lowest();
+}
+
+Bert::Bert(BertConfig cfg, std::map<std::string, torch::Tensor> params)
+    : cfg_(std::move(cfg)), params_(std::move(params)) {
+  for (const auto& spec : bert_key_table()) {
+    if (!spec.per_layer) {
+      HP_CHECK(params_.count(spec.hf), "missing parameter " << spec.hf);
+      continue;
+    }
+    for (int l = 0; l < cfg_.num_hidden_layers; ++l) HP_CHECK(params_.count(hf_key(spec, l)), "missing " << hf_key(spec, l));
+  }
+  auto get = [&](const char* name, int l) -> torch::Tensor {
+    for (const auto& spec : bert_key_table())
+      if (std::string(spec.name) == name) return params_.at(hf_key(spec, l));
+    throw InternalError(std::string("core/model/bert.cpp: no key spec named ") + name);
+  };
+  for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
+    layers_.push_back(LayerRefs{get("attn.q.w", l), get("attn.q.b", l), get("attn.k.w", l), get("attn.k.b", l),
+                                get("attn.v.w", l), get("attn.v.b", l), get("attn.o.w", l), get("attn.o.b", l),
+                                get("attn.ln.w", l), get("attn.ln.b", l), get("ffn.in.w", l), get("ffn.in.b", l),
+                                get("ffn.out.w", l), get("ffn.out.b", l), get("ffn.ln.w", l), get("ffn.ln.b", l)});
+  }
+}
+
+const torch::Tensor& Bert::p(const std::string& name) const { return params_.at(name); }
+
+torch::Tensor Bert::activation(torch::Tensor x, bool lrp, bool in_place) const {
+  const std::string& act = cfg_.hidden_act;
+  const bool tanh_form = act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast";
+  torch::Tensor y;
+  if (in_place && (act == "gelu" || tanh_form)) return torch::gelu_(x, tanh_form ? "tanh" : "none");
+  if (in_place && act == "relu") return torch::relu_(x);
+  if (act == "gelu") y = torch::gelu(x);  // exact erf form, as HF "gelu"
+  else if (tanh_form) y = torch::gelu(x, "tanh");
+  else if (act == "relu") y = torch::relu(x);
+  else throw CheckpointError("config.json: hidden_act '" + act + "' is not supported; " + kSupportedActivations);
+  if (!lrp) return y;
+  // LRP: y = x · gate(x) with the gate act(x)/x held constant (its value at 0 is the slope there).
+  auto gate = torch::where(x.abs() > 1e-12, y / x, torch::full_like(x, act == "relu" ? 0.0 : 0.5));
+  return x * gate.detach();
+}
+
+torch::Tensor Bert::norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool lrp) const {
+  if (!lrp) return torch::layer_norm(x, {cfg_.hidden_size}, w, b, cfg_.layer_norm_eps);
+  // LRP: centring is linear; the scale 1/σ is held constant (Ali et al. 2022's LN rule).
+  auto centred = x - x.mean(-1, true);
+  auto sigma = (centred.pow(2).mean(-1, true) + cfg_.layer_norm_eps).sqrt();
+  return centred / sigma.detach() * w + b;
+}
+
+torch::Tensor Bert::embed(const EncoderInput& in) const {
+  const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
+  auto positions = torch::arange(S, torch::kLong).unsqueeze(0).expand({B, S});
+  auto types = in.token_type_ids.defined() ? in.token_type_ids : torch::zeros({B, S}, torch::kLong);
+  auto x = torch::embedding(p("embeddings.word_embeddings.weight"), in.input_ids) +
+           torch::embedding(p("embeddings.token_type_embeddings.weight"), types) +
+           torch::embedding(p("embeddings.position_embeddings.weight"), positions);
+  x = norm(x, p("embeddings.LayerNorm.weight"), p("embeddings.LayerNorm.bias"), in.lrp_rules);
+  return torch::dropout(x, cfg_.hidden_dropout_prob, training_);
+}
+
+torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask,
+                                  const torch::Tensor& head_mask, EncoderOutput& out,
+                                  const EncoderInput& in) const {
+  const LayerRefs& w = layers_[l];
+  const auto B = x.size(0), S = x.size(1);
+  const int H = cfg_.heads_in_layer(l), Dh = cfg_.head_dim();
+  // The last layer with cls_only: only position 0 is computed as a query (the classifier reads [CLS]).
+  const bool cls_row = in.cls_only && l == cfg_.num_hidden_layers - 1;
+  const torch::Tensor xq = cls_row ? x.narrow(1, 0, 1) : x;  // queries and the residual: [B, Sq, D]
+  const auto Sq = xq.size(1);
+  // No autograd and no training: temporaries may be overwritten (in-place activation, fused residual).
+  const bool inference = !training_ && !torch::GradMode::is_enabled() && !in.lrp_rules;
+  auto linear = [inference](const torch::Tensor& t, const torch::Tensor& weight, const torch::Tensor& bias) {
+    return inference ? linear_no_grad(t, weight, bias) : linear_frozen(t, weight, bias);  // core/kernels/gemm.h
+  };
+  torch::Tensor attn;
+  if (H == 0) {
+    // No heads left: the attention block adds only the output bias before the residual LayerNorm.
+    attn = norm(xq + w.o_b, w.ln1_w, w.ln1_b, in.lrp_rules);
+    if (in.want_attention) out.attentions.push_back(torch::zeros({B, 0, Sq, S}));
+    if (in.want_context) out.contexts.push_back(torch::zeros({B, 0, Sq, Dh}));
+  } else {
+    auto heads = [&](const torch::Tensor& t) { return t.view({B, t.size(1), H, Dh}).transpose(1, 2); };  // [B, H, S, Dh]
+    auto values = [&] { return linear(x, w.v_w, w.v_b); };                                              // [B, S, D]
+    torch::Tensor probs, ctx;
+    if (l == in.override_layer) {
+      TORCH_CHECK(in.override_probs.sizes() == torch::IntArrayRef({B, H, S, S}), "override_probs must be [", B, ", ",
+                  H, ", ", S, ", ", S, "], got ", in.override_probs.sizes());
+      probs = cls_row ? in.override_probs.narrow(2, 0, 1) : in.override_probs;
+      if (in.want_attention) out.attentions.push_back(probs);
+      ctx = heads(probs_times_values(probs, values()));
+    } else if (!training_ && !torch::GradMode::is_enabled()) {
+      auto q = heads(linear(xq, w.q_w, w.q_b));
+      auto k = heads(linear(x, w.k_w, w.k_b));
+      torch::Tensor ctx_bshd;  // [B, Sq, H, Dh]
+      std::tie(probs, ctx_bshd) = attention_no_grad(q, k, heads(values()), ext_mask, in.want_attention);
+      ctx = ctx_bshd.transpose(1, 2);  // [B, H, Sq, Dh] view; the reshape below is then free
+      if (in.want_attention) out.attentions.push_back(probs);
+    } else if (!training_ && !in.lrp_rules && !in.want_attention) {
+      // Gradients without dropout (criteria): keys and values from one linear, the parallel attention
+      // core with its closed-form backward (core/model/attention.h).
+      auto kv = linear_frozen(x, torch::cat({w.k_w, w.v_w}), torch::cat({w.k_b, w.v_b}));
+      ctx = heads(attention_autograd(linear_frozen(xq, w.q_w, w.q_b), kv, ext_mask, H));
+    } else {
+      auto q = heads(linear_frozen(xq, w.q_w, w.q_b));
+      auto k = heads(linear_frozen(x, w.k_w, w.k_b));
+      auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(Dh));  // [B, H, Sq, S]
+      probs = torch::softmax(scores + ext_mask, -1);
+      if (in.want_attention) out.attentions.push_back(probs);
+      if (in.lrp_rules) probs = probs.detach();  // LRP: relevance flows through the values only
+      probs = torch::dropout(probs, cfg_.attention_probs_dropout_prob, training_);
+      ctx = torch::matmul(probs, heads(values()));  // [B, H, Sq, Dh]
+    }
+    if (in.want_context) out.contexts.push_back(ctx);
+    if (head_mask.defined())
+      ctx = apply_head_mask(ctx, head_mask.dim() == 3 ? head_mask.select(1, l).narrow(1, 0, H)
+                                                      : head_mask[l].narrow(0, 0, H));
+    ctx = ctx.transpose(1, 2).reshape({B, Sq, H * Dh});
+    attn = add_norm(ctx, w.o_w, w.o_b, xq, w.ln1_w, w.ln1_b, inference, in.lrp_rules);
+  }
+  auto inter = ffn_in(attn, w.in_w, w.in_b, inference, in.lrp_rules);
+  return add_norm(inter, w.out_w, w.out_b, attn, w.ln2_w, w.ln2_b, inference, in.lrp_rules);
+}
+
+namespace {
+
+// The fused epilogues (core/kernels/epilogue.h) take float32 CPU tensors; the vectors (biases, LayerNorm) are read
+// through raw pointers and must be contiguous. Activations may be strided views (the [CLS] rows).
+bool epilogue_ready(std::initializer_list<const torch::Tensor*> tensors) {
+  if (!epilogue_kernels_available()) return false;
+  for (const auto* t : tensors)
+    if (t->scalar_type() != torch::kFloat || !t->device().is_cpu() || (t->dim() == 1 && !t->is_contiguous()))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+torch::Tensor Bert::ffn_in(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool inference,
+                           bool lrp) const {
+  const std::string& act = cfg_.hidden_act;
+  if (!inference || (act != "gelu" && act != "relu") || !epilogue_ready({&x, &w, &b}))
+    return activation(inference ? linear_no_grad(x, w, b) : linear_frozen(x, w, b), lrp, inference);
+  // The GEMM writes x·wᵀ; one pass then adds the bias and applies the activation.
+  auto sizes = x.sizes().vec();
+  sizes.back() = w.size(0);
+  auto out = torch::empty(sizes, x.options());
+  auto rows = out.view({-1, w.size(0)});
+  matmul_nt(rows, x.reshape({-1, x.size(-1)}), w);
+  bias_activation_rows(rows.data_ptr<float>(), rows.size(0), rows.size(1), rows.stride(0), b.data_ptr<float>(),
+                       act == "gelu" ? EpilogueActivation::kGeluErf : EpilogueActivation::kRelu);
+  return out;
+}
+
+torch::Tensor Bert::add_norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                             const torch::Tensor& residual, const torch::Tensor& ln_w, const torch::Tensor& ln_b,
+                             bool inference, bool lrp) const {
+  if (!inference || !epilogue_ready({&x, &residual, &w, &b, &ln_w, &ln_b}))
+    return norm(linear_plus(x, w, b, residual, inference), ln_w, ln_b, lrp);
+  // The GEMM writes x·wᵀ; one pass then adds bias and residual and normalises each row.
+  const auto D = w.size(0);
+  auto res = residual.reshape({-1, D});  // a view, also for the [CLS] rows of a cls_only last layer
+  if (res.stride(1) != 1) res = res.contiguous();
+  auto out = torch::empty(residual.sizes(), residual.options());
+  auto rows = out.view({-1, D});
+  matmul_nt(rows, x.reshape({-1, w.size(1)}), w);
+  bias_residual_layer_norm_rows(rows.data_ptr<float>(), D, res.data_ptr<float>(), res.stride(0), b.data_ptr<float>(),
+                                ln_w.data_ptr<float>(), ln_b.data_ptr<float>(), rows.size(0), D,
+                                static_cast<float>(cfg_.layer_norm_eps));
+  return out;
+}
+
+torch::Tensor Bert::linear_plus(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                                const torch::Tensor& residual, bool inference) const {
+  if (!inference) return torch::dropout(linear_frozen(x, w, b), cfg_.hidden_dropout_prob, training_) + residual;
+  // One pass writes residual + bias; the GEMM then accumulates into it (beta = 1). torch::linear would
+  // first broadcast the bias into a fresh output and the sum would take another pass.
+  auto out = residual + b;
+  auto rows = out.view({-1, w.size(0)});
+  accumulate_linear(rows, x.reshape({-1, w.size(1)}), w);
+  return out;
+}
+
+EncoderOutput Bert::forward(const EncoderInput& in) const {
+  TORCH_CHECK(in.input_ids.dim() == 2, "input_ids must be [B, S], got ", in.input_ids.sizes());
+  const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
+  if (S > cfg_.max_position_embeddings)
+    throw InputError("sequence length " + std::to_string(S) + " exceeds max_position_embeddings " +
+                     std::to_string(cfg_.max_position_embeddings) + "; lower data.max_seq_len");
+  TORCH_CHECK(!(in.cls_only && in.want_context), "cls_only computes only [CLS] in the last layer: it excludes want_context");
+  torch::Tensor head_mask = in.head_mask;
+  if (head_mask.defined()) {
+    const auto d = head_mask.dim();
+    TORCH_CHECK((d == 2 || (d == 3 && head_mask.size(0) == B)) && head_mask.size(d - 2) == cfg_.num_hidden_layers &&
+                    head_mask.size(d - 1) >= cfg_.max_heads(),
+                "head_mask must be [", cfg_.num_hidden_layers, ", ", cfg_.max_heads(), "] or [B, L, H], got ",
+                head_mask.sizes());
+    // An all-ones mask that needs no gradient changes nothing: skip the multiply.
+    if (!head_mask.requires_grad() && head_mask.eq(1).all().item<bool>()) head_mask = torch::Tensor();
+  }
+  auto mask = in.attention_mask.defined() ? in.attention_mask : torch::ones({B, S}, torch::kLong);
+  auto ext = extended_attention_mask(mask);
+
+  EncoderOutput out;
+  const int first = in.start_layer;
+  TORCH_CHECK(first >= 0 && first <= cfg_.num_hidden_layers, "start_layer ", first, " out of range");
+  torch::Tensor x;
+  if (first > 0 || in.start_hidden.defined()) {
+    TORCH_CHECK(in.start_hidden.defined() && in.start_hidden.size(0) == B && in.start_hidden.size(1) == S,
+                "start_hidden must be [", B, ", ", S, ", D] when start_layer > 0");
+    x = in.start_hidden;
+  } else {
+    x = embed(in);
+  }
+  if (in.want_hidden) out.hidden_states.push_back(x);
+  for (int l = first; l < cfg_.num_hidden_layers; ++l) {
+    x = layer_forward(l, x, ext, head_mask, out, in);
+    if (in.want_hidden) out.hidden_states.push_back(x);
+  }
+  out.last_hidden = x;
+  auto pre_pool = torch::linear(x.select(1, 0), p("pooler.dense.weight"), p("pooler.dense.bias"));
+  out.pooled = torch::tanh(pre_pool);
+  if (in.lrp_rules)  // LRP: tanh(z) = z · (tanh(z)/z) with that ratio held constant
+    out.pooled = pre_pool * torch::where(pre_pool.abs() > 1e-12, out.pooled / pre_pool, torch::ones_like(pre_pool)).detach();
+  double cls_dropout = cfg_.classifier_dropout >= 0 ? cfg_.classifier_dropout : cfg_.hidden_dropout_prob;
+  out.logits = torch::linear(torch::dropout(out.pooled, cls_dropout, training_), p("classifier.weight"),
+                             p("classifier.bias"));
+  return out;
+}
+
+}  // namespace hp::core

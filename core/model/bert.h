@@ -1,0 +1,124 @@
+// BERT encoder + pooler + sequence classifier, numerically as Hugging Face BertForSequenceClassification
+// (post-LayerNorm, exact erf GELU), with a multiplicative per-head mask/gate on each head's context
+// before the output projection (Michel et al. 2019's ξ_h, Voita et al. 2019's gate). Layers may have
+// different head counts (slimmed models), including 0. Weights live in a flat map keyed by HF names.
+// Loading/saving: core/io/checkpoint.h. The key table: core/model/bert_keys.h.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/model/bert_config.h"
+
+namespace hp::core {
+
+struct EncoderInput {
+  torch::Tensor input_ids;       // [B, S] int64
+  torch::Tensor token_type_ids;  // [B, S] int64; undefined = zeros
+  torch::Tensor attention_mask;  // [B, S] 0/1; undefined = all ones
+  // [L, Hmax] multiplicative gate per head (layer l uses its first heads_in_layer(l) entries), or
+  // [B, L, Hmax] for one gate per example; undefined = all ones (no cost). Differentiable:
+  // d loss / d head_mask is Michel's importance.
+  torch::Tensor head_mask;
+  bool want_attention = false;   // fill EncoderOutput::attentions
+  bool want_context = false;     // fill EncoderOutput::contexts
+  bool want_hidden = false;      // fill EncoderOutput::hidden_states
+  // Start at layer `start_layer` from `start_hidden` [B, S, D] (that layer's input, e.g. a cached
+  // hidden_states[start_layer]) instead of the embeddings: criteria reuse the layers below.
+  // input_ids still gives the shape; attention_mask must match.
+  int start_layer = 0;
+  torch::Tensor start_hidden;
+  // In layer `override_layer`, use `override_probs` [B, H_l, S, S] as the attention probabilities
+  // instead of computing them (attention attribution scales them by α and differentiates).
+  int override_layer = -1;
+  torch::Tensor override_probs;
+  // LRP propagation rules (prune/criteria.h): the LayerNorm scale 1/σ, the attention probabilities
+  // and the activation gates act(x)/x are detached, so the network is locally linear and
+  // input × gradient is layer-wise relevance (LRP-0). Same forward values; only gradients change.
+  bool lrp_rules = false;
+  // The last layer computes only position 0 ([CLS], all the pooler reads): same logits and pooled
+  // output for a 1/L smaller cost; last_hidden (and that layer's hidden state) is then [B, 1, D], and
+  // with want_attention that layer's attention is its [CLS] row [B, H, 1, S]. Not with want_context.
+  bool cls_only = false;
+};
+
+struct EncoderOutput {
+  torch::Tensor last_hidden;                 // [B, S, D]
+  torch::Tensor pooled;                      // [B, D]
+  torch::Tensor logits;                      // [B, C] (C = 1 for regression)
+  std::vector<torch::Tensor> hidden_states;  // L+1 × [B, S, D]: embeddings, then each layer
+  std::vector<torch::Tensor> attentions;     // L × [B, H_l, S, S] attention probabilities
+  std::vector<torch::Tensor> contexts;       // L × [B, H_l, S, Dh] head outputs before masking
+  // With start_layer = s > 0 the three lists begin at layer s (hidden_states[0] = start_hidden).
+};
+
+// Applies a per-head gate to context vectors. ctx: [B, H, S, Dh]; mask: [H] or [B, H].
+torch::Tensor apply_head_mask(const torch::Tensor& ctx, const torch::Tensor& mask);
+
+// HF's additive attention mask: 0 where attended, float32 min where padded. mask: [B, S] → [B, 1, 1, S].
+torch::Tensor extended_attention_mask(const torch::Tensor& attention_mask);
+
+class Bert {
+ public:
+  // `params` are keyed by HF names without prefix (core/model/bert_keys.h); shapes must already be checked.
+  Bert(BertConfig cfg, std::map<std::string, torch::Tensor> params);
+
+  EncoderOutput forward(const EncoderInput& in) const;
+  // The embedding layer's output [B, S, D] (word + type + position, LayerNorm, dropout).
+  torch::Tensor embed(const EncoderInput& in) const;
+
+  // Eval mode, plain inputs: the forward (logits; every layer's full attention maps in `out.attentions`)
+  // and, by a hand-written backward over it, `grads`: ∂loss/∂(attention probabilities) of every layer,
+  // L × [B, H_l, S, S], for the loss whose gradient with respect to the logits `dloss` returns. The loss
+  // reads the last layer's [CLS] row only, so that layer's other rows have exactly zero gradient.
+  // Autograd gives the same numbers (tested) at about twice the cost: it cannot use the inference GEMMs
+  // and attention kernel, and differentiates rows the loss never reads. Clark's no-op evidence (analysis/).
+  // Implemented in core/model/bert_backward.cpp.
+  struct AttentionGrads {
+    EncoderOutput out;
+    std::vector<torch::Tensor> grads;
+  };
+  AttentionGrads attention_grads(const EncoderInput& in,
+                                 const std::function<torch::Tensor(const torch::Tensor&)>& dloss) const;
+
+  const BertConfig& config() const { return cfg_; }
+  // HF-named parameters (the same tensors the model computes with).
+  const std::map<std::string, torch::Tensor>& parameters() const { return params_; }
+  std::map<std::string, torch::Tensor>& mutable_parameters() { return params_; }
+  void set_training(bool training) { training_ = training; }
+  bool is_training() const { return training_; }
+
+ private:
+  struct LayerRefs {
+    torch::Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, ln1_w, ln1_b, in_w, in_b, out_w, out_b, ln2_w, ln2_b;
+  };
+  torch::Tensor layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask,
+                              const torch::Tensor& head_mask, EncoderOutput& out, const EncoderInput& in) const;
+  torch::Tensor activation(torch::Tensor x, bool lrp, bool in_place) const;
+  // linear(x, w, b) + residual; dropout on the linear when training. With `inference` (no autograd,
+  // not training) in one fused pass plus an accumulating GEMM.
+  torch::Tensor linear_plus(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                            const torch::Tensor& residual, bool inference) const;
+  torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool lrp) const;
+  // activation(linear(x, w, b)). With `inference`, gelu or relu and AVX-512: a GEMM, then bias and
+  // activation in one pass (core/kernels/epilogue.h).
+  torch::Tensor ffn_in(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool inference,
+                       bool lrp) const;
+  // norm(linear_plus(...)). With `inference` and AVX-512: a GEMM, then bias, residual and LayerNorm in
+  // one pass (core/kernels/epilogue.h).
+  torch::Tensor add_norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                         const torch::Tensor& residual, const torch::Tensor& ln_w, const torch::Tensor& ln_b,
+                         bool inference, bool lrp) const;
+  const torch::Tensor& p(const std::string& name) const;
+
+  BertConfig cfg_;
+  std::map<std::string, torch::Tensor> params_;
+  std::vector<LayerRefs> layers_;
+  bool training_ = false;
+};
+
+}  // namespace hp::core

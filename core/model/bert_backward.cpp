@@ -1,0 +1,145 @@
+// ∂loss/∂(attention probabilities) by a hand-written backward (see Bert::attention_grads in core/model/bert.h).
+#include <tuple>
+
+#include "core/model/attention.h"
+#include "core/model/bert.h"
+#include "core/base/errors.h"
+#include "core/kernels/gemm.h"
+
+namespace hp::core {
+
+namespace {
+
+// What one layer's backward needs from its forward. Sq = the query rows carried past attention (all S,
+// or 1 in the last layer, whose [CLS] row is all the loss reads).
+struct LayerTape {
+  torch::Tensor w_qkv;                 // the query, key and value weights stacked: [3·H·Dh, D]
+  torch::Tensor q, k, v;               // [B, H, S, Dh] views into one [B, S, 3, H, Dh] projection
+  torch::Tensor probs;                 // [B, H, S, S]
+  torch::Tensor u1, mean1, rstd1;      // attention block before its LayerNorm [B, Sq, D], and the LN statistics
+  torch::Tensor z;                     // FFN pre-activation [B, Sq, I]
+  torch::Tensor u2, mean2, rstd2;      // FFN block before its LayerNorm, and the statistics
+};
+
+torch::Tensor activation_backward(const std::string& act, const torch::Tensor& grad, const torch::Tensor& z) {
+  if (act == "gelu") return at::gelu_backward(grad, z, "none");
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast") return at::gelu_backward(grad, z, "tanh");
+  if (act == "relu") return grad * (z > 0).to(grad.scalar_type());
+  throw CheckpointError("config.json: hidden_act '" + act + "' is not supported; " + kSupportedActivations);
+}
+
+torch::Tensor activation_forward(const std::string& act, const torch::Tensor& z) {
+  if (act == "gelu") return torch::gelu(z);
+  if (act == "relu") return torch::relu(z);
+  return torch::gelu(z, "tanh");  // the tanh forms (activation_backward rejects anything else first)
+}
+
+// A [B, S, ...] tensor holding `rows` (its first Sq rows) and zeros after.
+torch::Tensor pad_rows(const torch::Tensor& rows, int64_t S) {
+  if (rows.size(1) == S) return rows;
+  auto sizes = rows.sizes().vec();
+  sizes[1] = S;
+  auto out = torch::zeros(sizes, rows.options());
+  out.narrow(1, 0, rows.size(1)).copy_(rows);
+  return out;
+}
+
+}  // namespace
+
+Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
+                                           const std::function<torch::Tensor(const torch::Tensor&)>& dloss) const {
+  TORCH_CHECK(!training_, "attention_grads: the model must be in eval mode (no dropout)");
+  TORCH_CHECK(!in.head_mask.defined() && in.start_layer == 0 && !in.start_hidden.defined() && in.override_layer < 0 &&
+                  !in.lrp_rules,
+              "attention_grads: plain inputs only (no head mask, start layer, override or LRP rules)");
+  torch::NoGradGuard no_grad;
+  const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
+  const int L = cfg_.num_hidden_layers, Dh = cfg_.head_dim();
+  const std::vector<int64_t> D = {cfg_.hidden_size};
+  const double eps = cfg_.layer_norm_eps;
+  auto mask = in.attention_mask.defined() ? in.attention_mask : torch::ones({B, S}, torch::kLong);
+  const auto ext = extended_attention_mask(mask);
+
+  // Forward, recording the tape.
+  AttentionGrads r;
+  std::vector<LayerTape> tape(L);
+  torch::Tensor x = embed(in);
+  for (int l = 0; l < L; ++l) {
+    const LayerRefs& w = layers_[l];
+    LayerTape& t = tape[l];
+    const int H = cfg_.heads_in_layer(l);
+    const int64_t Sq = l == L - 1 ? 1 : S;
+    const auto xq = x.narrow(1, 0, Sq);
+    t.u1 = xq + w.o_b;  // a new contiguous tensor: the GEMM below accumulates into it
+    if (H == 0) {
+      t.probs = torch::zeros({B, 0, S, S});
+    } else {
+      // Queries, keys and values from one GEMM (and their input gradient from one below).
+      t.w_qkv = torch::cat({w.q_w, w.k_w, w.v_w});
+      const auto qkv = linear_no_grad(x, t.w_qkv, torch::cat({w.q_b, w.k_b, w.v_b})).view({B, S, 3, H, Dh});
+      t.q = qkv.select(2, 0).transpose(1, 2);
+      t.k = qkv.select(2, 1).transpose(1, 2);
+      t.v = qkv.select(2, 2).transpose(1, 2);
+      torch::Tensor ctx;  // [B, S, H, Dh]
+      std::tie(t.probs, ctx) = attention_no_grad(t.q, t.k, t.v, ext, true);
+      auto rows = t.u1.view({B * Sq, -1});
+      accumulate_linear(rows, ctx.narrow(1, 0, Sq).reshape({B * Sq, H * Dh}), w.o_w);
+    }
+    torch::Tensor h1;
+    std::tie(h1, t.mean1, t.rstd1) = at::native_layer_norm(t.u1, D, w.ln1_w, w.ln1_b, eps);
+    t.z = linear_no_grad(h1, w.in_w, w.in_b);
+    t.u2 = h1 + w.out_b;
+    auto rows = t.u2.view({B * Sq, -1});
+    accumulate_linear(rows, activation_forward(cfg_.hidden_act, t.z).view({B * Sq, -1}), w.out_w);
+    std::tie(x, t.mean2, t.rstd2) = at::native_layer_norm(t.u2, D, w.ln2_w, w.ln2_b, eps);
+    r.out.attentions.push_back(t.probs);
+  }
+  r.out.last_hidden = x;
+  r.out.pooled = torch::tanh(torch::linear(x.select(1, 0), p("pooler.dense.weight"), p("pooler.dense.bias")));
+  r.out.logits = torch::linear(r.out.pooled, p("classifier.weight"), p("classifier.bias"));
+
+  // Backward: classifier and pooler, then each layer from the top down to layer 0's probabilities.
+  torch::Tensor dlogits;
+  {
+    torch::AutoGradMode grad_mode(true);  // dloss may differentiate the loss with autograd
+    dlogits = dloss(r.out.logits);
+  }
+  TORCH_CHECK(dlogits.sizes() == r.out.logits.sizes(), "attention_grads: dloss returned ", dlogits.sizes(),
+              " for logits ", r.out.logits.sizes());
+  auto dpooled = dlogits.mm(p("classifier.weight"));
+  auto dy = (dpooled * (1 - r.out.pooled * r.out.pooled)).mm(p("pooler.dense.weight")).unsqueeze(1);  // [B, 1, D]
+  r.grads.resize(L);
+  for (int l = L - 1; l >= 0; --l) {
+    const LayerRefs& w = layers_[l];
+    const LayerTape& t = tape[l];
+    const int H = cfg_.heads_in_layer(l);
+    const int64_t Sq = t.u1.size(1);
+    auto du2 = std::get<0>(at::native_layer_norm_backward(dy, t.u2, D, t.mean2, t.rstd2, w.ln2_w, w.ln2_b,
+                                                            {true, false, false}));
+    auto dz = activation_backward(cfg_.hidden_act, linear_input_grad(du2, w.out_w), t.z);
+    auto dh1 = du2 + linear_input_grad(dz, w.in_w);
+    auto du1 = std::get<0>(at::native_layer_norm_backward(dh1, t.u1, D, t.mean1, t.rstd1, w.ln1_w, w.ln1_b,
+                                                            {true, false, false}));
+    if (H == 0) {
+      r.grads[l] = torch::zeros({B, 0, S, S});
+      dy = pad_rows(du1, S);
+      continue;
+    }
+    const auto dctx = linear_input_grad(du1, w.o_w);  // [B, Sq, H·Dh]
+    const auto q = t.q.narrow(2, 0, Sq), pq = t.probs.narrow(2, 0, Sq);
+    if (l == 0) {  // nothing below layer 0's probabilities is asked for
+      r.grads[l] = attention_backward_no_grad(q, t.k, t.v, pq, dctx, nullptr);
+      break;
+    }
+    // [dQ | dK | dV] straight into the projection's layout, then one GEMM with the stacked weights.
+    auto dqkv = (Sq == S ? torch::empty({B, S, 3, H, Dh}) : torch::zeros({B, S, 3, H, Dh}));
+    const AttentionInputGrads g{dqkv.select(2, 0).transpose(1, 2).narrow(2, 0, Sq), dqkv.select(2, 1).transpose(1, 2),
+                                dqkv.select(2, 2).transpose(1, 2)};
+    r.grads[l] = attention_backward_no_grad(q, t.k, t.v, pq, dctx, &g);
+    dy = linear_input_grad(dqkv.view({B, S, 3 * H * Dh}), t.w_qkv);
+    dy.narrow(1, 0, Sq).add_(du1);
+  }
+  return r;
+}
+
+}  // namespace hp::core

@@ -1,0 +1,246 @@
+// Reading and writing config.json (see core/model/bert_config.h). Torch-free.
+#include "core/model/bert_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/base/errors.h"  // CheckpointError
+
+namespace hp::core {
+
+using nlohmann::json;
+
+int BertConfig::heads_in_layer(int l) const {
+  auto it = pruned_heads.find(l);
+  return num_attention_heads - (it == pruned_heads.end() ? 0 : static_cast<int>(it->second.size()));
+}
+
+std::vector<int> BertConfig::kept_heads(int l) const {
+  std::vector<int> kept;
+  auto it = pruned_heads.find(l);
+  for (int h = 0; h < num_attention_heads; ++h) {
+    bool pruned = false;
+    if (it != pruned_heads.end())
+      for (int p : it->second) pruned = pruned || p == h;
+    if (!pruned) kept.push_back(h);
+  }
+  return kept;
+}
+
+int BertConfig::total_heads() const {
+  int n = 0;
+  for (int l = 0; l < num_hidden_layers; ++l) n += heads_in_layer(l);
+  return n;
+}
+
+int BertConfig::max_heads() const {
+  int n = 0;
+  for (int l = 0; l < num_hidden_layers; ++l) n = std::max(n, heads_in_layer(l));
+  return n;
+}
+
+namespace {
+
+// BERT-architecture model types we load. Anything else (roberta, distilbert, …) differs in layout.
+const std::set<std::string> kSupportedTypes = {"bert"};
+
+// The integer sizes of config.json with the range each must lie in: checked before anything is allocated
+// (a 10^9 hidden size, or 10^12 read through a 32-bit int, must fail here and not in the allocator).
+struct IntField {
+  const char* key;
+  int BertConfig::*field;
+  long long lo, hi;
+  bool required;  // else the BertConfig default stays
+};
+const IntField kIntFields[] = {
+    {"vocab_size", &BertConfig::vocab_size, 1, 10'000'000, true},
+    {"hidden_size", &BertConfig::hidden_size, 1, 65'536, true},
+    {"num_hidden_layers", &BertConfig::num_hidden_layers, 1, 1'000, true},
+    {"num_attention_heads", &BertConfig::num_attention_heads, 1, 4'096, true},
+    {"intermediate_size", &BertConfig::intermediate_size, 1, 1'048'576, true},
+    {"max_position_embeddings", &BertConfig::max_position_embeddings, 1, 1'048'576, false},
+    {"type_vocab_size", &BertConfig::type_vocab_size, 1, 1'000'000, false},
+    {"pad_token_id", &BertConfig::pad_token_id, 0, 9'999'999, false},
+};
+
+// Floating-point fields, each in [0, 1) or, when `positive`, in (0, 1).
+struct RealField {
+  const char* key;
+  double BertConfig::*field;
+  bool positive;
+};
+const RealField kRealFields[] = {
+    {"layer_norm_eps", &BertConfig::layer_norm_eps, true},
+    {"hidden_dropout_prob", &BertConfig::hidden_dropout_prob, false},
+    {"attention_probs_dropout_prob", &BertConfig::attention_probs_dropout_prob, false},
+};
+
+void read_int_field(const json& j, const IntField& f, BertConfig& c, const std::string& path) {
+  auto it = j.find(f.key);
+  if (it == j.end() || it->is_null()) {
+    if (f.required) throw CheckpointError(path + ": required key '" + f.key + "' is missing; add it from the model's BertConfig");
+    return;
+  }
+  const bool integral = it->is_number_integer() || (it->is_number_float() && std::floor(it->get<double>()) == it->get<double>());
+  if (!integral)
+    throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is not an integer; fix config.json");
+  const double v = it->get<double>();  // exact for every integer in range, and compares right beyond it
+  if (v < static_cast<double>(f.lo) || v > static_cast<double>(f.hi))
+    throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is outside " + std::to_string(f.lo) + ".." +
+                          std::to_string(f.hi) + "; fix config.json");
+  c.*f.field = static_cast<int>(v);
+}
+
+void read_real_field(const json& j, const RealField& f, BertConfig& c, const std::string& path) {
+  auto it = j.find(f.key);
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_number()) throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is not a number; fix config.json");
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v < 0 || (f.positive && v == 0) || v >= 1)
+    throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is outside " + (f.positive ? "(0, 1)" : "[0, 1)") +
+                          "; fix config.json");
+  c.*f.field = v;
+}
+
+// j[key] as T, `fallback` when absent or null; a value of another type is an error naming the key.
+template <class T>
+T get_or(const json& j, const char* key, T fallback, const std::string& path) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    throw CheckpointError(path + ": " + key + " = " + it->dump() + " has the wrong type; compare with HF BertConfig");
+  }
+}
+
+// A JSON object key that must be a non-negative decimal integer ("0", "11"); -1 otherwise.
+long integer_key(const std::string& k) {
+  if (k.empty() || k.size() > 9 || !std::all_of(k.begin(), k.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+    return -1;
+  return std::stol(k);
+}
+
+}  // namespace
+
+BertConfig parse_bert_config(const std::string& text, const std::string& path) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw CheckpointError(path + ": invalid JSON (" + std::string(e.what()) + "); re-save the model with save_pretrained");
+  }
+  if (!j.is_object()) throw CheckpointError(path + ": holds a JSON " + std::string(j.type_name()) + ", not an object; re-save the model with save_pretrained");
+  BertConfig c;
+  try {
+    c.model_type = get_or<std::string>(j, "model_type", "", path);
+    if (!kSupportedTypes.count(c.model_type))
+      throw CheckpointError(path + ": model_type '" + c.model_type +
+                            "' is not supported; headprune loads BERT-architecture models (model_type \"bert\")");
+    for (const auto& f : kIntFields) read_int_field(j, f, c, path);
+    for (const auto& f : kRealFields) read_real_field(j, f, c, path);
+    c.classifier_dropout = get_or(j, "classifier_dropout", -1.0, path);
+    if (c.classifier_dropout >= 1.0 || !std::isfinite(c.classifier_dropout))
+      throw CheckpointError(path + ": classifier_dropout = " + std::to_string(c.classifier_dropout) +
+                            " is outside [0, 1); fix config.json (null: use hidden_dropout_prob)");
+    c.hidden_act = get_or<std::string>(j, "hidden_act", "gelu", path);
+    if (!supported_activation(c.hidden_act))
+      throw CheckpointError(path + ": hidden_act '" + c.hidden_act + "' is not supported; " + kSupportedActivations);
+    std::string pos = get_or<std::string>(j, "position_embedding_type", "absolute", path);
+    if (pos != "absolute")
+      throw CheckpointError(path + ": position_embedding_type '" + pos + "' is not supported; only \"absolute\"");
+    if (j.contains("id2label") && j["id2label"].is_object()) {
+      c.id2label.resize(j["id2label"].size());
+      for (auto& [k, v] : j["id2label"].items()) {
+        const long idx = integer_key(k);
+        if (idx < 0 || idx >= static_cast<long>(c.id2label.size()))
+          throw CheckpointError(path + ": id2label has id '" + k + "'; use the ids 0.." + std::to_string(c.id2label.size() - 1));
+        c.id2label[static_cast<size_t>(idx)] = v.get<std::string>();
+      }
+      c.num_labels = static_cast<int>(c.id2label.size());
+    }
+    c.num_labels = get_or(j, "num_labels", c.num_labels, path);
+    if (c.num_labels < 1 || c.num_labels > 1'000'000)
+      throw CheckpointError(path + ": num_labels = " + std::to_string(c.num_labels) + " is outside 1..1000000; fix config.json");
+    if (j.contains("pruned_heads") && j["pruned_heads"].is_object())
+      for (auto& [k, v] : j["pruned_heads"].items()) {
+        const long layer = integer_key(k);
+        if (layer < 0) throw CheckpointError(path + ": pruned_heads key '" + k + "' is not a layer number; fix config.json");
+        auto heads = v.get<std::vector<int>>();
+        std::sort(heads.begin(), heads.end());
+        c.pruned_heads[static_cast<int>(layer)] = heads;
+      }
+  } catch (const json::exception& e) {
+    throw CheckpointError(path + ": a key has the wrong type (" + std::string(e.what()) + "); compare with HF BertConfig");
+  }
+  if (c.pad_token_id >= c.vocab_size)
+    throw CheckpointError(path + ": pad_token_id " + std::to_string(c.pad_token_id) + " is not below vocab_size " +
+                          std::to_string(c.vocab_size) + "; fix config.json");
+  if (c.num_attention_heads <= 0 || c.hidden_size % c.num_attention_heads != 0)
+    throw CheckpointError(path + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
+                          std::to_string(c.num_attention_heads) + "; fix config.json");
+  for (const auto& [l, heads] : c.pruned_heads)
+    for (int h : heads)
+      if (l < 0 || l >= c.num_hidden_layers || h < 0 || h >= c.num_attention_heads)
+        throw CheckpointError(path + ": pruned_heads names layer " + std::to_string(l) + " head " + std::to_string(h) +
+                              ", outside the model's " + std::to_string(c.num_hidden_layers) + " x " +
+                              std::to_string(c.num_attention_heads) + " heads; fix config.json");
+  return c;
+}
+
+BertConfig read_bert_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError(path + ": cannot read config.json; point --model at a Hugging Face model folder");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_bert_config(text.str(), path);
+}
+
+std::string bert_config_json(const BertConfig& c) {
+  json j;
+  j["architectures"] = {"BertForSequenceClassification"};
+  j["model_type"] = c.model_type;
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.hidden_size;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["intermediate_size"] = c.intermediate_size;
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["type_vocab_size"] = c.type_vocab_size;
+  j["pad_token_id"] = c.pad_token_id;
+  j["layer_norm_eps"] = c.layer_norm_eps;
+  j["hidden_dropout_prob"] = c.hidden_dropout_prob;
+  j["attention_probs_dropout_prob"] = c.attention_probs_dropout_prob;
+  if (c.classifier_dropout >= 0) j["classifier_dropout"] = c.classifier_dropout;
+  j["hidden_act"] = c.hidden_act;
+  j["position_embedding_type"] = "absolute";
+  json id2label = json::object(), label2id = json::object();
+  for (int i = 0; i < c.num_labels; ++i) {
+    std::string name = i < static_cast<int>(c.id2label.size()) ? c.id2label[i] : "LABEL_" + std::to_string(i);
+    id2label[std::to_string(i)] = name;
+    label2id[name] = i;
+  }
+  j["id2label"] = id2label;
+  j["label2id"] = label2id;
+  if (c.num_labels == 1) j["problem_type"] = "regression";
+  json pruned = json::object();
+  for (const auto& [l, heads] : c.pruned_heads)
+    if (!heads.empty()) pruned[std::to_string(l)] = heads;
+  j["pruned_heads"] = pruned;
+  // The plain per-layer shape form, for readers that do not replay pruned_heads.
+  std::vector<int> per_layer;
+  for (int l = 0; l < c.num_hidden_layers; ++l) per_layer.push_back(c.heads_in_layer(l));
+  j["heads_per_layer"] = per_layer;
+  // transformers 5 ignores pruned_heads: it loads a slimmed folder through the modeling file written
+  // beside it (save_bert), with trust_remote_code=True. transformers 4 has BERT locally and keeps using it.
+  if (c.slimmed())
+    j["auto_map"] = {{"AutoModel", "modeling_headprune.HeadpruneBertModel"},
+                     {"AutoModelForSequenceClassification", "modeling_headprune.HeadpruneBertForSequenceClassification"}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace hp::core

@@ -1,0 +1,57 @@
+// The architecture of a BERT-family encoder as read from a Hugging Face config.json, and reading and
+// writing that file (core/model/bert_config.cpp). Torch-free.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hp::core {
+
+struct BertConfig {
+  std::string model_type = "bert";
+  int vocab_size = 0;
+  int hidden_size = 0;           // D
+  int num_hidden_layers = 0;     // L
+  int num_attention_heads = 0;   // H of the unpruned model; head_dim = D / H
+  int intermediate_size = 0;     // I
+  int max_position_embeddings = 512;
+  int type_vocab_size = 2;
+  int pad_token_id = 0;
+  double layer_norm_eps = 1e-12;
+  double hidden_dropout_prob = 0.1;
+  double attention_probs_dropout_prob = 0.1;
+  double classifier_dropout = -1;  // < 0: use hidden_dropout_prob, as HF does for null
+  std::string hidden_act = "gelu";
+  int num_labels = 2;              // 1 = regression
+  std::vector<std::string> id2label;
+  // Heads removed per layer (original indices), as HF's config.pruned_heads.
+  std::map<int, std::vector<int>> pruned_heads;
+
+  int head_dim() const { return num_attention_heads ? hidden_size / num_attention_heads : 0; }
+  // Heads present in layer l after pruning.
+  int heads_in_layer(int l) const;
+  // Original indices of the heads present in layer l, ascending.
+  std::vector<int> kept_heads(int l) const;
+  int total_heads() const;
+  int max_heads() const;
+  // Some heads removed: the checkpoint's attention tensors are narrower than the config's head count says.
+  bool slimmed() const { return total_heads() < num_hidden_layers * num_attention_heads; }
+};
+
+// Reads and validates config.json: every size range-checked before anything is allocated. Missing required
+// keys, an unsupported model_type, a value out of range or of the wrong type → CheckpointError naming `path`.
+BertConfig read_bert_config(const std::string& config_json_path);
+// The same from the file's text (`path` names it in messages).
+BertConfig parse_bert_config(const std::string& json_text, const std::string& path);
+
+// config.json text for `cfg` (HF BertConfig fields, pruned_heads, and our heads_per_layer).
+std::string bert_config_json(const BertConfig& cfg);
+
+// The hidden_act values computed (Hugging Face's names): gelu (erf form), its tanh forms, relu.
+inline bool supported_activation(const std::string& act) {
+  return act == "gelu" || act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast" || act == "relu";
+}
+inline constexpr const char* kSupportedActivations = "use gelu, gelu_new (gelu_pytorch_tanh, gelu_fast) or relu";
+
+}  // namespace hp::core
