@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "analysis/stats.h"
+#include "eval/results_schema.h"
 #include "core/base/errors.h"
 #include "core/base/files.h"
 #include "core/base/xml.h"
@@ -19,8 +20,9 @@
 namespace hp::analysis {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using core::xml_escape;
+using nlohmann::json;
+namespace results = eval::results;
 
 namespace {
 
@@ -51,13 +53,14 @@ std::vector<double> values(const torch::Tensor& t) {
 // The run.h5 of `dir` (already read: `own`) and of its immediate sub-folders that hold gate trajectories.
 std::vector<std::string> gated_files(const std::string& dir, const core::TensorMap& own) {
   std::vector<std::string> out;
-  if (has_key_prefix(own, "gates/p_open")) out.push_back(dir + "/run.h5");
+  if (has_key_prefix(own, results::prefix(results::Dataset::kGatePOpen))) out.push_back(dir + "/run.h5");
   std::vector<fs::path> subs;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_directory() && fs::exists(e.path() / "run.h5")) subs.push_back(e.path() / "run.h5");
   std::sort(subs.begin(), subs.end());
   for (const auto& s : subs)
-    if (has_key_prefix(core::read_hdf5(s.string()), "gates/p_open")) out.push_back(s.string());
+    if (has_key_prefix(core::read_hdf5(s.string()), results::prefix(results::Dataset::kGatePOpen)))
+      out.push_back(s.string());
   return out;
 }
 
@@ -87,7 +90,8 @@ std::string svg_correlation(const std::string& title, const std::vector<std::str
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
     << "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">" << xml_escape(title) << "</text>\n";
+    << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">" << xml_escape(title)
+    << "</text>\n";
   for (size_t i = 0; i < n; ++i) {
     o << "<text x=\"" << left - 6 << "\" y=\"" << top + cell * i + cell / 2 + 4 << "\" text-anchor=\"end\">"
       << xml_escape(names[i]) << "</text>\n"
@@ -98,8 +102,8 @@ std::string svg_correlation(const std::string& title, const std::vector<std::str
       const int a = static_cast<int>(255 - 200 * std::fabs(t));
       char fill[16];
       std::snprintf(fill, sizeof fill, "#%02x%02x%02x", t > 0 ? 255 : a, a, t < 0 ? 255 : a);
-      o << "<rect x=\"" << left + cell * j << "\" y=\"" << top + cell * i << "\" width=\"" << cell << "\" height=\"" << cell
-        << "\" fill=\"" << fill << "\" stroke=\"white\"/><text x=\"" << left + cell * j + cell / 2 << "\" y=\""
+      o << "<rect x=\"" << left + cell * j << "\" y=\"" << top + cell * i << "\" width=\"" << cell << "\" height=\""
+        << cell << "\" fill=\"" << fill << "\" stroke=\"white\"/><text x=\"" << left + cell * j + cell / 2 << "\" y=\""
         << top + cell * i + cell / 2 + 4 << "\" text-anchor=\"middle\">" << (std::isnan(v) ? "–" : fmt(v, "%.2f"))
         << "</text>\n";
     }
@@ -121,18 +125,26 @@ std::string summary_panel(const ReportFolders& f, const std::vector<std::string>
   o << "<ul class=\"models\">";
   for (const auto& m : models) o << "<li>" << xml_escape(m) << "</li>";
   o << "</ul>";
-  if (f.pruning.empty()) return o.str() + note("No pruning run among the folders: the exactly-N result and speedup come from `prune --config CONFIG --target-heads N`.");
+  if (f.pruning.empty())
+    return o.str() +
+           note(
+               "No pruning run among the folders: the exactly-N result and speedup come from `prune --config CONFIG --target-heads N`.");
   const std::string path = f.pruning + "/summary.json";
   if (!fs::exists(path))
-    return o.str() + note(f.pruning + " has no summary.json: the pruning run has not finished; run the same `prune` command again to resume it.");
+    return o.str() +
+           note(
+               f.pruning +
+               " has no summary.json: the pruning run has not finished; run the same `prune` command again to resume it.");
   const json s = read_json(path);
   if (!s.contains("final"))
     return o.str() + note(path + " has no exactly-N result (the run had no prune.target_heads).");
   const json& fin = s["final"];
   const std::string metric = s.value("metric", "metric");
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"heads kept", std::to_string(fin.value("heads_kept", 0)) + " of " + std::to_string(s.value("heads_total", 0))});
-  rows.push_back({"method", fin.value("method", "") + (fin.contains("criterion") ? " (" + fin["criterion"].get<std::string>() + ")" : "")});
+  rows.push_back(
+      {"heads kept", std::to_string(fin.value("heads_kept", 0)) + " of " + std::to_string(s.value("heads_total", 0))});
+  rows.push_back({"method", fin.value("method", "") +
+                                (fin.contains("criterion") ? " (" + fin["criterion"].get<std::string>() + ")" : "")});
   if (fin.contains("metrics") && fin["metrics"].contains(metric))
     rows.push_back({metric + " (dev)", fmt(fin["metrics"][metric].get<double>())});
   if (fin.contains("metrics_before_recovery") && fin["metrics_before_recovery"].contains(metric))
@@ -144,11 +156,13 @@ std::string summary_panel(const ReportFolders& f, const std::vector<std::string>
     for (const auto& [batch, l] : fin["latency"].items())
       rows.push_back({"speedup, " + batch + " (seq " + std::to_string(l.value("seq", 0)) + ")",
                       fmt(l.value("speedup", 0.0), "%.2f") + "× (" + fmt(l.value("unpruned_ms", 0.0), "%.1f") + " → " +
-                          fmt(l.value("slim_ms", 0.0), "%.1f") + " ms; FLOP bound " + fmt(l.value("flop_bound", 0.0), "%.2f") + "×)"});
+                          fmt(l.value("slim_ms", 0.0), "%.1f") + " ms; FLOP bound " +
+                          fmt(l.value("flop_bound", 0.0), "%.2f") + "×)"});
   if (fin.contains("hf_check")) {  // one line per loader (older runs: one string)
     if (fin["hf_check"].is_string()) rows.push_back({"Hugging Face check", fin["hf_check"].get<std::string>()});
     else
-      for (const auto& [loader, result] : fin["hf_check"].items()) rows.push_back({"Hugging Face check, " + loader, result.get<std::string>()});
+      for (const auto& [loader, result] : fin["hf_check"].items())
+        rows.push_back({"Hugging Face check, " + loader, result.get<std::string>()});
   }
   if (fin.contains("mask")) rows.push_back({"heads removed", fin["mask"].get<std::string>()});
   return o.str() + "<h3>Exactly-N result</h3>" + table({}, rows);
@@ -156,50 +170,56 @@ std::string summary_panel(const ReportFolders& f, const std::vector<std::string>
 
 std::string curves_panel(const ReportFolders& f, const core::TensorMap& run) {
   if (f.pruning.empty()) return note("No pruning run among the folders: curves come from `prune --config CONFIG`.");
-  if (!has_key_prefix(run, "curves/"))
-    return note(f.pruning + " has no curves (run.h5 missing or without curves/): the pruning run has not finished; run the same `prune` command again to resume it.");
+  const std::string curves = results::prefix(results::Dataset::kCurveStat);
+  if (!has_key_prefix(run, curves))
+    return note(
+        f.pruning +
+        " has no curves (run.h5 missing or without curves/): the pruning run has not finished; run the same `prune` command again to resume it.");
   const auto attrs = core::read_hdf5_attrs(f.pruning + "/run.h5");
   const std::string metric = attrs.count("metric") ? attrs.at("metric") : "metric";
   prune::LineChart c;
   c.title = (attrs.count("task") ? attrs.at("task") + ": " : "") + metric + " vs heads pruned (95% bootstrap band)";
   c.x_label = "heads pruned";
   c.y_label = metric;
-  for (auto it = run.lower_bound("curves/"); it != run.end() && it->first.rfind("curves/", 0) == 0; ++it) {
-    const std::string rest = it->first.substr(7);
-    const auto slash = rest.find('/');
-    if (rest.substr(slash + 1) != "mean") continue;
-    const std::string crit = rest.substr(0, slash);
-    const std::string pre = "curves/" + crit + "/";
-    std::vector<double> x;  // the first seed's heads pruned (the schedule is the same for every seed)
-    for (auto k = run.lower_bound(pre + "seed"); k != run.end() && k->first.rfind(pre + "seed", 0) == 0; ++k)
-      if (k->first.size() > 13 && k->first.compare(k->first.size() - 13, 13, "/heads_pruned") == 0) {
-        x = values(k->second);
-        break;
-      }
-    if (x.empty()) continue;
-    prune::Series s{crit, x, values(it->second), values(run.at(pre + "ci_lo")), values(run.at(pre + "ci_hi"))};
+  std::map<std::string, std::vector<double>>
+      x;  // per criterion, its first seed's heads pruned (the same schedule for all)
+  for (auto it = run.lower_bound(curves); it != run.end() && it->first.rfind(curves, 0) == 0; ++it) {
+    const auto key = results::parse_key(it->first);
+    if (key && key->kind == results::Dataset::kCurveSeries && key->last == results::kHeadsPruned &&
+        !x.count(key->criterion))
+      x[key->criterion] = values(it->second);
+  }
+  for (auto it = run.lower_bound(curves); it != run.end() && it->first.rfind(curves, 0) == 0; ++it) {
+    const auto key = results::parse_key(it->first);
+    if (!key || key->kind != results::Dataset::kCurveStat || key->last != "mean" || !x.count(key->criterion)) continue;
+    const std::string& crit = key->criterion;
+    prune::Series s{crit, x.at(crit), values(it->second), values(run.at(results::curve_stat_key(crit, "ci_lo"))),
+                    values(run.at(results::curve_stat_key(crit, "ci_hi")))};
     if (!s.y.empty() && std::isnan(c.y_ref)) c.y_ref = s.y[0], c.y_ref_label = "unpruned";
     c.series.push_back(std::move(s));
   }
   return figure("curves", prune::svg_line_chart(c),
-                "Mean over seeds of the dev " + metric + " after masking the heads each criterion ranks least important; "
-                "bands: 95% bootstrap interval over the dev examples.");
+                "Mean over seeds of the dev " + metric +
+                    " after masking the heads each criterion ranks least important; "
+                    "bands: 95% bootstrap interval over the dev examples.");
 }
 
 std::string importance_panel(const ReportFolders& f, const core::TensorMap& run) {
-  if (f.pruning.empty() || !has_key_prefix(run, "importance/"))
+  const std::string importance = results::prefix(results::Dataset::kImportance);
+  if (f.pruning.empty() || !has_key_prefix(run, importance))
     return note(f.pruning.empty() ? "No pruning run among the folders: importance comes from `prune --config CONFIG`."
                                   : f.pruning + "/run.h5 holds no importance scores yet: the run has not finished.");
   std::ostringstream o;
   std::vector<std::string> names;
   std::vector<std::vector<double>> scores;
-  for (auto it = run.lower_bound("importance/"); it != run.end() && it->first.rfind("importance/", 0) == 0; ++it) {
-    const std::string crit = it->first.substr(11);
+  for (auto it = run.lower_bound(importance); it != run.end() && it->first.rfind(importance, 0) == 0; ++it) {
+    const std::string crit = results::parse_key(it->first)->criterion;
     const auto t = it->second.to(torch::kFloat64).contiguous();
     prune::Heatmap m;
     m.title = "importance: " + crit;
     for (long l = 0; l < t.size(0); ++l) m.values.push_back(values(t[l]));
-    o << figure("importance-" + crit, prune::svg_heatmap(m), crit + ": importance of each head in the unpruned model (darker = more important).");
+    o << figure("importance-" + crit, prune::svg_heatmap(m),
+                crit + ": importance of each head in the unpruned model (darker = more important).");
     names.push_back(crit);
     scores.push_back(values(t));
   }
@@ -212,15 +232,19 @@ std::string importance_panel(const ReportFolders& f, const core::TensorMap& run)
 }
 
 std::string roles_panel(const ReportFolders& f) {
-  if (f.analysis.empty()) return note("No `prune analyze` output among the folders: roles come from `prune analyze --model DIR --task TASK --out DIR`.");
+  if (f.analysis.empty())
+    return note(
+        "No `prune analyze` output among the folders: roles come from `prune analyze --model DIR --task TASK --out DIR`.");
   const json a = read_json(f.analysis + "/analysis.json");
   std::ostringstream o;
   const std::string map = svg_file(f.analysis + "/role_map.svg");
   o << (map.empty() ? note(f.analysis + " has no role_map.svg; rerun `prune analyze`.")
                     : figure("role-map", map, "Roles of each head after Holm's correction (analysis/DEFINITIONS.md)."));
-  if (!a.contains("summary") || !a["summary"].contains("heads_per_role")) return o.str() + note(f.analysis + "/analysis.json has no role summary.");
+  if (!a.contains("summary") || !a["summary"].contains("heads_per_role"))
+    return o.str() + note(f.analysis + "/analysis.json has no role summary.");
   const json* kept = nullptr;
-  if (a.contains("prune_run") && a["prune_run"].contains("slim_model")) kept = &a["prune_run"]["slim_model"]["roles_kept"];
+  if (a.contains("prune_run") && a["prune_run"].contains("slim_model"))
+    kept = &a["prune_run"]["slim_model"]["roles_kept"];
   std::vector<std::vector<std::string>> rows;
   for (const auto& [role, c] : a["summary"]["heads_per_role"].items()) {
     std::string heads;
@@ -240,26 +264,32 @@ std::string roles_panel(const ReportFolders& f) {
   head.push_back("heads (Holm), layer-head");
   o << "<h3>Role table: raw vs corrected</h3>" << table(head, rows);
   if (a.contains("settings"))
-    o << "<p class=\"caption\">" << xml_escape(a["settings"].value("source", "")) << "; α = " << fmt(a["settings"].value("alpha", 0.0))
-      << ", τ = " << fmt(a["settings"].value("tau", 0.0)) << ".</p>";
+    o << "<p class=\"caption\">" << xml_escape(a["settings"].value("source", ""))
+      << "; α = " << fmt(a["settings"].value("alpha", 0.0)) << ", τ = " << fmt(a["settings"].value("tau", 0.0))
+      << ".</p>";
   return o.str();
 }
 
 std::string headmap_panel(const ReportFolders& f) {
-  if (f.analysis.empty()) return note("No `prune analyze` output among the folders: the head map comes from `prune analyze`.");
+  if (f.analysis.empty())
+    return note("No `prune analyze` output among the folders: the head map comes from `prune analyze`.");
   const std::string map = svg_file(f.analysis + "/head_map.svg");
-  return map.empty() ? note(f.analysis + " has no head_map.svg; rerun `prune analyze`.")
-                     : figure("head-map", map, "Clark et al.'s head map: multidimensional scaling of the Jensen–Shannon divergences between heads' attention.");
+  return map.empty()
+             ? note(f.analysis + " has no head_map.svg; rerun `prune analyze`.")
+             : figure(
+                   "head-map", map,
+                   "Clark et al.'s head map: multidimensional scaling of the Jensen–Shannon divergences between heads' attention.");
 }
 
 std::string gates_panel(const ReportFolders& f) {
   if (f.gated.empty())
-    return note("No gated run among the folders: gate trajectories come from `prune train --gates` or a pruning run with prune.method = gates.");
+    return note(
+        "No gated run among the folders: gate trajectories come from `prune train --gates` or a pruning run with prune.method = gates.");
   std::ostringstream o;
   int k = 0;
   for (const auto& file : f.gated) {
     const auto run = core::read_hdf5(file);
-    const auto p = run.at("gates/p_open").to(torch::kFloat64);  // [E, L, H]
+    const auto p = run.at(results::prefix(results::Dataset::kGatePOpen)).to(torch::kFloat64);  // [E, L, H]
     const auto steps = run.count("eval/step") ? values(run.at("eval/step")) : std::vector<double>();
     for (long l = 0; l < p.size(1); ++l) {
       prune::LineChart c;
@@ -268,11 +298,13 @@ std::string gates_panel(const ReportFolders& f) {
       c.y_label = "P(open)";
       for (long h = 0; h < p.size(2); ++h) {
         prune::Series s{"head " + std::to_string(h), {}, values(p.select(1, l).select(1, h)), {}, {}};
-        for (size_t e = 0; e < s.y.size(); ++e) s.x.push_back(steps.size() == s.y.size() ? steps[e] : static_cast<double>(e));
+        for (size_t e = 0; e < s.y.size(); ++e)
+          s.x.push_back(steps.size() == s.y.size() ? steps[e] : static_cast<double>(e));
         c.series.push_back(std::move(s));
       }
       o << figure("gates-" + std::to_string(k) + "-layer" + std::to_string(l), prune::svg_line_chart(c),
-                  "Probability that each Hard-Concrete gate of layer " + std::to_string(l) + " is non-zero, at each evaluation.");
+                  "Probability that each Hard-Concrete gate of layer " + std::to_string(l) +
+                      " is non-zero, at each evaluation.");
     }
     ++k;
   }
@@ -288,7 +320,8 @@ std::string figure(const std::string& id, const std::string& svg, const std::str
   std::string s = std::regex_replace(svg, ids, "id=\"$1-" + id + "\"");
   s = std::regex_replace(s, urls, "url(#$1-" + id + ")");
   s = std::regex_replace(s, hrefs, "href=\"#$1-" + id + "\"");
-  return "<figure class=\"fig\" id=\"fig-" + id + "\">" + s + "<figcaption>" + xml_escape(caption) + "</figcaption></figure>\n";
+  return "<figure class=\"fig\" id=\"fig-" + id + "\">" + s + "<figcaption>" + xml_escape(caption) +
+         "</figcaption></figure>\n";
 }
 
 ReportFolders classify_folders(const std::vector<std::string>& dirs) {
@@ -298,7 +331,9 @@ ReportFolders classify_folders(const std::vector<std::string>& dirs) {
       throw InputError(d + ": no such folder; pass folders written by `prune`, `prune train` or `prune analyze`");
     bool known = false;
     if (fs::exists(d + "/analysis.json")) {
-      if (!f.analysis.empty()) throw InputError(d + " and " + f.analysis + " are both analyses; pass one (use `prune analyze --compare` to compare models)");
+      if (!f.analysis.empty())
+        throw InputError(d + " and " + f.analysis +
+                         " are both analyses; pass one (use `prune analyze --compare` to compare models)");
       f.analysis = d, known = true;
       const json a = read_json(d + "/analysis.json");
       if (a.contains("settings")) {
@@ -308,7 +343,8 @@ ReportFolders classify_folders(const std::vector<std::string>& dirs) {
     }
     const bool run_h5 = fs::exists(d + "/run.h5");
     const core::TensorMap run = run_h5 ? core::read_hdf5(d + "/run.h5") : core::TensorMap{};
-    if (fs::exists(d + "/summary.json") || fs::exists(d + "/state/points") || has_key_prefix(run, "curves/")) {
+    if (fs::exists(d + "/summary.json") || fs::exists(d + "/state/points") ||
+        has_key_prefix(run, results::prefix(results::Dataset::kCurveStat))) {
       if (!f.pruning.empty()) throw InputError(d + " and " + f.pruning + " are both pruning runs; pass one per report");
       f.pruning = d, known = true;
       if (fs::exists(d + "/summary.json")) {
@@ -320,15 +356,17 @@ ReportFolders classify_folders(const std::vector<std::string>& dirs) {
     }
     for (const auto& g : gated_files(d, run)) f.gated.push_back(g), known = true;
     if (!known)
-      throw InputError(d + ": holds no headprune output (no summary.json, run.h5 with curves or gates, or analysis.json); "
+      throw InputError(d +
+                       ": holds no headprune output (no summary.json, run.h5 with curves or gates, or analysis.json); "
                        "pass a folder written by `prune`, `prune train --gates` or `prune analyze`");
   }
   return f;
 }
 
 std::vector<Panel> static_panels(const ReportFolders& f, const std::vector<std::string>& models) {
-  const core::TensorMap run = !f.pruning.empty() && fs::exists(f.pruning + "/run.h5") ? core::read_hdf5(f.pruning + "/run.h5")
-                                                                                      : core::TensorMap{};
+  const core::TensorMap run = !f.pruning.empty() && fs::exists(f.pruning + "/run.h5")
+                                  ? core::read_hdf5(f.pruning + "/run.h5")
+                                  : core::TensorMap{};
   return {{"summary", "Summary", summary_panel(f, models)},
           {"curves", "Pruning curves", curves_panel(f, run)},
           {"importance", "Head importance per criterion", importance_panel(f, run)},

@@ -38,8 +38,8 @@ long example_count(const RankData& r) {
 
 torch::Tensor per_example_loss(const torch::Tensor& logits, const torch::Tensor& labels, bool regression) {
   if (regression) return (logits.select(1, 0) - labels).pow(2);
-  return torch::nn::functional::cross_entropy(
-      logits, labels.to(torch::kLong), torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  return torch::nn::functional::cross_entropy(logits, labels.to(torch::kLong),
+                                              torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
 }
 
 RankData make_rank_data(const core::TaskSpec& task, const core::EncodedDataset& data, int batch_size, int pad_id) {
@@ -184,7 +184,8 @@ torch::Tensor random_importance(const CriterionContext& c) {
 torch::Tensor gates_log_alpha(const std::string& run_dir) {
   const std::string path = run_dir + "/best/gates.safetensors";
   if (run_dir.empty())
-    throw ConfigError("prune.gates_run is empty; the gates criterion needs a gated `prune train --gates` run directory");
+    throw ConfigError(
+        "prune.gates_run is empty; the gates criterion needs a gated `prune train --gates` run directory");
   if (!std::filesystem::exists(path))
     throw InputError(path + ": not found; prune.gates_run must be a run of `prune train --gates` (or --target-heads)");
   auto tensors = core::read_safetensors(path);

@@ -52,10 +52,10 @@ RankData make_rank_data(const core::TaskSpec& task, const core::EncodedDataset& 
 struct CriterionContext {
   const core::Bert* model = nullptr;
   const RankData* rank = nullptr;
-  torch::Tensor keep;               // [L, Hmax] 1 = head present, 0 = already pruned
+  torch::Tensor keep;  // [L, Hmax] 1 = head present, 0 = already pruned
   const core::PruneConfig* opts = nullptr;
   int seed = 42;
-  bool reuse_lower_layers = true;   // loo/attattr: compute the layers below once (benchmarks turn it off)
+  bool reuse_lower_layers = true;  // loo/attattr: compute the layers below once (benchmarks turn it off)
   // Told as work finishes: `done` of `total` units ("batches", "heads"); may be empty.
   std::function<void(long done, long total, const std::string& unit)> progress;
   void report(long done, long total, const std::string& unit) const {
@@ -67,8 +67,8 @@ using CriterionFn = torch::Tensor (*)(const CriterionContext&);
 
 struct Criterion {
   const char* name;
-  const char* source;       // paper
-  bool needs_labels;        // uses gold labels of the ranking data
+  const char* source;  // paper
+  bool needs_labels;  // uses gold labels of the ranking data
   CriterionFn score;
 };
 

@@ -78,7 +78,8 @@ CurvePoint evaluate_point(const CurveInputs& in, const std::string& criterion, i
   p.eval_seconds = r.seconds;
   p.eval_examples_per_s = r.examples_per_s;
   if (in.opts->latency)
-    p.latency_ms = eval::measure_latency(slim, eval::synthetic_input(slim.config(), 32, in.latency_seq), 1, 3, 0.3).median_ms;
+    p.latency_ms =
+        eval::measure_latency(slim, eval::synthetic_input(slim.config(), 32, in.latency_seq), 1, 3, 0.3).median_ms;
   return p;
 }
 
@@ -106,6 +107,11 @@ void walk(const CurveInputs& in, const Criterion& crit, int seed, const RankData
 
 }  // namespace
 
+torch::Tensor score_unpruned(const CurveInputs& in, const Criterion& crit, int seed, const RankData& rank,
+                             RunStore& store) {
+  return importance_at(in, crit, seed, rank, store, all_heads(in.model->config()), 0);
+}
+
 std::vector<CurvePoint> run_curve(const CurveInputs& in, const Criterion& crit, int seed, const RankData& rank,
                                   RunStore& store) {
   std::vector<CurvePoint> points;
@@ -116,7 +122,8 @@ std::vector<CurvePoint> run_curve(const CurveInputs& in, const Criterion& crit, 
     if (core::dist::stop_requested(in.stop)) return;
     auto p = store.load_point(crit.name, seed, step);
     if (!p) {
-      if (!progress) progress.emplace(std::string("curve ") + crit.name, static_cast<long>(in.counts.size()), "points", step);
+      if (!progress)
+        progress.emplace(std::string("curve ") + crit.name, static_cast<long>(in.counts.size()), "points", step);
       p = evaluate_point(in, crit.name, seed, step, keep);
       store.save_point(*p);
     }

@@ -19,15 +19,20 @@
 namespace hp::prune {
 
 struct CurveInputs {
-  const core::Bert* model = nullptr;              // fine-tuned, unpruned
+  const core::Bert* model = nullptr;  // fine-tuned, unpruned
   const core::TaskSpec* task = nullptr;
-  const core::EncodedDataset* eval = nullptr;     // the evaluation split (labelled)
+  const core::EncodedDataset* eval = nullptr;  // the evaluation split (labelled)
   std::vector<core::Batch> eval_batches;
   const core::PruneConfig* opts = nullptr;
-  std::vector<int> counts;                        // heads pruned at each point (schedule_counts)
-  long latency_seq = 64;                          // sequence length of the latency measurement
-  const std::atomic<bool>* stop = nullptr;        // set (Ctrl-C): return after the current point
+  std::vector<int> counts;  // heads pruned at each point (schedule_counts)
+  long latency_seq = 64;  // sequence length of the latency measurement
+  const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): return after the current point
 };
+
+// The criterion's importance [L, H] of the unpruned model for `seed`: scored once, then read from the
+// store (the curves and the exact-N mask of a non-iterative run start from it).
+torch::Tensor score_unpruned(const CurveInputs& in, const Criterion& crit, int seed, const RankData& rank,
+                             RunStore& store);
 
 // One criterion's curve for one seed; `rank` is that seed's ranking data. Stops early (fewer points)
 // when in.stop is set.
@@ -43,8 +48,8 @@ core::HeadSet mask_for_count(const CurveInputs& in, const Criterion& crit, int s
 struct Aggregate {
   std::string criterion;
   int pruned = 0, kept = 0;
-  double mean = 0, lo = 0, hi = 0;                 // primary metric
-  std::map<std::string, double> metrics;           // every metric, mean over seeds
+  double mean = 0, lo = 0, hi = 0;  // primary metric
+  std::map<std::string, double> metrics;  // every metric, mean over seeds
   long params = 0;
   double flops = 0, eval_examples_per_s = 0, latency_ms = 0;
   int seeds = 0;

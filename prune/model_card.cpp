@@ -41,10 +41,10 @@ std::string model_card(const CardInputs& in) {
     << "\npipeline_tag: text-classification\ndatasets:\n- glue\ntags:\n- headprune\n- attention-head-pruning\n---\n\n";
   o << "# " << task << ": " << in.base_model << " with " << kept << " of " << total << " attention heads\n\n";
   const std::string finetuned = s.value("finetuned_model", in.base_model);
-  o << (finetuned == in.base_model ? "The " + task + " classifier `" + in.base_model + "`"
-                                   : "Fine-tuned on GLUE " + task + " from `" + in.base_model + "` (`" + finetuned + "`)")
-    << ", pruned to exactly " << kept
-    << " heads by headprune " << in.version << " (method: " << fin.value("method", "")
+  o << (finetuned == in.base_model
+            ? "The " + task + " classifier `" + in.base_model + "`"
+            : "Fine-tuned on GLUE " + task + " from `" + in.base_model + "` (`" + finetuned + "`)")
+    << ", pruned to exactly " << kept << " heads by headprune " << in.version << " (method: " << fin.value("method", "")
     << (fin.contains("criterion") ? ", criterion " + fin["criterion"].get<std::string>() : std::string()) << ").\n"
     << "Licence of the base weights: "
     << (licence.empty() ? "not stated in the base model's README.md; check its terms" : licence)
@@ -53,23 +53,27 @@ std::string model_card(const CardInputs& in) {
   for (size_t l = 0; l < in.kept.size(); ++l) {
     std::string idx;
     for (int h : in.kept[l]) idx += (idx.empty() ? "" : ", ") + std::to_string(h);
-    o << "| " << l << " | " << in.kept[l].size() << " of " << in.heads_per_layer << " | " << (idx.empty() ? "none" : idx) << " |\n";
+    o << "| " << l << " | " << in.kept[l].size() << " of " << in.heads_per_layer << " | "
+      << (idx.empty() ? "none" : idx) << " |\n";
   }
   o << "\n## Quality and speed (" << task << " " << split << ")\n\n| | " << metric << " |\n|---|---|\n";
-  if (s.contains("criteria") && fin.contains("criterion") && s["criteria"].contains(fin["criterion"].get<std::string>())) {
+  if (s.contains("criteria") && fin.contains("criterion") &&
+      s["criteria"].contains(fin["criterion"].get<std::string>())) {
     const auto& curve = s["criteria"][fin["criterion"].get<std::string>()]["curve"];
     if (!curve.empty()) o << "| unpruned (" << total << " heads) | " << fixed(curve[0].value("mean", 0.0), 4) << " |\n";
   }
   if (fin.contains("metrics_before_recovery") && fin["metrics_before_recovery"].contains(metric))
-    o << "| " << kept << " heads, before recovery | " << fixed(fin["metrics_before_recovery"][metric].get<double>(), 4) << " |\n";
+    o << "| " << kept << " heads, before recovery | " << fixed(fin["metrics_before_recovery"][metric].get<double>(), 4)
+      << " |\n";
   if (fin.contains("metrics") && fin["metrics"].contains(metric))
     o << "| " << kept << " heads (this model) | " << fixed(fin["metrics"][metric].get<double>(), 4) << " |\n";
   o << "\nParameters: " << fin.value("params", 0L) << " (unpruned " << fin.value("params_unpruned", 0L) << ").\n";
   if (fin.contains("latency"))
     for (const auto& [batch, l] : fin["latency"].items())
-      o << "Measured speedup at " << batch << " (sequence " << l.value("seq", 0) << ", headprune on CPU): "
-        << fixed(l.value("speedup", 0.0), 2) << "× (" << fixed(l.value("unpruned_ms", 0.0), 1) << " → "
-        << fixed(l.value("slim_ms", 0.0), 1) << " ms; FLOP bound " << fixed(l.value("flop_bound", 0.0), 2) << "×).\n";
+      o << "Measured speedup at " << batch << " (sequence " << l.value("seq", 0)
+        << ", headprune on CPU): " << fixed(l.value("speedup", 0.0), 2) << "× ("
+        << fixed(l.value("unpruned_ms", 0.0), 1) << " → " << fixed(l.value("slim_ms", 0.0), 1) << " ms; FLOP bound "
+        << fixed(l.value("flop_bound", 0.0), 2) << "×).\n";
   o << "\n## Loading\n\n```python\nfrom transformers import AutoModelForSequenceClassification\n"
     << "model = AutoModelForSequenceClassification.from_pretrained(\"path/to/this/folder\", trust_remote_code=True)\n```\n\n"
     << "transformers 5.x builds the narrower layers from `modeling_headprune.py` in this folder (named by "

@@ -11,12 +11,12 @@
 namespace hp::prune {
 
 struct CardInputs {
-  nlohmann::json summary;                // summary.json of the run, with its "final" section
-  std::string run_dir;                   // where config.resolved.yaml lives
-  std::string base_model;                // model.path (its README.md front matter gives the licence)
-  std::vector<std::vector<int>> kept;    // [L]: original indices of the heads kept
-  int heads_per_layer = 0;               // of the base model
-  std::string version;                   // headprune's
+  nlohmann::json summary;  // summary.json of the run, with its "final" section
+  std::string run_dir;  // where config.resolved.yaml lives
+  std::string base_model;  // model.path (its README.md front matter gives the licence)
+  std::vector<std::vector<int>> kept;  // [L]: original indices of the heads kept
+  int heads_per_layer = 0;  // of the base model
+  std::string version;  // headprune's
 };
 
 std::string model_card(const CardInputs& in);

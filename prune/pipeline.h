@@ -1,17 +1,22 @@
-// The pruning run, `prune --config X.yaml [--target-heads N] [--criteria a,b] [--out DIR]`:
-//   1. fine-tune when the model has no classifier for the task (train section; RUN_DIR/finetune),
-//   2. score heads with each criterion and draw the masking curves (prune/curves.h, prune/report.h),
-//   3. with prune.target_heads = N: choose N heads (best criterion's ranking, a named one, or gates in
-//      target mode), recover by fine-tuning with them fixed (optionally distilling), export the slimmed
-//      checkpoint to RUN_DIR/model, verify it against the masked model (and in Hugging Face when the
-//      Python reference is installed), measure its speedup, and write summary.json.
+// The pruning run, `prune --config X.yaml [--target-heads N] [--criteria a,b] [--out DIR]`, as named
+// stages, numbered as in the README and in the log lines ("stage 4/9 curves: ..."):
+//   1. prepare        config validated once; task, data, architecture and run folder resolved once
+//   2. fine-tune      when the model has no classifier for the task (RUN_DIR/finetune)
+//   3. score          every head by each criterion and seed, on the unpruned model (RUN_DIR/state)
+//   4. curves         prune along the schedule by each ranking, evaluate every point: curves.csv, plots, run.h5
+//   5. choose N       exactly prune.target_heads heads: the best criterion's ranking, a named one, or gates
+//   6. recover        fine-tune with those heads fixed, optionally distilling (RUN_DIR/recover)
+//   7. export, verify the slimmed checkpoint in RUN_DIR/model, checked against the masked model and in HF
+//   8. measure speed  the slimmed against the unpruned model at batch 1 and 32
+//   9. summary        summary.json (prune/summary.h) and the model card
+// Stages 5-8 run only with prune.target_heads > 0. The stages share one RunContext (prune/stages.h).
 // Every stage records its results atomically; the same command after a kill resumes.
 #pragma once
 
 #include <atomic>
 
-#include "core/model/bert_config.h"
 #include "core/base/config.h"
+#include "core/model/bert_config.h"
 
 namespace hp::prune {
 

@@ -59,7 +59,8 @@ std::string svg_line_chart(const LineChart& c) {
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  o << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << xml_escape(c.title) << "</text>\n";
+  o << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << xml_escape(c.title)
+    << "</text>\n";
   for (double t : ticks(x0, x1))
     o << "<line x1=\"" << px(t) << "\" y1=\"" << top << "\" x2=\"" << px(t) << "\" y2=\"" << H - bottom
       << "\" stroke=\"#e5e5e5\"/><text x=\"" << px(t) << "\" y=\"" << H - bottom + 16 << "\" text-anchor=\"middle\">"
@@ -70,9 +71,9 @@ std::string svg_line_chart(const LineChart& c) {
       << num(t) << "</text>\n";
   o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << W - left - right << "\" height=\""
     << H - top - bottom << "\" fill=\"none\" stroke=\"black\"/>\n";
-  o << "<text x=\"" << (left + W - right) / 2 << "\" y=\"" << H - 18 << "\" text-anchor=\"middle\">" << xml_escape(c.x_label)
-    << "</text>\n<text transform=\"translate(18," << (top + H - bottom) / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
-    << xml_escape(c.y_label) << "</text>\n";
+  o << "<text x=\"" << (left + W - right) / 2 << "\" y=\"" << H - 18 << "\" text-anchor=\"middle\">"
+    << xml_escape(c.x_label) << "</text>\n<text transform=\"translate(18," << (top + H - bottom) / 2
+    << ") rotate(-90)\" text-anchor=\"middle\">" << xml_escape(c.y_label) << "</text>\n";
   if (!std::isnan(c.y_ref))
     o << "<line x1=\"" << left << "\" y1=\"" << py(c.y_ref) << "\" x2=\"" << W - right << "\" y2=\"" << py(c.y_ref)
       << "\" stroke=\"black\" stroke-dasharray=\"5,4\"/><text x=\"" << W - right - 4 << "\" y=\"" << py(c.y_ref) - 5
@@ -96,8 +97,8 @@ std::string svg_line_chart(const LineChart& c) {
       o << "<circle cx=\"" << px(s.x[i]) << "\" cy=\"" << py(s.y[i]) << "\" r=\"3\" fill=\"" << color << "\"/>\n";
     const double ly = top + 10 + 20 * static_cast<double>(k);
     o << "<line x1=\"" << W - right + 12 << "\" y1=\"" << ly << "\" x2=\"" << W - right + 36 << "\" y2=\"" << ly
-      << "\" stroke=\"" << color << "\" stroke-width=\"3\"" << dash << "/><text x=\"" << W - right + 42 << "\" y=\"" << ly + 4
-      << "\">" << xml_escape(s.name) << "</text>\n";
+      << "\" stroke=\"" << color << "\" stroke-width=\"3\"" << dash << "/><text x=\"" << W - right + 42 << "\" y=\""
+      << ly + 4 << "\">" << xml_escape(s.name) << "</text>\n";
   }
   o << "</svg>\n";
   return o.str();
@@ -121,7 +122,8 @@ std::string svg_heatmap(const Heatmap& m) {
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << Ht
     << "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  o << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">" << xml_escape(m.title) << "</text>\n";
+  o << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">" << xml_escape(m.title)
+    << "</text>\n";
   for (size_t l = 0; l < L; ++l) {
     o << "<text x=\"" << left - 8 << "\" y=\"" << top + cell * l + cell / 2 + 4 << "\" text-anchor=\"end\">layer " << l
       << "</text>\n";
@@ -135,7 +137,8 @@ std::string svg_heatmap(const Heatmap& m) {
   for (size_t h = 0; h < Hn; ++h)
     o << "<text x=\"" << left + cell * h + cell / 2 << "\" y=\"" << top + cell * L + 16 << "\" text-anchor=\"middle\">"
       << h << "</text>\n";
-  o << "<text x=\"" << left + cell * Hn / 2 << "\" y=\"" << top + cell * L + 36 << "\" text-anchor=\"middle\">head</text>\n";
+  o << "<text x=\"" << left + cell * Hn / 2 << "\" y=\"" << top + cell * L + 36
+    << "\" text-anchor=\"middle\">head</text>\n";
   const double bx = left + cell * Hn + 20;
   for (int i = 0; i < 10; ++i)
     o << "<rect x=\"" << bx << "\" y=\"" << top + (cell * L) * (9 - i) / 10 << "\" width=\"16\" height=\""

@@ -23,7 +23,7 @@ struct LineChart {
 struct Heatmap {
   std::string title;
   std::vector<std::vector<double>> values;  // rows = layers, columns = heads
-  std::vector<std::vector<bool>> present;   // false = blank cell (head absent); empty = all present
+  std::vector<std::vector<bool>> present;  // false = blank cell (head absent); empty = all present
 };
 
 std::string svg_line_chart(const LineChart& chart);

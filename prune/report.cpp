@@ -7,6 +7,7 @@
 #include "core/model/head_mask.h"
 #include "core/io/tensor_io.h"
 #include "eval/evaluator.h"  // head_mask_tensor
+#include "eval/results_schema.h"
 #include "prune/plot.h"
 
 namespace hp::prune {
@@ -20,7 +21,8 @@ std::map<std::string, double> largest_fraction_within(const std::vector<Aggregat
     if (!base.count(a.criterion)) continue;
     if (!best.count(a.criterion)) best[a.criterion] = 0;
     // The largest point whose mean metric is within the tolerance of the unpruned one.
-    if (a.mean >= base[a.criterion] - tolerance) best[a.criterion] = std::max(best[a.criterion], a.pruned / double(total_heads));
+    if (a.mean >= base[a.criterion] - tolerance)
+      best[a.criterion] = std::max(best[a.criterion], a.pruned / double(total_heads));
   }
   return best;
 }
@@ -32,10 +34,13 @@ std::map<std::string, double> curve_area(const std::vector<Aggregate>& aggregate
   return sum;
 }
 
-std::vector<std::string> write_curve_report(const CurveReport& r) {
-  std::vector<std::string> files;
+namespace {
+
+namespace results = eval::results;
+
+// curves.csv: every point of every seed, plus the aggregate columns of its (criterion, point).
+void write_curves_csv(const CurveReport& r) {
   const std::string metric = r.task->primary_metric;
-  // curves.csv: every point of every seed, plus the aggregate columns of its (criterion, point).
   std::ostringstream csv;
   csv << "criterion,seed,step,heads_pruned,heads_kept,fraction_pruned";
   std::vector<std::string> names;
@@ -56,8 +61,11 @@ std::vector<std::string> write_curve_report(const CurveReport& r) {
         << p.eval_examples_per_s << "," << p.latency_ms << ",\"" << p.mask << "\"\n";
   }
   core::write_file_atomic(r.run_dir + "/curves.csv", csv.str());
-  files.push_back("curves.csv");
+}
 
+// curves.svg (and .png when it can be rendered): one line per criterion with its band.
+void write_curve_plot(const CurveReport& r, std::vector<std::string>& files) {
+  const std::string metric = r.task->primary_metric;
   LineChart chart;
   const int seeds = r.aggregates.empty() ? 1 : r.aggregates[0].seeds;
   chart.title = r.task->name + ": " + metric + " vs heads pruned (" +
@@ -65,7 +73,8 @@ std::vector<std::string> write_curve_report(const CurveReport& r) {
   chart.x_label = "heads pruned (of " + std::to_string(r.total_heads) + ")";
   chart.y_label = "dev " + metric;
   for (const auto& a : r.aggregates) {
-    if (chart.series.empty() || chart.series.back().name != a.criterion) chart.series.push_back({a.criterion, {}, {}, {}, {}});
+    if (chart.series.empty() || chart.series.back().name != a.criterion)
+      chart.series.push_back({a.criterion, {}, {}, {}, {}});
     auto& s = chart.series.back();
     s.x.push_back(a.pruned), s.y.push_back(a.mean), s.lo.push_back(a.lo), s.hi.push_back(a.hi);
   }
@@ -75,8 +84,10 @@ std::vector<std::string> write_curve_report(const CurveReport& r) {
   }
   files.push_back("curves.svg");
   if (!write_svg_and_png(r.run_dir + "/curves.svg", svg_line_chart(chart)).empty()) files.push_back("curves.png");
+}
 
-  core::TensorMap h5;
+// importance_<criterion>.svg/.png heatmaps, and the importance datasets of run.h5.
+void write_importance(const CurveReport& r, std::vector<std::string>& files, core::TensorMap& h5) {
   for (const auto& [name, imp] : r.importance) {
     Heatmap m;
     m.title = name + " importance (layers x heads)";
@@ -86,35 +97,53 @@ std::vector<std::string> write_curve_report(const CurveReport& r) {
       for (int64_t h = 0; h < t.size(1); ++h) m.values[l][h] = t[l][h].item<double>();
     const std::string svg = "importance_" + name + ".svg";
     files.push_back(svg);
-    if (!write_svg_and_png(r.run_dir + "/" + svg, svg_heatmap(m)).empty()) files.push_back("importance_" + name + ".png");
-    h5["importance/" + name] = imp.to(torch::kFloat32);
+    if (!write_svg_and_png(r.run_dir + "/" + svg, svg_heatmap(m)).empty())
+      files.push_back("importance_" + name + ".png");
+    h5[results::importance_key(name)] = imp.to(torch::kFloat32);
   }
-  // Masks and metrics per point, per criterion and seed: masks [points, L, H], metric [points].
-  std::map<std::string, std::vector<torch::Tensor>> masks;
-  std::map<std::string, std::vector<double>> values, pruned;
+}
+
+// The masks and curve datasets of run.h5: per criterion and seed the masks [K, L, H], the metric and the
+// heads pruned [K]; per criterion the mean and interval [K].
+void add_curves(const CurveReport& r, core::TensorMap& h5) {
+  const std::string metric = r.task->primary_metric;
+  std::map<std::pair<std::string, int>, std::vector<torch::Tensor>> masks;
+  std::map<std::pair<std::string, int>, std::vector<double>> values, pruned;
+  const auto& imp = r.importance.begin()->second;
   for (const auto& p : r.points) {
-    const std::string key = p.criterion + "/seed" + std::to_string(p.seed);
-    const auto& imp = r.importance.begin()->second;
     auto keep = core::parse_head_mask(p.mask, static_cast<int>(imp.size(0)), static_cast<int>(imp.size(1)));
-    masks[key].push_back(eval::head_mask_tensor(keep));
-    values[key].push_back(p.metrics.at(metric));
-    pruned[key].push_back(p.pruned);
+    masks[{p.criterion, p.seed}].push_back(eval::head_mask_tensor(keep));
+    values[{p.criterion, p.seed}].push_back(p.metrics.at(metric));
+    pruned[{p.criterion, p.seed}].push_back(p.pruned);
   }
   for (const auto& [key, m] : masks) {
-    h5["masks/" + key] = torch::stack(m);
-    h5["curves/" + key + "/" + metric] = torch::tensor(values[key], torch::kFloat64);
-    h5["curves/" + key + "/heads_pruned"] = torch::tensor(pruned[key], torch::kFloat64);
+    const auto& [criterion, seed] = key;
+    h5[results::masks_key(criterion, seed)] = torch::stack(m);
+    h5[results::curve_series_key(criterion, seed, metric)] = torch::tensor(values[key], torch::kFloat64);
+    h5[results::curve_series_key(criterion, seed, results::kHeadsPruned)] = torch::tensor(pruned[key], torch::kFloat64);
   }
-  std::map<std::string, std::vector<double>> mean, lo, hi;
+  std::map<std::string, std::vector<double>> stats[3];  // mean, ci_lo, ci_hi per criterion
   for (const auto& a : r.aggregates)
-    mean[a.criterion].push_back(a.mean), lo[a.criterion].push_back(a.lo), hi[a.criterion].push_back(a.hi);
-  for (const auto& [c, m] : mean) {
-    h5["curves/" + c + "/mean"] = torch::tensor(m, torch::kFloat64);
-    h5["curves/" + c + "/ci_lo"] = torch::tensor(lo[c], torch::kFloat64);
-    h5["curves/" + c + "/ci_hi"] = torch::tensor(hi[c], torch::kFloat64);
-  }
+    stats[0][a.criterion].push_back(a.mean), stats[1][a.criterion].push_back(a.lo),
+        stats[2][a.criterion].push_back(a.hi);
+  for (int i = 0; i < 3; ++i)
+    for (const auto& [c, v] : stats[i])
+      h5[results::curve_stat_key(c, results::kStats[i])] = torch::tensor(v, torch::kFloat64);
+}
+
+}  // namespace
+
+std::vector<std::string> write_curve_report(const CurveReport& r) {
+  std::vector<std::string> files;
+  write_curves_csv(r);
+  files.push_back("curves.csv");
+  write_curve_plot(r, files);
+  core::TensorMap h5;
+  write_importance(r, files, h5);
   if (!r.importance.empty()) {
-    core::write_hdf5(r.run_dir + "/run.h5", h5, {{"config", r.config_yaml}, {"task", r.task->name}, {"metric", metric}});
+    add_curves(r, h5);
+    core::write_hdf5(r.run_dir + "/run.h5", h5,
+                     {{"config", r.config_yaml}, {"task", r.task->name}, {"metric", r.task->primary_metric}});
     files.push_back("run.h5");
   }
   return files;

@@ -18,8 +18,8 @@ struct CurveReport {
   std::string run_dir, config_yaml;
   const core::TaskSpec* task = nullptr;
   int total_heads = 0;
-  std::vector<CurvePoint> points;                 // all criteria and seeds
-  std::vector<Aggregate> aggregates;              // mean + interval per criterion and point
+  std::vector<CurvePoint> points;  // all criteria and seeds
+  std::vector<Aggregate> aggregates;  // mean + interval per criterion and point
   std::map<std::string, torch::Tensor> importance;  // criterion → [L, H] (first seed, unpruned model)
 };
 

@@ -17,15 +17,15 @@ namespace hp::prune {
 struct CurvePoint {
   std::string criterion;
   int seed = 0;
-  int step = 0;                  // index into the schedule
-  int pruned = 0, kept = 0;      // heads
-  std::string mask;              // the pruned heads as a head-mask spec (core/model/head_mask.h)
+  int step = 0;  // index into the schedule
+  int pruned = 0, kept = 0;  // heads
+  std::string mask;  // the pruned heads as a head-mask spec (core/model/head_mask.h)
   std::map<std::string, double> metrics;
   std::vector<float> predictions;  // per evaluation example, dataset order (for the bootstrap)
   long params = 0;
-  double flops = 0;              // per example at the evaluation split's mean length
+  double flops = 0;  // per example at the evaluation split's mean length
   double eval_seconds = 0, eval_examples_per_s = 0;
-  double latency_ms = 0;         // batch-32 forward of the slimmed model; 0 = not measured
+  double latency_ms = 0;  // batch-32 forward of the slimmed model; 0 = not measured
 };
 
 class RunStore {

@@ -18,8 +18,9 @@ std::vector<int> schedule_counts(const std::vector<int>& points, const std::stri
   for (size_t i = 0; i < points.size(); ++i) {
     const int p = points[i];
     if (p < 0 || p > limit)
-      throw ConfigError("prune.schedule[" + std::to_string(i) + "] = " + std::to_string(p) + "; points must lie in 0.." +
-                        std::to_string(limit) + (unit == "percent" ? " (percent)" : " (heads of the model)"));
+      throw ConfigError("prune.schedule[" + std::to_string(i) + "] = " + std::to_string(p) +
+                        "; points must lie in 0.." + std::to_string(limit) +
+                        (unit == "percent" ? " (percent)" : " (heads of the model)"));
     if (i > 0 && p < points[i - 1])
       throw ConfigError("prune.schedule is not monotonic: " + std::to_string(points[i - 1]) + " then " +
                         std::to_string(p) + "; list the points in increasing order");
@@ -49,8 +50,9 @@ core::HeadSet prune_to(const Matrix& importance, const core::HeadSet& keep, int 
     for (bool k : keep[l]) present[l] += k ? 1 : 0;
     pruned += static_cast<int>(keep[l].size()) - present[l];
   }
-  if (n_pruned < pruned) throw InternalError("prune_to: cannot un-prune heads (" + std::to_string(pruned) + " > " +
-                                             std::to_string(n_pruned) + ")");
+  if (n_pruned < pruned)
+    throw InternalError("prune_to: cannot un-prune heads (" + std::to_string(pruned) + " > " +
+                        std::to_string(n_pruned) + ")");
   // Candidates in pruning order: (within-layer rank if per_layer, importance, layer, head).
   std::vector<std::tuple<int, double, int, int>> order;
   for (size_t l = 0; l < keep.size(); ++l) {
@@ -59,7 +61,8 @@ core::HeadSet prune_to(const Matrix& importance, const core::HeadSet& keep, int 
       if (keep[l][h]) layer.push_back({importance.at(l).at(h), static_cast<int>(h)});
     std::stable_sort(layer.begin(), layer.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (size_t r = 0; r < layer.size(); ++r)
-      order.emplace_back(opts.per_layer ? static_cast<int>(r) : 0, layer[r].first, static_cast<int>(l), layer[r].second);
+      order.emplace_back(opts.per_layer ? static_cast<int>(r) : 0, layer[r].first, static_cast<int>(l),
+                         layer[r].second);
   }
   std::stable_sort(order.begin(), order.end());
   for (const auto& [rank, imp, l, h] : order) {

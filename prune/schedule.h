@@ -17,8 +17,8 @@ using Matrix = std::vector<std::vector<double>>;  // [L][H]
 std::vector<int> schedule_counts(const std::vector<int>& points, const std::string& unit, int total_heads);
 
 struct RankOptions {
-  bool per_layer = false;        // prune layer by layer in turn (each layer's least important first)
-  int min_heads_per_layer = 0;   // never leave a layer with fewer heads
+  bool per_layer = false;  // prune layer by layer in turn (each layer's least important first)
+  int min_heads_per_layer = 0;  // never leave a layer with fewer heads
 };
 
 // Starting from `keep`, prunes present heads in ascending importance until `n_pruned` heads of the

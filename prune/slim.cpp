@@ -48,9 +48,8 @@ core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep) {
     }
     rows[l] = torch::tensor(idx, torch::kLong);
   }
-  auto params = map_head_tensors(model, [&](const torch::Tensor& t, int64_t dim, int l) {
-    return t.index_select(dim, rows[l]).contiguous();
-  });
+  auto params = map_head_tensors(
+      model, [&](const torch::Tensor& t, int64_t dim, int l) { return t.index_select(dim, rows[l]).contiguous(); });
   return core::Bert(cfg, std::move(params));
 }
 

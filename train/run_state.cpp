@@ -11,7 +11,8 @@
 
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"  // InputError, ConfigError
-#include "core/base/files.h"   // write_file_atomic, read_file
+#include "core/base/files.h"  // write_file_atomic, read_file
+#include "eval/results_schema.h"
 
 namespace hp::train {
 
@@ -19,8 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kLogAlphaKey = "gates/log_alpha";
-const char* const kPOpenKey = "gates/p_open";
+const std::string kLogAlphaKey = eval::results::prefix(eval::results::Dataset::kGateLogAlpha);
+const std::string kPOpenKey = eval::results::prefix(eval::results::Dataset::kGatePOpen);
 const char* const kHistoryPrefix = "history/";
 
 torch::Tensor stack_or_empty(const std::vector<torch::Tensor>& v) {
@@ -166,7 +167,8 @@ RunState read_run_state(const std::string& run_dir, core::Bert& model) {
   std::string dir = state_dir(run_dir);
   if (!fs::exists(dir + "/state.json") && fs::exists(dir + ".old/state.json")) dir += ".old";
   if (!fs::exists(dir + "/state.json"))
-    throw InputError(state_dir(run_dir) + ": no resumable state (state.json missing); pass the run directory of a "
+    throw InputError(state_dir(run_dir) +
+                     ": no resumable state (state.json missing); pass the run directory of a "
                      "run started with train.save_every or evaluations, or start a new run without --resume");
   RunState s;
   auto j = nlohmann::json::parse(core::read_file(dir + "/state.json"));
@@ -197,7 +199,8 @@ RunState read_run_state(const std::string& run_dir, core::Bert& model) {
   for (auto& [k, t] : model.mutable_parameters()) {
     auto it = weights.find(k);
     if (it == weights.end() || it->second.sizes() != t.sizes())
-      throw InputError(dir + "/model.safetensors: tensor " + k + " missing or of another shape; the state belongs "
+      throw InputError(dir + "/model.safetensors: tensor " + k +
+                       " missing or of another shape; the state belongs "
                        "to another model, resume with the model.path the run started with");
     t.copy_(it->second);
   }

@@ -12,20 +12,73 @@
 
 namespace hp::train {
 
-TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
-  const core::TaskSpec& task = core::find_task(cfg.data.task);
-  // Validate before reading data: the head count comes from config.json alone.
-  const core::BertConfig arch = core::read_bert_config(run.model_dir + "/config.json");
-  validate_train_config(cfg.train, cfg.gates, arch.num_hidden_layers * arch.max_heads());
-  core::check_max_seq_len(arch, cfg.data.max_seq_len);
+namespace {
 
-  const std::string root = core::resolve_data_root(cfg.data.root);
+// The train and eval splits of the task, as read.
+struct TaskExamples {
+  std::vector<core::Example> train, eval;
+};
+
+TaskExamples read_examples(const core::Config& cfg, const TaskRun& run, const core::TaskSpec& task) {
+  const std::string root = run.data_root.empty() ? core::resolve_data_root(cfg.data.root) : run.data_root;
   auto train_examples = core::read_task(task, root, cfg.train.train_split);
   if (cfg.train.max_train_examples > 0 && static_cast<size_t>(cfg.train.max_train_examples) < train_examples.size())
     train_examples.resize(cfg.train.max_train_examples);
   auto eval_examples = core::read_task(task, root, cfg.train.eval_split);
   core::log_info("train", task.name + ": " + std::to_string(train_examples.size()) + " train / " +
-                              std::to_string(eval_examples.size()) + " " + cfg.train.eval_split + " examples from " + root);
+                              std::to_string(eval_examples.size()) + " " + cfg.train.eval_split + " examples from " +
+                              root);
+  return {std::move(train_examples), std::move(eval_examples)};
+}
+
+// The distillation teacher (the unpruned model), when gates.distill applies to this run.
+std::optional<core::Bert> load_teacher(const core::Config& cfg, const TaskRun& run, const core::TaskSpec& task,
+                                       const core::LoadOptions& load) {
+  const bool recovery = !run.fixed_keep.empty();
+  const bool use_teacher = cfg.gates.distill && (recovery || (cfg.gates.target_heads > 0 && cfg.gates.finetune_after));
+  if (cfg.gates.distill && !use_teacher)
+    core::log_warn("train",
+                   "gates.distill is on but only the fixed-heads fine-tuning of target mode distils; "
+                   "set gates.target_heads and gates.finetune_after to use it");
+  if (!use_teacher) return std::nullopt;
+  const std::string from = run.teacher_dir.empty() ? run.model_dir : run.teacher_dir;
+  core::LoadReport teacher_report;
+  std::optional<core::Bert> teacher(core::load_bert(from, load, &teacher_report));  // the unpruned model
+  if (teacher_report.classifier_initialized)
+    core::log_warn("train",
+                   "the distillation teacher has a fresh (untrained) classifier; distil from a model "
+                   "fine-tuned on " +
+                       task.name + " instead");
+  return teacher;
+}
+
+void write_result(const core::Config& cfg, const TaskRun& run, const core::TaskSpec& task, const TrainResult& r) {
+  nlohmann::json j;
+  j["task"] = task.name;
+  j["split"] = cfg.train.eval_split;
+  j["metric"] = r.metric;
+  j["best_metric"] = r.best_metric;
+  j["best_step"] = r.best_step;
+  j["final_metrics"] = r.final_metrics;
+  j["steps"] = r.steps;
+  j["heads_kept"] = r.heads_kept;
+  j["heads_total"] = r.heads_total;
+  j["mask"] = core::format_head_mask(r.final_keep);
+  j["train_seconds"] = r.train_seconds;
+  j["steps_per_s"] = r.steps_per_s;
+  j["examples_per_s"] = r.examples_per_s;
+  core::write_file_atomic(run.run_dir + "/train_result.json", j.dump(2) + "\n");
+}
+
+}  // namespace
+
+TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
+  const core::TaskSpec& task = run.task ? *run.task : core::find_task(cfg.data.task);
+  // Validate before reading data: the head count comes from config.json alone.
+  const core::BertConfig arch = core::read_bert_config(run.model_dir + "/config.json");
+  validate_train_config(cfg.train, cfg.gates, arch.num_hidden_layers * arch.max_heads());
+  core::check_max_seq_len(arch, cfg.data.max_seq_len);
+  const TaskExamples examples = read_examples(cfg, run, task);
 
   core::LoadOptions load = core::task_load_options(task, cfg.run.seed);
   core::LoadReport report;
@@ -33,24 +86,11 @@ TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
   if (report.classifier_initialized)
     core::log_info("train", run.model_dir + " has no classifier for " + task.name +
                                 ": starting from a fresh one (normal for a pretrained encoder)");
-  const bool recovery = !run.fixed_keep.empty();
-  const bool use_teacher = cfg.gates.distill && (recovery || (cfg.gates.target_heads > 0 && cfg.gates.finetune_after));
-  if (cfg.gates.distill && !use_teacher)
-    core::log_warn("train", "gates.distill is on but only the fixed-heads fine-tuning of target mode distils; "
-                            "set gates.target_heads and gates.finetune_after to use it");
-  std::optional<core::Bert> teacher;
-  if (use_teacher) {
-    const std::string from = run.teacher_dir.empty() ? run.model_dir : run.teacher_dir;
-    core::LoadReport teacher_report;
-    teacher.emplace(core::load_bert(from, load, &teacher_report));  // the unpruned model
-    if (teacher_report.classifier_initialized)
-      core::log_warn("train", "the distillation teacher has a fresh (untrained) classifier; distil from a model "
-                              "fine-tuned on " + task.name + " instead");
-  }
+  std::optional<core::Bert> teacher = load_teacher(cfg, run, task, load);
 
   auto tok = core::WordPieceTokenizer::from_model_dir(run.model_dir);
-  auto train_data = core::encode_examples(tok, train_examples, cfg.data.max_seq_len);
-  auto eval_data = core::encode_examples(tok, eval_examples, cfg.data.max_seq_len);
+  auto train_data = core::encode_examples(tok, examples.train, cfg.data.max_seq_len);
+  auto eval_data = core::encode_examples(tok, examples.eval, cfg.data.max_seq_len);
 
   // The config a resume must repeat: everything but where the run lives and the resume flag itself.
   core::Config fixed = cfg;
@@ -74,23 +114,7 @@ TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
   opts.fixed_keep = run.fixed_keep;
   opts.stop = run.stop;
   TrainResult r = train_model(cfg.train, cfg.gates, cfg.run, model, data, opts);
-  if (r.interrupted) return r;
-
-  nlohmann::json j;
-  j["task"] = task.name;
-  j["split"] = cfg.train.eval_split;
-  j["metric"] = r.metric;
-  j["best_metric"] = r.best_metric;
-  j["best_step"] = r.best_step;
-  j["final_metrics"] = r.final_metrics;
-  j["steps"] = r.steps;
-  j["heads_kept"] = r.heads_kept;
-  j["heads_total"] = r.heads_total;
-  j["mask"] = core::format_head_mask(r.final_keep);
-  j["train_seconds"] = r.train_seconds;
-  j["steps_per_s"] = r.steps_per_s;
-  j["examples_per_s"] = r.examples_per_s;
-  core::write_file_atomic(run.run_dir + "/train_result.json", j.dump(2) + "\n");
+  if (!r.interrupted) write_result(cfg, run, task, r);
   return r;
 }
 

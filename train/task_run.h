@@ -7,18 +7,22 @@
 #include <string>
 
 #include "core/base/config.h"
+#include "core/data/glue.h"
 #include "core/model/head_mask.h"
 #include "train/trainer.h"
 
 namespace hp::train {
 
 struct TaskRun {
-  std::string model_dir;        // model to start from (cfg.model.path for `prune train`)
-  std::string run_dir;          // RUN_DIR
-  bool resume = false;          // continue from RUN_DIR/state
-  core::HeadSet fixed_keep;     // train with these heads fixed (recovery after pruning); empty = none
-  std::string teacher_dir;      // distil from this model (gates.distill); empty = model_dir as it starts
+  std::string model_dir;  // model to start from (cfg.model.path for `prune train`)
+  std::string run_dir;  // RUN_DIR
+  bool resume = false;  // continue from RUN_DIR/state
+  core::HeadSet fixed_keep;  // train with these heads fixed (recovery after pruning); empty = none
+  std::string teacher_dir;  // distil from this model (gates.distill); empty = model_dir as it starts
   const std::atomic<bool>* stop = nullptr;
+  // Resolved by a caller that already has them (the pruning run's stage 1); null/empty: from cfg.data.
+  const core::TaskSpec* task = nullptr;
+  std::string data_root;
 };
 
 // Trains as `cfg` says. The resume check covers everything in cfg except run.out_dir and train.resume.

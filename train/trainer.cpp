@@ -75,6 +75,13 @@ class Loop {
   }
   torch::Tensor eval_mask() const;
   void train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress, core::dist::GradientReducer& reducer);
+  struct StepLoss {
+    torch::Tensor loss, task_loss, kd;  // this rank's share; kd undefined unless distilling
+    bool distilling = false;
+  };
+  StepLoss batch_loss(const core::Batch& b);
+  void record_step(double loss, double task_loss, double distill, double lr, double grad_norm, double expected_open,
+                   double penalty, core::Progress& progress);
   void evaluate_and_keep_best();
   void save_best(const torch::Tensor& mask_log_alpha);
   void save_best_here(const torch::Tensor& log_alpha);
@@ -133,83 +140,94 @@ core::Batch rows_of(const core::Batch& b, long lo, long hi) {
   return r;
 }
 
+// The loss of this rank's rows of the global batch (all of it in one process), weighted by their share of
+// the batch, so that the gradients summed over ranks are the whole batch's; gate penalty not included.
+Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
+  const long B = b.input_ids.size(0);
+  const long lo = B * core::dist::rank() / core::dist::world(), hi = B * (core::dist::rank() + 1) / core::dist::world();
+  const core::Batch local = core::dist::active() ? rows_of(b, lo, hi) : b;
+  const double share = static_cast<double>(hi - lo) / static_cast<double>(B);
+  StepLoss r;
+  r.distilling = opts_.teacher && gc_.distill && (s_.phase == 2 || !opts_.fixed_keep.empty());
+  r.loss = torch::zeros({}), r.task_loss = torch::zeros({});
+  if (hi <= lo) {
+    if (gates_ && !fixed_mask_.defined()) gates_->sample(B);  // keeps the gate noise in step with the other ranks
+    return r;
+  }
+  core::EncoderInput in = core::encoder_input(local);
+  if (fixed_mask_.defined()) in.head_mask = fixed_mask_;
+  else if (gates_) {
+    in.head_mask = gates_->sample(B);  // every rank draws the whole batch's noise, as one process does
+    if (in.head_mask.dim() == 3) in.head_mask = in.head_mask.narrow(0, lo, hi - lo);  // per-example gates
+  }
+  in.cls_only = true;
+  auto logits = model_.forward(in).logits;  // [b, C]
+  r.task_loss = share * (data_.task->is_regression() ? torch::mse_loss(logits.select(1, 0), local.labels)
+                                                     : torch::cross_entropy_loss(logits, local.labels.to(torch::kLong)));
+  r.loss = r.task_loss;
+  if (r.distilling) {
+    torch::Tensor teacher_logits;
+    {
+      torch::NoGradGuard no_grad;
+      core::EncoderInput tin = core::encoder_input(local);
+      tin.cls_only = true;
+      teacher_logits = opts_.teacher->forward(tin).logits;
+    }
+    r.kd = share * distill_loss(logits, teacher_logits, gc_.distill_temperature, data_.task->is_regression());
+    r.loss = (1.0 - gc_.distill_weight) * r.task_loss + gc_.distill_weight * r.kd;
+  }
+  return r;
+}
+
 void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress,
                       core::dist::GradientReducer& reducer) {
   auto start = std::chrono::steady_clock::now();
   const bool phase1 = s_.phase == 1;
   opt.set_step(s_.phase_step);
   opt.zero_grad();
-  // Data-parallel: this rank's rows of the global batch (all of it in one process), their loss weighted by
-  // their share of the batch, so that the gradients summed over ranks are the whole batch's.
-  const long B = b.input_ids.size(0);
-  const long lo = B * core::dist::rank() / core::dist::world(), hi = B * (core::dist::rank() + 1) / core::dist::world();
-  const core::Batch local = core::dist::active() ? rows_of(b, lo, hi) : b;
-  const double share = static_cast<double>(hi - lo) / static_cast<double>(B);
-  const bool distilling = opts_.teacher && gc_.distill && (s_.phase == 2 || !opts_.fixed_keep.empty());
-  torch::Tensor loss = torch::zeros({}), task_loss = torch::zeros({}), kd;
-  if (hi > lo) {
-    core::EncoderInput in = core::encoder_input(local);
-    if (fixed_mask_.defined()) in.head_mask = fixed_mask_;
-    else if (gates_) {
-      in.head_mask = gates_->sample(B);  // every rank draws the whole batch's noise, as one process does
-      if (in.head_mask.dim() == 3) in.head_mask = in.head_mask.narrow(0, lo, hi - lo);  // per-example gates
-    }
-    in.cls_only = true;
-    auto logits = model_.forward(in).logits;  // [b, C]
-    task_loss = share * (data_.task->is_regression() ? torch::mse_loss(logits.select(1, 0), local.labels)
-                                                     : torch::cross_entropy_loss(logits, local.labels.to(torch::kLong)));
-    loss = task_loss;
-    if (distilling) {
-      torch::Tensor teacher_logits;
-      {
-        torch::NoGradGuard no_grad;
-        core::EncoderInput tin = core::encoder_input(local);
-        tin.cls_only = true;
-        teacher_logits = opts_.teacher->forward(tin).logits;
-      }
-      kd = share * distill_loss(logits, teacher_logits, gc_.distill_temperature, data_.task->is_regression());
-      loss = (1.0 - gc_.distill_weight) * task_loss + gc_.distill_weight * kd;
-    }
-  } else if (gates_ && !fixed_mask_.defined()) {
-    gates_->sample(B);  // keeps the gate noise in step with the other ranks
-  }
+  StepLoss l = batch_loss(b);
   double expected_open = 0, penalty_v = 0;
   if (gates_ && phase1) {
     // log α is the same on every rank (its gradient is all-reduced), so is the expectation: each rank adds
     // its 1/world of the penalty.
     auto open = gates_->expected_open();
     auto penalty = target_mode_ ? controller_->penalty(open, s_.phase_step) : gates_->l0_penalty();
-    loss = loss + penalty / core::dist::world();
+    l.loss = l.loss + penalty / core::dist::world();
     expected_open = open.item<double>();
     penalty_v = penalty.item<double>();
   }
   reducer.start_step();
-  if (loss.requires_grad()) loss.backward();  // gradient buckets are summed over ranks as they fill
+  if (l.loss.requires_grad()) l.loss.backward();  // gradient buckets are summed over ranks as they fill
   reducer.finish();
   double norm = opt.step();
   // The logged losses are the whole batch's.
-  auto values = torch::tensor({loss.item<double>(), task_loss.item<double>(), kd.defined() ? kd.item<double>() : 0.0},
+  auto values = torch::tensor({l.loss.item<double>(), l.task_loss.item<double>(), l.kd.defined() ? l.kd.item<double>() : 0.0},
                               torch::kFloat64);
   core::dist::all_reduce_sum(values, "the training loss");
-  const double distill_v = distilling ? values[2].item<double>() : std::nan("");
   if (target_mode_ && phase1) controller_->update(expected_open, s_.phase_step);
 
-  examples_done_ += B;
+  examples_done_ += b.input_ids.size(0);
   train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++steps_this_process_;
-  const double lr = opt.lr();
   ++s_.step;
   ++s_.phase_step;
-  const double loss_v = values[0].item<double>();
+  record_step(values[0].item<double>(), values[1].item<double>(), l.distilling ? values[2].item<double>() : std::nan(""),
+              opt.lr(), norm, expected_open, penalty_v, progress);
+}
+
+// The step's scalars into the history and metrics log, and the progress line.
+void Loop::record_step(double loss, double task_loss, double distill, double lr, double grad_norm, double expected_open,
+                       double penalty, core::Progress& progress) {
+  const bool phase1 = s_.phase == 1;
   record("train/step", static_cast<double>(s_.step));
   record("train/phase", s_.phase);
-  record("train/loss", loss_v);
-  record("train/task_loss", values[1].item<double>());
+  record("train/loss", loss);
+  record("train/task_loss", task_loss);
   record("train/lr", lr);
-  record("train/grad_norm", norm);
-  if (!std::isnan(distill_v)) record("train/distill", distill_v);
+  record("train/grad_norm", grad_norm);
+  if (!std::isnan(distill)) record("train/distill", distill);
   if (gates_ && phase1) {
-    record("train/penalty", penalty_v);
+    record("train/penalty", penalty);
     record("train/expected_open", expected_open);
     if (target_mode_) {
       record("train/target", controller_->target(s_.phase_step - 1));
@@ -218,7 +236,7 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
     }
   }
   const double ex_s = train_seconds_ > 0 ? examples_done_ / train_seconds_ : 0;
-  progress.update(s_.step, "phase " + std::to_string(s_.phase) + "  loss " + fmt("%.4f", loss_v) + "  lr " +
+  progress.update(s_.step, "phase " + std::to_string(s_.phase) + "  loss " + fmt("%.4f", loss) + "  lr " +
                                fmt("%.2e", lr) + "  " + fmt("%.1f", ex_s) + " ex/s" +
                                (gates_ && phase1 ? "  open " + fmt("%.1f", expected_open) : ""));
 }

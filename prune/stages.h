@@ -1,0 +1,102 @@
+// The stages of the pruning run (prune/pipeline.h lists them) and the context they share: stage 1
+// resolves the config, task, data, architecture and run folder once; stage 2 adds the fine-tuned model
+// and the encoded data; later stages read them and return what the summary needs.
+// prune/stages_curves.cpp: stages 1-4; prune/stages_final.cpp: stages 5-8; prune/summary.h: stage 9.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/config.h"
+#include "core/data/batching.h"
+#include "core/data/glue.h"
+#include "core/io/checkpoint.h"
+#include "core/model/bert.h"
+#include "core/model/bert_config.h"
+#include "core/model/head_mask.h"
+#include "core/text/tokenizer.h"
+#include "prune/criteria.h"
+#include "prune/curves.h"
+#include "prune/run_store.h"
+#include "prune/summary.h"
+
+namespace hp::prune {
+
+inline constexpr int kStages = 9;
+
+// Logs "stage N/9 NAME: what" under the prune tag.
+void log_stage(int number, const std::string& name, const std::string& what);
+
+struct RunContext;
+// A training run of the pruning run in RUN_DIR/<sub> (resumed when its state is there), starting from the
+// model in `from`, on the task and data resolved in stage 1; `fixed_keep` fixes the heads (recovery).
+// False when stopped.
+bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string& sub, const std::string& from,
+              const core::HeadSet& fixed_keep = {});
+
+struct RunContext {
+  RunContext() = default;
+  RunContext(const RunContext&) = delete;  // the curve inputs point into it
+  RunContext& operator=(const RunContext&) = delete;
+
+  // Stage 1, prepare: resolved once, read by every stage.
+  const core::Config* cfg = nullptr;  // validated
+  const core::TaskSpec* task = nullptr;
+  core::BertConfig arch;  // model.path's config.json
+  int total_heads = 0;
+  std::string data_root;  // data.root resolved
+  std::vector<core::Example> eval_examples;  // prune.eval_split
+  std::vector<core::Example> rank_examples;  // prune.rank_split, all rows
+  core::LoadOptions load;  // the task's labels, run.seed
+  std::unique_ptr<RunStore> store;  // the claimed run folder
+  const std::atomic<bool>* stop = nullptr;  // Ctrl-C or a rank's stop: return 130 after the current unit
+
+  // Stage 2, fine-tune: the model every later stage starts from, and the data encoded for it.
+  std::string model_dir;
+  std::optional<core::Bert> model;
+  std::optional<core::WordPieceTokenizer> tok;
+  core::EncodedDataset eval_data;
+  std::vector<core::EncodedDataset> rank_sets;  // one per seed
+  std::vector<RankData> ranks;  // batches of rank_sets
+  CurveInputs curves;  // model, data, schedule for prune/curves.h
+};
+
+// Stage 1. Validates prune.* against the architecture, reads both splits (a task without data fails
+// with nothing written), then claims the run folder.
+void prepare(RunContext& ctx, const core::Config& cfg, const std::atomic<bool>* stop);
+
+// Stage 2. Fine-tunes when model.path has no classifier for the task (or reuses RUN_DIR/finetune),
+// then loads that model and encodes the data. False when stopped.
+bool fine_tune(RunContext& ctx);
+
+// Stage 3. Each criterion's importance [L, H] on the unpruned model, first seed (all seeds are scored
+// and kept in the store). Empty when stopped.
+std::optional<std::map<std::string, torch::Tensor>> score(RunContext& ctx);
+
+// Stage 4. The curves of every criterion and seed, their aggregates and report files. Empty when stopped.
+std::optional<CurvesSummary> curves(RunContext& ctx, const std::map<std::string, torch::Tensor>& importance);
+
+// Stage 5. The N heads kept, and the model they are kept in (the gated run's for gates). Empty when stopped.
+std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& curves);
+
+// Stage 6. Fine-tunes `choice.model_dir` with the heads fixed (prune.recover_steps; not after gates).
+// False when stopped.
+bool recover(RunContext& ctx, FinalChoice& choice);
+
+// The masked model (recovered, all heads present, the pruned ones masked) and its slimmed export.
+struct FinalModels {
+  std::optional<core::Bert> masked, slim;
+};
+
+// Stage 7. Writes RUN_DIR/model and checks it against the masked model (<= 1e-5) and in Hugging Face
+// (<= 1e-4, when the Python reference is there); fills the export part of `final`.
+FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalSummary& final);
+
+// Stage 8. Median latency of the unpruned and the slimmed model at batch 1 and 32 (rank 0 alone).
+std::map<std::string, LatencySummary> measure_speed(const RunContext& ctx, const FinalModels& models);
+
+}  // namespace hp::prune

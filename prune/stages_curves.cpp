@@ -1,0 +1,203 @@
+// Stages 1-4 of the pruning run: prepare, fine-tune, score, curves (see prune/stages.h).
+#include <algorithm>
+#include <filesystem>
+#include <random>
+
+#include "core/base/errors.h"
+#include "core/base/files.h"
+#include "core/base/log.h"
+#include "core/data/task_options.h"
+#include "core/dist/distributed.h"
+#include "prune/pipeline.h"
+#include "prune/report.h"
+#include "prune/schedule.h"
+#include "prune/stages.h"
+#include "train/task_run.h"
+
+namespace hp::prune {
+
+namespace fs = std::filesystem;
+
+void log_stage(int number, const std::string& name, const std::string& what) {
+  core::log_info("prune", "stage " + std::to_string(number) + "/" + std::to_string(kStages) + " " + name + ": " + what);
+}
+
+namespace {
+
+// ConfigError unless `split` is one of the task's splits (`key` names the config key).
+void check_split(const core::TaskSpec& task, const std::string& key, const std::string& split) {
+  const auto names = task.split_names();
+  if (std::find(names.begin(), names.end(), split) != names.end()) return;
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  throw ConfigError(key + " = '" + split + "' is not a split of " + task.name + "; use one of " + list);
+}
+
+// The config a resumed run must repeat: everything that changes a result.
+std::string resume_key(const core::Config& cfg) {
+  core::Config fixed = cfg;
+  fixed.run.out_dir.clear();
+  fixed.train.resume.clear();
+  fixed.prune.latency = false;  // measuring or not does not change results
+  fixed.run.dist_timeout_s = core::RunConfig{}.dist_timeout_s;  // how long ranks wait changes no result
+  return core::dump_yaml(fixed);
+}
+
+// Ranking examples for a seed: a seeded shuffle of the rank split, first N.
+std::vector<core::Example> rank_examples(std::vector<core::Example> all, int n, int seed) {
+  std::mt19937_64 gen(static_cast<uint64_t>(seed) * 1000003ULL + 11);
+  for (size_t i = all.size(); i > 1; --i)
+    std::swap(all[i - 1], all[std::uniform_int_distribution<size_t>(0, i - 1)(gen)]);
+  if (n > 0 && static_cast<size_t>(n) < all.size()) all.resize(n);
+  return all;
+}
+
+// The model, tokenizer, encoded data, ranking batches and curve inputs, from ctx.model_dir.
+void load_model_and_data(RunContext& ctx) {
+  const core::Config& cfg = *ctx.cfg;
+  const core::PruneConfig& P = cfg.prune;
+  ctx.model.emplace(core::load_bert(ctx.model_dir, ctx.load));
+  ctx.tok.emplace(core::WordPieceTokenizer::from_model_dir(ctx.model_dir));
+  ctx.eval_data = core::encode_examples(*ctx.tok, ctx.eval_examples, cfg.data.max_seq_len);
+  if (!ctx.eval_data.has_labels)
+    throw ConfigError("prune.eval_split = " + P.eval_split + " has no labels; use a labelled split (dev)");
+  ctx.rank_sets.reserve(P.seeds);  // ranks point into rank_sets
+  for (int s = 0; s < P.seeds; ++s)
+    ctx.rank_sets.push_back(core::encode_examples(
+        *ctx.tok, rank_examples(ctx.rank_examples, P.rank_examples, cfg.run.seed + s), cfg.data.max_seq_len));
+  for (int s = 0; s < P.seeds; ++s)
+    ctx.ranks.push_back(make_rank_data(*ctx.task, ctx.rank_sets[s], P.rank_batch_size, ctx.tok->pad_id()));
+
+  CurveInputs& ci = ctx.curves;
+  ci.model = &*ctx.model;
+  ci.task = ctx.task;
+  ci.eval = &ctx.eval_data;
+  core::BatchOptions bo;
+  bo.batch_size = cfg.eval.batch_size;
+  bo.pad_id = ctx.tok->pad_id();
+  ci.eval_batches = core::make_batches(ctx.eval_data, bo);
+  ci.opts = &P;
+  ci.counts = schedule_counts(P.schedule, P.schedule_unit, ctx.total_heads);
+  ci.latency_seq = cfg.data.max_seq_len;
+  ci.stop = ctx.stop;
+}
+
+}  // namespace
+
+// A training run of the pruning run, in RUN_DIR/<sub> (resumed when its state is there) on the task
+// and data resolved in stage 1. False when stopped.
+bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string& sub, const std::string& from,
+              const core::HeadSet& fixed_keep) {
+  train::TaskRun run;
+  run.model_dir = from;
+  run.run_dir = ctx.cfg->run.out_dir + "/" + sub;
+  run.resume = fs::exists(run.run_dir + "/state");
+  run.fixed_keep = fixed_keep;
+  run.stop = ctx.stop;
+  run.task = ctx.task;
+  run.data_root = ctx.data_root;
+  return !train::train_task(cfg, run).interrupted;
+}
+
+void prepare(RunContext& ctx, const core::Config& cfg, const std::atomic<bool>* stop) {
+  const core::PruneConfig& P = cfg.prune;
+  ctx.cfg = &cfg;
+  ctx.stop = stop;
+  ctx.task = &core::find_task(cfg.data.task);
+  ctx.arch = core::read_bert_config(cfg.model.path + "/config.json");
+  validate_prune_config(P, ctx.arch);
+  core::check_max_seq_len(ctx.arch, cfg.data.max_seq_len);
+  ctx.total_heads = ctx.arch.total_heads();
+  ctx.load = core::task_load_options(*ctx.task, cfg.run.seed);
+  // Read the data before claiming the output folder: a task without data fails with nothing written.
+  check_split(*ctx.task, "prune.eval_split", P.eval_split);
+  check_split(*ctx.task, "prune.rank_split", P.rank_split);
+  ctx.data_root = core::resolve_data_root(cfg.data.root);
+  ctx.eval_examples = core::read_task(*ctx.task, ctx.data_root, P.eval_split);
+  ctx.rank_examples = core::read_task(*ctx.task, ctx.data_root, P.rank_split);
+  if (P.rank_split == P.eval_split)
+    core::log_warn("prune", "prune.rank_split = eval_split = " + P.eval_split +
+                                ": heads are ranked on the data the curves report");
+  if (ctx.task->name == "mnli_subset")
+    core::log_info("prune", "mnli_subset: our own split of TextFooler's MNLI dev subset (" + P.rank_split + " ranks, " +
+                                P.eval_split + " evaluates); the full GLUE MNLI is not on this machine");
+
+  ctx.store = std::make_unique<RunStore>(cfg.run.out_dir, resume_key(cfg));
+  core::write_file_atomic(cfg.run.out_dir + "/config.resolved.yaml", core::dump_yaml(cfg));
+  log_stage(1, "prepare",
+            ctx.task->name + ", " + std::to_string(ctx.total_heads) + " heads, run folder " + cfg.run.out_dir +
+                (ctx.store->resumed() ? " (resuming)" : ""));
+}
+
+bool fine_tune(RunContext& ctx) {
+  const core::Config& cfg = *ctx.cfg;
+  core::LoadReport rep;
+  core::load_bert(cfg.model.path, ctx.load, &rep);
+  ctx.model_dir = cfg.model.path;
+  if (rep.classifier_initialized) {
+    if (!cfg.prune.finetune)
+      throw ConfigError(cfg.model.path + " has no classifier for " + ctx.task->name +
+                        "; set prune.finetune: true (fine-tune first) or point model.path at a fine-tuned model");
+    const std::string dir = cfg.run.out_dir + "/finetune";
+    ctx.model_dir = dir + "/best";
+    if (!fs::exists(dir + "/train_result.json")) {
+      log_stage(2, "fine-tune", cfg.model.path + " on " + ctx.task->name + " into " + dir);
+      core::Config c = cfg;
+      c.gates = core::GateConfig{};  // plain fine-tuning
+      if (!train_in(ctx, c, "finetune", cfg.model.path)) return false;
+    }
+  }
+  load_model_and_data(ctx);
+  return true;
+}
+
+std::optional<std::map<std::string, torch::Tensor>> score(RunContext& ctx) {
+  const core::Config& cfg = *ctx.cfg;
+  log_stage(3, "score",
+            std::to_string(cfg.prune.criteria.size()) + " criteria x " + std::to_string(cfg.prune.seeds) +
+                " seeds on " + std::to_string(ctx.rank_sets[0].size()) + " " + cfg.prune.rank_split + " examples");
+  std::map<std::string, torch::Tensor> importance;
+  for (const auto& name : cfg.prune.criteria) {
+    const Criterion& crit = find_criterion(name);
+    for (int s = 0; s < cfg.prune.seeds; ++s) {
+      if (core::dist::stop_requested(ctx.stop)) return std::nullopt;
+      score_unpruned(ctx.curves, crit, cfg.run.seed + s, ctx.ranks[s], *ctx.store);
+    }
+    importance[name] = *ctx.store->load_importance(name, cfg.run.seed, 0);  // as every later reader sees it
+  }
+  return importance;
+}
+
+std::optional<CurvesSummary> curves(RunContext& ctx, const std::map<std::string, torch::Tensor>& importance) {
+  const core::Config& cfg = *ctx.cfg;
+  log_stage(4, "curves",
+            std::to_string(ctx.curves.counts.size()) + " points per criterion and seed, on " +
+                std::to_string(ctx.eval_data.size()) + " " + cfg.prune.eval_split + " examples");
+  CurveReport report;
+  report.run_dir = cfg.run.out_dir;
+  report.config_yaml = core::dump_yaml(cfg);
+  report.task = ctx.task;
+  report.total_heads = ctx.total_heads;
+  report.importance = importance;
+  for (const auto& name : cfg.prune.criteria) {
+    for (int s = 0; s < cfg.prune.seeds; ++s) {
+      if (core::dist::stop_requested(ctx.stop)) return std::nullopt;
+      auto pts = run_curve(ctx.curves, find_criterion(name), cfg.run.seed + s, ctx.ranks[s], *ctx.store);
+      if (core::dist::stop_requested(ctx.stop)) return std::nullopt;
+      report.points.insert(report.points.end(), pts.begin(), pts.end());
+    }
+  }
+  CurvesSummary out;
+  report.aggregates = aggregate(report.points, *ctx.task, ctx.eval_data.labels, cfg.prune.bootstrap, cfg.run.seed);
+  out.files = write_curve_report(report);
+  out.fractions = largest_fraction_within(report.aggregates, ctx.total_heads, 0.01);
+  out.areas = curve_area(report.aggregates);
+  out.aggregates = std::move(report.aggregates);
+  for (const auto& [c, f] : out.fractions)
+    core::log_info("prune", c + ": prunes up to " + std::to_string(static_cast<int>(f * 100 + 0.5)) +
+                                "% of heads within 1 point of " + ctx.task->primary_metric + " (mean " +
+                                std::to_string(out.areas.at(c)) + " over the schedule)");
+  return out;
+}
+
+}  // namespace hp::prune

@@ -1,0 +1,197 @@
+// Stages 5-8 of the pruning run: choose N heads, recover, export and verify, measure speed (see
+// prune/stages.h).
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/base/errors.h"
+#include "core/base/files.h"
+#include "core/base/log.h"
+#include "core/base/process.h"
+#include "core/dist/distributed.h"
+#include "core/io/tensor_io.h"
+#include "eval/evaluator.h"
+#include "eval/flops.h"
+#include "eval/latency.h"
+#include "prune/slim.h"
+#include "prune/stages.h"
+
+namespace hp::prune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Stage 5 by gates: Hard-Concrete gates in target mode to N heads (RUN_DIR/gates), which fine-tune the
+// model with the heads fixed themselves. Empty when stopped.
+std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
+  const core::Config& cfg = *ctx.cfg;
+  const std::string dir = cfg.run.out_dir + "/gates";
+  if (!fs::exists(dir + "/train_result.json")) {
+    log_stage(5, "choose N", "Hard-Concrete gates in target mode to " + std::to_string(n) + " heads");
+    core::Config c = cfg;
+    c.gates.target_heads = n;
+    if (!train_in(ctx, c, "gates", ctx.model_dir)) return std::nullopt;
+  }
+  const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
+  FinalChoice choice;
+  choice.method = "gates";
+  choice.keep =
+      core::parse_head_mask(tr.at("mask").get<std::string>(), ctx.arch.num_hidden_layers, ctx.arch.max_heads());
+  choice.model_dir = dir + "/best";
+  return choice;
+}
+
+// prune.method "best": the criterion with the highest mean metric over the schedule, random excluded.
+std::string best_criterion(const CurvesSummary& curves) {
+  std::string best = "best";
+  double top = -1e300;
+  for (const auto& [c, a] : curves.areas)
+    if (c != "random" && a > top) top = a, best = c;
+  return best == "best" ? "taylor" : best;
+}
+
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+// Hugging Face loads the export with our logits on every evaluation example: transformers 4 both ways
+// (replaying pruned_heads; through the modeling file), transformers 5 through the modeling file when
+// its optional venv is there (scripts/setup_python.sh --v5). Rank 0 checks (the other ranks' summary
+// is never written).
+std::map<std::string, std::string> hf_checks(const RunContext& ctx, const core::Bert& reloaded,
+                                             const std::string& out_model) {
+  std::map<std::string, std::string> hf;
+  const bool verify = ctx.cfg->prune.verify;
+  core::shared_write([&] {
+    const std::string script = std::string(HP_SOURCE_DIR) + "/tools/hf_check.py";
+    const std::string h5 = ctx.cfg->run.out_dir + "/verify_inputs.h5";
+    bool inputs_written = false;
+    struct HfCheck {
+      const char* name;
+      core::PythonRef python;
+      const char* flag;
+    };
+    for (const HfCheck& check :
+         {HfCheck{"transformers4", core::PythonRef::kTransformers4, ""},
+          HfCheck{"transformers4_remote_code", core::PythonRef::kTransformers4, "--remote-code"},
+          HfCheck{"transformers5_remote_code", core::PythonRef::kTransformers5, "--remote-code"}}) {
+      const std::string py = core::python_reference(check.python);
+      if (!verify || !fs::exists(py) || !fs::exists(script)) {
+        hf[check.name] = verify ? "skipped (no Python reference at " + py + ")" : "skipped (verify off)";
+        continue;
+      }
+      if (!inputs_written) {
+        inputs_written = true;
+        // All evaluation examples in one padded batch, in dataset order, with our slim logits as the reference.
+        core::BatchOptions all;
+        all.batch_size = static_cast<int>(ctx.eval_data.size());
+        all.sort_by_length = false;
+        all.pad_id = ctx.tok->pad_id();
+        auto b = core::make_batches(ctx.eval_data, all).at(0);
+        torch::NoGradGuard no_grad;
+        auto logits = reloaded.forward(core::encoder_input(b)).logits;
+        core::write_hdf5(h5, {{"input_ids", b.input_ids},
+                              {"attention_mask", b.attention_mask},
+                              {"token_type_ids", b.token_type_ids},
+                              {"logits", logits}});
+      }
+      std::vector<std::string> cmd = {py, script, out_model, h5, "--tol", "1e-4"};
+      if (*check.flag) cmd.push_back(check.flag);
+      if (core::run_program(cmd) != 0)
+        throw InternalError("Hugging Face transformers does not reproduce the slimmed export: " +
+                            core::format_command(cmd));
+      hf[check.name] = "passed (max |HF - ours| <= 1e-4 on all " + std::to_string(ctx.eval_data.size()) + " examples)";
+    }
+  });
+  return hf;
+}
+
+}  // namespace
+
+std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& curves) {
+  const core::Config& cfg = *ctx.cfg;
+  const int n = cfg.prune.target_heads;
+  if (cfg.prune.method == "gates") return choose_by_gates(ctx, n);
+  FinalChoice choice;
+  choice.method = "criterion";
+  choice.criterion = cfg.prune.method == "best" ? best_criterion(curves) : cfg.prune.method;
+  choice.keep = mask_for_count(ctx.curves, find_criterion(choice.criterion), cfg.run.seed, ctx.ranks[0], *ctx.store,
+                               ctx.total_heads - n);
+  choice.metrics_before_recovery =
+      eval::evaluate(*ctx.model, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, eval::head_mask_tensor(choice.keep))
+          .metrics;
+  log_stage(5, "choose N",
+            std::to_string(n) + " heads by " + choice.criterion + ": " + ctx.task->primary_metric + " " +
+                std::to_string(choice.metrics_before_recovery.at(ctx.task->primary_metric)) + " before recovery");
+  choice.model_dir = ctx.model_dir;
+  return choice;
+}
+
+bool recover(RunContext& ctx, FinalChoice& choice) {
+  const core::Config& cfg = *ctx.cfg;
+  const core::PruneConfig& P = cfg.prune;
+  if (choice.method == "gates" || P.recover_steps <= 0) return true;
+  const std::string dir = cfg.run.out_dir + "/recover";
+  if (!fs::exists(dir + "/train_result.json")) {
+    core::Config c = cfg;
+    c.gates = core::GateConfig{};
+    c.gates.distill = P.recover_distill;
+    c.gates.distill_weight = cfg.gates.distill_weight;
+    c.gates.distill_temperature = cfg.gates.distill_temperature;
+    c.train.max_steps = P.recover_steps;
+    c.train.eval_every = std::max(1, P.recover_steps / 2);
+    log_stage(6, "recover",
+              std::to_string(P.recover_steps) + " fine-tuning steps with the " + std::to_string(P.target_heads) +
+                  " heads fixed" + (P.recover_distill ? ", distilling" : ""));
+    if (!train_in(ctx, c, "recover", choice.model_dir, choice.keep)) return false;
+  }
+  choice.model_dir = dir + "/best";
+  return true;
+}
+
+FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalSummary& final) {
+  const core::Config& cfg = *ctx.cfg;
+  if (core::count_kept(choice.keep) != cfg.prune.target_heads)
+    throw InternalError("the final mask keeps " + std::to_string(core::count_kept(choice.keep)) + " heads, not " +
+                        std::to_string(cfg.prune.target_heads));
+  FinalModels m;
+  m.masked.emplace(core::load_bert(choice.model_dir, ctx.load));
+  m.slim.emplace(slim_model(*m.masked, choice.keep));
+  const std::string out_model = cfg.run.out_dir + "/model";
+  log_stage(7, "export, verify", "the slimmed model to " + out_model);
+  core::save_bert(*m.slim, out_model, cfg.model.path, /*hdf5=*/true);
+  const core::Bert reloaded = core::load_bert(out_model, ctx.load);
+  const auto masked_eval =
+      eval::evaluate(*m.masked, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, eval::head_mask_tensor(choice.keep));
+  const auto slim_eval = eval::evaluate(reloaded, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, torch::Tensor());
+  final.slim_vs_masked_max_abs_logit_diff = max_abs_diff(masked_eval.logits, slim_eval.logits);
+  if (cfg.prune.verify && final.slim_vs_masked_max_abs_logit_diff > 1e-5)
+    throw InternalError("slimmed export differs from the masked model by " +
+                        std::to_string(final.slim_vs_masked_max_abs_logit_diff) + " (> 1e-5)");
+  final.hf_check = hf_checks(ctx, reloaded, out_model);
+  final.metrics = slim_eval.metrics;
+  return m;
+}
+
+std::map<std::string, LatencySummary> measure_speed(const RunContext& ctx, const FinalModels& models) {
+  std::map<std::string, LatencySummary> lat;
+  if (!core::dist::is_main()) return lat;  // ranks timing at once on one machine would share its cores
+  const long seq = ctx.cfg->data.max_seq_len;
+  log_stage(8, "measure speed",
+            "the slimmed against the unpruned model at batch 1 and 32, " + std::to_string(seq) + " tokens");
+  for (long batch : {1L, 32L}) {
+    auto in = eval::synthetic_input(ctx.arch, batch, seq);
+    const auto base = eval::measure_latency(*models.masked, in);
+    const auto small = eval::measure_latency(*models.slim, in);
+    LatencySummary l;
+    l.seq = seq;
+    l.unpruned_ms = base.median_ms;
+    l.slim_ms = small.median_ms;
+    l.speedup = base.median_ms / small.median_ms;
+    l.flop_bound = eval::forward_flops(models.masked->config(), batch, seq) /
+                   eval::forward_flops(models.slim->config(), batch, seq);
+    l.fraction_of_bound = l.speedup / l.flop_bound;
+    lat["batch" + std::to_string(batch)] = l;
+  }
+  return lat;
+}
+
+}  // namespace hp::prune

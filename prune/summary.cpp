@@ -1,0 +1,58 @@
+// summary.json from RunSummary (see prune/summary.h).
+#include "prune/summary.h"
+
+namespace hp::prune {
+
+namespace {
+
+nlohmann::json criteria_json(const CurvesSummary& c) {
+  nlohmann::json j;
+  for (const auto& [name, f] : c.fractions) j[name]["largest_fraction_pruned_within_1_point"] = f;
+  for (const auto& [name, a] : c.areas) j[name]["mean_metric_over_schedule"] = a;
+  for (const auto& a : c.aggregates)
+    j[a.criterion]["curve"].push_back({{"heads_pruned", a.pruned}, {"mean", a.mean}, {"ci_lo", a.lo}, {"ci_hi", a.hi}});
+  return j;
+}
+
+nlohmann::json final_json(const FinalSummary& f) {
+  nlohmann::json j;
+  j["slim_vs_masked_max_abs_logit_diff"] = f.slim_vs_masked_max_abs_logit_diff;
+  j["hf_check"] = nlohmann::json::object();
+  for (const auto& [check, result] : f.hf_check) j["hf_check"][check] = result;
+  j["latency"] = nlohmann::json::object();
+  for (const auto& [batch, l] : f.latency)
+    j["latency"][batch] = {
+        {"seq", l.seq},         {"unpruned_ms", l.unpruned_ms}, {"slim_ms", l.slim_ms},
+        {"speedup", l.speedup}, {"flop_bound", l.flop_bound},   {"fraction_of_bound", l.fraction_of_bound}};
+  j["heads_kept"] = f.heads_kept;
+  j["mask"] = f.mask;
+  j["method"] = f.method;
+  if (!f.criterion.empty()) j["criterion"] = f.criterion;
+  j["metrics_before_recovery"] = f.metrics_before_recovery;
+  j["metrics"] = f.metrics;
+  j["model_dir"] = f.model_dir;
+  j["params"] = f.params;
+  j["params_unpruned"] = f.params_unpruned;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json summary_json(const RunSummary& s) {
+  nlohmann::json j;
+  j["task"] = s.task;
+  j["model"] = s.model;
+  j["finetuned_model"] = s.finetuned_model;
+  j["metric"] = s.metric;
+  j["heads_total"] = s.heads_total;
+  j["eval_split"] = s.eval_split;
+  j["rank_split"] = s.rank_split;
+  j["rank_examples"] = s.rank_examples;
+  const nlohmann::json criteria = criteria_json(s.curves);
+  if (!criteria.is_null()) j["criteria"] = criteria;
+  if (s.final) j["final"] = final_json(*s.final);
+  j["files"] = s.files;
+  return j;
+}
+
+}  // namespace hp::prune

@@ -1,0 +1,65 @@
+// summary.json of a pruning run (stage 9 of prune/pipeline.h), written from RunSummary: per criterion the
+// largest fraction of heads pruned within 1 point and the curve; with --target-heads the final model's
+// mask, metrics, export checks and speedup. Also the stage results that feed it (curves, the choice of N).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model/head_mask.h"
+#include "prune/curves.h"
+
+namespace hp::prune {
+
+// Stage 4's result: the aggregated curves, what they say per criterion, and the files written.
+struct CurvesSummary {
+  std::vector<Aggregate> aggregates;
+  std::map<std::string, double> fractions;  // criterion → largest fraction pruned within 1 point (needs a 0 point)
+  std::map<std::string, double> areas;  // criterion → mean metric over the schedule
+  std::vector<std::string> files;  // relative to the run folder
+};
+
+// Stages 5 and 6: which heads stay, by what method, and the model (after recovery) they stay in.
+struct FinalChoice {
+  std::string method;  // "criterion" or "gates"
+  std::string criterion;  // the ranking used; empty for gates
+  core::HeadSet keep;
+  std::string model_dir;  // all heads present; the pruned ones are masked
+  std::map<std::string, double> metrics_before_recovery;  // empty for gates
+};
+
+// Stage 8, one batch size.
+struct LatencySummary {
+  long seq = 0;
+  double unpruned_ms = 0, slim_ms = 0, speedup = 0, flop_bound = 0, fraction_of_bound = 0;
+};
+
+// summary.json's "final" section.
+struct FinalSummary {
+  double slim_vs_masked_max_abs_logit_diff = 0;
+  std::map<std::string, std::string> hf_check;  // check → "passed (…)" or "skipped (…)"
+  std::map<std::string, LatencySummary> latency;  // "batch1", "batch32"; empty on ranks other than 0
+  int heads_kept = 0;
+  std::string mask, method, criterion;  // criterion: only when method is "criterion"
+  std::map<std::string, double> metrics_before_recovery, metrics;
+  std::string model_dir = "model";
+  long params = 0, params_unpruned = 0;
+};
+
+struct RunSummary {
+  std::string task, model, finetuned_model, metric, eval_split, rank_split;
+  int heads_total = 0;
+  long rank_examples = 0;
+  CurvesSummary curves;
+  std::optional<FinalSummary> final;  // with prune.target_heads > 0
+  std::vector<std::string> files;
+};
+
+// summary.json's object.
+nlohmann::json summary_json(const RunSummary& s);
+
+}  // namespace hp::prune
