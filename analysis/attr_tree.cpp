@@ -80,7 +80,7 @@ AttrTree attribution_tree(const std::vector<Matrix>& att, double threshold) {
         if (prop[layer][i][j] < threshold || fixed[i] == kAbsent) continue;
         if (fixed[j] == kFixed || linked.count({i, j})) continue;
         if (fixed[j] == kOpen) continue;  // both in the tree already (i open or fixed)
-        if (fixed[i] == kOpen) {          // j absent: i gets its child, j hangs one layer below i
+        if (fixed[i] == kOpen) {  // j absent: i gets its child, j hangs one layer below i
           fixed[i] = kFixed;
           t.heights[j] = (t.heights[i] * L - 1) / L;
         } else {  // i fixed, j absent: j goes to the lowest height in use
@@ -118,7 +118,8 @@ std::string svg_tree(const AttrTree& t, const std::vector<std::string>& tokens, 
      << "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" "
         "orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#1f4e9c\"/></marker></defs>\n"
      << "<text x=\"" << left << "\" y=\"24\" font-size=\"15\">" << core::xml_escape(title) << "</text>\n"
-     << "<text x=\"" << left << "\" y=\"42\" fill=\"#555\">edges: layer, from → to (attribution over the layer's "
+     << "<text x=\"" << left
+     << "\" y=\"42\" fill=\"#555\">edges: layer, from → to (attribution over the layer's "
         "largest); faded tokens are outside the tree</text>\n";
   for (const auto& e : t.edges) {
     const double x1 = x(e.from), y1 = y(e.from) + 10, x2 = x(e.to), y2 = y(e.to) - 14;
@@ -131,8 +132,8 @@ std::string svg_tree(const AttrTree& t, const std::vector<std::string>& tokens, 
   }
   for (int i = 0; i < S; ++i) {
     const bool root = i == t.root;
-    os << "<g opacity=\"" << (in_tree[i] ? 1.0 : 0.35) << "\"><rect x=\"" << x(i) - col / 2 + 3 << "\" y=\"" << y(i) - 14
-       << "\" width=\"" << col - 6 << "\" height=\"24\" rx=\"5\" fill=\"" << (root ? "#f4b183" : "#dbe8f7")
+    os << "<g opacity=\"" << (in_tree[i] ? 1.0 : 0.35) << "\"><rect x=\"" << x(i) - col / 2 + 3 << "\" y=\""
+       << y(i) - 14 << "\" width=\"" << col - 6 << "\" height=\"24\" rx=\"5\" fill=\"" << (root ? "#f4b183" : "#dbe8f7")
        << "\" stroke=\"#1f4e9c\"/><text x=\"" << x(i) << "\" y=\"" << y(i) + 3 << "\" text-anchor=\"middle\">"
        << core::xml_escape(tokens[i]) << "</text></g>\n";
   }
@@ -149,11 +150,12 @@ std::string dot_tree(const AttrTree& t, const std::vector<std::string>& tokens) 
   for (int i : used) {
     std::string label;
     for (char c : tokens[i]) label += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-    os << "  t" << i << " [label=\"" << label << "\"" << (i == t.root ? ", style=\"rounded,filled\", fillcolor=\"#f4b183\"" : "")
-       << "];\n";
+    os << "  t" << i << " [label=\"" << label << "\""
+       << (i == t.root ? ", style=\"rounded,filled\", fillcolor=\"#f4b183\"" : "") << "];\n";
   }
   for (const auto& e : t.edges)
-    os << "  t" << e.from << " -> t" << e.to << " [label=\"L" << e.layer << "\", penwidth=" << 1 + 2 * e.score << "];\n";
+    os << "  t" << e.from << " -> t" << e.to << " [label=\"L" << e.layer << "\", penwidth=" << 1 + 2 * e.score
+       << "];\n";
   os << "}\n";
   return os.str();
 }

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/base/errors.h"  // InputError (header-only, torch-free)
+#include "core/base/strings.h"   // split
 
 namespace hp::analysis {
 namespace {
@@ -29,15 +30,6 @@ std::optional<int> parse_int(const std::string& s) {
   return v;
 }
 
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> f;
-  size_t start = 0;
-  for (size_t tab; (tab = line.find('\t', start)) != std::string::npos; start = tab + 1)
-    f.push_back(line.substr(start, tab - start));
-  f.push_back(line.substr(start));
-  return f;
-}
-
 std::string trim(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
@@ -49,17 +41,15 @@ class Reader {
 
   std::vector<DepSentence> read() {
     if (std::filesystem::is_directory(path_))
-      throw InputError(path_ +
-                       ": is a directory, not a CoNLL-U file; pass the .conllu file itself");
+      throw InputError(path_ + ": is a directory, not a CoNLL-U file; pass the .conllu file itself");
     std::ifstream in(path_, std::ios::binary);
     if (!in)
-      throw InputError(path_ + ": cannot open (" + std::strerror(errno) +
-                       "); check the path and its permissions");
+      throw InputError(path_ + ": cannot open (" + std::strerror(errno) + "); check the path and its permissions");
     std::string line;
     while (std::getline(in, line)) {
       ++line_no_;
       if (line_no_ == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 BOM
-      if (!line.empty() && line.back() == '\r') line.pop_back();                  // CRLF
+      if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF
       if (line.empty()) {
         finish_sentence();
       } else if (line[0] == '#') {
@@ -69,8 +59,7 @@ class Reader {
       }
     }
     if (in.bad())
-      throw InputError(path_ + ":" + std::to_string(line_no_ + 1) +
-                       ": read error; check the file and the disk");
+      throw InputError(path_ + ":" + std::to_string(line_no_ + 1) + ": read error; check the file and the disk");
     finish_sentence();
     if (out_.empty())
       fail(std::max(line_no_, 1), "no sentence in the file (no token line before the end)",
@@ -82,8 +71,7 @@ class Reader {
   [[noreturn]] void fail(int line, const std::string& what, const std::string& fix) const {
     throw InputError(path_ + ":" + std::to_string(line) + ": " + what + "; " + fix);
   }
-  [[noreturn]] void fail_field(int line, int field, const std::string& what,
-                               const std::string& fix) const {
+  [[noreturn]] void fail_field(int line, int field, const std::string& what, const std::string& fix) const {
     std::ostringstream os;
     os << what << " (field " << field + 1 << " " << kFieldNames[field] << ")";
     fail(line, os.str(), fix);
@@ -97,11 +85,10 @@ class Reader {
   }
 
   void read_token(const std::string& line) {
-    const std::vector<std::string> f = split_tabs(line);
+    const std::vector<std::string> f = core::split(line, '\t');
     const int found = static_cast<int>(f.size());
     if (found != kNumFields) {
-      const std::string where =
-          found < kNumFields ? kFieldNames[found] + std::string(" missing") : "beyond MISC";
+      const std::string where = found < kNumFields ? kFieldNames[found] + std::string(" missing") : "beyond MISC";
       fail(line_no_,
            "found " + std::to_string(found) + " TAB-separated fields, expected 10 (field " +
                std::to_string(std::min(found, kNumFields) + 1) + " " + where + ")",
@@ -109,22 +96,18 @@ class Reader {
     }
     if (cur_.line == 0) cur_.line = line_no_;
     const std::string& id = f[kId];
-    if (id.find_first_of("-.") != std::string::npos &&
-        parse_int(id.substr(0, id.find_first_of("-."))))
+    if (id.find_first_of("-.") != std::string::npos && parse_int(id.substr(0, id.find_first_of("-."))))
       return;  // a multiword range "3-4" or an empty node "5.1": not a syntactic word
     const int expected = static_cast<int>(cur_.words.size()) + 1;
     const std::optional<int> n = parse_int(id);
     if (!n)
-      fail_field(line_no_, kId,
-                 "ID '" + id + "' is not an integer, a range 3-4 or an empty node 5.1",
+      fail_field(line_no_, kId, "ID '" + id + "' is not an integer, a range 3-4 or an empty node 5.1",
                  "number the words of each sentence 1, 2, 3, ...");
     if (*n != expected)
-      fail_field(
-          line_no_, kId, "ID " + id + " where " + std::to_string(expected) + " was expected",
-          "number the words of each sentence 1, 2, 3, ... and end each sentence with a blank line");
+      fail_field(line_no_, kId, "ID " + id + " where " + std::to_string(expected) + " was expected",
+                 "number the words of each sentence 1, 2, 3, ... and end each sentence with a blank line");
     if (f[kForm].empty())
-      fail_field(line_no_, kForm, "empty FORM of word " + id,
-                 "write the word form (an underscore is _)");
+      fail_field(line_no_, kForm, "empty FORM of word " + id, "write the word form (an underscore is _)");
     const std::optional<int> head = parse_int(f[kHead]);
     if (!head)
       fail_field(line_no_, kHead, "HEAD '" + f[kHead] + "' of word " + id + " is not an integer",
@@ -144,9 +127,8 @@ class Reader {
       for (int i = 0; i < m; ++i)
         if (cur_.heads[i] < 0 || cur_.heads[i] > m)
           fail_field(word_lines_[i], kHead,
-                     "HEAD " + std::to_string(cur_.heads[i]) + " of word " + std::to_string(i + 1) +
-                         " is outside 0.." + std::to_string(m) + " in a sentence of " +
-                         std::to_string(m) + " words",
+                     "HEAD " + std::to_string(cur_.heads[i]) + " of word " + std::to_string(i + 1) + " is outside 0.." +
+                         std::to_string(m) + " in a sentence of " + std::to_string(m) + " words",
                      "point HEAD at a word of the same sentence, or 0 for the root");
       cur_.sent_id = sent_id_;
       out_.push_back(std::move(cur_));

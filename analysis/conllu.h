@@ -10,11 +10,11 @@ namespace hp::analysis {
 
 // A sentence: its m = words.size() syntactic words (ranges "3-4" and empty nodes "5.1" left out).
 struct DepSentence {
-  std::vector<std::string> words;    // FORM of each word
-  std::vector<int> heads;            // 0 = root, else the 1-based index of the head in words
+  std::vector<std::string> words;  // FORM of each word
+  std::vector<int> heads;  // 0 = root, else the 1-based index of the head in words
   std::vector<std::string> deprels;  // DEPREL as written ("nmod:poss")
-  std::string sent_id;               // from "# sent_id = ..." before the sentence, or ""
-  int line = 0;                      // 1-based line of its first token line (a range line counts)
+  std::string sent_id;  // from "# sent_id = ..." before the sentence, or ""
+  int line = 0;  // 1-based line of its first token line (a range line counts)
 };
 
 // Reads a UTF-8 CoNLL-U file (BOM, CRLF, no final blank line all fine). Throws hp::InputError

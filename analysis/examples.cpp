@@ -95,7 +95,8 @@ AnalysisInputs treebank_inputs(const core::WordPieceTokenizer& tok, const std::s
   }
   if (in.skipped > 0)
     core::log_warn("analyze", path + ": " + std::to_string(in.skipped) + " sentences longer than max_seq_len " +
-                                  std::to_string(max_len) + " word pieces were skipped; raise --max-seq-len to keep them");
+                                  std::to_string(max_len) +
+                                  " word pieces were skipped; raise --max-seq-len to keep them");
   if (in.info.empty())
     throw InputError(path + ": no sentence fits in max_seq_len " + std::to_string(max_len) + "; raise --max-seq-len");
   return in;

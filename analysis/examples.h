@@ -19,8 +19,8 @@ struct AnalysisInputs {
   core::EncodedDataset data;
   std::vector<ExampleInfo> info;
   std::vector<std::string> text;  // one line per example (for the report)
-  std::string source;             // "sst2/dev: first 1000 rows" or the treebank path
-  long skipped = 0;               // treebank sentences longer than max_seq_len
+  std::string source;  // "sst2/dev: first 1000 rows" or the treebank path
+  long skipped = 0;  // treebank sentences longer than max_seq_len
 };
 
 // Word-piece counts over `texts` (pairs contribute both sides), specials excluded: [vocab].

@@ -61,9 +61,16 @@ std::array<double, kSurfaceKeys.size()> surface(const float* a, long stride, con
     ent += smoothed_entropy(row, n);
   }
   // prev/next over the n − 1 queries that have such a neighbour (DEFINITIONS §1; Clark divides by n).
-  return {cls / n, sep / n, punct / n, self / n, n > 1 ? prev / (n - 1) : kNaN, n > 1 ? next / (n - 1) : kNaN,
-          n_sep > 0 ? sep_sep / n_sep : kNaN, n > n_sep ? other_sep / (n - n_sep) : kNaN,
-          ent / n, smoothed_entropy(a, n)};
+  return {cls / n,
+          sep / n,
+          punct / n,
+          self / n,
+          n > 1 ? prev / (n - 1) : kNaN,
+          n > 1 ? next / (n - 1) : kNaN,
+          n_sep > 0 ? sep_sep / n_sep : kNaN,
+          n > n_sep ? other_sep / (n - n_sep) : kNaN,
+          ent / n,
+          smoothed_entropy(a, n)};
 }
 
 // Mean over queries with a non-empty role set of n · mean_{j∈S_i} A[i,j] (× the row entropy for block).
@@ -134,13 +141,17 @@ void HeadAccumulator::add(const float* a, long stride, const ExampleInfo& e, lon
   }
 
   auto put = [&](Role r, double v) { sieve[r][index] = static_cast<float>(v); };
-  put(kLocal, sieve_score(a, stride, n, [](int i, int j) { return std::abs(i - j) <= 2; }, false));
-  put(kDelimiter, sieve_score(a, stride, n, [&](int, int j) { return j == 0 || e.sep[j]; }, false));
-  put(kCls, sieve_score(a, stride, n, [](int, int j) { return j == 0; }, false));
-  put(kSep, sieve_score(a, stride, n, [&](int, int j) { return e.sep[j] != 0; }, false));
+  put(kLocal, sieve_score(
+                  a, stride, n, [](int i, int j) { return std::abs(i - j) <= 2; }, false));
+  put(kDelimiter, sieve_score(
+                      a, stride, n, [&](int, int j) { return j == 0 || e.sep[j]; }, false));
+  put(kCls, sieve_score(
+                a, stride, n, [](int, int j) { return j == 0; }, false));
+  put(kSep, sieve_score(
+                a, stride, n, [&](int, int j) { return e.sep[j] != 0; }, false));
   if (e.pair)
-    put(kBlock, sieve_score(a, stride, n,
-                            [&](int i, int j) { return !e.special[j] && e.type_ids[j] == e.type_ids[i]; }, true));
+    put(kBlock, sieve_score(
+                    a, stride, n, [&](int i, int j) { return !e.special[j] && e.type_ids[j] == e.type_ids[i]; }, true));
   if (rare_size > 0) put(kRare, static_cast<double>(rare_hits) / rare_size);
 
   if (!e.treebank()) return;
@@ -207,7 +218,7 @@ double sum_m_log_m_scalar(const float* p, const float* q, long len) {
 
 // ln x for x > 0, Cephes' single-precision logf polynomial (relative error ~1e-7).
 HP_AVX512 inline __m512 log_ps(__m512 x) {
-  const __m512 e = _mm512_getexp_ps(x);                     // floor(log2 x)
+  const __m512 e = _mm512_getexp_ps(x);  // floor(log2 x)
   __m512 f = _mm512_getmant_ps(x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_src);  // [1, 2)
   // Move the mantissa to [√½, √2) so the polynomial stays accurate.
   const __mmask16 big = _mm512_cmp_ps_mask(f, _mm512_set1_ps(1.41421356f), _CMP_GT_OQ);
@@ -243,8 +254,9 @@ HP_AVX512 double sum_m_log_m_avx512(const float* p, const float* q, long len) {
   __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
   long k = 0;
   for (; k + 64 <= len; k += 64)
-    add_pd(acc0, acc1, _mm512_add_ps(_mm512_add_ps(m_log_m(p + k, q + k), m_log_m(p + k + 16, q + k + 16)),
-                                     _mm512_add_ps(m_log_m(p + k + 32, q + k + 32), m_log_m(p + k + 48, q + k + 48))));
+    add_pd(acc0, acc1,
+           _mm512_add_ps(_mm512_add_ps(m_log_m(p + k, q + k), m_log_m(p + k + 16, q + k + 16)),
+                         _mm512_add_ps(m_log_m(p + k + 32, q + k + 32), m_log_m(p + k + 48, q + k + 48))));
   for (; k < len; k += 16) add_pd(acc0, acc1, m_log_m(p + k, q + k));
   return _mm512_reduce_add_pd(_mm512_add_pd(acc0, acc1));
 }

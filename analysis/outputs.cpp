@@ -81,10 +81,11 @@ nlohmann::json analysis_json(const Analysis& a) {
     j["syntax"] = nullptr;
   }
   if (a.noop)
-    j["noop"] = {{"sep_grad", vector_json(a.noop_sep_grad)}, {"all_grad", vector_json(a.noop_all_grad)},
-                 {"sep_grad_head", grid_json(a.noop_sep_grad_head)}, {"all_grad_head", grid_json(a.noop_all_grad_head)}};
-  else
-    j["noop"] = nullptr;
+    j["noop"] = {{"sep_grad", vector_json(a.noop_sep_grad)},
+                 {"all_grad", vector_json(a.noop_all_grad)},
+                 {"sep_grad_head", grid_json(a.noop_sep_grad_head)},
+                 {"all_grad_head", grid_json(a.noop_all_grad_head)}};
+  else j["noop"] = nullptr;
   if (!a.noop_note.empty()) j["noop_note"] = a.noop_note;
 
   // Summary: heads per role (raw, Holm, BH), roles by layer (Holm), local ∧ syntactic overlap.
@@ -99,7 +100,8 @@ nlohmann::json analysis_json(const Analysis& a) {
     sum["roles_by_layer_holm"][role] = by_layer;
   }
   if (a.roles.count("local") && a.roles.count("syntactic"))
-    sum["local_and_syntactic_over_syntactic_holm"] = number(overlap(a.roles.at("local").holm, a.roles.at("syntactic").holm));
+    sum["local_and_syntactic_over_syntactic_holm"] =
+        number(overlap(a.roles.at("local").holm, a.roles.at("syntactic").holm));
   std::vector<double> sep_by_layer;
   for (const auto& row : a.stats.at("attn_sep")) {
     double s = 0;
@@ -117,7 +119,8 @@ std::string summary_line(const Analysis& a) {
   for (auto p : a.present) present += p;
   std::ostringstream os;
   os << a.examples << " examples, " << present << " heads; heads per role after Holm (raw):";
-  for (const auto& [role, f] : a.roles) os << " " << role << " " << count_role(f.holm) << " (" << count_role(f.raw) << ")";
+  for (const auto& [role, f] : a.roles)
+    os << " " << role << " " << count_role(f.holm) << " (" << count_role(f.raw) << ")";
   return os.str();
 }
 
@@ -126,8 +129,10 @@ std::string roles_csv(const Analysis& a) {
   os << std::setprecision(10);
   os << "layer,head";
   for (const auto& [k, g] : a.stats) os << "," << k;
-  for (const auto& [role, t] : a.sieve) os << "," << role << "_mean," << role << "_p," << role << "_p_holm," << role << "_p_bh";
-  for (const auto& [role, f] : a.roles) os << ",role_" << role << "_raw,role_" << role << "_holm,role_" << role << "_bh";
+  for (const auto& [role, t] : a.sieve)
+    os << "," << role << "_mean," << role << "_p," << role << "_p_holm," << role << "_p_bh";
+  for (const auto& [role, f] : a.roles)
+    os << ",role_" << role << "_raw,role_" << role << "_holm,role_" << role << "_bh";
   os << "\n";
   auto cell = [&](double v) {
     if (std::isnan(v)) os << ",";
@@ -183,12 +188,14 @@ std::vector<std::string> write_plots(const std::string& dir, const Analysis& a) 
       for (size_t h = 0; h < g[l].size(); ++h) m.present.back().push_back(a.present[l * a.max_heads + h] != 0);
     }
     files.push_back(name + ".svg");
-    if (!prune::write_svg_and_png(dir + "/" + name + ".svg", prune::svg_heatmap(m)).empty()) files.push_back(name + ".png");
+    if (!prune::write_svg_and_png(dir + "/" + name + ".svg", prune::svg_heatmap(m)).empty())
+      files.push_back(name + ".png");
   };
   for (const auto& [k, g] : a.stats) heatmap("stat_" + k, k + " (layers x heads)", g);
-  for (const auto& [role, t] : a.sieve) heatmap("sieve_" + role, role + " sieve bias score, mean (layers x heads)", t.mean);
-  for (const auto& [name, svg] : {std::pair<std::string, std::string>{"role_map", svg_role_map(a)},
-                                  {"head_map", svg_head_map(a)}}) {
+  for (const auto& [role, t] : a.sieve)
+    heatmap("sieve_" + role, role + " sieve bias score, mean (layers x heads)", t.mean);
+  for (const auto& [name, svg] :
+       {std::pair<std::string, std::string>{"role_map", svg_role_map(a)}, {"head_map", svg_head_map(a)}}) {
     files.push_back(name + ".svg");
     if (!prune::write_svg_and_png(dir + "/" + name + ".svg", svg).empty()) files.push_back(name + ".png");
   }

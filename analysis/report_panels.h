@@ -11,9 +11,9 @@
 namespace hp::analysis {
 
 struct ReportFolders {
-  std::string pruning;               // a `prune` run (summary.json or run.h5 with curves/); "" = none
-  std::string analysis;              // a `prune analyze` output (analysis.json); "" = none
-  std::vector<std::string> gated;    // run.h5 files holding gates/p_open (the folders or their sub-folders)
+  std::string pruning;  // a `prune` run (summary.json or run.h5 with curves/); "" = none
+  std::string analysis;  // a `prune analyze` output (analysis.json); "" = none
+  std::vector<std::string> gated;  // run.h5 files holding gates/p_open (the folders or their sub-folders)
   // What the folders say about the models and the task ("" when they say nothing).
   std::string task, finetuned_model, analysed_model, slim_model;
 };
@@ -23,9 +23,9 @@ struct ReportFolders {
 ReportFolders classify_folders(const std::vector<std::string>& dirs);
 
 struct Panel {
-  std::string id;     // "summary", "curves", ... (the section is #panel-<id>)
+  std::string id;  // "summary", "curves", ... (the section is #panel-<id>)
   std::string title;
-  std::string html;   // figures and tables, or <p class="note">
+  std::string html;  // figures and tables, or <p class="note">
 };
 
 // summary, curves, importance, roles, headmap, gates, in page order. `models`: lines for the summary.

@@ -73,7 +73,10 @@ void query_key(const core::Bert& model, const Forward& f, int H, long n, std::ve
     const long Hl = static_cast<long>(heads.size());
     for (auto [name, dst] : {std::pair{"query", &q}, std::pair{"key", &k}}) {
       const auto v = torch::linear(x, p.at(pre + name + ".weight"), p.at(pre + name + ".bias"))
-                         .view({n, Hl, Dh}).permute({1, 0, 2}).to(torch::kFloat32).contiguous();
+                         .view({n, Hl, Dh})
+                         .permute({1, 0, 2})
+                         .to(torch::kFloat32)
+                         .contiguous();
       for (long s = 0; s < Hl; ++s) {
         const float* src = v[s].data_ptr<float>();
         std::copy(src, src + n * Dh, dst->begin() + (static_cast<size_t>(l) * H + heads[s]) * n * Dh);
@@ -130,7 +133,8 @@ ExampleView view_example(const core::Bert& model, const core::Bert* slim, const 
     v.segments.push_back(static_cast<int>(b.token_type_ids[0][i].item<int64_t>()));
   }
   if (ex.has_label)
-    v.label = task.is_regression() ? std::to_string(ex.label).substr(0, 5) : task.label_name(static_cast<int>(ex.label));
+    v.label =
+        task.is_regression() ? std::to_string(ex.label).substr(0, 5) : task.label_name(static_cast<int>(ex.label));
 
   Forward f = forward(model, b, v.H, true);
   std::tie(v.prediction, v.probability) = prediction(task, f.out.logits);
@@ -155,9 +159,10 @@ ExampleView view_example(const core::Bert& model, const core::Bert* slim, const 
     const Explanation x = explain_example(model, tok, ex, s.max_seq_len, s.steps, s.riemann, false, s.threshold);
     char prob[32];
     std::snprintf(prob, sizeof prob, "%.3f", x.probability);
-    v.tree_svg = svg_tree(x.tree, x.tokens, "attribution tree: " + name + ", " +
-                                                (task.is_regression() ? std::string("score") : task.label_name(x.target)) +
-                                                " (" + prob + ")");
+    v.tree_svg =
+        svg_tree(x.tree, x.tokens,
+                 "attribution tree: " + name + ", " +
+                     (task.is_regression() ? std::string("score") : task.label_name(x.target)) + " (" + prob + ")");
   }
   return v;
 }
@@ -199,7 +204,8 @@ nlohmann::json view_json(const ExampleView& v) {
     j["slim_attn"] = base64_zlib(quantize_unit(v.slim_attn));
     j["slim_rollout"] = base64_zlib(quantize_unit(v.slim_rollout));
     j["slim_prediction"] = v.slim_prediction;
-    j["slim_probability"] = std::isnan(v.slim_probability) ? nlohmann::json(nullptr) : nlohmann::json(v.slim_probability);
+    j["slim_probability"] =
+        std::isnan(v.slim_probability) ? nlohmann::json(nullptr) : nlohmann::json(v.slim_probability);
   } else {
     j["slim_attn"] = j["slim_rollout"] = j["slim_prediction"] = j["slim_probability"] = nullptr;
   }

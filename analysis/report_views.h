@@ -18,31 +18,31 @@ namespace hp::analysis {
 
 struct ViewSettings {
   int max_seq_len = 128;
-  bool tree = true;          // attribution tree (integrated gradients: L × steps backward passes)
-  int steps = 20;            // prune.attattr_steps
+  bool tree = true;  // attribution tree (integrated gradients: L × steps backward passes)
+  int steps = 20;  // prune.attattr_steps
   std::string riemann = "right";
-  double threshold = 0.4;    // explain.threshold
+  double threshold = 0.4;  // explain.threshold
 };
 
 struct ExampleView {
-  std::string name;                    // "dev #12", "text 1"
+  std::string name;  // "dev #12", "text 1"
   std::vector<std::string> tokens;
-  std::vector<int> segments;           // token_type_ids
-  std::string label;                   // "" when the example has none
-  std::string prediction;              // class name, or the score for regression
-  double probability = 0;              // of the predicted class (regression: NaN)
+  std::vector<int> segments;  // token_type_ids
+  std::string label;  // "" when the example has none
+  std::string prediction;  // class name, or the score for regression
+  double probability = 0;  // of the predicted class (regression: NaN)
   int L = 0, H = 0, n = 0, Dh = 0;
-  std::vector<float> attn;             // [L][H][n][n]; absent heads 0
-  std::vector<uint8_t> kept;           // [L][H]: head present in the model
-  std::vector<float> rollout;          // [L][n][n]
-  std::vector<float> q, k;             // [L][H][n][Dh]
+  std::vector<float> attn;  // [L][H][n][n]; absent heads 0
+  std::vector<uint8_t> kept;  // [L][H]: head present in the model
+  std::vector<float> rollout;  // [L][n][n]
+  std::vector<float> q, k;  // [L][H][n][Dh]
   bool has_slim = false;
-  std::vector<float> slim_attn;        // [L][H][n][n] at original indices; removed heads 0
-  std::vector<uint8_t> slim_kept;      // [L][H]
-  std::vector<float> slim_rollout;     // [L][n][n]
+  std::vector<float> slim_attn;  // [L][H][n][n] at original indices; removed heads 0
+  std::vector<uint8_t> slim_kept;  // [L][H]
+  std::vector<float> slim_rollout;  // [L][n][n]
   std::string slim_prediction;
   double slim_probability = 0;
-  std::string tree_svg;                // "" when not computed
+  std::string tree_svg;  // "" when not computed
   std::string note;
 };
 

@@ -54,8 +54,8 @@ std::map<std::string, SieveTest> test_roles(const PassResult& pass, const std::v
   std::vector<double> family;
   std::vector<std::pair<std::string, int>> where;  // (role, head index) of each family member
   for (int r : applicable_roles(pass)) {
-    SieveTest t{nan_grid(L, H), nan_grid(L, H), nan_grid(L, H), nan_grid(L, H), nan_grid(L, H), nan_grid(L, H),
-                nan_grid(L, H)};
+    SieveTest t{nan_grid(L, H), nan_grid(L, H), nan_grid(L, H), nan_grid(L, H),
+                nan_grid(L, H), nan_grid(L, H), nan_grid(L, H)};
     for (int k = 0; k < L * H; ++k) {
       if (!pass.present[k]) continue;
       const TTest tt = ttest_greater(scores(pass.heads[k], r, examples), s.tau);
@@ -122,8 +122,8 @@ void syntax_results(const PassResult& pass, const RoleSettings& s, Analysis& a) 
     const auto [offset, hits] = most_frequent_offset(pass.syntax.gold_offset_hist[rel], [](int) { return 1.0; });
     rr.most_frequent_offset = offset;
     rr.most_frequent_accuracy = hits / rr.count;
-    rr.best_baseline = std::max(rr.most_frequent_accuracy,
-                                *std::max_element(rr.offset_accuracy.begin(), rr.offset_accuracy.end()));
+    rr.best_baseline =
+        std::max(rr.most_frequent_accuracy, *std::max_element(rr.offset_accuracy.begin(), rr.offset_accuracy.end()));
     rr.best.accuracy = -1;
     for (int dir = 0; dir < 2; ++dir) {
       rr.accuracy[dir] = nan_grid(L, H);
@@ -174,7 +174,8 @@ Analysis summarize(const PassResult& pass, const RoleSettings& s) {
   a.roles["positional"] = {positional, positional, positional};
 
   a.sieve = test_roles(pass, all_examples(pass.examples), s);
-  for (const auto& [role, t] : a.sieve) a.roles[role] = {flags(t.p, s.alpha), flags(t.holm, s.alpha), flags(t.bh, s.alpha)};
+  for (const auto& [role, t] : a.sieve)
+    a.roles[role] = {flags(t.p, s.alpha), flags(t.holm, s.alpha), flags(t.bh, s.alpha)};
 
   a.treebank = pass.syntax.occurrences[kRelAll] > 0;
   if (a.treebank) syntax_results(pass, s, a);
@@ -215,13 +216,15 @@ Analysis summarize(const PassResult& pass, const RoleSettings& s) {
   return a;
 }
 
-std::map<std::string, Grid> holm_roles(const PassResult& pass, const std::vector<long>& examples, const RoleSettings& s) {
+std::map<std::string, Grid> holm_roles(const PassResult& pass, const std::vector<long>& examples,
+                                       const RoleSettings& s) {
   std::map<std::string, Grid> out;
   for (const auto& [role, t] : test_roles(pass, examples, s)) out[role] = flags(t.holm, s.alpha);
   return out;
 }
 
-std::map<std::string, Grid> role_stability(const PassResult& pass, int resamples, unsigned seed, const RoleSettings& s) {
+std::map<std::string, Grid> role_stability(const PassResult& pass, int resamples, unsigned seed,
+                                           const RoleSettings& s) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<long> pick(0, pass.examples - 1);
   std::map<std::string, Grid> share;

@@ -16,9 +16,9 @@ namespace hp::analysis {
 using Grid = std::vector<std::vector<double>>;  // [L][Hmax]; NaN = absent, masked or not applicable
 
 struct RoleSettings {
-  double tau = 3.0;             // H0: mean sieve score ≤ τ
+  double tau = 3.0;  // H0: mean sieve score ≤ τ
   double alpha = 0.05;
-  int min_occurrences = 100;    // relations with fewer occurrences get no syntactic heads
+  int min_occurrences = 100;  // relations with fewer occurrences get no syntactic heads
   double positional_share = 0.9;
   double syntactic_margin = 0.10;  // accuracy over the best baseline (Voita)
 };
@@ -39,7 +39,7 @@ struct RelationResult {
   std::array<double, kBaselineOffsets.size()> offset_accuracy{};
   int most_frequent_offset = 0;
   double most_frequent_accuracy = 0, best_baseline = 0;
-  SyntacticHead best;                  // the best head (either direction)
+  SyntacticHead best;  // the best head (either direction)
   std::vector<SyntacticHead> syntactic;  // heads ≥ best baseline + margin (when count ≥ min_occurrences)
 };
 
@@ -52,13 +52,13 @@ struct Analysis {
   int layers = 0, max_heads = 0;
   long examples = 0;
   RoleSettings settings;
-  std::vector<uint8_t> present;            // [L·Hmax]
-  std::map<std::string, Grid> stats;       // kSurfaceKeys, confidence, pos_share, pos_offset
+  std::vector<uint8_t> present;  // [L·Hmax]
+  std::map<std::string, Grid> stats;  // kSurfaceKeys, confidence, pos_share, pos_offset
   std::map<std::string, SieveTest> sieve;  // the tested roles that apply to this input
   std::map<std::string, RoleFlags> roles;  // tested roles + positional + syntactic_head (descriptive: raw = holm = bh)
   bool treebank = false;
   std::map<std::string, RelationResult> relations;  // kRelations + "all", treebanks only
-  std::vector<double> js;                  // [(L·Hmax)²]
+  std::vector<double> js;  // [(L·Hmax)²]
   std::vector<std::array<double, 2>> mds;  // [L·Hmax] head map (NaN rows for absent heads)
   bool noop = false;
   std::vector<double> noop_sep_grad, noop_all_grad;  // [L]
@@ -72,7 +72,8 @@ Analysis summarize(const PassResult& pass, const RoleSettings& settings);
 
 // The tested roles' p-values of `pass` restricted to `examples` (indices, repeats allowed), corrected
 // with Holm: flags[role] [L][H] (bootstrap stability, DEFINITIONS §9).
-std::map<std::string, Grid> holm_roles(const PassResult& pass, const std::vector<long>& examples, const RoleSettings& s);
+std::map<std::string, Grid> holm_roles(const PassResult& pass, const std::vector<long>& examples,
+                                       const RoleSettings& s);
 
 // Share of resamples in which each head holds each tested role (Holm), K resamples seeded by `seed`.
 std::map<std::string, Grid> role_stability(const PassResult& pass, int resamples, unsigned seed, const RoleSettings& s);

@@ -24,7 +24,8 @@ std::vector<float> attention_rollout(const std::vector<float>& att, int L, int H
     for (int h = 0; h < H; ++h) {
       if (!kept.empty() && !kept[static_cast<size_t>(l) * H + h]) continue;
       mean += Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
-                  att.data() + (static_cast<size_t>(l) * H + h) * nn, n, n).cast<double>();
+                  att.data() + (static_cast<size_t>(l) * H + h) * nn, n, n)
+                  .cast<double>();
       ++present;
     }
     const Mat mix = present ? Mat(0.5 * mean / present + 0.5 * Mat::Identity(n, n)) : Mat(Mat::Identity(n, n));

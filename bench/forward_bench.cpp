@@ -73,7 +73,7 @@ struct Timed {
   std::string label;
   double flops;
   std::function<void()> run;
-  bool gemm;                  // counts towards the matmul peak
+  bool gemm;  // counts towards the matmul peak
   std::vector<double> times;  // one per round
   double rate(size_t r) const { return flops / times[r] / 1e9; }
 };
@@ -155,7 +155,9 @@ Timed forward_item(const std::string& label, std::shared_ptr<const hp::core::Ber
   char text[160];
   std::snprintf(text, sizeof text, "forward %s%s B=%d S=%d (%.1f GFLOP)", label.c_str(), suffix, o.batch, o.seq,
                 flops / 1e9);
-  return {text, flops, [model, in, variant] {
+  return {text,
+          flops,
+          [model, in, variant] {
             torch::NoGradGuard no_grad;
             hp::core::set_onednn_gemm_enabled(variant != Variant::kBlasLinears);
             hp::core::set_epilogue_kernels_enabled(variant != Variant::kAtenEpilogues);
@@ -163,7 +165,8 @@ Timed forward_item(const std::string& label, std::shared_ptr<const hp::core::Ber
             hp::core::set_onednn_gemm_enabled(true);
             hp::core::set_epilogue_kernels_enabled(true);
           },
-          false, {}};
+          false,
+          {}};
 }
 
 // Medians over rounds; the peak is the GEMM shape with the best median rate. Each forward is also given
@@ -189,11 +192,12 @@ void report(const std::vector<Timed>& items) {
     std::vector<double> share;
     for (size_t r = 0; r < it.times.size(); ++r) share.push_back(it.rate(r) / peak_item->rate(r));
     const double best = it.flops / *std::min_element(it.times.begin(), it.times.end()) / 1e9;
-    std::printf("%s: %.3f s, %.1f GFLOP/s, %.0f%% of matmul peak; per round %.0f%% median (%.0f%%..%.0f%%); "
-                "best round %.1f GFLOP/s, %.0f%% of the peak shape's best\n",
-                it.label.c_str(), t, rate, 100.0 * rate / peak, 100.0 * median(share),
-                100.0 * *std::min_element(share.begin(), share.end()),
-                100.0 * *std::max_element(share.begin(), share.end()), best, 100.0 * best / best_peak);
+    std::printf(
+        "%s: %.3f s, %.1f GFLOP/s, %.0f%% of matmul peak; per round %.0f%% median (%.0f%%..%.0f%%); "
+        "best round %.1f GFLOP/s, %.0f%% of the peak shape's best\n",
+        it.label.c_str(), t, rate, 100.0 * rate / peak, 100.0 * median(share),
+        100.0 * *std::min_element(share.begin(), share.end()), 100.0 * *std::max_element(share.begin(), share.end()),
+        best, 100.0 * best / best_peak);
   }
   std::printf("matmul peak: %.1f GFLOP/s, %s (the best median over the GEMM shapes); its best round %.1f GFLOP/s\n",
               peak, peak_item->label.c_str(), best_peak);
@@ -259,7 +263,8 @@ void profile_layer(const hp::core::BertConfig& cfg, const Options& o) {
          hp::core::set_attention_kernel_enabled(true);
        }},
       {"alt: ATen O: res+bias, GEMM +=, LN", 0, [&] { aten_add_norm(ctx, w); }},
-      {"alt: ATen FFN in: bias, GEMM +=, gelu_", 0, [&] {
+      {"alt: ATen FFN in: bias, GEMM +=, gelu_", 0,
+       [&] {
          auto y = hp::core::linear_no_grad(x, wi, bi);
          torch::gelu_(y);
        }},

@@ -104,11 +104,12 @@ int main(int argc, char** argv) {
       const auto t0 = std::chrono::steady_clock::now();
       auto imp = prune::attattr_importance(c);
       const double s = seconds_since(t0);
-      std::printf("attattr %s: %d %s examples (%.1f tokens on average) x %d layers x %d steps: %.2f s (%.3f "
-                  "s/example), mean importance %.5f\n",
-                  reuse ? "batched, lower layers reused" : "batched, full forward passes", attattr_n,
-                  attattr_split.c_str(), static_cast<double>(tokens) / attattr_n,
-                  model.config().num_hidden_layers, steps, s, s / attattr_n, imp.mean().item<double>());
+      std::printf(
+          "attattr %s: %d %s examples (%.1f tokens on average) x %d layers x %d steps: %.2f s (%.3f "
+          "s/example), mean importance %.5f\n",
+          reuse ? "batched, lower layers reused" : "batched, full forward passes", attattr_n, attattr_split.c_str(),
+          static_cast<double>(tokens) / attattr_n, model.config().num_hidden_layers, steps, s, s / attattr_n,
+          imp.mean().item<double>());
     }
   }
   if (only.empty() || only == "loo") {

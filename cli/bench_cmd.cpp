@@ -37,7 +37,8 @@ int run_bench(const core::Config& cfg) {
     if (!other) continue;
     const auto c = eval::measure_latency(*other, in, 2, 5, b.min_seconds);
     const double speedup = c.median_ms / t.median_ms;
-    const double bound = eval::forward_flops(other->config(), batch, b.seq) / eval::forward_flops(model.config(), batch, b.seq);
+    const double bound =
+        eval::forward_flops(other->config(), batch, b.seq) / eval::forward_flops(model.config(), batch, b.seq);
     std::printf("batch %3d x %d: compare %9.2f ms  %8.1f seq/s  speedup x%.3f, FLOP bound x%.3f (%.0f%% of bound)\n",
                 batch, b.seq, c.median_ms, c.examples_per_s, speedup, bound, 100 * speedup / bound);
   }

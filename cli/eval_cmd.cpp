@@ -20,24 +20,27 @@ int run_eval(const core::Config& cfg) {
   std::string root = core::resolve_data_root(cfg.data.root);
   auto examples = core::read_task(task, root, cfg.eval.split);
   if (!examples.front().has_label)
-    throw InputError(task.name + " split '" + cfg.eval.split + "' has no labels, so there is nothing to score; use "
+    throw InputError(task.name + " split '" + cfg.eval.split +
+                     "' has no labels, so there is nothing to score; use "
                      "--split dev, or `prune infer` for predictions on unlabelled text");
   if (cfg.eval.max_examples > 0 && static_cast<size_t>(cfg.eval.max_examples) < examples.size())
     examples.resize(cfg.eval.max_examples);
-  core::log_info("eval", task.name + "/" + cfg.eval.split + ": " + std::to_string(examples.size()) + " examples from " + root);
+  core::log_info("eval",
+                 task.name + "/" + cfg.eval.split + ": " + std::to_string(examples.size()) + " examples from " + root);
 
   core::LoadReport report;
   core::LoadOptions load = core::task_load_options(task, cfg.run.seed);
   core::Bert model = core::load_bert(cfg.model.path, load, &report);
   if (report.classifier_initialized)
     core::log_warn("eval", cfg.model.path + " has no classifier: a fresh one (seed " + std::to_string(cfg.run.seed) +
-                               ") is used, so the metric is chance level; fine-tune the model for " + task.name + " first");
+                               ") is used, so the metric is chance level; fine-tune the model for " + task.name +
+                               " first");
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
   auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
   const auto& mc = model.config();
   core::HeadSet keep = core::parse_head_mask(cfg.eval.mask, mc.num_hidden_layers, mc.max_heads());
-  torch::Tensor mask = core::count_kept(keep) == mc.num_hidden_layers * mc.max_heads() ? torch::Tensor()
-                                                                                        : eval::head_mask_tensor(keep);
+  torch::Tensor mask =
+      core::count_kept(keep) == mc.num_hidden_layers * mc.max_heads() ? torch::Tensor() : eval::head_mask_tensor(keep);
 
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
@@ -62,13 +65,12 @@ int run_eval(const core::Config& cfg) {
   j["padded_tokens"] = r.padded_tokens;
   j["runtime"] = core::runtime_summary();
   j["config"] = core::dump_yaml(cfg);
-  std::string out = cfg.eval.output.empty()
-                        ? cfg.run.out_dir + "/eval_" + task.name + "_" + cfg.eval.split + ".json"
-                        : cfg.eval.output;
+  std::string out = cfg.eval.output.empty() ? cfg.run.out_dir + "/eval_" + task.name + "_" + cfg.eval.split + ".json"
+                                            : cfg.eval.output;
   core::write_file_atomic(out, j.dump(2) + "\n");
 
-  std::cout << task.name << " " << cfg.eval.split << " (" << r.examples << " examples, "
-            << core::count_kept(keep) << "/" << mc.num_hidden_layers * mc.max_heads() << " heads)";
+  std::cout << task.name << " " << cfg.eval.split << " (" << r.examples << " examples, " << core::count_kept(keep)
+            << "/" << mc.num_hidden_layers * mc.max_heads() << " heads)";
   for (const auto& [name, value] : r.metrics) std::cout << "  " << name << " " << value;
   std::cout << "  |  " << r.examples_per_s << " examples/s\n";
   core::log_info("eval", "wrote " + out);

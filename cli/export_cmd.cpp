@@ -18,10 +18,12 @@ int run_export(const core::Config& cfg) {
   load.seed = cfg.run.seed;
   core::Bert model = core::load_bert(cfg.model.path, load, &report);
   if (cfg.export_.dense) {
-    const int removed = model.config().num_hidden_layers * model.config().num_attention_heads - model.config().total_heads();
+    const int removed =
+        model.config().num_hidden_layers * model.config().num_attention_heads - model.config().total_heads();
     if (removed == 0) core::log_warn("export", cfg.model.path + " has no removed heads; --dense writes it unchanged");
     model = prune::dense_model(model);
-    core::log_info("export", "dense: " + std::to_string(removed) + " removed heads written as zeros at the original shapes");
+    core::log_info("export",
+                   "dense: " + std::to_string(removed) + " removed heads written as zeros at the original shapes");
   }
   if (report.classifier_initialized)
     core::log_warn("export", cfg.model.path + " has no classifier; the export carries a fresh one (seed " +

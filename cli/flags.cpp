@@ -17,66 +17,87 @@ using core::Config;
 
 // Flags per subcommand. A flag is only a shorter spelling of a config key (also settable with --set).
 const std::vector<Shortcut> kCommonFlags = {
-    {"--model", "model.path"}, {"--task", "data.task"}, {"--data-root", "data.root"},
-    {"--max-seq-len", "data.max_seq_len"}, {"--threads", "run.threads"}, {"--seed", "run.seed"},
+    {"--model", "model.path"},    {"--task", "data.task"},
+    {"--data-root", "data.root"}, {"--max-seq-len", "data.max_seq_len"},
+    {"--threads", "run.threads"}, {"--seed", "run.seed"},
     {"--out", "run.out_dir"},
 };
 const std::vector<Shortcut> kEvalFlags = {
-    {"--split", "eval.split"}, {"--mask", "eval.mask"}, {"--batch", "eval.batch_size"},
-    {"--output", "eval.output"}, {"--max-examples", "eval.max_examples"},
+    {"--split", "eval.split"},
+    {"--mask", "eval.mask"},
+    {"--batch", "eval.batch_size"},
+    {"--output", "eval.output"},
+    {"--max-examples", "eval.max_examples"},
 };
 const std::vector<Shortcut> kInferFlags = {
-    {"--input", "infer.input"}, {"--output", "infer.output"}, {"--hidden", "infer.hidden"},
+    {"--input", "infer.input"},
+    {"--output", "infer.output"},
+    {"--hidden", "infer.hidden"},
     {"--batch", "infer.batch_size"},
 };
 
 const std::vector<Shortcut> kTrainFlags = {
-    {"--epochs", "train.epochs"}, {"--max-steps", "train.max_steps"}, {"--lr", "train.lr_peak"},
-    {"--batch", "train.batch_size"}, {"--resume", "train.resume"},
-    {"--max-train-examples", "train.max_train_examples"}, {"--gates", "gates.enabled"},
-    {"--lambda", "gates.lambda"}, {"--target-heads", "gates.target_heads"}, {"--distill", "gates.distill"},
+    {"--epochs", "train.epochs"},
+    {"--max-steps", "train.max_steps"},
+    {"--lr", "train.lr_peak"},
+    {"--batch", "train.batch_size"},
+    {"--resume", "train.resume"},
+    {"--max-train-examples", "train.max_train_examples"},
+    {"--gates", "gates.enabled"},
+    {"--lambda", "gates.lambda"},
+    {"--target-heads", "gates.target_heads"},
+    {"--distill", "gates.distill"},
 };
 
-const std::vector<Shortcut> kExportFlags = {{"--to", "export.out"}, {"--hdf5", "export.hdf5"}, {"--dense", "export.dense"},
-                                             {"--onnx", "export.onnx"}};
+const std::vector<Shortcut> kExportFlags = {
+    {"--to", "export.out"}, {"--hdf5", "export.hdf5"}, {"--dense", "export.dense"}, {"--onnx", "export.onnx"}};
 
-const std::vector<Shortcut> kBenchFlags = {{"--compare", "bench.compare"}, {"--seq", "bench.seq"},
-                                           {"--batches", "bench.batches"}, {"--min-seconds", "bench.min_seconds"}};
+const std::vector<Shortcut> kBenchFlags = {{"--compare", "bench.compare"},
+                                           {"--seq", "bench.seq"},
+                                           {"--batches", "bench.batches"},
+                                           {"--min-seconds", "bench.min_seconds"}};
 
 // `prune analyze` (its --out is analysis.out, the folder the analysis writes).
 const std::vector<Shortcut> kAnalyzeFlags = {
-    {"--split", "analysis.split"}, {"--examples", "analysis.examples"}, {"--syntax", "analysis.syntax"},
-    {"--compare", "analysis.compare"}, {"--mask", "analysis.mask"}, {"--prune-run", "analysis.prune_run"},
-    {"--resamples", "analysis.resamples"}, {"--control", "analysis.control"}, {"--tau", "analysis.tau"},
-    {"--alpha", "analysis.alpha"}, {"--batch", "analysis.batch_size"}, {"--out", "analysis.out"},
+    {"--split", "analysis.split"},         {"--examples", "analysis.examples"}, {"--syntax", "analysis.syntax"},
+    {"--compare", "analysis.compare"},     {"--mask", "analysis.mask"},         {"--prune-run", "analysis.prune_run"},
+    {"--resamples", "analysis.resamples"}, {"--control", "analysis.control"},   {"--tau", "analysis.tau"},
+    {"--alpha", "analysis.alpha"},         {"--batch", "analysis.batch_size"},  {"--out", "analysis.out"},
 };
 
 // `prune explain` (its --out is explain.out).
 const std::vector<Shortcut> kExplainFlags = {
-    {"--split", "explain.split"}, {"--example", "explain.example"}, {"--text", "explain.text"},
-    {"--text-b", "explain.text_b"}, {"--threshold", "explain.threshold"}, {"--target", "explain.target"},
-    {"--steps", "prune.attattr_steps"}, {"--out", "explain.out"},
+    {"--split", "explain.split"},         {"--example", "explain.example"},
+    {"--text", "explain.text"},           {"--text-b", "explain.text_b"},
+    {"--threshold", "explain.threshold"}, {"--target", "explain.target"},
+    {"--steps", "prune.attattr_steps"},   {"--out", "explain.out"},
 };
 
 // `prune triggers` (its --out is triggers.out).
 const std::vector<Shortcut> kTriggersFlags = {
     {"--split", "triggers.split"}, {"--examples", "triggers.examples"}, {"--eval-split", "triggers.eval_split"},
-    {"--top-k", "triggers.top_k"}, {"--steps", "prune.attattr_steps"}, {"--out", "triggers.out"},
+    {"--top-k", "triggers.top_k"}, {"--steps", "prune.attattr_steps"},  {"--out", "triggers.out"},
 };
 
 // `prune report RUN_DIR... --out report.html` (RUN_DIR... is report.runs).
 const std::vector<Shortcut> kReportFlags = {
-    {"runs", "report.runs"}, {"--out", "report.out"}, {"--split", "report.split"},
+    {"runs", "report.runs"},           {"--out", "report.out"},     {"--split", "report.split"},
     {"--examples", "report.examples"}, {"--count", "report.count"}, {"--text", "report.text"},
-    {"--text-b", "report.text_b"}, {"--texts", "report.texts"}, {"--slim", "report.slim"},
+    {"--text-b", "report.text_b"},     {"--texts", "report.texts"}, {"--slim", "report.slim"},
     {"--model", "report.model"},
 };
 
 // The pruning run (no subcommand).
 const std::vector<Shortcut> kPruneFlags = {
-    {"--target-heads", "prune.target_heads"}, {"--criteria", "prune.criteria"}, {"--method", "prune.method"},
-    {"--schedule", "prune.schedule"}, {"--iterative", "prune.iterative"}, {"--per-layer", "prune.per_layer"},
-    {"--seeds", "prune.seeds"}, {"--rank-examples", "prune.rank_examples"}, {"--gates-run", "prune.gates_run"},
+    {"--target-heads", "prune.target_heads"},
+    {"--criteria", "prune.criteria"},
+    {"--method", "prune.method"},
+    {"--schedule", "prune.schedule"},
+    {"--iterative", "prune.iterative"},
+    {"--per-layer", "prune.per_layer"},
+    {"--seeds", "prune.seeds"},
+    {"--rank-examples", "prune.rank_examples"},
+    {"--gates-run", "prune.gates_run"},
     {"--recover-steps", "prune.recover_steps"},
 };
 
@@ -90,9 +111,7 @@ std::vector<Shortcut> with_common(const std::vector<Shortcut>& own) {
   return flags;
 }
 
-
 namespace {
-
 
 // A flag without a leading '-' is positional and takes any number of values (a list key).
 bool positional(const Shortcut& s) { return s.flag[0] != '-'; }
@@ -142,7 +161,8 @@ Config resolve(CLI::App* app, const std::vector<Shortcut>& flags, const ParsedFl
       std::string list;
       for (const auto& v : parsed.list_storage.at(s.key)) {
         if (v.find(',') != std::string::npos)
-          throw hp::ConfigError(v + ": a comma in a path given as " + s.key + "; rename the folder or use a symlink without one");
+          throw hp::ConfigError(v + ": a comma in a path given as " + s.key +
+                                "; rename the folder or use a symlink without one");
         list += (list.empty() ? "" : ",") + v;
       }
       hp::core::set_value(cfg, s.key, list, s.key);

@@ -31,7 +31,8 @@ std::vector<core::Example> read_lines(const std::string& path) {
     ex.text_a = line.substr(0, tab);
     if (tab != std::string::npos) ex.text_b = line.substr(tab + 1);
     if (ex.text_b.find('\t') != std::string::npos)
-      throw InputError(path + ":" + std::to_string(n) + ": more than 2 tab-separated fields; use \"text\" or \"text_a<TAB>text_b\"");
+      throw InputError(path + ":" + std::to_string(n) +
+                       ": more than 2 tab-separated fields; use \"text\" or \"text_a<TAB>text_b\"");
     out.push_back(ex);
   }
   if (out.empty()) throw InputError(path + ": no examples (all lines empty); give one example per line");

@@ -1,6 +1,7 @@
 // The `prune` executable: parses argv into a Config (cli/flags.h), dispatches to a subcommand, and is the
 // one place that catches errors.
 // Exit codes: 0 ok, 1 runtime error, 2 configuration or usage error.
+#include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -42,7 +43,8 @@ std::string weights_hash(const std::string& model_dir) {
     std::string chunk(1 << 20, '\0');
     size_t h = 0;
     while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
-      h = h * 1000003u ^ std::hash<std::string_view>{}(std::string_view(chunk.data(), static_cast<size_t>(in.gcount())));
+      h = h * 1000003u ^
+          std::hash<std::string_view>{}(std::string_view(chunk.data(), static_cast<size_t>(in.gcount())));
       if (!in) break;
     }
     return std::string(name) + " " + std::to_string(h);
@@ -60,12 +62,82 @@ int start(const Config& cfg, const std::string& command, bool data_parallel) {
   if (threads == 0 && env.local_world > 1)  // the machine's cores are shared by its processes
     threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / env.local_world);
   hp::core::set_threads(threads);
-  hp::core::dist::init(env, cfg.run.dist_timeout_s, hp::core::dump_yaml(cfg) + "weights: " + weights_hash(cfg.model.path));
+  hp::core::dist::init(env, cfg.run.dist_timeout_s,
+                       hp::core::dump_yaml(cfg) + "weights: " + weights_hash(cfg.model.path));
   std::string how;
   if (env.world > 1)
-    how = " | rank " + std::to_string(env.rank) + " of " + std::to_string(env.world) + " (" + env.source + ", Gloo at " +
-          env.master_addr + ":" + std::to_string(env.master_port) + ")";
+    how = " | rank " + std::to_string(env.rank) + " of " + std::to_string(env.world) + " (" + env.source +
+          ", Gloo at " + env.master_addr + ":" + std::to_string(env.master_port) + ")";
   hp::core::log_info("runtime", hp::core::runtime_summary() + how);
+  return 0;
+}
+
+// The subcommands: name, help, flags, entry point (cli/commands.h), data-parallel or not.
+std::vector<Subcommand> subcommands() {
+  using namespace hp::cli;
+  return {
+      {"eval", "evaluate a model on a GLUE task, optionally with heads masked", kEvalFlags, run_eval, true},
+      {"infer", "write logits (and hidden states) for each line of a text file", kInferFlags, run_infer},
+      {"export", "write a model folder as a Hugging Face checkpoint (+ HDF5 of the same tensors)", kExportFlags,
+       run_export},
+      {"train", "fine-tune on a GLUE task; with --gates or --target-heads N, learn which heads to keep", kTrainFlags,
+       run_train, true},
+      {"bench", "latency, throughput, parameters and FLOPs of a model (--compare DIR: speedup vs the FLOP bound)",
+       kBenchFlags, run_bench},
+      {"analyze",
+       "what every head does over a data set: Clark's statistics, Voita's roles, Pande's tests (analysis/DEFINITIONS.md)",
+       kAnalyzeFlags, run_analyze, true},
+      {"explain",
+       "Hao et al.'s attribution tree of one example: how information flows to the prediction, layer by layer",
+       kExplainFlags, run_explain},
+      {"triggers",
+       "Hao et al.'s adversarial triggers: attribution patterns of one class inserted into the others, against random pairs",
+       kTriggersFlags, run_triggers},
+      {"report",
+       "one offline HTML page of a pruning run, an analysis and gated runs, with attention views, trees and rollout",
+       kReportFlags, run_report},
+  };
+}
+
+// A CLI11 usage error as the one `error:` line (exit 2; CLI11's own codes are 100+).
+int usage_error(const CLI::ParseError& e, int argc, char** argv, const std::vector<Subcommand>& subs) {
+  std::vector<std::string> commands = {"config"};
+  for (const auto& s : subs) commands.push_back(s.name);
+  const std::string first = argc > 1 ? argv[1] : "";
+  const bool unknown_command =
+      !first.empty() && first[0] != '-' && std::find(commands.begin(), commands.end(), first) == commands.end();
+  if (unknown_command) {
+    const std::string near = hp::core::nearest_key(first, commands);
+    std::cerr << "error: unknown command '" << first << "'" << (near.empty() ? "" : "; did you mean '" + near + "'?")
+              << " (prune --help lists the commands)\n";
+  } else {
+    std::cerr << "error: " << e.what() << "; see `prune " << (first.empty() || first[0] == '-' ? "" : first + " ")
+              << "--help`\n";
+  }
+  return 2;
+}
+
+// Resolves the config of a parsed (sub)command and runs it (or prints the config with --dump-config).
+int run_command(CLI::App* app, const std::vector<Shortcut>& flags, const ParsedFlags& parsed, const std::string& name,
+                const std::function<int(const Config&)>& run, bool data_parallel) {
+  Config cfg = resolve(app, flags, parsed);
+  if (parsed.dump_config) {
+    std::cout << hp::core::dump_yaml(cfg);
+    return 0;
+  }
+  start(cfg, name, data_parallel);
+  const int rc = run(cfg);
+  hp::core::dist::shutdown();
+  return rc;
+}
+
+// `prune config`: the key reference (--doc, the default) or the shipped configs (--list).
+int run_config(bool list) {
+  if (list) {
+    for (const auto& c : shipped_configs()) std::cout << c.name << "\t" << c.path << "\t" << c.about << "\n";
+    return 0;
+  }
+  std::cout << hp::core::config_doc();
   return 0;
 }
 
@@ -73,8 +145,9 @@ int real_main(int argc, char** argv) {
   hp::core::init_logging();
   hp::core::ensure_fast_blas(argc, argv);
 
-  CLI::App app{"headprune: find which attention heads of a BERT encoder matter, prune the rest, prove it with curves.\n"
-               "Without a subcommand: the pruning run, e.g. prune --config configs/sst2.yaml --target-heads 36"};
+  CLI::App app{
+      "headprune: find which attention heads of a BERT encoder matter, prune the rest, prove it with curves.\n"
+      "Without a subcommand: the pruning run, e.g. prune --config sst2.yaml --target-heads 36"};
   app.require_subcommand(0, 1);
   std::vector<Shortcut> prune_flags = kCommonFlags;
   prune_flags.insert(prune_flags.end(), kPruneFlags.begin(), kPruneFlags.end());
@@ -83,95 +156,36 @@ int real_main(int argc, char** argv) {
   bool version = false;
   app.add_flag("--version", version, "print versions of headprune, LibTorch, the BLAS kernel and threads");
 
-  std::vector<Subcommand> subs = {
-      {"eval", "evaluate a model on a GLUE task, optionally with heads masked", kEvalFlags, hp::cli::run_eval, true},
-      {"infer", "write logits (and hidden states) for each line of a text file", kInferFlags, hp::cli::run_infer},
-      {"export", "write a model folder as a Hugging Face checkpoint (+ HDF5 of the same tensors)", kExportFlags,
-       hp::cli::run_export},
-      {"train", "fine-tune on a GLUE task; with --gates or --target-heads N, learn which heads to keep",
-       kTrainFlags, hp::cli::run_train, true},
-      {"bench", "latency, throughput, parameters and FLOPs of a model (--compare DIR: speedup vs the FLOP bound)",
-       kBenchFlags, hp::cli::run_bench},
-      {"analyze", "what every head does over a data set: Clark's statistics, Voita's roles, Pande's tests (analysis/DEFINITIONS.md)",
-       kAnalyzeFlags, hp::analysis::run_analyze, true},
-      {"explain", "Hao et al.'s attribution tree of one example: how information flows to the prediction, layer by layer",
-       kExplainFlags, hp::analysis::run_explain},
-      {"triggers", "Hao et al.'s adversarial triggers: attribution patterns of one class inserted into the others, against random pairs",
-       kTriggersFlags, hp::analysis::run_triggers},
-      {"report", "one offline HTML page of a pruning run, an analysis and gated runs, with attention views, trees and rollout",
-       kReportFlags, hp::analysis::run_report},
-  };
+  const std::vector<Subcommand> subs = subcommands();
   std::map<std::string, ParsedFlags> parsed;
   std::map<std::string, CLI::App*> apps;
-  for (const auto& s : subs) {
-    CLI::App* sub = app.add_subcommand(s.name, s.help);
-    add_flags(sub, with_common(s.flags), parsed[s.name]);
-    apps[s.name] = sub;
-  }
+  for (const auto& s : subs) apps[s.name] = app.add_subcommand(s.name, s.help);
+  for (const auto& s : subs) add_flags(apps[s.name], with_common(s.flags), parsed[s.name]);
   bool doc = false, list = false;
-  CLI::App* config_cmd = app.add_subcommand("config", "print the reference of every config key (--doc), or the shipped configs (--list)");
+  CLI::App* config_cmd =
+      app.add_subcommand("config", "print the reference of every config key (--doc), or the shipped configs (--list)");
   config_cmd->add_flag("--doc", doc, "print the Markdown key reference (configs/README.md is generated from it)");
   config_cmd->add_flag("--list", list, "list the shipped configs that --config NAME finds, with their paths");
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    // Usage errors end like every other error: one `error:` line and exit 2 (CLI11's own codes are 100+).
-    std::vector<std::string> commands = {"config"};
-    for (const auto& s : subs) commands.push_back(s.name);
-    const std::string first = argc > 1 ? argv[1] : "";
-    const bool unknown_command = !first.empty() && first[0] != '-' &&
-                                 std::find(commands.begin(), commands.end(), first) == commands.end();
-    if (unknown_command) {
-      const std::string near = hp::core::nearest_key(first, commands);
-      std::cerr << "error: unknown command '" << first << "'"
-                << (near.empty() ? "" : "; did you mean '" + near + "'?") << " (prune --help lists the commands)\n";
-    } else {
-      std::cerr << "error: " << e.what() << "; see `prune " << (first.empty() || first[0] == '-' ? "" : first + " ")
-                << "--help`\n";
-    }
-    return 2;
+    return e.get_exit_code() == 0 ? app.exit(e) : usage_error(e, argc, argv, subs);  // exit code 0: --help
   }
   if (version) {
     hp::core::set_threads(0);
     std::cout << "headprune " << hp::core::headprune_version() << "\n" << hp::core::runtime_summary() << "\n";
     return 0;
   }
-  if (config_cmd->parsed()) {
-    if (list) {
-      for (const auto& c : shipped_configs()) std::cout << c.name << "\t" << c.path << "\t" << c.about << "\n";
-      return 0;
-    }
-    std::cout << hp::core::config_doc();
-    return 0;
-  }
-  for (const auto& s : subs) {
-    if (!apps[s.name]->parsed()) continue;
-    Config cfg = resolve(apps[s.name], with_common(s.flags), parsed[s.name]);
-    if (parsed[s.name].dump_config) {
-      std::cout << hp::core::dump_yaml(cfg);
-      return 0;
-    }
-    start(cfg, s.name, s.data_parallel);
-    const int rc = s.run(cfg);
-    hp::core::dist::shutdown();
-    return rc;
-  }
-  // No subcommand: the pruning run.
-  if (argc < 2) {
+  if (config_cmd->parsed()) return run_config(list);
+  for (const auto& s : subs)
+    if (apps[s.name]->parsed())
+      return run_command(apps[s.name], with_common(s.flags), parsed[s.name], s.name, s.run, s.data_parallel);
+  if (argc < 2) {  // no subcommand and nothing else: the help
     std::cout << app.help();
     return 2;
   }
-  Config cfg = resolve(&app, prune_flags, prune_parsed);
-  if (prune_parsed.dump_config) {
-    std::cout << hp::core::dump_yaml(cfg);
-    return 0;
-  }
-  start(cfg, "", true);
-  const int rc = hp::cli::run_prune(cfg);
-  hp::core::dist::shutdown();
-  return rc;
+  return run_command(&app, prune_flags, prune_parsed, "", hp::cli::run_prune, true);  // the pruning run
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <csignal>
 #include <iostream>
 
-#include "core/base/config.h"      // dump_yaml
+#include "core/base/config.h"  // dump_yaml
 #include "core/base/log.h"
 #include "core/base/run_folder.h"
 #include "cli/commands.h"
@@ -48,8 +48,7 @@ int run_train(const core::Config& cfg) {
   std::cout << task.name << " " << cfg.train.eval_split << ": best " << r.metric << " " << r.best_metric << " at step "
             << r.best_step << "; best/ re-evaluated with " << r.heads_kept << "/" << r.heads_total << " heads:";
   for (const auto& [name, value] : r.final_metrics) std::cout << "  " << name << " " << value;
-  std::cout << "  |  " << r.steps << " steps, " << r.steps_per_s << " steps/s, " << r.examples_per_s
-            << " examples/s\n";
+  std::cout << "  |  " << r.steps << " steps, " << r.steps_per_s << " steps/s, " << r.examples_per_s << " examples/s\n";
   core::log_info("train", "wrote " + run_dir + "/{best/, metrics.csv, run.h5, config.resolved.yaml, train_result.json" +
                               (cfg.gates.enabled || cfg.gates.target_heads > 0 ? ", head_mask.txt}" : "}"));
   return 0;

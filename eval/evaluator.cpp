@@ -63,7 +63,8 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
   const auto bad_rows = (~torch::isfinite(r.logits)).any(1).sum().item<long>();
   if (bad_rows > 0)
     throw InputError("the model's outputs are not finite (NaN/Inf) for " + std::to_string(bad_rows) + " of " +
-                     std::to_string(r.examples) + " examples, so no metric is reported; check the checkpoint's weights "
+                     std::to_string(r.examples) +
+                     " examples, so no metric is reported; check the checkpoint's weights "
                      "(the load warning names non-finite tensors) and config.json");
   r.examples_per_s = r.seconds > 0 ? r.examples / r.seconds : 0;
   r.predictions = predictions_from_logits(r.logits, task.is_regression());

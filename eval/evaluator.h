@@ -17,11 +17,11 @@ namespace hp::eval {
 
 struct EvalResult {
   std::map<std::string, double> metrics;  // empty when the split has no labels
-  std::vector<float> predictions;         // N: class index, or the score for regression
-  torch::Tensor logits;                   // [N, C] in dataset order
+  std::vector<float> predictions;  // N: class index, or the score for regression
+  torch::Tensor logits;  // [N, C] in dataset order
   long examples = 0;
-  long tokens = 0;          // real (non-padding) tokens
-  long padded_tokens = 0;   // tokens computed, padding included
+  long tokens = 0;  // real (non-padding) tokens
+  long padded_tokens = 0;  // tokens computed, padding included
   double seconds = 0;
   double examples_per_s = 0;
 };

@@ -7,10 +7,10 @@ namespace hp::eval {
 
 double attention_flops(const core::BertConfig& cfg, int layer, long S) {
   const double D = cfg.hidden_size, A = static_cast<double>(cfg.heads_in_layer(layer)) * cfg.head_dim();
-  return 2.0 * S * D * A * 3   // Q, K, V projections
-         + 2.0 * S * S * A     // scores
-         + 2.0 * S * S * A     // probs × V
-         + 2.0 * S * A * D;    // output projection
+  return 2.0 * S * D * A * 3  // Q, K, V projections
+         + 2.0 * S * S * A  // scores
+         + 2.0 * S * S * A  // probs × V
+         + 2.0 * S * A * D;  // output projection
 }
 
 double forward_flops(const core::BertConfig& cfg, long B, long S) {

@@ -8,9 +8,9 @@ namespace hp::eval {
 
 struct Latency {
   long batch = 0, seq = 0;
-  double median_ms = 0;        // per forward pass of the whole batch
+  double median_ms = 0;  // per forward pass of the whole batch
   double min_ms = 0;
-  double examples_per_s = 0;   // batch / median
+  double examples_per_s = 0;  // batch / median
   int runs = 0;
 };
 

@@ -7,8 +7,8 @@ namespace hp::gates {
 namespace {
 
 void check_limits(StretchLimits lim, const char* where) {
-  TORCH_CHECK(lim.gamma < 0.0 && lim.zeta > 1.0, where,
-              ": stretch limits need γ < 0 and ζ > 1, got γ = ", lim.gamma, ", ζ = ", lim.zeta);
+  TORCH_CHECK(lim.gamma < 0.0 && lim.zeta > 1.0, where, ": stretch limits need γ < 0 and ζ > 1, got γ = ", lim.gamma,
+              ", ζ = ", lim.zeta);
 }
 
 }  // namespace

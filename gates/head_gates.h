@@ -6,7 +6,7 @@
 
 #include <torch/torch.h>
 
-#include "core/base/config.h"     // GateConfig
+#include "core/base/config.h"  // GateConfig
 #include "core/model/head_mask.h"  // HeadSet
 #include "gates/hard_concrete.h"
 

@@ -13,9 +13,8 @@ TargetController::TargetController(const core::GateConfig& cfg, int total_heads,
   HP_CHECK(total_heads > 0, "TargetController needs total_heads > 0, got " << total_heads);
   HP_CHECK(total_steps >= 0, "TargetController needs total_steps >= 0, got " << total_steps);
   if (cfg.target_heads < 1 || cfg.target_heads > total_heads)
-    throw_bad_value("gates.target_heads", cfg.target_heads,
-            "the target mode needs 1.." + std::to_string(total_heads),
-            "set it in that range, or 0 and build no TargetController for plain L0");
+    throw_bad_value("gates.target_heads", cfg.target_heads, "the target mode needs 1.." + std::to_string(total_heads),
+                    "set it in that range, or 0 and build no TargetController for plain L0");
   if (!(cfg.target_warmup_ratio >= 0.0 && cfg.target_warmup_ratio <= 1.0))
     throw_bad_value("gates.target_warmup_ratio", cfg.target_warmup_ratio, "must be in [0, 1]", "use e.g. 0.5");
   if (!(cfg.lagrangian_lr > 0.0) || !std::isfinite(cfg.lagrangian_lr))
@@ -31,8 +30,7 @@ double TargetController::target(long step) const {
 }
 
 torch::Tensor TargetController::penalty(const torch::Tensor& expected_open, long step) const {
-  TORCH_CHECK(expected_open.numel() == 1,
-              "TargetController::penalty: expected_open must be a scalar, got ",
+  TORCH_CHECK(expected_open.numel() == 1, "TargetController::penalty: expected_open must be a scalar, got ",
               expected_open.sizes());
   const torch::Tensor d = expected_open - target(step);
   return lambda1_ * d + lambda2_ * d * d;
@@ -40,13 +38,11 @@ torch::Tensor TargetController::penalty(const torch::Tensor& expected_open, long
 
 void TargetController::update(double expected_open, long step) {
   const double d = expected_open - target(step);
-  lambda1_ += lr_ * d;      // d penalty / dλ1
+  lambda1_ += lr_ * d;  // d penalty / dλ1
   lambda2_ += lr_ * d * d;  // d penalty / dλ2 (≥ 0, so λ2 never shrinks)
 }
 
-torch::Tensor TargetController::state() const {
-  return torch::tensor({lambda1_, lambda2_}, torch::kFloat64);
-}
+torch::Tensor TargetController::state() const { return torch::tensor({lambda1_, lambda2_}, torch::kFloat64); }
 
 void TargetController::load_state(const torch::Tensor& s) {
   if (s.numel() != 2) {

@@ -17,8 +17,8 @@ ParamGroup param_group_of(const std::string& name) {
 
 double linear_schedule(long step, long warmup_steps, long total_steps) {
   if (step < warmup_steps) return static_cast<double>(step) / static_cast<double>(std::max(1L, warmup_steps));
-  return std::max(0.0, static_cast<double>(total_steps - step) /
-                           static_cast<double>(std::max(1L, total_steps - warmup_steps)));
+  return std::max(
+      0.0, static_cast<double>(total_steps - step) / static_cast<double>(std::max(1L, total_steps - warmup_steps)));
 }
 
 long warmup_steps_for(double ratio, long total_steps) {

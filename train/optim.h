@@ -60,9 +60,9 @@ class Optimizer {
   core::TrainConfig cfg_;
   long total_steps_, warmup_steps_;
   double lr_ = 0;
-  std::vector<double> base_lr_;                // per param group
+  std::vector<double> base_lr_;  // per param group
   std::vector<std::string> names_[3];
-  std::vector<torch::Tensor> clip_params_;     // model parameters (gates excluded)
+  std::vector<torch::Tensor> clip_params_;  // model parameters (gates excluded)
   std::unique_ptr<torch::optim::AdamW> adamw_;
 };
 

@@ -22,7 +22,7 @@ namespace hp::train {
 struct History {
   std::map<std::string, std::vector<double>> series;
   std::vector<torch::Tensor> log_alpha;  // per evaluation, [L, H]
-  std::vector<torch::Tensor> p_open;     // per evaluation, [L, H]
+  std::vector<torch::Tensor> p_open;  // per evaluation, [L, H]
 
   void add(const std::string& key, double value) { series[key].push_back(value); }
   core::TensorMap to_tensors() const;
@@ -31,21 +31,21 @@ struct History {
 
 // The loop position and everything else besides tensors owned by modules that a resume needs.
 struct RunState {
-  long step = 0;            // optimizer steps finished, both phases together
-  int phase = 1;            // 1: training (gates, if any); 2: fixed-heads fine-tuning (target mode)
-  long phase_step = 0;      // steps finished in this phase (drives the schedule)
-  int epoch = 0;            // 0-based epoch of the next batch, within the phase
+  long step = 0;  // optimizer steps finished, both phases together
+  int phase = 1;  // 1: training (gates, if any); 2: fixed-heads fine-tuning (target mode)
+  long phase_step = 0;  // steps finished in this phase (drives the schedule)
+  int epoch = 0;  // 0-based epoch of the next batch, within the phase
   long batch_in_epoch = 0;  // batches of `epoch` already trained
   bool has_best = false;
   double best_metric = 0;
   long best_step = -1;
   std::string config_hash;
-  int processes = 1;                // data-parallel ranks that saved this state
-  std::string config_yaml;          // the resolved config the run started with
-  torch::Tensor rng_state;          // default CPU generator state (dropout, gate noise)
-  torch::Tensor log_alpha;          // [L, H]; undefined without gates
-  torch::Tensor best_log_alpha;     // log α at the best evaluation; undefined without gates
-  torch::Tensor controller_state;   // gates::TargetController::state(); undefined outside target mode
+  int processes = 1;  // data-parallel ranks that saved this state
+  std::string config_yaml;  // the resolved config the run started with
+  torch::Tensor rng_state;  // default CPU generator state (dropout, gate noise)
+  torch::Tensor log_alpha;  // [L, H]; undefined without gates
+  torch::Tensor best_log_alpha;  // log α at the best evaluation; undefined without gates
+  torch::Tensor controller_state;  // gates::TargetController::state(); undefined outside target mode
   History history;
 };
 

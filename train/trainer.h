@@ -10,10 +10,10 @@
 #include <map>
 #include <string>
 
-#include "core/data/batching.h"   // EncodedDataset
+#include "core/data/batching.h"  // EncodedDataset
 #include "core/model/bert.h"
-#include "core/base/config.h"     // TrainConfig, GateConfig, RunConfig
-#include "core/data/glue.h"       // TaskSpec
+#include "core/base/config.h"  // TrainConfig, GateConfig, RunConfig
+#include "core/data/glue.h"  // TaskSpec
 #include "core/model/head_mask.h"  // HeadSet
 
 namespace hp::train {
@@ -27,29 +27,29 @@ struct TrainData {
 };
 
 struct TrainOptions {
-  std::string run_dir;          // RUN_DIR: state/, best/, metrics.csv, run.h5, head_mask.txt
-  std::string config_yaml;      // the config that must match on resume (dump_yaml without paths)
-  std::string tokenizer_dir;    // copied into RUN_DIR/best (vocab.txt, ...); empty = none
-  bool resume = false;          // continue from RUN_DIR/state
+  std::string run_dir;  // RUN_DIR: state/, best/, metrics.csv, run.h5, head_mask.txt
+  std::string config_yaml;  // the config that must match on resume (dump_yaml without paths)
+  std::string tokenizer_dir;  // copied into RUN_DIR/best (vocab.txt, ...); empty = none
+  bool resume = false;  // continue from RUN_DIR/state
   const core::Bert* teacher = nullptr;  // frozen unpruned model for gates.distill
   // Non-empty: train with these heads fixed (no gates), e.g. recovery after pruning; with a teacher
   // and gates.distill the whole run distils.
   core::HeadSet fixed_keep;
-  long stop_after_steps = 0;    // > 0: save state and stop after this many steps (tests, budgets)
+  long stop_after_steps = 0;  // > 0: save state and stop after this many steps (tests, budgets)
   const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT): save state and stop after the step
 };
 
 struct TrainResult {
-  long steps = 0;                // optimizer steps done, all phases
-  bool interrupted = false;      // stopped early with resumable state saved
-  std::string metric;            // the task's primary metric
-  double best_metric = 0;        // best value during training (the eval mask of its time)
+  long steps = 0;  // optimizer steps done, all phases
+  bool interrupted = false;  // stopped early with resumable state saved
+  std::string metric;  // the task's primary metric
+  double best_metric = 0;  // best value during training (the eval mask of its time)
   long best_step = -1;
   std::map<std::string, double> final_metrics;  // RUN_DIR/best re-loaded and evaluated with final_keep
-  core::HeadSet final_keep;      // heads kept (all, without gates)
+  core::HeadSet final_keep;  // heads kept (all, without gates)
   int heads_kept = 0, heads_total = 0;
-  torch::Tensor log_alpha;       // final gate parameters [L, H]; undefined without gates
-  double train_seconds = 0;      // time in training steps (evaluation excluded)
+  torch::Tensor log_alpha;  // final gate parameters [L, H]; undefined without gates
+  double train_seconds = 0;  // time in training steps (evaluation excluded)
   double steps_per_s = 0, examples_per_s = 0;
 };
 

@@ -75,8 +75,7 @@ double parse_double(const std::string& text, const std::string& where) {
     size_t used = 0;
     double v = std::stod(text, &used);
     if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   throw ConfigError(where + ": expected a number, got '" + text + "'");
 }
 
@@ -117,8 +116,7 @@ std::string to_text(const FieldRef& f) {
           os << (*p ? "true" : "false");
         } else if constexpr (std::is_same_v<T, std::string>) {
           os << '"' << *p << '"';
-        } else if constexpr (std::is_same_v<T, std::vector<int>> ||
-                             std::is_same_v<T, std::vector<std::string>>) {
+        } else if constexpr (std::is_same_v<T, std::vector<int>> || std::is_same_v<T, std::vector<std::string>>) {
           os << '[';
           for (size_t i = 0; i < p->size(); ++i) os << (i ? ", " : "") << (*p)[i];
           os << ']';
@@ -142,7 +140,9 @@ std::string scalar_text(const YAML::Node& node, const std::string& path, const Y
   if (node.IsScalar()) return node.Scalar();
   const YAML::Mark m = node.Mark().is_null() ? near : node.Mark();
   throw ConfigError(mark_of(path, m) + ": " + what + " must be a single value, not " +
-                    (node.IsSequence() ? "a list" : node.IsMap() ? "a mapping" : "empty") +
+                    (node.IsSequence() ? "a list"
+                     : node.IsMap()    ? "a mapping"
+                                       : "empty") +
                     "; write it as `key: value` or `key: [a, b]`");
 }
 
@@ -227,7 +227,8 @@ void load_yaml(Config& cfg, const std::string& path) {
     throw ConfigError(mark_of(path, e.mark) + ": invalid YAML: " + e.msg);
   }
   if (root.IsNull()) return;
-  if (!root.IsMap()) throw ConfigError(mark_of(path, root.Mark()) + ": expected a mapping of sections (run:, model:, …)");
+  if (!root.IsMap())
+    throw ConfigError(mark_of(path, root.Mark()) + ": expected a mapping of sections (run:, model:, …)");
   auto fields = config_fields(cfg);
   for (const auto& section : root) {
     const std::string name = scalar_text(section.first, path, root.Mark(), "a section name");
@@ -239,14 +240,16 @@ void load_yaml(Config& cfg, const std::string& path) {
                              : ""));
     }
     for (const auto& kv : section.second) {
-      const std::string key = name + "." + scalar_text(kv.first, path, section.first.Mark(), "a key of section '" + name + "'");
+      const std::string key =
+          name + "." + scalar_text(kv.first, path, section.first.Mark(), "a key of section '" + name + "'");
       const std::string where = mark_of(path, kv.second.Mark());
       auto it = std::find_if(fields.begin(), fields.end(), [&](const FieldRef& f) { return f.path == key; });
       if (it == fields.end()) throw ConfigError(unknown_key_message(cfg, mark_of(path, kv.first.Mark()), key));
       std::string text;
       if (kv.second.IsSequence()) {
         for (size_t i = 0; i < kv.second.size(); ++i)
-          text += (i ? "," : "") + scalar_text(kv.second[i], path, kv.second.Mark(), key + "[" + std::to_string(i) + "]");
+          text +=
+              (i ? "," : "") + scalar_text(kv.second[i], path, kv.second.Mark(), key + "[" + std::to_string(i) + "]");
       } else if (kv.second.IsScalar()) {
         text = kv.second.Scalar();
       } else if (!kv.second.IsNull()) {
@@ -292,9 +295,12 @@ void validate(const Config& cfg) {
   need(cfg.run.dist_timeout_s >= 1 && cfg.run.dist_timeout_s <= 86400,
        "run.dist_timeout_s = " + std::to_string(cfg.run.dist_timeout_s) + "; use 1..86400 seconds (default 300)");
   need(cfg.data.max_seq_len >= 2 && cfg.data.max_seq_len <= 4096,
-       "data.max_seq_len = " + std::to_string(cfg.data.max_seq_len) + "; use 2..512 (the model's max_position_embeddings)");
-  need(cfg.eval.batch_size >= 1, "eval.batch_size = " + std::to_string(cfg.eval.batch_size) + "; use a positive batch size");
-  need(cfg.eval.max_examples >= 0, "eval.max_examples = " + std::to_string(cfg.eval.max_examples) + "; use 0 (all) or a positive count");
+       "data.max_seq_len = " + std::to_string(cfg.data.max_seq_len) +
+           "; use 2..512 (the model's max_position_embeddings)");
+  need(cfg.eval.batch_size >= 1,
+       "eval.batch_size = " + std::to_string(cfg.eval.batch_size) + "; use a positive batch size");
+  need(cfg.eval.max_examples >= 0,
+       "eval.max_examples = " + std::to_string(cfg.eval.max_examples) + "; use 0 (all) or a positive count");
   need(!cfg.model.path.empty(), "model.path is empty; pass --model DIR (a Hugging Face model folder)");
   const auto& a = cfg.analysis;
   need(a.examples >= 0, "analysis.examples = " + std::to_string(a.examples) + "; use 0 (all) or a positive count");
@@ -302,17 +308,21 @@ void validate(const Config& cfg) {
        "analysis.resamples = " + std::to_string(a.resamples) + "; use 0 (off) or 1..100000");
   need(a.control.empty() || a.control == "random-init",
        "analysis.control = '" + a.control + "'; use random-init (or leave it empty)");
-  need(a.alpha > 0 && a.alpha < 1, "analysis.alpha = " + std::to_string(a.alpha) + "; use a level in (0, 1), e.g. 0.05");
+  need(a.alpha > 0 && a.alpha < 1,
+       "analysis.alpha = " + std::to_string(a.alpha) + "; use a level in (0, 1), e.g. 0.05");
   need(std::isfinite(a.tau), "analysis.tau is not finite; use a threshold such as 3 (Pande et al.)");
-  need(a.min_occurrences >= 1, "analysis.min_occurrences = " + std::to_string(a.min_occurrences) + "; use a positive count");
+  need(a.min_occurrences >= 1,
+       "analysis.min_occurrences = " + std::to_string(a.min_occurrences) + "; use a positive count");
   need(a.batch_size >= 1, "analysis.batch_size = " + std::to_string(a.batch_size) + "; use a positive batch size");
   const auto& x = cfg.explain;
   need(x.example >= 0, "explain.example = " + std::to_string(x.example) + "; use a row index >= 0");
-  need(x.threshold >= 0 && x.threshold < 1, "explain.threshold = " + std::to_string(x.threshold) + "; use a share in [0, 1), e.g. 0.4");
+  need(x.threshold >= 0 && x.threshold < 1,
+       "explain.threshold = " + std::to_string(x.threshold) + "; use a share in [0, 1), e.g. 0.4");
   need(x.target == "predicted" || x.target == "gold", "explain.target = '" + x.target + "'; use predicted or gold");
   const auto& t = cfg.triggers;
   need(t.examples >= 0, "triggers.examples = " + std::to_string(t.examples) + "; use 0 (all) or a positive count");
-  need(t.min_tokens >= 0, "triggers.min_tokens = " + std::to_string(t.min_tokens) + "; use 0 (all) or a length such as 15");
+  need(t.min_tokens >= 0,
+       "triggers.min_tokens = " + std::to_string(t.min_tokens) + "; use 0 (all) or a length such as 15");
   need(t.top_k >= 1 && t.top_k <= 100, "triggers.top_k = " + std::to_string(t.top_k) + "; use 1..100 (Hao et al.: 3)");
   const auto& r = cfg.report;
   need(r.count >= 0, "report.count = " + std::to_string(r.count) + "; use 0 or a positive number of rows");

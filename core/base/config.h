@@ -17,11 +17,13 @@ struct RunConfig {
   template <class V>
   void visit_fields(V& v) {
     v("seed", seed, "random seed for every stochastic step (gates, dropout, shuffling, random criterion)");
-    v("threads", threads, "CPU threads for LibTorch and BLAS; 0 = all cores (divided by the processes per machine "
-                          "in a data-parallel run)");
+    v("threads", threads,
+      "CPU threads for LibTorch and BLAS; 0 = all cores (divided by the processes per machine "
+      "in a data-parallel run)");
     v("out_dir", out_dir, "run directory for results, checkpoints and config.resolved.yaml");
-    v("dist_timeout_s", dist_timeout_s, "data-parallel runs: seconds a rank waits for the others before it stops "
-                                        "naming the rank that died or hangs");
+    v("dist_timeout_s", dist_timeout_s,
+      "data-parallel runs: seconds a rank waits for the others before it stops "
+      "naming the rank that died or hangs");
   }
 };
 
@@ -48,9 +50,9 @@ struct DataConfig {
 struct EvalConfig {
   std::string split = "dev";
   int batch_size = 64;
-  std::string mask;       // head mask SPEC "layer:h,h;layer:h" or a file holding one
-  std::string output;     // JSON result path; empty = <run.out_dir>/eval_<task>_<split>.json
-  int max_examples = 0;   // 0 = all
+  std::string mask;  // head mask SPEC "layer:h,h;layer:h" or a file holding one
+  std::string output;  // JSON result path; empty = <run.out_dir>/eval_<task>_<split>.json
+  int max_examples = 0;  // 0 = all
   template <class V>
   void visit_fields(V& v) {
     v("split", split, "data split to evaluate: dev, train, test (mnli: dev_matched, dev_mismatched)");
@@ -62,23 +64,25 @@ struct EvalConfig {
 };
 
 struct ExportConfig {
-  std::string out;      // output model folder
-  bool hdf5 = true;     // also write model.h5
-  bool dense = false;   // original shapes, removed heads zeroed (prune/slim.h dense_model)
-  bool onnx = false;    // also model.onnx, checked in ONNX Runtime (prune/onnx.h)
+  std::string out;  // output model folder
+  bool hdf5 = true;  // also write model.h5
+  bool dense = false;  // original shapes, removed heads zeroed (prune/slim.h dense_model)
+  bool onnx = false;  // also model.onnx, checked in ONNX Runtime (prune/onnx.h)
   template <class V>
   void visit_fields(V& v) {
     v("out", out, "output folder for the exported Hugging Face checkpoint");
     v("hdf5", hdf5, "also write model.h5 with the same tensors (HF names) for analysis tools");
-    v("onnx", onnx, "also write model.onnx (dynamic batch and sequence) through the reference Python, checked in ONNX Runtime against our logits");
-    v("dense", dense, "dense fallback of a slimmed model: original shapes, removed heads zeroed, no pruned_heads (loads in any BERT loader; no speedup)");
+    v("onnx", onnx,
+      "also write model.onnx (dynamic batch and sequence) through the reference Python, checked in ONNX Runtime against our logits");
+    v("dense", dense,
+      "dense fallback of a slimmed model: original shapes, removed heads zeroed, no pruned_heads (loads in any BERT loader; no speedup)");
   }
 };
 
 struct InferConfig {
-  std::string input;       // text file: one example per line, "text" or "text_a<TAB>text_b"
-  std::string output;      // .h5 or .json
-  bool hidden = false;     // also write last hidden states
+  std::string input;  // text file: one example per line, "text" or "text_a<TAB>text_b"
+  std::string output;  // .h5 or .json
+  bool hidden = false;  // also write last hidden states
   int batch_size = 32;
   template <class V>
   void visit_fields(V& v) {
@@ -91,21 +95,21 @@ struct InferConfig {
 
 struct TrainConfig {
   int epochs = 3;
-  int max_steps = 0;             // > 0: stop after this many optimizer steps (overrides epochs)
+  int max_steps = 0;  // > 0: stop after this many optimizer steps (overrides epochs)
   int batch_size = 32;
   double lr_peak = 5e-5;
   double lr_warmup_ratio = 0.1;  // fraction of all steps spent warming up linearly from 0
-  double weight_decay = 0.01;    // decoupled (AdamW); never on biases and LayerNorm weights
+  double weight_decay = 0.01;  // decoupled (AdamW); never on biases and LayerNorm weights
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.999;
   double adam_eps = 1e-8;
-  double grad_clip = 1.0;        // max global L2 norm; 0 = off
-  int eval_every = 0;            // evaluate on dev every N steps; 0 = at the end of each epoch
-  int save_every = 0;            // write a resumable state every N steps; 0 = at each evaluation
-  int max_train_examples = 0;    // 0 = the whole train split
+  double grad_clip = 1.0;  // max global L2 norm; 0 = off
+  int eval_every = 0;  // evaluate on dev every N steps; 0 = at the end of each epoch
+  int save_every = 0;  // write a resumable state every N steps; 0 = at each evaluation
+  int max_train_examples = 0;  // 0 = the whole train split
   std::string train_split = "train";
   std::string eval_split = "dev";
-  std::string resume;            // run directory to continue from
+  std::string resume;  // run directory to continue from
   template <class V>
   void visit_fields(V& v) {
     v("epochs", epochs, "training epochs over the train split");
@@ -121,7 +125,8 @@ struct TrainConfig {
     v("eval_every", eval_every, "evaluate on the eval split every N steps; 0 = at the end of each epoch");
     v("save_every", save_every, "write a resumable training state every N steps; 0 = at each evaluation");
     v("max_train_examples", max_train_examples, "use only the first N training examples; 0 = all");
-    v("train_split", train_split, "split to train on (mnli_subset has no train split: use matched, evaluate on mismatched)");
+    v("train_split", train_split,
+      "split to train on (mnli_subset has no train split: use matched, evaluate on mismatched)");
     v("eval_split", eval_split, "split used for evaluation during training and to pick the best checkpoint");
     v("resume", resume, "run directory of an interrupted run to continue from (same config)");
   }
@@ -131,21 +136,21 @@ struct TrainConfig {
 // exact-N target mode (a Lagrangian controller as in CoFi pruning, Xia et al. 2022).
 struct GateConfig {
   bool enabled = false;
-  double beta = 0.33;            // temperature; Voita et al. 0.33, CoFi 2/3
-  double gamma = -0.1;           // stretch interval lower end
-  double zeta = 1.1;             // stretch interval upper end
-  double log_alpha_init = 2.0;   // initial log α (P(open) ≈ 0.9+ at 2.0 with β = 0.33)
-  double lambda = 0.01;          // L0 coefficient on Σ_h P(g_h ≠ 0) (sum over heads, not mean)
-  double lr = 0.1;               // learning rate of log α
-  bool freeze_encoder = false;   // train only the gates (encoder and classifier frozen)
-  bool per_example = false;      // sample one gate per example instead of one per batch
-  int target_heads = 0;          // > 0: Lagrangian target mode landing on exactly this many heads
+  double beta = 0.33;  // temperature; Voita et al. 0.33, CoFi 2/3
+  double gamma = -0.1;  // stretch interval lower end
+  double zeta = 1.1;  // stretch interval upper end
+  double log_alpha_init = 2.0;  // initial log α (P(open) ≈ 0.9+ at 2.0 with β = 0.33)
+  double lambda = 0.01;  // L0 coefficient on Σ_h P(g_h ≠ 0) (sum over heads, not mean)
+  double lr = 0.1;  // learning rate of log α
+  bool freeze_encoder = false;  // train only the gates (encoder and classifier frozen)
+  bool per_example = false;  // sample one gate per example instead of one per batch
+  int target_heads = 0;  // > 0: Lagrangian target mode landing on exactly this many heads
   double target_warmup_ratio = 0.5;  // fraction of steps over which the target goes from all heads to N
-  double lagrangian_lr = 0.01;   // learning rate of the multipliers λ1, λ2 (gradient ascent)
-  bool finetune_after = true;    // after fixing exactly N heads, fine-tune with them fixed
+  double lagrangian_lr = 0.01;  // learning rate of the multipliers λ1, λ2 (gradient ascent)
+  bool finetune_after = true;  // after fixing exactly N heads, fine-tune with them fixed
   int finetune_epochs = 1;
-  bool distill = false;          // distil from the unpruned model during the fixed-heads fine-tuning
-  double distill_weight = 0.5;   // loss = (1 - w) task + w KL(teacher || student)
+  bool distill = false;  // distil from the unpruned model during the fixed-heads fine-tuning
+  double distill_weight = 0.5;  // loss = (1 - w) task + w KL(teacher || student)
   double distill_temperature = 2.0;
   template <class V>
   void visit_fields(V& v) {
@@ -154,12 +159,14 @@ struct GateConfig {
     v("gamma", gamma, "stretch interval lower end γ (Louizos et al.: -0.1)");
     v("zeta", zeta, "stretch interval upper end ζ (Louizos et al.: 1.1)");
     v("log_alpha_init", log_alpha_init, "initial log α of every gate");
-    v("lambda", lambda, "L0 coefficient λ on the expected number of open heads (a sum; Voita's coefficient = ours × layers)");
+    v("lambda", lambda,
+      "L0 coefficient λ on the expected number of open heads (a sum; Voita's coefficient = ours × layers)");
     v("lr", lr, "learning rate of the gate parameters log α");
     v("freeze_encoder", freeze_encoder, "train only the gates; the encoder and classifier stay fixed");
     v("per_example", per_example, "sample gates per example instead of once per batch");
     v("target_heads", target_heads, "exact number of heads to keep (Lagrangian target mode); 0 = plain L0");
-    v("target_warmup_ratio", target_warmup_ratio, "fraction of steps over which the target falls linearly to target_heads");
+    v("target_warmup_ratio", target_warmup_ratio,
+      "fraction of steps over which the target falls linearly to target_heads");
     v("lagrangian_lr", lagrangian_lr, "learning rate of the Lagrange multipliers (gradient ascent)");
     v("finetune_after", finetune_after, "after fixing exactly N heads, fine-tune with those heads fixed");
     v("finetune_epochs", finetune_epochs, "epochs of that fixed-heads fine-tuning");
@@ -199,7 +206,8 @@ struct PruneConfig {
   bool verify = true;
   template <class V>
   void visit_fields(V& v) {
-    v("criteria", criteria, "importance criteria to score and plot: confidence, lrp, taylor, attattr, random, loo, gates");
+    v("criteria", criteria,
+      "importance criteria to score and plot: confidence, lrp, taylor, attattr, random, loo, gates");
     v("rank_split", rank_split, "split the criteria score heads on (kept apart from eval_split)");
     v("rank_examples", rank_examples, "examples of rank_split used for scoring (first N of a seeded shuffle); 0 = all");
     v("rank_batch_size", rank_batch_size, "batch size while scoring");
@@ -208,11 +216,13 @@ struct PruneConfig {
     v("schedule_unit", schedule_unit, "unit of schedule: percent or count");
     v("per_layer", per_layer, "rank heads within each layer (prune evenly across layers) instead of globally");
     v("min_heads_per_layer", min_heads_per_layer, "never prune a layer below this many heads");
-    v("iterative", iterative, "re-score the remaining heads after every curve step (Michel et al.); false = score once");
+    v("iterative", iterative,
+      "re-score the remaining heads after every curve step (Michel et al.); false = score once");
     v("seeds", seeds, "curves per criterion with seeds run.seed, run.seed+1, ... (mean and bootstrap 95% interval)");
     v("bootstrap", bootstrap, "bootstrap resamples of the evaluation examples for the 95% interval; 0 = off");
     v("normalize_layers", normalize_layers, "Taylor: divide each layer's importances by their L2 norm (Michel et al.)");
-    v("taylor_token_level", taylor_token_level, "Taylor: |gradient| per token instead of per example (Michel's code variant)");
+    v("taylor_token_level", taylor_token_level,
+      "Taylor: |gradient| per token instead of per example (Michel's code variant)");
     v("attattr_steps", attattr_steps, "attention attribution: Riemann steps m of the integrated gradients");
     v("attattr_riemann", attattr_riemann, "attention attribution: right (Hao et al.'s formula), left or midpoint");
     v("attattr_target", attattr_target, "attention attribution: output attributed, gold label or predicted class");
@@ -229,7 +239,7 @@ struct PruneConfig {
 
 // `prune bench`: latency and throughput of a model folder, optionally against another.
 struct BenchConfig {
-  std::string compare;                 // model folder to compare with (e.g. the unpruned one)
+  std::string compare;  // model folder to compare with (e.g. the unpruned one)
   std::vector<int> batches = {1, 32};
   int seq = 128;
   double min_seconds = 2.0;
@@ -245,29 +255,33 @@ struct BenchConfig {
 // `prune analyze`: what every head does (analysis/DEFINITIONS.md).
 struct AnalysisConfig {
   std::string split = "dev";
-  int examples = 1000;           // first N of the split in file order; 0 = all
-  std::string syntax;            // CoNLL-U file: analyse its sentences instead of the task split
-  std::string compare;           // a second model folder analysed on the same examples
-  std::string mask;              // heads masked (not analysed), a head-mask SPEC
-  std::string prune_run;         // a pruning run folder whose importance and masks are joined
-  int resamples = 0;             // bootstrap resamples for role stability; 0 = off
-  std::string control;           // "random-init": the same analysis on a random model of the same shape
+  int examples = 1000;  // first N of the split in file order; 0 = all
+  std::string syntax;  // CoNLL-U file: analyse its sentences instead of the task split
+  std::string compare;  // a second model folder analysed on the same examples
+  std::string mask;  // heads masked (not analysed), a head-mask SPEC
+  std::string prune_run;  // a pruning run folder whose importance and masks are joined
+  int resamples = 0;  // bootstrap resamples for role stability; 0 = off
+  std::string control;  // "random-init": the same analysis on a random model of the same shape
   double tau = 3.0;
   double alpha = 0.05;
   int min_occurrences = 100;
   int batch_size = 32;
-  bool noop = true;              // Clark's no-op gradients when the split has labels
-  std::string out;               // output folder; empty = <run.out_dir>/analysis
+  bool noop = true;  // Clark's no-op gradients when the split has labels
+  std::string out;  // output folder; empty = <run.out_dir>/analysis
   template <class V>
   void visit_fields(V& v) {
     v("split", split, "split to analyse (its first `examples` rows in file order)");
     v("examples", examples, "examples analysed: the first N of the split in file order; 0 = all");
-    v("syntax", syntax, "CoNLL-U treebank: analyse its sentences (syntactic heads, dependency roles) instead of the split");
-    v("compare", compare, "second model folder analysed on the same examples (per-head changes, roles gained and lost)");
+    v("syntax", syntax,
+      "CoNLL-U treebank: analyse its sentences (syntactic heads, dependency roles) instead of the split");
+    v("compare", compare,
+      "second model folder analysed on the same examples (per-head changes, roles gained and lost)");
     v("mask", mask, "heads masked and left out of the analysis: \"2:0,3;5:11\" or a file holding such a spec");
-    v("prune_run", prune_run, "pruning run folder: Spearman of its importance with each statistic, roles of the kept heads");
+    v("prune_run", prune_run,
+      "pruning run folder: Spearman of its importance with each statistic, roles of the kept heads");
     v("resamples", resamples, "bootstrap resamples of the examples: how often each head keeps each role; 0 = off");
-    v("control", control, "random-init: also analyse a randomly initialised model of the same shape (artefact control)");
+    v("control", control,
+      "random-init: also analyse a randomly initialised model of the same shape (artefact control)");
     v("tau", tau, "sieve bias threshold τ of the one-sided t-test H0: mean score ≤ τ (Pande et al.: 3)");
     v("alpha", alpha, "significance level of the role tests (raw, Holm and Benjamini–Hochberg)");
     v("min_occurrences", min_occurrences, "relations with fewer occurrences get no syntactic heads (Voita: 100)");
@@ -281,12 +295,12 @@ struct AnalysisConfig {
 // steps and Riemann rule are prune.attattr_steps / prune.attattr_riemann, as for the importance.
 struct ExplainConfig {
   std::string split = "dev";
-  int example = 0;               // row of the split (file order), unless text is given
-  std::string text;              // explain this text instead (first sentence)
-  std::string text_b;            // its second sentence, for pair tasks
-  double threshold = 0.4;        // Hao's τ: edges above this share of the layer's largest attribution
+  int example = 0;  // row of the split (file order), unless text is given
+  std::string text;  // explain this text instead (first sentence)
+  std::string text_b;  // its second sentence, for pair tasks
+  double threshold = 0.4;  // Hao's τ: edges above this share of the layer's largest attribution
   std::string target = "predicted";  // the class whose probability is attributed: predicted or gold
-  std::string out;               // output folder; empty = <run.out_dir>/explain/<example or text>
+  std::string out;  // output folder; empty = <run.out_dir>/explain/<example or text>
   template <class V>
   void visit_fields(V& v) {
     v("split", split, "split that --example indexes (file order)");
@@ -301,19 +315,20 @@ struct ExplainConfig {
 
 // `prune triggers`: Hao et al.'s adversarial triggers (analysis/triggers.h), with a random-pair baseline.
 struct TriggersConfig {
-  std::string split = "train";   // where the patterns are mined (its first `examples` rows, file order)
+  std::string split = "train";  // where the patterns are mined (its first `examples` rows, file order)
   int examples = 1000;
   std::string eval_split = "dev";  // where they are inserted
-  int top_k = 3;                 // patterns per class inserted into each example
-  int min_tokens = 15;           // mine only examples this long (Hao et al.'s SST-2 filter)
-  std::string out;               // output folder; empty = <run.out_dir>/triggers
+  int top_k = 3;  // patterns per class inserted into each example
+  int min_tokens = 15;  // mine only examples this long (Hao et al.'s SST-2 filter)
+  std::string out;  // output folder; empty = <run.out_dir>/triggers
   template <class V>
   void visit_fields(V& v) {
     v("split", split, "split the attention-attribution patterns are mined from (its first `examples` rows)");
     v("examples", examples, "examples mined for patterns (Hao et al.: 500 to 1,000); 0 = all");
     v("eval_split", eval_split, "split whose examples of the other classes get the triggers inserted");
     v("top_k", top_k, "most frequent patterns per class inserted into each attacked example (Hao et al.: 3)");
-    v("min_tokens", min_tokens, "mine the first `examples` rows with at least this many word pieces, [CLS]/[SEP] included (Hao et al. skip shorter SST-2 rows: 15)");
+    v("min_tokens", min_tokens,
+      "mine the first `examples` rows with at least this many word pieces, [CLS]/[SEP] included (Hao et al. skip shorter SST-2 rows: 15)");
     v("out", out, "output folder (default <run.out_dir>/triggers)");
   }
 };
@@ -321,27 +336,30 @@ struct TriggersConfig {
 // `prune report RUN_DIR...`: one offline HTML page of a pruning run, an analysis and gated runs, with
 // attention views of chosen examples (analysis/report.h, analysis/report/README.md).
 struct ReportConfig {
-  std::vector<std::string> runs;   // folders: a pruning run, a `prune analyze` output, gated runs
-  std::string split = "dev";       // split that report.examples indexes
-  std::vector<int> examples;       // rows of the split shown in the attention views; empty = the first `count`
-  int count = 8;                   // rows shown when report.examples is empty
-  std::string text;                // one more example: a text (its second sentence in report.text_b)
+  std::vector<std::string> runs;  // folders: a pruning run, a `prune analyze` output, gated runs
+  std::string split = "dev";  // split that report.examples indexes
+  std::vector<int> examples;  // rows of the split shown in the attention views; empty = the first `count`
+  int count = 8;  // rows shown when report.examples is empty
+  std::string text;  // one more example: a text (its second sentence in report.text_b)
   std::string text_b;
-  std::string texts;               // file: one more example per line, a tab between the sentences of a pair
-  std::string model;               // the model of the views; empty = the run's fine-tuned model, else model.path
-  std::string slim;                // the slimmed model beside it; empty = <pruning run>/model, "none" = none
-  bool trees = true;               // attribution trees (integrated gradients, L × prune.attattr_steps backward passes)
-  std::string out;                 // the HTML file; empty = <run.out_dir>/report.html
+  std::string texts;  // file: one more example per line, a tab between the sentences of a pair
+  std::string model;  // the model of the views; empty = the run's fine-tuned model, else model.path
+  std::string slim;  // the slimmed model beside it; empty = <pruning run>/model, "none" = none
+  bool trees = true;  // attribution trees (integrated gradients, L × prune.attattr_steps backward passes)
+  std::string out;  // the HTML file; empty = <run.out_dir>/report.html
   template <class V>
   void visit_fields(V& v) {
-    v("runs", runs, "folders shown: a pruning run, a `prune analyze` output, gated training runs (positional on the command line)");
+    v("runs", runs,
+      "folders shown: a pruning run, a `prune analyze` output, gated training runs (positional on the command line)");
     v("split", split, "split that report.examples indexes (file order)");
-    v("examples", examples, "rows of the split shown in the attention views, e.g. [0, 5, 17]; empty = the first report.count");
+    v("examples", examples,
+      "rows of the split shown in the attention views, e.g. [0, 5, 17]; empty = the first report.count");
     v("count", count, "rows shown when report.examples is empty (first rows in file order)");
     v("text", text, "one more example: a text (sentence A)");
     v("text_b", text_b, "sentence B of report.text, for sentence-pair tasks");
     v("texts", texts, "file with more examples, one per line, a tab between the sentences of a pair");
-    v("model", model, "model folder of the attention views (default: the pruning run's fine-tuned model, else the analysed model, else model.path)");
+    v("model", model,
+      "model folder of the attention views (default: the pruning run's fine-tuned model, else the analysed model, else model.path)");
     v("slim", slim, "slimmed model shown beside it (default <pruning run>/model; none = no slimmed view)");
     v("trees", trees, "compute each example's attribution tree (integrated gradients; the slow part)");
     v("out", out, "the HTML file written (default <run.out_dir>/report.html)");

@@ -43,12 +43,11 @@ template <class T>
 
 }  // namespace hp
 
-#define HP_CHECK(cond, msg)                                                           \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
-      std::ostringstream hp_check_os_;                                                \
-      hp_check_os_ << __FILE__ << ":" << __LINE__ << ": internal check failed (" #cond \
-                   << "): " << msg;                                                   \
-      throw ::hp::InternalError(hp_check_os_.str());                                  \
-    }                                                                                 \
+#define HP_CHECK(cond, msg)                                                                             \
+  do {                                                                                                  \
+    if (!(cond)) {                                                                                      \
+      std::ostringstream hp_check_os_;                                                                  \
+      hp_check_os_ << __FILE__ << ":" << __LINE__ << ": internal check failed (" #cond << "): " << msg; \
+      throw ::hp::InternalError(hp_check_os_.str());                                                    \
+    }                                                                                                   \
   } while (0)

@@ -19,16 +19,17 @@ void prepare_output_file(const std::string& path) {
   std::error_code ec;
   const auto st = fs::status(path, ec);  // follows symlinks: a link to /dev/null is a device too
   if (fs::exists(st) && !fs::is_regular_file(st)) {
-    const std::string kind = fs::is_directory(st) ? "a folder" : fs::is_character_file(st) || fs::is_block_file(st) ? "a device"
-                                                                : "not a regular file";
+    const std::string kind = fs::is_directory(st)                                 ? "a folder"
+                             : fs::is_character_file(st) || fs::is_block_file(st) ? "a device"
+                                                                                  : "not a regular file";
     throw InputError(path + ": is " + kind + ", and results are written only to regular files; name a file path");
   }
   const fs::path parent = fs::path(path).parent_path();
   if (parent.empty()) return;
   fs::create_directories(parent, ec);
   if (ec || !fs::is_directory(parent))
-    throw InputError(path + ": cannot create its folder " + parent.string() + " (" + (ec ? ec.message() : "not a folder") +
-                     "); choose a writable location");
+    throw InputError(path + ": cannot create its folder " + parent.string() + " (" +
+                     (ec ? ec.message() : "not a folder") + "); choose a writable location");
 }
 
 void commit_output_file(const std::string& tmp, const std::string& path) {
@@ -51,7 +52,8 @@ void write_bytes_atomic(const std::string& path, const void* bytes, std::size_t 
     const std::string reason = std::strerror(errno);
     if (fd >= 0) ::close(fd);
     ::unlink(tmp.c_str());
-    throw InputError(path + ": cannot " + what + " " + tmp + " (" + reason + "); free disk space or choose a writable folder");
+    throw InputError(path + ": cannot " + what + " " + tmp + " (" + reason +
+                     "); free disk space or choose a writable folder");
   };
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("create", -1);

@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "core/base/errors.h"  // ConfigError, InputError
-#include "core/base/files.h"   // read_file
+#include "core/base/files.h"  // read_file
 #include "core/base/log.h"
 
 namespace hp::core {
@@ -74,7 +74,8 @@ bool claim_here(const std::string& dir, RunKind kind, const std::string& config_
   std::error_code ec;
   if (!fs::exists(dir) || fs::is_empty(dir, ec)) return false;
   bool only_lock = true;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) only_lock = only_lock && entry.path().filename() == kRunLockFile;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    only_lock = only_lock && entry.path().filename() == kRunLockFile;
   if (only_lock) return false;
   if (!fs::is_directory(dir)) throw ConfigError(dir + " is a file, not a run folder; pass --out NEW_DIR");
   const std::string name = run_kind_name(kind);
@@ -83,8 +84,9 @@ bool claim_here(const std::string& dir, RunKind kind, const std::string& config_
       throw ConfigError(dir + " holds a " + held->name + ", not a " + name + "; pass --out NEW_DIR");
     const std::string old = read_file(dir + "/" + held->record);
     if (old != config_yaml)
-      throw ConfigError(dir + " holds another " + name + " (its config differs at " + first_difference(old, config_yaml) +
-                        "); pass --out NEW_DIR, or delete " + dir + " to start over");
+      throw ConfigError(dir + " holds another " + name + " (its config differs at " +
+                        first_difference(old, config_yaml) + "); pass --out NEW_DIR, or delete " + dir +
+                        " to start over");
     return true;
   }
   throw ConfigError(dir + " is not empty and holds no " + name + " (no " + row(kind).record + "); pass --out NEW_DIR");
@@ -134,18 +136,21 @@ void RunLock::acquire(const std::string& dir) {
                           "); wait for it to finish, or pass --out NEW_DIR");
       throw InputError(path_ + ": cannot lock (" + std::strerror(err) + "); use a local folder for --out");
     }
-    struct stat held {}, named {};
+    struct stat held {
+    }, named{};
     if (::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
         held.st_dev == named.st_dev)
       break;
     ::close(fd_);
     fd_ = -1;
-    if (attempt == 10) throw InputError(path_ + ": the lock file keeps changing; is another run starting and stopping?");
+    if (attempt == 10)
+      throw InputError(path_ + ": the lock file keeps changing; is another run starting and stopping?");
   }
   // Locked. Anything already in the file was written by a run that ended without removing it (killed).
   const std::string previous = read_file(path_);
   if (!previous.empty())
-    log_warn("run", dir + ": taking over the lock left by a run that stopped without finishing (" + first_line(previous) + ")");
+    log_warn("run", dir + ": taking over the lock left by a run that stopped without finishing (" +
+                        first_line(previous) + ")");
   const std::string owner = owner_line() + "\n";
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, owner.data(), owner.size(), 0) != static_cast<ssize_t>(owner.size()))
     log_warn("run", path_ + ": cannot record the owner (" + std::strerror(errno) + "); the lock still holds");

@@ -9,7 +9,7 @@ namespace hp::core {
 
 // The kinds of run folder and the file in which each records its config (relative to the folder).
 enum class RunKind { kPruning, kTraining };
-const char* run_kind_name(RunKind kind);    // "pruning run", "training run"
+const char* run_kind_name(RunKind kind);  // "pruning run", "training run"
 const char* run_kind_record(RunKind kind);  // "state/config.yaml", "config.resolved.yaml"
 
 // `dir` is about to hold a run of `kind` with config `config_yaml`. Returns true when dir already holds

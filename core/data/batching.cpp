@@ -24,7 +24,8 @@ std::vector<Batch> make_batches(const EncodedDataset& data, const BatchOptions& 
     std::iota(order.begin(), order.end(), 0L);
   }
   if (opts.sort_by_length)
-    std::stable_sort(order.begin(), order.end(), [&](long a, long b) { return data.ids[a].size() < data.ids[b].size(); });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](long a, long b) { return data.ids[a].size() < data.ids[b].size(); });
   std::vector<Batch> batches;
   for (size_t start = 0; start < order.size(); start += opts.batch_size) {
     size_t end = std::min(order.size(), start + static_cast<size_t>(opts.batch_size));

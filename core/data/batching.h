@@ -6,16 +6,16 @@
 
 #include <vector>
 
-#include "core/model/bert.h"       // EncoderInput
-#include "core/data/glue.h"       // Example
+#include "core/model/bert.h"  // EncoderInput
+#include "core/data/glue.h"  // Example
 #include "core/text/tokenizer.h"  // WordPieceTokenizer
 
 namespace hp::core {
 
 struct EncodedDataset {
-  std::vector<std::vector<int32_t>> ids;       // N × [S_i], with [CLS]/[SEP]
+  std::vector<std::vector<int32_t>> ids;  // N × [S_i], with [CLS]/[SEP]
   std::vector<std::vector<int32_t>> type_ids;  // N × [S_i]
-  std::vector<float> labels;                   // N (class index or score)
+  std::vector<float> labels;  // N (class index or score)
   bool has_labels = false;
   size_t size() const { return ids.size(); }
 };
@@ -23,23 +23,22 @@ struct EncodedDataset {
 EncodedDataset encode_examples(const WordPieceTokenizer& tok, const std::vector<Example>& examples, int max_seq_len);
 
 struct Batch {
-  torch::Tensor input_ids;       // [B, S] int64
+  torch::Tensor input_ids;  // [B, S] int64
   torch::Tensor token_type_ids;  // [B, S] int64
   torch::Tensor attention_mask;  // [B, S] int64
-  torch::Tensor labels;          // [B] float32
-  std::vector<long> index;       // B positions in the dataset
+  torch::Tensor labels;  // [B] float32
+  std::vector<long> index;  // B positions in the dataset
 };
 
 struct BatchOptions {
   int batch_size = 32;
   bool sort_by_length = true;  // group similar lengths (evaluation); false keeps dataset order
-  int pad_to = 0;              // > 0: pad every batch to this length instead of its longest member
+  int pad_to = 0;  // > 0: pad every batch to this length instead of its longest member
   int pad_id = 0;
 };
 
 // Batches of `order` (dataset positions; empty = all in order).
-std::vector<Batch> make_batches(const EncodedDataset& data, const BatchOptions& opts,
-                                std::vector<long> order = {});
+std::vector<Batch> make_batches(const EncodedDataset& data, const BatchOptions& opts, std::vector<long> order = {});
 
 // The model input of a batch (no head mask, no optional outputs).
 EncoderInput encoder_input(const Batch& b);

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/base/errors.h"  // ConfigError, InputError
+#include "core/base/strings.h"  // split
 
 namespace hp::core {
 namespace {
@@ -41,33 +42,76 @@ std::vector<TaskSpec> make_tasks() {
       {"train", "train.tsv", true}, {"dev", "dev.tsv", true}, {"test", "test.tsv", true}};
   std::vector<TaskSpec> t;
 
-  t.push_back({"sst2", "glue/SST-2", kStd, by_name("sentence", "", "label"), k01, {},
-               {"accuracy"}, "accuracy", {"negative", "positive"}});
+  t.push_back({"sst2",
+               "glue/SST-2",
+               kStd,
+               by_name("sentence", "", "label"),
+               k01,
+               {},
+               {"accuracy"},
+               "accuracy",
+               {"negative", "positive"}});
 
   ColumnSpec cola = by_name("sentence", "", "label");  // names: test.tsv has "index<TAB>sentence"
   cola.text_a_index = 3;  // train/dev: source, label, mark, sentence
   cola.label_index = 1;
   cola.num_columns = 4;
-  t.push_back({"cola", "glue/CoLA",
+  t.push_back({"cola",
+               "glue/CoLA",
                {{"train", "train.tsv", false}, {"dev", "dev.tsv", false}, {"test", "test.tsv", true}},
-               cola, k01, {}, {"mcc"}, "mcc", {"unacceptable", "acceptable"}});
+               cola,
+               k01,
+               {},
+               {"mcc"},
+               "mcc",
+               {"unacceptable", "acceptable"}});
 
   // MRPC header: Quality, #1 ID, #2 ID, #1 String, #2 String (test: index instead of Quality).
-  t.push_back({"mrpc", "glue/MRPC", kStd, by_name("#1 String", "#2 String", "Quality"), k01, {},
-               {"f1", "accuracy"}, "f1", {"not_equivalent", "equivalent"}});
-  t.push_back({"rte", "glue/RTE", kStd, by_name("sentence1", "sentence2", "label"), kNli2, {},
-               {"accuracy"}, "accuracy"});
+  t.push_back({"mrpc",
+               "glue/MRPC",
+               kStd,
+               by_name("#1 String", "#2 String", "Quality"),
+               k01,
+               {},
+               {"f1", "accuracy"},
+               "f1",
+               {"not_equivalent", "equivalent"}});
+  t.push_back(
+      {"rte", "glue/RTE", kStd, by_name("sentence1", "sentence2", "label"), kNli2, {}, {"accuracy"}, "accuracy"});
   // STS-B: regression on [0, 5]; the BERT paper reports Spearman, so it is primary.
-  t.push_back({"stsb", "glue/STS-B", kStd, by_name("sentence1", "sentence2", "score"), {}, {},
-               {"pearson", "spearman"}, "spearman", {}, {0.0, 5.0}});
-  t.push_back({"wnli", "glue/WNLI", kStd, by_name("sentence1", "sentence2", "label"), k01, {},
-               {"accuracy"}, "accuracy", {"not_entailment", "entailment"}});
-  t.push_back({"qnli", "glue/QNLI", kStd, by_name("question", "sentence", "label"), kNli2, {},
-               {"accuracy"}, "accuracy"});
-  t.push_back({"qqp", "glue/QQP", kStd, by_name("question1", "question2", "is_duplicate"), k01, {},
-               {"f1", "accuracy"}, "f1", {"not_duplicate", "duplicate"}});
+  t.push_back({"stsb",
+               "glue/STS-B",
+               kStd,
+               by_name("sentence1", "sentence2", "score"),
+               {},
+               {},
+               {"pearson", "spearman"},
+               "spearman",
+               {},
+               {0.0, 5.0}});
+  t.push_back({"wnli",
+               "glue/WNLI",
+               kStd,
+               by_name("sentence1", "sentence2", "label"),
+               k01,
+               {},
+               {"accuracy"},
+               "accuracy",
+               {"not_entailment", "entailment"}});
+  t.push_back(
+      {"qnli", "glue/QNLI", kStd, by_name("question", "sentence", "label"), kNli2, {}, {"accuracy"}, "accuracy"});
+  t.push_back({"qqp",
+               "glue/QQP",
+               kStd,
+               by_name("question1", "question2", "is_duplicate"),
+               k01,
+               {},
+               {"f1", "accuracy"},
+               "f1",
+               {"not_duplicate", "duplicate"}});
   // Full GLUE MNLI: "dev" is dev_matched, as in HF run_glue.
-  t.push_back({"mnli", "glue/MNLI",
+  t.push_back({"mnli",
+               "glue/MNLI",
                {{"train", "train.tsv", true},
                 {"dev", "dev_matched.tsv", true},
                 {"dev_matched", "dev_matched.tsv", true},
@@ -75,20 +119,28 @@ std::vector<TaskSpec> make_tasks() {
                 {"test", "test_matched.tsv", true},
                 {"test_matched", "test_matched.tsv", true},
                 {"test_mismatched", "test_mismatched.tsv", true}},
-               by_name("sentence1", "sentence2", "gold_label"), kNli3, {}, {"accuracy"}, "accuracy"});
+               by_name("sentence1", "sentence2", "gold_label"),
+               kNli3,
+               {},
+               {"accuracy"},
+               "accuracy"});
 
   ColumnSpec sub;
   sub.label_index = 0;
   sub.text_a_index = 1;
   sub.text_b_index = 2;
   sub.num_columns = 3;
-  t.push_back({"mnli_subset", "mnli_subset_textfooler",
+  t.push_back({"mnli_subset",
+               "mnli_subset_textfooler",
                {{"dev", "mnli_matched.tsv", false},
                 {"matched", "mnli_matched.tsv", false},
                 {"mismatched", "mnli_mismatched.tsv", false},
                 {"mismatched_numeric", "mnli.tsv", false}},
-               sub, kNli3, {{"0", "entailment"}, {"1", "neutral"}, {"2", "contradiction"}},
-               {"accuracy"}, "accuracy"});
+               sub,
+               kNli3,
+               {{"0", "entailment"}, {"1", "neutral"}, {"2", "contradiction"}},
+               {"accuracy"},
+               "accuracy"});
   return t;
 }
 
@@ -101,20 +153,6 @@ std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
   return out;
-}
-
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t tab = line.find('\t', start);
-    if (tab == std::string::npos) {
-      out.push_back(line.substr(start));
-      return out;
-    }
-    out.push_back(line.substr(start, tab - start));
-    start = tab + 1;
-  }
 }
 
 // Whole file as lines: BOM stripped, CR line ends stripped, trailing empty lines dropped.
@@ -169,13 +207,12 @@ Layout layout_for(const TaskSpec& task, const SplitFile& sf, const std::vector<s
     l.b = c.text_b_index;
     l.label = c.label_index;
     l.num_columns = static_cast<size_t>(c.num_columns);
-    l.names = "text_a at " + std::to_string(l.a) +
-              (l.b >= 0 ? ", text_b at " + std::to_string(l.b) : std::string()) +
+    l.names = "text_a at " + std::to_string(l.a) + (l.b >= 0 ? ", text_b at " + std::to_string(l.b) : std::string()) +
               ", label at " + std::to_string(l.label);
     return l;
   }
   if (lines.empty()) throw InputError(path + ":1: empty file, expected a header row; fix the file");
-  std::vector<std::string> header = split_tabs(lines[0]);
+  std::vector<std::string> header = core::split(lines[0], '\t');
   l.a = index_of(header, c.text_a_name);
   l.b = index_of(header, c.text_b_name);
   l.label = index_of(header, c.label_name);  // absent in test splits -> unlabelled
@@ -197,8 +234,8 @@ float parse_label(const TaskSpec& task, const std::string& raw, const std::strin
     errno = 0;
     double v = std::strtod(s, &end);
     if (raw.empty() || end != s + raw.size() || errno == ERANGE || !std::isfinite(v)) {
-      throw InputError(where + ": score '" + raw + "' is not a number for regression task " +
-                       task.name + "; fix the file or pass the right --task");
+      throw InputError(where + ": score '" + raw + "' is not a number for regression task " + task.name +
+                       "; fix the file or pass the right --task");
     }
     const auto [lo, hi] = task.score_range;
     if (v < lo || v > hi) {
@@ -214,8 +251,8 @@ float parse_label(const TaskSpec& task, const std::string& raw, const std::strin
     if (alias.first == raw) name = alias.second;
   for (size_t i = 0; i < task.labels.size(); ++i)
     if (task.labels[i] == name) return static_cast<float>(i);
-  throw InputError(where + ": label '" + raw + "' is not one of {" + join(task.labels) +
-                   "} for task " + task.name + "; fix the file or pass the right --task");
+  throw InputError(where + ": label '" + raw + "' is not one of {" + join(task.labels) + "} for task " + task.name +
+                   "; fix the file or pass the right --task");
 }
 
 bool is_data_root(const fs::path& p) {
@@ -270,14 +307,12 @@ std::vector<std::string> task_names() {
   return out;
 }
 
-std::vector<Example> read_task(const TaskSpec& task, const std::string& data_root,
-                               const std::string& split) {
+std::vector<Example> read_task(const TaskSpec& task, const std::string& data_root, const std::string& split) {
   const SplitFile& sf = task.find_split(split);
   const std::string path = (fs::path(data_root) / task.folder / sf.file).string();
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {
-    throw InputError(path + ": file not found (task " + task.name + ", split " + split +
-                     ", data root '" + data_root +
+    throw InputError(path + ": file not found (task " + task.name + ", split " + split + ", data root '" + data_root +
                      "'); pass --data-root DIR or set HEADPRUNE_DATA=DIR, where DIR holds glue/ and "
                      "mnli_subset_textfooler/");
   }
@@ -289,11 +324,10 @@ std::vector<Example> read_task(const TaskSpec& task, const std::string& data_roo
     const std::string where = path + ":" + std::to_string(i + 1);
     if (const long bad = first_invalid_utf8(lines[i]); bad >= 0)
       throw InputError(where + ": byte " + std::to_string(bad + 1) + " is not UTF-8; re-save the file as UTF-8");
-    std::vector<std::string> f = split_tabs(lines[i]);
+    std::vector<std::string> f = core::split(lines[i], '\t');
     if (f.size() != l.num_columns) {
-      throw InputError(where + ": expected " + std::to_string(l.num_columns) +
-                       " tab-separated columns (" + l.names + "), got " + std::to_string(f.size()) +
-                       "; fix the file or pass the right --task");
+      throw InputError(where + ": expected " + std::to_string(l.num_columns) + " tab-separated columns (" + l.names +
+                       "), got " + std::to_string(f.size()) + "; fix the file or pass the right --task");
     }
     Example ex;
     ex.line = static_cast<int>(i + 1);
@@ -322,8 +356,7 @@ std::string resolve_data_root(const std::string& flag) {
   }
   if (const char* env = std::getenv("HEADPRUNE_DATA"); env && *env) {
     if (!is_data_root(env))
-      throw InputError(std::string("HEADPRUNE_DATA=") + env +
-                       ": no glue/ or mnli_subset_textfooler/ inside; " + fix);
+      throw InputError(std::string("HEADPRUNE_DATA=") + env + ": no glue/ or mnli_subset_textfooler/ inside; " + fix);
     return env;
   }
   std::error_code ec;
@@ -335,8 +368,8 @@ std::string resolve_data_root(const std::string& flag) {
   if (!ec) {
     if (std::string r = search_up(exe.parent_path()); !r.empty()) return r;
   }
-  throw InputError("data root: none given and no ../shared/data found from '" + cwd.string() +
-                   "' or '" + exe.parent_path().string() + "'; " + fix);
+  throw InputError("data root: none given and no ../shared/data found from '" + cwd.string() + "' or '" +
+                   exe.parent_path().string() + "'; " + fix);
 }
 
 }  // namespace hp::core

@@ -38,7 +38,7 @@ struct ColumnSpec {
 
 // One GLUE-style task. Everything the reader and the metrics need comes from this row.
 struct TaskSpec {
-  std::string name;    // "sst2", "mnli_subset", ...
+  std::string name;  // "sst2", "mnli_subset", ...
   std::string folder;  // relative to the data root: "glue/SST-2"
   std::vector<SplitFile> splits;
   ColumnSpec columns;
@@ -46,7 +46,7 @@ struct TaskSpec {
   // Raw label spellings mapped to a name in `labels` before lookup (e.g. mnli_subset "0" -> "entailment").
   std::vector<std::pair<std::string, std::string>> label_aliases;
   std::vector<std::string> metrics;  // names understood by hp::eval::compute_metrics
-  std::string primary_metric;        // the one used to pick and report results
+  std::string primary_metric;  // the one used to pick and report results
   // What each class means, GLUE/HF datasets' names (SST-2: negative, positive); empty = `labels` already are.
   // Written as id2label into the models trained or exported for the task.
   std::vector<std::string> label_names{};
@@ -73,8 +73,7 @@ std::vector<std::string> task_names();
 // Splits on TAB only (never CSV quoting); strips a UTF-8 BOM and CR line ends; skips trailing empty
 // lines; keeps text byte-for-byte otherwise (SST-2's trailing space stays). Bad rows (wrong column count,
 // unknown label, a score outside score_range, bytes that are not UTF-8) -> InputError "path:line: ...".
-std::vector<Example> read_task(const TaskSpec& task, const std::string& data_root,
-                               const std::string& split);
+std::vector<Example> read_task(const TaskSpec& task, const std::string& data_root, const std::string& split);
 
 // The data root: `flag` if non-empty, else $HEADPRUNE_DATA, else "../shared/data" found from the
 // current directory or the executable's directory (or any of their parents). InputError if none exists.

@@ -58,11 +58,13 @@ long parse_int(const char* name, const char* value, long lo, long hi) {
   const long v = std::strtol(value, &end, 10);
   if (errno || end == value || *end || v < lo || v > hi)
     throw ConfigError(std::string("the launch variable ") + name + "=" + value + " is not an integer in " +
-                      std::to_string(lo) + ".." + std::to_string(hi) + "; launch with torchrun or set it as torchrun does");
+                      std::to_string(lo) + ".." + std::to_string(hi) +
+                      "; launch with torchrun or set it as torchrun does");
   return v;
 }
 
-const char* resumable = "; the run folder keeps its finished work: relaunch to resume (prune train: add --resume RUN_DIR)";
+const char* resumable =
+    "; the run folder keeps its finished work: relaunch to resume (prune train: add --resume RUN_DIR)";
 
 // A rank has failed or died: names it (its recorded error, or its stopped heartbeat) and throws.
 [[noreturn]] void stop_naming_the_rank(const std::string& what, const std::string& cause) {
@@ -73,8 +75,8 @@ const char* resumable = "; the run folder keeps its finished work: relaunch to r
     for (int r = 0; r < s.env.world; ++r) {
       if (r == s.env.rank || !s.store->check({key("failed", r)})) continue;
       s.store->add("hp/failure_seen", 1);
-      throw DistributedError("stopping " + where + ": rank " + std::to_string(r) + " failed: " +
-                         text(s.store->get(key("failed", r))) + resumable);
+      throw DistributedError("stopping " + where + ": rank " + std::to_string(r) +
+                             " failed: " + text(s.store->get(key("failed", r))) + resumable);
     }
     // No recorded error: a rank that died or hangs stops its heartbeat.
     std::vector<int64_t> before(s.env.world);
@@ -85,16 +87,17 @@ const char* resumable = "; the run folder keeps its finished work: relaunch to r
       if (r != s.env.rank && s.store->add(key("beat", r), 0) == before[r])
         silent += (silent.empty() ? "" : ", ") + std::to_string(r);
     if (!silent.empty())
-      throw DistributedError("stopping " + where + ": rank " + silent + " stopped responding (died or hangs: no heartbeat for 2.5 s)" +
-                         resumable);
+      throw DistributedError("stopping " + where + ": rank " + silent +
+                             " stopped responding (died or hangs: no heartbeat for 2.5 s)" + resumable);
   } catch (const hp::Error&) {
     throw;
   } catch (const std::exception&) {
     // The store itself is unreachable: rank 0, which hosts it, is gone (or the torchrun agent that does).
     const std::string at = s.env.master_addr + ":" + std::to_string(s.env.master_port);
     throw DistributedError("stopping " + where + ": " +
-                           (s.env.agent_store ? "the torchrun agent's store at " + at + " is gone"
-                                              : "rank 0 stopped responding (the store it hosts at " + at + " is gone)") +
+                           (s.env.agent_store
+                                ? "the torchrun agent's store at " + at + " is gone"
+                                : "rank 0 stopped responding (the store it hosts at " + at + " is gone)") +
                            resumable);
   }
   throw DistributedError("stopping " + where + ": " + cause + resumable);
@@ -130,9 +133,9 @@ void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what) {
       if (failed) stop_naming_the_rank(what, "");
     }
     if (now - start > s.timeout)
-      stop_naming_the_rank(what, "the ranks did not meet within run.dist_timeout_s = " +
-                                     std::to_string(s.timeout.count() / 1000) +
-                                     " s though every rank is alive (one is stuck or took another path)");
+      stop_naming_the_rank(
+          what, "the ranks did not meet within run.dist_timeout_s = " + std::to_string(s.timeout.count() / 1000) +
+                    " s though every rank is alive (one is stuck or took another path)");
   }
   try {
     work->wait();
@@ -164,7 +167,9 @@ void shared_write_on_main(const std::function<void()>& write) {
   barrier("a write to the run folder");
 }
 
-long decide_on_main(const std::function<long()>& decide) { return main_decides(decide, "a decision about the run folder"); }
+long decide_on_main(const std::function<long()>& decide) {
+  return main_decides(decide, "a decision about the run folder");
+}
 
 // The first line where two resolved configs differ, without YAML comments and indentation.
 std::string first_difference(const std::string& a, const std::string& b) {
@@ -206,15 +211,17 @@ Env read_env(const std::function<const char*(const char*)>& get) {
   const char* local = get(slurm ? "SLURM_LOCALID" : "LOCAL_RANK");
   e.local_rank = local ? static_cast<int>(parse_int(slurm ? "SLURM_LOCALID" : "LOCAL_RANK", local, 0, e.world - 1)) : 0;
   const char* local_world = get(slurm ? "SLURM_NTASKS_PER_NODE" : "LOCAL_WORLD_SIZE");
-  e.local_world = local_world && std::string(local_world).find_first_not_of("0123456789") == std::string::npos
-                      ? static_cast<int>(parse_int(slurm ? "SLURM_NTASKS_PER_NODE" : "LOCAL_WORLD_SIZE", local_world, 1, e.world))
-                      : (local ? e.world : 1);
+  e.local_world =
+      local_world && std::string(local_world).find_first_not_of("0123456789") == std::string::npos
+          ? static_cast<int>(parse_int(slurm ? "SLURM_NTASKS_PER_NODE" : "LOCAL_WORLD_SIZE", local_world, 1, e.world))
+          : (local ? e.world : 1);
   if (e.world == 1) return e;
   const char* addr = get("MASTER_ADDR");
   const char* port = get("MASTER_PORT");
   if (!addr || !*addr || !port)
     throw ConfigError(std::string(addr && *addr ? "MASTER_PORT" : "MASTER_ADDR") + " is not set for a run of " +
-                      std::to_string(e.world) + " processes; set MASTER_ADDR to rank 0's host and MASTER_PORT to a free port " +
+                      std::to_string(e.world) +
+                      " processes; set MASTER_ADDR to rank 0's host and MASTER_PORT to a free port " +
                       "(torchrun sets both)");
   e.master_addr = addr;
   e.master_port = static_cast<int>(parse_int("MASTER_PORT", port, 1, 65535));
@@ -228,8 +235,8 @@ void init(const Env& env, double timeout_s, const std::string& identity) {
   State& s = S();
   s.env = env;
   s.timeout = milliseconds(static_cast<long>(timeout_s * 1000));
-  const std::string where = "rank " + std::to_string(env.rank) + ": rendezvous at " + env.master_addr + ":" +
-                            std::to_string(env.master_port);
+  const std::string where =
+      "rank " + std::to_string(env.rank) + ": rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port);
   try {
     c10d::TCPStoreOptions o;
     o.port = static_cast<uint16_t>(env.master_port);
@@ -241,7 +248,7 @@ void init(const Env& env, double timeout_s, const std::string& identity) {
     auto opts = c10d::ProcessGroupGloo::Options::create(s.timeout);
     const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
     const bool loopback = env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0;
-    opts->devices.push_back(ifname ? c10d::ProcessGroupGloo::createDeviceForInterface(ifname)
+    opts->devices.push_back(ifname     ? c10d::ProcessGroupGloo::createDeviceForInterface(ifname)
                             : loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
                                        : c10d::ProcessGroupGloo::createDefaultDevice());
     opts->threads = 2;
@@ -251,7 +258,7 @@ void init(const Env& env, double timeout_s, const std::string& identity) {
     std::string m = e.what();
     if (auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
     throw DistributedError(where + " failed (" + m + "); check MASTER_ADDR/MASTER_PORT and that all " +
-                       std::to_string(env.world) + " ranks start within run.dist_timeout_s");
+                           std::to_string(env.world) + " ranks start within run.dist_timeout_s");
   }
   s.stop_heartbeat = false;
   s.started = Clock::now();
@@ -269,7 +276,8 @@ void init(const Env& env, double timeout_s, const std::string& identity) {
   }
   for (int r = 1; r < env.world && env.rank == 0; ++r)
     if (text(s.store->get(key("identity", r))) != identity)
-      throw ConfigError("rank " + std::to_string(r) + " was started with another config or model; start every rank "
+      throw ConfigError("rank " + std::to_string(r) +
+                        " was started with another config or model; start every rank "
                         "with the same command and files");
   barrier("start-up");
 }
@@ -279,11 +287,11 @@ void shutdown() {
   if (!s.pg) return;
   try {
     barrier("the end of the run");
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   const double run_s = std::chrono::duration<double>(Clock::now() - s.started).count();
   char line[300];
-  std::snprintf(line, sizeof line, "%ld collectives, %.1f MB all-reduced (%.1f MB started during backward passes), "
+  std::snprintf(line, sizeof line,
+                "%ld collectives, %.1f MB all-reduced (%.1f MB started during backward passes), "
                 "%.2f s waiting for them (%.1f%% of %.1f s; moving data and waiting for the slowest rank)",
                 s.collectives, s.bytes / 1e6, s.overlapped_bytes / 1e6, s.seconds,
                 run_s > 0 ? 100 * s.seconds / run_s : 0.0, run_s);
@@ -409,8 +417,7 @@ void report_failure(const std::string& message) {
     if (s.env.rank == 0)
       for (int i = 0; i < 50 && s.store->add("hp/failure_seen", 0) < s.env.world - 1; ++i)
         std::this_thread::sleep_for(milliseconds(100));
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   s.stop_heartbeat = true;
   if (s.heartbeat.joinable()) s.heartbeat.join();
 }

@@ -70,7 +70,7 @@ class GradientReducer {
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
   void start_step();  // before the backward pass
-  void finish();      // after it
+  void finish();  // after it
 
  private:
   struct Bucket {

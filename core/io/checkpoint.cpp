@@ -58,14 +58,8 @@ std::string first_names(const std::vector<std::string>& names) {
   return list;
 }
 
-}  // namespace
-
-Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* report) {
-  if (!fs::is_directory(dir))
-    throw CheckpointError(dir + ": model folder not found; pass --model DIR with config.json and model.safetensors "
-                                "(run scripts/setup.sh to link the real model under checkpoints/)");
-  BertConfig cfg = read_bert_config(dir + "/config.json");
-  LoadReport rep;
+// The weights file of `dir` as float32 tensors, legacy names renamed, and the encoder key prefix found.
+TensorMap read_weights(const std::string& dir, LoadReport& rep) {
   TensorMap raw;
   if (fs::exists(dir + "/model.safetensors")) {
     rep.weights_file = dir + "/model.safetensors";
@@ -77,28 +71,28 @@ Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* repo
     throw CheckpointError(dir + ": no model.safetensors or pytorch_model.bin; save the model with save_pretrained");
   }
   raw = to_float32(raw);
-  const std::string& file = rep.weights_file;
-
-  // Normalise names: legacy renames, then find the encoder prefix.
   TensorMap named;
   for (auto& [k, v] : raw) named[apply_renames(k)] = v;
-  bool found_prefix = false;
   for (const auto& prefix : encoder_prefixes())
     if (named.count(prefix + "embeddings.word_embeddings.weight")) {
       rep.prefix = prefix;
-      found_prefix = true;
-      break;
+      return named;
     }
-  if (!found_prefix)
-    throw CheckpointError(file + ": no embeddings.word_embeddings.weight under any known prefix (bert., none, 0.auto_model.); "
-                                 "is this a BERT checkpoint?");
+  throw CheckpointError(rep.weights_file +
+                        ": no embeddings.word_embeddings.weight under any known prefix (bert., none, 0.auto_model.); "
+                        "is this a BERT checkpoint?");
+}
 
-  // The checkpoint decides num_labels when it has a classifier; the task must agree.
-  int ckpt_labels = named.count("classifier.weight") ? static_cast<int>(named["classifier.weight"].size(0)) : 0;
+// num_labels and id2label: the checkpoint decides num_labels when it has a classifier (the task must
+// agree); the task's class names replace generic ones.
+void resolve_labels(BertConfig& cfg, const TensorMap& named, const LoadOptions& opts, const std::string& file) {
+  const auto cls = named.find("classifier.weight");
+  const int ckpt_labels = cls != named.end() ? static_cast<int>(cls->second.size(0)) : 0;
   if (ckpt_labels > 0) {
     if (opts.num_labels > 0 && opts.num_labels != ckpt_labels)
-      throw CheckpointError(file + ": classifier.weight has " + std::to_string(ckpt_labels) + " labels, the task needs " +
-                            std::to_string(opts.num_labels) + "; use a model fine-tuned for this task, or the pretrained encoder");
+      throw CheckpointError(file + ": classifier.weight has " + std::to_string(ckpt_labels) +
+                            " labels, the task needs " + std::to_string(opts.num_labels) +
+                            "; use a model fine-tuned for this task, or the pretrained encoder");
     cfg.num_labels = ckpt_labels;
   } else if (opts.num_labels > 0) {
     cfg.num_labels = opts.num_labels;
@@ -107,10 +101,15 @@ Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* repo
   bool generic = true;
   for (size_t i = 0; i < cfg.id2label.size(); ++i) generic = generic && cfg.id2label[i] == "LABEL_" + std::to_string(i);
   if (generic && static_cast<int>(opts.label_names.size()) == cfg.num_labels) cfg.id2label = opts.label_names;
+}
 
+// Every tensor of the key table, checked for shape and dtype; absent optional ones (pooler, classifier)
+// freshly initialised; absent required ones listed in `missing`, the stored names taken in `consumed`.
+std::map<std::string, torch::Tensor> take_params(const BertConfig& cfg, const TensorMap& named, const LoadOptions& opts,
+                                                 LoadReport& rep, std::set<std::string>& consumed,
+                                                 std::vector<std::string>& missing) {
+  const std::string& file = rep.weights_file;
   std::map<std::string, torch::Tensor> params;
-  std::set<std::string> consumed;
-  std::vector<std::string> missing;
   // A private generator: loading a model must not reset the global RNG that dropout and gates use.
   at::Generator init_gen = at::detail::createCPUGenerator(opts.seed);
   for (const auto& spec : bert_key_table()) {
@@ -131,7 +130,8 @@ Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* repo
       }
       std::vector<long> got(it->second.sizes().begin(), it->second.sizes().end());
       if (got != expected)
-        throw CheckpointError(file + ": " + stored + " has shape " + shape_str(got) + ", expected " + shape_str(expected) +
+        throw CheckpointError(file + ": " + stored + " has shape " + shape_str(got) + ", expected " +
+                              shape_str(expected) +
                               " from config.json; the weights and config.json do not belong together");
       if (!at::isFloatingType(it->second.scalar_type()))
         throw CheckpointError(file + ": " + stored + " is stored as " + integer_dtype_name(it->second.scalar_type()) +
@@ -141,8 +141,14 @@ Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* repo
       consumed.insert(stored);
     }
   }
-  // Non-finite weights make every output meaningless, and the masked or skipped parts of the computation can
-  // hide them behind finite logits: name them at load.
+  return params;
+}
+
+// Non-finite weights (a warning: the masked or skipped parts of the computation can hide them behind finite
+// logits), then missing and unexpected tensors (errors).
+void check_tensors(const std::map<std::string, torch::Tensor>& params, const TensorMap& named,
+                   const std::set<std::string>& consumed, const std::vector<std::string>& missing, LoadReport& rep) {
+  const std::string& file = rep.weights_file;
   std::vector<std::string> non_finite;
   for (const auto& [key, t] : params) {
     const auto bad = (~torch::isfinite(t)).sum().item<int64_t>();
@@ -154,25 +160,43 @@ Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* repo
     rep.non_finite = non_finite;
   }
   if (!missing.empty()) {
-    throw CheckpointError(file + ": missing required tensors " + first_names(missing) + " (key prefix found: '" + rep.prefix +
-                          "'); the checkpoint is incomplete or not a BERT encoder");
+    throw CheckpointError(file + ": missing required tensors " + first_names(missing) + " (key prefix found: '" +
+                          rep.prefix + "'); the checkpoint is incomplete or not a BERT encoder");
   }
   std::vector<std::string> unexpected;
   for (const auto& [k, v] : named)
     if (!consumed.count(k) && !is_ignored_key(k)) unexpected.push_back(k);
   if (!unexpected.empty()) {
-    throw CheckpointError(file + ": " + std::to_string(unexpected.size()) + " unexpected tensors (" + first_names(unexpected) +
+    throw CheckpointError(file + ": " + std::to_string(unexpected.size()) + " unexpected tensors (" +
+                          first_names(unexpected) +
                           "); the file holds more than a BERT encoder + classifier — check config.json matches");
   }
+}
+
+}  // namespace
+
+Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* report) {
+  if (!fs::is_directory(dir))
+    throw CheckpointError(dir +
+                          ": model folder not found; pass --model DIR with config.json and model.safetensors "
+                          "(run scripts/setup.sh to link the real model under checkpoints/)");
+  BertConfig cfg = read_bert_config(dir + "/config.json");
+  LoadReport rep;
+  const TensorMap named = read_weights(dir, rep);
+  resolve_labels(cfg, named, opts, rep.weights_file);
+  std::set<std::string> consumed;
+  std::vector<std::string> missing;
+  auto params = take_params(cfg, named, opts, rep, consumed, missing);
+  check_tensors(params, named, consumed, missing, rep);
   if (report) *report = rep;
   return Bert(cfg, std::move(params));
 }
 
 void check_max_seq_len(const BertConfig& cfg, int max_seq_len) {
   if (max_seq_len > cfg.max_position_embeddings)
-    throw ConfigError("data.max_seq_len = " + std::to_string(max_seq_len) + " exceeds the model's max_position_embeddings " +
-                      std::to_string(cfg.max_position_embeddings) + "; use --max-seq-len " +
-                      std::to_string(cfg.max_position_embeddings) + " or less");
+    throw ConfigError("data.max_seq_len = " + std::to_string(max_seq_len) +
+                      " exceeds the model's max_position_embeddings " + std::to_string(cfg.max_position_embeddings) +
+                      "; use --max-seq-len " + std::to_string(cfg.max_position_embeddings) + " or less");
 }
 
 namespace {

@@ -15,8 +15,8 @@
 namespace hp::core {
 
 struct LoadOptions {
-  int num_labels = 0;       // labels the task needs; 0 = take the checkpoint's
-  uint64_t seed = 42;       // initialises a classifier (and pooler) absent from the checkpoint
+  int num_labels = 0;  // labels the task needs; 0 = take the checkpoint's
+  uint64_t seed = 42;  // initialises a classifier (and pooler) absent from the checkpoint
   // The task's class names: they replace a checkpoint's generic id2label (none, or HF's LABEL_i), so the
   // models headprune writes say "negative"/"positive", not LABEL_0/LABEL_1.
   std::vector<std::string> label_names;
@@ -24,8 +24,8 @@ struct LoadOptions {
 
 // What load_bert found, for messages and run records.
 struct LoadReport {
-  std::string weights_file;          // model.safetensors or pytorch_model.bin that was read
-  std::string prefix;                // encoder key prefix found ("bert." or "")
+  std::string weights_file;  // model.safetensors or pytorch_model.bin that was read
+  std::string prefix;  // encoder key prefix found ("bert." or "")
   bool classifier_initialized = false;  // no classifier in the checkpoint: a fresh one was made
   bool pooler_initialized = false;
   std::vector<std::string> non_finite;  // tensors holding NaN/Inf ("name (count of numel)"); a warning was logged

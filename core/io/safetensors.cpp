@@ -70,8 +70,7 @@ bool is_unsigned(const nlohmann::json& j) {
   return j.is_number_unsigned() || (j.is_number_integer() && j.get<std::int64_t>() >= 0);
 }
 
-TensorEntry parse_entry(const std::string& where, const std::string& name,
-                        const nlohmann::json& j) {
+TensorEntry parse_entry(const std::string& where, const std::string& name, const nlohmann::json& j) {
   const std::string tensor = "tensor '" + name + "'";
   if (!j.is_object()) fail(where, tensor + " header entry is not a JSON object", kCorruptFix);
   for (const char* field : {"dtype", "shape", "data_offsets"}) {
@@ -83,8 +82,7 @@ TensorEntry parse_entry(const std::string& where, const std::string& name,
   const std::string dname = jd.is_string() ? jd.get<std::string>() : jd.dump();
   const auto dtype = parse_dtype(dname);
   if (!dtype) {
-    fail(where,
-         tensor + " has unsupported dtype '" + dname + "' (supported: " + supported_dtypes() + ")",
+    fail(where, tensor + " has unsupported dtype '" + dname + "' (supported: " + supported_dtypes() + ")",
          "convert it before export, e.g. model.float() in Python");
   }
   e.dtype = *dtype;
@@ -92,15 +90,13 @@ TensorEntry parse_entry(const std::string& where, const std::string& name,
   if (!js.is_array()) fail(where, tensor + " shape is not an array", kCorruptFix);
   for (const auto& d : js) {
     if (!is_unsigned(d))
-      fail(where, tensor + " shape " + js.dump() + " has a non-integer or negative dimension",
-           kCorruptFix);
+      fail(where, tensor + " shape " + js.dump() + " has a non-integer or negative dimension", kCorruptFix);
     e.shape.push_back(d.get<std::int64_t>());
   }
   const auto& jo = j.at("data_offsets");
   if (!jo.is_array() || jo.size() != 2 || !is_unsigned(jo[0]) || !is_unsigned(jo[1]) ||
       jo[0].get<std::uint64_t>() > jo[1].get<std::uint64_t>()) {
-    fail(where, tensor + " data_offsets " + jo.dump() + " is not [begin, end] with begin <= end",
-         kCorruptFix);
+    fail(where, tensor + " data_offsets " + jo.dump() + " is not [begin, end] with begin <= end", kCorruptFix);
   }
   e.begin = jo[0].get<std::uint64_t>();
   e.end = jo[1].get<std::uint64_t>();
@@ -115,8 +111,8 @@ TensorEntry parse_entry(const std::string& where, const std::string& name,
   if (overflow || bytes != e.end - e.begin) {
     fail(where,
          tensor + " shape " + shape_str(e.shape) + " " + dname + " needs " +
-             (overflow ? std::string("more than 2^64") : std::to_string(bytes)) +
-             " bytes but data_offsets span " + std::to_string(e.end - e.begin),
+             (overflow ? std::string("more than 2^64") : std::to_string(bytes)) + " bytes but data_offsets span " +
+             std::to_string(e.end - e.begin),
          kCorruptFix);
   }
   return e;
@@ -159,8 +155,7 @@ struct SafetensorsFile::Storage {
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    fail(path, std::string("cannot open (") + std::strerror(errno) + ")", "check the path");
+  if (fd < 0) fail(path, std::string("cannot open (") + std::strerror(errno) + ")", "check the path");
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
@@ -176,8 +171,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     if (m == MAP_FAILED) {
       const int err = errno;
       ::close(fd);
-      fail(path, std::string("cannot mmap (") + std::strerror(err) + ")",
-           "check the file is readable");
+      fail(path, std::string("cannot mmap (") + std::strerror(err) + ")", "check the file is readable");
     }
     f.storage_->map = m;
     f.storage_->map_size = size;
@@ -200,9 +194,7 @@ SafetensorsFile SafetensorsFile::parse(std::vector<std::uint8_t> bytes, const st
 void SafetensorsFile::validate(const std::uint8_t* bytes, std::size_t size) {
   const std::string& w = where_;
   if (size < 8) {
-    fail(w,
-         "file is " + std::to_string(size) +
-             " bytes, shorter than the 8-byte safetensors header length",
+    fail(w, "file is " + std::to_string(size) + " bytes, shorter than the 8-byte safetensors header length",
          "the file is truncated or not safetensors; " + std::string(kCorruptFix));
   }
   const std::uint64_t n = read_u64_le(bytes);
@@ -216,13 +208,15 @@ void SafetensorsFile::validate(const std::uint8_t* bytes, std::size_t size) {
              " bytes, the first 8 of them the length)",
          "the file is truncated; " + std::string(kCorruptFix));
   }
-  if (n == 0) fail(w, "header length is 0, so there is no JSON header", "the file is not safetensors; " + std::string(kCorruptFix));
+  if (n == 0)
+    fail(w, "header length is 0, so there is no JSON header",
+         "the file is not safetensors; " + std::string(kCorruptFix));
   // JSON objects may repeat a key and parsers keep one of them; a safetensors header must not (the other
   // tensor's bytes would be silently ignored), so the top-level keys are collected while parsing.
   std::set<std::string> keys;
   std::string duplicate;
   const nlohmann::json::parser_callback_t on_key = [&](int depth, nlohmann::json::parse_event_t event,
-                                                        nlohmann::json& parsed) {
+                                                       nlohmann::json& parsed) {
     if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed.is_string() &&
         !keys.insert(parsed.get<std::string>()).second && duplicate.empty())
       duplicate = parsed.get<std::string>();
@@ -253,9 +247,8 @@ void SafetensorsFile::validate(const std::uint8_t* bytes, std::size_t size) {
     TensorEntry e = parse_entry(w, key, value);
     if (e.end > buffer_size) {
       fail(w,
-           "tensor '" + key + "' data_offsets [" + std::to_string(e.begin) + ", " +
-               std::to_string(e.end) + "] run past the data buffer (" +
-               std::to_string(buffer_size) + " bytes)",
+           "tensor '" + key + "' data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+               "] run past the data buffer (" + std::to_string(buffer_size) + " bytes)",
            "the file is truncated; " + std::string(kCorruptFix));
     }
     entries_.push_back(std::move(e));
@@ -273,24 +266,20 @@ void SafetensorsFile::validate(const std::uint8_t* bytes, std::size_t size) {
   for (const TensorEntry* e : by_offset) {
     if (e->begin < covered) {
       fail(w,
-           "tensors '" + prev->name + "' [" + std::to_string(prev->begin) + ", " +
-               std::to_string(prev->end) + "] and '" + e->name + "' [" + std::to_string(e->begin) +
-               ", " + std::to_string(e->end) + "] overlap",
+           "tensors '" + prev->name + "' [" + std::to_string(prev->begin) + ", " + std::to_string(prev->end) +
+               "] and '" + e->name + "' [" + std::to_string(e->begin) + ", " + std::to_string(e->end) + "] overlap",
            kCorruptFix);
     }
     if (e->begin > covered) {
       fail(w,
-           "data buffer has a gap of " + std::to_string(e->begin - covered) +
-               " bytes before tensor '" + e->name + "'",
+           "data buffer has a gap of " + std::to_string(e->begin - covered) + " bytes before tensor '" + e->name + "'",
            kCorruptFix);
     }
     covered = e->end;
     prev = e;
   }
   if (covered != buffer_size) {
-    fail(w,
-         "data buffer has " + std::to_string(buffer_size - covered) +
-             " trailing bytes not covered by any tensor",
+    fail(w, "data buffer has " + std::to_string(buffer_size - covered) + " trailing bytes not covered by any tensor",
          kCorruptFix);
   }
   std::sort(entries_.begin(), entries_.end(),
@@ -303,30 +292,25 @@ const TensorEntry* SafetensorsFile::find(const std::string& name) const {
   return (it != entries_.end() && it->name == name) ? &*it : nullptr;
 }
 
-const std::uint8_t* SafetensorsFile::data(const TensorEntry& entry) const {
-  return buffer_ + entry.begin;
-}
+const std::uint8_t* SafetensorsFile::data(const TensorEntry& entry) const { return buffer_ + entry.begin; }
 
-std::vector<std::uint8_t> serialize_safetensors(
-    const std::map<std::string, TensorBlob>& tensors,
-    const std::map<std::string, std::string>& metadata) {
+std::vector<std::uint8_t> serialize_safetensors(const std::map<std::string, TensorBlob>& tensors,
+                                                const std::map<std::string, std::string>& metadata) {
   // Data order: element size descending, then name (HF's order), so each tensor is size-aligned.
   std::vector<std::pair<const std::string*, const TensorBlob*>> order;
   for (const auto& [name, blob] : tensors) {
     if (name == kMetadataKey) {
-      fail("write_safetensors", "a tensor is named '__metadata__'",
-           "rename it; the key is reserved");
+      fail("write_safetensors", "a tensor is named '__metadata__'", "rename it; the key is reserved");
     }
     std::uint64_t numel = 1;
     for (auto d : blob.shape) {
       HP_CHECK(d >= 0, "serialize_safetensors: tensor '" << name << "' has a negative dimension");
       numel *= static_cast<std::uint64_t>(d);
     }
-    HP_CHECK(numel * dtype_size(blob.dtype) == blob.nbytes,
-             "serialize_safetensors: tensor '" << name << "' has " << blob.nbytes
-                                               << " bytes for shape " << shape_str(blob.shape));
-    HP_CHECK(blob.nbytes == 0 || blob.data != nullptr,
-             "serialize_safetensors: tensor '" << name << "' has no data");
+    HP_CHECK(numel * dtype_size(blob.dtype) == blob.nbytes, "serialize_safetensors: tensor '"
+                                                                << name << "' has " << blob.nbytes
+                                                                << " bytes for shape " << shape_str(blob.shape));
+    HP_CHECK(blob.nbytes == 0 || blob.data != nullptr, "serialize_safetensors: tensor '" << name << "' has no data");
     order.emplace_back(&name, &blob);
   }
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
@@ -337,9 +321,8 @@ std::vector<std::uint8_t> serialize_safetensors(
   if (!metadata.empty()) header[kMetadataKey] = metadata;
   std::uint64_t offset = 0;
   for (const auto& [name, blob] : order) {
-    header[*name] = {{"dtype", dtype_name(blob->dtype)},
-                     {"shape", blob->shape},
-                     {"data_offsets", {offset, offset + blob->nbytes}}};
+    header[*name] = {
+        {"dtype", dtype_name(blob->dtype)}, {"shape", blob->shape}, {"data_offsets", {offset, offset + blob->nbytes}}};
     offset += blob->nbytes;
   }
   std::string text = header.dump();
@@ -357,8 +340,7 @@ std::vector<std::uint8_t> serialize_safetensors(
   return out;
 }
 
-void write_safetensors_file(const std::string& path,
-                            const std::map<std::string, TensorBlob>& tensors,
+void write_safetensors_file(const std::string& path, const std::map<std::string, TensorBlob>& tensors,
                             const std::map<std::string, std::string>& metadata) {
   const auto bytes = serialize_safetensors(tensors, metadata);
   write_file_atomic(path, bytes.data(), bytes.size());

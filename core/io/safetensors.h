@@ -78,8 +78,7 @@ std::vector<std::uint8_t> serialize_safetensors(const std::map<std::string, Tens
                                                 const std::map<std::string, std::string>& metadata);
 
 // Writes serialize_safetensors(...) atomically: `path`.tmp, then rename over `path`.
-void write_safetensors_file(const std::string& path,
-                            const std::map<std::string, TensorBlob>& tensors,
+void write_safetensors_file(const std::string& path, const std::map<std::string, TensorBlob>& tensors,
                             const std::map<std::string, std::string>& metadata);
 
 }  // namespace hp::core

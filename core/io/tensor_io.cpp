@@ -29,9 +29,8 @@ struct DTypeMap {
   torch::ScalarType scalar;
 };
 constexpr DTypeMap kTorchDTypes[] = {
-    {DType::kF64, torch::kFloat64}, {DType::kF32, torch::kFloat32},
-    {DType::kF16, torch::kFloat16}, {DType::kBF16, torch::kBFloat16},
-    {DType::kI64, torch::kInt64},   {DType::kI32, torch::kInt32},
+    {DType::kF64, torch::kFloat64},   {DType::kF32, torch::kFloat32}, {DType::kF16, torch::kFloat16},
+    {DType::kBF16, torch::kBFloat16}, {DType::kI64, torch::kInt64},   {DType::kI32, torch::kInt32},
 };
 
 torch::ScalarType to_torch(DType d) {
@@ -55,11 +54,10 @@ struct StorageType {
   torch::ScalarType scalar;
 };
 constexpr StorageType kStorageTypes[] = {
-    {"FloatStorage", torch::kFloat32}, {"DoubleStorage", torch::kFloat64},
-    {"HalfStorage", torch::kFloat16},  {"BFloat16Storage", torch::kBFloat16},
-    {"LongStorage", torch::kInt64},    {"IntStorage", torch::kInt32},
-    {"ShortStorage", torch::kInt16},   {"CharStorage", torch::kInt8},
-    {"ByteStorage", torch::kUInt8},    {"BoolStorage", torch::kBool},
+    {"FloatStorage", torch::kFloat32},     {"DoubleStorage", torch::kFloat64}, {"HalfStorage", torch::kFloat16},
+    {"BFloat16Storage", torch::kBFloat16}, {"LongStorage", torch::kInt64},     {"IntStorage", torch::kInt32},
+    {"ShortStorage", torch::kInt16},       {"CharStorage", torch::kInt8},      {"ByteStorage", torch::kUInt8},
+    {"BoolStorage", torch::kBool},
 };
 
 std::optional<torch::ScalarType> storage_scalar_type(const std::string& name) {
@@ -107,7 +105,8 @@ std::map<std::string, std::string> read_safetensors_metadata(const std::string& 
 namespace {
 void write_safetensors_here(const std::string& path, const TensorMap& tensors,
                             const std::map<std::string, std::string>& metadata);
-void write_hdf5_here(const std::string& path, const TensorMap& tensors, const std::map<std::string, std::string>& attrs);
+void write_hdf5_here(const std::string& path, const TensorMap& tensors,
+                     const std::map<std::string, std::string>& attrs);
 }  // namespace
 
 void write_safetensors(const std::string& path, const TensorMap& tensors,
@@ -125,8 +124,7 @@ void write_safetensors_here(const std::string& path, const TensorMap& tensors,
   std::vector<torch::Tensor> keep;  // CPU contiguous copies must outlive the blobs
   std::map<std::string, TensorBlob> blobs;
   for (const auto& [name, tensor] : tensors) {
-    if (!tensor.defined())
-      fail(path, "tensor '" + name + "' is undefined", "drop it before writing");
+    if (!tensor.defined()) fail(path, "tensor '" + name + "' is undefined", "drop it before writing");
     const auto dtype = from_torch(tensor.scalar_type());
     if (!dtype) {
       fail(path,
@@ -136,8 +134,8 @@ void write_safetensors_here(const std::string& path, const TensorMap& tensors,
     }
     keep.push_back(tensor.to(torch::kCPU).contiguous());
     const auto& t = keep.back();
-    blobs[name] = TensorBlob{*dtype, t.sizes().vec(), t.data_ptr(),
-                             static_cast<std::size_t>(t.numel()) * t.element_size()};
+    blobs[name] =
+        TensorBlob{*dtype, t.sizes().vec(), t.data_ptr(), static_cast<std::size_t>(t.numel()) * t.element_size()};
   }
   write_safetensors_file(path, blobs, metadata);
 }
@@ -157,9 +155,8 @@ TensorMap read_torch_bin(const std::string& path) {
   if (!zip) {
     // Pre-1.6 torch.save files are a bare pickle stream, which starts with the PROTO opcode 0x80.
     if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80) {
-      fail(
-          path, "legacy (pre-1.6) torch.save format, which headprune cannot read",
-          "re-save it with torch>=1.6: torch.save(torch.load(p), p), or convert it to safetensors");
+      fail(path, "legacy (pre-1.6) torch.save format, which headprune cannot read",
+           "re-save it with torch>=1.6: torch.save(torch.load(p), p), or convert it to safetensors");
     }
     fail(path, "not a torch.save zip archive (" + std::to_string(bytes.size()) + " bytes)",
          "the file is truncated or not a pytorch_model.bin; " + std::string(kCorruptFix));
@@ -169,8 +166,7 @@ TensorMap read_torch_bin(const std::string& path) {
     std::istringstream stream(std::string(bytes.data(), bytes.size()));
     caffe2::serialize::PyTorchStreamReader reader(&stream);
     const auto [pkl, pkl_size] = reader.getRecord("data.pkl");
-    const auto entries =
-        parse_state_dict_pickle(static_cast<const std::uint8_t*>(pkl.get()), pkl_size, path);
+    const auto entries = parse_state_dict_pickle(static_cast<const std::uint8_t*>(pkl.get()), pkl_size, path);
     std::map<std::string, torch::Tensor> storages;  // shared storages (tied weights) load once
     for (const auto& e : entries) {
       const auto scalar = storage_scalar_type(e.storage_type);
@@ -184,8 +180,8 @@ TensorMap read_torch_bin(const std::string& path) {
         const auto want = static_cast<std::uint64_t>(e.storage_numel) * c10::elementSize(*scalar);
         if (e.storage_numel < 0 || rec_size != want) {  // checked before allocating
           fail(path,
-               "storage data/" + e.storage_key + " has " + std::to_string(rec_size) +
-                   " bytes, expected " + std::to_string(want),
+               "storage data/" + e.storage_key + " has " + std::to_string(rec_size) + " bytes, expected " +
+                   std::to_string(want),
                kCorruptFix);
         }
         auto s = torch::empty({e.storage_numel}, *scalar);
@@ -205,14 +201,10 @@ TensorMap read_torch_bin(const std::string& path) {
         fail(path, "tensor '" + e.name + "' reaches past its storage", kCorruptFix);
       }
       // clone(): entries may be views of one shared storage (tied weights); ours are independent.
-      out.emplace(
-          e.name,
-          it->second.as_strided(e.size, e.stride, e.offset).clone(at::MemoryFormat::Contiguous));
+      out.emplace(e.name, it->second.as_strided(e.size, e.stride, e.offset).clone(at::MemoryFormat::Contiguous));
     }
   } catch (const c10::Error& e) {
-    fail(path,
-         "cannot read the torch.save archive (" + first_line(e.what_without_backtrace()) + ")",
-         kCorruptFix);
+    fail(path, "cannot read the torch.save archive (" + first_line(e.what_without_backtrace()) + ")", kCorruptFix);
   }
   return out;
 }
@@ -234,31 +226,25 @@ void write_hdf5_here(const std::string& path, const TensorMap& tensors,
              "use a non-empty key without leading or trailing '/'");
       }
       const bool integral = !tensor.is_floating_point();
-      const auto t =
-          tensor.to(torch::kCPU, integral ? torch::kInt64 : torch::kFloat32).contiguous();
+      const auto t = tensor.to(torch::kCPU, integral ? torch::kInt64 : torch::kFloat32).contiguous();
       std::vector<hsize_t> dims(t.sizes().begin(), t.sizes().end());
-      const H5::DataSpace space = dims.empty()
-                                      ? H5::DataSpace(H5S_SCALAR)
-                                      : H5::DataSpace(static_cast<int>(dims.size()), dims.data());
+      const H5::DataSpace space =
+          dims.empty() ? H5::DataSpace(H5S_SCALAR) : H5::DataSpace(static_cast<int>(dims.size()), dims.data());
       const H5::PredType& file_type = integral ? H5::PredType::STD_I64LE : H5::PredType::IEEE_F32LE;
-      const H5::PredType& mem_type =
-          integral ? H5::PredType::NATIVE_INT64 : H5::PredType::NATIVE_FLOAT;
-      auto ds = file.createDataSet(name, file_type, space, H5::DSetCreatPropList::DEFAULT,
-                                   H5::DSetAccPropList::DEFAULT, lcpl);
+      const H5::PredType& mem_type = integral ? H5::PredType::NATIVE_INT64 : H5::PredType::NATIVE_FLOAT;
+      auto ds = file.createDataSet(name, file_type, space, H5::DSetCreatPropList::DEFAULT, H5::DSetAccPropList::DEFAULT,
+                                   lcpl);
       if (t.numel() > 0) ds.write(t.data_ptr(), mem_type);
     }
     const H5::StrType str_type(H5::PredType::C_S1, H5T_VARIABLE);
     for (const auto& [key, value] : attrs) {
-      file.openGroup("/")
-          .createAttribute(key, str_type, H5::DataSpace(H5S_SCALAR))
-          .write(str_type, value);
+      file.openGroup("/").createAttribute(key, str_type, H5::DataSpace(H5S_SCALAR)).write(str_type, value);
     }
     file.close();
   } catch (const H5::Exception& e) {
     std::error_code ec;
     std::filesystem::remove(tmp, ec);
-    fail(path,
-         "HDF5 write failed in " + e.getFuncName() + " (" + first_line(e.getDetailMsg()) + ")",
+    fail(path, "HDF5 write failed in " + e.getFuncName() + " (" + first_line(e.getDetailMsg()) + ")",
          "check the folder exists and is writable");
   } catch (const CheckpointError&) {
     std::error_code ec;
@@ -271,8 +257,7 @@ void write_hdf5_here(const std::string& path, const TensorMap& tensors,
 
 namespace {
 
-void read_group(const std::string& path, const H5::Group& group, const std::string& prefix,
-                TensorMap& out) {
+void read_group(const std::string& path, const H5::Group& group, const std::string& prefix, TensorMap& out) {
   for (hsize_t i = 0; i < group.getNumObjs(); ++i) {
     const std::string name = group.getObjnameByIdx(i);
     const std::string key = prefix.empty() ? name : prefix + "/" + name;
@@ -289,8 +274,7 @@ void read_group(const std::string& path, const H5::Group& group, const std::stri
     const auto cls = ds.getTypeClass();
     if (cls == H5T_STRING) continue;  // text rides along (read_hdf5_strings); not a tensor
     if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
-      fail(path, "dataset '" + key + "' is not numeric",
-           "store tensors as float or integer datasets");
+      fail(path, "dataset '" + key + "' is not numeric", "store tensors as float or integer datasets");
     }
     const bool integral = cls == H5T_INTEGER;
     std::vector<std::int64_t> shape(dims.begin(), dims.end());
@@ -355,7 +339,8 @@ std::vector<std::string> read_hdf5_strings(const std::string& path, const std::s
     for (char* s : raw) out.emplace_back(s ? s : "");
     H5Dvlen_reclaim(type.getId(), space.getId(), H5P_DEFAULT, raw.data());
   } catch (const H5::Exception& e) {
-    fail(path, "HDF5 read of '" + dataset + "' failed in " + e.getFuncName() + " (" + first_line(e.getDetailMsg()) + ")",
+    fail(path,
+         "HDF5 read of '" + dataset + "' failed in " + e.getFuncName() + " (" + first_line(e.getDetailMsg()) + ")",
          "check the dataset name");
   }
   return out;

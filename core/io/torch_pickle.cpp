@@ -14,20 +14,7 @@
 namespace hp::core {
 namespace {
 
-enum class Kind {
-  kNone,
-  kBool,
-  kInt,
-  kFloat,
-  kStr,
-  kBytes,
-  kTuple,
-  kList,
-  kDict,
-  kGlobal,
-  kStorage,
-  kTensor
-};
+enum class Kind { kNone, kBool, kInt, kFloat, kStr, kBytes, kTuple, kList, kDict, kGlobal, kStorage, kTensor };
 
 struct Obj;
 using Ptr = std::shared_ptr<Obj>;
@@ -35,38 +22,26 @@ struct Obj {
   Kind kind = Kind::kNone;
   std::int64_t i = 0;
   double f = 0;
-  std::string s;                          // str, bytes, or global "module.name"
-  std::vector<Ptr> items;                 // tuple, list
+  std::string s;  // str, bytes, or global "module.name"
+  std::vector<Ptr> items;  // tuple, list
   std::vector<std::pair<Ptr, Ptr>> dict;  // dict (insertion order)
-  PickledTensor tensor;                   // storage (storage_* fields) or tensor
+  PickledTensor tensor;  // storage (storage_* fields) or tensor
 };
 
 const char* kind_name(Kind k) {
   switch (k) {
-    case Kind::kNone:
-      return "None";
-    case Kind::kBool:
-      return "bool";
-    case Kind::kInt:
-      return "int";
-    case Kind::kFloat:
-      return "float";
-    case Kind::kStr:
-      return "str";
-    case Kind::kBytes:
-      return "bytes";
-    case Kind::kTuple:
-      return "tuple";
-    case Kind::kList:
-      return "list";
-    case Kind::kDict:
-      return "dict";
-    case Kind::kGlobal:
-      return "global";
-    case Kind::kStorage:
-      return "storage";
-    case Kind::kTensor:
-      return "Tensor";
+    case Kind::kNone: return "None";
+    case Kind::kBool: return "bool";
+    case Kind::kInt: return "int";
+    case Kind::kFloat: return "float";
+    case Kind::kStr: return "str";
+    case Kind::kBytes: return "bytes";
+    case Kind::kTuple: return "tuple";
+    case Kind::kList: return "list";
+    case Kind::kDict: return "dict";
+    case Kind::kGlobal: return "global";
+    case Kind::kStorage: return "storage";
+    case Kind::kTensor: return "Tensor";
   }
   return "?";
 }
@@ -149,15 +124,13 @@ class Machine {
     return o->i;
   }
   std::vector<std::int64_t> as_ints(const Ptr& o, const char* what) {
-    if (o->kind != Kind::kTuple && o->kind != Kind::kList)
-      fail(std::string(what) + " is not a tuple");
+    if (o->kind != Kind::kTuple && o->kind != Kind::kList) fail(std::string(what) + " is not a tuple");
     std::vector<std::int64_t> out;
     for (const auto& x : o->items) out.push_back(as_int(x, what));
     return out;
   }
   void set_items(const Ptr& dict, const std::vector<Ptr>& kv) {
-    if (dict->kind != Kind::kDict)
-      fail(std::string("SETITEMS on a ") + kind_name(dict->kind), kFlatFix);
+    if (dict->kind != Kind::kDict) fail(std::string("SETITEMS on a ") + kind_name(dict->kind), kFlatFix);
     if (kv.size() % 2 != 0) fail("SETITEMS with an odd number of items");
     for (std::size_t k = 0; k < kv.size(); k += 2) dict->dict.emplace_back(kv[k], kv[k + 1]);
   }
@@ -176,8 +149,7 @@ class Machine {
 
 // The callables torch.save state dicts use; anything else is not a plain state dict.
 Ptr Machine::reduce(const Ptr& callable, const Ptr& args) {
-  if (callable->kind != Kind::kGlobal || args->kind != Kind::kTuple)
-    fail("REDUCE without a global and a tuple");
+  if (callable->kind != Kind::kGlobal || args->kind != Kind::kTuple) fail("REDUCE without a global and a tuple");
   const std::string& g = callable->s;
   const auto& a = args->items;
   if (g == "collections.OrderedDict" || g == "builtins.dict") {
@@ -191,8 +163,7 @@ Ptr Machine::reduce(const Ptr& callable, const Ptr& args) {
     t->tensor.offset = as_int(a[1], "storage offset");
     t->tensor.size = as_ints(a[2], "tensor size");
     t->tensor.stride = as_ints(a[3], "tensor stride");
-    if (t->tensor.size.size() != t->tensor.stride.size())
-      fail("tensor size and stride differ in rank");
+    if (t->tensor.size.size() != t->tensor.stride.size()) fail("tensor size and stride differ in rank");
     return t;
   }
   if (g == "torch.jit._pickle.restore_type_tag") {  // LibTorch's pickle_save tags typed dicts
@@ -209,8 +180,7 @@ Ptr Machine::reduce(const Ptr& callable, const Ptr& args) {
 // ('storage', torch.<Type>Storage, key, location, numel) -> a storage reference.
 Ptr Machine::persistent(const Ptr& pid) {
   if (pid->kind != Kind::kTuple || pid->items.size() < 5 || pid->items[0]->kind != Kind::kStr ||
-      pid->items[0]->s != "storage" || pid->items[1]->kind != Kind::kGlobal ||
-      pid->items[2]->kind != Kind::kStr) {
+      pid->items[0]->s != "storage" || pid->items[1]->kind != Kind::kGlobal || pid->items[2]->kind != Kind::kStr) {
     fail("data.pkl has a persistent id that is not a torch storage");
   }
   auto s = make(Kind::kStorage);
@@ -225,20 +195,11 @@ Ptr Machine::run() {
   for (;;) {
     const std::uint8_t op = *take(1);
     switch (op) {
-      case 0x80:
-        take(1);
-        break;  // PROTO
-      case 0x95:
-        take(8);
-        break;  // FRAME
-      case '.':
-        return pop();  // STOP
-      case '(':
-        marks_.push_back(stack_.size());
-        break;  // MARK
-      case 'N':
-        stack_.push_back(make(Kind::kNone));
-        break;
+      case 0x80: take(1); break;  // PROTO
+      case 0x95: take(8); break;  // FRAME
+      case '.': return pop();  // STOP
+      case '(': marks_.push_back(stack_.size()); break;  // MARK
+      case 'N': stack_.push_back(make(Kind::kNone)); break;
       case 0x88:
       case 0x89: {  // NEWTRUE, NEWFALSE
         auto b = make(Kind::kBool);
@@ -250,8 +211,7 @@ Ptr Machine::run() {
       case 'K':
       case 'M': {  // BININT, BININT1, BININT2
         auto v = make(Kind::kInt);
-        v->i = op == 'J' ? static_cast<std::int32_t>(le(4))
-                         : static_cast<std::int64_t>(le(op == 'K' ? 1 : 2));
+        v->i = op == 'J' ? static_cast<std::int32_t>(le(4)) : static_cast<std::int64_t>(le(op == 'K' ? 1 : 2));
         stack_.push_back(v);
         break;
       }
@@ -259,8 +219,7 @@ Ptr Machine::run() {
         const std::size_t n = *take(1);
         if (n > 8) fail("integer wider than 64 bits");
         std::uint64_t u = n ? le(n) : 0;
-        if (n > 0 && n < 8 && (u >> (8 * n - 1)) & 1)
-          u |= ~std::uint64_t{0} << (8 * n);  // sign-extend
+        if (n > 0 && n < 8 && (u >> (8 * n - 1)) & 1) u |= ~std::uint64_t{0} << (8 * n);  // sign-extend
         auto v = make(Kind::kInt);
         v->i = static_cast<std::int64_t>(u);
         stack_.push_back(v);
@@ -287,18 +246,10 @@ Ptr Machine::run() {
         stack_.push_back(v);
         break;
       }
-      case ']':
-        stack_.push_back(make(Kind::kList));
-        break;  // EMPTY_LIST
-      case '}':
-        stack_.push_back(make(Kind::kDict));
-        break;  // EMPTY_DICT
-      case ')':
-        stack_.push_back(tuple({}));
-        break;  // EMPTY_TUPLE
-      case 't':
-        stack_.push_back(tuple(pop_mark()));
-        break;  // TUPLE
+      case ']': stack_.push_back(make(Kind::kList)); break;  // EMPTY_LIST
+      case '}': stack_.push_back(make(Kind::kDict)); break;  // EMPTY_DICT
+      case ')': stack_.push_back(tuple({})); break;  // EMPTY_TUPLE
+      case 't': stack_.push_back(tuple(pop_mark())); break;  // TUPLE
       case 0x85:
       case 0x86:
       case 0x87: {  // TUPLE1..3
@@ -338,15 +289,9 @@ Ptr Machine::run() {
         set_items(top(), kv);
         break;
       }  // SETITEMS
-      case 'q':
-        memo_[le(1)] = top();
-        break;  // BINPUT
-      case 'r':
-        memo_[le(4)] = top();
-        break;  // LONG_BINPUT
-      case 0x94:
-        memo_[memo_.size()] = top();
-        break;  // MEMOIZE
+      case 'q': memo_[le(1)] = top(); break;  // BINPUT
+      case 'r': memo_[le(4)] = top(); break;  // LONG_BINPUT
+      case 0x94: memo_[memo_.size()] = top(); break;  // MEMOIZE
       case 'h':
       case 'j': {  // BINGET, LONG_BINGET
         const auto it = memo_.find(le(op == 'h' ? 1 : 4));
@@ -364,8 +309,7 @@ Ptr Machine::run() {
       case 0x93: {  // STACK_GLOBAL
         auto name = pop();
         auto module = pop();
-        if (name->kind != Kind::kStr || module->kind != Kind::kStr)
-          fail("STACK_GLOBAL without strings");
+        if (name->kind != Kind::kStr || module->kind != Kind::kStr) fail("STACK_GLOBAL without strings");
         auto g = make(Kind::kGlobal);
         g->s = module->s + "." + name->s;
         stack_.push_back(g);
@@ -382,14 +326,12 @@ Ptr Machine::run() {
         stack_.push_back(persistent(pid));
         break;
       }  // BINPERSID
-      case 'b':
-        pop();
-        break;  // BUILD: state (OrderedDict._metadata, tensor hooks) is not needed
+      case 'b': pop(); break;  // BUILD: state (OrderedDict._metadata, tensor hooks) is not needed
       default: {
         char hex[8];
         std::snprintf(hex, sizeof hex, "0x%02x", op);
-        fail("data.pkl uses pickle opcode " + std::string(hex) + " at byte " +
-                 std::to_string(pos_ - 1) + ", which a torch.save state dict never contains",
+        fail("data.pkl uses pickle opcode " + std::string(hex) + " at byte " + std::to_string(pos_ - 1) +
+                 ", which a torch.save state dict never contains",
              kFlatFix);
       }
     }
@@ -403,17 +345,16 @@ std::vector<PickledTensor> parse_state_dict_pickle(const std::uint8_t* data, std
   Machine machine(data, size, where);  // alive until the tensors are copied out (it frees the objects)
   const Ptr root = machine.run();
   if (root->kind != Kind::kDict) {
-    throw CheckpointError(where + ": holds a " + kind_name(root->kind) +
-                          ", expected a dict of str -> Tensor; " + kFlatFix);
+    throw CheckpointError(where + ": holds a " + kind_name(root->kind) + ", expected a dict of str -> Tensor; " +
+                          kFlatFix);
   }
   std::vector<PickledTensor> out;
   for (const auto& [k, v] : root->dict) {
     if (k->kind != Kind::kStr)
-      throw CheckpointError(where + ": has a non-string key (" + kind_name(k->kind) + "); " +
-                            kFlatFix);
+      throw CheckpointError(where + ": has a non-string key (" + kind_name(k->kind) + "); " + kFlatFix);
     if (v->kind != Kind::kTensor) {
-      throw CheckpointError(where + ": entry '" + k->s + "' is a " + kind_name(v->kind) +
-                            ", not a Tensor; " + kFlatFix);
+      throw CheckpointError(where + ": entry '" + k->s + "' is a " + kind_name(v->kind) + ", not a Tensor; " +
+                            kFlatFix);
     }
     out.push_back(v->tensor);
     out.back().name = k->s;

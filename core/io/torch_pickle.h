@@ -13,8 +13,8 @@ namespace hp::core {
 
 // One tensor of the state dict: a strided view of storage record data/<storage_key>.
 struct PickledTensor {
-  std::string name;          // state-dict key
-  std::string storage_key;   // record name under data/
+  std::string name;  // state-dict key
+  std::string storage_key;  // record name under data/
   std::string storage_type;  // "FloatStorage", "HalfStorage", "LongStorage", ...
   std::int64_t storage_numel = 0;
   std::int64_t offset = 0;  // in elements

@@ -78,8 +78,7 @@ constexpr std::array<TileFn, kRows> kTiles = tile_table(std::make_index_sequence
 // In place: row[0:S) = softmax(row[0:S)), as torch computes it: exp(x − max), divided by the sum.
 HP_AVX512 void softmax_row(float* row, int S) {
   __m512 mx = _mm512_set1_ps(-__builtin_inff());
-  for (int j = 0; j < S; j += 16)
-    mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(mx, lanes(S - j), row + j));
+  for (int j = 0; j < S; j += 16) mx = _mm512_max_ps(mx, _mm512_mask_loadu_ps(mx, lanes(S - j), row + j));
   const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
   __m512 sum = _mm512_setzero_ps();
   for (int j = 0; j < S; j += 16) {
@@ -162,9 +161,7 @@ HP_AVX512 void attend(const AttentionPair& a, float* scratch) {
 
 }  // namespace
 
-bool attention_kernel_available() {
-  return simd::cpu_has_avx512f() && g_enabled.load(std::memory_order_relaxed);
-}
+bool attention_kernel_available() { return simd::cpu_has_avx512f() && g_enabled.load(std::memory_order_relaxed); }
 
 void set_attention_kernel_enabled(bool enabled) { g_enabled.store(enabled, std::memory_order_relaxed); }
 

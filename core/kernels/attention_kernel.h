@@ -23,7 +23,7 @@ struct AttentionPair {
   const float* v;  // [S, Dh], row stride ldv
   int ldv;
   const float* ext;  // [S] additive mask (0 or a large negative), shared by all rows
-  float* p;          // out: [Sq, S] probabilities, row stride ldp; null when not wanted
+  float* p;  // out: [Sq, S] probabilities, row stride ldp; null when not wanted
   int ldp;
   float* c;  // out: [Sq, Dh] context, row stride ldc
   int ldc;

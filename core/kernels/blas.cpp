@@ -43,16 +43,16 @@ std::string self_exe() {
   std::vector<char*> args(argv, argv + argc);
   args.push_back(nullptr);
   execv(exe.c_str(), args.data());
-  throw Error("BLAS: could not re-execute " + exe + " to select a fast BLAS; set OPENBLAS_CORETYPE=" +
-              best_openblas_core() + " yourself");
+  throw Error("BLAS: could not re-execute " + exe +
+              " to select a fast BLAS; set OPENBLAS_CORETYPE=" + best_openblas_core() + " yourself");
 }
 
 }  // namespace
 
 std::string best_openblas_core() {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq"))
     return "SkylakeX";
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
   if (__builtin_cpu_supports("avx")) return "Sandybridge";

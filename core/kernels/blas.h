@@ -10,10 +10,10 @@ namespace hp::core {
 
 struct BlasInfo {
   std::string library;  // file that provides sgemm_ (resolved through the dynamic linker)
-  std::string name;     // "OpenBLAS", "reference BLAS", "MKL", or "unknown"
-  std::string kernel;   // OpenBLAS core name, e.g. "SkylakeX"; empty otherwise
-  std::string config;   // OpenBLAS build string (version, threading)
-  bool slow = false;    // reference BLAS, or a generic OpenBLAS kernel on a CPU with AVX2/AVX-512
+  std::string name;  // "OpenBLAS", "reference BLAS", "MKL", or "unknown"
+  std::string kernel;  // OpenBLAS core name, e.g. "SkylakeX"; empty otherwise
+  std::string config;  // OpenBLAS build string (version, threading)
+  bool slow = false;  // reference BLAS, or a generic OpenBLAS kernel on a CPU with AVX2/AVX-512
 };
 
 BlasInfo detect_blas();

@@ -43,7 +43,8 @@ HP_AVX512 void bias_activation_row(float* y, int64_t n, const float* bias) {
     const __mmask16 k = lanes(n - j);
     const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, y + j), _mm512_maskz_loadu_ps(k, bias + j));
     // max(0, v) returns its second operand when one is NaN: a NaN passes through, as in torch::relu.
-    _mm512_mask_storeu_ps(y + j, k, kAct == EpilogueActivation::kRelu ? _mm512_max_ps(_mm512_setzero_ps(), v) : gelu_erf(v));
+    _mm512_mask_storeu_ps(y + j, k,
+                          kAct == EpilogueActivation::kRelu ? _mm512_max_ps(_mm512_setzero_ps(), v) : gelu_erf(v));
   }
 }
 
@@ -69,7 +70,8 @@ HP_AVX512 void bias_residual_layer_norm_row(float* y, const float* residual, con
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 k = lanes(n - j);
     const __m512 c = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, y + j), mean), rstd);
-    _mm512_mask_storeu_ps(y + j, k, _mm512_fmadd_ps(c, _mm512_maskz_loadu_ps(k, gamma + j), _mm512_maskz_loadu_ps(k, beta + j)));
+    _mm512_mask_storeu_ps(y + j, k,
+                          _mm512_fmadd_ps(c, _mm512_maskz_loadu_ps(k, gamma + j), _mm512_maskz_loadu_ps(k, beta + j)));
   }
 }
 

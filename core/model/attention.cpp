@@ -24,8 +24,8 @@ SgemmFn blas_sgemm() {
 
 // Row-major C[M, N] = alpha · op(A) op(B) + beta · C, op(X) = Xᵀ when the flag is set; ld* are row
 // strides as stored. (Column-major BLAS computes Cᵀ = op(B)ᵀ op(A)ᵀ on the same memory.)
-void gemm(SgemmFn sgemm, bool a_t, bool b_t, int M, int N, int K, float alpha, const float* A, int lda,
-          const float* B, int ldb, float beta, float* C, int ldc) {
+void gemm(SgemmFn sgemm, bool a_t, bool b_t, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
+          int ldb, float beta, float* C, int ldc) {
   const char ta = a_t ? 'T' : 'N', tb = b_t ? 'T' : 'N';
   sgemm(&tb, &ta, &N, &M, &K, &alpha, B, &ldb, A, &lda, &beta, C, &ldc);
 }
@@ -86,8 +86,9 @@ void attend_pairs(const Dims& d, const HeadMatrix& Q, const HeadMatrix& K, const
   if (attention_kernel_available()) {  // AVX-512 register tiles (core/kernels/attention_kernel.h)
     auto pair = [&](int64_t i) {
       const int64_t b = i / d.H, h = i % d.H;
-      return AttentionPair{d.Sq, d.S, d.Dh, scale, Q.at(b, h), Q.ld, K.at(b, h), K.ld, V.at(b, h), V.ld,
-                           E + b * d.S, P.base ? P.at(b, h) : nullptr, P.ld, C.at(b, h), C.ld};
+      return AttentionPair{d.Sq,       d.S,        d.Dh,       scale, Q.at(b, h),  Q.ld,
+                           K.at(b, h), K.ld,       V.at(b, h), V.ld,  E + b * d.S, P.base ? P.at(b, h) : nullptr,
+                           P.ld,       C.at(b, h), C.ld};
     };
     at::parallel_for(0, d.B * d.H, 1, [&](int64_t begin, int64_t end) {
       std::vector<float> scratch(attention_pair_scratch(d.S, d.Dh));
@@ -255,8 +256,8 @@ std::pair<torch::Tensor, torch::Tensor> attention_no_grad(const torch::Tensor& q
 }
 
 torch::Tensor attention_backward_no_grad(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                        const torch::Tensor& probs, const torch::Tensor& dctx,
-                                        const AttentionInputGrads* grads) {
+                                         const torch::Tensor& probs, const torch::Tensor& dctx,
+                                         const AttentionInputGrads* grads) {
   const Dims d{probs.size(0), probs.size(1), static_cast<int>(probs.size(2)), static_cast<int>(probs.size(3)),
                static_cast<int>(v.size(3))};
   TORCH_CHECK(all_float({q, k, v, probs, dctx}) && dctx.dim() == 3 && dctx.size(1) == d.Sq && dctx.stride(2) == 1,
@@ -285,7 +286,8 @@ torch::Tensor attention_autograd(const torch::Tensor& q, const torch::Tensor& kv
   const auto B = q.size(0), D = q.size(2), Dh = D / heads;
   auto split = [&](const torch::Tensor& t) { return t.view({B, t.size(1), heads, Dh}).transpose(1, 2); };
   auto k = split(kv.narrow(2, 0, D)), v = split(kv.narrow(2, D, D));
-  auto probs = torch::softmax(torch::matmul(split(q), k.transpose(-1, -2)) / std::sqrt(static_cast<double>(Dh)) + ext, -1);
+  auto probs =
+      torch::softmax(torch::matmul(split(q), k.transpose(-1, -2)) / std::sqrt(static_cast<double>(Dh)) + ext, -1);
   return torch::matmul(probs, v).transpose(1, 2).reshape({B, q.size(1), D});
 }
 

@@ -43,8 +43,8 @@ struct AttentionInputGrads {
 // Dh] and the forward's probs [B, H, Sq, S], returns ∂loss/∂probs as [B, H, S, S] (rows past Sq zero),
 // and with `grads` writes the gradients of q, k and v there. float32 and a BLAS with `sgemm_` only.
 torch::Tensor attention_backward_no_grad(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                        const torch::Tensor& probs, const torch::Tensor& dctx,
-                                        const AttentionInputGrads* grads);
+                                         const torch::Tensor& probs, const torch::Tensor& dctx,
+                                         const AttentionInputGrads* grads);
 
 // Given attention probabilities [B, H, Sq, S] (unit last stride; differentiable) and values v [B, S, D]
 // (differentiable): ctx [B, Sq, D] = probs v per head. Attention attribution's scaled layer.

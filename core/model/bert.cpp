@@ -17,8 +17,8 @@ namespace hp::core {
 
 torch::Tensor apply_head_mask(const torch::Tensor& ctx, const torch::Tensor& mask) {
   // ctx: [B, H, S, Dh]; mask: [H] or [B, H]
-  TORCH_CHECK((mask.dim() == 1 || mask.dim() == 2) && mask.size(-1) == ctx.size(1), "head mask of shape ",
-              mask.sizes(), " does not match ", ctx.size(1), " heads");
+  TORCH_CHECK((mask.dim() == 1 || mask.dim() == 2) && mask.size(-1) == ctx.size(1), "head mask of shape ", mask.sizes(),
+              " does not match ", ctx.size(1), " heads");
   if (mask.dim() == 2) return ctx * mask.view({mask.size(0), -1, 1, 1});
   return ctx * mask.view({1, -1, 1, 1});
 }
@@ -36,7 +36,8 @@ Bert::Bert(BertConfig cfg, std::map<std::string, torch::Tensor> params)
       HP_CHECK(params_.count(spec.hf), "missing parameter " << spec.hf);
       continue;
     }
-    for (int l = 0; l < cfg_.num_hidden_layers; ++l) HP_CHECK(params_.count(hf_key(spec, l)), "missing " << hf_key(spec, l));
+    for (int l = 0; l < cfg_.num_hidden_layers; ++l)
+      HP_CHECK(params_.count(hf_key(spec, l)), "missing " << hf_key(spec, l));
   }
   auto get = [&](const char* name, int l) -> torch::Tensor {
     for (const auto& spec : bert_key_table())
@@ -89,8 +90,7 @@ torch::Tensor Bert::embed(const EncoderInput& in) const {
 }
 
 torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask,
-                                  const torch::Tensor& head_mask, EncoderOutput& out,
-                                  const EncoderInput& in) const {
+                                  const torch::Tensor& head_mask, EncoderOutput& out, const EncoderInput& in) const {
   const LayerRefs& w = layers_[l];
   const auto B = x.size(0), S = x.size(1);
   const int H = cfg_.heads_in_layer(l), Dh = cfg_.head_dim();
@@ -110,12 +110,14 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
     if (in.want_attention) out.attentions.push_back(torch::zeros({B, 0, Sq, S}));
     if (in.want_context) out.contexts.push_back(torch::zeros({B, 0, Sq, Dh}));
   } else {
-    auto heads = [&](const torch::Tensor& t) { return t.view({B, t.size(1), H, Dh}).transpose(1, 2); };  // [B, H, S, Dh]
-    auto values = [&] { return linear(x, w.v_w, w.v_b); };                                              // [B, S, D]
+    auto heads = [&](const torch::Tensor& t) {
+      return t.view({B, t.size(1), H, Dh}).transpose(1, 2);
+    };  // [B, H, S, Dh]
+    auto values = [&] { return linear(x, w.v_w, w.v_b); };  // [B, S, D]
     torch::Tensor probs, ctx;
     if (l == in.override_layer) {
-      TORCH_CHECK(in.override_probs.sizes() == torch::IntArrayRef({B, H, S, S}), "override_probs must be [", B, ", ",
-                  H, ", ", S, ", ", S, "], got ", in.override_probs.sizes());
+      TORCH_CHECK(in.override_probs.sizes() == torch::IntArrayRef({B, H, S, S}), "override_probs must be [", B, ", ", H,
+                  ", ", S, ", ", S, "], got ", in.override_probs.sizes());
       probs = cls_row ? in.override_probs.narrow(2, 0, 1) : in.override_probs;
       if (in.want_attention) out.attentions.push_back(probs);
       ctx = heads(probs_times_values(probs, values()));
@@ -143,8 +145,8 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
     }
     if (in.want_context) out.contexts.push_back(ctx);
     if (head_mask.defined())
-      ctx = apply_head_mask(ctx, head_mask.dim() == 3 ? head_mask.select(1, l).narrow(1, 0, H)
-                                                      : head_mask[l].narrow(0, 0, H));
+      ctx = apply_head_mask(
+          ctx, head_mask.dim() == 3 ? head_mask.select(1, l).narrow(1, 0, H) : head_mask[l].narrow(0, 0, H));
     ctx = ctx.transpose(1, 2).reshape({B, Sq, H * Dh});
     attn = add_norm(ctx, w.o_w, w.o_b, xq, w.ln1_w, w.ln1_b, inference, in.lrp_rules);
   }
@@ -217,7 +219,8 @@ EncoderOutput Bert::forward(const EncoderInput& in) const {
   if (S > cfg_.max_position_embeddings)
     throw InputError("sequence length " + std::to_string(S) + " exceeds max_position_embeddings " +
                      std::to_string(cfg_.max_position_embeddings) + "; lower data.max_seq_len");
-  TORCH_CHECK(!(in.cls_only && in.want_context), "cls_only computes only [CLS] in the last layer: it excludes want_context");
+  TORCH_CHECK(!(in.cls_only && in.want_context),
+              "cls_only computes only [CLS] in the last layer: it excludes want_context");
   torch::Tensor head_mask = in.head_mask;
   if (head_mask.defined()) {
     const auto d = head_mask.dim();
@@ -251,10 +254,11 @@ EncoderOutput Bert::forward(const EncoderInput& in) const {
   auto pre_pool = torch::linear(x.select(1, 0), p("pooler.dense.weight"), p("pooler.dense.bias"));
   out.pooled = torch::tanh(pre_pool);
   if (in.lrp_rules)  // LRP: tanh(z) = z · (tanh(z)/z) with that ratio held constant
-    out.pooled = pre_pool * torch::where(pre_pool.abs() > 1e-12, out.pooled / pre_pool, torch::ones_like(pre_pool)).detach();
+    out.pooled =
+        pre_pool * torch::where(pre_pool.abs() > 1e-12, out.pooled / pre_pool, torch::ones_like(pre_pool)).detach();
   double cls_dropout = cfg_.classifier_dropout >= 0 ? cfg_.classifier_dropout : cfg_.hidden_dropout_prob;
-  out.logits = torch::linear(torch::dropout(out.pooled, cls_dropout, training_), p("classifier.weight"),
-                             p("classifier.bias"));
+  out.logits =
+      torch::linear(torch::dropout(out.pooled, cls_dropout, training_), p("classifier.weight"), p("classifier.bias"));
   return out;
 }
 

@@ -17,16 +17,16 @@
 namespace hp::core {
 
 struct EncoderInput {
-  torch::Tensor input_ids;       // [B, S] int64
+  torch::Tensor input_ids;  // [B, S] int64
   torch::Tensor token_type_ids;  // [B, S] int64; undefined = zeros
   torch::Tensor attention_mask;  // [B, S] 0/1; undefined = all ones
   // [L, Hmax] multiplicative gate per head (layer l uses its first heads_in_layer(l) entries), or
   // [B, L, Hmax] for one gate per example; undefined = all ones (no cost). Differentiable:
   // d loss / d head_mask is Michel's importance.
   torch::Tensor head_mask;
-  bool want_attention = false;   // fill EncoderOutput::attentions
-  bool want_context = false;     // fill EncoderOutput::contexts
-  bool want_hidden = false;      // fill EncoderOutput::hidden_states
+  bool want_attention = false;  // fill EncoderOutput::attentions
+  bool want_context = false;  // fill EncoderOutput::contexts
+  bool want_hidden = false;  // fill EncoderOutput::hidden_states
   // Start at layer `start_layer` from `start_hidden` [B, S, D] (that layer's input, e.g. a cached
   // hidden_states[start_layer]) instead of the embeddings: criteria reuse the layers below.
   // input_ids still gives the shape; attention_mask must match.
@@ -47,12 +47,12 @@ struct EncoderInput {
 };
 
 struct EncoderOutput {
-  torch::Tensor last_hidden;                 // [B, S, D]
-  torch::Tensor pooled;                      // [B, D]
-  torch::Tensor logits;                      // [B, C] (C = 1 for regression)
+  torch::Tensor last_hidden;  // [B, S, D]
+  torch::Tensor pooled;  // [B, D]
+  torch::Tensor logits;  // [B, C] (C = 1 for regression)
   std::vector<torch::Tensor> hidden_states;  // L+1 × [B, S, D]: embeddings, then each layer
-  std::vector<torch::Tensor> attentions;     // L × [B, H_l, S, S] attention probabilities
-  std::vector<torch::Tensor> contexts;       // L × [B, H_l, S, Dh] head outputs before masking
+  std::vector<torch::Tensor> attentions;  // L × [B, H_l, S, S] attention probabilities
+  std::vector<torch::Tensor> contexts;  // L × [B, H_l, S, Dh] head outputs before masking
   // With start_layer = s > 0 the three lists begin at layer s (hidden_states[0] = start_hidden).
 };
 

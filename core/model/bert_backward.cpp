@@ -13,12 +13,12 @@ namespace {
 // What one layer's backward needs from its forward. Sq = the query rows carried past attention (all S,
 // or 1 in the last layer, whose [CLS] row is all the loss reads).
 struct LayerTape {
-  torch::Tensor w_qkv;                 // the query, key and value weights stacked: [3·H·Dh, D]
-  torch::Tensor q, k, v;               // [B, H, S, Dh] views into one [B, S, 3, H, Dh] projection
-  torch::Tensor probs;                 // [B, H, S, S]
-  torch::Tensor u1, mean1, rstd1;      // attention block before its LayerNorm [B, Sq, D], and the LN statistics
-  torch::Tensor z;                     // FFN pre-activation [B, Sq, I]
-  torch::Tensor u2, mean2, rstd2;      // FFN block before its LayerNorm, and the statistics
+  torch::Tensor w_qkv;  // the query, key and value weights stacked: [3·H·Dh, D]
+  torch::Tensor q, k, v;  // [B, H, S, Dh] views into one [B, S, 3, H, Dh] projection
+  torch::Tensor probs;  // [B, H, S, S]
+  torch::Tensor u1, mean1, rstd1;  // attention block before its LayerNorm [B, Sq, D], and the LN statistics
+  torch::Tensor z;  // FFN pre-activation [B, Sq, I]
+  torch::Tensor u2, mean2, rstd2;  // FFN block before its LayerNorm, and the statistics
 };
 
 torch::Tensor activation_backward(const std::string& act, const torch::Tensor& grad, const torch::Tensor& z) {
@@ -114,12 +114,12 @@ Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
     const LayerTape& t = tape[l];
     const int H = cfg_.heads_in_layer(l);
     const int64_t Sq = t.u1.size(1);
-    auto du2 = std::get<0>(at::native_layer_norm_backward(dy, t.u2, D, t.mean2, t.rstd2, w.ln2_w, w.ln2_b,
-                                                            {true, false, false}));
+    auto du2 = std::get<0>(
+        at::native_layer_norm_backward(dy, t.u2, D, t.mean2, t.rstd2, w.ln2_w, w.ln2_b, {true, false, false}));
     auto dz = activation_backward(cfg_.hidden_act, linear_input_grad(du2, w.out_w), t.z);
     auto dh1 = du2 + linear_input_grad(dz, w.in_w);
-    auto du1 = std::get<0>(at::native_layer_norm_backward(dh1, t.u1, D, t.mean1, t.rstd1, w.ln1_w, w.ln1_b,
-                                                            {true, false, false}));
+    auto du1 = std::get<0>(
+        at::native_layer_norm_backward(dh1, t.u1, D, t.mean1, t.rstd1, w.ln1_w, w.ln1_b, {true, false, false}));
     if (H == 0) {
       r.grads[l] = torch::zeros({B, 0, S, S});
       dy = pad_rows(du1, S);

@@ -82,10 +82,12 @@ const RealField kRealFields[] = {
 void read_int_field(const json& j, const IntField& f, BertConfig& c, const std::string& path) {
   auto it = j.find(f.key);
   if (it == j.end() || it->is_null()) {
-    if (f.required) throw CheckpointError(path + ": required key '" + f.key + "' is missing; add it from the model's BertConfig");
+    if (f.required)
+      throw CheckpointError(path + ": required key '" + f.key + "' is missing; add it from the model's BertConfig");
     return;
   }
-  const bool integral = it->is_number_integer() || (it->is_number_float() && std::floor(it->get<double>()) == it->get<double>());
+  const bool integral =
+      it->is_number_integer() || (it->is_number_float() && std::floor(it->get<double>()) == it->get<double>());
   if (!integral)
     throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is not an integer; fix config.json");
   const double v = it->get<double>();  // exact for every integer in range, and compares right beyond it
@@ -98,11 +100,12 @@ void read_int_field(const json& j, const IntField& f, BertConfig& c, const std::
 void read_real_field(const json& j, const RealField& f, BertConfig& c, const std::string& path) {
   auto it = j.find(f.key);
   if (it == j.end() || it->is_null()) return;
-  if (!it->is_number()) throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is not a number; fix config.json");
+  if (!it->is_number())
+    throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is not a number; fix config.json");
   const double v = it->get<double>();
   if (!std::isfinite(v) || v < 0 || (f.positive && v == 0) || v >= 1)
-    throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is outside " + (f.positive ? "(0, 1)" : "[0, 1)") +
-                          "; fix config.json");
+    throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is outside " +
+                          (f.positive ? "(0, 1)" : "[0, 1)") + "; fix config.json");
   c.*f.field = v;
 }
 
@@ -132,9 +135,12 @@ BertConfig parse_bert_config(const std::string& text, const std::string& path) {
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
-    throw CheckpointError(path + ": invalid JSON (" + std::string(e.what()) + "); re-save the model with save_pretrained");
+    throw CheckpointError(path + ": invalid JSON (" + std::string(e.what()) +
+                          "); re-save the model with save_pretrained");
   }
-  if (!j.is_object()) throw CheckpointError(path + ": holds a JSON " + std::string(j.type_name()) + ", not an object; re-save the model with save_pretrained");
+  if (!j.is_object())
+    throw CheckpointError(path + ": holds a JSON " + std::string(j.type_name()) +
+                          ", not an object; re-save the model with save_pretrained");
   BertConfig c;
   try {
     c.model_type = get_or<std::string>(j, "model_type", "", path);
@@ -158,31 +164,36 @@ BertConfig parse_bert_config(const std::string& text, const std::string& path) {
       for (auto& [k, v] : j["id2label"].items()) {
         const long idx = integer_key(k);
         if (idx < 0 || idx >= static_cast<long>(c.id2label.size()))
-          throw CheckpointError(path + ": id2label has id '" + k + "'; use the ids 0.." + std::to_string(c.id2label.size() - 1));
+          throw CheckpointError(path + ": id2label has id '" + k + "'; use the ids 0.." +
+                                std::to_string(c.id2label.size() - 1));
         c.id2label[static_cast<size_t>(idx)] = v.get<std::string>();
       }
       c.num_labels = static_cast<int>(c.id2label.size());
     }
     c.num_labels = get_or(j, "num_labels", c.num_labels, path);
     if (c.num_labels < 1 || c.num_labels > 1'000'000)
-      throw CheckpointError(path + ": num_labels = " + std::to_string(c.num_labels) + " is outside 1..1000000; fix config.json");
+      throw CheckpointError(path + ": num_labels = " + std::to_string(c.num_labels) +
+                            " is outside 1..1000000; fix config.json");
     if (j.contains("pruned_heads") && j["pruned_heads"].is_object())
       for (auto& [k, v] : j["pruned_heads"].items()) {
         const long layer = integer_key(k);
-        if (layer < 0) throw CheckpointError(path + ": pruned_heads key '" + k + "' is not a layer number; fix config.json");
+        if (layer < 0)
+          throw CheckpointError(path + ": pruned_heads key '" + k + "' is not a layer number; fix config.json");
         auto heads = v.get<std::vector<int>>();
         std::sort(heads.begin(), heads.end());
         c.pruned_heads[static_cast<int>(layer)] = heads;
       }
   } catch (const json::exception& e) {
-    throw CheckpointError(path + ": a key has the wrong type (" + std::string(e.what()) + "); compare with HF BertConfig");
+    throw CheckpointError(path + ": a key has the wrong type (" + std::string(e.what()) +
+                          "); compare with HF BertConfig");
   }
   if (c.pad_token_id >= c.vocab_size)
     throw CheckpointError(path + ": pad_token_id " + std::to_string(c.pad_token_id) + " is not below vocab_size " +
                           std::to_string(c.vocab_size) + "; fix config.json");
   if (c.num_attention_heads <= 0 || c.hidden_size % c.num_attention_heads != 0)
-    throw CheckpointError(path + ": hidden_size " + std::to_string(c.hidden_size) + " is not divisible by num_attention_heads " +
-                          std::to_string(c.num_attention_heads) + "; fix config.json");
+    throw CheckpointError(path + ": hidden_size " + std::to_string(c.hidden_size) +
+                          " is not divisible by num_attention_heads " + std::to_string(c.num_attention_heads) +
+                          "; fix config.json");
   for (const auto& [l, heads] : c.pruned_heads)
     for (int h : heads)
       if (l < 0 || l >= c.num_hidden_layers || h < 0 || h >= c.num_attention_heads)
@@ -238,8 +249,9 @@ std::string bert_config_json(const BertConfig& c) {
   // transformers 5 ignores pruned_heads: it loads a slimmed folder through the modeling file written
   // beside it (save_bert), with trust_remote_code=True. transformers 4 has BERT locally and keeps using it.
   if (c.slimmed())
-    j["auto_map"] = {{"AutoModel", "modeling_headprune.HeadpruneBertModel"},
-                     {"AutoModelForSequenceClassification", "modeling_headprune.HeadpruneBertForSequenceClassification"}};
+    j["auto_map"] = {
+        {"AutoModel", "modeling_headprune.HeadpruneBertModel"},
+        {"AutoModelForSequenceClassification", "modeling_headprune.HeadpruneBertForSequenceClassification"}};
   return j.dump(2) + "\n";
 }
 

@@ -11,10 +11,10 @@ namespace hp::core {
 struct BertConfig {
   std::string model_type = "bert";
   int vocab_size = 0;
-  int hidden_size = 0;           // D
-  int num_hidden_layers = 0;     // L
-  int num_attention_heads = 0;   // H of the unpruned model; head_dim = D / H
-  int intermediate_size = 0;     // I
+  int hidden_size = 0;  // D
+  int num_hidden_layers = 0;  // L
+  int num_attention_heads = 0;  // H of the unpruned model; head_dim = D / H
+  int intermediate_size = 0;  // I
   int max_position_embeddings = 512;
   int type_vocab_size = 2;
   int pad_token_id = 0;
@@ -23,7 +23,7 @@ struct BertConfig {
   double attention_probs_dropout_prob = 0.1;
   double classifier_dropout = -1;  // < 0: use hidden_dropout_prob, as HF does for null
   std::string hidden_act = "gelu";
-  int num_labels = 2;              // 1 = regression
+  int num_labels = 2;  // 1 = regression
   std::vector<std::string> id2label;
   // Heads removed per layer (original indices), as HF's config.pruned_heads.
   std::map<int, std::vector<int>> pruned_heads;

@@ -19,13 +19,13 @@ enum class HeadAxis { kNone, kRows, kCols };
 enum class Part { kEncoder, kPooler, kClassifier };
 
 struct KeySpec {
-  const char* name;     // short name used in code and messages, e.g. "attn.q.w"
-  const char* hf;       // Hugging Face name without prefix; "{}" = layer index
+  const char* name;  // short name used in code and messages, e.g. "attn.q.w"
+  const char* hf;  // Hugging Face name without prefix; "{}" = layer index
   bool per_layer;
   std::vector<Dim> shape;
   HeadAxis head_axis;
   Part part;
-  bool required;        // missing optional keys (pooler, classifier) are initialised fresh
+  bool required;  // missing optional keys (pooler, classifier) are initialised fresh
 };
 
 const std::vector<KeySpec>& bert_key_table();

@@ -42,7 +42,8 @@ HeadSet parse_head_mask(const std::string& spec_in, int layers, int heads, const
   std::string spec = spec_in, where = where_in;
   struct stat st {};
   if (!spec.empty() && spec.find(':') == std::string::npos && stat(spec.c_str(), &st) != 0)
-    throw ConfigError(where + ": '" + spec + "' is neither a mask spec (layer:heads) nor a readable file; e.g. \"2:0,3;5:11\"");
+    throw ConfigError(where + ": '" + spec +
+                      "' is neither a mask spec (layer:heads) nor a readable file; e.g. \"2:0,3;5:11\"");
   if (!spec.empty() && stat(spec.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
     std::ifstream in(spec);
     std::ostringstream text;

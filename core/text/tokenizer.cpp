@@ -29,8 +29,7 @@ bool file_exists(const std::string& path) {
 // Not Python's category Zs: U+2028/U+2029 differ, which is where fast and slow HF disagree.
 bool is_whitespace(utf8proc_int32_t c) {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 // Categories C* except \t \n \r, which count as whitespace.
@@ -41,17 +40,14 @@ bool is_control(utf8proc_int32_t c) {
     case UTF8PROC_CATEGORY_CF:
     case UTF8PROC_CATEGORY_CS:
     case UTF8PROC_CATEGORY_CO:
-    case UTF8PROC_CATEGORY_CN:
-      return true;
-    default:
-      return false;
+    case UTF8PROC_CATEGORY_CN: return true;
+    default: return false;
   }
 }
 
 // HF's _is_punctuation: all non-alphanumeric ASCII (33-47, 58-64, 91-96, 123-126), plus P*.
 bool is_punctuation(utf8proc_int32_t c) {
-  if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
-      (c >= 123 && c <= 126)) {
+  if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126)) {
     return true;
   }
   switch (utf8proc_category(c)) {
@@ -61,18 +57,15 @@ bool is_punctuation(utf8proc_int32_t c) {
     case UTF8PROC_CATEGORY_PE:
     case UTF8PROC_CATEGORY_PI:
     case UTF8PROC_CATEGORY_PF:
-    case UTF8PROC_CATEGORY_PO:
-      return true;
-    default:
-      return false;
+    case UTF8PROC_CATEGORY_PO: return true;
+    default: return false;
   }
 }
 
 // HF's _is_chinese_char: the CJK Unified Ideographs blocks (not Hangul, kana or CJK punctuation).
 bool is_chinese_char(utf8proc_int32_t c) {
-  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
-         (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
-         (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B820 && c <= 0x2CEAF) ||
+  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+         (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B820 && c <= 0x2CEAF) ||
          (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
 }
 
@@ -121,11 +114,9 @@ std::vector<utf8proc_int32_t> nfd_strip_accents(const std::vector<utf8proc_int32
     size_t j = i;
     while (j < nfd.size() && utf8proc_get_property(nfd[j])->combining_class != 0) ++j;
     if (j - i > 1) {
-      std::stable_sort(nfd.begin() + static_cast<std::ptrdiff_t>(i),
-                       nfd.begin() + static_cast<std::ptrdiff_t>(j),
+      std::stable_sort(nfd.begin() + static_cast<std::ptrdiff_t>(i), nfd.begin() + static_cast<std::ptrdiff_t>(j),
                        [](utf8proc_int32_t x, utf8proc_int32_t y) {
-                         return utf8proc_get_property(x)->combining_class <
-                                utf8proc_get_property(y)->combining_class;
+                         return utf8proc_get_property(x)->combining_class < utf8proc_get_property(y)->combining_class;
                        });
     }
     i = (j == i) ? i + 1 : j;
@@ -157,8 +148,7 @@ std::pair<size_t, size_t> longest_first_lengths(size_t n_a, size_t n_b, size_t b
   return {std::min(n1, n_a), std::min(n2, n_b)};
 }
 
-WordPieceTokenizer WordPieceTokenizer::from_files(const std::string& vocab_txt,
-                                                  const TokenizerOptions& options) {
+WordPieceTokenizer WordPieceTokenizer::from_files(const std::string& vocab_txt, const TokenizerOptions& options) {
   std::ifstream in(vocab_txt, std::ios::binary);
   if (!in) {
     throw InputError(vocab_txt + ": vocab file not found or unreadable; pass the vocab.txt of " +
@@ -176,19 +166,19 @@ WordPieceTokenizer WordPieceTokenizer::from_files(const std::string& vocab_txt,
     const auto [it, fresh] = tok.token_to_id_.emplace(line, id);
     if (!fresh) {
       if (duplicates++ == 0)
-        first_duplicate = "'" + line + "' at lines " + std::to_string(it->second + 1) + " and " + std::to_string(id + 1);
+        first_duplicate =
+            "'" + line + "' at lines " + std::to_string(it->second + 1) + " and " + std::to_string(id + 1);
       it->second = id;
     }
     tok.id_to_token_.push_back(line);
   }
   if (duplicates > 0)
-    log_warn("tokenizer", vocab_txt + ": " + std::to_string(duplicates) + " token" + (duplicates > 1 ? "s appear" : " appears") +
-                              " more than once (first " + first_duplicate +
+    log_warn("tokenizer", vocab_txt + ": " + std::to_string(duplicates) + " token" +
+                              (duplicates > 1 ? "s appear" : " appears") + " more than once (first " + first_duplicate +
                               "); as in Hugging Face the later line's id is used and the earlier id is never produced");
   for (const char* name : {"[CLS]", "[SEP]", "[UNK]", "[PAD]"}) {
     if (!tok.find(name)) {
-      throw InputError(vocab_txt + ": vocab has no " + name + " token (" +
-                       std::to_string(tok.id_to_token_.size()) +
+      throw InputError(vocab_txt + ": vocab has no " + name + " token (" + std::to_string(tok.id_to_token_.size()) +
                        " entries read); use a BERT vocab.txt that lists [PAD], [UNK], [CLS], [SEP]");
     }
   }
@@ -217,8 +207,7 @@ TokenizerOptions WordPieceTokenizer::read_options(const std::string& path) {
   auto read_bool = [&](const char* key, bool& dst) {
     if (!j.contains(key) || j[key].is_null()) return;
     if (!j[key].is_boolean()) {
-      throw InputError(path + ": " + key + " = " + j[key].dump() + ", expected true or false; " +
-                       "fix the value");
+      throw InputError(path + ": " + key + " = " + j[key].dump() + ", expected true or false; " + "fix the value");
     }
     dst = j[key].get<bool>();
   };
@@ -244,8 +233,9 @@ WordPieceTokenizer WordPieceTokenizer::from_model_dir(const std::string& dir) {
   if (j.is_object() && j.contains("vocab_size") && j["vocab_size"].is_number_integer()) {
     const auto vocab_size = j["vocab_size"].get<int64_t>();
     if (static_cast<int64_t>(tok.vocab_size()) > vocab_size)
-      throw InputError(dir + "/vocab.txt: " + std::to_string(tok.vocab_size()) + " tokens, more than config.json's vocab_size " +
-                       std::to_string(vocab_size) + " (ids from " + std::to_string(vocab_size) +
+      throw InputError(dir + "/vocab.txt: " + std::to_string(tok.vocab_size()) +
+                       " tokens, more than config.json's vocab_size " + std::to_string(vocab_size) + " (ids from " +
+                       std::to_string(vocab_size) +
                        " up have no embedding); use the vocab.txt that belongs to this model");
   }
   return tok;
@@ -359,8 +349,7 @@ std::vector<int32_t> WordPieceTokenizer::tokenize_ids(const std::string& text) c
     const std::pair<std::string, int32_t>* best = nullptr;
     if (text[pos] == '[') {
       for (const auto& sp : specials_) {
-        if (text.compare(pos, sp.first.size(), sp.first) == 0 &&
-            (!best || sp.first.size() > best->first.size())) {
+        if (text.compare(pos, sp.first.size(), sp.first) == 0 && (!best || sp.first.size() > best->first.size())) {
           best = &sp;
         }
       }
@@ -384,13 +373,12 @@ std::vector<std::string> WordPieceTokenizer::tokenize(const std::string& text) c
   return out;
 }
 
-Encoding WordPieceTokenizer::encode(const std::string& a, const std::string* b,
-                                    int max_seq_len) const {
+Encoding WordPieceTokenizer::encode(const std::string& a, const std::string* b, int max_seq_len) const {
   const size_t n_specials = b ? 3 : 2;
   if (max_seq_len < 0 || (max_seq_len > 0 && static_cast<size_t>(max_seq_len) < n_specials)) {
     throw ConfigError("tokenizer: max_seq_len = " + std::to_string(max_seq_len) + " cannot hold " +
-                      std::to_string(n_specials) + " special tokens; use 0 (no truncation) or >= " +
-                      std::to_string(n_specials));
+                      std::to_string(n_specials) +
+                      " special tokens; use 0 (no truncation) or >= " + std::to_string(n_specials));
   }
   std::vector<int32_t> ids_a = tokenize_ids(a);
   std::vector<int32_t> ids_b;

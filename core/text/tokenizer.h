@@ -16,14 +16,14 @@ namespace hp::core {
 
 // Fields of HF's tokenizer_config.json that change the output ids.
 struct TokenizerOptions {
-  bool lower_case = true;              // do_lower_case
-  std::optional<bool> strip_accents;   // strip_accents; unset (null) follows lower_case, as in HF
+  bool lower_case = true;  // do_lower_case
+  std::optional<bool> strip_accents;  // strip_accents; unset (null) follows lower_case, as in HF
   bool tokenize_chinese_chars = true;  // tokenize_chinese_chars: CJK ideographs become single words
 };
 
 // One encoded input, specials included: [CLS] a [SEP] or [CLS] a [SEP] b [SEP].
 struct Encoding {
-  std::vector<int32_t> ids;       // [S]
+  std::vector<int32_t> ids;  // [S]
   std::vector<int32_t> type_ids;  // [S]: 0 for [CLS] a [SEP], 1 for b [SEP]
 };
 
@@ -37,8 +37,7 @@ class WordPieceTokenizer {
  public:
   // vocab_txt: one token per line, id = line index. Throws InputError when the file is
   // missing or lacks [PAD], [UNK], [CLS] or [SEP].
-  static WordPieceTokenizer from_files(const std::string& vocab_txt,
-                                       const TokenizerOptions& options = {});
+  static WordPieceTokenizer from_files(const std::string& vocab_txt, const TokenizerOptions& options = {});
   // dir/vocab.txt plus dir/tokenizer_config.json when present (defaults otherwise).
   static WordPieceTokenizer from_model_dir(const std::string& dir);
   // Options from an HF tokenizer_config.json; absent keys keep their defaults.
