@@ -3,7 +3,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "analysis/attention_pass.h"
@@ -18,6 +17,7 @@
 #include "core/base/log.h"
 #include "core/io/tensor_io.h"
 #include "eval/evaluator.h"  // head_mask_tensor
+#include "eval/results_schema.h"
 
 namespace hp::analysis {
 
@@ -38,37 +38,30 @@ core::Bert random_init_like(const core::Bert& like, uint64_t seed) {
 
 namespace {
 
-struct Setup {
-  const core::Config* cfg = nullptr;
-  const core::TaskSpec* task = nullptr;
-  AnalysisInputs inputs;
-  torch::Tensor keep;
-  std::string out, settings;
-  RoleSettings roles;
-};
-
 // The pass over `model`, resumed from <out>/state/pass_<name>.bin when present.
-PassResult pass(const Setup& s, const core::Bert& model, const std::string& name, bool noop, const std::string& model_id) {
+PassResult pass(const AnalyzeContext& ctx, const core::Bert& model, const std::string& name, bool noop,
+                const std::string& model_id, const torch::Tensor& keep) {
   PassInput in;
   in.model = &model;
-  in.data = &s.inputs.data;
-  in.info = &s.inputs.info;
-  in.keep = s.keep;
-  in.batch_size = s.cfg->analysis.batch_size;
-  in.max_len = s.cfg->data.max_seq_len;
+  in.data = &ctx.inputs.data;
+  in.info = &ctx.inputs.info;
+  in.keep = keep;
+  in.batch_size = ctx.cfg->analysis.batch_size;
+  in.max_len = ctx.cfg->data.max_seq_len;
   in.noop = noop;
-  in.regression = s.task->is_regression();
+  in.regression = ctx.task->is_regression();
   in.tag = "analyze:" + name;
-  in.checkpoint = s.out + "/state/pass_" + name + ".bin";
-  in.fingerprint = s.settings + "|" + model_id + "|" + std::to_string(noop);
+  in.checkpoint = ctx.out + "/state/pass_" + name + ".bin";
+  in.fingerprint = ctx.settings.dump() + "|" + model_id + "|" + std::to_string(noop);
   return run_pass(in);
 }
 
 std::string model_id(const std::string& dir) {
   std::string id = fs::absolute(dir).lexically_normal().string();
   for (const char* f : {"model.safetensors", "pytorch_model.bin"})
-    if (fs::exists(dir + "/" + f)) id += "|" + std::to_string(fs::file_size(dir + "/" + f)) + "|" +
-                                         std::to_string(fs::last_write_time(dir + "/" + f).time_since_epoch().count());
+    if (fs::exists(dir + "/" + f))
+      id += "|" + std::to_string(fs::file_size(dir + "/" + f)) + "|" +
+            std::to_string(fs::last_write_time(dir + "/" + f).time_since_epoch().count());
   return id;
 }
 
@@ -110,12 +103,33 @@ nlohmann::json compare_json(const Analysis& a, const Analysis& b, std::map<std::
   return j;
 }
 
+// The heads kept at one curve point (mask [L, H]) and, per role, how many of its heads were kept and the
+// enrichment p-value of that many among `heads` heads.
+nlohmann::json curve_point_json(const Analysis& a, const torch::Tensor& mask, long heads) {
+  nlohmann::json pt;
+  long kept = 0;
+  for (int l = 0; l < a.layers; ++l)
+    for (int h = 0; h < a.max_heads; ++h) kept += a.present[l * a.max_heads + h] && mask[l][h].item<double>() > 0.5;
+  pt["heads_kept"] = kept;
+  for (const auto& [role, f] : a.roles) {
+    long with = 0, kept_with = 0;
+    for (int l = 0; l < a.layers; ++l)
+      for (int h = 0; h < a.max_heads; ++h)
+        if (f.holm[l][h] == 1.0) ++with, kept_with += mask[l][h].item<double>() > 0.5;
+    pt["roles"][role] = {{"kept", kept_with},
+                         {"total", with},
+                         {"enrichment_p", with > 0 && kept > 0 ? hypergeom_sf(kept_with, heads, with, kept) : NAN}};
+  }
+  return pt;
+}
+
 // Spearman of each criterion's importance with each statistic; role make-up and enrichment of the kept
 // heads at every curve point (DEFINITIONS §8).
 nlohmann::json prune_run_json(const std::string& run_dir, const Analysis& a) {
   const std::string path = run_dir + "/run.h5";
   if (!fs::exists(path))
-    throw InputError(path + ": not found; --prune-run takes the folder of a finished pruning run (prune --config ... --out DIR)");
+    throw InputError(
+        path + ": not found; --prune-run takes the folder of a finished pruning run (prune --config ... --out DIR)");
   const auto t = core::read_hdf5(path);
   nlohmann::json j;
   auto flat = [&](const Grid& g) {
@@ -128,40 +142,28 @@ nlohmann::json prune_run_json(const std::string& run_dir, const Analysis& a) {
   for (const auto& [role, s] : a.sieve) stats["sieve_" + role] = flat(s.mean);
   const long heads = static_cast<long>(std::count(a.present.begin(), a.present.end(), 1));
   for (const auto& [key, value] : t) {
-    if (key.rfind("importance/", 0) == 0) {
-      const std::string crit = key.substr(11);
+    const auto parts = eval::results::parse_key(key);
+    if (parts && parts->kind == eval::results::Dataset::kImportance) {
+      const std::string& crit = parts->criterion;
       if (value.size(0) != a.layers || value.size(1) != a.max_heads)
-        throw InputError(path + ": " + key + " is [" + std::to_string(value.size(0)) + ", " + std::to_string(value.size(1)) +
-                         "] but the analysed model has " + std::to_string(a.layers) + " x " + std::to_string(a.max_heads) +
+        throw InputError(path + ": " + key + " is [" + std::to_string(value.size(0)) + ", " +
+                         std::to_string(value.size(1)) + "] but the analysed model has " + std::to_string(a.layers) +
+                         " x " + std::to_string(a.max_heads) +
                          " heads; analyse the model that run pruned (its model.path)");
       auto imp = value.to(torch::kFloat64).contiguous();
       std::vector<double> v(imp.data_ptr<double>(), imp.data_ptr<double>() + imp.numel());
       for (const auto& [name, s] : stats) j["spearman"][crit][name] = spearman(v, s);
     }
-    if (key.rfind("masks/", 0) == 0) {  // masks/<criterion>/seed<k>: [points, L, H]
+    if (parts && parts->kind == eval::results::Dataset::kMasks) {  // [points, L, H]
       auto m = value.to(torch::kFloat64).contiguous();
       nlohmann::json points = nlohmann::json::array();
-      for (int64_t p = 0; p < m.size(0); ++p) {
-        nlohmann::json pt;
-        long kept = 0;
-        for (int l = 0; l < a.layers; ++l)
-          for (int h = 0; h < a.max_heads; ++h) kept += a.present[l * a.max_heads + h] && m[p][l][h].item<double>() > 0.5;
-        pt["heads_kept"] = kept;
-        for (const auto& [role, f] : a.roles) {
-          long with = 0, kept_with = 0;
-          for (int l = 0; l < a.layers; ++l)
-            for (int h = 0; h < a.max_heads; ++h)
-              if (f.holm[l][h] == 1.0) ++with, kept_with += m[p][l][h].item<double>() > 0.5;
-          pt["roles"][role] = {{"kept", kept_with}, {"total", with},
-                               {"enrichment_p", with > 0 && kept > 0 ? hypergeom_sf(kept_with, heads, with, kept) : NAN}};
-        }
-        points.push_back(pt);
-      }
-      j["curve_points"][key.substr(6)] = points;
+      for (int64_t p = 0; p < m.size(0); ++p) points.push_back(curve_point_json(a, m[p], heads));
+      j["curve_points"][parts->criterion + "/seed" + std::to_string(parts->seed)] = points;
     }
   }
   if (!j.contains("spearman"))
-    throw InputError(path + ": holds no importance/<criterion> datasets; is it a pruning run's run.h5 (not a training run's)?");
+    throw InputError(
+        path + ": holds no importance/<criterion> datasets; is it a pruning run's run.h5 (not a training run's)?");
   return j;
 }
 
@@ -183,169 +185,213 @@ Analysis at_original_heads(const Analysis& slim, const core::BertConfig& cfg, in
   return out;
 }
 
-std::vector<int64_t> frequencies(const Setup& s, const core::WordPieceTokenizer& tok, const std::string& root,
-                                 const std::vector<core::Example>& fallback, std::string& source) {
-  const auto splits = s.task->split_names();
+// Token frequencies for the rare-word role: the task's train split, else the analysed examples.
+// `source` says which.
+std::vector<int64_t> frequencies(const AnalyzeContext& ctx, const core::WordPieceTokenizer& tok,
+                                 const std::string& root, const std::vector<core::Example>& fallback,
+                                 std::string& source) {
+  const auto splits = ctx.task->split_names();
   if (std::find(splits.begin(), splits.end(), "train") != splits.end()) {
-    source = s.task->name + "/train";
-    return token_counts(tok, core::read_task(*s.task, root, "train"), s.cfg->data.max_seq_len);
+    source = ctx.task->name + "/train";
+    return token_counts(tok, core::read_task(*ctx.task, root, "train"), ctx.cfg->data.max_seq_len);
   }
-  source = "the analysed examples (" + s.task->name + " has no train split)";
-  return token_counts(tok, fallback, s.cfg->data.max_seq_len);
+  source = "the analysed examples (" + ctx.task->name + " has no train split)";
+  return token_counts(tok, fallback, ctx.cfg->data.max_seq_len);
+}
+
+// analysis.compare, checked to have model.path's shape.
+void load_compared(AnalyzeContext& ctx, const core::LoadOptions& load) {
+  const auto& ac = ctx.cfg->analysis;
+  const auto& mc = ctx.model->config();
+  ctx.other.emplace(core::load_bert(ac.compare, load, &ctx.other_report));
+  const auto& oc = ctx.other->config();
+  if (oc.num_hidden_layers != mc.num_hidden_layers || oc.max_heads() != mc.max_heads())
+    throw ConfigError("analysis.compare = " + ac.compare + ": " + std::to_string(oc.num_hidden_layers) + " layers x " +
+                      std::to_string(oc.max_heads()) + " heads, but " + ctx.cfg->model.path + " has " +
+                      std::to_string(mc.num_hidden_layers) + " x " + std::to_string(mc.max_heads()) +
+                      "; compare models of the same shape (e.g. pretrained vs fine-tuned)");
+}
+
+// analysis.prune_run's run.h5 must exist; its slimmed export, when the run made one, must come from a
+// model of model.path's shape.
+void load_prune_run(AnalyzeContext& ctx, const core::LoadOptions& load) {
+  const auto& ac = ctx.cfg->analysis;
+  const auto& mc = ctx.model->config();
+  if (!fs::exists(ac.prune_run + "/run.h5"))
+    throw InputError(ac.prune_run + "/run.h5: not found; --prune-run takes the folder of a finished pruning run");
+  if (!fs::exists(ctx.slim_dir + "/config.json")) return;
+  ctx.slim.emplace(core::load_bert(ctx.slim_dir, load));
+  const auto& sc = ctx.slim->config();
+  if (sc.num_hidden_layers != mc.num_hidden_layers || sc.num_attention_heads != mc.max_heads())
+    throw InputError(ctx.slim_dir + ": " + std::to_string(sc.num_hidden_layers) + " layers of originally " +
+                     std::to_string(sc.num_attention_heads) + " heads, but " + ctx.cfg->model.path + " has " +
+                     std::to_string(mc.num_hidden_layers) + " x " + std::to_string(mc.max_heads()) +
+                     "; analyse the model that run pruned (its finetune/best)");
+}
+
+// The examples analysed (the first analysis.examples rows of analysis.split, or the treebank) with the
+// token frequencies; `freq_source` says where the frequencies come from.
+void read_inputs(AnalyzeContext& ctx, const core::WordPieceTokenizer& tok, std::string& freq_source) {
+  const auto& ac = ctx.cfg->analysis;
+  const int max_len = ctx.cfg->data.max_seq_len;
+  const std::string root = core::resolve_data_root(ctx.cfg->data.root);
+  std::vector<core::Example> rows;
+  if (ac.syntax.empty()) {
+    rows = core::read_task(*ctx.task, root, ac.split);
+    if (ac.examples > 0 && rows.size() > static_cast<size_t>(ac.examples)) rows.resize(ac.examples);
+  }
+  const auto counts = frequencies(ctx, tok, root, rows, freq_source);
+  ctx.inputs = ac.syntax.empty() ? task_inputs(tok, rows, 0, max_len, counts,
+                                               ctx.task->name + "/" + ac.split + ": first " +
+                                                   std::to_string(rows.size()) + " rows in file order")
+                                 : treebank_inputs(tok, ac.syntax, max_len, counts);
+  if (ctx.inputs.info.empty())
+    throw InputError(ctx.inputs.source + ": no examples to analyse; check --split / --examples");
+}
+
+// Clark's no-op gradients need gold labels and a trained classifier.
+// Whether a model gets them, and the note that says why not.
+bool noop_for(const AnalyzeContext& ctx, const core::LoadReport& r, std::string& note) {
+  const auto& ac = ctx.cfg->analysis;
+  if (!ac.syntax.empty()) note = "skipped: a treebank has no task labels";
+  else if (!ctx.inputs.data.has_labels) note = "skipped: " + ac.split + " has no labels";
+  else if (r.classifier_initialized) note = "skipped: the model has no classifier for " + ctx.task->name;
+  else if (!ac.noop) note = "off (analysis.noop = false)";
+  else return true;
+  return false;
+}
+
+// Of the analysed model's role heads (Holm), how many the slimmed export `b` kept.
+nlohmann::json roles_kept(const Analysis& a, const Analysis& b) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [role, f] : a.roles) {
+    if (!b.roles.count(role)) continue;
+    long total = 0, kept = 0;
+    for (int l = 0; l < a.layers; ++l)
+      for (int h = 0; h < a.max_heads; ++h)
+        if (f.holm[l][h] == 1.0) ++total, kept += !std::isnan(b.roles.at(role).holm[l][h]);
+    j[role] = {{"kept", kept}, {"total", total}};
+  }
+  return j;
 }
 
 }  // namespace
 
-int run_analyze(const core::Config& cfg) {
+void prepare_analyze(AnalyzeContext& ctx, const core::Config& cfg) {
   const auto& ac = cfg.analysis;
-  Setup s;
-  s.cfg = &cfg;
-  s.task = &core::find_task(cfg.data.task);
-  s.out = ac.out.empty() ? cfg.run.out_dir + "/analysis" : ac.out;
-  s.roles.tau = ac.tau, s.roles.alpha = ac.alpha, s.roles.min_occurrences = ac.min_occurrences;
+  ctx.cfg = &cfg;
+  ctx.task = &core::find_task(cfg.data.task);
+  ctx.out = ac.out.empty() ? cfg.run.out_dir + "/analysis" : ac.out;
+  ctx.roles.tau = ac.tau, ctx.roles.alpha = ac.alpha, ctx.roles.min_occurrences = ac.min_occurrences;
+  ctx.slim_dir = ac.prune_run + "/model";  // the run's slimmed export, when it made one
 
-  core::LoadOptions load = core::task_load_options(*s.task, cfg.run.seed);
-  core::LoadReport report;
-  core::Bert model = core::load_bert(cfg.model.path, load, &report);
-  core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
-  const auto& mc = model.config();
-  auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
-  core::HeadSet keep = core::parse_head_mask(ac.mask, mc.num_hidden_layers, mc.max_heads(), "analysis.mask");
-  s.keep = eval::head_mask_tensor(keep);
+  const core::LoadOptions load = core::task_load_options(*ctx.task, cfg.run.seed);
+  ctx.model.emplace(core::load_bert(cfg.model.path, load, &ctx.report));
+  core::check_max_seq_len(ctx.model->config(), cfg.data.max_seq_len);
+  const auto& mc = ctx.model->config();
+  const auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
+  const core::HeadSet keep = core::parse_head_mask(ac.mask, mc.num_hidden_layers, mc.max_heads(), "analysis.mask");
+  ctx.keep = eval::head_mask_tensor(keep);
+  if (!ac.compare.empty()) load_compared(ctx, load);
+  if (!ac.prune_run.empty()) load_prune_run(ctx, load);
 
-  // Load the second model before any work, so a shape mismatch fails at once and writes nothing.
-  std::optional<core::Bert> other;
-  core::LoadReport other_report;
-  if (!ac.compare.empty()) {
-    other.emplace(core::load_bert(ac.compare, load, &other_report));
-    const auto& oc = other->config();
-    if (oc.num_hidden_layers != mc.num_hidden_layers || oc.max_heads() != mc.max_heads())
-      throw ConfigError("analysis.compare = " + ac.compare + ": " + std::to_string(oc.num_hidden_layers) + " layers x " +
-                        std::to_string(oc.max_heads()) + " heads, but " + cfg.model.path + " has " +
-                        std::to_string(mc.num_hidden_layers) + " x " + std::to_string(mc.max_heads()) +
-                        "; compare models of the same shape (e.g. pretrained vs fine-tuned)");
-  }
-  if (!ac.prune_run.empty() && !fs::exists(ac.prune_run + "/run.h5"))
-    throw InputError(ac.prune_run + "/run.h5: not found; --prune-run takes the folder of a finished pruning run");
-  const std::string slim_dir = ac.prune_run + "/model";  // the run's slimmed export, when it made one
-  std::optional<core::Bert> slim;
-  if (!ac.prune_run.empty() && fs::exists(slim_dir + "/config.json")) {
-    slim.emplace(core::load_bert(slim_dir, load));
-    const auto& sc = slim->config();
-    if (sc.num_hidden_layers != mc.num_hidden_layers || sc.num_attention_heads != mc.max_heads())
-      throw InputError(slim_dir + ": " + std::to_string(sc.num_hidden_layers) + " layers of originally " +
-                       std::to_string(sc.num_attention_heads) + " heads, but " + cfg.model.path + " has " +
-                       std::to_string(mc.num_hidden_layers) + " x " + std::to_string(mc.max_heads()) +
-                       "; analyse the model that run pruned (its finetune/best)");
-  }
-
-  const std::string root = core::resolve_data_root(cfg.data.root);
   std::string freq_source;
-  std::vector<core::Example> rows;
-  if (ac.syntax.empty()) {
-    rows = core::read_task(*s.task, root, ac.split);
-    if (ac.examples > 0 && rows.size() > static_cast<size_t>(ac.examples)) rows.resize(ac.examples);
-  }
-  const auto counts = frequencies(s, tok, root, rows, freq_source);
-  s.inputs = ac.syntax.empty()
-                 ? task_inputs(tok, rows, 0, cfg.data.max_seq_len, counts,
-                               s.task->name + "/" + ac.split + ": first " + std::to_string(rows.size()) + " rows in file order")
-                 : treebank_inputs(tok, ac.syntax, cfg.data.max_seq_len, counts);
-  if (s.inputs.info.empty()) throw InputError(s.inputs.source + ": no examples to analyse; check --split / --examples");
+  read_inputs(ctx, tok, freq_source);
+  ctx.settings = {{"model", cfg.model.path},
+                  {"task", ctx.task->name},
+                  {"split", ac.syntax.empty() ? ac.split : ""},
+                  {"syntax", ac.syntax},
+                  {"examples", ctx.inputs.info.size()},
+                  {"mask", core::format_head_mask(keep)},
+                  {"tau", ac.tau},
+                  {"alpha", ac.alpha},
+                  {"min_occurrences", ac.min_occurrences},
+                  {"max_seq_len", cfg.data.max_seq_len},
+                  {"seed", cfg.run.seed},
+                  {"source", ctx.inputs.source},
+                  {"rare_source", freq_source},
+                  {"skipped_sentences", ctx.inputs.skipped}};
+  ctx.noop = noop_for(ctx, ctx.report, ctx.noop_note);
+}
 
-  nlohmann::json settings = {{"model", cfg.model.path}, {"task", s.task->name}, {"split", ac.syntax.empty() ? ac.split : ""},
-                             {"syntax", ac.syntax}, {"examples", s.inputs.info.size()}, {"mask", core::format_head_mask(keep)},
-                             {"tau", ac.tau}, {"alpha", ac.alpha}, {"min_occurrences", ac.min_occurrences},
-                             {"max_seq_len", cfg.data.max_seq_len}, {"seed", cfg.run.seed}, {"source", s.inputs.source},
-                             {"rare_source", freq_source}, {"skipped_sentences", s.inputs.skipped}};
-  s.settings = settings.dump();
+void analyse_model(AnalyzeContext& ctx) {
+  const auto& mc = ctx.model->config();
+  core::log_info("analyze", ctx.inputs.source + ": " + std::to_string(ctx.inputs.info.size()) + " examples, " +
+                                std::to_string(mc.num_hidden_layers) + " x " + std::to_string(mc.max_heads()) +
+                                " heads -> " + ctx.out);
+  ctx.main_pass = pass(ctx, *ctx.model, "model", ctx.noop, model_id(ctx.cfg->model.path), ctx.keep);
+  ctx.analysis = summarize(ctx.main_pass, ctx.roles);
+  ctx.analysis.noop_note = ctx.noop_note;
+  ctx.json = analysis_json(ctx.analysis);
+  ctx.json["settings"] = ctx.settings;
+  ctx.json["seconds"] = ctx.main_pass.seconds;
+}
 
-  // Clark's no-op gradients need gold labels and a trained classifier.
-  // Whether a model gets them, and the note that says why not.
-  auto noop_for = [&](const core::LoadReport& r, std::string& note) {
-    if (!ac.syntax.empty()) note = "skipped: a treebank has no task labels";
-    else if (!s.inputs.data.has_labels) note = "skipped: " + ac.split + " has no labels";
-    else if (r.classifier_initialized) note = "skipped: the model has no classifier for " + s.task->name;
-    else if (!ac.noop) note = "off (analysis.noop = false)";
-    else return true;
-    return false;
-  };
-  std::string noop_note;
-  const bool noop = noop_for(report, noop_note);
+void bootstrap_stability(AnalyzeContext& ctx) {
+  const int resamples = ctx.cfg->analysis.resamples;
+  core::log_info("analyze", "bootstrap: " + std::to_string(resamples) + " resamples of the examples");
+  for (const auto& [role, g] :
+       role_stability(ctx.main_pass, resamples, static_cast<unsigned>(ctx.cfg->run.seed), ctx.roles)) {
+    ctx.json["stability"][role] = grid_json(g);
+    ctx.h5_extra["stability/" + role] = g;
+  }
+}
 
-  core::log_info("analyze", s.inputs.source + ": " + std::to_string(s.inputs.info.size()) + " examples, " +
-                                std::to_string(mc.num_hidden_layers) + " x " + std::to_string(mc.max_heads()) + " heads -> " + s.out);
-  PassResult main_pass = pass(s, model, "model", noop, model_id(cfg.model.path));
-  Analysis a = summarize(main_pass, s.roles);
-  a.noop_note = noop_note;
+void compare_models(AnalyzeContext& ctx) {
+  const std::string& dir = ctx.cfg->analysis.compare;
+  std::string note;
+  const bool noop = noop_for(ctx, ctx.other_report, note);
+  Analysis b = summarize(pass(ctx, *ctx.other, "compare", noop, model_id(dir), ctx.keep), ctx.roles);
+  b.noop_note = note;
+  auto& jc = ctx.json["compare"];
+  jc = compare_json(ctx.analysis, b, ctx.h5_extra, "compare");
+  jc["model"] = dir;
+  const auto bj = analysis_json(b);
+  for (const char* k : {"summary", "noop", "noop_note", "syntax"})
+    if (bj.contains(k)) jc[k] = bj[k];
+}
 
-  nlohmann::json j = analysis_json(a);
-  j["settings"] = settings;
-  j["seconds"] = main_pass.seconds;
-  std::map<std::string, Grid> h5_extra;
-  if (ac.resamples > 0) {
-    core::log_info("analyze", "bootstrap: " + std::to_string(ac.resamples) + " resamples of the examples");
-    for (const auto& [role, g] : role_stability(main_pass, ac.resamples, static_cast<unsigned>(cfg.run.seed), s.roles)) {
-      j["stability"][role] = grid_json(g);
-      h5_extra["stability/" + role] = g;
-    }
+void random_init_control(AnalyzeContext& ctx) {
+  const int seed = ctx.cfg->run.seed;
+  const core::Bert control = random_init_like(*ctx.model, static_cast<uint64_t>(seed));
+  const Analysis c =
+      summarize(pass(ctx, control, "control", false, "random-init|" + std::to_string(seed), ctx.keep), ctx.roles);
+  ctx.json["control"]["summary"] = analysis_json(c)["summary"];
+  for (const auto& [role, f] : c.roles) {
+    ctx.json["control"]["roles"][role] = grid_json(f.holm);
+    ctx.h5_extra["control/roles/" + role] = f.holm;
   }
-  if (other) {
-    std::string other_note;
-    const bool other_noop = noop_for(other_report, other_note);
-    Analysis b = summarize(pass(s, *other, "compare", other_noop, model_id(ac.compare)), s.roles);
-    b.noop_note = other_note;
-    j["compare"] = compare_json(a, b, h5_extra, "compare");
-    j["compare"]["model"] = ac.compare;
-    const auto bj = analysis_json(b);
-    for (const char* k : {"summary", "noop", "noop_note", "syntax"})
-      if (bj.contains(k)) j["compare"][k] = bj[k];
-  }
-  if (ac.control == "random-init") {
-    core::Bert control = random_init_like(model, static_cast<uint64_t>(cfg.run.seed));
-    Analysis c = summarize(pass(s, control, "control", false, "random-init|" + std::to_string(cfg.run.seed)), s.roles);
-    j["control"]["summary"] = analysis_json(c)["summary"];
-    for (const auto& [role, f] : c.roles) {
-      j["control"]["roles"][role] = grid_json(f.holm);
-      h5_extra["control/roles/" + role] = f.holm;
-    }
-  }
-  if (!ac.prune_run.empty()) {
-    j["prune_run"] = prune_run_json(ac.prune_run, a);
-    if (slim) {
-      // The exported slimmed model (after recovery) on the same examples, its heads at their original indices.
-      const auto& sc = slim->config();
-      Setup slim_setup = s;
-      slim_setup.keep = torch::Tensor();
-      const Analysis b = at_original_heads(summarize(pass(slim_setup, *slim, "slim", noop, model_id(slim_dir)), s.roles),
-                                           sc, mc.max_heads());
-      auto& js = j["prune_run"]["slim_model"];
-      js = compare_json(a, b, h5_extra, "prune_run/slim");
-      js["model"] = slim_dir;
-      js["against"] = cfg.model.path;
-      js["heads"] = sc.total_heads();
-      js["roles_kept"] = nlohmann::json::object();
-      for (const auto& [role, f] : a.roles) {  // of the analysed model's role heads, how many the export kept
-        if (!b.roles.count(role)) continue;
-        long total = 0, kept = 0;
-        for (int l = 0; l < a.layers; ++l)
-          for (int h = 0; h < a.max_heads; ++h)
-            if (f.holm[l][h] == 1.0) ++total, kept += !std::isnan(b.roles.at(role).holm[l][h]);
-        js["roles_kept"][role] = {{"kept", kept}, {"total", total}};
-      }
-    } else {
-      j["prune_run"]["slim_model"] = "none: " + slim_dir + " does not exist (the run had no --target-heads)";
-    }
-  }
+}
 
-  fs::create_directories(s.out);
-  core::write_file_atomic(s.out + "/analysis.json", j.dump(1) + "\n");
-  write_analysis_h5(s.out + "/analysis.h5", a, h5_extra, s.settings);
-  core::write_file_atomic(s.out + "/roles.csv", roles_csv(a));
-  const auto plots = write_plots(s.out, a);
-  core::log_info("analyze", "wrote analysis.json, analysis.h5, roles.csv and " + std::to_string(plots.size()) + " plots to " + s.out);
-  std::cout << summary_line(a) << "\n";
-  return 0;
+void relate_prune_run(AnalyzeContext& ctx) {
+  auto& jp = ctx.json["prune_run"];
+  jp = prune_run_json(ctx.cfg->analysis.prune_run, ctx.analysis);
+  if (!ctx.slim) {
+    jp["slim_model"] = "none: " + ctx.slim_dir + " does not exist (the run had no --target-heads)";
+    return;
+  }
+  // The exported slimmed model (after recovery) on the same examples, all its heads analysed, placed at
+  // their original indices.
+  const auto& sc = ctx.slim->config();
+  const Analysis b = at_original_heads(
+      summarize(pass(ctx, *ctx.slim, "slim", ctx.noop, model_id(ctx.slim_dir), torch::Tensor()), ctx.roles), sc,
+      ctx.model->config().max_heads());
+  auto& js = jp["slim_model"];
+  js = compare_json(ctx.analysis, b, ctx.h5_extra, "prune_run/slim");
+  js["model"] = ctx.slim_dir;
+  js["against"] = ctx.cfg->model.path;
+  js["heads"] = sc.total_heads();
+  js["roles_kept"] = roles_kept(ctx.analysis, b);
+}
+
+void write_analysis(const AnalyzeContext& ctx) {
+  fs::create_directories(ctx.out);
+  core::write_file_atomic(ctx.out + "/analysis.json", ctx.json.dump(1) + "\n");
+  write_analysis_h5(ctx.out + "/analysis.h5", ctx.analysis, ctx.h5_extra, ctx.settings.dump());
+  core::write_file_atomic(ctx.out + "/roles.csv", roles_csv(ctx.analysis));
+  const auto plots = write_plots(ctx.out, ctx.analysis);
+  core::log_info("analyze", "wrote analysis.json, analysis.h5, roles.csv and " + std::to_string(plots.size()) +
+                                " plots to " + ctx.out);
 }
 
 }  // namespace hp::analysis

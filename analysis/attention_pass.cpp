@@ -31,9 +31,13 @@ class Blob {
     out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
   }
   template <class T>
-  void put_scalar(const T& x) { out_.append(reinterpret_cast<const char*>(&x), sizeof(T)); }
+  void put_scalar(const T& x) {
+    out_.append(reinterpret_cast<const char*>(&x), sizeof(T));
+  }
   template <class T, size_t N>
-  void put_array(const std::array<T, N>& a) { out_.append(reinterpret_cast<const char*>(a.data()), N * sizeof(T)); }
+  void put_array(const std::array<T, N>& a) {
+    out_.append(reinterpret_cast<const char*>(a.data()), N * sizeof(T));
+  }
   const std::string& str() const { return out_; }
 
  private:
@@ -106,8 +110,8 @@ long load_checkpoint(const std::string& path, const std::string& fingerprint, Pa
   PassResult t = r;
   bool ok = in.get_scalar(magic) && magic == kMagic && in.get(fp) && std::string(fp.begin(), fp.end()) == fingerprint &&
             in.get_scalar(done) && in.get_scalar(t.tokens) && in.get_scalar(t.seconds) && in.get(t.js) &&
-            in.get(t.confidence_sum) && in.get(t.sep_grad_sum) && in.get(t.all_grad_sum) &&
-            in.get(t.sep_grad_count) && in.get(t.all_grad_count) && in.get_array(t.syntax.occurrences);
+            in.get(t.confidence_sum) && in.get(t.sep_grad_sum) && in.get(t.all_grad_sum) && in.get(t.sep_grad_count) &&
+            in.get(t.all_grad_count) && in.get_array(t.syntax.occurrences);
   for (auto& c : t.syntax.baseline_correct) ok = ok && in.get_array(c);
   for (auto& h : t.syntax.gold_offset_hist) ok = ok && in.get(h);
   for (auto& h : t.heads) {
@@ -143,11 +147,11 @@ torch::Tensor noop_key_masks(const core::Batch& b, const std::vector<ExampleInfo
 // (DEFINITIONS §7: examples weigh equally). grad: [B, H, S, S]; keys from noop_key_masks.
 void add_noop(const torch::Tensor& grad, const torch::Tensor& keys, int l, int max_heads, PassResult& r) {
   const auto B = grad.size(0), H = grad.size(1), S = grad.size(3);
-  const auto real = keys.select(2, 0);                                                 // [B, S]
+  const auto real = keys.select(2, 0);  // [B, S]
   // Σ over keys of |g| · mask for every query row (one small GEMM per pair), then over the real queries.
-  const auto per_query = torch::matmul(grad.abs(), keys.unsqueeze(1));                   // [B, H, S, 2]
+  const auto per_query = torch::matmul(grad.abs(), keys.unsqueeze(1));  // [B, H, S, 2]
   const auto sums = (per_query * real.view({B, 1, S, 1})).sum(2).to(torch::kFloat64);  // [B, H, 2]
-  const auto counts = keys.sum(1).to(torch::kFloat64);                                   // [B, 2]: n, [SEP] keys
+  const auto counts = keys.sum(1).to(torch::kFloat64);  // [B, 2]: n, [SEP] keys
   const auto n = counts.select(1, 0).view({B, 1});
   const auto at_all = (sums.select(2, 0) / (n * n)).sum(0).contiguous();
   const auto at_sep = (sums.select(2, 1) / (n * counts.select(1, 1).view({B, 1}))).sum(0).contiguous();
@@ -219,10 +223,8 @@ void reduce_over_ranks(PassResult& r) {
       for (float& v : role) v = *cp++ > 0 ? *sp : std::numeric_limits<float>::quiet_NaN(), ++sp;
 }
 
-}  // namespace
-
-PassResult run_pass(const PassInput& in) {
-  HP_CHECK(in.model && in.data && in.info && in.info->size() == in.data->size(), "analysis pass input incomplete");
+// A zeroed result for `in`: the heads analysed (present in the model and kept), every accumulator sized.
+PassResult empty_result(const PassInput& in) {
   const auto& cfg = in.model->config();
   const int L = cfg.num_hidden_layers, Hmax = cfg.max_heads(), N = L * Hmax;
   PassResult r;
@@ -240,114 +242,164 @@ PassResult run_pass(const PassInput& in) {
   r.sep_grad_sum.assign(N, 0.0), r.all_grad_sum.assign(N, 0.0);
   r.sep_grad_count.assign(N, 0.0), r.all_grad_count.assign(N, 0.0);
   r.noop = in.noop;
+  return r;
+}
 
+// Where a pass starts, and where this process keeps its resume file.
+struct ResumePoint {
+  long done = 0;  // batches already accumulated in the result
+  bool complete = false;  // finished earlier: its record stands
+  std::string checkpoint, fingerprint;  // this process's own resume file (a rank's share when data-parallel)
+};
+
+// Restores `r` from the pass's checkpoint. Data-parallel: each rank runs every world-th batch and keeps its
+// own resume file (its share alone); the shares are summed at the end and rank 0 writes the pass's checkpoint.
+ResumePoint resume(const PassInput& in, long batches, PassResult& r) {
+  const bool parallel = core::dist::active();
+  PassResult fresh;
+  if (parallel) fresh = r;
+  ResumePoint at;
+  at.done = load_checkpoint(in.checkpoint, in.fingerprint, r);
+  at.complete = at.done >= batches;
+  at.checkpoint =
+      parallel && !in.checkpoint.empty() ? in.checkpoint + ".rank" + std::to_string(core::dist::rank()) : in.checkpoint;
+  at.fingerprint = parallel ? in.fingerprint + "|rank " + std::to_string(core::dist::rank()) + " of " +
+                                  std::to_string(core::dist::world())
+                            : in.fingerprint;
+  if (parallel && !at.complete) {  // a partial one-process record is no rank's share: start from this rank's own
+    r = std::move(fresh);
+    at.done = load_checkpoint(at.checkpoint, at.fingerprint, r);
+  }
+  if (at.done > 0)
+    core::log_info(in.tag, "resuming after " + std::to_string(at.done) + " of " + std::to_string(batches) + " batches");
+  return at;
+}
+
+// One batch's attention maps, [B, H_l, S, S] float32 per layer, and with in.noop the loss's gradient at each.
+struct BatchMaps {
+  std::vector<torch::Tensor> maps, grads;
+};
+
+BatchMaps forward_batch(const PassInput& in, const core::Batch& b) {
+  core::EncoderInput ei = core::encoder_input(b);
+  ei.want_attention = true;
+  core::EncoderOutput out;
+  BatchMaps m;
+  if (in.noop) {
+    // One forward that keeps what the backward needs, and the backward by hand down to layer 0's maps
+    // (Bert::attention_grads; tested equal to autograd).
+    auto got = in.model->attention_grads(ei, [&](const torch::Tensor& logits) {
+      auto leaf = logits.detach().requires_grad_(true);
+      return torch::autograd::grad({prune::per_example_loss(leaf, b.labels, in.regression).sum()}, {leaf})[0];
+    });
+    out = std::move(got.out);
+    m.grads = std::move(got.grads);
+  } else {
+    torch::NoGradGuard no_grad;
+    out = in.model->forward(ei);
+  }
+  torch::NoGradGuard no_grad;
+  for (const auto& a : out.attentions) m.maps.push_back(a.detach().to(torch::kFloat32).contiguous());
+  return m;
+}
+
+// Every analysed head's map of every example to its accumulator. Each head's accumulator is touched by
+// one thread only: deterministic for any thread count.
+void add_head_maps(const PassInput& in, const core::Batch& b, const std::vector<torch::Tensor>& maps, PassResult& r) {
+  const int Hmax = r.max_heads;
+  const long B = b.input_ids.size(0), S = b.input_ids.size(1);
+  at::parallel_for(0, static_cast<int64_t>(r.heads.size()), 1, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      if (!r.present[k]) continue;
+      const int l = static_cast<int>(k / Hmax), h = static_cast<int>(k % Hmax);
+      const int64_t Hl = maps[l].size(1);
+      const float* base = maps[l].data_ptr<float>();
+      for (long e = 0; e < B; ++e) r.heads[k].add(base + ((e * Hl + h) * S) * S, S, (*in.info)[b.index[e]], b.index[e]);
+    }
+  });
+}
+
+// Per example: the treebank's syntax counts and the Jensen–Shannon divergences between every pair of
+// analysed heads.
+void add_examples(const PassInput& in, const core::Batch& b, const std::vector<torch::Tensor>& maps, PassResult& r) {
+  const int Hmax = r.max_heads, N = r.layers * Hmax;
+  const long B = b.input_ids.size(0), S = b.input_ids.size(1);
+  std::vector<int> analysed;
+  for (int k = 0; k < N; ++k)
+    if (r.present[k]) analysed.push_back(k);
+  for (long e = 0; e < B; ++e) {
+    const auto& ex = (*in.info)[b.index[e]];
+    if (ex.treebank()) r.syntax.add(ex);
+    std::vector<const float*> ptrs;
+    for (int k : analysed) {
+      const int l = k / Hmax, h = k % Hmax;
+      ptrs.push_back(maps[l].data_ptr<float>() + ((e * maps[l].size(1) + h) * S) * S);
+    }
+    std::vector<double> js(analysed.size() * analysed.size(), 0.0);
+    add_js_divergences(ptrs, S, ex.n, js);
+    for (size_t x = 0; x < analysed.size(); ++x)
+      for (size_t y = 0; y < analysed.size(); ++y) r.js[analysed[x] * N + analysed[y]] += js[x * analysed.size() + y];
+  }
+}
+
+// One batch into every accumulator: Voita's confidence, the token count, the per-head statistics, the
+// head distances and, with in.noop, the no-op gradients.
+void add_batch(const PassInput& in, const core::Batch& b, const BatchMaps& m, PassResult& r) {
+  torch::NoGradGuard no_grad;
+  const int N = r.layers * r.max_heads;
+  auto conf = prune::confidence_sums(m.maps, b.attention_mask, r.max_heads).contiguous();
+  const double* cp = conf.data_ptr<double>();
+  for (int k = 0; k < N; ++k) r.confidence_sum[k] += cp[k];
+  r.tokens += b.attention_mask.sum().item<double>();
+  add_head_maps(in, b, m.maps, r);
+  add_examples(in, b, m.maps, r);
+  if (in.noop) {
+    const auto keys = noop_key_masks(b, *in.info);
+    for (int l = 0; l < r.layers; ++l)
+      if (m.maps[l].size(1) > 0) add_noop(m.grads[l], keys, l, r.max_heads, r);
+  }
+}
+
+}  // namespace
+
+PassResult run_pass(const PassInput& in) {
+  HP_CHECK(in.model && in.data && in.info && in.info->size() == in.data->size(), "analysis pass input incomplete");
+  PassResult r = empty_result(in);
   core::BatchOptions bo;
   bo.batch_size = in.batch_size;
   bo.sort_by_length = true;
   const auto batches = core::make_batches(*in.data, bo);
-  const bool parallel = core::dist::active();
-  PassResult fresh;
-  if (parallel) fresh = r;
-  long done = load_checkpoint(in.checkpoint, in.fingerprint, r);
-  const bool complete = done >= static_cast<long>(batches.size());  // finished earlier: its record stands
-  // Data-parallel: each rank runs every world-th batch and keeps its own resume file (its share alone);
-  // the shares are summed at the end and rank 0 writes the pass's checkpoint.
-  const std::string own_checkpoint =
-      parallel && !in.checkpoint.empty() ? in.checkpoint + ".rank" + std::to_string(core::dist::rank()) : in.checkpoint;
-  const std::string own_fingerprint =
-      parallel ? in.fingerprint + "|rank " + std::to_string(core::dist::rank()) + " of " + std::to_string(core::dist::world())
-               : in.fingerprint;
-  if (parallel && !complete) {  // a partial one-process record is no rank's share: start from this rank's own
-    r = std::move(fresh);
-    done = load_checkpoint(own_checkpoint, own_fingerprint, r);
-  }
-  if (done > 0) core::log_info(in.tag, "resuming after " + std::to_string(done) + " of " + std::to_string(batches.size()) + " batches");
-  if (complete) return r;
+  const long total = static_cast<long>(batches.size());
+  const ResumePoint at = resume(in, total, r);
+  if (at.complete) return r;
   long examples_done = 0;
-  for (long i = 0; i < done && i < static_cast<long>(batches.size()); ++i) examples_done += batches[i].input_ids.size(0);
+  for (long i = 0; i < at.done && i < total; ++i) examples_done += batches[i].input_ids.size(0);
 
+  const bool parallel = core::dist::active();
   core::Progress progress(in.tag, r.examples - examples_done);
   const auto start = std::chrono::steady_clock::now();
   const double seconds_before = r.seconds;
   auto last_save = start;
   long since_start = 0;
-  for (long bi = done; bi < static_cast<long>(batches.size()); ++bi) {
+  for (long bi = at.done; bi < total; ++bi) {
     if (parallel && !core::dist::mine(bi)) continue;
     const auto& b = batches[bi];
-    core::EncoderInput ei = core::encoder_input(b);
-    ei.want_attention = true;
-    core::EncoderOutput out;
-    std::vector<torch::Tensor> grads;
-    if (in.noop) {
-      // One forward that keeps what the backward needs, and the backward by hand down to layer 0's maps
-      // (Bert::attention_grads; tested equal to autograd).
-      auto got = in.model->attention_grads(ei, [&](const torch::Tensor& logits) {
-        auto leaf = logits.detach().requires_grad_(true);
-        return torch::autograd::grad({prune::per_example_loss(leaf, b.labels, in.regression).sum()}, {leaf})[0];
-      });
-      out = std::move(got.out);
-      grads = std::move(got.grads);
-    } else {
-      torch::NoGradGuard no_grad;
-      out = in.model->forward(ei);
-    }
-    torch::NoGradGuard no_grad;
-    std::vector<torch::Tensor> maps(L);
-    for (int l = 0; l < L; ++l) maps[l] = out.attentions[l].detach().to(torch::kFloat32).contiguous();
-    auto conf = prune::confidence_sums(maps, b.attention_mask, Hmax).contiguous();
-    const double* cp = conf.data_ptr<double>();
-    for (int k = 0; k < N; ++k) r.confidence_sum[k] += cp[k];
-    r.tokens += b.attention_mask.sum().item<double>();
-    const long B = b.input_ids.size(0), S = b.input_ids.size(1);
-
-    // Each head's accumulator is touched by one thread only: deterministic for any thread count.
-    at::parallel_for(0, N, 1, [&](int64_t k0, int64_t k1) {
-      for (int64_t k = k0; k < k1; ++k) {
-        if (!r.present[k]) continue;
-        const int l = static_cast<int>(k / Hmax), h = static_cast<int>(k % Hmax);
-        const int64_t Hl = maps[l].size(1);
-        const float* base = maps[l].data_ptr<float>();
-        for (long e = 0; e < B; ++e)
-          r.heads[k].add(base + ((e * Hl + h) * S) * S, S, (*in.info)[b.index[e]], b.index[e]);
-      }
-    });
-    std::vector<int> analysed;
-    for (int k = 0; k < N; ++k)
-      if (r.present[k]) analysed.push_back(k);
-    for (long e = 0; e < B; ++e) {
-      const auto& ex = (*in.info)[b.index[e]];
-      if (ex.treebank()) r.syntax.add(ex);
-      std::vector<const float*> ptrs;
-      for (int k : analysed) {
-        const int l = k / Hmax, h = k % Hmax;
-        ptrs.push_back(maps[l].data_ptr<float>() + ((e * maps[l].size(1) + h) * S) * S);
-      }
-      std::vector<double> js(analysed.size() * analysed.size(), 0.0);
-      add_js_divergences(ptrs, S, ex.n, js);
-      for (size_t x = 0; x < analysed.size(); ++x)
-        for (size_t y = 0; y < analysed.size(); ++y) r.js[analysed[x] * N + analysed[y]] += js[x * analysed.size() + y];
-    }
-    if (in.noop) {
-      const auto keys = noop_key_masks(b, *in.info);
-      for (int l = 0; l < L; ++l)
-        if (maps[l].size(1) > 0) add_noop(grads[l], keys, l, Hmax, r);
-    }
-
-    since_start += B * core::dist::world();  // rank 0's progress stands for all
+    add_batch(in, b, forward_batch(in, b), r);
+    since_start += b.input_ids.size(0) * core::dist::world();  // rank 0's progress stands for all
     progress.update(std::min(since_start, r.examples - examples_done));
     const auto now = std::chrono::steady_clock::now();
     r.seconds = seconds_before + std::chrono::duration<double>(now - start).count();
-    if (!own_checkpoint.empty() && std::chrono::duration<double>(now - last_save).count() > 20.0) {
-      if (parallel) core::write_own_file([&] { save_checkpoint(own_checkpoint, own_fingerprint, bi + 1, r); });
-      else save_checkpoint(own_checkpoint, own_fingerprint, bi + 1, r);
+    if (!at.checkpoint.empty() && std::chrono::duration<double>(now - last_save).count() > 20.0) {
+      if (parallel) core::write_own_file([&] { save_checkpoint(at.checkpoint, at.fingerprint, bi + 1, r); });
+      else save_checkpoint(at.checkpoint, at.fingerprint, bi + 1, r);
       last_save = now;
     }
   }
   progress.finish();
   reduce_over_ranks(r);
   r.seconds = seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!in.checkpoint.empty()) save_checkpoint(in.checkpoint, in.fingerprint, static_cast<long>(batches.size()), r);
-  if (parallel && !own_checkpoint.empty()) std::filesystem::remove(own_checkpoint);
+  if (!in.checkpoint.empty()) save_checkpoint(in.checkpoint, in.fingerprint, total, r);
+  if (parallel && !at.checkpoint.empty()) std::filesystem::remove(at.checkpoint);
   return r;
 }
 

@@ -20,16 +20,15 @@ struct PassInput {
   const core::Bert* model = nullptr;
   const core::EncodedDataset* data = nullptr;  // encoded examples (labels used for §7)
   const std::vector<ExampleInfo>* info = nullptr;  // one per example, same order
-  torch::Tensor keep;         // [L, Hmax] 1 = head analysed, 0 = masked; undefined = all
+  torch::Tensor keep;  // [L, Hmax] 1 = head analysed, 0 = masked; undefined = all
   int batch_size = 32;
-  int max_len = 128;          // longest possible example (offset histograms)
-  bool noop = false;          // one backward per batch for the no-op gradients
+  int max_len = 128;  // longest possible example (offset histograms)
+  bool noop = false;  // one backward per batch for the no-op gradients
   bool regression = false;
-  std::string tag = "analyze";         // progress label
-  std::string checkpoint;              // file for resume ("" = none)
-  std::string fingerprint;             // settings + model identity; a checkpoint with another is ignored
+  std::string tag = "analyze";  // progress label
+  std::string checkpoint;  // file for resume ("" = none)
+  std::string fingerprint;  // settings + model identity; a checkpoint with another is ignored
 };
-
 
 // Runs the pass (or finishes it from `checkpoint`). Progress with examples/s and ETA on stderr.
 PassResult run_pass(const PassInput& in);

@@ -4,7 +4,6 @@
 #include <torch/torch.h>
 
 #include <filesystem>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "core/data/batching.h"
@@ -13,7 +12,6 @@
 #include "core/base/errors.h"
 #include "core/base/files.h"
 #include "core/data/glue.h"
-#include "core/base/log.h"
 #include "core/text/tokenizer.h"
 #include "prune/criteria.h"  // attribution_base, attention_attribution, riemann_alphas: the criterion's code
 #include "prune/plot.h"
@@ -35,15 +33,20 @@ Explanation explain_example(const core::Bert& model, const core::WordPieceTokeni
   const core::EncoderOutput base = prune::attribution_base(model, b, keep);
   const bool regression = cfg.num_labels == 1;
   Explanation x;
-  x.target = regression ? 0 : (gold ? static_cast<int>(ex.label) : static_cast<int>(base.logits.argmax(1).item<int64_t>()));
-  x.probability = regression ? base.logits[0][0].item<double>() : torch::softmax(base.logits, 1)[0][x.target].item<double>();
+  x.target =
+      regression ? 0 : (gold ? static_cast<int>(ex.label) : static_cast<int>(base.logits.argmax(1).item<int64_t>()));
+  x.probability =
+      regression ? base.logits[0][0].item<double>() : torch::softmax(base.logits, 1)[0][x.target].item<double>();
   const auto target = torch::full({1}, x.target, torch::kLong);
   const auto alphas = prune::riemann_alphas(steps, riemann);
   const long S = b.input_ids.size(1);
   for (int l = 0; l < L; ++l) {
     Matrix m(S, std::vector<double>(S, 0.0));
     if (base.attentions[l].size(1) > 0) {
-      auto a = prune::attention_attribution(model, b, keep, base, l, target, alphas, true).sum(1)[0].to(torch::kFloat64).contiguous();
+      auto a = prune::attention_attribution(model, b, keep, base, l, target, alphas, true)
+                   .sum(1)[0]
+                   .to(torch::kFloat64)
+                   .contiguous();
       const double* p = a.data_ptr<double>();
       for (long i = 0; i < S; ++i)
         for (long j = 0; j < S; ++j) m[i][j] = p[i * S + j];
@@ -55,40 +58,14 @@ Explanation explain_example(const core::Bert& model, const core::WordPieceTokeni
   return x;
 }
 
-namespace {
-
-// The example to explain: explain.text, or row explain.example of explain.split. Refuses text that
-// would be truncated (the tree would silently miss its end).
-core::Example pick_example(const core::Config& cfg, const core::TaskSpec& task, const core::WordPieceTokenizer& tok,
-                           std::string& id) {
-  const auto& x = cfg.explain;
-  core::Example ex;
-  if (!x.text.empty()) {
-    ex.text_a = x.text, ex.text_b = x.text_b;
-    id = "text";
-  } else {
-    if (!x.text_b.empty()) throw ConfigError("explain.text_b is set without explain.text; pass --text too");
-    const auto rows = core::read_task(task, core::resolve_data_root(cfg.data.root), x.split);
-    if (x.example >= static_cast<int>(rows.size()))
-      throw ConfigError("explain.example = " + std::to_string(x.example) + " but " + task.name + "/" + x.split + " has " +
-                        std::to_string(rows.size()) + " rows; use 0.." + std::to_string(rows.size() - 1));
-    ex = rows[x.example];
-    id = "example" + std::to_string(x.example);
-  }
-  check_fits(tok, ex, cfg.data.max_seq_len,
-             x.text.empty() ? task.name + "/" + x.split + " row " + std::to_string(x.example) : std::string("explain.text"));
-  if (cfg.explain.target == "gold" && !ex.has_label)
-    throw ConfigError("explain.target = gold but the example has no label; use --target predicted");
-  return ex;
-}
-
-}  // namespace
-
-void check_fits(const core::WordPieceTokenizer& tok, const core::Example& ex, int max_seq_len, const std::string& what) {
-  const size_t pieces = tok.tokenize_ids(ex.text_a).size() + (ex.text_b.empty() ? 2 : tok.tokenize_ids(ex.text_b).size() + 3);
+void check_fits(const core::WordPieceTokenizer& tok, const core::Example& ex, int max_seq_len,
+                const std::string& what) {
+  const size_t pieces =
+      tok.tokenize_ids(ex.text_a).size() + (ex.text_b.empty() ? 2 : tok.tokenize_ids(ex.text_b).size() + 3);
   if (pieces > static_cast<size_t>(max_seq_len))
-    throw InputError(what + ": " + std::to_string(pieces) + " word pieces with [CLS]/[SEP], more than data.max_seq_len = " +
-                     std::to_string(max_seq_len) + "; shorten it or pass --max-seq-len " + std::to_string(pieces));
+    throw InputError(what + ": " + std::to_string(pieces) +
+                     " word pieces with [CLS]/[SEP], more than data.max_seq_len = " + std::to_string(max_seq_len) +
+                     "; shorten it or pass --max-seq-len " + std::to_string(pieces));
 }
 
 core::Bert load_fine_tuned(const core::Config& cfg, const std::string& command) {
@@ -103,16 +80,32 @@ core::Bert load_fine_tuned(const core::Config& cfg, const std::string& command) 
   return model;
 }
 
-int run_explain(const core::Config& cfg) {
-  const auto& task = core::find_task(cfg.data.task);
-  const core::Bert model = load_fine_tuned(cfg, "an attribution tree");
-  const auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
-  std::string id;
-  const core::Example ex = pick_example(cfg, task, tok, id);
-  const std::string out = cfg.explain.out.empty() ? cfg.run.out_dir + "/explain/" + id : cfg.explain.out;
+core::Example pick_example(const core::Config& cfg, const core::TaskSpec& task, const core::WordPieceTokenizer& tok,
+                           std::string& id) {
+  const auto& x = cfg.explain;
+  core::Example ex;
+  if (!x.text.empty()) {
+    ex.text_a = x.text, ex.text_b = x.text_b;
+    id = "text";
+  } else {
+    if (!x.text_b.empty()) throw ConfigError("explain.text_b is set without explain.text; pass --text too");
+    const auto rows = core::read_task(task, core::resolve_data_root(cfg.data.root), x.split);
+    if (x.example >= static_cast<int>(rows.size()))
+      throw ConfigError("explain.example = " + std::to_string(x.example) + " but " + task.name + "/" + x.split +
+                        " has " + std::to_string(rows.size()) + " rows; use 0.." + std::to_string(rows.size() - 1));
+    ex = rows[x.example];
+    id = "example" + std::to_string(x.example);
+  }
+  check_fits(
+      tok, ex, cfg.data.max_seq_len,
+      x.text.empty() ? task.name + "/" + x.split + " row " + std::to_string(x.example) : std::string("explain.text"));
+  if (cfg.explain.target == "gold" && !ex.has_label)
+    throw ConfigError("explain.target = gold but the example has no label; use --target predicted");
+  return ex;
+}
 
-  const Explanation x = explain_example(model, tok, ex, cfg.data.max_seq_len, cfg.prune.attattr_steps,
-                                        cfg.prune.attattr_riemann, cfg.explain.target == "gold", cfg.explain.threshold);
+void write_explanation(const core::Config& cfg, const core::TaskSpec& task, const core::Example& ex,
+                       const std::string& id, const Explanation& x, const std::string& out) {
   nlohmann::json j;
   j["model"] = cfg.model.path;
   j["task"] = task.name;
@@ -129,21 +122,25 @@ int run_explain(const core::Config& cfg) {
   j["root"] = x.tree.root;
   j["heights"] = x.tree.heights;
   j["edges"] = nlohmann::json::array();
-  for (const auto& e : x.tree.edges) j["edges"].push_back({{"layer", e.layer}, {"from", e.from}, {"to", e.to}, {"score", e.score}});
+  for (const auto& e : x.tree.edges)
+    j["edges"].push_back({{"layer", e.layer}, {"from", e.from}, {"to", e.to}, {"score", e.score}});
   j["attribution"] = x.attribution;
   fs::create_directories(out);
   core::write_file_atomic(out + "/tree.json", j.dump(1) + "\n");
   core::write_file_atomic(out + "/tree.dot", dot_tree(x.tree, x.tokens));
   const std::string title = "attribution tree: " + task.name + " " + id + ", " +
                             (task.is_regression() ? std::string("score") : task.label_name(x.target)) + " (" +
-                            std::to_string(x.probability).substr(0, 5) + "), τ = " + std::to_string(cfg.explain.threshold).substr(0, 4);
+                            std::to_string(x.probability).substr(0, 5) +
+                            "), τ = " + std::to_string(cfg.explain.threshold).substr(0, 4);
   prune::write_svg_and_png(out + "/tree.svg", svg_tree(x.tree, x.tokens, title));
+}
 
-  std::cout << "root '" << x.tokens[x.tree.root] << "' (" << x.tree.root << "), " << x.tree.edges.size() << " edges:";
-  for (const auto& e : x.tree.edges) std::cout << " L" << e.layer << " " << x.tokens[e.from] << "->" << x.tokens[e.to];
-  std::cout << "\n";
-  core::log_info("explain", "wrote tree.json, tree.svg and tree.dot to " + out);
-  return 0;
+std::string tree_line(const Explanation& x) {
+  std::string line = "root '" + x.tokens[x.tree.root] + "' (" + std::to_string(x.tree.root) + "), " +
+                     std::to_string(x.tree.edges.size()) + " edges:";
+  for (const auto& e : x.tree.edges)
+    line += " L" + std::to_string(e.layer) + " " + x.tokens[e.from] + "->" + x.tokens[e.to];
+  return line;
 }
 
 }  // namespace hp::analysis

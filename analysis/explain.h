@@ -14,14 +14,15 @@
 namespace hp::core {
 class WordPieceTokenizer;
 struct Example;
+struct TaskSpec;
 }  // namespace hp::core
 
 namespace hp::analysis {
 
 struct Explanation {
   std::vector<std::string> tokens;
-  int target = 0;            // the class attributed
-  double probability = 0;    // its probability under the model
+  int target = 0;  // the class attributed
+  double probability = 0;  // its probability under the model
   std::vector<Matrix> attribution;  // [L][S][S], summed over heads
   AttrTree tree;
 };
@@ -39,6 +40,17 @@ void check_fits(const core::WordPieceTokenizer& tok, const core::Example& ex, in
 // explained), checked against data.max_seq_len. InputError naming the folder and the fix otherwise.
 core::Bert load_fine_tuned(const core::Config& cfg, const std::string& command);
 
-int run_explain(const core::Config& cfg);
+// The example to explain: explain.text, or row explain.example of explain.split; `id` names it ("text",
+// "example<k>"). Refuses text that would be truncated (the tree would silently miss its end), a row past
+// the split's end, and explain.target = gold without a label.
+core::Example pick_example(const core::Config& cfg, const core::TaskSpec& task, const core::WordPieceTokenizer& tok,
+                           std::string& id);
+
+// tree.json, tree.dot and tree.svg (+ .png) of `x`, the explanation of `ex` (named `id`), into `out`.
+void write_explanation(const core::Config& cfg, const core::TaskSpec& task, const core::Example& ex,
+                       const std::string& id, const Explanation& x, const std::string& out);
+
+// The tree in one line: its root and every edge, e.g. "root 'good' (2), 1 edges: L3 film->good".
+std::string tree_line(const Explanation& x);
 
 }  // namespace hp::analysis

@@ -24,8 +24,8 @@
 namespace hp::analysis {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using core::xml_escape;
+using nlohmann::json;
 
 namespace {
 
@@ -41,11 +41,6 @@ std::string script_json(const json& j) {
   return o;
 }
 
-struct NamedExample {
-  std::string name;
-  core::Example ex;
-};
-
 std::vector<NamedExample> pick_examples(const core::Config& cfg, const core::TaskSpec& task) {
   const auto& r = cfg.report;
   std::vector<NamedExample> out;
@@ -57,8 +52,8 @@ std::vector<NamedExample> pick_examples(const core::Config& cfg, const core::Tas
     for (int id : ids) {
       if (id >= static_cast<int>(rows.size())) {
         if (!r.examples.empty())
-          throw ConfigError("report.examples holds " + std::to_string(id) + " but " + task.name + "/" + r.split + " has " +
-                            std::to_string(rows.size()) + " rows; use 0.." + std::to_string(rows.size() - 1));
+          throw ConfigError("report.examples holds " + std::to_string(id) + " but " + task.name + "/" + r.split +
+                            " has " + std::to_string(rows.size()) + " rows; use 0.." + std::to_string(rows.size() - 1));
         break;  // the default first `count` rows of a shorter split
       }
       out.push_back({r.split + " #" + std::to_string(id), rows[id]});
@@ -81,7 +76,8 @@ std::vector<NamedExample> pick_examples(const core::Config& cfg, const core::Tas
       e.text_a = line.substr(0, tab);
       if (tab != std::string::npos) e.text_b = line.substr(tab + 1);
       if (!e.text_b.empty() && e.text_b.find('\t') != std::string::npos)
-        throw InputError(r.texts + ":" + std::to_string(no) + ": more than one tab; use one tab between the two sentences of a pair");
+        throw InputError(r.texts + ":" + std::to_string(no) +
+                         ": more than one tab; use one tab between the two sentences of a pair");
       out.push_back({r.texts + ":" + std::to_string(no), e});
     }
   }
@@ -89,7 +85,8 @@ std::vector<NamedExample> pick_examples(const core::Config& cfg, const core::Tas
   if (!out.empty() && !pair)
     for (const auto& e : out)
       if (!e.ex.text_b.empty())
-        throw InputError(e.name + " has a second sentence but " + task.name + " takes single sentences; drop the tab / report.text_b");
+        throw InputError(e.name + " has a second sentence but " + task.name +
+                         " takes single sentences; drop the tab / report.text_b");
   return out;
 }
 
@@ -97,7 +94,8 @@ std::vector<NamedExample> pick_examples(const core::Config& cfg, const core::Tas
 std::string resolve_task(const core::Config& cfg, const ReportFolders& f) {
   if (f.task.empty()) return cfg.data.task;
   if (cfg.data.task != core::Config{}.data.task && cfg.data.task != f.task)
-    throw ConfigError("data.task = " + cfg.data.task + " but the folders are a " + f.task + " run; drop --task or pass folders of " + cfg.data.task);
+    throw ConfigError("data.task = " + cfg.data.task + " but the folders are a " + f.task +
+                      " run; drop --task or pass folders of " + cfg.data.task);
   return f.task;
 }
 
@@ -108,20 +106,23 @@ std::string render_page(const PageParts& p) {
   o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
     << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data: blob:; "
        "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n"
-    << "<title>" << xml_escape(p.title) << "</title>\n<style>\n" << kReportCss << "\n</style>\n</head>\n<body>\n"
+    << "<title>" << xml_escape(p.title) << "</title>\n<style>\n"
+    << kReportCss << "\n</style>\n</head>\n<body>\n"
     << "<header><h1>" << xml_escape(p.title) << "</h1><nav>";
   const std::vector<std::pair<std::string, std::string>> dynamic = {
       {"attention", "Attention views"}, {"tree", "Attribution trees"}, {"rollout", "Attention rollout"}};
-  for (const auto& panel : p.panels) o << "<a href=\"#panel-" << panel.id << "\">" << xml_escape(panel.title) << "</a> ";
+  for (const auto& panel : p.panels)
+    o << "<a href=\"#panel-" << panel.id << "\">" << xml_escape(panel.title) << "</a> ";
   for (const auto& [id, title] : dynamic) o << "<a href=\"#panel-" << id << "\">" << title << "</a> ";
   o << "</nav></header>\n<main>\n";
   for (const auto& panel : p.panels)
     o << "<section id=\"panel-" << panel.id << "\" class=\"panel\"><h2>" << xml_escape(panel.title) << "</h2>\n"
       << panel.html << "\n</section>\n";
-  const std::string no_script = "<noscript><p class=\"note\">The attention views need JavaScript; the panels above are static.</p></noscript>";
+  const std::string no_script =
+      "<noscript><p class=\"note\">The attention views need JavaScript; the panels above are static.</p></noscript>";
   const std::string top = p.attention_note.empty() ? "" : note(p.attention_note);
-  o << "<section id=\"panel-attention\" class=\"panel\"><h2>Attention views</h2>\n" << top << no_script
-    << "<div id=\"attention-root\"></div>\n</section>\n";
+  o << "<section id=\"panel-attention\" class=\"panel\"><h2>Attention views</h2>\n"
+    << top << no_script << "<div id=\"attention-root\"></div>\n</section>\n";
   o << "<section id=\"panel-tree\" class=\"panel\"><h2>Attribution trees</h2>\n";
   bool any_tree = false;
   for (size_t k = 0; k < p.trees.size(); ++k) {
@@ -133,69 +134,85 @@ std::string render_page(const PageParts& p) {
                     ": how information flows to the prediction, layer by layer (analysis/DEFINITIONS.md §10).")
       << "</div>\n";
   }
-  if (!any_tree) o << note(p.trees.empty() ? "No examples chosen (report.examples, report.text)." : "Attribution trees were not computed (report.trees = false, or the model has no classifier).");
+  if (!any_tree)
+    o << note(p.trees.empty()
+                  ? "No examples chosen (report.examples, report.text)."
+                  : "Attribution trees were not computed (report.trees = false, or the model has no classifier).");
   o << "</section>\n";
-  o << "<section id=\"panel-rollout\" class=\"panel\"><h2>Attention rollout</h2>\n" << top << no_script
-    << "<div id=\"rollout-root\"></div>\n</section>\n";
+  o << "<section id=\"panel-rollout\" class=\"panel\"><h2>Attention rollout</h2>\n"
+    << top << no_script << "<div id=\"rollout-root\"></div>\n</section>\n";
   o << "</main>\n<script type=\"application/json\" id=\"hp-data\">" << p.data_json << "</script>\n<script>\n"
     << kReportJs << "\n</script>\n</body>\n</html>\n";
   return o.str();
 }
 
-int run_report(const core::Config& cfg) {
+void resolve_report(ReportContext& ctx, const core::Config& cfg) {
   const auto& r = cfg.report;
   if (r.runs.empty() && r.model.empty())
-    throw ConfigError("prune report: name the folders to show (a pruning run, an analysis, gated runs), or --model DIR "
-                      "for the attention views alone");
-  const ReportFolders f = classify_folders(r.runs);
-  const auto& task = core::find_task(resolve_task(cfg, f));
-  const std::string model_dir =
-      !r.model.empty() ? r.model : !f.finetuned_model.empty() ? f.finetuned_model : !f.analysed_model.empty() ? f.analysed_model : cfg.model.path;
-  const std::string slim_dir = r.slim == "none" ? "" : !r.slim.empty() ? r.slim : f.slim_model;
-  const std::string out = r.out.empty() ? cfg.run.out_dir + "/report.html" : r.out;
+    throw ConfigError(
+        "prune report: name the folders to show (a pruning run, an analysis, gated runs), or --model DIR "
+        "for the attention views alone");
+  ctx.cfg = &cfg;
+  ctx.folders = classify_folders(r.runs);
+  const ReportFolders& f = ctx.folders;
+  ctx.task = &core::find_task(resolve_task(cfg, f));
+  ctx.model_dir = !r.model.empty()             ? r.model
+                  : !f.finetuned_model.empty() ? f.finetuned_model
+                  : !f.analysed_model.empty()  ? f.analysed_model
+                                               : cfg.model.path;
+  ctx.slim_dir = r.slim == "none" ? "" : !r.slim.empty() ? r.slim : f.slim_model;
+  ctx.out = r.out.empty() ? cfg.run.out_dir + "/report.html" : r.out;
+}
 
-  std::vector<std::string> models = {"task: " + task.name, "model of the attention views: " + model_dir};
-  if (!slim_dir.empty()) models.push_back("slimmed model beside it: " + slim_dir);
+PageParts static_page(const ReportContext& ctx) {
+  const ReportFolders& f = ctx.folders;
+  std::vector<std::string> models = {"task: " + ctx.task->name, "model of the attention views: " + ctx.model_dir};
+  if (!ctx.slim_dir.empty()) models.push_back("slimmed model beside it: " + ctx.slim_dir);
   for (const auto& [what, dir] : {std::pair{"pruning run", f.pruning}, std::pair{"analysis", f.analysis}})
     if (!dir.empty()) models.push_back(std::string(what) + ": " + dir);
   for (const auto& g : f.gated) models.push_back("gated run: " + g);
-
   PageParts page;
-  page.title = "headprune report: " + task.name;
+  page.title = "headprune report: " + ctx.task->name;
   page.panels = static_panels(f, models);
+  return page;
+}
 
-  const auto examples = pick_examples(cfg, task);
-  core::LoadOptions load = core::task_load_options(task, cfg.run.seed);
-  core::LoadReport loaded;
-  const core::Bert model = core::load_bert(model_dir, load, &loaded);
-  core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
-  std::optional<core::Bert> slim;
-  if (!slim_dir.empty()) slim.emplace(core::load_bert(slim_dir, load));
-  const auto tok = core::WordPieceTokenizer::from_model_dir(model_dir);
-  ViewSettings vs;
-  vs.max_seq_len = cfg.data.max_seq_len;
-  vs.tree = r.trees && !loaded.classifier_initialized;
-  vs.steps = cfg.prune.attattr_steps;
-  vs.riemann = cfg.prune.attattr_riemann;
-  vs.threshold = cfg.explain.threshold;
-  if (loaded.classifier_initialized)
-    page.attention_note = model_dir + " has no classifier for " + task.name +
+void load_view_inputs(ReportContext& ctx) {
+  const core::Config& cfg = *ctx.cfg;
+  ctx.examples = pick_examples(cfg, *ctx.task);
+  const core::LoadOptions load = core::task_load_options(*ctx.task, cfg.run.seed);
+  ctx.model.emplace(core::load_bert(ctx.model_dir, load, &ctx.loaded));
+  core::check_max_seq_len(ctx.model->config(), cfg.data.max_seq_len);
+  if (!ctx.slim_dir.empty()) ctx.slim.emplace(core::load_bert(ctx.slim_dir, load));
+  ctx.tok.emplace(core::WordPieceTokenizer::from_model_dir(ctx.model_dir));
+  ctx.views.max_seq_len = cfg.data.max_seq_len;
+  ctx.views.tree = cfg.report.trees && !ctx.loaded.classifier_initialized;
+  ctx.views.steps = cfg.prune.attattr_steps;
+  ctx.views.riemann = cfg.prune.attattr_riemann;
+  ctx.views.threshold = cfg.explain.threshold;
+}
+
+void add_views(const ReportContext& ctx, PageParts& page) {
+  if (ctx.loaded.classifier_initialized)
+    page.attention_note = ctx.model_dir + " has no classifier for " + ctx.task->name +
                           ": predictions are those of a random classifier and no attribution trees are drawn.";
-
-  const auto& mc = model.config();
+  const auto& mc = ctx.model->config();
   json data;
   data["format"] = "headprune-report/1";
-  data["encoding"] = "attention and rollout: 8-bit (p = q/255); query/key vectors: int8 with one scale per head; "
-                     "each array zlib-compressed and base64-encoded. Lines below p = 0.012 are not drawn.";
+  data["encoding"] =
+      "attention and rollout: 8-bit (p = q/255); query/key vectors: int8 with one scale per head; "
+      "each array zlib-compressed and base64-encoded. Lines below p = 0.012 are not drawn.";
   data["layers"] = mc.num_hidden_layers;
   data["heads"] = mc.num_attention_heads;
   data["head_dim"] = mc.head_dim();
-  data["has_slim"] = slim.has_value();
+  data["has_slim"] = ctx.slim.has_value();
   data["pruned"] = json::array();
   data["examples"] = json::array();
-  core::Progress progress("report", static_cast<long>(examples.size()));
-  for (size_t k = 0; k < examples.size(); ++k) {
-    const ExampleView v = view_example(model, slim ? &*slim : nullptr, tok, task, examples[k].ex, examples[k].name, vs);
+  core::Progress progress("report", static_cast<long>(ctx.examples.size()));
+  for (size_t k = 0; k < ctx.examples.size(); ++k) {
+    const auto& [name, ex] = ctx.examples[k];
+    const ExampleView v =
+        view_example(*ctx.model, ctx.slim ? &*ctx.slim : nullptr, *ctx.tok, *ctx.task, ex, name, ctx.views);
     if (k == 0)
       for (int l = 0; l < v.L; ++l)
         for (int h = 0; h < v.H; ++h) {
@@ -208,13 +225,16 @@ int run_report(const core::Config& cfg) {
   }
   progress.finish();
   page.data_json = script_json(data);
+}
+
+void write_report(const ReportContext& ctx, const PageParts& page) {
   const std::string html = render_page(page);
-  if (fs::path(out).has_parent_path()) fs::create_directories(fs::path(out).parent_path());
-  core::write_file_atomic(out, html);
+  if (fs::path(ctx.out).has_parent_path()) fs::create_directories(fs::path(ctx.out).parent_path());
+  core::write_file_atomic(ctx.out, html);
   char size[32];
   std::snprintf(size, sizeof size, "%.2f MB", html.size() / 1e6);
-  core::log_info("report", "wrote " + out + " (" + size + ", " + std::to_string(examples.size()) + " examples)");
-  return 0;
+  core::log_info("report",
+                 "wrote " + ctx.out + " (" + size + ", " + std::to_string(ctx.examples.size()) + " examples)");
 }
 
 }  // namespace hp::analysis

@@ -52,15 +52,168 @@ std::vector<int32_t> insert_tokens(const std::vector<int32_t>& ids, int first_se
 
 namespace {
 
-// Per mined example: the two largest attribution entries of the most attributed head over all layers
-// (Hao: the head holding the largest single entry), as (query, key) positions.
-struct Mined {
-  double value = -std::numeric_limits<double>::infinity();
-  std::array<std::pair<long, long>, 2> top{};
-  int predicted = 0;
+// Every split named must be one of the task's.
+void check_splits(const core::TaskSpec& task, const core::Config& cfg) {
+  const auto& tc = cfg.triggers;
+  for (const auto& [key, split] :
+       {std::pair{"triggers.split", tc.split}, std::pair{"triggers.eval_split", tc.eval_split}}) {
+    const auto names = task.split_names();
+    if (std::find(names.begin(), names.end(), split) != names.end()) continue;
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw ConfigError(std::string(key) + " = '" + split + "' is not a split of " + task.name + "; use one of " + list);
+  }
+}
+
+// The first `examples` rows of at least min_tokens word pieces (Hao et al.'s filter), in file order.
+std::vector<core::Example> mined_rows(const TriggersContext& ctx, const std::string& root) {
+  const auto& tc = ctx.cfg->triggers;
+  std::vector<core::Example> rows;
+  for (const auto& ex : core::read_task(*ctx.task, root, tc.split)) {
+    if (tc.examples > 0 && rows.size() >= static_cast<size_t>(tc.examples)) break;
+    const size_t n =
+        ctx.tok->tokenize_ids(ex.text_a).size() + (ex.text_b.empty() ? 2 : ctx.tok->tokenize_ids(ex.text_b).size() + 3);
+    if (n >= static_cast<size_t>(tc.min_tokens)) rows.push_back(ex);
+  }
+  if (rows.empty())
+    throw ConfigError(ctx.task->name + "/" + tc.split + ": no row has triggers.min_tokens = " +
+                      std::to_string(tc.min_tokens) + " word pieces; lower it (--set triggers.min_tokens=0)");
+  return rows;
+}
+
+int first_sep(const std::vector<int32_t>& ids, int32_t sep) {
+  return static_cast<int>(std::find(ids.begin(), ids.end(), sep) - ids.begin());
+}
+
+// The evaluation examples of the classes other than c: as they are, with the triggers inserted, and with
+// as many tokens drawn from c's pool at the same positions.
+struct AttackSets {
+  core::EncodedDataset before, trig, rand;
+  long too_long = 0;  // skipped: with the triggers they would exceed data.max_seq_len
 };
 
-std::vector<Mined> mine(const core::Bert& model, const core::EncodedDataset& data, const core::Config& cfg) {
+AttackSets attack_sets(const TriggersContext& ctx, int c, const std::vector<int32_t>& tokens,
+                       const std::vector<int32_t>& pool) {
+  const auto& dev = ctx.eval_data;
+  AttackSets s;
+  std::mt19937_64 rng(static_cast<uint64_t>(ctx.cfg->run.seed) * 1000003ULL + c), rng_b(rng() ^ 0x9e3779b97f4a7c15ULL);
+  for (size_t i = 0; i < dev.size(); ++i) {
+    if (static_cast<int>(dev.labels[i]) == c) continue;
+    const auto& ids = dev.ids[i];
+    if (ids.size() + tokens.size() > static_cast<size_t>(ctx.cfg->data.max_seq_len)) {
+      ++s.too_long;
+      continue;
+    }
+    std::vector<int> pos;
+    std::vector<int32_t> drawn;
+    for (size_t t = 0; t < tokens.size(); ++t)
+      drawn.push_back(pool[std::uniform_int_distribution<size_t>(0, pool.size() - 1)(rng_b)]);
+    const auto with = insert_tokens(ids, first_sep(ids, ctx.tok->sep_id()), tokens, rng, &pos);
+    const std::vector<int32_t> zeros(tokens.size(), 0);
+    for (auto* d : {&s.before, &s.trig, &s.rand}) {
+      d->labels.push_back(dev.labels[i]);
+      d->has_labels = true;
+    }
+    s.before.ids.push_back(ids), s.before.type_ids.push_back(dev.type_ids[i]);
+    s.trig.ids.push_back(with), s.trig.type_ids.push_back(insert_at(dev.type_ids[i], zeros, pos));
+    s.rand.ids.push_back(insert_at(ids, drawn, pos)), s.rand.type_ids.push_back(s.trig.type_ids.back());
+  }
+  return s;
+}
+
+struct Scores {
+  double accuracy = 0, as_class = 0;
+};
+
+Scores score(const core::Bert& model, const core::TaskSpec& task, const core::EncodedDataset& d, int cls, int batch,
+             int pad) {
+  core::BatchOptions bo;
+  bo.batch_size = batch;
+  bo.pad_id = pad;
+  const auto r = eval::evaluate(model, task, d, core::make_batches(d, bo), torch::Tensor());
+  Scores s;
+  for (size_t i = 0; i < d.size(); ++i) {
+    s.accuracy += r.predictions[i] == d.labels[i];
+    s.as_class += static_cast<int>(r.predictions[i]) == cls;
+  }
+  s.accuracy /= std::max<size_t>(1, d.size()), s.as_class /= std::max<size_t>(1, d.size());
+  return s;
+}
+
+// The three sets' accuracy and share predicted as c into `jc`, and the class's line on stdout.
+void score_attack(const TriggersContext& ctx, int c, const AttackSets& a, nlohmann::json& jc) {
+  const int batch = ctx.cfg->eval.batch_size, pad = ctx.tok->pad_id();
+  const Scores s0 = score(*ctx.model, *ctx.task, a.before, c, batch, pad),
+               s1 = score(*ctx.model, *ctx.task, a.trig, c, batch, pad),
+               s2 = score(*ctx.model, *ctx.task, a.rand, c, batch, pad);
+  jc["accuracy"] = {{"before", s0.accuracy}, {"triggers", s1.accuracy}, {"random_pairs", s2.accuracy}};
+  jc["predicted_as_class"] = {{"before", s0.as_class}, {"triggers", s1.as_class}, {"random_pairs", s2.as_class}};
+  jc["drop"] = {{"triggers", s0.accuracy - s1.accuracy}, {"random_pairs", s0.accuracy - s2.accuracy}};
+  jc["beats_baseline"] = s1.accuracy < s2.accuracy;
+  std::cout << ctx.task->labels[c] << ": triggers";
+  for (const auto& p : jc["patterns"])
+    std::cout << " (" << p["from"].get<std::string>() << " -> " << p["to"].get<std::string>() << " x" << p["count"]
+              << ")";
+  std::cout << "; " << a.before.size() << " " << ctx.cfg->triggers.eval_split
+            << " examples of the other classes: accuracy " << s0.accuracy << " -> " << s1.accuracy << " with triggers, "
+            << s2.accuracy << " with random pairs"
+            << (s1.accuracy < s2.accuracy ? "" : " (the triggers do not beat the baseline)") << "\n";
+}
+
+// Class c's entry of triggers.json: its top patterns and, when it has any, the attack with them.
+nlohmann::json attack_class(const TriggersContext& ctx, int c, const std::vector<Mined>& mined,
+                            const ClassPatterns& p) {
+  std::vector<Pattern> counted;
+  for (const auto& [pair, n] : p.counts[c]) counted.push_back({pair.first, pair.second, n});
+  const auto top = top_patterns(counted, ctx.cfg->triggers.top_k);
+  nlohmann::json jc;
+  jc["mined_predicted"] = std::count_if(mined.begin(), mined.end(), [&](const Mined& m) { return m.predicted == c; });
+  jc["patterns"] = nlohmann::json::array();
+  std::vector<int32_t> tokens;
+  for (const auto& t : top) {
+    jc["patterns"].push_back({{"from", ctx.tok->token(t.from)}, {"to", ctx.tok->token(t.to)}, {"count", t.count}});
+    tokens.push_back(t.from), tokens.push_back(t.to);
+  }
+  if (top.empty() || p.pool[c].empty()) {
+    jc["note"] = "no pattern: no mined example was predicted " + ctx.task->labels[c];
+    return jc;
+  }
+  const AttackSets a = attack_sets(ctx, c, tokens, p.pool[c]);
+  jc["attacked"] = a.before.size();
+  jc["skipped_too_long"] = a.too_long;
+  if (a.before.size() > 0) score_attack(ctx, c, a, jc);
+  return jc;
+}
+
+}  // namespace
+
+void prepare_triggers(TriggersContext& ctx, const core::Config& cfg) {
+  const auto& tc = cfg.triggers;
+  ctx.cfg = &cfg;
+  ctx.task = &core::find_task(cfg.data.task);
+  if (ctx.task->is_regression())
+    throw ConfigError("data.task = " + ctx.task->name +
+                      " is a regression task; triggers flip classes: use a classification task");
+  ctx.model.emplace(load_fine_tuned(cfg, "adversarial triggers"));
+  ctx.tok.emplace(core::WordPieceTokenizer::from_model_dir(cfg.model.path));
+  check_splits(*ctx.task, cfg);
+  const std::string root = core::resolve_data_root(cfg.data.root);
+  const auto rows = mined_rows(ctx, root);
+  const auto dev = core::read_task(*ctx.task, root, tc.eval_split);  // read both before the long part
+  ctx.eval_data = core::encode_examples(*ctx.tok, dev, cfg.data.max_seq_len);
+  if (!ctx.eval_data.has_labels)
+    throw ConfigError("triggers.eval_split = " + tc.eval_split + " has no labels; use a labelled split such as dev");
+  ctx.out = tc.out.empty() ? cfg.run.out_dir + "/triggers" : tc.out;
+  ctx.mined_data = core::encode_examples(*ctx.tok, rows, cfg.data.max_seq_len);
+}
+
+std::vector<Mined> mine_attributions(const TriggersContext& ctx) {
+  const auto& cfg = *ctx.cfg;
+  const auto& model = *ctx.model;
+  const auto& data = ctx.mined_data;
+  core::log_info("triggers", "mining " + std::to_string(data.size()) + " examples of " + ctx.task->name + "/" +
+                                 cfg.triggers.split + " (attention attribution, " +
+                                 std::to_string(cfg.prune.attattr_steps) + " steps per layer)");
   core::BatchOptions bo;
   bo.batch_size = cfg.prune.rank_batch_size;
   const auto batches = core::make_batches(data, bo);
@@ -81,9 +234,9 @@ std::vector<Mined> mine(const core::Bert& model, const core::EncodedDataset& dat
       if (base.attentions[l].size(1) == 0) continue;
       const auto attr = prune::attention_attribution(model, b, keep, base, l, pred, alphas, true)
                             .masked_fill(~pair, -std::numeric_limits<float>::infinity())
-                            .flatten(2);                               // [B, H, S·S]
-      const auto head_max = std::get<0>(attr.max(-1));                 // [B, H]
-      const auto [best, head] = head_max.max(-1);                      // [B]
+                            .flatten(2);  // [B, H, S·S]
+      const auto head_max = std::get<0>(attr.max(-1));  // [B, H]
+      const auto [best, head] = head_max.max(-1);  // [B]
       for (long e = 0; e < B; ++e) {
         Mined& m = mined[b.index[e]];
         const double v = best[e].item<double>();
@@ -100,150 +253,46 @@ std::vector<Mined> mine(const core::Bert& model, const core::EncodedDataset& dat
   return mined;
 }
 
-int first_sep(const std::vector<int32_t>& ids, int32_t sep) {
-  return static_cast<int>(std::find(ids.begin(), ids.end(), sep) - ids.begin());
-}
-
-struct Scores {
-  double accuracy = 0, as_class = 0;
-};
-
-Scores score(const core::Bert& model, const core::TaskSpec& task, const core::EncodedDataset& d, int cls, int batch, int pad) {
-  core::BatchOptions bo;
-  bo.batch_size = batch;
-  bo.pad_id = pad;
-  const auto r = eval::evaluate(model, task, d, core::make_batches(d, bo), torch::Tensor());
-  Scores s;
-  for (size_t i = 0; i < d.size(); ++i) {
-    s.accuracy += r.predictions[i] == d.labels[i];
-    s.as_class += static_cast<int>(r.predictions[i]) == cls;
-  }
-  s.accuracy /= std::max<size_t>(1, d.size()), s.as_class /= std::max<size_t>(1, d.size());
-  return s;
-}
-
-}  // namespace
-
-int run_triggers(const core::Config& cfg) {
-  const auto& tc = cfg.triggers;
-  const auto& task = core::find_task(cfg.data.task);
-  if (task.is_regression())
-    throw ConfigError("data.task = " + task.name + " is a regression task; triggers flip classes: use a classification task");
-  const core::Bert model = load_fine_tuned(cfg, "adversarial triggers");
-  const auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
-  for (const auto& [key, split] : {std::pair{"triggers.split", tc.split}, std::pair{"triggers.eval_split", tc.eval_split}}) {
-    const auto names = task.split_names();
-    if (std::find(names.begin(), names.end(), split) != names.end()) continue;
-    std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    throw ConfigError(std::string(key) + " = '" + split + "' is not a split of " + task.name + "; use one of " + list);
-  }
-  const std::string root = core::resolve_data_root(cfg.data.root);
-  // The first `examples` rows of at least min_tokens word pieces (Hao et al.'s filter), in file order.
-  std::vector<core::Example> rows;
-  for (const auto& ex : core::read_task(task, root, tc.split)) {
-    if (tc.examples > 0 && rows.size() >= static_cast<size_t>(tc.examples)) break;
-    const size_t n = tok.tokenize_ids(ex.text_a).size() + (ex.text_b.empty() ? 2 : tok.tokenize_ids(ex.text_b).size() + 3);
-    if (n >= static_cast<size_t>(tc.min_tokens)) rows.push_back(ex);
-  }
-  if (rows.empty())
-    throw ConfigError(task.name + "/" + tc.split + ": no row has triggers.min_tokens = " + std::to_string(tc.min_tokens) +
-                      " word pieces; lower it (--set triggers.min_tokens=0)");
-  const auto dev = core::read_task(task, root, tc.eval_split);  // read both before the long part
-  const auto dev_data = core::encode_examples(tok, dev, cfg.data.max_seq_len);
-  if (!dev_data.has_labels)
-    throw ConfigError("triggers.eval_split = " + tc.eval_split + " has no labels; use a labelled split such as dev");
-  const std::string out = tc.out.empty() ? cfg.run.out_dir + "/triggers" : tc.out;
-  const auto data = core::encode_examples(tok, rows, cfg.data.max_seq_len);
-  core::log_info("triggers", "mining " + std::to_string(data.size()) + " examples of " + task.name + "/" + tc.split +
-                                 " (attention attribution, " + std::to_string(cfg.prune.attattr_steps) + " steps per layer)");
-  const auto mined = mine(model, data, cfg);
-
-  // Patterns per predicted class; the tokens of each class's mined examples are the baseline's pool.
-  const int C = task.num_labels();
+ClassPatterns count_patterns(const TriggersContext& ctx, const std::vector<Mined>& mined) {
+  const auto& tok = *ctx.tok;
   auto special = [&](int32_t id) { return id == tok.cls_id() || id == tok.sep_id() || id == tok.pad_id(); };
-  std::vector<std::map<std::pair<int32_t, int32_t>, long>> counts(C);
-  std::vector<std::vector<int32_t>> pool(C);
-  long special_patterns = 0;
+  ClassPatterns p;
+  p.counts.resize(ctx.task->num_labels());
+  p.pool.resize(ctx.task->num_labels());
   for (size_t i = 0; i < mined.size(); ++i) {
-    const auto& ids = data.ids[i];
+    const auto& ids = ctx.mined_data.ids[i];
     const int c = mined[i].predicted;
     for (int32_t id : ids)
-      if (!special(id)) pool[c].push_back(id);
+      if (!special(id)) p.pool[c].push_back(id);
     for (const auto& [q, k] : mined[i].top) {
       if (special(ids[q]) || special(ids[k])) {
-        ++special_patterns;
+        ++p.special;
         continue;
       }
-      ++counts[c][{ids[q], ids[k]}];
+      ++p.counts[c][{ids[q], ids[k]}];
     }
   }
+  return p;
+}
 
+nlohmann::json attack(const TriggersContext& ctx, const std::vector<Mined>& mined, const ClassPatterns& patterns) {
+  const auto& cfg = *ctx.cfg;
+  const auto& tc = cfg.triggers;
   nlohmann::json j;
-  j["model"] = cfg.model.path, j["task"] = task.name, j["mined"] = {{"split", tc.split}, {"examples", data.size()}, {"min_tokens", tc.min_tokens}};
-  j["eval_split"] = tc.eval_split, j["top_k"] = tc.top_k, j["seed"] = cfg.run.seed, j["steps"] = cfg.prune.attattr_steps;
-  j["patterns_with_special_tokens_skipped"] = special_patterns;
-  for (int c = 0; c < C; ++c) {
-    std::vector<Pattern> counted;
-    for (const auto& [p, n] : counts[c]) counted.push_back({p.first, p.second, n});
-    const auto top = top_patterns(counted, tc.top_k);
-    auto& jc = j["classes"][task.labels[c]];
-    jc["mined_predicted"] = std::count_if(mined.begin(), mined.end(), [&](const Mined& m) { return m.predicted == c; });
-    jc["patterns"] = nlohmann::json::array();
-    std::vector<int32_t> tokens;
-    for (const auto& p : top) {
-      jc["patterns"].push_back({{"from", tok.token(p.from)}, {"to", tok.token(p.to)}, {"count", p.count}});
-      tokens.push_back(p.from), tokens.push_back(p.to);
-    }
-    if (top.empty() || pool[c].empty()) {
-      jc["note"] = "no pattern: no mined example was predicted " + task.labels[c];
-      continue;
-    }
-    // The evaluation examples of the other classes, as they are, with the triggers, with random tokens.
-    core::EncodedDataset before, trig, rand;
-    std::mt19937_64 rng(static_cast<uint64_t>(cfg.run.seed) * 1000003ULL + c), rng_b(rng() ^ 0x9e3779b97f4a7c15ULL);
-    long too_long = 0;
-    for (size_t i = 0; i < dev_data.size(); ++i) {
-      if (static_cast<int>(dev_data.labels[i]) == c) continue;
-      const auto& ids = dev_data.ids[i];
-      if (ids.size() + tokens.size() > static_cast<size_t>(cfg.data.max_seq_len)) {
-        ++too_long;
-        continue;
-      }
-      std::vector<int> pos;
-      std::vector<int32_t> drawn;
-      for (size_t t = 0; t < tokens.size(); ++t)
-        drawn.push_back(pool[c][std::uniform_int_distribution<size_t>(0, pool[c].size() - 1)(rng_b)]);
-      const auto with = insert_tokens(ids, first_sep(ids, tok.sep_id()), tokens, rng, &pos);
-      const std::vector<int32_t> zeros(tokens.size(), 0);
-      for (auto* d : {&before, &trig, &rand}) {
-        d->labels.push_back(dev_data.labels[i]);
-        d->has_labels = true;
-      }
-      before.ids.push_back(ids), before.type_ids.push_back(dev_data.type_ids[i]);
-      trig.ids.push_back(with), trig.type_ids.push_back(insert_at(dev_data.type_ids[i], zeros, pos));
-      rand.ids.push_back(insert_at(ids, drawn, pos)), rand.type_ids.push_back(trig.type_ids.back());
-    }
-    jc["attacked"] = before.size();
-    jc["skipped_too_long"] = too_long;
-    if (before.size() == 0) continue;
-    const int batch = cfg.eval.batch_size, pad = tok.pad_id();
-    const Scores s0 = score(model, task, before, c, batch, pad), s1 = score(model, task, trig, c, batch, pad),
-                 s2 = score(model, task, rand, c, batch, pad);
-    jc["accuracy"] = {{"before", s0.accuracy}, {"triggers", s1.accuracy}, {"random_pairs", s2.accuracy}};
-    jc["predicted_as_class"] = {{"before", s0.as_class}, {"triggers", s1.as_class}, {"random_pairs", s2.as_class}};
-    jc["drop"] = {{"triggers", s0.accuracy - s1.accuracy}, {"random_pairs", s0.accuracy - s2.accuracy}};
-    jc["beats_baseline"] = s1.accuracy < s2.accuracy;
-    std::cout << task.labels[c] << ": triggers";
-    for (const auto& p : jc["patterns"]) std::cout << " (" << p["from"].get<std::string>() << " -> " << p["to"].get<std::string>() << " x" << p["count"] << ")";
-    std::cout << "; " << before.size() << " " << tc.eval_split << " examples of the other classes: accuracy " << s0.accuracy
-              << " -> " << s1.accuracy << " with triggers, " << s2.accuracy << " with random pairs"
-              << (s1.accuracy < s2.accuracy ? "" : " (the triggers do not beat the baseline)") << "\n";
-  }
-  fs::create_directories(out);
-  core::write_file_atomic(out + "/triggers.json", j.dump(1) + "\n");
-  core::log_info("triggers", "wrote " + out + "/triggers.json");
-  return 0;
+  j["model"] = cfg.model.path, j["task"] = ctx.task->name;
+  j["mined"] = {{"split", tc.split}, {"examples", ctx.mined_data.size()}, {"min_tokens", tc.min_tokens}};
+  j["eval_split"] = tc.eval_split, j["top_k"] = tc.top_k, j["seed"] = cfg.run.seed,
+  j["steps"] = cfg.prune.attattr_steps;
+  j["patterns_with_special_tokens_skipped"] = patterns.special;
+  for (int c = 0; c < ctx.task->num_labels(); ++c)
+    j["classes"][ctx.task->labels[c]] = attack_class(ctx, c, mined, patterns);
+  return j;
+}
+
+void write_triggers(const TriggersContext& ctx, const nlohmann::json& j) {
+  fs::create_directories(ctx.out);
+  core::write_file_atomic(ctx.out + "/triggers.json", j.dump(1) + "\n");
+  core::log_info("triggers", "wrote " + ctx.out + "/triggers.json");
 }
 
 }  // namespace hp::analysis

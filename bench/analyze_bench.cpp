@@ -95,14 +95,16 @@ void dump(const std::string& dir, const hp::analysis::AnalysisInputs& in, const 
   for (size_t e = 0; e < in.info.size(); ++e) {
     const auto& row = in.data.ids[e];
     const auto& types = in.data.type_ids[e];
-    for (size_t t = 0; t < row.size(); ++t) ids += (t ? " " : "") + std::to_string(row[t]) + ":" + std::to_string(types[t]);
+    for (size_t t = 0; t < row.size(); ++t)
+      ids += (t ? " " : "") + std::to_string(row[t]) + ":" + std::to_string(types[t]);
     ids += "\n";
   }
   hp::core::write_file_atomic(dir + "/ids.txt", ids);
-  hp::core::write_file_atomic(dir + "/js.bin", std::string(reinterpret_cast<const char*>(js.data()), js.size() * sizeof(double)));
+  hp::core::write_file_atomic(dir + "/js.bin",
+                              std::string(reinterpret_cast<const char*>(js.data()), js.size() * sizeof(double)));
   hp::core::write_file_atomic(dir + "/seconds.txt", std::to_string(seconds) + "\n");
-  std::printf("wrote %s/ids.txt (%zu examples), seconds.txt and %s/js.bin ([%d, %d] float64)\n", dir.c_str(), in.info.size(), dir.c_str(),
-              n_heads, n_heads);
+  std::printf("wrote %s/ids.txt (%zu examples), seconds.txt and %s/js.bin ([%d, %d] float64)\n", dir.c_str(),
+              in.info.size(), dir.c_str(), n_heads, n_heads);
 }
 
 }  // namespace
@@ -129,7 +131,8 @@ int main(int argc, char** argv) {
     std::printf("runtime: %s\n", hp::core::runtime_summary().c_str());
 
     const auto& task = hp::core::find_task(o.task);
-    const auto rows = first_rows(hp::core::read_task(task, hp::core::resolve_data_root(o.data_root), o.split), o.examples);
+    const auto rows =
+        first_rows(hp::core::read_task(task, hp::core::resolve_data_root(o.data_root), o.split), o.examples);
     const hp::core::LoadOptions load = hp::core::task_load_options(task, 42);
     hp::core::LoadReport report;
     const auto model = hp::core::load_bert(o.model, load, &report);
@@ -158,8 +161,8 @@ int main(int argc, char** argv) {
     std::vector<double> js;
     const double t_js = median([&] { return time_distances(model, in, batches, js); });
     const int N = model.config().num_hidden_layers * model.config().max_heads();
-    std::printf("head distances (%d x %d Jensen-Shannon, %zu examples): %.3f s, %.2f ms/example\n", N, N, in.info.size(),
-                t_js, 1e3 * t_js / in.info.size());
+    std::printf("head distances (%d x %d Jensen-Shannon, %zu examples): %.3f s, %.2f ms/example\n", N, N,
+                in.info.size(), t_js, 1e3 * t_js / in.info.size());
     if (!o.dump.empty()) dump(o.dump, in, js, N, t_js);
     if (o.distances_only) return 0;
 
