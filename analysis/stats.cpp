@@ -6,6 +6,7 @@
 #include <boost/math/distributions/students_t.hpp>
 #include <numeric>
 
+#include "core/base/correlation.h"  // spearman (header-only, torch-free)
 #include "core/base/errors.h"  // HP_CHECK (header-only, torch-free)
 
 namespace hp::analysis {
@@ -103,58 +104,19 @@ std::vector<bool> rejected(const std::vector<double>& adjusted, double alpha) {
   return r;
 }
 
-std::vector<double> average_ranks(const std::vector<double>& x) {
-  const size_t n = x.size();
-  if (std::any_of(x.begin(), x.end(), [](double v) { return std::isnan(v); }))
-    return std::vector<double>(n, NAN);
-  std::vector<size_t> order(n);
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return x[a] < x[b]; });
-  std::vector<double> rank(n);
-  for (size_t i = 0; i < n;) {
-    size_t j = i;
-    while (j + 1 < n && x[order[j + 1]] == x[order[i]]) ++j;
-    // The mean of the 1-based ranks i+1 .. j+1.
-    const double r = 0.5 * static_cast<double>(i + j) + 1.0;
-    for (size_t q = i; q <= j; ++q) rank[order[q]] = r;
-    i = j + 1;
-  }
-  return rank;
-}
-
 double spearman(const std::vector<double>& x, const std::vector<double>& y) {
-  HP_CHECK(x.size() == y.size(), "spearman: " << x.size() << " vs " << y.size() << " values");
-  std::vector<double> a, b;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (std::isnan(x[i]) || std::isnan(y[i])) continue;
-    a.push_back(x[i]);
-    b.push_back(y[i]);
-  }
-  if (a.size() < 3) return NAN;
-  const std::vector<double> ra = average_ranks(a), rb = average_ranks(b);
-  const double n = static_cast<double>(ra.size());
-  const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n;
-  const double mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
-  double sab = 0.0, saa = 0.0, sbb = 0.0;
-  for (size_t i = 0; i < ra.size(); ++i) {
-    sab += (ra[i] - ma) * (rb[i] - mb);
-    saa += (ra[i] - ma) * (ra[i] - ma);
-    sbb += (rb[i] - mb) * (rb[i] - mb);
-  }
-  if (saa == 0.0 || sbb == 0.0) return NAN;
-  return std::clamp(sab / std::sqrt(saa * sbb), -1.0, 1.0);  // np.corrcoef clips the same way
+  return core::spearman(x, y, core::NanPolicy::kOmit);
 }
 
 double hypergeom_sf(long k, long N, long K, long n) {
-  HP_CHECK(N >= 0 && K >= 0 && K <= N && n >= 0 && n <= N,
-           "hypergeom_sf: N=" << N << " K=" << K << " n=" << n);
+  HP_CHECK(N >= 0 && K >= 0 && K <= N && n >= 0 && n <= N, "hypergeom_sf: N=" << N << " K=" << K << " n=" << n);
   const long lo = std::max(0L, n + K - N), hi = std::min(K, n);  // the support of X
   if (k <= lo) return 1.0;
   if (k > hi) return 0.0;
   // Boost's (r = successes, n = draws, N = population); its cdf rejects x outside the support,
   // hence the guards.
-  const boost::math::hypergeometric_distribution<double> dist(
-      static_cast<unsigned>(K), static_cast<unsigned>(n), static_cast<unsigned>(N));
+  const boost::math::hypergeometric_distribution<double> dist(static_cast<unsigned>(K), static_cast<unsigned>(n),
+                                                              static_cast<unsigned>(N));
   return boost::math::cdf(boost::math::complement(dist, static_cast<unsigned>(k - 1)));
 }
 
@@ -165,8 +127,8 @@ Eigen::MatrixXd classical_mds(const Eigen::MatrixXd& d) {
   // (S + S^T) / 2 equals S bit for bit when d is symmetric, and keeps B symmetric when d is off by
   // rounding.
   const Eigen::MatrixXd s = 0.5 * (d2 + d2.transpose());
-  const Eigen::MatrixXd j = Eigen::MatrixXd::Identity(N, N) -
-                            Eigen::MatrixXd::Constant(N, N, 1.0 / static_cast<double>(N));
+  const Eigen::MatrixXd j =
+      Eigen::MatrixXd::Identity(N, N) - Eigen::MatrixXd::Constant(N, N, 1.0 / static_cast<double>(N));
   const Eigen::MatrixXd b = -0.5 * j * s * j;
   const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(b);
   HP_CHECK(es.info() == Eigen::Success, "classical_mds: eigen decomposition failed");

@@ -32,12 +32,10 @@ std::vector<double> bh_adjust(const std::vector<double>& p);
 // this is exactly statsmodels' reject set, also for p-values that sit on a threshold.
 std::vector<bool> rejected(const std::vector<double>& adjusted, double alpha);
 
-// Spearman rho with average ranks for ties (scipy.stats.spearmanr). Pairs with a NaN on either side
-// are dropped; NaN when fewer than 3 pairs remain or one side is constant.
+// Spearman rho with average ranks for ties (scipy.stats.spearmanr(x, y, nan_policy="omit")): pairs with
+// a NaN on either side (heads absent from a model) are dropped; NaN when fewer than 2 pairs remain or one
+// side is constant. core/base/correlation.h with NanPolicy::kOmit, the implementation eval's metric shares.
 double spearman(const std::vector<double>& x, const std::vector<double>& y);
-
-// 1-based ranks, ties share their average (scipy.stats.rankdata); all NaN if any x is NaN.
-std::vector<double> average_ranks(const std::vector<double>& x);
 
 // Hypergeometric upper tail P(X >= k): population N, K successes in it, n draws
 // (scipy.stats.hypergeom.sf(k - 1, N, K, n)). Needs 0 <= K <= N and 0 <= n <= N.

@@ -1,11 +1,10 @@
 // GLUE metrics. See eval/metrics.h.
 #include "eval/metrics.h"
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 
+#include "core/base/correlation.h"  // Pearson, Spearman: shared with analysis/stats.h
 #include "core/base/errors.h"  // HP_CHECK
 
 namespace hp::eval {
@@ -24,10 +23,8 @@ struct MetricSpec {
 };
 
 const MetricSpec kMetrics[] = {
-    {"accuracy", Kind::kClass, &accuracy, nullptr},
-    {"f1", Kind::kClass, &f1_binary, nullptr},
-    {"mcc", Kind::kClass, &matthews_corr, nullptr},
-    {"pearson", Kind::kScore, nullptr, &pearson},
+    {"accuracy", Kind::kClass, &accuracy, nullptr}, {"f1", Kind::kClass, &f1_binary, nullptr},
+    {"mcc", Kind::kClass, &matthews_corr, nullptr}, {"pearson", Kind::kScore, nullptr, &pearson},
     {"spearman", Kind::kScore, nullptr, &spearman},
 };
 
@@ -84,45 +81,15 @@ double matthews_corr(const std::vector<int>& pred, const std::vector<int>& gold)
 
 double pearson(const std::vector<double>& x, const std::vector<double>& y) {
   check_sizes(x.size(), y.size(), "pearson");
-  const size_t n = x.size();
-  if (n < 2) return kNaN;
-  // Two passes (mean first) rather than sum-of-squares formulas: no cancellation for large offsets.
-  double mx = std::accumulate(x.begin(), x.end(), 0.0) / n;
-  double my = std::accumulate(y.begin(), y.end(), 0.0) / n;
-  double sxy = 0, sxx = 0, syy = 0;
-  for (size_t i = 0; i < n; ++i) {
-    double dx = x[i] - mx, dy = y[i] - my;
-    sxy += dx * dy;
-    sxx += dx * dx;
-    syy += dy * dy;
-  }
-  if (sxx == 0 || syy == 0) return kNaN;  // constant input: scipy warns and returns nan
-  double r = sxy / std::sqrt(sxx * syy);
-  return std::clamp(r, -1.0, 1.0);  // rounding can push |r| a hair past 1; scipy clips too
-}
-
-std::vector<double> average_ranks(const std::vector<double>& x) {
-  std::vector<size_t> order(x.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return x[a] < x[b]; });
-  std::vector<double> rank(x.size());
-  for (size_t i = 0; i < order.size();) {
-    size_t j = i;
-    while (j + 1 < order.size() && x[order[j + 1]] == x[order[i]]) ++j;
-    double avg = (static_cast<double>(i) + static_cast<double>(j)) / 2.0 + 1.0;  // 1-based
-    for (size_t k = i; k <= j; ++k) rank[order[k]] = avg;
-    i = j + 1;
-  }
-  return rank;
+  return core::pearson(x, y);
 }
 
 double spearman(const std::vector<double>& x, const std::vector<double>& y) {
   check_sizes(x.size(), y.size(), "spearman");
-  return pearson(average_ranks(x), average_ranks(y));
+  return core::spearman(x, y, core::NanPolicy::kPropagate);
 }
 
-std::map<std::string, double> compute_metrics(const core::TaskSpec& task,
-                                              const std::vector<float>& pred,
+std::map<std::string, double> compute_metrics(const core::TaskSpec& task, const std::vector<float>& pred,
                                               const std::vector<float>& gold) {
   check_sizes(pred.size(), gold.size(), "compute_metrics");
   std::vector<int> pi, gi;

@@ -22,19 +22,16 @@ double f1_binary(const std::vector<int>& pred, const std::vector<int>& gold);
 // (tp*tn - fp*fn) / sqrt((tp+fp)(tp+fn)(tn+fp)(tn+fn)) for two classes. 0 when the denominator is 0.
 double matthews_corr(const std::vector<int>& pred, const std::vector<int>& gold);
 
-// Pearson's r (scipy.stats.pearsonr). NaN if fewer than 2 values or either input is constant.
+// Pearson's r (scipy.stats.pearsonr). NaN if fewer than 2 values, either input is constant or holds a NaN.
 double pearson(const std::vector<double>& x, const std::vector<double>& y);
 
-// Spearman's rho: Pearson of the ranks, ties get their average rank (scipy.stats.spearmanr).
+// Spearman's rho, ties get their average rank (scipy.stats.spearmanr): core/base/correlation.h with
+// NanPolicy::kPropagate, so a NaN prediction makes it NaN, as it does Pearson's r.
 double spearman(const std::vector<double>& x, const std::vector<double>& y);
-
-// 1-based ranks with ties averaged (scipy.stats.rankdata method="average").
-std::vector<double> average_ranks(const std::vector<double>& x);
 
 // Every metric in task.metrics, keyed by that name. pred/gold: class indices stored as floats
 // (rounded to the nearest int) for classification, scores for regression.
-std::map<std::string, double> compute_metrics(const core::TaskSpec& task,
-                                              const std::vector<float>& pred,
+std::map<std::string, double> compute_metrics(const core::TaskSpec& task, const std::vector<float>& pred,
                                               const std::vector<float>& gold);
 
 // Names compute_metrics understands, in table order.

@@ -8,7 +8,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/base/correlation.h"
+#include "fixtures.h"
+
 using namespace hp::analysis;
+using hp::core::average_ranks;  // behind spearman
 using nlohmann::json;
 
 namespace {
@@ -25,7 +29,7 @@ const double kPi = std::acos(-1.0);
 
 const json& golden() {
   static const json g = [] {
-    std::ifstream f(HP_SOURCE_DIR "/tests/data/golden/analysis_stats.json");
+    std::ifstream f(hp::test::kStatsGolden);
     REQUIRE(f.good());
     return json::parse(f);
   }();
@@ -170,8 +174,11 @@ TEST_CASE("spearman with ties, NaN and degenerate inputs by hand", "[analysis]")
   CHECK_CLOSE(spearman({1, NAN, 2, 3, 4, 5}, {10, 0, 10, 20, NAN, 20}), 2.0 / std::sqrt(5.0),
               kExactTol);
   CHECK(spearman({1, 2, 3}, {9, 4, 1}) == -1.0);
-  CHECK(std::isnan(spearman({1, 2, NAN}, {1, 2, 3})));  // 2 pairs left
-  CHECK(std::isnan(spearman({1, 2, 3}, {5, 5, 5})));    // constant side
+  // scipy spearmanr(x, y, nan_policy="omit"): 2 pairs left give +-1 ([2, nan, 1] vs [1, 2, 5]: -1.0); with
+  // fewer scipy raises and we return NaN.
+  CHECK(spearman({2, NAN, 1}, {1, 2, 5}) == -1.0);
+  CHECK(std::isnan(spearman({1, NAN, 3}, {2, 1, NAN})));  // 1 pair left
+  CHECK(std::isnan(spearman({1, 2, 3}, {5, 5, 5})));      // constant side
   CHECK(average_ranks({2.0, 1.0, 2.0, 0.5}) == std::vector<double>{3.5, 2.0, 3.5, 1.0});
   const std::vector<double> nan_ranks = average_ranks({1.0, NAN});
   CHECK((std::isnan(nan_ranks[0]) && std::isnan(nan_ranks[1])));

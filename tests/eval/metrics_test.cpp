@@ -6,8 +6,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/base/errors.h"  // InternalError
-#include "core/data/glue.h"    // find_task
+#include "core/base/correlation.h"  // average_ranks
+#include "core/base/errors.h"       // InternalError
+#include "core/data/glue.h"         // find_task
 
 using Catch::Matchers::Contains;
 using hp::eval::accuracy;
@@ -62,6 +63,11 @@ TEST_CASE("degenerate inputs follow sklearn and scipy", "[eval]") {
   CHECK(std::isnan(pearson({1, 1, 1}, {1, 2, 3})));
   CHECK(std::isnan(spearman({2, 2, 2}, {1, 2, 3})));
   CHECK(std::isnan(pearson({1}, {2})));
+  // scipy's default nan_policy="propagate": a NaN score makes both correlations NaN (spearmanr([1, 2, nan],
+  // [1, 2, 3])[0] is nan), never a value over the other pairs.
+  CHECK(std::isnan(pearson({1, 2, NAN}, {1, 2, 3})));
+  CHECK(std::isnan(spearman({1, 2, NAN}, {1, 2, 3})));
+  CHECK(std::isnan(spearman({1, 2, 3, 4}, {1, NAN, 3, 4})));
   REQUIRE_THROWS_AS(accuracy({1, 0}, {1}), hp::InternalError);
   REQUIRE_THROWS_WITH(pearson({1, 2}, {1, 2, 3}), Contains("pred has 2 values, gold has 3"));
 }
@@ -88,7 +94,7 @@ TEST_CASE("Pearson and Spearman: closed forms and scipy values", "[eval]") {
   CHECK(pearson(sx, sy) == Approx(0.9741733714951913).epsilon(1e-12));
   CHECK(spearman(sx, sy) == Approx(0.9700772721497398).epsilon(1e-12));
   const std::vector<double> want_ranks = {2, 3, 5.5, 5.5, 7, 4, 1, 8};
-  CHECK(hp::eval::average_ranks(sx) == want_ranks);
+  CHECK(hp::core::average_ranks(sx) == want_ranks);  // core/base/correlation.h, behind spearman
 }
 
 TEST_CASE("compute_metrics evaluates each task's metric set", "[eval]") {
