@@ -2,6 +2,7 @@
 #include "core/kernels/gemm.h"
 
 #include <dlfcn.h>
+#include <oneapi/dnnl/dnnl.h>  // Debian libdnnl-dev: the prototypes only; the library itself is dlopen'ed
 
 #include <atomic>
 #include <cstdint>
@@ -12,15 +13,10 @@ namespace hp::core {
 
 namespace {
 
-// dnnl_sgemm and dnnl_version as oneDNN 2.x declares them (dnnl.h); row-major, dnnl_success == 0.
-using DnnlSgemm = int (*)(char transa, char transb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
-struct DnnlVersion {
-  int major, minor, patch;
-  const char* hash;
-  unsigned cpu_runtime, gpu_runtime;
-};
-using DnnlVersionFn = const DnnlVersion* (*)();
+// The types of the functions looked up, from oneDNN's own declarations (row-major sgemm). decltype does not
+// odr-use them, so nothing links against libdnnl.
+using DnnlSgemm = decltype(&dnnl_sgemm);
+using DnnlVersionFn = decltype(&dnnl_version);
 
 struct OneDnn {
   DnnlSgemm sgemm = nullptr;
@@ -60,9 +56,9 @@ void gemm_nt(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& w_
   }
   const auto w = w_in.contiguous();
   const int64_t M = x.size(0), N = w.size(0), K = x.size(1);
-  const int status = onednn().sgemm('N', 'T', M, N, K, 1.0f, x.data_ptr<float>(), x.stride(0), w.data_ptr<float>(),
-                                    K, beta, out.data_ptr<float>(), out.stride(0));
-  if (status != 0)
+  const dnnl_status_t status = onednn().sgemm('N', 'T', M, N, K, 1.0f, x.data_ptr<float>(), x.stride(0),
+                                              w.data_ptr<float>(), K, beta, out.data_ptr<float>(), out.stride(0));
+  if (status != dnnl_success)
     throw InternalError("core/kernels/gemm.cpp: dnnl_sgemm failed with status " + std::to_string(status) + " for " +
                         std::to_string(M) + "x" + std::to_string(K) + " . " + std::to_string(K) + "x" +
                         std::to_string(N));
@@ -78,11 +74,12 @@ void gemm_nn(torch::Tensor& out, const torch::Tensor& dy, const torch::Tensor& w
   }
   const auto w = w_in.contiguous();
   const int64_t M = dy.size(0), N = dy.size(1), K = w.size(1);
-  const int status = onednn().sgemm('N', 'N', M, K, N, 1.0f, dy.data_ptr<float>(), N, w.data_ptr<float>(), K, 0.0f,
-                                    out.data_ptr<float>(), K);
-  if (status != 0)
+  const dnnl_status_t status = onednn().sgemm('N', 'N', M, K, N, 1.0f, dy.data_ptr<float>(), N, w.data_ptr<float>(), K,
+                                              0.0f, out.data_ptr<float>(), K);
+  if (status != dnnl_success)
     throw InternalError("core/kernels/gemm.cpp: dnnl_sgemm failed with status " + std::to_string(status) + " for " +
-                        std::to_string(M) + "x" + std::to_string(N) + " . " + std::to_string(N) + "x" + std::to_string(K));
+                        std::to_string(M) + "x" + std::to_string(N) + " . " + std::to_string(N) + "x" +
+                        std::to_string(K));
 }
 
 // x · wᵀ + b differentiable in x only: the no-grad GEMM forward and backward.
@@ -93,9 +90,11 @@ struct FrozenLinearFn : public torch::autograd::Function<FrozenLinearFn> {
     ctx->saved_data["sizes"] = x.sizes().vec();
     return linear_no_grad(x, w, b);
   }
-  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::tensor_list grads) {
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
     const auto w = ctx->saved_data["w"].toTensor();
-    return {linear_input_grad(grads[0], w).view(ctx->saved_data["sizes"].toIntVector()), torch::Tensor(), torch::Tensor()};
+    return {linear_input_grad(grads[0], w).view(ctx->saved_data["sizes"].toIntVector()), torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
