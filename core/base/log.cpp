@@ -50,8 +50,13 @@ std::string format_duration(double s) {
 }
 
 Progress::Progress(std::string tag, long total, std::string unit, long already_done, Clock clock)
-    : tag_(std::move(tag)), unit_(std::move(unit)), total_(total), first_(already_done), done_(already_done),
-      tty_(isatty(fileno(stderr)) != 0), clock_(std::move(clock)) {
+    : tag_(std::move(tag)),
+      unit_(std::move(unit)),
+      total_(total),
+      first_(already_done),
+      done_(already_done),
+      tty_(isatty(fileno(stderr)) != 0),
+      clock_(std::move(clock)) {
   if (!clock_) {
     const auto origin = std::chrono::steady_clock::now();
     clock_ = [origin] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin).count(); };
@@ -62,16 +67,20 @@ Progress::Progress(std::string tag, long total, std::string unit, long already_d
 double Progress::elapsed_s() const { return clock_() - start_; }
 
 std::string Progress::status(long done) const {
-  const double el = elapsed_s();
-  const double rate = el > 0 ? static_cast<double>(done - first_) / el : 0.0;
+  const double el = rate_first_ < 0 ? 0.0 : clock_() - rate_start_;
+  const double rate = el > 0 ? static_cast<double>(done - rate_first_) / el : 0.0;
+  char rate_text[32] = "?";
+  if (rate > 0) std::snprintf(rate_text, sizeof rate_text, "%.1f", rate);
   char line[256];
-  std::snprintf(line, sizeof line, "[%s] %ld/%ld %s  %.1f %s/s  ETA %s", tag_.c_str(), done, total_, unit_.c_str(), rate,
-                unit_.c_str(), rate > 0 ? format_duration(static_cast<double>(total_ - done) / rate).c_str() : "?");
+  std::snprintf(line, sizeof line, "[%s] %ld/%ld %s  %s %s/s  ETA %s", tag_.c_str(), done, total_, unit_.c_str(),
+                rate_text, unit_.c_str(),
+                rate > 0 ? format_duration(static_cast<double>(total_ - done) / rate).c_str() : "?");
   return line;
 }
 
 void Progress::update(long done, const std::string& extra) {
   done_ = done;
+  if (rate_first_ < 0) rate_first_ = done, rate_start_ = clock_();
   if (g_quiet) return;
   const std::string line = status(done) + (extra.empty() ? "" : "  " + extra);
   if (tty_) {
@@ -83,7 +92,7 @@ void Progress::update(long done, const std::string& extra) {
     return;
   }
   int decile = total_ > 0 ? static_cast<int>(10 * done / total_) : 10;
-  if (decile > last_decile_) {
+  if (decile > last_decile_ && done > rate_first_) {  // a log line only with a timed rate
     last_decile_ = decile;
     spdlog::info("{}", line);
   }

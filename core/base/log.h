@@ -19,18 +19,22 @@ void log_warn(const std::string& tag, const std::string& msg);
 // Logs `msg` at warning level only the first time `cause` is seen in this process.
 void log_warn_once(const std::string& tag, const std::string& cause, const std::string& msg);
 
-// Progress over `total` units of work, with rate and ETA measured from this object's own start: units
-// finished before it (`already_done`: resumed work, an earlier phase) count towards done/total but not
-// towards the rate, so a stage reports its real pace from its first update on. `clock` (seconds) is for
-// tests; the default is the steady clock.
+// Progress over `total` units of work. Rate and ETA count the units finished after this stage's first
+// update, timed from it: the first unit carries the stage's setup (batching an epoch, first-call allocations
+// and warm-up: a gated run's second phase opened at 0.2 steps/s for 0.6), and units finished before the
+// stage (`already_done`: resumed work, an earlier phase) count towards done/total only. Until a unit is
+// timed that way the line says "? unit/s  ETA ?", and a log (not a terminal) prints no line for the stage yet.
+// `clock` (seconds) is for tests; the default is the steady clock.
 class Progress {
  public:
   using Clock = std::function<double()>;
   Progress(std::string tag, long total, std::string unit = "ex", long already_done = 0, Clock clock = {});
   // Marks `done` units finished (cumulative, already_done included); `extra` is appended, e.g. "loss 0.41".
+  // The first call starts the rate clock.
   void update(long done, const std::string& extra = "");
-  // Ends the line and logs the time and rate of this stage.
+  // Ends the line and logs the time and rate of this stage, setup included.
   void finish(const std::string& extra = "");
+  // Seconds since the stage began (its construction).
   double elapsed_s() const;
   // "[tag] done/total unit  R unit/s  ETA t" for `done` units now.
   std::string status(long done) const;
@@ -39,10 +43,11 @@ class Progress {
   std::string tag_, unit_;
   long total_;
   long first_ = 0, done_ = 0;
+  long rate_first_ = -1;  // units done at the first update, where the rate clock starts; -1 before it
   int last_decile_ = -1;
   bool tty_;
   Clock clock_;
-  double start_ = 0, last_print_ = -1;
+  double start_ = 0, rate_start_ = 0, last_print_ = -1;
 };
 
 // "3m10s", "42s", "1h02m".
