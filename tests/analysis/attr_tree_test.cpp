@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/attr_tree.h"
+#include "fixtures.h"
 #include "skip.h"
 
 using hp::analysis::attribution_tree;
@@ -47,9 +48,8 @@ TEST_CASE("attribution tree: a hand-built three-layer case", "[attr_tree]") {
 }
 
 TEST_CASE("attribution tree: equals the Python re-implementation of Hao's algorithm", "[attr_tree][golden]") {
-  const std::string path = std::string(HP_SOURCE_DIR) + "/tests/data/golden/explain/tree_tiny.json";
-  std::ifstream f(path);
-  if (!f) hp::test::skip(path + " missing: run tests/golden/make_tree_goldens.py");
+  std::ifstream f(hp::test::kTreeGolden);
+  if (!f) return hp::test::skip(hp::test::kTreeGolden + " missing: run tests/golden/make_tree_goldens.py");
   const auto g = nlohmann::json::parse(f);
   const double tau = g["threshold"];
   int edges = 0;

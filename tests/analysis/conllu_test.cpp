@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/base/errors.h"  // InputError
+#include "fixtures.h"
 #include "skip.h"
 
 using Catch::Matchers::Contains;
@@ -13,8 +14,8 @@ using hp::analysis::DepSentence;
 using hp::analysis::read_conllu;
 
 namespace {
-const std::string kDir = HP_SOURCE_DIR "/tests/data/analysis/";
-const std::string kEwtDev = HP_SOURCE_DIR "/../shared/data/ud_english_ewt/en_ewt-ud-dev.conllu";
+using hp::test::kAnalysisDataDir;
+const std::string kEwtDev = hp::test::kSharedData + "/ud_english_ewt/en_ewt-ud-dev.conllu";
 
 // The fixture's three sentences, written out by hand from conllu_good.conllu.
 void check_good(const std::vector<DepSentence>& s) {
@@ -45,16 +46,16 @@ void check_good(const std::vector<DepSentence>& s) {
 }  // namespace
 
 TEST_CASE("read_conllu keeps syntactic words, heads, deprels, sent_id and lines", "[analysis]") {
-  check_good(read_conllu(kDir + "conllu_good.conllu"));
+  check_good(read_conllu(kAnalysisDataDir + "conllu_good.conllu"));
 }
 
 TEST_CASE("read_conllu tolerates a BOM, CRLF and a missing final blank line", "[analysis]") {
-  check_good(read_conllu(kDir + "conllu_good_crlf_bom.conllu"));
+  check_good(read_conllu(kAnalysisDataDir + "conllu_good_crlf_bom.conllu"));
 }
 
 TEST_CASE("read_conllu names file, line and field of bad input", "[analysis]") {
   using hp::InputError;
-  const auto read = [](const std::string& name) { return read_conllu(kDir + name); };
+  const auto read = [](const std::string& name) { return read_conllu(kAnalysisDataDir + name); };
   REQUIRE_THROWS_AS(read("conllu_bad_columns.conllu"), InputError);
   REQUIRE_THROWS_WITH(
       read("conllu_bad_columns.conllu"),
@@ -91,7 +92,7 @@ TEST_CASE("read_conllu names file, line and field of bad input", "[analysis]") {
 
 TEST_CASE("read_conllu parses the UD English EWT dev file", "[analysis]") {
   std::ifstream raw(kEwtDev);
-  if (!raw) return hp::test::skip("UD English EWT not found at " + std::string(kEwtDev) + "; put ../shared beside the repository");
+  if (!raw) return hp::test::skip("UD English EWT not found at " + kEwtDev + "; put ../shared beside the repository");
   // Independent count: "# sent_id" comment lines, and token lines whose ID is all digits.
   size_t sent_ids = 0, words = 0;
   for (std::string line; std::getline(raw, line);) {

@@ -10,14 +10,14 @@
 #include "core/io/checkpoint.h"
 #include "core/data/glue.h"
 #include "core/text/tokenizer.h"
+#include "fixtures.h"
 #include "skip.h"
 
 TEST_CASE("prune explain: attribution per layer and the tree equal the Python reference", "[explain][golden]") {
-  const std::string root = std::string(HP_SOURCE_DIR) + "/";
-  std::ifstream f(root + "tests/data/golden/explain/tree_tiny.json");
-  if (!f) hp::test::skip("tests/data/golden/explain/tree_tiny.json missing: run tests/golden/make_tree_goldens.py");
+  std::ifstream f(hp::test::kTreeGolden);
+  if (!f) return hp::test::skip(hp::test::kTreeGolden + " missing: run tests/golden/make_tree_goldens.py");
   const auto g = nlohmann::json::parse(f);
-  const std::string dir = root + g["model"].get<std::string>();
+  const std::string dir = hp::test::kSourceDir + "/" + g["model"].get<std::string>();  // relative to the repository
   hp::core::LoadOptions load;
   load.num_labels = 3;
   const auto model = hp::core::load_bert(dir, load);

@@ -3,6 +3,7 @@
 // the no-op gradients) and on the real MiniLM over 20 real SST-2 / MRPC examples and 20 UD EWT sentences.
 #include <catch2/catch.hpp>
 
+#include "fixtures.h"
 #include "skip.h"
 
 #include <cmath>
@@ -24,7 +25,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kSrc = HP_SOURCE_DIR;
+using test::kAnalysisDataDir;
 // Attention in float32 here, float64 in the reference: statistics agree to ~1e-6; 1e-5 leaves margin.
 constexpr double kStatTol = 1e-5;
 // p-values inherit the float32/float64 difference of the means through the t distribution's tail.
@@ -130,7 +131,7 @@ json run_section(const core::Bert& model, const analysis::AnalysisInputs& in, bo
 }
 
 json load_golden(const std::string& file) {
-  const std::string path = kSrc + "/tests/data/golden/analysis/" + file;
+  const std::string path = test::kAnalysisGoldenDir + file;
   REQUIRE(std::filesystem::exists(path));
   return json::parse(core::read_file(path));
 }
@@ -148,20 +149,20 @@ void check_tokens(const analysis::AnalysisInputs& in, const json& ref) {
 
 TEST_CASE("analysis golden: tiny model, pairs, singles and a treebank, equal the Python reference", "[analysis][golden]") {
   const json g = load_golden("tiny.json");
-  const std::string dir = kSrc + "/tests/data/golden/tiny_bert";
+  const std::string dir = test::kTinyBert;
   auto model = core::load_bert(dir);
   auto tok = core::WordPieceTokenizer::from_model_dir(dir);
   const int max_len = g["pairs"]["settings"]["max_seq_len"].get<int>();
   for (const auto& [section, file, pair] : {std::tuple<std::string, std::string, bool>{"pairs", "tiny_pairs.tsv", true},
                                             {"single", "tiny_single.tsv", false}}) {
-    const auto rows = read_tsv(kSrc + "/tests/data/analysis/" + file, pair);
+    const auto rows = read_tsv(kAnalysisDataDir + file, pair);
     const auto counts = analysis::token_counts(tok, rows, max_len);
     auto in = analysis::task_inputs(tok, rows, 0, max_len, counts, file);
     check_tokens(in, g[section]);
     compare_section(run_section(model, in, /*noop=*/true, g[section]["settings"]["min_occurrences"]), g[section], section);
   }
   {  // τ = 1: the random tiny model's heads reject, so Holm and BH differ from the raw tests
-    const auto rows = read_tsv(kSrc + "/tests/data/analysis/tiny_pairs.tsv", true);
+    const auto rows = read_tsv(kAnalysisDataDir + "tiny_pairs.tsv", true);
     auto in = analysis::task_inputs(tok, rows, 0, max_len, analysis::token_counts(tok, rows, max_len), "tiny_pairs");
     const json& ref = g["pairs_tau1"];
     REQUIRE(ref["settings"]["tau"].get<double>() == 1.0);
@@ -171,16 +172,16 @@ TEST_CASE("analysis golden: tiny model, pairs, singles and a treebank, equal the
     for (const auto& [role, f] : ours["roles"].items()) rejected += f["holm"].dump().find("1.0") != std::string::npos;
     CHECK(rejected > 0);
   }
-  const auto counts = analysis::token_counts(tok, read_tsv(kSrc + "/tests/data/analysis/tiny_single.tsv", false), max_len);
-  auto tb = analysis::treebank_inputs(tok, kSrc + "/tests/data/analysis/tiny.conllu", max_len, counts);
+  const auto counts = analysis::token_counts(tok, read_tsv(kAnalysisDataDir + "tiny_single.tsv", false), max_len);
+  auto tb = analysis::treebank_inputs(tok, kAnalysisDataDir + "tiny.conllu", max_len, counts);
   check_tokens(tb, g["treebank"]);
   compare_section(run_section(model, tb, false, g["treebank"]["settings"]["min_occurrences"]), g["treebank"], "treebank");
 }
 
 TEST_CASE("analysis golden: MiniLM on 20 SST-2, 20 MRPC and 20 UD EWT examples equals the Python reference",
           "[analysis][golden]") {
-  const std::string dir = kSrc + "/checkpoints/all-MiniLM-L6-v2";
-  const std::string data = kSrc + "/../shared/data";
+  const std::string dir = test::kMiniLM;
+  const std::string data = test::kSharedData;
   if (!std::filesystem::exists(dir + "/config.json") || !std::filesystem::exists(data)) {
     hp::test::skip("the real model (scripts/setup.sh) or ../shared/data is missing");
     return;

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <torch/torch.h>
 
+#include "core/data/glue.h"
 #include "core/model/head_mask.h"
 #include "core/io/tensor_io.h"
 #include "cli/cli_util.h"
@@ -22,7 +23,7 @@ using namespace hp::test;
 TEST_CASE("prune --version names LibTorch, the BLAS kernel and threads", "[cli]") {
   auto r = run_prune("--version");
   CHECK(r.code == 0);
-  CHECK_THAT(r.output, Catch::Contains("LibTorch 1.13"));
+  CHECK_THAT(r.output, Catch::Contains("LibTorch " HP_TORCH_VERSION " | "));  // the LibTorch CMake found
   CHECK_THAT(r.output, Catch::Contains("BLAS OpenBLAS (kernel "));
   CHECK_THAT(r.output, Catch::Contains("threads "));
   CHECK_THAT(r.output, !Catch::Contains("Prescott"));
@@ -36,24 +37,41 @@ TEST_CASE("--help shows each option's value type (INT, FLOAT, TEXT), not TEXT fo
   CHECK_THAT(run_prune("report --help").output, Catch::Contains("--examples INT,..."));
 }
 
-TEST_CASE("prune eval with the tiny model writes a JSON result", "[cli]") {
-  // The tiny model has 3 labels; RTE has 2, so use a 3-label task: the MNLI subset.
-  std::string out = "/tmp/hp_cli_eval_" + std::to_string(getpid()) + ".json";
-  auto r = run_prune("eval --model " + kTiny + " --task mnli_subset --max-seq-len 64 --max-examples 40 --batch 16 --mask 1:0,2 --output " + out);
+TEST_CASE("prune eval on the HF golden's rows, heads masked, scores the accuracy of HF's logits", "[cli][parity]") {
+  // tiny_bert.h5's rows and labels as an MNLI subset (3 classes, like the tiny model), its mask1 on the command
+  // line, batches of 3 and 1.
+  const auto g = hp::core::read_hdf5(kTinyBertH5);
+  const auto a = hp::core::read_hdf5_strings(kTinyBertH5, "text_a");
+  const auto b = hp::core::read_hdf5_strings(kTinyBertH5, "text_b");
+  const auto& task = hp::core::find_task("mnli_subset");
+  const auto labels = g.at("labels");
+  const auto root = std::filesystem::temp_directory_path() / "hp_cli_eval_golden";
+  std::filesystem::create_directories(root / task.folder);
+  {
+    std::ofstream f(root / task.folder / "mnli_matched.tsv");
+    for (size_t i = 0; i < a.size(); ++i)
+      f << task.labels.at(labels[i].item<long>()) << "\t" << a[i] << "\t" << b[i] << "\n";  // b "" = one sentence
+  }
+  const auto mask = g.at("head_mask/mask1");
+  hp::core::HeadSet keep(mask.size(0), std::vector<bool>(mask.size(1)));
+  for (long l = 0; l < mask.size(0); ++l)
+    for (long h = 0; h < mask.size(1); ++h) keep[l][h] = mask[l][h].item<float>() != 0.0f;
+  const std::string spec = hp::core::format_head_mask(keep), out = (root / "eval.json").string();
+  auto r = run_prune("eval --model " + kTinyBert + " --task mnli_subset --data-root " + root.string() +
+                     " --max-seq-len 64 --batch 3 --mask '" + spec + "' --output " + out);
   INFO(r.output);
   REQUIRE(r.code == 0);
-  std::ifstream in(out);
-  auto j = nlohmann::json::parse(in);
-  CHECK(j["examples"] == 40);
-  CHECK(j["heads_kept"] == 6);
-  CHECK(j["mask"] == "1:0,2");
-  double acc = j["metrics"]["accuracy"];
-  // 40 examples: the accuracy is a multiple of 1/40.
-  CHECK(acc * 40 == Approx(std::round(acc * 40)).margin(1e-9));
+  const auto j = nlohmann::json::parse(slurp(out));
+  CHECK(j["examples"] == a.size());
+  CHECK(j["heads_kept"] == 5);
+  CHECK(j["mask"] == spec);
+  // HF's accuracy on these rows: the argmax of its masked logits against the labels.
+  const double hf = g.at("logits_masked/mask1").argmax(1).eq(labels).to(torch::kFloat64).mean().item<double>();
+  CHECK(j["metrics"]["accuracy"].get<double>() == Approx(hf).margin(1e-12));
 }
 
 TEST_CASE("prune infer reproduces HF's logits from raw text", "[cli][parity]") {
-  const std::string golden = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert.h5";
+  const std::string golden = kTinyBertH5;
   auto a = hp::core::read_hdf5_strings(golden, "text_a");
   auto b = hp::core::read_hdf5_strings(golden, "text_b");
   std::string input = "/tmp/hp_cli_infer_" + std::to_string(getpid()) + ".txt";
@@ -61,7 +79,7 @@ TEST_CASE("prune infer reproduces HF's logits from raw text", "[cli][parity]") {
     std::ofstream f(input);
     for (size_t i = 0; i < a.size(); ++i) f << a[i] << (b[i].empty() ? "" : "\t" + b[i]) << "\n";
   }
-  auto r = run_prune("infer --model " + kTiny + " --max-seq-len 64 --input " + input + " --output " + input + ".h5 --hidden");
+  auto r = run_prune("infer --model " + kTinyBert + " --max-seq-len 64 --input " + input + " --output " + input + ".h5 --hidden");
   INFO(r.output);
   REQUIRE(r.code == 0);
   auto ours = hp::core::read_hdf5(input + ".h5");
@@ -73,12 +91,12 @@ TEST_CASE("prune infer reproduces HF's logits from raw text", "[cli][parity]") {
 
 TEST_CASE("prune export writes an HF folder and an HDF5 file with the same tensors", "[cli]") {
   std::string out = "/tmp/hp_cli_export_" + std::to_string(getpid());
-  auto r = run_prune("export --model " + kTiny + " --to " + out);
+  auto r = run_prune("export --model " + kTinyBert + " --to " + out);
   INFO(r.output);
   REQUIRE(r.code == 0);
   auto st = hp::core::read_safetensors(out + "/model.safetensors");
   auto h5 = hp::core::read_hdf5(out + "/model.h5");
-  auto src = hp::core::read_safetensors(kTiny + "/model.safetensors");
+  auto src = hp::core::read_safetensors(kTinyBert + "/model.safetensors");
   REQUIRE(st.size() == src.size());
   REQUIRE(h5.size() == st.size());
   for (const auto& [k, v] : src) {
@@ -91,11 +109,11 @@ TEST_CASE("prune export writes an HF folder and an HDF5 file with the same tenso
 TEST_CASE("prune export --dense: a model without removed heads is written unchanged, with a warning", "[cli][dense]") {
   const std::string out = (std::filesystem::temp_directory_path() / "hp_cli_dense").string();
   std::filesystem::remove_all(out);
-  auto r = run_prune("export --model " + kTiny + " --dense --to " + out);
+  auto r = run_prune("export --model " + kTinyBert + " --dense --to " + out);
   INFO(r.output);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.output, Catch::Contains("has no removed heads; --dense writes it unchanged"));
-  auto a = hp::core::read_safetensors(kTiny + "/model.safetensors"), b = hp::core::read_safetensors(out + "/model.safetensors");
+  auto a = hp::core::read_safetensors(kTinyBert + "/model.safetensors"), b = hp::core::read_safetensors(out + "/model.safetensors");
   for (const auto& [name, t] : b) {
     const std::string src = a.count(name) ? name : "bert." + name;
     if (a.count(src)) CHECK(torch::equal(a.at(src).to(torch::kFloat32), t.to(torch::kFloat32)));
@@ -105,7 +123,7 @@ TEST_CASE("prune export --dense: a model without removed heads is written unchan
 TEST_CASE("configs/README.md is the current output of prune config --doc", "[cli]") {
   auto r = run_prune("config --doc");
   REQUIRE(r.code == 0);
-  std::ifstream in(std::string(HP_SOURCE_DIR) + "/configs/README.md");
+  std::ifstream in(kSourceDir + "/configs/README.md");
   std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   INFO("regenerate configs/README.md from `prune config --doc` (see its header)");
   CHECK_THAT(readme, Catch::EndsWith(r.output));
@@ -114,7 +132,7 @@ TEST_CASE("configs/README.md is the current output of prune config --doc", "[cli
 TEST_CASE("every preset in configs/ loads and validates", "[cli]") {
   for (const char* name : {"sst2", "mrpc", "cola", "rte", "stsb", "mnli"}) {
     INFO(name);
-    auto r = run_prune(std::string("train --dump-config --config ") + HP_SOURCE_DIR + "/configs/" + name + ".yaml");
+    auto r = run_prune("train --dump-config --config " + kSourceDir + "/configs/" + name + ".yaml");
     CHECK(r.code == 0);
     CHECK_THAT(r.output, Catch::Contains("task: "));
   }
@@ -179,7 +197,7 @@ TEST_CASE("the pruning run: curves for every criterion, exactly N heads exported
   // every statistic is unchanged there, and the removed heads have no values.
   {
     const auto an = out / "analysis";
-    auto a = run_prune("analyze --model " + kTiny + " --task mnli_subset --max-seq-len 32 --data-root " + tiny_data_root() +
+    auto a = run_prune("analyze --model " + kTinyBert + " --task mnli_subset --max-seq-len 32 --data-root " + tiny_data_root() +
                        " --split mismatched --examples 12 --batch 4 --prune-run " + out.string() + " --out " + an.string());
     INFO(a.output);
     REQUIRE(a.code == 0);
@@ -247,7 +265,7 @@ TEST_CASE("the pruning run with gates: a gated run's log alpha as a criterion, a
   std::filesystem::remove_all(gated);
   std::filesystem::remove_all(out);
   const std::string train_split = " --set train.train_split=matched --set train.eval_split=mismatched --max-seq-len 32";
-  auto t = run_prune("train --model " + kTiny + " --task mnli_subset --data-root " + tiny_data_root() + train_split +
+  auto t = run_prune("train --model " + kTinyBert + " --task mnli_subset --data-root " + tiny_data_root() + train_split +
                      " --target-heads 5 --max-steps 4 --out " + gated.string());
   INFO(t.output);
   REQUIRE(t.code == 0);
@@ -259,7 +277,7 @@ TEST_CASE("the pruning run with gates: a gated run's log alpha as a criterion, a
 
   // One rule for every run folder: `prune train` refuses a pruning run's folder and another training run's,
   // before it touches a file.
-  const std::string train_into = "train --model " + kTiny + " --task mnli_subset --data-root " + tiny_data_root() +
+  const std::string train_into = "train --model " + kTinyBert + " --task mnli_subset --data-root " + tiny_data_root() +
                                  train_split + " --max-steps 4 --out ";
   const auto before = slurp(gated / "train_result.json");
   const auto over_pruning = run_prune(train_into + out.string() + " --target-heads 5");
@@ -296,7 +314,7 @@ TEST_CASE("prune analyze: deterministic outputs, resumable, and one-line errors 
   namespace fs = std::filesystem;
   const std::string out = fs::temp_directory_path() / "hp_cli_analyze";
   fs::remove_all(out);
-  const std::string base = "analyze --model " + kTiny + " --task mnli_subset --max-seq-len 64 --examples 24 --batch 8";
+  const std::string base = "analyze --model " + kTinyBert + " --task mnli_subset --max-seq-len 64 --examples 24 --batch 8";
   auto r = run_prune(base + " --resamples 5 --control random-init --out " + out);
   INFO(r.output);
   REQUIRE(r.code == 0);
@@ -322,15 +340,14 @@ TEST_CASE("prune analyze: deterministic outputs, resumable, and one-line errors 
   CHECK(std::string((std::istreambuf_iterator<char>(b)), {}) == first);
 
   const std::string bad_out = out + "_bad";
-  const std::string data = std::string(HP_SOURCE_DIR) + "/tests/data/analysis/";
-  std::vector<ErrorCase> cases = {
-      {base + " --syntax " + data + "conllu_bad_head_not_int.conllu", "conllu_bad_head_not_int.conllu:", 1},
+    std::vector<ErrorCase> cases = {
+      {base + " --syntax " + kAnalysisDataDir + "conllu_bad_head_not_int.conllu", "conllu_bad_head_not_int.conllu:", 1},
       {base + " --control randomly", "analysis.control = 'randomly'; use random-init", 2},
       {base + " --alpha 1.5", "analysis.alpha = 1.5", 2},
       {base + " --prune-run /nonexistent", "/nonexistent/run.h5: not found", 1},
-      {base + " --compare " + std::string(HP_SOURCE_DIR) + "/checkpoints/all-MiniLM-L6-v2", "compare models of the same shape", 2},
+      {base + " --compare " + kMiniLM, "compare models of the same shape", 2},
   };
-  if (!fs::exists(std::string(HP_SOURCE_DIR) + "/checkpoints/all-MiniLM-L6-v2/config.json")) cases.pop_back();  // the MiniLM case
+  if (!fs::exists(kMiniLM + "/config.json")) cases.pop_back();  // the MiniLM case
   check_errors(cases, " --out " + bad_out, bad_out + "/analysis.json");
 }
 
@@ -338,8 +355,7 @@ TEST_CASE("prune explain: the attribution tree of a row or a text, and one-line 
   namespace fs = std::filesystem;
   const std::string out = fs::temp_directory_path() / "hp_cli_explain";
   fs::remove_all(out);
-  const std::string model = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert_l4";
-  const std::string base = "explain --model " + model + " --task mnli_subset --max-seq-len 64 --data-root " + tiny_data_root() +
+  const std::string base = "explain --model " + kTinyBertL4 + " --task mnli_subset --max-seq-len 64 --data-root " + tiny_data_root() +
                            " --split mismatched --steps 4";
   auto r = run_prune(base + " --example 1 --out " + out);
   INFO(r.output);
@@ -383,8 +399,7 @@ TEST_CASE("prune triggers: patterns per class, triggers against random pairs, de
   namespace fs = std::filesystem;
   const std::string out = fs::temp_directory_path() / "hp_cli_triggers";
   fs::remove_all(out);
-  const std::string model = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert_l4";
-  const std::string base = "triggers --model " + model + " --task mnli_subset --max-seq-len 64 --data-root " + tiny_data_root() +
+  const std::string base = "triggers --model " + kTinyBertL4 + " --task mnli_subset --max-seq-len 64 --data-root " + tiny_data_root() +
                            " --split matched --eval-split mismatched --examples 20 --steps 3 --set triggers.min_tokens=0";
   auto r = run_prune(base + " --out " + out);
   INFO(r.output);

@@ -26,8 +26,6 @@ Run run_command(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-const std::string kTiny = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert";
-
 // A data root with a small mnli_subset (3 classes, like the tiny model) in words of the tiny vocab.
 std::string tiny_data_root() {
   const auto root = std::filesystem::temp_directory_path() / "hp_prune_data";
@@ -45,7 +43,7 @@ std::string tiny_data_root() {
 }
 
 std::string tiny_prune_args(const std::string& out) {
-  return "--model " + kTiny + " --task mnli_subset --max-seq-len 32 --data-root " + tiny_data_root() + " --out " + out +
+  return "--model " + kTinyBert + " --task mnli_subset --max-seq-len 32 --data-root " + tiny_data_root() + " --out " + out +
          " --set prune.rank_split=matched --set prune.eval_split=mismatched --rank-examples 12 --schedule 0,25,50,75,100"
          " --set prune.attattr_steps=3 --set prune.bootstrap=50 --set prune.latency=false --set eval.batch_size=8"
          " --set prune.rank_batch_size=4";

@@ -1,10 +1,12 @@
-// What the CLI tests share: running the `prune` executable, the tiny golden model, a tiny data root, and
-// the arguments of a small pruning run on them.
+// What the CLI tests share: running the `prune` executable, the fixtures (tests/fixtures.h: the tiny golden
+// model and the rest), a tiny data root, and the arguments of a small pruning run on them.
 #pragma once
 
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "fixtures.h"
 
 namespace hp::test {
 
@@ -18,9 +20,6 @@ Run run_command(const std::string& command);
 
 // `prune ARGS` with stdout and stderr together.
 Run run_prune(const std::string& args);
-
-// tests/data/golden/tiny_bert: 2 layers × 4 heads, 3 labels, max_position_embeddings 64.
-extern const std::string kTiny;
 
 // A data root with a small mnli_subset (3 classes, like the tiny model) in words of the tiny vocab.
 std::string tiny_data_root();

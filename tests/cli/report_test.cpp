@@ -46,11 +46,11 @@ struct Fixture {
     auto r = run_prune(tiny_prune_args(run.string()) + " --target-heads 3 --method taylor --recover-steps 0");
     INFO(r.output);
     REQUIRE(r.code == 0);
-    auto a = run_prune("analyze --model " + kTiny + " --task mnli_subset --max-seq-len 32 --data-root " + tiny_data_root() +
+    auto a = run_prune("analyze --model " + kTinyBert + " --task mnli_subset --max-seq-len 32 --data-root " + tiny_data_root() +
                        " --split mismatched --examples 12 --batch 4 --prune-run " + run.string() + " --out " + analysis.string());
     INFO(a.output);
     REQUIRE(a.code == 0);
-    auto g = run_prune("train --model " + kTiny + " --task mnli_subset --data-root " + tiny_data_root() +
+    auto g = run_prune("train --model " + kTinyBert + " --task mnli_subset --data-root " + tiny_data_root() +
                        " --set train.train_split=matched --set train.eval_split=mismatched --max-seq-len 32"
                        " --target-heads 5 --max-steps 4 --out " + gated.string());
     INFO(g.output);
@@ -152,8 +152,8 @@ TEST_CASE("prune report: bad input gives a one-line error or a note, never a bro
 }
 
 TEST_CASE("prune report: 8 examples of 128 tokens on a 6 × 12 model stay under 15 MB", "[cli][report][minilm]") {
-  const std::string model = std::string(HP_SOURCE_DIR) + "/checkpoints/all-MiniLM-L6-v2";
-  const std::string sst2 = std::string(HP_SOURCE_DIR) + "/../shared/data/glue/SST-2/dev.tsv";
+  const std::string model = kMiniLM;
+  const std::string sst2 = kSharedData + "/glue/SST-2/dev.tsv";
   if (!fs::exists(model + "/config.json") || !fs::exists(sst2))
     return skip("MiniLM or SST-2 dev missing: run scripts/setup.sh");
   // Eight texts of dev sentences run together, 120 words each (about 128 word pieces with [CLS]/[SEP]).
@@ -194,7 +194,7 @@ TEST_CASE("prune report: headless Chromium renders it offline, and a click on a 
   const auto page = fx.page("browser.html");
   if (!fs::exists(HP_REF_PYTHON)) return skip(std::string(HP_REF_PYTHON) + " missing: run scripts/setup.sh for the browser check");
   const auto shots = fs::temp_directory_path() / "hp_report_shots";
-  auto b = run_command(std::string(HP_REF_PYTHON) + " " + HP_SOURCE_DIR + "/tests/report/browser_check.py " + page.string() +
+  auto b = run_command(std::string(HP_REF_PYTHON) + " " + kSourceDir + "/tests/report/browser_check.py " + page.string() +
                        " --shots " + shots.string() + " --expect-slim");
   INFO(b.output);
   if (b.code == kSkipExitCode) return skip("browser check skipped: " + b.output.substr(0, b.output.find('\n')));

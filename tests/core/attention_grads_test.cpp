@@ -7,10 +7,13 @@
 
 #include "core/model/bert.h"
 #include "core/io/checkpoint.h"
+#include "fixtures.h"
 
 namespace {
 
-const std::string kGolden = std::string(HP_SOURCE_DIR) + "/tests/data/golden/";
+using hp::test::kTinyBert;
+using hp::test::kTinyBertL4;
+using hp::test::kTinyBertReg;
 
 double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
@@ -97,17 +100,17 @@ hp::core::Bert without_layer_heads(const hp::core::Bert& model, int l) {
 }  // namespace
 
 TEST_CASE("attention_grads equals autograd: 4 layers, padding", "[core][attention_grads]") {
-  check_against_autograd(hp::core::load_bert(kGolden + "tiny_bert_l4"));
+  check_against_autograd(hp::core::load_bert(kTinyBertL4));
 }
 
 TEST_CASE("attention_grads equals autograd: a 0-head middle layer, a 0-head last layer", "[core][attention_grads]") {
-  const auto model = hp::core::load_bert(kGolden + "tiny_bert_l4");
+  const auto model = hp::core::load_bert(kTinyBertL4);
   check_against_autograd(without_layer_heads(model, 1));
   check_against_autograd(without_layer_heads(model, 3));
 }
 
 TEST_CASE("attention_grads equals autograd: regression head, tanh GELU", "[core][attention_grads]") {
-  auto reg = hp::core::load_bert(kGolden + "tiny_bert_reg");
+  auto reg = hp::core::load_bert(kTinyBertReg);
   check_against_autograd(reg);
   auto cfg = reg.config();
   cfg.hidden_act = "gelu_new";
@@ -115,7 +118,7 @@ TEST_CASE("attention_grads equals autograd: regression head, tanh GELU", "[core]
 }
 
 TEST_CASE("attention_grads refuses training mode and head masks", "[core][attention_grads]") {
-  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  auto model = hp::core::load_bert(kTinyBert);
   auto in = padded_input(model.config().vocab_size);
   auto dloss = [](const torch::Tensor& logits) { return torch::ones_like(logits); };
   in.head_mask = torch::ones({2, 4});

@@ -9,6 +9,7 @@
 #include "core/io/checkpoint.h"
 #include "core/io/tensor_io.h"
 #include "core/text/tokenizer.h"
+#include "fixtures.h"
 #include "skip.h"
 
 namespace {
@@ -21,8 +22,12 @@ constexpr double kLogitTol = 1e-5;
 // Head-mask gradients are small (1e-4..1e-2 for MiniLM): compare relative to the largest entry.
 constexpr double kGradRelTol = 1e-4;
 
-const std::string kGolden = std::string(HP_SOURCE_DIR) + "/tests/data/golden/";
-const std::string kMiniLM = std::string(HP_SOURCE_DIR) + "/checkpoints/all-MiniLM-L6-v2";
+using hp::test::kMiniLM;
+using hp::test::kMiniLMH5;
+using hp::test::kTinyBert;
+using hp::test::kTinyBertBin;
+using hp::test::kTinyBertH5;
+using hp::test::kTinyBertReg;
 
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   REQUIRE(a.sizes() == b.sizes());
@@ -70,8 +75,8 @@ torch::Tensor head_mask_grad(const hp::core::Bert& model, hp::core::EncoderInput
 }  // namespace
 
 TEST_CASE("tiny BERT matches HF: hidden states, attentions, pooled, logits", "[core][parity]") {
-  auto g = hp::core::read_hdf5(kGolden + "tiny_bert.h5");
-  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  auto g = hp::core::read_hdf5(kTinyBertH5);
+  auto model = hp::core::load_bert(kTinyBert);
   auto in = input_of(g);
   in.want_hidden = in.want_attention = true;
   torch::NoGradGuard no_grad;
@@ -95,8 +100,8 @@ TEST_CASE("tiny BERT matches HF: hidden states, attentions, pooled, logits", "[c
 }
 
 TEST_CASE("head masks give the same outputs as HF's head_mask", "[core][parity]") {
-  auto g = hp::core::read_hdf5(kGolden + "tiny_bert.h5");
-  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  auto g = hp::core::read_hdf5(kTinyBertH5);
+  auto model = hp::core::load_bert(kTinyBert);
   torch::NoGradGuard no_grad;
   for (const char* k : {"mask1", "mask2", "mask3"}) {
     INFO("head mask " << k);
@@ -111,8 +116,8 @@ TEST_CASE("head masks give the same outputs as HF's head_mask", "[core][parity]"
 }
 
 TEST_CASE("head-mask gradient equals HF's (Michel's importance)", "[core][parity]") {
-  auto g = hp::core::read_hdf5(kGolden + "tiny_bert.h5");
-  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  auto g = hp::core::read_hdf5(kTinyBertH5);
+  auto model = hp::core::load_bert(kTinyBert);
   auto in = input_of(g);
   auto labels = g.at("labels");
   auto grad = head_mask_grad(model, in, labels, /*per_example_abs=*/false);
@@ -125,11 +130,11 @@ TEST_CASE("head-mask gradient equals HF's (Michel's importance)", "[core][parity
 }
 
 TEST_CASE("pytorch_model.bin and the regression head load as HF does", "[core][parity]") {
-  auto g = hp::core::read_hdf5(kGolden + "tiny_bert.h5");
+  auto g = hp::core::read_hdf5(kTinyBertH5);
   torch::NoGradGuard no_grad;
-  auto from_bin = hp::core::load_bert(kGolden + "tiny_bert_bin");
+  auto from_bin = hp::core::load_bert(kTinyBertBin);
   CHECK(max_abs_diff(from_bin.forward(input_of(g)).logits, g.at("logits")) <= kLogitTol);
-  auto reg = hp::core::load_bert(kGolden + "tiny_bert_reg");
+  auto reg = hp::core::load_bert(kTinyBertReg);
   REQUIRE(reg.config().num_labels == 1);
   CHECK(max_abs_diff(reg.forward(input_of(g)).logits, g.at("reg_logits")) <= kLogitTol);
 }
@@ -138,9 +143,9 @@ namespace {
 
 // Our tokenizer from `dir` reproduces the input ids HF stored in golden file `h5`, row by row.
 void check_golden_ids(const std::string& h5, const std::string& dir) {
-  auto g = hp::core::read_hdf5(kGolden + h5);
-  auto a = hp::core::read_hdf5_strings(kGolden + h5, "text_a");
-  auto b = hp::core::read_hdf5_strings(kGolden + h5, "text_b");
+  auto g = hp::core::read_hdf5(h5);
+  auto a = hp::core::read_hdf5_strings(h5, "text_a");
+  auto b = hp::core::read_hdf5_strings(h5, "text_b");
   auto tok = hp::core::WordPieceTokenizer::from_model_dir(dir);
   const auto& ids = g.at("input_ids");
   const auto& mask = g.at("attention_mask");
@@ -157,19 +162,19 @@ void check_golden_ids(const std::string& h5, const std::string& dir) {
 }  // namespace
 
 TEST_CASE("tokenizer ids equal HF's on the tiny golden sentences", "[core][parity][tokenizer]") {
-  check_golden_ids("tiny_bert.h5", kGolden + "tiny_bert");
+  check_golden_ids(kTinyBertH5, kTinyBert);
 }
 
 TEST_CASE("tokenizer ids equal HF's on the MiniLM golden sentences", "[core][parity][tokenizer][real]") {
   if (!std::filesystem::exists(kMiniLM))
     return hp::test::skip(kMiniLM + " is absent; run scripts/setup.sh to install the real model");
-  check_golden_ids("minilm.h5", kMiniLM);
+  check_golden_ids(kMiniLMH5, kMiniLM);
 }
 
 TEST_CASE("all-MiniLM-L6-v2 matches HF: hidden states, attentions, logits, masks, gradients", "[core][parity][real]") {
   if (!std::filesystem::exists(kMiniLM))
     return hp::test::skip(kMiniLM + " is absent; run scripts/setup.sh to install the real model");
-  auto g = hp::core::read_hdf5(kGolden + "minilm.h5");
+  auto g = hp::core::read_hdf5(kMiniLMH5);
   hp::core::LoadOptions opts;
   opts.num_labels = 2;
   hp::core::LoadReport report;
@@ -213,8 +218,8 @@ TEST_CASE("all-MiniLM-L6-v2 matches HF: hidden states, attentions, logits, masks
 }
 
 TEST_CASE("cls_only computes the same logits as the full last layer (with grad, masks, 0-head layers)", "[core][parity]") {
-  auto g = hp::core::read_hdf5(kGolden + "tiny_bert.h5");
-  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  auto g = hp::core::read_hdf5(kTinyBertH5);
+  auto model = hp::core::load_bert(kTinyBert);
   auto in = input_of(g);
   auto masked = torch::tensor({{1.f, 0.f, 1.f, 1.f}, {0.f, 0.f, 0.f, 0.f}});  // layer 1 fully masked
   // Each mask with the HF golden it must reproduce (none for the fully masked layer: cls_only against the

@@ -10,21 +10,22 @@
 #include "core/io/checkpoint.h"
 #include "core/base/errors.h"
 #include "core/io/tensor_io.h"
+#include "fixtures.h"
 
 namespace fs = std::filesystem;
 using Catch::Contains;
 
 namespace {
 
-const std::string kTiny = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert";
-const std::string kGoldenH5 = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert.h5";
+using hp::test::kTinyBert;
+using hp::test::kTinyBertH5;
 
 // A fresh copy of the tiny golden model folder.
 std::string copy_tiny(const std::string& name) {
   std::string dir = (fs::temp_directory_path() / ("hp_ckpt_test_" + std::to_string(getpid())) / name).string();
   fs::remove_all(dir);
   fs::create_directories(dir);
-  for (const auto& e : fs::directory_iterator(kTiny)) fs::copy_file(e.path(), dir + "/" + e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(kTinyBert)) fs::copy_file(e.path(), dir + "/" + e.path().filename().string());
   return dir;
 }
 
@@ -36,7 +37,7 @@ nlohmann::json read_json(const std::string& path) {
 void write_json(const std::string& path, const nlohmann::json& j) { std::ofstream(path) << j.dump(2); }
 
 torch::Tensor logits_of(const hp::core::Bert& model) {
-  auto g = hp::core::read_hdf5(kGoldenH5);
+  auto g = hp::core::read_hdf5(kTinyBertH5);
   hp::core::EncoderInput in;
   in.input_ids = g.at("input_ids");
   in.token_type_ids = g.at("token_type_ids");
@@ -48,9 +49,9 @@ torch::Tensor logits_of(const hp::core::Bert& model) {
 }  // namespace
 
 TEST_CASE("save_bert then load_bert gives the same tensors and logits", "[core][checkpoint]") {
-  auto model = hp::core::load_bert(kTiny);
+  auto model = hp::core::load_bert(kTinyBert);
   std::string out = copy_tiny("roundtrip_src") + "_out";
-  hp::core::save_bert(model, out, kTiny);
+  hp::core::save_bert(model, out, kTinyBert);
   for (const char* f : {"config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json"})
     CHECK(fs::exists(out + "/" + f));
   auto back = hp::core::load_bert(out);
@@ -70,10 +71,11 @@ TEST_CASE("save_bert then load_bert gives the same tensors and logits", "[core][
 }
 
 TEST_CASE("Hugging Face transformers loads our export with equal logits", "[.hf][checkpoint]") {
-  auto model = hp::core::load_bert(kTiny);
+  auto model = hp::core::load_bert(kTinyBert);
   std::string out = copy_tiny("hf_src") + "_out";
-  hp::core::save_bert(model, out, kTiny);
-  std::string cmd = std::string(HP_REF_PYTHON) + " " + HP_SOURCE_DIR + "/tools/hf_check.py " + out + " " + kGoldenH5;
+  hp::core::save_bert(model, out, kTinyBert);
+  std::string cmd =
+      std::string(HP_REF_PYTHON) + " " + hp::test::kSourceDir + "/tools/hf_check.py " + out + " " + kTinyBertH5;
   REQUIRE(std::system(cmd.c_str()) == 0);
 }
 
@@ -133,7 +135,7 @@ TEST_CASE("bad checkpoint folders give one-line errors naming the file and the f
   SECTION("classifier with another number of labels than the task") {
     hp::core::LoadOptions opts;
     opts.num_labels = 2;
-    REQUIRE_THROWS_WITH(hp::core::load_bert(kTiny, opts), Contains("classifier.weight has 3 labels, the task needs 2"));
+    REQUIRE_THROWS_WITH(hp::core::load_bert(kTinyBert, opts), Contains("classifier.weight has 3 labels, the task needs 2"));
   }
   SECTION("pruned_heads outside the model") {
     auto dir = copy_tiny("pruned");

@@ -7,10 +7,11 @@
 
 #include "core/io/checkpoint.h"
 #include "core/kernels/epilogue.h"
+#include "fixtures.h"
 
 namespace {
 
-const std::string kTinyBert = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert";
+using hp::test::kTinyBert;
 
 // Rows of width n inside rows of stride ld > n; the gap holds a sentinel the kernels must not touch.
 struct Strided {

@@ -13,6 +13,7 @@
 #include "core/io/checkpoint.h"
 #include "core/data/task_options.h"
 #include "core/base/errors.h"  // ConfigError, InputError
+#include "fixtures.h"
 
 using Catch::Matchers::Contains;
 using hp::core::Example;
@@ -23,8 +24,8 @@ using hp::core::TaskSpec;
 namespace {
 namespace fs = std::filesystem;
 
-const std::string kData = std::string(HP_SOURCE_DIR) + "/../shared/data";
-const std::string kBad = std::string(HP_SOURCE_DIR) + "/tests/data/bad";
+using hp::test::kBadDataDir;
+using hp::test::kSharedData;
 
 // Class index -> count over the labelled rows.
 std::map<int, int> class_counts(const std::vector<Example>& rows) {
@@ -98,7 +99,7 @@ TEST_CASE("real GLUE splits have the README's row counts", "[core][data]") {
   };
   for (const Row& r : kRows) {
     INFO(r.task << " " << r.split);
-    auto rows = read_task(find_task(r.task), kData, r.split);
+    auto rows = read_task(find_task(r.task), kSharedData, r.split);
     CHECK(rows.size() == r.rows);
     size_t labelled = 0;
     for (const auto& e : rows) labelled += e.has_label;
@@ -111,24 +112,24 @@ TEST_CASE("real GLUE splits have the README's row counts", "[core][data]") {
 
 TEST_CASE("real GLUE dev splits have the awk-derived class counts", "[core][data]") {
   // awk -F'\t' 'NR>1{c[$2]++} END{for(k in c) print k, c[k]}' glue/SST-2/dev.tsv and likewise.
-  CHECK(class_counts(read_task(find_task("sst2"), kData, "dev")) == std::map<int, int>{{0, 428}, {1, 444}});
-  CHECK(class_counts(read_task(find_task("sst2"), kData, "train")) ==
+  CHECK(class_counts(read_task(find_task("sst2"), kSharedData, "dev")) == std::map<int, int>{{0, 428}, {1, 444}});
+  CHECK(class_counts(read_task(find_task("sst2"), kSharedData, "train")) ==
         std::map<int, int>{{0, 29780}, {1, 37569}});
-  CHECK(class_counts(read_task(find_task("cola"), kData, "dev")) == std::map<int, int>{{0, 322}, {1, 721}});
-  CHECK(class_counts(read_task(find_task("mrpc"), kData, "dev")) == std::map<int, int>{{0, 129}, {1, 279}});
+  CHECK(class_counts(read_task(find_task("cola"), kSharedData, "dev")) == std::map<int, int>{{0, 322}, {1, 721}});
+  CHECK(class_counts(read_task(find_task("mrpc"), kSharedData, "dev")) == std::map<int, int>{{0, 129}, {1, 279}});
   // entailment = 0, not_entailment = 1.
-  CHECK(class_counts(read_task(find_task("rte"), kData, "dev")) == std::map<int, int>{{0, 146}, {1, 131}});
-  CHECK(class_counts(read_task(find_task("qnli"), kData, "dev")) ==
+  CHECK(class_counts(read_task(find_task("rte"), kSharedData, "dev")) == std::map<int, int>{{0, 146}, {1, 131}});
+  CHECK(class_counts(read_task(find_task("qnli"), kSharedData, "dev")) ==
         std::map<int, int>{{0, 2702}, {1, 2761}});
-  CHECK(class_counts(read_task(find_task("wnli"), kData, "dev")) == std::map<int, int>{{0, 40}, {1, 31}});
+  CHECK(class_counts(read_task(find_task("wnli"), kSharedData, "dev")) == std::map<int, int>{{0, 40}, {1, 31}});
   // contradiction = 0, entailment = 1, neutral = 2 (GLUE order, not the file's codes).
-  CHECK(class_counts(read_task(find_task("mnli_subset"), kData, "matched")) ==
+  CHECK(class_counts(read_task(find_task("mnli_subset"), kSharedData, "matched")) ==
         std::map<int, int>{{0, 316}, {1, 373}, {2, 311}});
-  auto named = read_task(find_task("mnli_subset"), kData, "mismatched");
+  auto named = read_task(find_task("mnli_subset"), kSharedData, "mismatched");
   CHECK(class_counts(named) == std::map<int, int>{{0, 335}, {1, 346}, {2, 319}});
   // mnli.tsv is mismatched with codes 0 entailment, 1 neutral, 2 contradiction (paste|uniq -c
   // pairs them one to one); mapped by name, every row must agree with the named file.
-  auto coded = read_task(find_task("mnli_subset"), kData, "mismatched_numeric");
+  auto coded = read_task(find_task("mnli_subset"), kSharedData, "mismatched_numeric");
   REQUIRE(coded.size() == named.size());
   size_t agree = 0;
   for (size_t i = 0; i < coded.size(); ++i)
@@ -136,27 +137,27 @@ TEST_CASE("real GLUE dev splits have the awk-derived class counts", "[core][data
   CHECK(agree == coded.size());
   // STS-B dev scores: awk 'NR>1{s+=$10} END{printf "%.6f", s}' = 3545.861333.
   double sum = 0;
-  for (const auto& e : read_task(find_task("stsb"), kData, "dev")) sum += e.label;
+  for (const auto& e : read_task(find_task("stsb"), kSharedData, "dev")) sum += e.label;
   CHECK(sum == Approx(3545.861333).margin(1e-3));  // float scores summed in double
 }
 
 TEST_CASE("real GLUE quirks: BOM, trailing space, no final newline", "[core][data]") {
   // MRPC dev row 1 (line 2 after the BOM'd header): label 1, "#1 String" = "He said the ...".
-  auto mrpc = read_task(find_task("mrpc"), kData, "dev");
+  auto mrpc = read_task(find_task("mrpc"), kSharedData, "dev");
   CHECK(mrpc[0].line == 2);
   CHECK(mrpc[0].label == 1.0f);
   CHECK(mrpc[0].text_a.rfind("He said the foodservice pie business", 0) == 0);
   CHECK(mrpc[0].text_b.rfind("\" The foodservice pie business", 0) == 0);
   // SST-2 keeps the space before the tab.
-  auto sst = read_task(find_task("sst2"), kData, "dev");
+  auto sst = read_task(find_task("sst2"), kSharedData, "dev");
   CHECK(sst[0].text_a == "it 's a charming and often affecting journey . ");
   CHECK(sst[0].text_b.empty());
   // CoLA dev ends without a newline: its last row is still read.
-  auto cola = read_task(find_task("cola"), kData, "dev");
+  auto cola = read_task(find_task("cola"), kSharedData, "dev");
   CHECK(cola.back().text_a == "John talked to Bill about himself.");
   CHECK(cola.back().line == 1043);
   // STS-B dev row 1: score 5.000; last row: 0.
-  auto stsb = read_task(find_task("stsb"), kData, "dev");
+  auto stsb = read_task(find_task("stsb"), kSharedData, "dev");
   CHECK(stsb.front().label == 5.0f);
   CHECK(stsb.back().text_a == "New video shows US police officers beating mentally-ill man");
 }
@@ -191,7 +192,7 @@ TEST_CASE("reader handles CRLF, BOM, quotes and trailing empty lines", "[core]")
 
 TEST_CASE("bad inputs name the file and line", "[core]") {
   auto bad = [](const char* task, const char* file, bool header) {
-    return read_task(with_file(task, file, header), kBad, "dev");
+    return read_task(with_file(task, file, header), kBadDataDir, "dev");
   };
   REQUIRE_THROWS_AS(bad("sst2", "sst2_wrong_columns.tsv", true), hp::InputError);
   REQUIRE_THROWS_WITH(bad("sst2", "sst2_wrong_columns.tsv", true),
@@ -207,22 +208,22 @@ TEST_CASE("bad inputs name the file and line", "[core]") {
                       Contains("mnli_subset_unknown_label.tsv:2: label 'neutrall'"));
   REQUIRE_THROWS_WITH(bad("rte", "rte_missing_column.tsv", true),
                       Contains("rte_missing_column.tsv:1: header") && Contains("'sentence2'"));
-  REQUIRE_THROWS_WITH(read_task(find_task("qnli"), kBad, "dev"),
+  REQUIRE_THROWS_WITH(read_task(find_task("qnli"), kBadDataDir, "dev"),
                       Contains("glue/QNLI/dev.tsv: file not found") && Contains("HEADPRUNE_DATA"));
 }
 
 TEST_CASE("resolve_data_root: flag, environment, then ../shared/data", "[core][data]") {
   const char* old = std::getenv("HEADPRUNE_DATA");
   const std::string saved = old ? old : "";
-  CHECK(hp::core::resolve_data_root(kData) == kData);
-  REQUIRE_THROWS_WITH(hp::core::resolve_data_root(kBad), Contains("--data-root") && Contains("HEADPRUNE_DATA"));
-  setenv("HEADPRUNE_DATA", kBad.c_str(), 1);
-  REQUIRE_THROWS_WITH(hp::core::resolve_data_root(""), Contains("HEADPRUNE_DATA=" + kBad));
-  setenv("HEADPRUNE_DATA", kData.c_str(), 1);
-  CHECK(hp::core::resolve_data_root("") == kData);
+  CHECK(hp::core::resolve_data_root(kSharedData) == kSharedData);
+  REQUIRE_THROWS_WITH(hp::core::resolve_data_root(kBadDataDir), Contains("--data-root") && Contains("HEADPRUNE_DATA"));
+  setenv("HEADPRUNE_DATA", kBadDataDir.c_str(), 1);
+  REQUIRE_THROWS_WITH(hp::core::resolve_data_root(""), Contains("HEADPRUNE_DATA=" + kBadDataDir));
+  setenv("HEADPRUNE_DATA", kSharedData.c_str(), 1);
+  CHECK(hp::core::resolve_data_root("") == kSharedData);
   unsetenv("HEADPRUNE_DATA");
   // Found by walking up from the working directory or the test executable.
-  CHECK(fs::equivalent(hp::core::resolve_data_root(""), kData));
+  CHECK(fs::equivalent(hp::core::resolve_data_root(""), kSharedData));
   if (old) setenv("HEADPRUNE_DATA", saved.c_str(), 1);
 }
 
@@ -242,7 +243,7 @@ TEST_CASE("label names: GLUE's class names for tasks whose files use 0/1, writte
 }
 
 TEST_CASE("label names replace a checkpoint's generic LABEL_i and are saved; real names stay", "[glue][labels]") {
-  const std::string tiny = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert";  // id2label LABEL_0..2
+  const std::string tiny = hp::test::kTinyBert;  // id2label LABEL_0..2
   const auto& mnli = hp::core::find_task("mnli_subset");
   auto model = hp::core::load_bert(tiny, hp::core::task_load_options(mnli, 42));
   CHECK(model.config().id2label == std::vector<std::string>{"contradiction", "entailment", "neutral"});

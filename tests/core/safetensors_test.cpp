@@ -2,6 +2,7 @@
 // torch.save .bin (fixtures written by tools/make_tensor_fixtures.py, values in *.expected.json
 // sidecars) and the HDF5 export round trip.
 #include "core/io/safetensors.h"
+#include "fixtures.h"
 #include "skip.h"
 
 #include <torch/serialize.h>  // pickle_save
@@ -26,7 +27,7 @@ using hp::core::TensorMap;
 
 namespace {
 
-const std::string kDataDir = std::string(HP_SOURCE_DIR) + "/tests/data/tensors/";
+using hp::test::kTensorDataDir;
 
 std::string temp_dir() {
   const auto dir = fs::temp_directory_path() / ("hp_tensor_io_test_" + std::to_string(getpid()));
@@ -132,9 +133,9 @@ TensorMap all_dtypes_map() {
 
 TEST_CASE("safetensors: a file written by Python safetensors reads with its documented values",
           "[core]") {
-  const auto got = hp::core::read_safetensors(kDataDir + "hf_small.safetensors");
-  require_matches_sidecar(got, kDataDir + "hf_small.expected.json");
-  REQUIRE(hp::core::read_safetensors_metadata(kDataDir + "hf_small.safetensors") ==
+  const auto got = hp::core::read_safetensors(kTensorDataDir + "hf_small.safetensors");
+  require_matches_sidecar(got, kTensorDataDir + "hf_small.expected.json");
+  REQUIRE(hp::core::read_safetensors_metadata(kTensorDataDir + "hf_small.safetensors") ==
           std::map<std::string, std::string>{{"format", "pt"}});
 }
 
@@ -259,11 +260,11 @@ TEST_CASE("safetensors: every malformed file is a CheckpointError naming file an
 
 TEST_CASE("torch bin: state dicts saved by torch.save read with their documented values",
           "[core]") {
-  require_matches_sidecar(hp::core::read_torch_bin(kDataDir + "tiny_state_dict.bin"),
-                          kDataDir + "tiny_state_dict.expected.json");
+  require_matches_sidecar(hp::core::read_torch_bin(kTensorDataDir + "tiny_state_dict.bin"),
+                          kTensorDataDir + "tiny_state_dict.expected.json");
   // A transformers BertModel state dict (23 tensors), as HF writes pytorch_model.bin.
-  require_matches_sidecar(hp::core::read_torch_bin(kDataDir + "tiny_bert.bin"),
-                          kDataDir + "tiny_bert.expected.json");
+  require_matches_sidecar(hp::core::read_torch_bin(kTensorDataDir + "tiny_bert.bin"),
+                          kTensorDataDir + "tiny_bert.expected.json");
 }
 
 TEST_CASE("torch bin: bad files are CheckpointErrors naming the file", "[core]") {
@@ -283,7 +284,7 @@ TEST_CASE("torch bin: bad files are CheckpointErrors naming the file", "[core]")
                         Catch::Contains("not a torch.save zip"));
   }
   SECTION("truncated zip") {
-    write_bytes(dir + "trunc.bin", read_text(kDataDir + "tiny_state_dict.bin").substr(0, 300));
+    write_bytes(dir + "trunc.bin", read_text(kTensorDataDir + "tiny_state_dict.bin").substr(0, 300));
     REQUIRE_THROWS_WITH(hp::core::read_torch_bin(dir + "trunc.bin"),
                         Catch::Contains(dir + "trunc.bin: cannot read the torch.save archive"));
   }
@@ -357,7 +358,7 @@ TEST_CASE("hdf5: write then read gives equal values, float32 and int64", "[core]
 TEST_CASE("safetensors: Python safetensors reads our file", "[.hf]") {
   const auto dir = temp_dir();
   std::map<std::string, std::string> dtypes;
-  const auto want = expected_from_sidecar(kDataDir + "hf_small.expected.json", &dtypes);
+  const auto want = expected_from_sidecar(kTensorDataDir + "hf_small.expected.json", &dtypes);
   TensorMap m;
   const std::map<std::string, torch::ScalarType> kind{
       {"F64", torch::kFloat64},   {"F32", torch::kFloat32}, {"F16", torch::kFloat16},
@@ -366,7 +367,7 @@ TEST_CASE("safetensors: Python safetensors reads our file", "[.hf]") {
   hp::core::write_safetensors(dir + "ours.safetensors", m);
   const std::string python = HP_REF_PYTHON;
   if (!std::filesystem::exists(python)) return hp::test::skip("no Python reference at " + python + " (scripts/setup.sh)");
-  const std::string cmd = python + " " + HP_SOURCE_DIR + "/tools/make_tensor_fixtures.py check " +
-                          dir + "ours.safetensors " + kDataDir + "hf_small.expected.json";
+  const std::string cmd = python + " " + hp::test::kSourceDir + "/tools/make_tensor_fixtures.py check " +
+                          dir + "ours.safetensors " + kTensorDataDir + "hf_small.expected.json";
   REQUIRE(std::system(cmd.c_str()) == 0);
 }

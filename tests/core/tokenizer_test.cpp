@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/base/errors.h"  // InputError, ConfigError
+#include "fixtures.h"
 #include "skip.h"
 
 using hp::core::Encoding;
@@ -24,7 +25,7 @@ using Strings = std::vector<std::string>;
 
 namespace {
 
-const std::string kVocabDir = std::string(HP_SOURCE_DIR) + "/../shared/vocab";
+using hp::test::kSharedVocab;
 
 // Writes `lines` as a vocab file in the temp folder and returns its path.
 std::string write_vocab(const std::string& name, const Strings& lines) {
@@ -35,7 +36,7 @@ std::string write_vocab(const std::string& name, const Strings& lines) {
 }
 
 const WordPieceTokenizer& bert() {
-  static const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(kVocabDir);
+  static const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(kSharedVocab);
   return tok;
 }
 

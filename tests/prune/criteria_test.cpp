@@ -4,6 +4,7 @@
 // and the reuse of lower layers (attattr, leave-one-out) against full forward passes.
 #include <catch2/catch.hpp>
 
+#include "fixtures.h"
 #include "skip.h"
 #include <torch/torch.h>
 
@@ -19,8 +20,11 @@ using namespace hp;
 
 namespace {
 
-const std::string kGolden = std::string(HP_SOURCE_DIR) + "/tests/data/golden/";
-const std::string kMiniLM = std::string(HP_SOURCE_DIR) + "/checkpoints/all-MiniLM-L6-v2";
+using test::kMiniLM;
+using test::kMiniLMH5;
+using test::kTinyBert;
+using test::kTinyBertH5;
+using test::kTinyBertReg;
 
 // The golden inputs as an encoded dataset (padding stripped), with the golden labels.
 core::EncodedDataset dataset_of(core::TensorMap& g, const std::string& labels = "labels") {
@@ -55,8 +59,8 @@ struct Fixture {
 };
 
 Fixture tiny(int batch_size = 3) {
-  auto g = core::read_hdf5(kGolden + "tiny_bert.h5");
-  Fixture f{core::load_bert(kGolden + "tiny_bert"), &core::find_task("mnli"), dataset_of(g), {}, {}};
+  auto g = core::read_hdf5(kTinyBertH5);
+  Fixture f{core::load_bert(kTinyBert), &core::find_task("mnli"), dataset_of(g), {}, {}};
   f.rank = prune::make_rank_data(*f.task, f.data, batch_size, 0);
   return f;
 }
@@ -71,7 +75,7 @@ TEST_CASE("taylor: per-example |dL/dxi| equals HF's head_mask gradients (tiny mo
   auto f = tiny(3);  // batches of 3 and 1: batching must not matter
   f.opts.normalize_layers = false;
   auto keep = torch::ones({2, 4});
-  auto g = core::read_hdf5(kGolden + "tiny_bert.h5");
+  auto g = core::read_hdf5(kTinyBertH5);
   const double n = static_cast<double>(f.data.size());
   auto ours = prune::taylor_importance(f.ctx(keep)) * n;  // mean over examples → sum, as the golden file
   CHECK(rel_diff(ours, g.at("head_mask_grad_abs_per_example")) <= 1e-4);
@@ -83,7 +87,7 @@ TEST_CASE("taylor: per-example |dL/dxi| equals HF's head_mask gradients (tiny mo
     hp::test::skip("the MiniLM part: " + std::string(kMiniLM) + " is absent; run scripts/setup.sh");
     return;
   }
-  auto m = core::read_hdf5(kGolden + "minilm.h5");
+  auto m = core::read_hdf5(kMiniLMH5);
   core::LoadOptions lo;
   lo.num_labels = 2;
   Fixture r{core::load_bert(kMiniLM, lo), &core::find_task("sst2"), dataset_of(m), {}, {}};
@@ -97,8 +101,8 @@ TEST_CASE("taylor: per-example |dL/dxi| equals HF's head_mask gradients (tiny mo
 }
 
 TEST_CASE("taylor for regression (STS-B, squared error) equals HF's head_mask gradients", "[prune][criteria][parity]") {
-  auto g = core::read_hdf5(kGolden + "tiny_bert.h5");
-  Fixture f{core::load_bert(kGolden + "tiny_bert_reg"), &core::find_task("stsb"), dataset_of(g, "reg_labels"), {}, {}};
+  auto g = core::read_hdf5(kTinyBertH5);
+  Fixture f{core::load_bert(kTinyBertReg), &core::find_task("stsb"), dataset_of(g, "reg_labels"), {}, {}};
   f.rank = prune::make_rank_data(*f.task, f.data, 3, 0);
   f.opts.normalize_layers = false;
   auto ours = prune::taylor_importance(f.ctx(torch::ones({2, 4}))) * static_cast<double>(f.data.size());
@@ -109,7 +113,7 @@ TEST_CASE("taylor token-level equals Σ over tokens of |ctx · dL/dctx| from HF'
   auto f = tiny(3);
   f.opts.normalize_layers = false;
   f.opts.taylor_token_level = true;
-  auto g = core::read_hdf5(kGolden + "tiny_bert.h5");
+  auto g = core::read_hdf5(kTinyBertH5);
   auto ours = prune::taylor_importance(f.ctx(torch::ones({2, 4}))) * static_cast<double>(f.data.size());
   CHECK(rel_diff(ours, g.at("head_mask_grad_abs_per_token")) <= 1e-4);
 }

@@ -2,6 +2,7 @@
 // loader and Hugging Face's, which re-prunes from config.pruned_heads), and shrinks parameters and FLOPs.
 #include <catch2/catch.hpp>
 
+#include "fixtures.h"
 #include "skip.h"
 #include <torch/torch.h>
 
@@ -19,7 +20,8 @@
 
 namespace {
 
-const std::string kGolden = std::string(HP_SOURCE_DIR) + "/tests/data/golden/";
+using hp::test::kTinyBert;
+using hp::test::kTinyBertH5;
 
 hp::core::EncoderInput golden_input(hp::core::TensorMap& g) {
   hp::core::EncoderInput in;
@@ -38,16 +40,16 @@ int hf_check(const std::string& python, const std::filesystem::path& dir, const 
   const auto ref = dir / "expected.h5";
   hp::core::write_hdf5(ref.string(), {{"input_ids", in.input_ids}, {"attention_mask", in.attention_mask},
                                       {"token_type_ids", in.token_type_ids}, {"logits", want}});
-  const std::string cmd = python + " " + HP_SOURCE_DIR + "/tools/hf_check.py " + dir.string() + " " + ref.string() +
-                          " --tol 1e-4 " + flags;
+  const std::string cmd = python + " " + hp::test::kSourceDir + "/tools/hf_check.py " + dir.string() + " " +
+                          ref.string() + " --tol 1e-4 " + flags;
   return std::system(cmd.c_str());
 }
 
 }  // namespace
 
 TEST_CASE("slimmed model logits equal the masked model's, before and after save/load", "[prune][slim]") {
-  auto g = hp::core::read_hdf5(kGolden + "tiny_bert.h5");
-  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  auto g = hp::core::read_hdf5(kTinyBertH5);
+  auto model = hp::core::load_bert(kTinyBert);
   torch::NoGradGuard no_grad;
   // Layer 0 loses heads 1 and 3; layer 1 loses all four (attention block = output bias only).
   hp::core::HeadSet keep = {{true, false, true, false}, {false, false, false, false}};
@@ -82,7 +84,7 @@ TEST_CASE("slimmed model logits equal the masked model's, before and after save/
 
   const auto dir = std::filesystem::temp_directory_path() / "hp_slim_test";
   std::filesystem::remove_all(dir);
-  hp::core::save_bert(slim, dir.string(), kGolden + "tiny_bert");
+  hp::core::save_bert(slim, dir.string(), kTinyBert);
   auto back = hp::core::load_bert(dir.string());
   CHECK(back.config().heads_in_layer(0) == 2);
   CHECK(max_abs_diff(back.forward(in).logits, masked) <= 1e-5);
@@ -109,12 +111,12 @@ TEST_CASE("a checkpoint pruned by Hugging Face's own prune_heads loads and equal
   // HF removes the rows and columns and records config.pruned_heads; layer 1 keeps heads 1 and 3 (the
   // kept heads are not the first positions).
   const std::string cmd = py + " -c \"import transformers as t; m = t.BertForSequenceClassification.from_pretrained('" +
-                          kGolden + "tiny_bert'); m.prune_heads({0: [2], 1: [0, 2]}); m.save_pretrained('" +
+                          kTinyBert + "'); m.prune_heads({0: [2], 1: [0, 2]}); m.save_pretrained('" +
                           dir.string() + "')\"";
   REQUIRE(std::system(cmd.c_str()) == 0);
-  std::filesystem::copy_file(kGolden + "tiny_bert/vocab.txt", dir / "vocab.txt");
-  auto g = hp::core::read_hdf5(kGolden + "tiny_bert.h5");
-  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  std::filesystem::copy_file(kTinyBert + "/vocab.txt", dir / "vocab.txt");
+  auto g = hp::core::read_hdf5(kTinyBertH5);
+  auto model = hp::core::load_bert(kTinyBert);
   auto pruned = hp::core::load_bert(dir.string());
   CHECK(pruned.config().kept_heads(0) == std::vector<int>{0, 1, 3});
   CHECK(pruned.config().kept_heads(1) == std::vector<int>{1, 3});
@@ -130,27 +132,27 @@ TEST_CASE("transformers 5 loads the slimmed export through its modeling file (op
   const std::string py = HP_REF_PYTHON_V5;
   if (!std::filesystem::exists(py))
     return hp::test::skip("no transformers 5 reference at " + py + " (scripts/setup_python.sh --v5 makes it, ~6 GB)");
-  auto g = hp::core::read_hdf5(kGolden + "tiny_bert.h5");
-  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  auto g = hp::core::read_hdf5(kTinyBertH5);
+  auto model = hp::core::load_bert(kTinyBert);
   torch::NoGradGuard no_grad;
   const auto in = golden_input(g);
   const auto slim = hp::prune::slim_model(model, {{true, false, true, false}, {false, false, false, false}});
   const auto dir = std::filesystem::temp_directory_path() / "hp_slim_v5_test";
   std::filesystem::remove_all(dir);
-  hp::core::save_bert(slim, dir.string(), kGolden + "tiny_bert");
+  hp::core::save_bert(slim, dir.string(), kTinyBert);
   CHECK(hf_check(py, dir, in, slim.forward(in).logits, "--remote-code") == 0);
   // Without the modeling file, transformers 5 cannot build the narrower layers.
   std::filesystem::remove(dir / "modeling_headprune.py");
   CHECK(hf_check(py, dir, in, slim.forward(in).logits, "--remote-code") != 0);
   // The dense fallback loads in its own BERT, no remote code.
-  hp::core::save_bert(hp::prune::dense_model(slim), dir.string(), kGolden + "tiny_bert");
+  hp::core::save_bert(hp::prune::dense_model(slim), dir.string(), kTinyBert);
   CHECK(hf_check(py, dir, in, slim.forward(in).logits) == 0);
 }
 
 TEST_CASE("dense export: original shapes, removed heads zeroed, the slimmed model's logits; HF loads it plainly",
           "[prune][slim][dense]") {
-  auto g = hp::core::read_hdf5(kGolden + "tiny_bert.h5");
-  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  auto g = hp::core::read_hdf5(kTinyBertH5);
+  auto model = hp::core::load_bert(kTinyBert);
   torch::NoGradGuard no_grad;
   hp::core::HeadSet keep = {{true, false, true, false}, {false, false, false, false}};
   auto in = golden_input(g);
@@ -170,8 +172,8 @@ TEST_CASE("dense export: original shapes, removed heads zeroed, the slimmed mode
 
   const auto dir = std::filesystem::temp_directory_path() / "hp_dense_test";
   std::filesystem::remove_all(dir);
-  hp::core::save_bert(slim, dir.string(), kGolden + "tiny_bert");  // then overwritten: no stale modeling file
-  hp::core::save_bert(dense, dir.string(), kGolden + "tiny_bert");
+  hp::core::save_bert(slim, dir.string(), kTinyBert);  // then overwritten: no stale modeling file
+  hp::core::save_bert(dense, dir.string(), kTinyBert);
   CHECK(hp::core::read_bert_config((dir / "config.json").string()).pruned_heads.empty());
   CHECK(max_abs_diff(hp::core::load_bert(dir.string()).forward(in).logits, want) <= 1e-5);
   CHECK(!std::filesystem::exists(dir / "modeling_headprune.py"));  // plain BERT: no remote code
@@ -182,11 +184,11 @@ TEST_CASE("dense export: original shapes, removed heads zeroed, the slimmed mode
 }
 
 TEST_CASE("ONNX export of a slimmed model: ONNX Runtime gives headprune's logits", "[prune][slim][onnx]") {
-  auto model = hp::core::load_bert(kGolden + "tiny_bert");
+  auto model = hp::core::load_bert(kTinyBert);
   const auto slim = hp::prune::slim_model(model, {{true, false, true, false}, {false, true, false, false}});
   const auto dir = std::filesystem::temp_directory_path() / "hp_onnx_test";
   std::filesystem::remove_all(dir);
-  hp::core::save_bert(slim, dir.string(), kGolden + "tiny_bert");
+  hp::core::save_bert(slim, dir.string(), kTinyBert);
   try {
     hp::prune::export_onnx(slim, dir.string());
   } catch (const hp::InputError& e) {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/io/checkpoint.h"  // load_bert
+#include "fixtures.h"
 
 using hp::train::linear_schedule;
 using hp::train::Optimizer;
@@ -14,7 +15,7 @@ using hp::train::ParamGroup;
 namespace {
 // Doubles computed from small integers: exact up to one rounding.
 constexpr double kTol = 1e-12;
-const std::string kTiny = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert";
+using hp::test::kTinyBert;
 }  // namespace
 
 TEST_CASE("linear schedule equals HF get_linear_schedule_with_warmup's closed form", "[train]") {
@@ -55,7 +56,7 @@ TEST_CASE("each param group's lr follows its base lr times the schedule", "[trai
 TEST_CASE("no weight decay on biases and LayerNorm weights of the tiny BERT", "[train]") {
   hp::core::LoadOptions lo;
   lo.num_labels = 3;
-  auto model = hp::core::load_bert(kTiny, lo);
+  auto model = hp::core::load_bert(kTinyBert, lo);
   for (auto& [name, t] : model.mutable_parameters()) t.requires_grad_(true);
   hp::core::TrainConfig cfg;
   cfg.weight_decay = 0.01;

@@ -11,13 +11,14 @@
 #include "core/base/files.h"       // read_file
 #include "core/io/tensor_io.h"   // read_hdf5
 #include "eval/evaluator.h"   // evaluate
+#include "fixtures.h"
 
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kTiny = std::string(HP_SOURCE_DIR) + "/tests/data/golden/tiny_bert";
+using hp::test::kTinyBert;
 constexpr int kMarker = 30;  // words of the tiny vocab: kMarker → label 0, kMarker + 1 → label 1
 
 // n examples of 4..10 random other word ids; a third get kMarker, a third kMarker + 1 at a random place.
@@ -46,7 +47,7 @@ hp::core::Bert tiny_model() {
   hp::core::LoadOptions lo;
   lo.num_labels = 3;
   lo.seed = 7;
-  return hp::core::load_bert(kTiny, lo);
+  return hp::core::load_bert(kTinyBert, lo);
 }
 
 std::string fresh_dir(const std::string& name) {

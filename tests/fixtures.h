@@ -1,0 +1,36 @@
+// Where the tests find their fixtures: each path under the source tree (HP_SOURCE_DIR, defined by
+// tests/CMakeLists.txt) is spelled here once. tests/golden/README.md describes the goldens and their models.
+#pragma once
+
+#include <string>
+
+namespace hp::test {
+
+// The repository root, for its configs/ and tools/.
+inline const std::string kSourceDir = HP_SOURCE_DIR;
+
+// tests/data/golden/: the HF goldens (tests/golden/make_*.py) and the random models they come from.
+inline const std::string kGoldenDir = kSourceDir + "/tests/data/golden/";
+// Random BertForSequenceClassification, 2 layers × 4 heads, 3 labels, max_position_embeddings 64.
+inline const std::string kTinyBert = kGoldenDir + "tiny_bert";
+inline const std::string kTinyBertH5 = kGoldenDir + "tiny_bert.h5";    // its HF inputs, outputs and gradients
+inline const std::string kTinyBertBin = kGoldenDir + "tiny_bert_bin";  // the same weights as pytorch_model.bin
+inline const std::string kTinyBertReg = kGoldenDir + "tiny_bert_reg";  // the same encoder, a regression head
+inline const std::string kTinyBertL4 = kGoldenDir + "tiny_bert_l4";    // 4 layers, peaked attention
+inline const std::string kMiniLMH5 = kGoldenDir + "minilm.h5";         // HF outputs of the real model (kMiniLM)
+inline const std::string kAnalysisGoldenDir = kGoldenDir + "analysis/";
+inline const std::string kStatsGolden = kGoldenDir + "analysis_stats.json";
+inline const std::string kTreeGolden = kGoldenDir + "explain/tree_tiny.json";
+
+// Hand-made inputs: TSV and CoNLL-U for the analysis, tensor files with their sidecars, broken GLUE files.
+inline const std::string kAnalysisDataDir = kSourceDir + "/tests/data/analysis/";
+inline const std::string kTensorDataDir = kSourceDir + "/tests/data/tensors/";
+inline const std::string kBadDataDir = kSourceDir + "/tests/data/bad";
+
+// The real all-MiniLM-L6-v2 that scripts/setup.sh links; tests that need it skip without it.
+inline const std::string kMiniLM = kSourceDir + "/checkpoints/all-MiniLM-L6-v2";
+// ../shared beside the repository: GLUE and UD English EWT (kSharedData), a BERT WordPiece vocabulary (kSharedVocab).
+inline const std::string kSharedData = kSourceDir + "/../shared/data";
+inline const std::string kSharedVocab = kSourceDir + "/../shared/vocab";
+
+}  // namespace hp::test
