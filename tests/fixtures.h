@@ -13,11 +13,11 @@ inline const std::string kSourceDir = HP_SOURCE_DIR;
 inline const std::string kGoldenDir = kSourceDir + "/tests/data/golden/";
 // Random BertForSequenceClassification, 2 layers × 4 heads, 3 labels, max_position_embeddings 64.
 inline const std::string kTinyBert = kGoldenDir + "tiny_bert";
-inline const std::string kTinyBertH5 = kGoldenDir + "tiny_bert.h5";    // its HF inputs, outputs and gradients
+inline const std::string kTinyBertH5 = kGoldenDir + "tiny_bert.h5";  // its HF inputs, outputs and gradients
 inline const std::string kTinyBertBin = kGoldenDir + "tiny_bert_bin";  // the same weights as pytorch_model.bin
 inline const std::string kTinyBertReg = kGoldenDir + "tiny_bert_reg";  // the same encoder, a regression head
-inline const std::string kTinyBertL4 = kGoldenDir + "tiny_bert_l4";    // 4 layers, peaked attention
-inline const std::string kMiniLMH5 = kGoldenDir + "minilm.h5";         // HF outputs of the real model (kMiniLM)
+inline const std::string kTinyBertL4 = kGoldenDir + "tiny_bert_l4";  // 4 layers, peaked attention
+inline const std::string kMiniLMH5 = kGoldenDir + "minilm.h5";  // HF outputs of the real model (kMiniLM)
 inline const std::string kAnalysisGoldenDir = kGoldenDir + "analysis/";
 inline const std::string kStatsGolden = kGoldenDir + "analysis_stats.json";
 inline const std::string kTreeGolden = kGoldenDir + "explain/tree_tiny.json";

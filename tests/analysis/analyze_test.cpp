@@ -97,8 +97,8 @@ TEST_CASE("analysis: word-level attention sums over a word's pieces as target an
                                 0.2f, 0.2f, 0.2f, 0.2f, 0.2f};
   const auto w = analysis::word_attention(a.data(), 5, e);
   REQUIRE(w.size() == 16);
-  CHECK(w[1 * 4 + 2] == Approx(0.7));               // w1 -> w2: 0.3 + 0.4
-  CHECK(w[2 * 4 + 1] == Approx((0.5 + 0.1) / 2));   // w2 -> w1: mean over its two pieces
+  CHECK(w[1 * 4 + 2] == Approx(0.7));  // w1 -> w2: 0.3 + 0.4
+  CHECK(w[2 * 4 + 1] == Approx((0.5 + 0.1) / 2));  // w2 -> w1: mean over its two pieces
   CHECK(w[2 * 4 + 2] == Approx((0.3 + 0.6) / 2));
   for (int x = 0; x < 4; ++x) {
     double row = 0;

@@ -22,16 +22,13 @@ void check_good(const std::vector<DepSentence>& s) {
   REQUIRE(s.size() == 3);
   // Range 2-3 "don't" is skipped, its words do and n't are kept; a FORM may hold a space ("10
   // 000").
-  CHECK(s[0].words ==
-        std::vector<std::string>{"I", "do", "n't", "know", "the", "10 000", "answers", "."});
+  CHECK(s[0].words == std::vector<std::string>{"I", "do", "n't", "know", "the", "10 000", "answers", "."});
   CHECK(s[0].heads == std::vector<int>{4, 4, 4, 0, 7, 7, 4, 4});
-  CHECK(s[0].deprels == std::vector<std::string>{"nsubj", "aux", "advmod", "root", "det", "nummod",
-                                                 "obj", "punct"});
+  CHECK(s[0].deprels == std::vector<std::string>{"nsubj", "aux", "advmod", "root", "det", "nummod", "obj", "punct"});
   CHECK(s[0].sent_id == "s1");
   CHECK(s[0].line == 4);
   // Empty node 6.1 is skipped; the subtype stays in DEPREL.
-  CHECK(s[1].words ==
-        std::vector<std::string>{"Mary", "'s", "cat", "sleeps", ",", "Bob", "too", "."});
+  CHECK(s[1].words == std::vector<std::string>{"Mary", "'s", "cat", "sleeps", ",", "Bob", "too", "."});
   CHECK(s[1].heads == std::vector<int>{3, 1, 4, 0, 6, 4, 6, 4});
   CHECK(s[1].deprels.front() == "nmod:poss");
   CHECK(s[1].deprels[6] == "advmod");
@@ -57,27 +54,23 @@ TEST_CASE("read_conllu names file, line and field of bad input", "[analysis]") {
   using hp::InputError;
   const auto read = [](const std::string& name) { return read_conllu(kAnalysisDataDir + name); };
   REQUIRE_THROWS_AS(read("conllu_bad_columns.conllu"), InputError);
-  REQUIRE_THROWS_WITH(
-      read("conllu_bad_columns.conllu"),
-      Contains("conllu_bad_columns.conllu:7: found 9 TAB-separated fields, expected 10 "
-               "(field 10 MISC missing)"));
-  REQUIRE_THROWS_WITH(
-      read("conllu_bad_head_not_int.conllu"),
-      Contains("conllu_bad_head_not_int.conllu:6: HEAD 'two' of word 1 is not an integer "
-               "(field 7 HEAD)"));
+  REQUIRE_THROWS_WITH(read("conllu_bad_columns.conllu"),
+                      Contains("conllu_bad_columns.conllu:7: found 9 TAB-separated fields, expected 10 "
+                               "(field 10 MISC missing)"));
+  REQUIRE_THROWS_WITH(read("conllu_bad_head_not_int.conllu"),
+                      Contains("conllu_bad_head_not_int.conllu:6: HEAD 'two' of word 1 is not an integer "
+                               "(field 7 HEAD)"));
   REQUIRE_THROWS_WITH(read("conllu_bad_head_range.conllu"),
                       Contains("conllu_bad_head_range.conllu:8: HEAD 4 of word 3 is outside 0..3"));
   REQUIRE_THROWS_WITH(read("conllu_bad_head_range.conllu"), Contains("(field 7 HEAD); "));
   REQUIRE_THROWS_WITH(read("conllu_bad_ids.conllu"),
                       Contains("conllu_bad_ids.conllu:7: ID 3 where 2 was expected (field 1 ID)"));
-  REQUIRE_THROWS_WITH(
-      read("conllu_bad_empty_form.conllu"),
-      Contains("conllu_bad_empty_form.conllu:7: empty FORM of word 2 (field 2 FORM)"));
+  REQUIRE_THROWS_WITH(read("conllu_bad_empty_form.conllu"),
+                      Contains("conllu_bad_empty_form.conllu:7: empty FORM of word 2 (field 2 FORM)"));
   REQUIRE_THROWS_WITH(read("conllu_bad_no_sentences.conllu"),
                       Contains("conllu_bad_no_sentences.conllu:4: no sentence in the file"));
   REQUIRE_THROWS_AS(read("conllu_missing.conllu"), InputError);
-  REQUIRE_THROWS_WITH(read("conllu_missing.conllu"),
-                      Contains("conllu_missing.conllu: cannot open"));
+  REQUIRE_THROWS_WITH(read("conllu_missing.conllu"), Contains("conllu_missing.conllu: cannot open"));
   REQUIRE_THROWS_WITH(read(""), Contains("analysis/: is a directory"));
   // Every message is one line with a fix after "; ".
   try {

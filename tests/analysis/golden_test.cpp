@@ -75,7 +75,8 @@ void compare(const json& ours, const json& ref, const std::string& where, double
     INFO(where);
     REQUIRE(ours.is_array());
     REQUIRE(ours.size() == ref.size());
-    for (size_t i = 0; i < ref.size(); ++i) compare(ours[i], ref[i], where + "[" + std::to_string(i) + "]", tol, checked);
+    for (size_t i = 0; i < ref.size(); ++i)
+      compare(ours[i], ref[i], where + "[" + std::to_string(i) + "]", tol, checked);
     return;
   }
   if (ref.is_object()) {
@@ -97,9 +98,11 @@ void compare_section(const json& ours, const json& ref, const std::string& name)
   for (const auto& [role, t] : ref["sieve"].items()) {
     INFO(name << ": role " << role);
     REQUIRE(ours["sieve"].contains(role));
-    for (const char* f : {"mean", "sd", "n"}) compare(ours["sieve"][role][f], t[f], name + ".sieve." + role + "." + f, kStatTol, checked);
+    for (const char* f : {"mean", "sd", "n"})
+      compare(ours["sieve"][role][f], t[f], name + ".sieve." + role + "." + f, kStatTol, checked);
     compare(ours["sieve"][role]["t"], t["t"], name + ".sieve." + role + ".t", kTRelTol, checked);
-    for (const char* f : {"p", "holm", "bh"}) compare(ours["sieve"][role][f], t[f], name + ".sieve." + role + "." + f, kPRelTol, checked);
+    for (const char* f : {"p", "holm", "bh"})
+      compare(ours["sieve"][role][f], t[f], name + ".sieve." + role + "." + f, kPRelTol, checked);
   }
   compare(ours["js"], ref["js"], name + ".js", kStatTol, checked);
   compare(ours["mds"], ref["mds"], name + ".mds", 1e-4, checked);
@@ -147,7 +150,8 @@ void check_tokens(const analysis::AnalysisInputs& in, const json& ref) {
 
 }  // namespace
 
-TEST_CASE("analysis golden: tiny model, pairs, singles and a treebank, equal the Python reference", "[analysis][golden]") {
+TEST_CASE("analysis golden: tiny model, pairs, singles and a treebank, equal the Python reference",
+          "[analysis][golden]") {
   const json g = load_golden("tiny.json");
   const std::string dir = test::kTinyBert;
   auto model = core::load_bert(dir);
@@ -159,7 +163,8 @@ TEST_CASE("analysis golden: tiny model, pairs, singles and a treebank, equal the
     const auto counts = analysis::token_counts(tok, rows, max_len);
     auto in = analysis::task_inputs(tok, rows, 0, max_len, counts, file);
     check_tokens(in, g[section]);
-    compare_section(run_section(model, in, /*noop=*/true, g[section]["settings"]["min_occurrences"]), g[section], section);
+    compare_section(run_section(model, in, /*noop=*/true, g[section]["settings"]["min_occurrences"]), g[section],
+                    section);
   }
   {  // τ = 1: the random tiny model's heads reject, so Holm and BH differ from the raw tests
     const auto rows = read_tsv(kAnalysisDataDir + "tiny_pairs.tsv", true);
@@ -175,7 +180,8 @@ TEST_CASE("analysis golden: tiny model, pairs, singles and a treebank, equal the
   const auto counts = analysis::token_counts(tok, read_tsv(kAnalysisDataDir + "tiny_single.tsv", false), max_len);
   auto tb = analysis::treebank_inputs(tok, kAnalysisDataDir + "tiny.conllu", max_len, counts);
   check_tokens(tb, g["treebank"]);
-  compare_section(run_section(model, tb, false, g["treebank"]["settings"]["min_occurrences"]), g["treebank"], "treebank");
+  compare_section(run_section(model, tb, false, g["treebank"]["settings"]["min_occurrences"]), g["treebank"],
+                  "treebank");
 }
 
 TEST_CASE("analysis golden: MiniLM on 20 SST-2, 20 MRPC and 20 UD EWT examples equals the Python reference",
@@ -191,14 +197,16 @@ TEST_CASE("analysis golden: MiniLM on 20 SST-2, 20 MRPC and 20 UD EWT examples e
   const auto sst2_counts = analysis::token_counts(tok, core::read_task(core::find_task("sst2"), data, "train"), 128);
   {
     const json g = load_golden("minilm_sst2.json");
-    auto in = analysis::task_inputs(tok, core::read_task(core::find_task("sst2"), data, "dev"), 20, 128, sst2_counts, "sst2");
+    auto in =
+        analysis::task_inputs(tok, core::read_task(core::find_task("sst2"), data, "dev"), 20, 128, sst2_counts, "sst2");
     check_tokens(in, g);
     compare_section(run_section(model, in, false, 100), g, "minilm_sst2");
   }
   {
     const json g = load_golden("minilm_mrpc.json");
     const auto counts = analysis::token_counts(tok, core::read_task(core::find_task("mrpc"), data, "train"), 128);
-    auto in = analysis::task_inputs(tok, core::read_task(core::find_task("mrpc"), data, "dev"), 20, 128, counts, "mrpc");
+    auto in =
+        analysis::task_inputs(tok, core::read_task(core::find_task("mrpc"), data, "dev"), 20, 128, counts, "mrpc");
     check_tokens(in, g);
     compare_section(run_section(model, in, false, 100), g, "minilm_mrpc");
   }

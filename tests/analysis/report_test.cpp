@@ -40,7 +40,8 @@ TEST_CASE("report views: softmax(q·k/√d) of the stored vectors is the attenti
   hp::analysis::ViewSettings s;
   s.max_seq_len = 64;
   s.tree = false;
-  const auto v = hp::analysis::view_example(model, nullptr, tok, task, pair("the movie was great", "it was good"), "x", s);
+  const auto v =
+      hp::analysis::view_example(model, nullptr, tok, task, pair("the movie was great", "it was good"), "x", s);
   REQUIRE(v.n == static_cast<int>(v.tokens.size()));
   CHECK(v.tokens.front() == "[CLS]");
   CHECK(v.segments.back() == 1);
@@ -101,8 +102,10 @@ TEST_CASE("report encoding: 8-bit quantisation and zlib + base64 equal Python's"
   std::vector<uint8_t> bytes;
   for (int i = 0; i < 700; ++i) bytes.push_back(static_cast<uint8_t>((i * 37) % 251));
   const std::string ours = hp::analysis::base64_zlib(bytes);
-  FILE* p = popen("python3 -c \"import zlib, base64, sys; sys.stdout.write(base64.b64encode(zlib.compress(bytes((i * 37) % 251 "
-                  "for i in range(700)), 9)).decode())\" 2>/dev/null", "r");
+  FILE* p = popen(
+      "python3 -c \"import zlib, base64, sys; sys.stdout.write(base64.b64encode(zlib.compress(bytes((i * 37) % 251 "
+      "for i in range(700)), 9)).decode())\" 2>/dev/null",
+      "r");
   std::string py;
   std::array<char, 4096> buf{};
   size_t n;
@@ -120,8 +123,10 @@ TEST_CASE("report folders: sorted by content, one-line errors for the rest", "[r
   fs::create_directories(root / "analysis");
   std::ofstream(root / "analysis" / "analysis.json") << R"({"settings": {"model": "m", "task": "sst2"}})";
   fs::create_directories(root / "run" / "state" / "points");  // a pruning run killed before its first curve
-  CHECK_THROWS_WITH(hp::analysis::classify_folders({(root / "missing").string()}), Catch::Contains("missing: no such folder"));
-  CHECK_THROWS_WITH(hp::analysis::classify_folders({(root / "empty").string()}), Catch::Contains("holds no headprune output"));
+  CHECK_THROWS_WITH(hp::analysis::classify_folders({(root / "missing").string()}),
+                    Catch::Contains("missing: no such folder"));
+  CHECK_THROWS_WITH(hp::analysis::classify_folders({(root / "empty").string()}),
+                    Catch::Contains("holds no headprune output"));
   CHECK_THROWS_WITH(hp::analysis::classify_folders({(root / "analysis").string(), (root / "analysis").string()}),
                     Catch::Contains("are both analyses"));
   const auto f = hp::analysis::classify_folders({(root / "run").string(), (root / "analysis").string()});
@@ -137,7 +142,8 @@ TEST_CASE("report folders: sorted by content, one-line errors for the rest", "[r
 }
 
 TEST_CASE("report figures: ids inside an SVG are scoped to the figure", "[report]") {
-  const std::string svg = R"svg(<svg><marker id="arrow"/><path marker-end="url(#arrow)"/><use href="#arrow"/></svg>)svg";
+  const std::string svg =
+      R"svg(<svg><marker id="arrow"/><path marker-end="url(#arrow)"/><use href="#arrow"/></svg>)svg";
   const std::string fig = hp::analysis::figure("tree-3", svg, "a < b");
   CHECK_THAT(fig, Catch::Contains("id=\"arrow-tree-3\"") && Catch::Contains("url(#arrow-tree-3)") &&
                       Catch::Contains("href=\"#arrow-tree-3\"") && Catch::Contains("id=\"fig-tree-3\"") &&

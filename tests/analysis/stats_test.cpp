@@ -108,8 +108,7 @@ TEST_CASE("student_t_sf matches the t(1) and t(2) closed forms far into the tail
     INFO("t = " << t);
     // Cauchy: P(T >= t) = 1/2 - atan(t)/pi, written as atan(1/t)/pi for t > 0 to keep the tail's
     // digits.
-    CHECK_CLOSE(student_t_sf(t, 1.0), t > 0 ? std::atan(1.0 / t) / kPi : 0.5 - std::atan(t) / kPi,
-                1e-12);
+    CHECK_CLOSE(student_t_sf(t, 1.0), t > 0 ? std::atan(1.0 / t) / kPi : 0.5 - std::atan(t) / kPi, 1e-12);
     // t(2): (1 - t/s)/2 with s = sqrt(t^2 + 2), written as 1/((s + t) s) for t > 0 (no
     // cancellation).
     const double s = std::sqrt(t * t + 2.0);
@@ -163,22 +162,20 @@ TEST_CASE("spearman and average_ranks match scipy spearmanr and rankdata", "[ana
     INFO("case " << c.at("name").get<std::string>());
     CHECK_CLOSE(spearman(nums(c.at("x")), nums(c.at("y"))), num(c.at("rho")), kExactTol);
   }
-  for (const json& c : golden().at("ranks"))
-    CHECK(average_ranks(nums(c.at("x"))) == nums(c.at("ranks")));
+  for (const json& c : golden().at("ranks")) CHECK(average_ranks(nums(c.at("x"))) == nums(c.at("ranks")));
 }
 
 TEST_CASE("spearman with ties, NaN and degenerate inputs by hand", "[analysis]") {
   // ranks (1,2,3,4) vs (1.5,1.5,3.5,3.5): sum dx dy = 4, sum dx^2 = 5, sum dy^2 = 4 -> 4 /
   // sqrt(20).
   CHECK_CLOSE(spearman({1, 2, 3, 4}, {10, 10, 20, 20}), 2.0 / std::sqrt(5.0), kExactTol);
-  CHECK_CLOSE(spearman({1, NAN, 2, 3, 4, 5}, {10, 0, 10, 20, NAN, 20}), 2.0 / std::sqrt(5.0),
-              kExactTol);
+  CHECK_CLOSE(spearman({1, NAN, 2, 3, 4, 5}, {10, 0, 10, 20, NAN, 20}), 2.0 / std::sqrt(5.0), kExactTol);
   CHECK(spearman({1, 2, 3}, {9, 4, 1}) == -1.0);
   // scipy spearmanr(x, y, nan_policy="omit"): 2 pairs left give +-1 ([2, nan, 1] vs [1, 2, 5]: -1.0); with
   // fewer scipy raises and we return NaN.
   CHECK(spearman({2, NAN, 1}, {1, 2, 5}) == -1.0);
   CHECK(std::isnan(spearman({1, NAN, 3}, {2, 1, NAN})));  // 1 pair left
-  CHECK(std::isnan(spearman({1, 2, 3}, {5, 5, 5})));      // constant side
+  CHECK(std::isnan(spearman({1, 2, 3}, {5, 5, 5})));  // constant side
   CHECK(average_ranks({2.0, 1.0, 2.0, 0.5}) == std::vector<double>{3.5, 2.0, 3.5, 1.0});
   const std::vector<double> nan_ranks = average_ranks({1.0, NAN});
   CHECK((std::isnan(nan_ranks[0]) && std::isnan(nan_ranks[1])));

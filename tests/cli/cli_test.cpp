@@ -19,7 +19,6 @@
 
 using namespace hp::test;
 
-
 TEST_CASE("prune --version names LibTorch, the BLAS kernel and threads", "[cli]") {
   auto r = run_prune("--version");
   CHECK(r.code == 0);
@@ -31,8 +30,8 @@ TEST_CASE("prune --version names LibTorch, the BLAS kernel and threads", "[cli]"
 
 TEST_CASE("--help shows each option's value type (INT, FLOAT, TEXT), not TEXT for everything", "[cli]") {
   const auto eval = run_prune("eval --help");
-  CHECK_THAT(eval.output, Catch::Contains("--batch INT") && Catch::Contains("--max-seq-len INT") &&
-                              Catch::Contains("--model TEXT"));
+  CHECK_THAT(eval.output,
+             Catch::Contains("--batch INT") && Catch::Contains("--max-seq-len INT") && Catch::Contains("--model TEXT"));
   CHECK_THAT(run_prune("analyze --help").output, Catch::Contains("--alpha FLOAT") && Catch::Contains("--examples INT"));
   CHECK_THAT(run_prune("report --help").output, Catch::Contains("--examples INT,..."));
 }
@@ -79,7 +78,8 @@ TEST_CASE("prune infer reproduces HF's logits from raw text", "[cli][parity]") {
     std::ofstream f(input);
     for (size_t i = 0; i < a.size(); ++i) f << a[i] << (b[i].empty() ? "" : "\t" + b[i]) << "\n";
   }
-  auto r = run_prune("infer --model " + kTinyBert + " --max-seq-len 64 --input " + input + " --output " + input + ".h5 --hidden");
+  auto r = run_prune("infer --model " + kTinyBert + " --max-seq-len 64 --input " + input + " --output " + input +
+                     ".h5 --hidden");
   INFO(r.output);
   REQUIRE(r.code == 0);
   auto ours = hp::core::read_hdf5(input + ".h5");
@@ -113,7 +113,8 @@ TEST_CASE("prune export --dense: a model without removed heads is written unchan
   INFO(r.output);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.output, Catch::Contains("has no removed heads; --dense writes it unchanged"));
-  auto a = hp::core::read_safetensors(kTinyBert + "/model.safetensors"), b = hp::core::read_safetensors(out + "/model.safetensors");
+  auto a = hp::core::read_safetensors(kTinyBert + "/model.safetensors"),
+       b = hp::core::read_safetensors(out + "/model.safetensors");
   for (const auto& [name, t] : b) {
     const std::string src = a.count(name) ? name : "bert." + name;
     if (a.count(src)) CHECK(torch::equal(a.at(src).to(torch::kFloat32), t.to(torch::kFloat32)));
@@ -197,8 +198,9 @@ TEST_CASE("the pruning run: curves for every criterion, exactly N heads exported
   // every statistic is unchanged there, and the removed heads have no values.
   {
     const auto an = out / "analysis";
-    auto a = run_prune("analyze --model " + kTinyBert + " --task mnli_subset --max-seq-len 32 --data-root " + tiny_data_root() +
-                       " --split mismatched --examples 12 --batch 4 --prune-run " + out.string() + " --out " + an.string());
+    auto a = run_prune("analyze --model " + kTinyBert + " --task mnli_subset --max-seq-len 32 --data-root " +
+                       tiny_data_root() + " --split mismatched --examples 12 --batch 4 --prune-run " + out.string() +
+                       " --out " + an.string());
     INFO(a.output);
     REQUIRE(a.code == 0);
     const auto j = nlohmann::json::parse(slurp(an / "analysis.json"));
@@ -254,7 +256,8 @@ TEST_CASE("the pruning run: bad input gives a one-line error and writes nothing"
       {base + " --criteria gates --gates-run /nonexistent", "/nonexistent/best/gates.safetensors: not found", 1},
       {base + " --set data.task=rte", "prune.eval_split = 'mismatched' is not a split of rte", 2},
       {base + " --set data.task=rte --set prune.rank_split=train --set prune.eval_split=dev", "RTE", 1},
-      {base + " --target-heads 1 --set prune.min_heads_per_layer=1", "below the 2 heads prune.min_heads_per_layer keeps", 2},
+      {base + " --target-heads 1 --set prune.min_heads_per_layer=1",
+       "below the 2 heads prune.min_heads_per_layer keeps", 2},
   };
   check_errors(cases, "", out);
 }
@@ -265,13 +268,14 @@ TEST_CASE("the pruning run with gates: a gated run's log alpha as a criterion, a
   std::filesystem::remove_all(gated);
   std::filesystem::remove_all(out);
   const std::string train_split = " --set train.train_split=matched --set train.eval_split=mismatched --max-seq-len 32";
-  auto t = run_prune("train --model " + kTinyBert + " --task mnli_subset --data-root " + tiny_data_root() + train_split +
-                     " --target-heads 5 --max-steps 4 --out " + gated.string());
+  auto t = run_prune("train --model " + kTinyBert + " --task mnli_subset --data-root " + tiny_data_root() +
+                     train_split + " --target-heads 5 --max-steps 4 --out " + gated.string());
   INFO(t.output);
   REQUIRE(t.code == 0);
-  auto r = run_prune(tiny_prune_args(out.string()) + " --criteria gates,random --gates-run " + gated.string() +
-                     " --target-heads 3 --method gates --set train.train_split=matched --set train.eval_split=mismatched"
-                     " --set train.max_steps=4");
+  auto r =
+      run_prune(tiny_prune_args(out.string()) + " --criteria gates,random --gates-run " + gated.string() +
+                " --target-heads 3 --method gates --set train.train_split=matched --set train.eval_split=mismatched"
+                " --set train.max_steps=4");
   INFO(r.output);
   REQUIRE(r.code == 0);
 
@@ -314,12 +318,14 @@ TEST_CASE("prune analyze: deterministic outputs, resumable, and one-line errors 
   namespace fs = std::filesystem;
   const std::string out = fs::temp_directory_path() / "hp_cli_analyze";
   fs::remove_all(out);
-  const std::string base = "analyze --model " + kTinyBert + " --task mnli_subset --max-seq-len 64 --examples 24 --batch 8";
+  const std::string base =
+      "analyze --model " + kTinyBert + " --task mnli_subset --max-seq-len 64 --examples 24 --batch 8";
   auto r = run_prune(base + " --resamples 5 --control random-init --out " + out);
   INFO(r.output);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.output, Catch::Contains("24 examples, 8 heads; heads per role after Holm"));
-  for (const char* f : {"analysis.json", "analysis.h5", "roles.csv", "role_map.svg", "head_map.svg", "stat_attn_sep.svg"})
+  for (const char* f :
+       {"analysis.json", "analysis.h5", "roles.csv", "role_map.svg", "head_map.svg", "stat_attn_sep.svg"})
     CHECK(fs::exists(out + "/" + f));
   const auto j = nlohmann::json::parse(std::ifstream(out + "/analysis.json"));
   CHECK(j["examples"] == 24);
@@ -340,7 +346,7 @@ TEST_CASE("prune analyze: deterministic outputs, resumable, and one-line errors 
   CHECK(std::string((std::istreambuf_iterator<char>(b)), {}) == first);
 
   const std::string bad_out = out + "_bad";
-    std::vector<ErrorCase> cases = {
+  std::vector<ErrorCase> cases = {
       {base + " --syntax " + kAnalysisDataDir + "conllu_bad_head_not_int.conllu", "conllu_bad_head_not_int.conllu:", 1},
       {base + " --control randomly", "analysis.control = 'randomly'; use random-init", 2},
       {base + " --alpha 1.5", "analysis.alpha = 1.5", 2},
@@ -355,8 +361,8 @@ TEST_CASE("prune explain: the attribution tree of a row or a text, and one-line 
   namespace fs = std::filesystem;
   const std::string out = fs::temp_directory_path() / "hp_cli_explain";
   fs::remove_all(out);
-  const std::string base = "explain --model " + kTinyBertL4 + " --task mnli_subset --max-seq-len 64 --data-root " + tiny_data_root() +
-                           " --split mismatched --steps 4";
+  const std::string base = "explain --model " + kTinyBertL4 + " --task mnli_subset --max-seq-len 64 --data-root " +
+                           tiny_data_root() + " --split mismatched --steps 4";
   auto r = run_prune(base + " --example 1 --out " + out);
   INFO(r.output);
   REQUIRE(r.code == 0);
@@ -399,8 +405,9 @@ TEST_CASE("prune triggers: patterns per class, triggers against random pairs, de
   namespace fs = std::filesystem;
   const std::string out = fs::temp_directory_path() / "hp_cli_triggers";
   fs::remove_all(out);
-  const std::string base = "triggers --model " + kTinyBertL4 + " --task mnli_subset --max-seq-len 64 --data-root " + tiny_data_root() +
-                           " --split matched --eval-split mismatched --examples 20 --steps 3 --set triggers.min_tokens=0";
+  const std::string base =
+      "triggers --model " + kTinyBertL4 + " --task mnli_subset --max-seq-len 64 --data-root " + tiny_data_root() +
+      " --split matched --eval-split mismatched --examples 20 --steps 3 --set triggers.min_tokens=0";
   auto r = run_prune(base + " --out " + out);
   INFO(r.output);
   REQUIRE(r.code == 0);
@@ -419,7 +426,8 @@ TEST_CASE("prune triggers: patterns per class, triggers against random pairs, de
       const double a = c["accuracy"][k];
       CHECK((a >= 0 && a <= 1));
     }
-    CHECK(c["beats_baseline"] == (c["accuracy"]["triggers"].get<double>() < c["accuracy"]["random_pairs"].get<double>()));
+    CHECK(c["beats_baseline"] ==
+          (c["accuracy"]["triggers"].get<double>() < c["accuracy"]["random_pairs"].get<double>()));
     CHECK_THAT(r.output, Catch::Contains(label + ": triggers"));
   }
   CHECK(mined == 20);  // every mined example is counted under the class it was predicted

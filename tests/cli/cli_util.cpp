@@ -30,26 +30,29 @@ Run run_command(const std::string& command) {
 std::string tiny_data_root() {
   const auto root = std::filesystem::temp_directory_path() / "hp_prune_data";
   std::filesystem::create_directories(root / "mnli_subset_textfooler");
-  const std::vector<std::string> a = {"the movie was great", "i love this film", "the actors played badly",
-                                      "it is not very fun", "she hated the story", "we love the old man"};
+  const std::vector<std::string> a = {"the movie was great", "i love this film",    "the actors played badly",
+                                      "it is not very fun",  "she hated the story", "we love the old man"};
   const std::vector<std::string> b = {"it was good", "the plot is boring", "he is funny", "they hate it", "no"};
   const std::vector<std::string> labels = {"entailment", "neutral", "contradiction"};
   for (const char* file : {"mnli_matched.tsv", "mnli_mismatched.tsv"}) {
     std::ofstream f(root / "mnli_subset_textfooler" / file);
     for (int i = 0; i < 30; ++i)
-      f << labels[(i * 7 + (file[5] == 'm' ? 1 : 0)) % 3] << "\t" << a[i % a.size()] << " .\t" << b[(i * 3) % b.size()] << " !\n";
+      f << labels[(i * 7 + (file[5] == 'm' ? 1 : 0)) % 3] << "\t" << a[i % a.size()] << " .\t" << b[(i * 3) % b.size()]
+        << " !\n";
   }
   return root.string();
 }
 
 std::string tiny_prune_args(const std::string& out) {
-  return "--model " + kTinyBert + " --task mnli_subset --max-seq-len 32 --data-root " + tiny_data_root() + " --out " + out +
+  return "--model " + kTinyBert + " --task mnli_subset --max-seq-len 32 --data-root " + tiny_data_root() + " --out " +
+         out +
          " --set prune.rank_split=matched --set prune.eval_split=mismatched --rank-examples 12 --schedule 0,25,50,75,100"
          " --set prune.attattr_steps=3 --set prune.bootstrap=50 --set prune.latency=false --set eval.batch_size=8"
          " --set prune.rank_batch_size=4";
 }
 
-void check_errors(const std::vector<ErrorCase>& cases, const std::string& suffix, const std::filesystem::path& written) {
+void check_errors(const std::vector<ErrorCase>& cases, const std::string& suffix,
+                  const std::filesystem::path& written) {
   for (const auto& c : cases) {
     INFO("prune " << c.args << suffix);
     const auto r = run_prune(c.args + suffix);

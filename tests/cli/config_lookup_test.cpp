@@ -36,14 +36,16 @@ std::set<std::string> shipped_names() {
 
 }  // namespace
 
-TEST_CASE("config lookup: --config NAME finds the shipped config from a folder without it, with or without .yaml", "[cli][config]") {
+TEST_CASE("config lookup: --config NAME finds the shipped config from a folder without it, with or without .yaml",
+          "[cli][config]") {
   const fs::path dir = scratch("name");
   for (const std::string name : {"mnli.yaml", "mnli"}) {
     auto r = run_command(in(dir, std::string(HP_PRUNE_EXE) + " --config " + name + " --dump-config"));
     INFO(r.output);
     CHECK(r.code == 0);
     CHECK_THAT(r.output, Catch::Contains("task: \"mnli_subset\""));
-    CHECK_THAT(r.output, Catch::Contains("using the shipped " + (fs::path(HP_SOURCE_DIR) / "configs" / "mnli.yaml").string()));
+    CHECK_THAT(r.output,
+               Catch::Contains("using the shipped " + (fs::path(HP_SOURCE_DIR) / "configs" / "mnli.yaml").string()));
   }
 }
 
@@ -57,21 +59,25 @@ TEST_CASE("config lookup: --config NAME: a file of that name in the current fold
   CHECK_THAT(r.output, !Catch::Contains("using the shipped"));
 }
 
-TEST_CASE("config lookup: --config NAME that is neither a file nor shipped: one line naming the shipped configs", "[cli][config]") {
+TEST_CASE("config lookup: --config NAME that is neither a file nor shipped: one line naming the shipped configs",
+          "[cli][config]") {
   const fs::path dir = scratch("unknown");
   auto r = run_command(in(dir, std::string(HP_PRUNE_EXE) + " --config nosuch.yaml --dump-config"));
   std::string names;
   for (const auto& n : shipped_names()) names += (names.empty() ? "" : ", ") + n;
   CHECK(r.code == 2);
-  CHECK(r.output == "error: nosuch.yaml: cannot open config file: no such file here, and no shipped config of that name (" +
-                        names + "); `prune config --list` lists them\n");
+  CHECK(r.output ==
+        "error: nosuch.yaml: cannot open config file: no such file here, and no shipped config of that name (" + names +
+            "); `prune config --list` lists them\n");
   // A path (with a slash) is never looked up elsewhere: the error names the path.
   r = run_prune("--config ./nosuch.yaml --dump-config");
   CHECK(r.code == 2);
-  CHECK_THAT(r.output, Catch::Contains("error: ./nosuch.yaml: cannot open config file; check the path passed to --config"));
+  CHECK_THAT(r.output,
+             Catch::Contains("error: ./nosuch.yaml: cannot open config file; check the path passed to --config"));
 }
 
-TEST_CASE("config lookup: prune config --list lists every shipped config with its path and what it runs", "[cli][config]") {
+TEST_CASE("config lookup: prune config --list lists every shipped config with its path and what it runs",
+          "[cli][config]") {
   auto r = run_prune("config --list");
   INFO(r.output);
   REQUIRE(r.code == 0);
@@ -97,7 +103,8 @@ TEST_CASE("config lookup: an installed prune finds the configs installed beside 
   REQUIRE(fs::exists(exe));
   r = run_command(in(scratch("installed_cwd"), exe.string() + " --config sst2 --dump-config"));
   CHECK(r.code == 0);
-  CHECK_THAT(r.output, Catch::Contains("using the shipped " + (prefix / "share" / "headprune" / "configs" / "sst2.yaml").string()));
+  CHECK_THAT(r.output, Catch::Contains("using the shipped " +
+                                       (prefix / "share" / "headprune" / "configs" / "sst2.yaml").string()));
   r = run_command(exe.string() + " config --list");
   CHECK_THAT(r.output, Catch::Contains("sst2\t" + (prefix / "share" / "headprune" / "configs" / "sst2.yaml").string()));
   fs::remove_all(prefix);

@@ -41,18 +41,21 @@ struct Fixture {
   fs::path root = fs::temp_directory_path() / "hp_report_cli";
   fs::path run = root / "run", analysis = root / "run_analysis", gated = root / "gated";
   Fixture() {
-    if (fs::exists(run / "summary.json") && fs::exists(analysis / "analysis.json") && fs::exists(gated / "run.h5")) return;
+    if (fs::exists(run / "summary.json") && fs::exists(analysis / "analysis.json") && fs::exists(gated / "run.h5"))
+      return;
     fs::remove_all(root);
     auto r = run_prune(tiny_prune_args(run.string()) + " --target-heads 3 --method taylor --recover-steps 0");
     INFO(r.output);
     REQUIRE(r.code == 0);
-    auto a = run_prune("analyze --model " + kTinyBert + " --task mnli_subset --max-seq-len 32 --data-root " + tiny_data_root() +
-                       " --split mismatched --examples 12 --batch 4 --prune-run " + run.string() + " --out " + analysis.string());
+    auto a = run_prune("analyze --model " + kTinyBert + " --task mnli_subset --max-seq-len 32 --data-root " +
+                       tiny_data_root() + " --split mismatched --examples 12 --batch 4 --prune-run " + run.string() +
+                       " --out " + analysis.string());
     INFO(a.output);
     REQUIRE(a.code == 0);
     auto g = run_prune("train --model " + kTinyBert + " --task mnli_subset --data-root " + tiny_data_root() +
                        " --set train.train_split=matched --set train.eval_split=mismatched --max-seq-len 32"
-                       " --target-heads 5 --max-steps 4 --out " + gated.string());
+                       " --target-heads 5 --max-steps 4 --out " +
+                       gated.string());
     INFO(g.output);
     REQUIRE(g.code == 0);
   }
@@ -65,9 +68,11 @@ struct Fixture {
     return out;
   }
   std::string args(const std::string& out) const {
-    return "report " + run.string() + " " + analysis.string() + " " + gated.string() + " --data-root " + tiny_data_root() +
+    return "report " + run.string() + " " + analysis.string() + " " + gated.string() + " --data-root " +
+           tiny_data_root() +
            " --max-seq-len 32 --split mismatched --examples 0,4 --text \"the movie was great\" --text-b \"it was good\""
-           " --set prune.attattr_steps=3 --out " + out;
+           " --set prune.attattr_steps=3 --out " +
+           out;
   }
 };
 
@@ -85,7 +90,8 @@ TEST_CASE("prune report: every panel from a pruning run, its analysis and a gate
           "[cli][report]") {
   Fixture fx;
   const std::string html = slurp(fx.page("report.html"));
-  for (const char* id : {"summary", "curves", "importance", "roles", "headmap", "gates", "attention", "tree", "rollout"})
+  for (const char* id :
+       {"summary", "curves", "importance", "roles", "headmap", "gates", "attention", "tree", "rollout"})
     CHECK_THAT(html, Catch::Contains(std::string("<section id=\"panel-") + id + "\""));
   // Static panels drawn from the folders, not notes.
   for (const char* fig : {"fig-curves", "fig-importance-taylor", "fig-rank-correlation", "fig-role-map", "fig-head-map",
@@ -127,11 +133,13 @@ TEST_CASE("prune report: bad input gives a one-line error or a note, never a bro
   Fixture fx;
   const auto out = fx.root / "bad.html";
   fs::remove(out);
-  const std::string base = "report " + fx.run.string() + " --data-root " + tiny_data_root() + " --max-seq-len 32 --out " + out.string();
+  const std::string base =
+      "report " + fx.run.string() + " --data-root " + tiny_data_root() + " --max-seq-len 32 --out " + out.string();
   std::string long_text;
   for (int i = 0; i < 10; ++i) long_text += "the movie was great ";
   const std::vector<ErrorCase> cases = {
-      {base + " --split mismatched --examples 99", "report.examples holds 99 but mnli_subset/mismatched has 30 rows; use 0..29", 2},
+      {base + " --split mismatched --examples 99",
+       "report.examples holds 99 but mnli_subset/mismatched has 30 rows; use 0..29", 2},
       {base + " --count 0 --text \"" + long_text + "\"",
        "word pieces with [CLS]/[SEP], more than data.max_seq_len = 32", 1},
       {"report " + (fx.root / "nowhere").string() + " --out " + out.string(), "nowhere: no such folder", 1},
@@ -170,8 +178,14 @@ TEST_CASE("prune report: 8 examples of 128 tokens on a 6 × 12 model stay under 
   REQUIRE(texts.size() == 8);
   const auto root = fs::temp_directory_path() / "hp_report_size";
   fs::create_directories(root);
-  std::ofstream(root / "texts.txt") << texts[0] << "\n" << texts[1] << "\n" << texts[2] << "\n" << texts[3] << "\n"
-                                     << texts[4] << "\n" << texts[5] << "\n" << texts[6] << "\n" << texts[7] << "\n";
+  std::ofstream(root / "texts.txt") << texts[0] << "\n"
+                                    << texts[1] << "\n"
+                                    << texts[2] << "\n"
+                                    << texts[3] << "\n"
+                                    << texts[4] << "\n"
+                                    << texts[5] << "\n"
+                                    << texts[6] << "\n"
+                                    << texts[7] << "\n";
   auto r = run_prune("report --model " + model + " --task sst2 --count 0 --texts " + (root / "texts.txt").string() +
                      " --max-seq-len 160 --out " + (root / "report.html").string());
   INFO(r.output);
@@ -192,10 +206,11 @@ TEST_CASE("prune report: headless Chromium renders it offline, and a click on a 
           "[cli][report][browser]") {
   Fixture fx;
   const auto page = fx.page("browser.html");
-  if (!fs::exists(HP_REF_PYTHON)) return skip(std::string(HP_REF_PYTHON) + " missing: run scripts/setup.sh for the browser check");
+  if (!fs::exists(HP_REF_PYTHON))
+    return skip(std::string(HP_REF_PYTHON) + " missing: run scripts/setup.sh for the browser check");
   const auto shots = fs::temp_directory_path() / "hp_report_shots";
-  auto b = run_command(std::string(HP_REF_PYTHON) + " " + kSourceDir + "/tests/report/browser_check.py " + page.string() +
-                       " --shots " + shots.string() + " --expect-slim");
+  auto b = run_command(std::string(HP_REF_PYTHON) + " " + kSourceDir + "/tests/report/browser_check.py " +
+                       page.string() + " --shots " + shots.string() + " --expect-slim");
   INFO(b.output);
   if (b.code == kSkipExitCode) return skip("browser check skipped: " + b.output.substr(0, b.output.find('\n')));
   CHECK(b.code == 0);

@@ -47,7 +47,8 @@ void check_attention(int64_t Sq) {
   CHECK(kv.grad()[2].narrow(0, S - 2, 2).abs().max().item<double>() == 0.0);
   // The inference core gives the same context and probabilities.
   torch::NoGradGuard no_grad;
-  auto [p, ctx] = hp::core::attention_no_grad(heads(q0), heads(kv0.narrow(2, 0, D)), heads(kv0.narrow(2, D, D)), ext, true);
+  auto [p, ctx] =
+      hp::core::attention_no_grad(heads(q0), heads(kv0.narrow(2, 0, D)), heads(kv0.narrow(2, D, D)), ext, true);
   CHECK(max_diff(ctx.reshape({B, Sq, D}), expect.detach()) < 1e-6);
   CHECK(max_diff(p, probs.detach()) < 1e-6);
 }

@@ -179,10 +179,10 @@ TEST_CASE("all-MiniLM-L6-v2 matches HF: hidden states, attentions, logits, masks
   opts.num_labels = 2;
   hp::core::LoadReport report;
   auto model = hp::core::load_bert(kMiniLM, opts, &report);
-  REQUIRE(report.prefix.empty());               // sentence-transformers layout: no "bert." prefix
-  REQUIRE(report.classifier_initialized);       // no classifier in the package: one is made…
+  REQUIRE(report.prefix.empty());  // sentence-transformers layout: no "bert." prefix
+  REQUIRE(report.classifier_initialized);  // no classifier in the package: one is made…
   {
-    torch::NoGradGuard no_grad;                 // …and replaced by the golden's.
+    torch::NoGradGuard no_grad;  // …and replaced by the golden's.
     model.mutable_parameters().at("classifier.weight").copy_(g.at("classifier_weight"));
     model.mutable_parameters().at("classifier.bias").copy_(g.at("classifier_bias"));
   }
@@ -217,7 +217,8 @@ TEST_CASE("all-MiniLM-L6-v2 matches HF: hidden states, attentions, logits, masks
   CHECK(max_abs_diff(grad, ref) <= kGradRelTol * ref.abs().max().item<double>() + 1e-7);
 }
 
-TEST_CASE("cls_only computes the same logits as the full last layer (with grad, masks, 0-head layers)", "[core][parity]") {
+TEST_CASE("cls_only computes the same logits as the full last layer (with grad, masks, 0-head layers)",
+          "[core][parity]") {
   auto g = hp::core::read_hdf5(kTinyBertH5);
   auto model = hp::core::load_bert(kTinyBert);
   auto in = input_of(g);
@@ -225,8 +226,10 @@ TEST_CASE("cls_only computes the same logits as the full last layer (with grad, 
   // Each mask with the HF golden it must reproduce (none for the fully masked layer: cls_only against the
   // full last layer only).
   const std::vector<std::pair<torch::Tensor, torch::Tensor>> cases = {
-      {torch::Tensor(), g.at("logits")}, {torch::ones({2, 4}), g.at("logits")},
-      {g.at("head_mask/mask1"), g.at("logits_masked/mask1")}, {masked, torch::Tensor()}};
+      {torch::Tensor(), g.at("logits")},
+      {torch::ones({2, 4}), g.at("logits")},
+      {g.at("head_mask/mask1"), g.at("logits_masked/mask1")},
+      {masked, torch::Tensor()}};
   for (const auto& [mask, golden] : cases) {
     hp::core::EncoderInput full = in, cls = in;
     full.head_mask = cls.head_mask = mask;

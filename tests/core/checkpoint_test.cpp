@@ -25,7 +25,8 @@ std::string copy_tiny(const std::string& name) {
   std::string dir = (fs::temp_directory_path() / ("hp_ckpt_test_" + std::to_string(getpid())) / name).string();
   fs::remove_all(dir);
   fs::create_directories(dir);
-  for (const auto& e : fs::directory_iterator(kTinyBert)) fs::copy_file(e.path(), dir + "/" + e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(kTinyBert))
+    fs::copy_file(e.path(), dir + "/" + e.path().filename().string());
   return dir;
 }
 
@@ -89,7 +90,8 @@ TEST_CASE("bad checkpoint folders give one-line errors naming the file and the f
     auto j = read_json(dir + "/config.json");
     j.erase("num_attention_heads");
     write_json(dir + "/config.json", j);
-    REQUIRE_THROWS_WITH(hp::core::load_bert(dir), Contains("config.json: required key 'num_attention_heads' is missing"));
+    REQUIRE_THROWS_WITH(hp::core::load_bert(dir),
+                        Contains("config.json: required key 'num_attention_heads' is missing"));
   }
   SECTION("unsupported model_type") {
     auto dir = copy_tiny("roberta");
@@ -113,8 +115,9 @@ TEST_CASE("bad checkpoint folders give one-line errors naming the file and the f
     auto t = hp::core::read_safetensors(dir + "/model.safetensors");
     t["bert.encoder.layer.1.intermediate.dense.weight"] = torch::zeros({36, 32});
     hp::core::write_safetensors(dir + "/model.safetensors", t);
-    REQUIRE_THROWS_WITH(hp::core::load_bert(dir),
-                        Contains("bert.encoder.layer.1.intermediate.dense.weight has shape [36, 32], expected [37, 32]"));
+    REQUIRE_THROWS_WITH(
+        hp::core::load_bert(dir),
+        Contains("bert.encoder.layer.1.intermediate.dense.weight has shape [36, 32], expected [37, 32]"));
   }
   SECTION("missing tensors are listed") {
     auto dir = copy_tiny("missing");
@@ -130,12 +133,14 @@ TEST_CASE("bad checkpoint folders give one-line errors naming the file and the f
     auto t = hp::core::read_safetensors(dir + "/model.safetensors");
     t["bert.encoder.layer.0.adapter.weight"] = torch::zeros({2, 2});
     hp::core::write_safetensors(dir + "/model.safetensors", t);
-    REQUIRE_THROWS_WITH(hp::core::load_bert(dir), Contains("1 unexpected tensors (bert.encoder.layer.0.adapter.weight)"));
+    REQUIRE_THROWS_WITH(hp::core::load_bert(dir),
+                        Contains("1 unexpected tensors (bert.encoder.layer.0.adapter.weight)"));
   }
   SECTION("classifier with another number of labels than the task") {
     hp::core::LoadOptions opts;
     opts.num_labels = 2;
-    REQUIRE_THROWS_WITH(hp::core::load_bert(kTinyBert, opts), Contains("classifier.weight has 3 labels, the task needs 2"));
+    REQUIRE_THROWS_WITH(hp::core::load_bert(kTinyBert, opts),
+                        Contains("classifier.weight has 3 labels, the task needs 2"));
   }
   SECTION("pruned_heads outside the model") {
     auto dir = copy_tiny("pruned");

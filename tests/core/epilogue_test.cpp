@@ -42,7 +42,8 @@ TEST_CASE("bias + GELU pass equals the exact erf GELU, bias + ReLU equals max(0,
     INFO("width " << n);
     // Wide range: the tails (|x| up to 12, where erf saturates and exp underflows), zeros and tiny values.
     auto y = torch::randn({7, n}) * 4;
-    y[0].narrow(0, 0, std::min<int64_t>(n, 3)).copy_(torch::tensor({0.0f, -12.0f, 1e-30f}).narrow(0, 0, std::min<int64_t>(n, 3)));
+    y[0].narrow(0, 0, std::min<int64_t>(n, 3))
+        .copy_(torch::tensor({0.0f, -12.0f, 1e-30f}).narrow(0, 0, std::min<int64_t>(n, 3)));
     const auto bias = torch::randn({n});
     const auto x = (y + bias).to(torch::kFloat64);
     const auto expect = 0.5 * x * (1 + torch::erf(x / std::sqrt(2.0)));  // double precision

@@ -87,14 +87,28 @@ TEST_CASE("real GLUE splits have the README's row counts", "[core][data]") {
   };
   // Counts from ../shared/data/README.md.
   const Row kRows[] = {
-      {"sst2", "train", 67349, true}, {"sst2", "dev", 872, true},   {"sst2", "test", 1821, false},
-      {"cola", "train", 8551, true},  {"cola", "dev", 1043, true},  {"cola", "test", 1063, false},
-      {"mrpc", "train", 3668, true},  {"mrpc", "dev", 408, true},   {"mrpc", "test", 1725, false},
-      {"rte", "train", 2490, true},   {"rte", "dev", 277, true},    {"rte", "test", 3000, false},
-      {"stsb", "train", 5749, true},  {"stsb", "dev", 1500, true},  {"stsb", "test", 1379, false},
-      {"wnli", "train", 635, true},   {"wnli", "dev", 71, true},    {"wnli", "test", 146, false},
-      {"qnli", "dev", 5463, true},    {"qnli", "test", 5463, false},
-      {"mnli_subset", "matched", 1000, true}, {"mnli_subset", "mismatched", 1000, true},
+      {"sst2", "train", 67349, true},
+      {"sst2", "dev", 872, true},
+      {"sst2", "test", 1821, false},
+      {"cola", "train", 8551, true},
+      {"cola", "dev", 1043, true},
+      {"cola", "test", 1063, false},
+      {"mrpc", "train", 3668, true},
+      {"mrpc", "dev", 408, true},
+      {"mrpc", "test", 1725, false},
+      {"rte", "train", 2490, true},
+      {"rte", "dev", 277, true},
+      {"rte", "test", 3000, false},
+      {"stsb", "train", 5749, true},
+      {"stsb", "dev", 1500, true},
+      {"stsb", "test", 1379, false},
+      {"wnli", "train", 635, true},
+      {"wnli", "dev", 71, true},
+      {"wnli", "test", 146, false},
+      {"qnli", "dev", 5463, true},
+      {"qnli", "test", 5463, false},
+      {"mnli_subset", "matched", 1000, true},
+      {"mnli_subset", "mismatched", 1000, true},
       {"mnli_subset", "mismatched_numeric", 1000, true},
   };
   for (const Row& r : kRows) {
@@ -113,14 +127,12 @@ TEST_CASE("real GLUE splits have the README's row counts", "[core][data]") {
 TEST_CASE("real GLUE dev splits have the awk-derived class counts", "[core][data]") {
   // awk -F'\t' 'NR>1{c[$2]++} END{for(k in c) print k, c[k]}' glue/SST-2/dev.tsv and likewise.
   CHECK(class_counts(read_task(find_task("sst2"), kSharedData, "dev")) == std::map<int, int>{{0, 428}, {1, 444}});
-  CHECK(class_counts(read_task(find_task("sst2"), kSharedData, "train")) ==
-        std::map<int, int>{{0, 29780}, {1, 37569}});
+  CHECK(class_counts(read_task(find_task("sst2"), kSharedData, "train")) == std::map<int, int>{{0, 29780}, {1, 37569}});
   CHECK(class_counts(read_task(find_task("cola"), kSharedData, "dev")) == std::map<int, int>{{0, 322}, {1, 721}});
   CHECK(class_counts(read_task(find_task("mrpc"), kSharedData, "dev")) == std::map<int, int>{{0, 129}, {1, 279}});
   // entailment = 0, not_entailment = 1.
   CHECK(class_counts(read_task(find_task("rte"), kSharedData, "dev")) == std::map<int, int>{{0, 146}, {1, 131}});
-  CHECK(class_counts(read_task(find_task("qnli"), kSharedData, "dev")) ==
-        std::map<int, int>{{0, 2702}, {1, 2761}});
+  CHECK(class_counts(read_task(find_task("qnli"), kSharedData, "dev")) == std::map<int, int>{{0, 2702}, {1, 2761}});
   CHECK(class_counts(read_task(find_task("wnli"), kSharedData, "dev")) == std::map<int, int>{{0, 40}, {1, 31}});
   // contradiction = 0, entailment = 1, neutral = 2 (GLUE order, not the file's codes).
   CHECK(class_counts(read_task(find_task("mnli_subset"), kSharedData, "matched")) ==

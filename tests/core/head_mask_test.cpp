@@ -29,7 +29,8 @@ TEST_CASE("mask spec from a file, one group per line with comments", "[core][mas
 
 TEST_CASE("bad mask specs name the group and the fix", "[core][mask][bad]") {
   REQUIRE_THROWS_WITH(hp::core::parse_head_mask("2:x", 6, 12), Contains("'2:x': head 'x' is not a number"));
-  REQUIRE_THROWS_WITH(hp::core::parse_head_mask("7:0", 6, 12), Contains("layer 7 is out of range; the model has 6 layers"));
+  REQUIRE_THROWS_WITH(hp::core::parse_head_mask("7:0", 6, 12),
+                      Contains("layer 7 is out of range; the model has 6 layers"));
   REQUIRE_THROWS_WITH(hp::core::parse_head_mask("1:12", 6, 12), Contains("head 12 is out of range"));
   REQUIRE_THROWS_WITH(hp::core::parse_head_mask("1-3;2:1", 6, 12), Contains("'1-3' has no ':'"));
   REQUIRE_THROWS_WITH(hp::core::parse_head_mask("nosuchfile", 6, 12), Contains("neither a mask spec"));

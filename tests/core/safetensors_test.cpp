@@ -36,8 +36,7 @@ std::string temp_dir() {
 }
 
 void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary)
-      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 std::string read_text(const std::string& path) {
@@ -46,8 +45,7 @@ std::string read_text(const std::string& path) {
 }
 
 // A safetensors image from a header text and a data buffer: u64 LE length, header, data.
-std::string image(const std::string& header, const std::string& data,
-                  std::uint64_t n_override = 0) {
+std::string image(const std::string& header, const std::string& data, std::uint64_t n_override = 0) {
   const std::uint64_t n = n_override ? n_override : header.size();
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
@@ -55,19 +53,16 @@ std::string image(const std::string& header, const std::string& data,
 }
 
 // The sidecar written by tools/make_tensor_fixtures.py, as float64/int64 tensors.
-TensorMap expected_from_sidecar(const std::string& path,
-                                std::map<std::string, std::string>* dtypes) {
+TensorMap expected_from_sidecar(const std::string& path, std::map<std::string, std::string>* dtypes) {
   const auto j = nlohmann::json::parse(read_text(path));
   TensorMap out;
   for (const auto& [key, e] : j.items()) {
     const auto shape = e.at("shape").get<std::vector<std::int64_t>>();
     const std::string dtype = e.at("dtype").get<std::string>();
     if (dtype[0] == 'I') {
-      out[key] = torch::tensor(e.at("values").get<std::vector<std::int64_t>>(), torch::kInt64)
-                     .reshape(shape);
+      out[key] = torch::tensor(e.at("values").get<std::vector<std::int64_t>>(), torch::kInt64).reshape(shape);
     } else {
-      out[key] =
-          torch::tensor(e.at("values").get<std::vector<double>>(), torch::kFloat64).reshape(shape);
+      out[key] = torch::tensor(e.at("values").get<std::vector<double>>(), torch::kFloat64).reshape(shape);
     }
     if (dtypes) (*dtypes)[key] = dtype;
   }
@@ -106,8 +101,7 @@ bool maps_equal(const TensorMap& a, const TensorMap& b) {
   if (a.size() != b.size()) return false;
   for (const auto& [k, t] : a) {
     auto it = b.find(k);
-    if (it == b.end() || it->second.scalar_type() != t.scalar_type() ||
-        !torch::equal(it->second, t)) {
+    if (it == b.end() || it->second.scalar_type() != t.scalar_type() || !torch::equal(it->second, t)) {
       return false;
     }
   }
@@ -131,8 +125,7 @@ TensorMap all_dtypes_map() {
 
 }  // namespace
 
-TEST_CASE("safetensors: a file written by Python safetensors reads with its documented values",
-          "[core]") {
+TEST_CASE("safetensors: a file written by Python safetensors reads with its documented values", "[core]") {
   const auto got = hp::core::read_safetensors(kTensorDataDir + "hf_small.safetensors");
   require_matches_sidecar(got, kTensorDataDir + "hf_small.expected.json");
   REQUIRE(hp::core::read_safetensors_metadata(kTensorDataDir + "hf_small.safetensors") ==
@@ -188,8 +181,7 @@ TEST_CASE("safetensors: to_float32 widens floats and keeps integers", "[core]") 
   }
 }
 
-TEST_CASE("safetensors: every malformed file is a CheckpointError naming file and cause",
-          "[core]") {
+TEST_CASE("safetensors: every malformed file is a CheckpointError naming file and cause", "[core]") {
   const std::string ok_entry = R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
   const std::string eight(8, '\x01');
   struct Case {
@@ -204,29 +196,22 @@ TEST_CASE("safetensors: every malformed file is a CheckpointError naming file an
       {"header_past_end", image("{}", "", 50), "header length 50 bytes runs past the end of the file"},
       {"bad_json", image("{\"a\": [", ""), "header is not valid JSON"},
       {"not_object", image("[1,2]", ""), "header JSON is not an object"},
-      {"no_dtype", image(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", eight),
-       "tensor 'a' is missing 'dtype'"},
-      {"no_shape", image(R"({"a":{"dtype":"F32","data_offsets":[0,8]}})", eight),
-       "tensor 'a' is missing 'shape'"},
-      {"no_offsets", image(R"({"a":{"dtype":"F32","shape":[2]}})", eight),
-       "is missing 'data_offsets'"},
+      {"no_dtype", image(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", eight), "tensor 'a' is missing 'dtype'"},
+      {"no_shape", image(R"({"a":{"dtype":"F32","data_offsets":[0,8]}})", eight), "tensor 'a' is missing 'shape'"},
+      {"no_offsets", image(R"({"a":{"dtype":"F32","shape":[2]}})", eight), "is missing 'data_offsets'"},
       {"unknown_dtype", image(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}})", eight),
        "unsupported dtype 'U8'"},
-      {"size_mismatch",
-       image(R"({"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", std::string(20, 'x')),
+      {"size_mismatch", image(R"({"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", std::string(20, 'x')),
        "needs 24 bytes but data_offsets span 20"},
       {"negative_dim", image(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight),
        "negative dimension"},
-      {"reversed_offsets",
-       image(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", eight), "begin <= end"},
+      {"reversed_offsets", image(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", eight), "begin <= end"},
       {"past_buffer", image(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", eight),
        "run past the data buffer (8 bytes)"},
       {"overlap",
-       image("{" + ok_entry + R"(,"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-             std::string(12, 'x')),
+       image("{" + ok_entry + R"(,"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", std::string(12, 'x')),
        "tensors 'a' [0, 8] and 'b' [4, 12] overlap"},
-      {"gap",
-       image(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", std::string(12, 'x')),
+      {"gap", image(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", std::string(12, 'x')),
        "gap of 4 bytes before tensor 'a'"},
       {"trailing", image("{" + ok_entry + "}", std::string(12, 'x')), "4 trailing bytes"},
       {"bad_metadata", image(R"({"__metadata__":{"format":1},)" + ok_entry + "}", eight),
@@ -242,8 +227,7 @@ TEST_CASE("safetensors: every malformed file is a CheckpointError naming file an
                           Catch::Contains(path + ": ") && Catch::Contains(c.fragment));
       // The same bytes from memory fail the same way (the torch-free parser is the validator).
       std::vector<std::uint8_t> raw(c.bytes.begin(), c.bytes.end());
-      REQUIRE_THROWS_WITH(hp::core::SafetensorsFile::parse(raw, "mem"),
-                          Catch::Contains(c.fragment));
+      REQUIRE_THROWS_WITH(hp::core::SafetensorsFile::parse(raw, "mem"), Catch::Contains(c.fragment));
     }
   }
   SECTION("well-formed control case parses") {
@@ -253,13 +237,11 @@ TEST_CASE("safetensors: every malformed file is a CheckpointError naming file an
     REQUIRE(torch::equal(m.at("a"), torch::tensor({1.0f, 2.0f})));
   }
   SECTION("missing file") {
-    REQUIRE_THROWS_WITH(hp::core::read_safetensors(dir + "nope.safetensors"),
-                        Catch::Contains("cannot open"));
+    REQUIRE_THROWS_WITH(hp::core::read_safetensors(dir + "nope.safetensors"), Catch::Contains("cannot open"));
   }
 }
 
-TEST_CASE("torch bin: state dicts saved by torch.save read with their documented values",
-          "[core]") {
+TEST_CASE("torch bin: state dicts saved by torch.save read with their documented values", "[core]") {
   require_matches_sidecar(hp::core::read_torch_bin(kTensorDataDir + "tiny_state_dict.bin"),
                           kTensorDataDir + "tiny_state_dict.expected.json");
   // A transformers BertModel state dict (23 tensors), as HF writes pytorch_model.bin.
@@ -272,16 +254,13 @@ TEST_CASE("torch bin: bad files are CheckpointErrors naming the file", "[core]")
   SECTION("legacy pre-1.6 format") {
     // Start of a legacy torch.save stream: PROTO 2, LONG1 of the magic number
     // 0x1950a86a20f9469cfc6c.
-    write_bytes(dir + "legacy.bin",
-                std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 14));
-    REQUIRE_THROWS_WITH(
-        hp::core::read_torch_bin(dir + "legacy.bin"),
-        Catch::Contains(dir + "legacy.bin: legacy (pre-1.6)") && Catch::Contains("torch>=1.6"));
+    write_bytes(dir + "legacy.bin", std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 14));
+    REQUIRE_THROWS_WITH(hp::core::read_torch_bin(dir + "legacy.bin"),
+                        Catch::Contains(dir + "legacy.bin: legacy (pre-1.6)") && Catch::Contains("torch>=1.6"));
   }
   SECTION("not a zip") {
     write_bytes(dir + "text.bin", "hello");
-    REQUIRE_THROWS_WITH(hp::core::read_torch_bin(dir + "text.bin"),
-                        Catch::Contains("not a torch.save zip"));
+    REQUIRE_THROWS_WITH(hp::core::read_torch_bin(dir + "text.bin"), Catch::Contains("not a torch.save zip"));
   }
   SECTION("truncated zip") {
     write_bytes(dir + "trunc.bin", read_text(kTensorDataDir + "tiny_state_dict.bin").substr(0, 300));
@@ -291,8 +270,7 @@ TEST_CASE("torch bin: bad files are CheckpointErrors naming the file", "[core]")
   SECTION("a tensor instead of a dict") {
     const auto bytes = torch::pickle_save(torch::ones({2}));
     write_bytes(dir + "tensor.bin", std::string(bytes.begin(), bytes.end()));
-    REQUIRE_THROWS_WITH(hp::core::read_torch_bin(dir + "tensor.bin"),
-                        Catch::Contains("expected a dict"));
+    REQUIRE_THROWS_WITH(hp::core::read_torch_bin(dir + "tensor.bin"), Catch::Contains("expected a dict"));
   }
   SECTION("a dict with a non-tensor value") {
     c10::Dict<std::string, int64_t> d;
@@ -307,15 +285,13 @@ TEST_CASE("torch bin: bad files are CheckpointErrors naming the file", "[core]")
   }
 }
 
-TEST_CASE("torch bin: the state-dict unpickler rejects what is not a flat dict of tensors",
-          "[core]") {
+TEST_CASE("torch bin: the state-dict unpickler rejects what is not a flat dict of tensors", "[core]") {
   const auto parse = [](const std::string& bytes) {
-    return hp::core::parse_state_dict_pickle(reinterpret_cast<const std::uint8_t*>(bytes.data()),
-                                             bytes.size(), "x.pkl");
+    return hp::core::parse_state_dict_pickle(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(),
+                                             "x.pkl");
   };
   REQUIRE(parse(std::string("\x80\x02}.", 4)).empty());  // PROTO 2, EMPTY_DICT, STOP
-  REQUIRE_THROWS_WITH(parse(std::string("\x80\x02K\x05.", 5)),
-                      Catch::Contains("x.pkl: holds a int, expected a dict"));
+  REQUIRE_THROWS_WITH(parse(std::string("\x80\x02K\x05.", 5)), Catch::Contains("x.pkl: holds a int, expected a dict"));
   REQUIRE_THROWS_WITH(parse(std::string("\x80\x02}(X\x05\x00\x00\x00"
                                         "ab",
                                         12)),
@@ -350,8 +326,7 @@ TEST_CASE("hdf5: write then read gives equal values, float32 and int64", "[core]
   }
   REQUIRE(hp::core::read_hdf5_attrs(dir + "out.h5") == attrs);
   write_bytes(dir + "not.h5", "not hdf5");
-  REQUIRE_THROWS_WITH(hp::core::read_hdf5(dir + "not.h5"),
-                      Catch::Contains(dir + "not.h5: HDF5 read failed"));
+  REQUIRE_THROWS_WITH(hp::core::read_hdf5(dir + "not.h5"), Catch::Contains(dir + "not.h5: HDF5 read failed"));
 }
 
 // Needs the venv with pip safetensors: checks that HF's reader loads what our writer writes.
@@ -360,14 +335,15 @@ TEST_CASE("safetensors: Python safetensors reads our file", "[.hf]") {
   std::map<std::string, std::string> dtypes;
   const auto want = expected_from_sidecar(kTensorDataDir + "hf_small.expected.json", &dtypes);
   TensorMap m;
-  const std::map<std::string, torch::ScalarType> kind{
-      {"F64", torch::kFloat64},   {"F32", torch::kFloat32}, {"F16", torch::kFloat16},
-      {"BF16", torch::kBFloat16}, {"I64", torch::kInt64},   {"I32", torch::kInt32}};
+  const std::map<std::string, torch::ScalarType> kind{{"F64", torch::kFloat64}, {"F32", torch::kFloat32},
+                                                      {"F16", torch::kFloat16}, {"BF16", torch::kBFloat16},
+                                                      {"I64", torch::kInt64},   {"I32", torch::kInt32}};
   for (const auto& [key, t] : want) m[key] = t.to(kind.at(dtypes.at(key)));
   hp::core::write_safetensors(dir + "ours.safetensors", m);
   const std::string python = HP_REF_PYTHON;
-  if (!std::filesystem::exists(python)) return hp::test::skip("no Python reference at " + python + " (scripts/setup.sh)");
-  const std::string cmd = python + " " + hp::test::kSourceDir + "/tools/make_tensor_fixtures.py check " +
-                          dir + "ours.safetensors " + kTensorDataDir + "hf_small.expected.json";
+  if (!std::filesystem::exists(python))
+    return hp::test::skip("no Python reference at " + python + " (scripts/setup.sh)");
+  const std::string cmd = python + " " + hp::test::kSourceDir + "/tools/make_tensor_fixtures.py check " + dir +
+                          "ours.safetensors " + kTensorDataDir + "hf_small.expected.json";
   REQUIRE(std::system(cmd.c_str()) == 0);
 }

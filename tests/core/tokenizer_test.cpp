@@ -16,11 +16,11 @@
 #include "fixtures.h"
 #include "skip.h"
 
+using Catch::Matchers::Contains;
 using hp::core::Encoding;
 using hp::core::longest_first_lengths;
 using hp::core::TokenizerOptions;
 using hp::core::WordPieceTokenizer;
-using Catch::Matchers::Contains;
 using Strings = std::vector<std::string>;
 
 namespace {
@@ -50,8 +50,8 @@ std::string repeat(const std::string& s, int n) {
 
 TEST_CASE("tiny vocab: greedy longest-match-first WordPiece", "[core][tokenizer]") {
   // ids: [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 un=4 ##aff=5 ##able=6 a=7 ab=8 ##b=9 ##c=10 é=11 ##é=12 ##a=13
-  const auto path = write_vocab("tiny", {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##aff", "##able",
-                                         "a", "ab", "##b", "##c", "é", "##é", "##a"});
+  const auto path = write_vocab("tiny", {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##aff", "##able", "a", "ab", "##b",
+                                         "##c", "é", "##é", "##a"});
   TokenizerOptions plain;
   plain.lower_case = false;
   const auto tok = WordPieceTokenizer::from_files(path, plain);
@@ -89,8 +89,11 @@ TEST_CASE("real vocab: normalization as HF BertNormalizer", "[core][tokenizer]")
   // CJK ideographs become single words; kana does not count as CJK.
   CHECK(tok.tokenize("中文abc") == Strings{"中", "文", "abc"});
   // Control (Cc) and format (Cf) chars, NUL and U+FFFD vanish; \t \n \r are whitespace.
-  CHECK(tok.tokenize(std::string("h\x01" "e\xE2\x80\x8B" "l\xEF\xBF\xBD" "l") + '\0' + "o") ==
-        Strings{"hello"});
+  CHECK(tok.tokenize(std::string("h\x01"
+                                 "e\xE2\x80\x8B"
+                                 "l\xEF\xBF\xBD"
+                                 "l") +
+                     '\0' + "o") == Strings{"hello"});
   CHECK(tok.tokenize("hello\tworld\r\nagain") == Strings{"hello", "world", "again"});
   // U+00A0 and U+3000 are whitespace.
   CHECK(tok.tokenize("hello\xC2\xA0world\xE3\x80\x80!") == Strings{"hello", "world", "!"});
@@ -102,7 +105,8 @@ TEST_CASE("real vocab: punctuation, continuation and specials", "[core][tokenize
   CHECK(tok.tokenize("don't") == Strings{"don", "'", "t"});
   // '$' is ASCII punctuation for BERT although Unicode calls it Sc; em dash is Pd.
   CHECK(tok.tokenize("$5") == Strings{"$", "5"});
-  CHECK(tok.tokenize("a\xE2\x80\x94" "b") == Strings{"a", "\xE2\x80\x94", "b"});
+  CHECK(tok.tokenize("a\xE2\x80\x94"
+                     "b") == Strings{"a", "\xE2\x80\x94", "b"});
   // "##" continuation (the example in BERT's README).
   CHECK(tok.tokenize("unaffable") == Strings{"una", "##ffa", "##ble"});
   CHECK(tok.tokenize("playing") == Strings{"playing"});
@@ -132,12 +136,12 @@ TEST_CASE("encode: specials, pair type ids, single truncation", "[core][tokenize
 TEST_CASE("longest_first truncation follows tokenizers' rule", "[core][tokenizer]") {
   // Hand-worked from tokenizers 0.19 truncate_encodings (checked against BertTokenizerFast).
   using P = std::pair<size_t, size_t>;
-  CHECK(longest_first_lengths(5, 5, 20) == P{5, 5});     // fits
-  CHECK(longest_first_lengths(3, 20, 10) == P{3, 7});    // only the longer one shrinks
+  CHECK(longest_first_lengths(5, 5, 20) == P{5, 5});  // fits
+  CHECK(longest_first_lengths(3, 20, 10) == P{3, 7});  // only the longer one shrinks
   CHECK(longest_first_lengths(20, 3, 10) == P{7, 3});
-  CHECK(longest_first_lengths(12, 10, 15) == P{8, 7});   // both shrink; longer a gets the odd one
-  CHECK(longest_first_lengths(10, 12, 15) == P{7, 8});   // slow BertTokenizer would give {8, 7}
-  CHECK(longest_first_lengths(10, 10, 15) == P{7, 8});   // tie: b gets the odd one
+  CHECK(longest_first_lengths(12, 10, 15) == P{8, 7});  // both shrink; longer a gets the odd one
+  CHECK(longest_first_lengths(10, 12, 15) == P{7, 8});  // slow BertTokenizer would give {8, 7}
+  CHECK(longest_first_lengths(10, 10, 15) == P{7, 8});  // tie: b gets the odd one
   CHECK(longest_first_lengths(10, 10, 14) == P{7, 7});
   CHECK(longest_first_lengths(30, 30, 9) == P{4, 5});
   // Through encode: max 18 leaves 15 word pieces for 10 + 10.
@@ -214,31 +218,29 @@ TEST_CASE("ids equal HF BertTokenizerFast on all GLUE, MNLI and UD text", "[.hf]
       const std::string a = rec.at("a").get<std::string>();
       const bool pair = !rec.at("b").is_null();
       const std::string b = pair ? rec.at("b").get<std::string>() : std::string();
-      Encoding ref{rec.at("ids").get<std::vector<int32_t>>(),
-                   rec.at("type_ids").get<std::vector<int32_t>>()};
+      Encoding ref{rec.at("ids").get<std::vector<int32_t>>(), rec.at("type_ids").get<std::vector<int32_t>>()};
       auto compare = [&](int max_len, const Encoding& want) {
         const Encoding got = tok.encode(a, pair ? &b : nullptr, max_len);
         ++encodings;
         if (got.ids == want.ids && got.type_ids == want.type_ids) return;
         if (mismatches++ == 0) {
-          first = rec.at("src").get<std::string>() + " max_seq_len=" + std::to_string(max_len) +
-                  "\n  a: " + a + "\n  b: " + (pair ? b : "(none)") + "\n  hf ids:   " +
-                  join(want.ids) + "\n  ours ids: " + join(got.ids) + "\n  hf types:   " +
-                  join(want.type_ids) + "\n  ours types: " + join(got.type_ids);
+          first = rec.at("src").get<std::string>() + " max_seq_len=" + std::to_string(max_len) + "\n  a: " + a +
+                  "\n  b: " + (pair ? b : "(none)") + "\n  hf ids:   " + join(want.ids) +
+                  "\n  ours ids: " + join(got.ids) + "\n  hf types:   " + join(want.type_ids) +
+                  "\n  ours types: " + join(got.type_ids);
         }
       };
       compare(0, ref);
       for (const auto& [max_len, keep] : rec.at("keep").items()) {
-        compare(std::stoi(max_len),
-                truncated_reference(ref, keep[0].get<size_t>(), keep[1].get<size_t>(), pair));
+        compare(std::stoi(max_len), truncated_reference(ref, keep[0].get<size_t>(), keep[1].get<size_t>(), pair));
       }
     }
     CHECK(file_rows == count.get<size_t>());
     rows += file_rows;
   }
   WARN("compared " << rows << " inputs (" << encodings << " encodings, with and without "
-                   << "truncation) with HF " << manifest.at("tokenizers").get<std::string>()
-                   << ": " << mismatches << " mismatches");
+                   << "truncation) with HF " << manifest.at("tokenizers").get<std::string>() << ": " << mismatches
+                   << " mismatches");
   INFO("first mismatch: " << first);
   REQUIRE(rows > 0);
   REQUIRE(mismatches == 0);

@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "core/base/correlation.h"  // average_ranks
-#include "core/base/errors.h"       // InternalError
-#include "core/data/glue.h"         // find_task
+#include "core/base/errors.h"  // InternalError
+#include "core/data/glue.h"  // find_task
 
 using Catch::Matchers::Contains;
 using hp::eval::accuracy;
@@ -109,8 +109,8 @@ TEST_CASE("compute_metrics evaluates each task's metric set", "[eval]") {
   CHECK(cola.at("mcc") == Approx(10.0 / std::sqrt(600.0)).epsilon(kTol));
 
   // STS-B scores are not rounded: ranks (1, 2.5, 2.5, 4) vs (1, 3, 2, 4) as above.
-  auto stsb = hp::eval::compute_metrics(hp::core::find_task("stsb"), {0.5f, 2.25f, 2.25f, 4.0f},
-                                        {1.0f, 3.5f, 2.0f, 4.5f});
+  auto stsb =
+      hp::eval::compute_metrics(hp::core::find_task("stsb"), {0.5f, 2.25f, 2.25f, 4.0f}, {1.0f, 3.5f, 2.0f, 4.5f});
   CHECK(stsb.at("spearman") == Approx(3.0 / std::sqrt(10.0)).epsilon(1e-9));
   CHECK(stsb.count("pearson") == 1);
 
@@ -122,7 +122,6 @@ TEST_CASE("compute_metrics evaluates each task's metric set", "[eval]") {
       INFO(name << " metric " << m);
       CHECK(std::find(known.begin(), known.end(), m) != known.end());
     }
-    CHECK(std::find(task.metrics.begin(), task.metrics.end(), task.primary_metric) !=
-          task.metrics.end());
+    CHECK(std::find(task.metrics.begin(), task.metrics.end(), task.primary_metric) != task.metrics.end());
   }
 }

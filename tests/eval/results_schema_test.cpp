@@ -35,9 +35,9 @@ TEST_CASE("results schema: built names parse back to their parts", "[eval][schem
 }
 
 TEST_CASE("results schema: names of no kind are refused", "[eval][schema]") {
-  for (const char* bad : {"importance/", "importance/a/b", "masks/lrp", "masks/lrp/seed", "masks/lrp/seedx",
-                          "masks/lrp/seed-1", "curves/loo/median", "curves/loo/seedA/accuracy", "gates/other",
-                          "history/x", ""})
+  for (const char* bad :
+       {"importance/", "importance/a/b", "masks/lrp", "masks/lrp/seed", "masks/lrp/seedx", "masks/lrp/seed-1",
+        "curves/loo/median", "curves/loo/seedA/accuracy", "gates/other", "history/x", ""})
     CHECK_FALSE(r::parse_key(bad));
 }
 

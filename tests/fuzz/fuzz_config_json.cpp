@@ -6,7 +6,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   hp::fuzz::expect_clean([&] {
-    const auto cfg = hp::core::parse_bert_config(std::string(reinterpret_cast<const char*>(data), size), "fuzz/config.json");
+    const auto cfg =
+        hp::core::parse_bert_config(std::string(reinterpret_cast<const char*>(data), size), "fuzz/config.json");
     // What was accepted round-trips (the export writes it; the loader and Hugging Face read it back).
     const auto again = hp::core::parse_bert_config(hp::core::bert_config_json(cfg), "fuzz/written.json");
     if (again.hidden_size != cfg.hidden_size || again.total_heads() != cfg.total_heads() ||

@@ -38,8 +38,7 @@ template <class F>
 void expect_clean(F&& f) {
   try {
     f();
-  } catch (const hp::Error&) {
-  }
+  } catch (const hp::Error&) {}
 }
 
 }  // namespace hp::fuzz

@@ -38,8 +38,7 @@ TEST_CASE("hard_concrete_sample: hand-computed points", "[gates]") {
   const auto g = hp::gates::hard_concrete_sample(la, /*beta=*/0.5, lim, u);
   // s = 0.5 → 0.5·1.2 − 0.1 = 0.5; s = σ(2 ln 3) = 0.9 → 0.98; s = 0.1 → 0.02; clipped to 1 and 0.
   const std::vector<double> want = {0.5, 0.98, 0.02, 1.0, 0.0};
-  for (size_t i = 0; i < want.size(); ++i)
-    CHECK(g[i].item<double>() == Approx(want[i]).margin(1e-12));
+  for (size_t i = 0; i < want.size(); ++i) CHECK(g[i].item<double>() == Approx(want[i]).margin(1e-12));
 }
 
 TEST_CASE("hard_concrete_mean: eq. 13 at hand-computed points", "[gates]") {
@@ -47,14 +46,12 @@ TEST_CASE("hard_concrete_mean: eq. 13 at hand-computed points", "[gates]") {
   const auto m = hp::gates::hard_concrete_mean(la, StretchLimits{});
   // σ = 0.5 → 0.5; σ = 0.75 → 0.8; σ = 0.25 → 0.2; clipped to 1 and 0.
   const std::vector<double> want = {0.5, 0.8, 0.2, 1.0, 0.0};
-  for (size_t i = 0; i < want.size(); ++i)
-    CHECK(m[i].item<double>() == Approx(want[i]).margin(1e-12));
+  for (size_t i = 0; i < want.size(); ++i) CHECK(m[i].item<double>() == Approx(want[i]).margin(1e-12));
 }
 
 TEST_CASE("l0_expected: hand-computed point", "[gates]") {
   // β = 1, log α = −ln 11: σ(−ln 11 − ln(0.1/1.1)) = σ(0) = 0.5.
-  const auto p =
-      hp::gates::l0_expected(torch::tensor({-std::log(11.0)}, kF64), 1.0, StretchLimits{});
+  const auto p = hp::gates::l0_expected(torch::tensor({-std::log(11.0)}, kF64), 1.0, StretchLimits{});
   CHECK(p.item<double>() == Approx(0.5).margin(1e-12));
 }
 
@@ -71,8 +68,7 @@ TEST_CASE("hard_concrete: Monte Carlo frequencies match the closed forms", "[gat
   for (const auto& c : cases) {
     CAPTURE(c.log_alpha, c.beta, c.lim.gamma, c.lim.zeta);
     const auto la = torch::full({kDraws}, c.log_alpha, kF64);
-    const auto g = hp::gates::hard_concrete_sample(la, c.beta, c.lim,
-                                                   hp::gates::hard_concrete_noise({kDraws}, kF64));
+    const auto g = hp::gates::hard_concrete_sample(la, c.beta, c.lim, hp::gates::hard_concrete_noise({kDraws}, kF64));
     REQUIRE(g.min().item<double>() >= 0.0);
     REQUIRE(g.max().item<double>() <= 1.0);
     const double f_zero = (g == 0.0).to(torch::kFloat64).mean().item<double>();
@@ -85,8 +81,7 @@ TEST_CASE("hard_concrete: Monte Carlo frequencies match the closed forms", "[gat
     CHECK(f_one > 0.0);
     CHECK(f_zero == Approx(p0).margin(mc_tol(p0)));
     CHECK(f_one == Approx(p1).margin(mc_tol(p1)));
-    const double p_open =
-        hp::gates::l0_expected(torch::tensor({c.log_alpha}, kF64), c.beta, c.lim).item<double>();
+    const double p_open = hp::gates::l0_expected(torch::tensor({c.log_alpha}, kF64), c.beta, c.lim).item<double>();
     CHECK(p_open == Approx(1.0 - p0).margin(1e-12));
     CHECK(f_open == Approx(p_open).margin(mc_tol(p_open)));
   }

@@ -79,8 +79,7 @@ TEST_CASE("HeadGates::top_n: exactly n heads, the largest log α", "[gates]") {
   }
   // Ranking by hand: 3.1 (1,3), 2.5 (0,2), 1.7 (1,0), 0.9 (0,3), 0.3 (0,0), 0.0 (1,2), -0.2 (1,1),
   // -1.0 (0,1).
-  const std::vector<std::pair<int, int>> ranked = {{1, 3}, {0, 2}, {1, 0}, {0, 3},
-                                                   {0, 0}, {1, 2}, {1, 1}, {0, 1}};
+  const std::vector<std::pair<int, int>> ranked = {{1, 3}, {0, 2}, {1, 0}, {0, 3}, {0, 0}, {1, 2}, {1, 1}, {0, 1}};
   for (int n : {0, 1, 3, 5, 8}) {
     CAPTURE(n);
     const auto keep = gates.top_n(n);
@@ -100,8 +99,7 @@ TEST_CASE("HeadGates::top_n: ties go to the lower layer, then the lower head", "
   CHECK(keep[1] == std::vector<bool>{false, false, false, false});
   {
     torch::NoGradGuard no_grad;
-    gates.log_alpha().copy_(
-        torch::tensor({0.f, 0.f, 0.f, 1.f, 1.f, 0.f, 1.f, 2.f}).reshape({2, 4}));
+    gates.log_alpha().copy_(torch::tensor({0.f, 0.f, 0.f, 1.f, 1.f, 0.f, 1.f, 2.f}).reshape({2, 4}));
   }
   keep = gates.top_n(3);  // 2.0 (1,3), then the tie at 1.0: (0,3) and (1,0) before (1,2)
   CHECK(keep[0] == std::vector<bool>{false, false, false, true});
@@ -121,8 +119,7 @@ TEST_CASE("HeadGates: bad config values name the key", "[gates]") {
       {[](hp::core::GateConfig& c) { c.lambda = -1.0; }, "gates.lambda"},
       {[](hp::core::GateConfig& c) { c.lr = 0.0; }, "gates.lr"},
       {[](hp::core::GateConfig& c) { c.log_alpha_init = std::nan(""); }, "gates.log_alpha_init"},
-      {[](hp::core::GateConfig& c) { c.target_heads = 9; },
-       "gates.target_heads = 9, model has 8 heads"},
+      {[](hp::core::GateConfig& c) { c.target_heads = 9; }, "gates.target_heads = 9, model has 8 heads"},
       {[](hp::core::GateConfig& c) { c.target_heads = -1; }, "gates.target_heads"},
   };
   for (const auto& b : bad) {

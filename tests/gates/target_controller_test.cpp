@@ -84,13 +84,11 @@ TEST_CASE("TargetController: state round trip for resume", "[gates]") {
 }
 
 TEST_CASE("TargetController: bad config values name the key", "[gates]") {
-  CHECK_THROWS_WITH(hp::gates::TargetController(target_cfg(0), 8, 100),
-                    Contains("gates.target_heads = 0"));
+  CHECK_THROWS_WITH(hp::gates::TargetController(target_cfg(0), 8, 100), Contains("gates.target_heads = 0"));
   CHECK_THROWS_AS(hp::gates::TargetController(target_cfg(9), 8, 100), hp::ConfigError);
   auto cfg = target_cfg(3);
   cfg.target_warmup_ratio = 1.5;
-  CHECK_THROWS_WITH(hp::gates::TargetController(cfg, 8, 100),
-                    Contains("gates.target_warmup_ratio"));
+  CHECK_THROWS_WITH(hp::gates::TargetController(cfg, 8, 100), Contains("gates.target_warmup_ratio"));
   cfg = target_cfg(3);
   cfg.lagrangian_lr = 0.0;
   CHECK_THROWS_WITH(hp::gates::TargetController(cfg, 8, 100), Contains("gates.lagrangian_lr"));
@@ -125,8 +123,8 @@ TEST_CASE("TargetController + HeadGates: Adam on log α lands on exactly N = 3 h
     CHECK(open == Approx(3.0).margin(kOpenTol));
     const auto keep = gates.top_n(3);
     CHECK(keep[0] == std::vector<bool>{false, false, true, false});  // w = 1.5
-    CHECK(keep[1] == std::vector<bool>{true, false, false, true});   // w = 1.2, 1.05
-    CHECK(tc.lambda1() > 0.0);                                       // it had to push heads closed
+    CHECK(keep[1] == std::vector<bool>{true, false, false, true});  // w = 1.2, 1.05
+    CHECK(tc.lambda1() > 0.0);  // it had to push heads closed
   }
 
   SECTION("task term on sampled gates: stochastic, lands on 3") {

@@ -33,7 +33,9 @@ core::EncodedDataset dataset_of(core::TensorMap& g, const std::string& labels = 
   for (int64_t i = 0; i < ids.size(0); ++i) {
     const long n = mask[i].sum().item<long>();
     std::vector<int32_t> a, t;
-    for (long j = 0; j < n; ++j) a.push_back(static_cast<int32_t>(ids[i][j].item<long>())), t.push_back(static_cast<int32_t>(types[i][j].item<long>()));
+    for (long j = 0; j < n; ++j)
+      a.push_back(static_cast<int32_t>(ids[i][j].item<long>())),
+          t.push_back(static_cast<int32_t>(types[i][j].item<long>()));
     d.ids.push_back(a);
     d.type_ids.push_back(t);
     d.labels.push_back(static_cast<float>(g.at(labels)[i].item<double>()));
@@ -71,7 +73,8 @@ double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
 
 }  // namespace
 
-TEST_CASE("taylor: per-example |dL/dxi| equals HF's head_mask gradients (tiny model and MiniLM)", "[prune][criteria][parity]") {
+TEST_CASE("taylor: per-example |dL/dxi| equals HF's head_mask gradients (tiny model and MiniLM)",
+          "[prune][criteria][parity]") {
   auto f = tiny(3);  // batches of 3 and 1: batching must not matter
   f.opts.normalize_layers = false;
   auto keep = torch::ones({2, 4});
@@ -109,7 +112,8 @@ TEST_CASE("taylor for regression (STS-B, squared error) equals HF's head_mask gr
   CHECK(rel_diff(ours, g.at("reg_head_mask_grad_abs_per_example")) <= 1e-4);
 }
 
-TEST_CASE("taylor token-level equals Σ over tokens of |ctx · dL/dctx| from HF's attention outputs", "[prune][criteria][parity]") {
+TEST_CASE("taylor token-level equals Σ over tokens of |ctx · dL/dctx| from HF's attention outputs",
+          "[prune][criteria][parity]") {
   auto f = tiny(3);
   f.opts.normalize_layers = false;
   f.opts.taylor_token_level = true;
@@ -118,7 +122,8 @@ TEST_CASE("taylor token-level equals Σ over tokens of |ctx · dL/dctx| from HF'
   CHECK(rel_diff(ours, g.at("head_mask_grad_abs_per_token")) <= 1e-4);
 }
 
-TEST_CASE("taylor token-level: Σ_t |share_t| bounds the per-example value and masked heads are ignored", "[prune][criteria]") {
+TEST_CASE("taylor token-level: Σ_t |share_t| bounds the per-example value and masked heads are ignored",
+          "[prune][criteria]") {
   auto f = tiny();
   f.opts.normalize_layers = false;
   auto keep = torch::ones({2, 4});
@@ -142,7 +147,8 @@ TEST_CASE("confidence: mean over real tokens of the largest attention weight", "
     core::EncoderInput in;
     const long n = static_cast<long>(f.data.ids[i].size());
     in.input_ids = torch::tensor(std::vector<int64_t>(f.data.ids[i].begin(), f.data.ids[i].end())).view({1, n});
-    in.token_type_ids = torch::tensor(std::vector<int64_t>(f.data.type_ids[i].begin(), f.data.type_ids[i].end())).view({1, n});
+    in.token_type_ids =
+        torch::tensor(std::vector<int64_t>(f.data.type_ids[i].begin(), f.data.type_ids[i].end())).view({1, n});
     in.want_attention = true;
     auto out = f.model.forward(in);
     for (int l = 0; l < 2; ++l) expect[l] += std::get<0>(out.attentions[l][0].max(-1)).sum(-1).to(torch::kFloat64);
@@ -154,7 +160,8 @@ TEST_CASE("confidence: mean over real tokens of the largest attention weight", "
   CHECK(imp.max().item<double>() <= 1.0);
 }
 
-TEST_CASE("lrp: same forward values and relevance is conserved layer by layer when biases are zero", "[prune][criteria]") {
+TEST_CASE("lrp: same forward values and relevance is conserved layer by layer when biases are zero",
+          "[prune][criteria]") {
   auto f = tiny();
   auto params = f.model.parameters();
   for (auto& [name, t] : params)
@@ -202,7 +209,8 @@ TEST_CASE("attattr: integrated gradients are complete (Σ Attr = F(A) - F(0)) an
   auto base = prune::attribution_base(f.model, b, keep);
   auto target = b.labels.to(torch::kLong);
   const int layer = 0;
-  auto attr = prune::attention_attribution(f.model, b, keep, base, layer, target, prune::riemann_alphas(400, "midpoint"), true);
+  auto attr =
+      prune::attention_attribution(f.model, b, keep, base, layer, target, prune::riemann_alphas(400, "midpoint"), true);
   // F at α = 1 and α = 0 for layer 0's attention, computed directly.
   auto prob_at = [&](double alpha) {
     torch::NoGradGuard no_grad;
@@ -261,6 +269,6 @@ TEST_CASE("random is seeded and unknown criteria name the key and the nearest na
   CHECK(torch::equal(a, a2));
   CHECK(!torch::equal(a, b));
   CHECK_THROWS_WITH(prune::find_criterion("taylr"), Catch::Contains("prune.criteria: unknown criterion 'taylr'") &&
-                                                         Catch::Contains("did you mean taylor"));
+                                                        Catch::Contains("did you mean taylor"));
   CHECK(std::string(prune::find_criterion("attattr").name) == "attattr");
 }

@@ -30,7 +30,8 @@ Aggregate agg(const std::string& criterion, int pruned, double mean) {
 
 }  // namespace
 
-TEST_CASE("aggregate: bootstrap 95% interval of accuracy against the binomial normal approximation", "[prune][curves]") {
+TEST_CASE("aggregate: bootstrap 95% interval of accuracy against the binomial normal approximation",
+          "[prune][curves]") {
   const auto& task = hp::core::find_task("sst2");
   const int n = 400;
   const std::vector<float> gold(n, 1.0f);
@@ -66,7 +67,7 @@ TEST_CASE("aggregate: seeds are averaged per point, and so is their bootstrap", 
 TEST_CASE("curve area and the largest fraction within a tolerance, on hand-made points", "[prune][curves]") {
   // "a" dips at 4 of 8 heads pruned and recovers at 6: the largest point within 0.01 is 6/8, not 2/8.
   const std::vector<Aggregate> points = {agg("a", 0, 0.90), agg("a", 2, 0.895), agg("a", 4, 0.85), agg("a", 6, 0.891),
-                                         agg("b", 0, 0.90), agg("b", 2, 0.88), agg("b", 4, 0.70)};
+                                         agg("b", 0, 0.90), agg("b", 2, 0.88),  agg("b", 4, 0.70)};
   const auto within = hp::prune::largest_fraction_within(points, 8, 0.01);
   CHECK(within.at("a") == Approx(0.75));
   CHECK(within.at("b") == Approx(0.0));

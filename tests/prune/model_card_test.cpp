@@ -11,7 +11,8 @@ TEST_CASE("model card: licence, heads per layer, metrics, speedup, reproduce com
   namespace fs = std::filesystem;
   const auto base = fs::temp_directory_path() / "hp_card_base";
   fs::create_directories(base);
-  std::ofstream(base / "README.md") << "---\nlanguage: en\nlicense: apache-2.0\ntags:\n- x\n---\n# a model\nlicense: mit\n";
+  std::ofstream(base / "README.md")
+      << "---\nlanguage: en\nlicense: apache-2.0\ntags:\n- x\n---\n# a model\nlicense: mit\n";
   CHECK(hp::prune::base_licence(base.string()) == "apache-2.0");
   CHECK(hp::prune::base_licence((base / "nowhere").string()).empty());
 
@@ -30,7 +31,8 @@ TEST_CASE("model card: licence, heads per layer, metrics, speedup, reproduce com
   CHECK_THAT(card, Catch::StartsWith("---\nlicense: apache-2.0\n"));
   CHECK_THAT(card, Catch::Contains("with 3 of 8 attention heads"));
   CHECK_THAT(card, Catch::Contains("| 0 | 2 of 4 | 0, 2 |") && Catch::Contains("| 1 | 1 of 4 | 1 |"));
-  CHECK_THAT(card, Catch::Contains("| unpruned (8 heads) | 0.9000 |") && Catch::Contains("before recovery | 0.8100 |") &&
+  CHECK_THAT(card, Catch::Contains("| unpruned (8 heads) | 0.9000 |") &&
+                       Catch::Contains("before recovery | 0.8100 |") &&
                        Catch::Contains("| 3 heads (this model) | 0.8750 |"));
   CHECK_THAT(card, Catch::Contains("1.38× (287.8 → 208.5 ms; FLOP bound 1.21×)"));
   CHECK_THAT(card, Catch::Contains("prune --config runs/x/config.resolved.yaml") && Catch::Contains("headprune 9.9.9"));

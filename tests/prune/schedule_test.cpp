@@ -22,7 +22,8 @@ int kept_in(const HeadSet& k, int l) {
 
 }  // namespace
 
-TEST_CASE("schedule: percentages round to the nearest head and bad schedules name prune.schedule", "[prune][schedule]") {
+TEST_CASE("schedule: percentages round to the nearest head and bad schedules name prune.schedule",
+          "[prune][schedule]") {
   CHECK(schedule_counts({0, 10, 50, 100}, "percent", 72) == std::vector<int>{0, 7, 36, 72});
   CHECK(schedule_counts({0, 3, 3, 9}, "count", 72) == std::vector<int>{0, 3, 3, 9});
   CHECK_THROWS_WITH(schedule_counts({0, 20, 10}, "percent", 72), Catch::Contains("not monotonic"));

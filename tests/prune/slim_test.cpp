@@ -38,8 +38,10 @@ double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a 
 int hf_check(const std::string& python, const std::filesystem::path& dir, const hp::core::EncoderInput& in,
              const torch::Tensor& want, const std::string& flags = "") {
   const auto ref = dir / "expected.h5";
-  hp::core::write_hdf5(ref.string(), {{"input_ids", in.input_ids}, {"attention_mask", in.attention_mask},
-                                      {"token_type_ids", in.token_type_ids}, {"logits", want}});
+  hp::core::write_hdf5(ref.string(), {{"input_ids", in.input_ids},
+                                      {"attention_mask", in.attention_mask},
+                                      {"token_type_ids", in.token_type_ids},
+                                      {"logits", want}});
   const std::string cmd = python + " " + hp::test::kSourceDir + "/tools/hf_check.py " + dir.string() + " " +
                           ref.string() + " --tol 1e-4 " + flags;
   return std::system(cmd.c_str());
@@ -91,8 +93,8 @@ TEST_CASE("slimmed model logits equal the masked model's, before and after save/
 
   // The folder carries its modeling code for transformers 5, named by config.json's auto_map.
   CHECK(std::filesystem::exists(dir / "modeling_headprune.py"));
-  CHECK(hp::core::read_file((dir / "config.json").string()).find("modeling_headprune.HeadpruneBertForSequenceClassification") !=
-        std::string::npos);
+  CHECK(hp::core::read_file((dir / "config.json").string())
+            .find("modeling_headprune.HeadpruneBertForSequenceClassification") != std::string::npos);
 
   // transformers 4 loads it both ways (re-pruning from pruned_heads; through the modeling file) with our logits.
   const std::string py = HP_REF_PYTHON;
@@ -103,16 +105,18 @@ TEST_CASE("slimmed model logits equal the masked model's, before and after save/
   CHECK(hf_check(py, dir, in, model.forward(in).logits, "--remote-code") != 0);  // the check can fail
 }
 
-TEST_CASE("a checkpoint pruned by Hugging Face's own prune_heads loads and equals the masked model", "[prune][slim][hf]") {
+TEST_CASE("a checkpoint pruned by Hugging Face's own prune_heads loads and equals the masked model",
+          "[prune][slim][hf]") {
   const std::string py = HP_REF_PYTHON;
-  if (!std::filesystem::exists(py)) return hp::test::skip("no Python reference at " + py + " (scripts/setup_python.sh)");
+  if (!std::filesystem::exists(py))
+    return hp::test::skip("no Python reference at " + py + " (scripts/setup_python.sh)");
   const auto dir = std::filesystem::temp_directory_path() / "hp_hf_pruned";
   std::filesystem::remove_all(dir);
   // HF removes the rows and columns and records config.pruned_heads; layer 1 keeps heads 1 and 3 (the
   // kept heads are not the first positions).
   const std::string cmd = py + " -c \"import transformers as t; m = t.BertForSequenceClassification.from_pretrained('" +
-                          kTinyBert + "'); m.prune_heads({0: [2], 1: [0, 2]}); m.save_pretrained('" +
-                          dir.string() + "')\"";
+                          kTinyBert + "'); m.prune_heads({0: [2], 1: [0, 2]}); m.save_pretrained('" + dir.string() +
+                          "')\"";
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::filesystem::copy_file(kTinyBert + "/vocab.txt", dir / "vocab.txt");
   auto g = hp::core::read_hdf5(kTinyBertH5);
@@ -164,7 +168,8 @@ TEST_CASE("dense export: original shapes, removed heads zeroed, the slimmed mode
   CHECK(max_abs_diff(dense.forward(in).logits, want) <= 1e-5);
   // Kept heads keep their weights at their original rows; removed heads' value rows and output columns are 0.
   const auto& v = dense.parameters().at("encoder.layer.0.attention.self.value.weight");
-  CHECK(max_abs_diff(v.narrow(0, 2 * 8, 8), model.parameters().at("encoder.layer.0.attention.self.value.weight").narrow(0, 2 * 8, 8)) == 0);
+  CHECK(max_abs_diff(v.narrow(0, 2 * 8, 8),
+                     model.parameters().at("encoder.layer.0.attention.self.value.weight").narrow(0, 2 * 8, 8)) == 0);
   CHECK(v.narrow(0, 1 * 8, 8).abs().sum().item<double>() == 0);
   CHECK(dense.parameters().at("encoder.layer.1.attention.output.dense.weight").abs().sum().item<double>() == 0);
   // An unpruned model comes back unchanged.

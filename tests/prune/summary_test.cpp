@@ -57,8 +57,12 @@ TEST_CASE("summary.json: the final section, criterion only when one ranked the h
   CHECK(fin.at("model_dir") == "model");
   CHECK(fin.at("metrics_before_recovery").is_object());
   CHECK(fin.at("metrics_before_recovery").empty());
-  CHECK(fin.at("latency").at("batch32") == nlohmann::json({{"seq", 64}, {"unpruned_ms", 10.0}, {"slim_ms", 5.0},
-                                                          {"speedup", 2.0}, {"flop_bound", 2.5}, {"fraction_of_bound", 0.8}}));
+  CHECK(fin.at("latency").at("batch32") == nlohmann::json({{"seq", 64},
+                                                           {"unpruned_ms", 10.0},
+                                                           {"slim_ms", 5.0},
+                                                           {"speedup", 2.0},
+                                                           {"flop_bound", 2.5},
+                                                           {"fraction_of_bound", 0.8}}));
   CHECK(fin.at("hf_check").at("transformers4") == "skipped (verify off)");
   CHECK(fin.at("params") == 100);
   s.final->method = "criterion", s.final->criterion = "taylor";

@@ -7,10 +7,10 @@
 #include <random>
 
 #include "core/io/checkpoint.h"  // load_bert
-#include "core/base/errors.h"      // ConfigError
-#include "core/base/files.h"       // read_file
-#include "core/io/tensor_io.h"   // read_hdf5
-#include "eval/evaluator.h"   // evaluate
+#include "core/base/errors.h"  // ConfigError
+#include "core/base/files.h"  // read_file
+#include "core/io/tensor_io.h"  // read_hdf5
+#include "eval/evaluator.h"  // evaluate
 #include "fixtures.h"
 
 using Catch::Matchers::Contains;
