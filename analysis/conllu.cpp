@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "core/base/errors.h"  // InputError (header-only, torch-free)
-#include "core/base/strings.h"   // split
+#include "core/base/strings.h"  // split
 
 namespace hp::analysis {
 namespace {

@@ -10,10 +10,10 @@
 
 #include "core/io/checkpoint.h"  // save_bert, load_bert
 #include "core/dist/distributed.h"
-#include "core/base/errors.h"      // ConfigError
-#include "core/base/files.h"       // write_file_atomic
+#include "core/base/errors.h"  // ConfigError
+#include "core/base/files.h"  // write_file_atomic
 #include "core/base/log.h"
-#include "core/io/tensor_io.h"   // write_hdf5
+#include "core/io/tensor_io.h"  // write_hdf5
 #include "eval/evaluator.h"
 #include "gates/head_gates.h"
 #include "gates/target_controller.h"
@@ -162,8 +162,9 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
   }
   in.cls_only = true;
   auto logits = model_.forward(in).logits;  // [b, C]
-  r.task_loss = share * (data_.task->is_regression() ? torch::mse_loss(logits.select(1, 0), local.labels)
-                                                     : torch::cross_entropy_loss(logits, local.labels.to(torch::kLong)));
+  r.task_loss =
+      share * (data_.task->is_regression() ? torch::mse_loss(logits.select(1, 0), local.labels)
+                                           : torch::cross_entropy_loss(logits, local.labels.to(torch::kLong)));
   r.loss = r.task_loss;
   if (r.distilling) {
     torch::Tensor teacher_logits;
@@ -201,8 +202,8 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
   reducer.finish();
   double norm = opt.step();
   // The logged losses are the whole batch's.
-  auto values = torch::tensor({l.loss.item<double>(), l.task_loss.item<double>(), l.kd.defined() ? l.kd.item<double>() : 0.0},
-                              torch::kFloat64);
+  auto values = torch::tensor(
+      {l.loss.item<double>(), l.task_loss.item<double>(), l.kd.defined() ? l.kd.item<double>() : 0.0}, torch::kFloat64);
   core::dist::all_reduce_sum(values, "the training loss");
   if (target_mode_ && phase1) controller_->update(expected_open, s_.phase_step);
 
@@ -211,8 +212,9 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
   ++steps_this_process_;
   ++s_.step;
   ++s_.phase_step;
-  record_step(values[0].item<double>(), values[1].item<double>(), l.distilling ? values[2].item<double>() : std::nan(""),
-              opt.lr(), norm, expected_open, penalty_v, progress);
+  record_step(values[0].item<double>(), values[1].item<double>(),
+              l.distilling ? values[2].item<double>() : std::nan(""), opt.lr(), norm, expected_open, penalty_v,
+              progress);
 }
 
 // The step's scalars into the history and metrics log, and the progress line.
@@ -318,8 +320,8 @@ bool Loop::run_phase(int phase, bool resumed_here) {
       bool evaluated = false;
       if (eval_due || done) evaluate_and_keep_best(), evaluated = true;
       const bool save_due = tc_.save_every > 0 ? s_.phase_step % tc_.save_every == 0 : evaluated;
-      const bool stop = (opts_.stop_after_steps > 0 && s_.step >= opts_.stop_after_steps) ||
-                        core::dist::stop_requested(opts_.stop);
+      const bool stop =
+          (opts_.stop_after_steps > 0 && s_.step >= opts_.stop_after_steps) || core::dist::stop_requested(opts_.stop);
       if (save_due || stop) save_state(opt);
       if (stop) return false;
       if (epoch_end) break;
@@ -349,8 +351,9 @@ TrainResult Loop::run() {
     s_ = read_run_state(opts_.run_dir, model_);
     check_resume_config(opts_.run_dir, s_, opts_.config_yaml);
     if (s_.processes != core::dist::world())
-      core::log_info("train", "the state was saved by " + std::to_string(s_.processes) + " process(es) and resumes with " +
-                                  std::to_string(core::dist::world()) + ": the global batch (train.batch_size) and its "
+      core::log_info("train", "the state was saved by " + std::to_string(s_.processes) +
+                                  " process(es) and resumes with " + std::to_string(core::dist::world()) +
+                                  ": the global batch (train.batch_size) and its "
                                   "examples stay the same, so the run goes on as it was (equal up to float summation "
                                   "order; with dropout, other dropout masks)");
     torch::NoGradGuard no_grad;
@@ -408,8 +411,10 @@ TrainResult Loop::run() {
   r.final_metrics = eval::evaluate(best, *data_.task, *data_.eval, eval_batches_, mask).metrics;
   if (gates_) core::write_file_atomic(opts_.run_dir + "/head_mask.txt", core::format_head_mask(r.final_keep) + "\n");
   core::write_hdf5(opts_.run_dir + "/run.h5", s_.history.to_tensors(),
-                   {{"seed", std::to_string(rc_.seed)}, {"config_hash", s_.config_hash},
-                    {"task", data_.task->name}, {"metric", r.metric}});
+                   {{"seed", std::to_string(rc_.seed)},
+                    {"config_hash", s_.config_hash},
+                    {"task", data_.task->name},
+                    {"metric", r.metric}});
   return r;
 }
 
@@ -429,13 +434,17 @@ std::vector<long> epoch_order(long n, int seed, int phase, int epoch) {
 }
 
 void validate_train_config(const core::TrainConfig& t, const core::GateConfig& g, int total_heads) {
-  auto need = [](bool ok, const std::string& msg) { if (!ok) throw ConfigError(msg); };
+  auto need = [](bool ok, const std::string& msg) {
+    if (!ok) throw ConfigError(msg);
+  };
   auto num = [](double v) { return fmt("%g", v); };
-  need(t.epochs >= 1 || t.max_steps > 0, "train.epochs = " + std::to_string(t.epochs) +
-                                             " with train.max_steps = 0; use epochs >= 1 or max_steps > 0");
+  need(t.epochs >= 1 || t.max_steps > 0,
+       "train.epochs = " + std::to_string(t.epochs) + " with train.max_steps = 0; use epochs >= 1 or max_steps > 0");
   need(t.max_steps >= 0, "train.max_steps = " + std::to_string(t.max_steps) + "; use 0 (off) or a positive count");
-  need(t.lr_peak > 0 && std::isfinite(t.lr_peak), "train.lr_peak = " + num(t.lr_peak) + "; use a positive rate, e.g. 5e-5");
-  need(t.batch_size >= 1, "train.batch_size = " + std::to_string(t.batch_size) + "; use a positive batch size, e.g. 32");
+  need(t.lr_peak > 0 && std::isfinite(t.lr_peak),
+       "train.lr_peak = " + num(t.lr_peak) + "; use a positive rate, e.g. 5e-5");
+  need(t.batch_size >= 1,
+       "train.batch_size = " + std::to_string(t.batch_size) + "; use a positive batch size, e.g. 32");
   need(t.lr_warmup_ratio >= 0 && t.lr_warmup_ratio < 1,
        "train.lr_warmup_ratio = " + num(t.lr_warmup_ratio) + "; use a fraction in [0, 1), e.g. 0.1");
   need(t.weight_decay >= 0, "train.weight_decay = " + num(t.weight_decay) + "; use >= 0, e.g. 0.01");
@@ -443,8 +452,10 @@ void validate_train_config(const core::TrainConfig& t, const core::GateConfig& g
   need(t.adam_beta2 >= 0 && t.adam_beta2 < 1, "train.adam_beta2 = " + num(t.adam_beta2) + "; use [0, 1), e.g. 0.999");
   need(t.adam_eps > 0, "train.adam_eps = " + num(t.adam_eps) + "; use a small positive value, e.g. 1e-8");
   need(t.grad_clip >= 0, "train.grad_clip = " + num(t.grad_clip) + "; use 0 (off) or a positive norm, e.g. 1.0");
-  need(t.eval_every >= 0, "train.eval_every = " + std::to_string(t.eval_every) + "; use 0 (each epoch) or a step count");
-  need(t.save_every >= 0, "train.save_every = " + std::to_string(t.save_every) + "; use 0 (each evaluation) or a step count");
+  need(t.eval_every >= 0,
+       "train.eval_every = " + std::to_string(t.eval_every) + "; use 0 (each epoch) or a step count");
+  need(t.save_every >= 0,
+       "train.save_every = " + std::to_string(t.save_every) + "; use 0 (each evaluation) or a step count");
   need(t.max_train_examples >= 0,
        "train.max_train_examples = " + std::to_string(t.max_train_examples) + "; use 0 (all) or a positive count");
   need(g.distill_weight >= 0 && g.distill_weight <= 1,

@@ -10,7 +10,8 @@ namespace hp::core {
 inline std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> parts;
   size_t start = 0;
-  for (size_t at; (at = s.find(sep, start)) != std::string::npos; start = at + 1) parts.push_back(s.substr(start, at - start));
+  for (size_t at; (at = s.find(sep, start)) != std::string::npos; start = at + 1)
+    parts.push_back(s.substr(start, at - start));
   parts.push_back(s.substr(start));
   return parts;
 }

@@ -38,19 +38,31 @@ static int fd_under_prefix(int fd) {
 #define NEXT(name) ((__typeof__(&name))dlsym(RTLD_NEXT, #name))
 
 ssize_t write(int fd, const void* buf, size_t n) {
-  if (failing("write") && fd_under_prefix(fd)) { errno = ENOSPC; return -1; }
+  if (failing("write") && fd_under_prefix(fd)) {
+    errno = ENOSPC;
+    return -1;
+  }
   return NEXT(write)(fd, buf, n);
 }
 ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) {
-  if (failing("write") && fd_under_prefix(fd)) { errno = ENOSPC; return -1; }
+  if (failing("write") && fd_under_prefix(fd)) {
+    errno = ENOSPC;
+    return -1;
+  }
   return NEXT(pwrite)(fd, buf, n, off);
 }
 ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t off) {
-  if (failing("write") && fd_under_prefix(fd)) { errno = ENOSPC; return -1; }
+  if (failing("write") && fd_under_prefix(fd)) {
+    errno = ENOSPC;
+    return -1;
+  }
   return NEXT(pwrite64)(fd, buf, n, off);
 }
 ssize_t writev(int fd, const struct iovec* iov, int cnt) {
-  if (failing("write") && fd_under_prefix(fd)) { errno = ENOSPC; return -1; }
+  if (failing("write") && fd_under_prefix(fd)) {
+    errno = ENOSPC;
+    return -1;
+  }
   return NEXT(writev)(fd, iov, cnt);
 }
 
@@ -64,13 +76,13 @@ static int refused(const char* path, int flags) {
 }
 
 // The mode argument, present only when the flags create a file.
-#define MODE_OF(flags, last)               \
-  mode_t mode = 0;                         \
-  if ((flags) & (O_CREAT | O_TMPFILE)) {   \
-    va_list ap;                            \
-    va_start(ap, last);                    \
-    mode = va_arg(ap, mode_t);             \
-    va_end(ap);                            \
+#define MODE_OF(flags, last)             \
+  mode_t mode = 0;                       \
+  if ((flags) & (O_CREAT | O_TMPFILE)) { \
+    va_list ap;                          \
+    va_start(ap, last);                  \
+    mode = va_arg(ap, mode_t);           \
+    va_end(ap);                          \
   }
 
 int open(const char* path, int flags, ...) {
@@ -91,18 +103,30 @@ int openat64(int dir, const char* path, int flags, ...) {
 }
 
 FILE* fopen(const char* path, const char* mode) {
-  if (failing("open") && strpbrk(mode, "wa+") && under_prefix(path)) { errno = EROFS; return NULL; }
+  if (failing("open") && strpbrk(mode, "wa+") && under_prefix(path)) {
+    errno = EROFS;
+    return NULL;
+  }
   return NEXT(fopen)(path, mode);
 }
 FILE* fopen64(const char* path, const char* mode) {
-  if (failing("open") && strpbrk(mode, "wa+") && under_prefix(path)) { errno = EROFS; return NULL; }
+  if (failing("open") && strpbrk(mode, "wa+") && under_prefix(path)) {
+    errno = EROFS;
+    return NULL;
+  }
   return NEXT(fopen64)(path, mode);
 }
 int mkdir(const char* path, mode_t mode) {
-  if (failing("open") && under_prefix(path)) { errno = EROFS; return -1; }
+  if (failing("open") && under_prefix(path)) {
+    errno = EROFS;
+    return -1;
+  }
   return NEXT(mkdir)(path, mode);
 }
 int rename(const char* from, const char* to) {
-  if (failing("open") && under_prefix(to)) { errno = EROFS; return -1; }
+  if (failing("open") && under_prefix(to)) {
+    errno = EROFS;
+    return -1;
+  }
   return NEXT(rename)(from, to);
 }
