@@ -39,19 +39,18 @@ nlohmann::json final_json(const FinalSummary& f) {
 }  // namespace
 
 nlohmann::json summary_json(const RunSummary& s) {
-  nlohmann::json j;
-  j["task"] = s.task;
-  j["model"] = s.model;
-  j["finetuned_model"] = s.finetuned_model;
-  j["metric"] = s.metric;
-  j["heads_total"] = s.heads_total;
-  j["eval_split"] = s.eval_split;
-  j["rank_split"] = s.rank_split;
-  j["rank_examples"] = s.rank_examples;
+  nlohmann::json j = {{"task", s.task},
+                      {"model", s.model},
+                      {"finetuned_model", s.finetuned_model},
+                      {"metric", s.metric},
+                      {"heads_total", s.heads_total},
+                      {"eval_split", s.eval_split},
+                      {"rank_split", s.rank_split},
+                      {"rank_examples", s.rank_examples},
+                      {"files", s.files}};
   const nlohmann::json criteria = criteria_json(s.curves);
   if (!criteria.is_null()) j["criteria"] = criteria;
   if (s.final) j["final"] = final_json(*s.final);
-  j["files"] = s.files;
   return j;
 }
 

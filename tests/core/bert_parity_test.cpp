@@ -22,12 +22,7 @@ constexpr double kLogitTol = 1e-5;
 // Head-mask gradients are small (1e-4..1e-2 for MiniLM): compare relative to the largest entry.
 constexpr double kGradRelTol = 1e-4;
 
-using hp::test::kMiniLM;
-using hp::test::kMiniLMH5;
-using hp::test::kTinyBert;
-using hp::test::kTinyBertBin;
-using hp::test::kTinyBertH5;
-using hp::test::kTinyBertReg;
+using namespace hp::test;  // the fixture paths (tests/fixtures.h)
 
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   REQUIRE(a.sizes() == b.sizes());
