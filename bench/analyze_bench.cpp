@@ -107,6 +107,42 @@ void dump(const std::string& dir, const hp::analysis::AnalysisInputs& in, const 
               in.info.size(), dir.c_str(), n_heads, n_heads);
 }
 
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The analysis pass against a plain evaluation forward over the same batches. The two alternate
+// (evaluation, pass, evaluation, pass, ...) so that a change in the machine's load falls on both; the ratio
+// is the median of the per-round ratios.
+void compare_pass_with_eval(const Options& o, const hp::core::Bert& model, const hp::core::TaskSpec& task,
+                            const hp::analysis::AnalysisInputs& in, const std::vector<hp::core::Batch>& batches,
+                            bool noop) {
+  hp::analysis::PassInput pi;
+  pi.model = &model;
+  pi.data = &in.data;
+  pi.info = &in.info;
+  pi.batch_size = o.batch;
+  pi.max_len = o.max_seq_len;
+  pi.noop = noop;
+  pi.regression = task.is_regression();
+  pi.tag = "bench";
+  std::vector<double> evals, passes, ratios;
+  for (int r = 0; r < o.reps; ++r) {
+    evals.push_back(hp::eval::evaluate(model, task, in.data, batches, torch::Tensor()).seconds);
+    passes.push_back(hp::analysis::run_pass(pi).seconds);
+    ratios.push_back(passes.back() / evals.back());
+  }
+  const double t_eval = median_of(evals), t_pass = median_of(passes);
+  std::printf("evaluation forward: %.3f s, %.1f examples/s\n", t_eval, in.info.size() / t_eval);
+  std::printf("analysis pass%s: %.3f s, %.1f examples/s\n", noop ? " (with the no-op backward)" : "", t_pass,
+              in.info.size() / t_pass);
+  std::string each;
+  for (double x : ratios) each += (each.empty() ? "" : ", ") + std::to_string(x).substr(0, 4);
+  std::printf("ratio pass / evaluation: %.2fx, median of %d alternating rounds (%s) (target <= 3x)\n",
+              median_of(ratios), o.reps, each.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -152,49 +188,15 @@ int main(int argc, char** argv) {
     const auto batches = hp::core::make_batches(in.data, bo);
     hp::eval::evaluate(model, task, in.data, {batches.front()}, torch::Tensor());  // warm-up
 
-    auto median = [&](auto f) {
-      std::vector<double> t;
-      for (int r = 0; r < o.reps; ++r) t.push_back(f());
-      std::sort(t.begin(), t.end());
-      return t[t.size() / 2];
-    };
-    std::vector<double> js;
-    const double t_js = median([&] { return time_distances(model, in, batches, js); });
+    std::vector<double> js, rounds;
+    for (int r = 0; r < o.reps; ++r) rounds.push_back(time_distances(model, in, batches, js));
+    const double t_js = median_of(rounds);
     const int N = model.config().num_hidden_layers * model.config().max_heads();
     std::printf("head distances (%d x %d Jensen-Shannon, %zu examples): %.3f s, %.2f ms/example\n", N, N,
                 in.info.size(), t_js, 1e3 * t_js / in.info.size());
     if (!o.dump.empty()) dump(o.dump, in, js, N, t_js);
     if (o.distances_only) return 0;
-
-    hp::analysis::PassInput pi;
-    pi.model = &model;
-    pi.data = &in.data;
-    pi.info = &in.info;
-    pi.batch_size = o.batch;
-    pi.max_len = o.max_seq_len;
-    pi.noop = noop;
-    pi.regression = task.is_regression();
-    pi.tag = "bench";
-    // The two alternate (evaluation, pass, evaluation, pass, ...) so that a change in the machine's load
-    // falls on both; the ratio is the median of the per-round ratios.
-    std::vector<double> evals, passes, ratios;
-    for (int r = 0; r < o.reps; ++r) {
-      evals.push_back(hp::eval::evaluate(model, task, in.data, batches, torch::Tensor()).seconds);
-      passes.push_back(hp::analysis::run_pass(pi).seconds);
-      ratios.push_back(passes.back() / evals.back());
-    }
-    auto median_of = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
-    const double t_eval = median_of(evals), t_pass = median_of(passes);
-    std::printf("evaluation forward: %.3f s, %.1f examples/s\n", t_eval, in.info.size() / t_eval);
-    std::printf("analysis pass%s: %.3f s, %.1f examples/s\n", noop ? " (with the no-op backward)" : "", t_pass,
-                in.info.size() / t_pass);
-    std::string each;
-    for (double x : ratios) each += (each.empty() ? "" : ", ") + std::to_string(x).substr(0, 4);
-    std::printf("ratio pass / evaluation: %.2fx, median of %d alternating rounds (%s) (target <= 3x)\n",
-                median_of(ratios), o.reps, each.c_str());
+    compare_pass_with_eval(o, model, task, in, batches, noop);
     std::printf("peak resident memory: %.0f MiB\n", peak_rss_mib());
     return 0;
   } catch (const std::exception& e) {
