@@ -2,6 +2,7 @@
 // tests/CMakeLists.txt) is spelled here once. tests/golden/README.md describes the goldens and their models.
 #pragma once
 
+#include <filesystem>
 #include <string>
 
 namespace hp::test {
@@ -32,5 +33,14 @@ inline const std::string kMiniLM = kSourceDir + "/checkpoints/all-MiniLM-L6-v2";
 // ../shared beside the repository: GLUE and UD English EWT (kSharedData), a BERT WordPiece vocabulary (kSharedVocab).
 inline const std::string kSharedData = kSourceDir + "/../shared/data";
 inline const std::string kSharedVocab = kSourceDir + "/../shared/vocab";
+
+// A scratch folder for one test's files, inside this build tree (HP_BINARY_DIR/test_tmp/NAME; its parent is
+// created): checkouts and builds on one machine never share one, and a cached fixture (a pruning run that
+// several tests read) cannot come from another checkout's sources.
+inline std::filesystem::path scratch_dir(const std::string& name) {
+  const auto root = std::filesystem::path(HP_BINARY_DIR) / "test_tmp";
+  std::filesystem::create_directories(root);
+  return root / name;
+}
 
 }  // namespace hp::test

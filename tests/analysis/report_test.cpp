@@ -117,7 +117,7 @@ TEST_CASE("report encoding: 8-bit quantisation and zlib + base64 equal Python's"
 
 TEST_CASE("report folders: sorted by content, one-line errors for the rest", "[report][bad]") {
   namespace fs = std::filesystem;
-  const auto root = fs::temp_directory_path() / "hp_report_folders";
+  const auto root = hp::test::scratch_dir("hp_report_folders");
   fs::remove_all(root);
   fs::create_directories(root / "empty");
   fs::create_directories(root / "analysis");

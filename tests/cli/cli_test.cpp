@@ -44,7 +44,7 @@ TEST_CASE("prune eval on the HF golden's rows, heads masked, scores the accuracy
   const auto b = hp::core::read_hdf5_strings(kTinyBertH5, "text_b");
   const auto& task = hp::core::find_task("mnli_subset");
   const auto labels = g.at("labels");
-  const auto root = std::filesystem::temp_directory_path() / "hp_cli_eval_golden";
+  const auto root = hp::test::scratch_dir("hp_cli_eval_golden");
   std::filesystem::create_directories(root / task.folder);
   {
     std::ofstream f(root / task.folder / "mnli_matched.tsv");
@@ -107,7 +107,7 @@ TEST_CASE("prune export writes an HF folder and an HDF5 file with the same tenso
 }
 
 TEST_CASE("prune export --dense: a model without removed heads is written unchanged, with a warning", "[cli][dense]") {
-  const std::string out = (std::filesystem::temp_directory_path() / "hp_cli_dense").string();
+  const std::string out = hp::test::scratch_dir("hp_cli_dense").string();
   std::filesystem::remove_all(out);
   auto r = run_prune("export --model " + kTinyBert + " --dense --to " + out);
   INFO(r.output);
@@ -166,7 +166,7 @@ std::string curves_without_timing(const std::string& csv) {
 
 TEST_CASE("the pruning run: curves for every criterion, exactly N heads exported, verified, resumable",
           "[cli][prune]") {
-  const auto out = std::filesystem::temp_directory_path() / "hp_prune_run";
+  const auto out = hp::test::scratch_dir("hp_prune_run");
   std::filesystem::remove_all(out);
   const std::string args = tiny_prune_args(out.string()) + " --target-heads 3 --method taylor --recover-steps 0";
   auto r = run_prune(args);
@@ -243,7 +243,7 @@ TEST_CASE("the pruning run: curves for every criterion, exactly N heads exported
 }
 
 TEST_CASE("the pruning run: bad input gives a one-line error and writes nothing", "[cli][prune][bad]") {
-  const auto out = std::filesystem::temp_directory_path() / "hp_prune_bad";
+  const auto out = hp::test::scratch_dir("hp_prune_bad");
   std::filesystem::remove_all(out);
   const std::string base = tiny_prune_args(out.string());
   std::vector<ErrorCase> cases = {
@@ -263,8 +263,7 @@ TEST_CASE("the pruning run: bad input gives a one-line error and writes nothing"
 }
 
 TEST_CASE("the pruning run with gates: a gated run's log alpha as a criterion, and --method gates", "[cli][prune]") {
-  const auto tmp = std::filesystem::temp_directory_path();
-  const auto gated = tmp / "hp_prune_gated", out = tmp / "hp_prune_gates_run";
+  const auto gated = hp::test::scratch_dir("hp_prune_gated"), out = hp::test::scratch_dir("hp_prune_gates_run");
   std::filesystem::remove_all(gated);
   std::filesystem::remove_all(out);
   const std::string train_split = " --set train.train_split=matched --set train.eval_split=mismatched --max-seq-len 32";
@@ -316,7 +315,7 @@ TEST_CASE("the pruning run with gates: a gated run's log alpha as a criterion, a
 
 TEST_CASE("prune analyze: deterministic outputs, resumable, and one-line errors that write nothing", "[cli][analyze]") {
   namespace fs = std::filesystem;
-  const std::string out = fs::temp_directory_path() / "hp_cli_analyze";
+  const std::string out = hp::test::scratch_dir("hp_cli_analyze");
   fs::remove_all(out);
   const std::string base =
       "analyze --model " + kTinyBert + " --task mnli_subset --max-seq-len 64 --examples 24 --batch 8";
@@ -359,7 +358,7 @@ TEST_CASE("prune analyze: deterministic outputs, resumable, and one-line errors 
 
 TEST_CASE("prune explain: the attribution tree of a row or a text, and one-line errors", "[cli][explain]") {
   namespace fs = std::filesystem;
-  const std::string out = fs::temp_directory_path() / "hp_cli_explain";
+  const std::string out = hp::test::scratch_dir("hp_cli_explain");
   fs::remove_all(out);
   const std::string base = "explain --model " + kTinyBertL4 + " --task mnli_subset --max-seq-len 64 --data-root " +
                            tiny_data_root() + " --split mismatched --steps 4";
@@ -403,7 +402,7 @@ TEST_CASE("prune explain: the attribution tree of a row or a text, and one-line 
 TEST_CASE("prune triggers: patterns per class, triggers against random pairs, deterministic, one-line errors",
           "[cli][triggers]") {
   namespace fs = std::filesystem;
-  const std::string out = fs::temp_directory_path() / "hp_cli_triggers";
+  const std::string out = hp::test::scratch_dir("hp_cli_triggers");
   fs::remove_all(out);
   const std::string base =
       "triggers --model " + kTinyBertL4 + " --task mnli_subset --max-seq-len 64 --data-root " + tiny_data_root() +

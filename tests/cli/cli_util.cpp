@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -28,17 +29,23 @@ Run run_command(const std::string& command) {
 
 // A data root with a small mnli_subset (3 classes, like the tiny model) in words of the tiny vocab.
 std::string tiny_data_root() {
-  const auto root = std::filesystem::temp_directory_path() / "hp_prune_data";
+  const auto root = hp::test::scratch_dir("hp_prune_data");
   std::filesystem::create_directories(root / "mnli_subset_textfooler");
   const std::vector<std::string> a = {"the movie was great", "i love this film",    "the actors played badly",
                                       "it is not very fun",  "she hated the story", "we love the old man"};
   const std::vector<std::string> b = {"it was good", "the plot is boring", "he is funny", "they hate it", "no"};
   const std::vector<std::string> labels = {"entailment", "neutral", "contradiction"};
   for (const char* file : {"mnli_matched.tsv", "mnli_mismatched.tsv"}) {
-    std::ofstream f(root / "mnli_subset_textfooler" / file);
-    for (int i = 0; i < 30; ++i)
-      f << labels[(i * 7 + (file[5] == 'm' ? 1 : 0)) % 3] << "\t" << a[i % a.size()] << " .\t" << b[(i * 3) % b.size()]
-        << " !\n";
+    // Written beside and renamed into place: a test in another process may be reading the file now.
+    const auto path = root / "mnli_subset_textfooler" / file;
+    const auto tmp = path.string() + ".tmp" + std::to_string(::getpid());
+    {
+      std::ofstream f(tmp);
+      for (int i = 0; i < 30; ++i)
+        f << labels[(i * 7 + (file[5] == 'm' ? 1 : 0)) % 3] << "\t" << a[i % a.size()] << " .\t"
+          << b[(i * 3) % b.size()] << " !\n";
+    }
+    std::filesystem::rename(tmp, path);
   }
   return root.string();
 }

@@ -18,7 +18,7 @@ namespace {
 
 // A scratch folder holding no configs/, to run prune from.
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("hp_config_lookup_" + name);
+  const fs::path dir = hp::test::scratch_dir("hp_config_lookup_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

@@ -3,6 +3,9 @@
 // for bad input, and the page opened in headless Chromium (tests/report/browser_check.py: no console
 // errors, no request leaving the file, a click on a head changes the drawn lines, screenshots).
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <filesystem>
@@ -38,9 +41,18 @@ std::vector<uint8_t> unbase64_zlib(const std::string& b64, size_t expected) {
 
 // The tiny pruning run (3 of 8 heads kept), its analysis with --prune-run, and a gated training run.
 struct Fixture {
-  fs::path root = fs::temp_directory_path() / "hp_report_cli";
+  fs::path root = hp::test::scratch_dir("hp_report_cli");
   fs::path run = root / "run", analysis = root / "run_analysis", gated = root / "gated";
   Fixture() {
+    // Several test processes (ctest -j) build or read it: one builds while the others wait.
+    fs::create_directories(root.parent_path());
+    const int lock = ::open((root.string() + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+    REQUIRE(lock >= 0);
+    REQUIRE(::flock(lock, LOCK_EX) == 0);
+    build();
+    ::close(lock);  // releases the lock
+  }
+  void build() {
     if (fs::exists(run / "summary.json") && fs::exists(analysis / "analysis.json") && fs::exists(gated / "run.h5"))
       return;
     fs::remove_all(root);
@@ -176,7 +188,7 @@ TEST_CASE("prune report: 8 examples of 128 tokens on a 6 × 12 model stay under 
     if (count == 110) texts.push_back(words), words.clear(), count = 0;
   }
   REQUIRE(texts.size() == 8);
-  const auto root = fs::temp_directory_path() / "hp_report_size";
+  const auto root = hp::test::scratch_dir("hp_report_size");
   fs::create_directories(root);
   std::ofstream(root / "texts.txt") << texts[0] << "\n"
                                     << texts[1] << "\n"
@@ -208,7 +220,7 @@ TEST_CASE("prune report: headless Chromium renders it offline, and a click on a 
   const auto page = fx.page("browser.html");
   if (!fs::exists(HP_REF_PYTHON))
     return skip(std::string(HP_REF_PYTHON) + " missing: run scripts/setup.sh for the browser check");
-  const auto shots = fs::temp_directory_path() / "hp_report_shots";
+  const auto shots = hp::test::scratch_dir("hp_report_shots");
   auto b = run_command(std::string(HP_REF_PYTHON) + " " + kSourceDir + "/tests/report/browser_check.py " +
                        page.string() + " --shots " + shots.string() + " --expect-slim");
   INFO(b.output);

@@ -22,7 +22,7 @@ using hp::test::kTinyBertH5;
 
 // A fresh copy of the tiny golden model folder.
 std::string copy_tiny(const std::string& name) {
-  std::string dir = (fs::temp_directory_path() / ("hp_ckpt_test_" + std::to_string(getpid())) / name).string();
+  std::string dir = (hp::test::scratch_dir("hp_ckpt_test_" + std::to_string(getpid())) / name).string();
   fs::remove_all(dir);
   fs::create_directories(dir);
   for (const auto& e : fs::directory_iterator(kTinyBert))

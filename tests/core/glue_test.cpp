@@ -46,7 +46,7 @@ TaskSpec with_file(const std::string& base, const std::string& file, bool header
 struct TempDir {
   fs::path path;
   TempDir() {
-    path = fs::temp_directory_path() / ("hp_glue_test_" + std::to_string(::getpid()));
+    path = hp::test::scratch_dir("hp_glue_test_" + std::to_string(::getpid()));
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -259,7 +259,7 @@ TEST_CASE("label names replace a checkpoint's generic LABEL_i and are saved; rea
   const auto& mnli = hp::core::find_task("mnli_subset");
   auto model = hp::core::load_bert(tiny, hp::core::task_load_options(mnli, 42));
   CHECK(model.config().id2label == std::vector<std::string>{"contradiction", "entailment", "neutral"});
-  const auto dir = std::filesystem::temp_directory_path() / "hp_label_names";
+  const auto dir = hp::test::scratch_dir("hp_label_names");
   std::filesystem::remove_all(dir);
   hp::core::save_bert(model, dir.string(), tiny);
   CHECK(hp::core::read_bert_config((dir / "config.json").string()).id2label == model.config().id2label);

@@ -30,7 +30,7 @@ namespace {
 using hp::test::kTensorDataDir;
 
 std::string temp_dir() {
-  const auto dir = fs::temp_directory_path() / ("hp_tensor_io_test_" + std::to_string(getpid()));
+  const auto dir = hp::test::scratch_dir("hp_tensor_io_test_" + std::to_string(getpid()));
   fs::create_directories(dir);
   return dir.string() + "/";
 }

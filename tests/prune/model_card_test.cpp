@@ -5,11 +5,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "fixtures.h"
 #include "prune/model_card.h"
 
 TEST_CASE("model card: licence, heads per layer, metrics, speedup, reproduce command", "[prune][card]") {
   namespace fs = std::filesystem;
-  const auto base = fs::temp_directory_path() / "hp_card_base";
+  const auto base = hp::test::scratch_dir("hp_card_base");
   fs::create_directories(base);
   std::ofstream(base / "README.md")
       << "---\nlanguage: en\nlicense: apache-2.0\ntags:\n- x\n---\n# a model\nlicense: mit\n";

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "fixtures.h"
 #include "core/base/process.h"
 #include "core/base/xml.h"
 #include "prune/plot.h"
@@ -19,7 +20,7 @@
 namespace fs = std::filesystem;
 
 TEST_CASE("plots: a folder named with a quote and a command separator is only a path", "[prune][plot]") {
-  const fs::path dir = fs::temp_directory_path() / "hp plot 'x; touch hp_injected; echo '";
+  const fs::path dir = hp::test::scratch_dir("hp plot 'x; touch hp_injected; echo '");
   fs::remove_all(dir);
   fs::create_directories(dir);
   const fs::path cwd = fs::current_path();

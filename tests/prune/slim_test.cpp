@@ -84,7 +84,7 @@ TEST_CASE("slimmed model logits equal the masked model's, before and after save/
   CHECK(max_abs_diff(second.forward(in).logits, model.forward(in2).logits) <= 1e-5);
   CHECK(max_abs_diff(second.forward(in).logits, slimmer.forward(in).logits) > 1e-4);  // head 0 ≠ head 2
 
-  const auto dir = std::filesystem::temp_directory_path() / "hp_slim_test";
+  const auto dir = hp::test::scratch_dir("hp_slim_test");
   std::filesystem::remove_all(dir);
   hp::core::save_bert(slim, dir.string(), kTinyBert);
   auto back = hp::core::load_bert(dir.string());
@@ -110,7 +110,7 @@ TEST_CASE("a checkpoint pruned by Hugging Face's own prune_heads loads and equal
   const std::string py = HP_REF_PYTHON;
   if (!std::filesystem::exists(py))
     return hp::test::skip("no Python reference at " + py + " (scripts/setup_python.sh)");
-  const auto dir = std::filesystem::temp_directory_path() / "hp_hf_pruned";
+  const auto dir = hp::test::scratch_dir("hp_hf_pruned");
   std::filesystem::remove_all(dir);
   // HF removes the rows and columns and records config.pruned_heads; layer 1 keeps heads 1 and 3 (the
   // kept heads are not the first positions).
@@ -141,7 +141,7 @@ TEST_CASE("transformers 5 loads the slimmed export through its modeling file (op
   torch::NoGradGuard no_grad;
   const auto in = golden_input(g);
   const auto slim = hp::prune::slim_model(model, {{true, false, true, false}, {false, false, false, false}});
-  const auto dir = std::filesystem::temp_directory_path() / "hp_slim_v5_test";
+  const auto dir = hp::test::scratch_dir("hp_slim_v5_test");
   std::filesystem::remove_all(dir);
   hp::core::save_bert(slim, dir.string(), kTinyBert);
   CHECK(hf_check(py, dir, in, slim.forward(in).logits, "--remote-code") == 0);
@@ -175,7 +175,7 @@ TEST_CASE("dense export: original shapes, removed heads zeroed, the slimmed mode
   // An unpruned model comes back unchanged.
   CHECK(max_abs_diff(hp::prune::dense_model(model).forward(in).logits, model.forward(in).logits) == 0);
 
-  const auto dir = std::filesystem::temp_directory_path() / "hp_dense_test";
+  const auto dir = hp::test::scratch_dir("hp_dense_test");
   std::filesystem::remove_all(dir);
   hp::core::save_bert(slim, dir.string(), kTinyBert);  // then overwritten: no stale modeling file
   hp::core::save_bert(dense, dir.string(), kTinyBert);
@@ -191,7 +191,7 @@ TEST_CASE("dense export: original shapes, removed heads zeroed, the slimmed mode
 TEST_CASE("ONNX export of a slimmed model: ONNX Runtime gives headprune's logits", "[prune][slim][onnx]") {
   auto model = hp::core::load_bert(kTinyBert);
   const auto slim = hp::prune::slim_model(model, {{true, false, true, false}, {false, true, false, false}});
-  const auto dir = std::filesystem::temp_directory_path() / "hp_onnx_test";
+  const auto dir = hp::test::scratch_dir("hp_onnx_test");
   std::filesystem::remove_all(dir);
   hp::core::save_bert(slim, dir.string(), kTinyBert);
   try {
