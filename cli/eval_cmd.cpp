@@ -38,24 +38,34 @@ int run_eval(const core::Config& cfg) {
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
   auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
   const auto& mc = model.config();
-  core::HeadSet keep = core::parse_head_mask(cfg.eval.mask, mc.num_hidden_layers, mc.max_heads());
+  const core::StructureMask masks =
+      core::parse_mask(cfg.eval.mask, mc.num_hidden_layers, mc.max_heads(), mc.max_ffn_width());
+  const core::HeadSet& keep = masks.heads;
   torch::Tensor mask =
       core::count_kept(keep) == mc.num_hidden_layers * mc.max_heads() ? torch::Tensor() : eval::head_mask_tensor(keep);
+  torch::Tensor neuron_mask = core::count_kept(masks.neurons) == mc.num_hidden_layers * mc.max_ffn_width()
+                                  ? torch::Tensor()
+                                  : eval::neuron_mask_tensor(masks.neurons);
 
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
   bo.batch_size = cfg.eval.batch_size;
   bo.pad_id = tok.pad_id();
   auto batches = core::make_batches(data, bo);
-  auto r = eval::evaluate(model, task, data, batches, mask, /*show_progress=*/true);
+  auto r = eval::evaluate(model, task, data, batches, mask, /*show_progress=*/true, neuron_mask);
 
   nlohmann::json j;
   j["task"] = task.name;
   j["split"] = cfg.eval.split;
   j["model"] = cfg.model.path;
-  j["mask"] = core::format_head_mask(keep);
+  j["mask"] = core::format_mask(masks);
   j["heads_kept"] = core::count_kept(keep);
   j["heads_total"] = mc.num_hidden_layers * mc.max_heads();
+  long neurons_kept = 0;  // of the neurons each layer has (a slimmed layer's row is padded)
+  for (int l = 0; l < mc.num_hidden_layers; ++l)
+    for (int i = 0; i < mc.ffn_width(l); ++i) neurons_kept += masks.neurons[l][i];
+  j["neurons_kept"] = neurons_kept;
+  j["neurons_total"] = mc.total_neurons();
   j["classifier_initialized"] = report.classifier_initialized;
   j["metrics"] = r.metrics;
   j["examples"] = r.examples;

@@ -29,7 +29,8 @@ std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool reg
 }
 
 EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const core::EncodedDataset& data,
-                    const std::vector<core::Batch>& batches, const torch::Tensor& head_mask, bool show_progress) {
+                    const std::vector<core::Batch>& batches, const torch::Tensor& head_mask, bool show_progress,
+                    const torch::Tensor& neuron_mask) {
   torch::NoGradGuard no_grad;
   EvalResult r;
   r.examples = static_cast<long>(data.size());
@@ -44,6 +45,7 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
     if (!core::dist::mine(static_cast<long>(i))) continue;
     core::EncoderInput in = core::encoder_input(b);
     in.head_mask = head_mask;
+    in.neuron_mask = neuron_mask;
     in.cls_only = true;
     auto logits = model.forward(in).logits;
     r.logits.index_copy_(0, torch::tensor(b.index, torch::kLong), logits);

@@ -26,13 +26,15 @@ struct EvalResult {
   double examples_per_s = 0;
 };
 
-// [L, Hmax] float gates: 1 for kept heads, 0 for masked ones.
+// [L, Hmax] float gates: 1 for kept heads, 0 for masked ones (rows padded with 1).
 torch::Tensor head_mask_tensor(const core::HeadSet& keep);
+// [L, Imax] float gates for FFN neurons, the same way (EncoderInput::neuron_mask).
+inline torch::Tensor neuron_mask_tensor(const core::NeuronSet& keep) { return head_mask_tensor(keep); }
 
-// Runs the model over `batches` of `data` (eval mode, no grad). `head_mask` may be undefined.
+// Runs the model over `batches` of `data` (eval mode, no grad). `head_mask` and `neuron_mask` may be undefined.
 EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const core::EncodedDataset& data,
-                    const std::vector<core::Batch>& batches, const torch::Tensor& head_mask,
-                    bool show_progress = false);
+                    const std::vector<core::Batch>& batches, const torch::Tensor& head_mask, bool show_progress = false,
+                    const torch::Tensor& neuron_mask = {});
 
 // Predictions from logits: argmax, or logits[:, 0] for regression. logits: [N, C].
 std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool regression);

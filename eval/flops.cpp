@@ -5,19 +5,31 @@
 
 namespace hp::eval {
 
+double head_flops(const core::BertConfig& cfg, long S) {
+  const double D = cfg.hidden_size, Dh = cfg.head_dim();
+  return 2.0 * S * D * Dh * 3  // its Q, K, V rows
+         + 2.0 * S * S * Dh  // scores
+         + 2.0 * S * S * Dh  // probs × V
+         + 2.0 * S * Dh * D;  // its output-projection columns
+}
+
+double neuron_flops(const core::BertConfig& cfg, long S) { return 2.0 * S * cfg.hidden_size * 2; }
+
 double attention_flops(const core::BertConfig& cfg, int layer, long S) {
-  const double D = cfg.hidden_size, A = static_cast<double>(cfg.heads_in_layer(layer)) * cfg.head_dim();
-  return 2.0 * S * D * A * 3  // Q, K, V projections
-         + 2.0 * S * S * A  // scores
-         + 2.0 * S * S * A  // probs × V
-         + 2.0 * S * A * D;  // output projection
+  return cfg.heads_in_layer(layer) * head_flops(cfg, S);
+}
+
+double ffn_flops(const core::BertConfig& cfg, int layer, long S) { return cfg.ffn_width(layer) * neuron_flops(cfg, S); }
+
+double encoder_flops(const core::BertConfig& cfg, long S) {
+  double sum = 0;
+  for (int l = 0; l < cfg.num_hidden_layers; ++l) sum += attention_flops(cfg, l, S) + ffn_flops(cfg, l, S);
+  return sum;
 }
 
 double forward_flops(const core::BertConfig& cfg, long B, long S) {
-  const double D = cfg.hidden_size, I = cfg.intermediate_size;
-  double per_seq = 0;
-  for (int l = 0; l < cfg.num_hidden_layers; ++l) per_seq += attention_flops(cfg, l, S) + 2.0 * S * D * I * 2;
-  per_seq += 2.0 * D * D + 2.0 * D * cfg.num_labels;  // pooler on [CLS], classifier
+  const double D = cfg.hidden_size;
+  const double per_seq = encoder_flops(cfg, S) + 2.0 * D * D + 2.0 * D * cfg.num_labels;  // pooler on [CLS], classifier
   return per_seq * B;
 }
 
@@ -32,5 +44,12 @@ long parameter_count(const core::BertConfig& cfg) {
   }
   return n;
 }
+
+long head_parameters(const core::BertConfig& cfg) {
+  const long D = cfg.hidden_size, Dh = cfg.head_dim();
+  return 3 * (D * Dh + Dh) + Dh * D;
+}
+
+long neuron_parameters(const core::BertConfig& cfg) { return 2L * cfg.hidden_size + 1; }
 
 }  // namespace hp::eval

@@ -3,72 +3,103 @@
 
 #include <algorithm>
 
-#include "core/model/bert_keys.h"
 #include "core/base/errors.h"
+#include "core/model/bert_keys.h"
 
 namespace hp::prune {
 
 namespace {
 
 // A detached copy of the model's parameters, with f(tensor, axis, layer) applied to every per-layer tensor
-// that has a head axis (axis 0: Q/K/V rows, 1: output-projection columns).
+// that has dimension `dim` (the heads' kHeads or the neurons' kInter) on that axis.
 template <class F>
-std::map<std::string, torch::Tensor> map_head_tensors(const core::Bert& model, F f) {
-  std::map<std::string, torch::Tensor> params;
-  for (const auto& [name, t] : model.parameters()) params[name] = t.detach().clone();
+std::map<std::string, torch::Tensor> map_axis(const core::Bert& model, core::Dim dim, F f,
+                                              std::map<std::string, torch::Tensor> params = {}) {
+  if (params.empty())
+    for (const auto& [name, t] : model.parameters()) params[name] = t.detach().clone();
   for (const auto& spec : core::bert_key_table()) {
-    if (!spec.per_layer || spec.head_axis == core::HeadAxis::kNone) continue;
-    const int64_t dim = spec.head_axis == core::HeadAxis::kRows ? 0 : 1;
+    const int axis = core::axis_of(spec, dim);
+    if (!spec.per_layer || axis < 0) continue;
     for (int l = 0; l < model.config().num_hidden_layers; ++l) {
       auto& t = params.at(core::hf_key(spec, l));
-      t = f(t, dim, l);
+      t = f(t, static_cast<int64_t>(axis), l);
     }
   }
   return params;
 }
 
+// Per layer, the indices kept along a unit axis: units of `size` entries each, unit u of layer l kept when
+// keep[l][u] (missing entries: kept when `keep_missing`).
+std::vector<torch::Tensor> kept_rows(const std::vector<std::vector<bool>>& keep, const std::vector<int>& units,
+                                     int size, bool keep_missing) {
+  std::vector<torch::Tensor> rows;
+  for (size_t l = 0; l < units.size(); ++l) {
+    std::vector<int64_t> idx;
+    for (int u = 0; u < units[l]; ++u) {
+      const bool kept = l < keep.size() && u < static_cast<int>(keep[l].size()) ? keep[l][u] : keep_missing;
+      if (kept)
+        for (int d = 0; d < size; ++d) idx.push_back(static_cast<int64_t>(u) * size + d);
+    }
+    rows.push_back(torch::tensor(idx, torch::kLong));
+  }
+  return rows;
+}
+
 }  // namespace
 
-core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep) {
+core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep, const core::NeuronSet& keep_neurons) {
   core::BertConfig cfg = model.config();
-  const int L = cfg.num_hidden_layers, Dh = cfg.head_dim();
+  const int L = cfg.num_hidden_layers;
   HP_CHECK(static_cast<int>(keep.size()) == L, "slim_model: keep has " << keep.size() << " layers, model " << L);
-  std::vector<torch::Tensor> rows(L);  // per layer: indices of the kept neurons in the head axis
+  HP_CHECK(keep_neurons.empty() || static_cast<int>(keep_neurons.size()) == L,
+           "slim_model: keep_neurons has " << keep_neurons.size() << " layers, model " << L);
+  std::vector<int> heads(L), widths(L);
   for (int l = 0; l < L; ++l) {
+    heads[l] = cfg.heads_in_layer(l);
+    widths[l] = cfg.ffn_width(l);
     const std::vector<int> original = cfg.kept_heads(l);
-    std::vector<int64_t> idx;
-    for (int h = 0; h < static_cast<int>(original.size()); ++h) {
-      if (h < static_cast<int>(keep[l].size()) && keep[l][h]) {
-        for (int d = 0; d < Dh; ++d) idx.push_back(static_cast<int64_t>(h) * Dh + d);
-      } else {
-        auto& removed = cfg.pruned_heads[l];
-        removed.push_back(original[h]);
-        std::sort(removed.begin(), removed.end());
-      }
+    for (int h = 0; h < heads[l]; ++h) {
+      if (h < static_cast<int>(keep[l].size()) && keep[l][h]) continue;
+      auto& removed = cfg.pruned_heads[l];
+      removed.push_back(original[h]);
+      std::sort(removed.begin(), removed.end());
     }
-    rows[l] = torch::tensor(idx, torch::kLong);
   }
-  auto params = map_head_tensors(
-      model, [&](const torch::Tensor& t, int64_t dim, int l) { return t.index_select(dim, rows[l]).contiguous(); });
+  const auto head_rows = kept_rows(keep, heads, cfg.head_dim(), false);
+  const auto neuron_rows = kept_rows(keep_neurons, widths, 1, true);
+  auto select = [](const std::vector<torch::Tensor>& rows) {
+    return [&rows](const torch::Tensor& t, int64_t dim, int l) { return t.index_select(dim, rows[l]).contiguous(); };
+  };
+  auto params = map_axis(model, core::Dim::kHeads, select(head_rows));
+  params = map_axis(model, core::Dim::kInter, select(neuron_rows), std::move(params));
+  cfg.intermediate_sizes.clear();
+  for (int l = 0; l < L; ++l) cfg.intermediate_sizes.push_back(static_cast<int>(neuron_rows[l].numel()));
+  if (!cfg.ffn_slimmed()) cfg.intermediate_sizes.clear();
   return core::Bert(cfg, std::move(params));
 }
 
 core::Bert dense_model(const core::Bert& slim) {
   core::BertConfig cfg = slim.config();
-  const int L = cfg.num_hidden_layers, Dh = cfg.head_dim(), width = cfg.num_attention_heads * Dh;
-  std::vector<torch::Tensor> rows(L);  // per layer: where the present heads' neurons go in the full head axis
+  const int L = cfg.num_hidden_layers, Dh = cfg.head_dim();
+  std::vector<torch::Tensor> head_rows(L), neuron_rows(L);  // per layer: where present units go in the full axis
   for (int l = 0; l < L; ++l) {
     std::vector<int64_t> idx;
     for (int h : cfg.kept_heads(l))
       for (int d = 0; d < Dh; ++d) idx.push_back(static_cast<int64_t>(h) * Dh + d);
-    rows[l] = torch::tensor(idx, torch::kLong);
+    head_rows[l] = torch::tensor(idx, torch::kLong);
+    neuron_rows[l] = torch::arange(cfg.ffn_width(l), torch::kLong);
   }
-  auto params = map_head_tensors(slim, [&](const torch::Tensor& t, int64_t dim, int l) {
-    auto sizes = t.sizes().vec();
-    sizes[dim] = width;
-    return torch::zeros(sizes, t.options()).index_copy_(dim, rows[l], t);
-  });
+  auto widen = [](const std::vector<torch::Tensor>& rows, int64_t width) {
+    return [&rows, width](const torch::Tensor& t, int64_t dim, int l) {
+      auto sizes = t.sizes().vec();
+      sizes[dim] = width;
+      return torch::zeros(sizes, t.options()).index_copy_(dim, rows[l], t);
+    };
+  };
+  auto params = map_axis(slim, core::Dim::kHeads, widen(head_rows, cfg.num_attention_heads * Dh));
+  params = map_axis(slim, core::Dim::kInter, widen(neuron_rows, cfg.intermediate_size), std::move(params));
   cfg.pruned_heads.clear();
+  cfg.intermediate_sizes.clear();
   return core::Bert(cfg, std::move(params));
 }
 

@@ -1,8 +1,10 @@
-// Physical head removal: a slimmed model whose Q, K, V rows and output-projection columns of pruned
-// heads are gone (driven by the head axis column of core/model/bert_keys.h). A layer left with 0 heads keeps
-// only the output bias on its residual path. config.pruned_heads records the removed heads by their
-// original indices (Hugging Face re-prunes from it); core/io/checkpoint.h also writes heads_per_layer.
-// dense_model goes back to the original shapes with the removed heads zeroed.
+// Physical removal of heads and FFN neurons: a slimmed model whose Q, K, V rows and output-projection
+// columns of pruned heads are gone, and whose FFN input rows, biases and output columns of pruned neurons are
+// gone (driven by the kHeads and kInter dimensions of core/model/bert_keys.h). A layer left with 0 heads keeps
+// only the attention output bias on its residual path; with 0 neurons, only the FFN output bias.
+// config.pruned_heads records the removed heads by their original indices (Hugging Face re-prunes from it);
+// config.intermediate_sizes the FFN width per layer; core/io/checkpoint.h also writes heads_per_layer.
+// dense_model goes back to the original shapes with the removed heads and neurons zeroed.
 #pragma once
 
 #include "core/model/bert.h"
@@ -10,15 +12,18 @@
 
 namespace hp::prune {
 
-// keep[l][h] indexes the heads present in `model` (position h of layer l); entries past a layer's
-// head count are ignored. The result shares no storage with `model`.
-core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep);
+// keep[l][h] indexes the heads present in `model` (position h of layer l); entries past a layer's head count
+// are ignored. keep_neurons[l][i] likewise the FFN neurons present in layer l; empty = keep every neuron.
+// The result shares no storage with `model`.
+core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep, const core::NeuronSet& keep_neurons = {});
 
 // The dense fallback of a slimmed model (`prune export --dense`): the original shapes, with each removed
 // head's query, key and value rows and biases and its output-projection columns zero, and no
 // pruned_heads in the config, so any BERT loader reads it. A removed head's values are zero, so its
 // context is zero whatever it attends to, and its zero output columns add nothing: the logits are the
-// slimmed model's. No speedup. A model without removed heads comes back unchanged.
+// slimmed model's. FFN neurons are interchangeable (the block is a sum over them), so a slimmed layer's
+// neurons go first and the rest of intermediate_size is zero: their GELU(0 + 0) = 0 meets zero output
+// columns. No speedup. A model without removed heads or neurons comes back unchanged.
 core::Bert dense_model(const core::Bert& slim);
 
 }  // namespace hp::prune

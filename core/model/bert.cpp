@@ -89,8 +89,9 @@ torch::Tensor Bert::embed(const EncoderInput& in) const {
   return torch::dropout(x, cfg_.hidden_dropout_prob, training_);
 }
 
-torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask,
-                                  const torch::Tensor& head_mask, EncoderOutput& out, const EncoderInput& in) const {
+torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask, const Masks& masks,
+                                  EncoderOutput& out, const EncoderInput& in) const {
+  const torch::Tensor& head_mask = masks.heads;
   const LayerRefs& w = layers_[l];
   const auto B = x.size(0), S = x.size(1);
   const int H = cfg_.heads_in_layer(l), Dh = cfg_.head_dim();
@@ -150,8 +151,26 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
     ctx = ctx.transpose(1, 2).reshape({B, Sq, H * Dh});
     attn = add_norm(ctx, w.o_w, w.o_b, xq, w.ln1_w, w.ln1_b, inference, in.lrp_rules);
   }
-  auto inter = ffn_in(attn, w.in_w, w.in_b, inference, in.lrp_rules);
-  return add_norm(inter, w.out_w, w.out_b, attn, w.ln2_w, w.ln2_b, inference, in.lrp_rules);
+  return ffn_block(l, attn, masks.neurons, out, in, inference);
+}
+
+torch::Tensor Bert::ffn_block(int l, const torch::Tensor& attn, const torch::Tensor& neuron_mask, EncoderOutput& out,
+                              const EncoderInput& in, bool inference) const {
+  const LayerRefs& w = layers_[l];
+  const int I = cfg_.ffn_width(l);
+  const bool lrp = in.lrp_rules;
+  if (in.want_ffn) out.ffn_inputs.push_back(attn);
+  // No neurons left: the FFN block adds only its output bias before the residual LayerNorm.
+  if (I == 0) {
+    if (in.want_ffn) out.ffn_acts.push_back(torch::zeros({attn.size(0), attn.size(1), 0}));
+    return norm(attn + w.out_b, w.ln2_w, w.ln2_b, lrp);
+  }
+  auto inter = ffn_in(attn, w.in_w, w.in_b, inference, lrp);  // [B, S, I]
+  if (in.want_ffn) out.ffn_acts.push_back(inter);
+  if (neuron_mask.defined())
+    inter = inter * (neuron_mask.dim() == 3 ? neuron_mask.select(1, l).narrow(1, 0, I).unsqueeze(1)
+                                            : neuron_mask[l].narrow(0, 0, I));
+  return add_norm(inter, w.out_w, w.out_b, attn, w.ln2_w, w.ln2_b, inference, lrp);
 }
 
 namespace {
@@ -213,6 +232,22 @@ torch::Tensor Bert::linear_plus(const torch::Tensor& x, const torch::Tensor& w, 
   return out;
 }
 
+Bert::Masks Bert::check_masks(const EncoderInput& in) const {
+  const auto B = in.input_ids.size(0);
+  auto check = [&](torch::Tensor m, int width, const char* name) {
+    if (!m.defined()) return m;
+    const auto d = m.dim();
+    TORCH_CHECK(
+        (d == 2 || (d == 3 && m.size(0) == B)) && m.size(d - 2) == cfg_.num_hidden_layers && m.size(d - 1) >= width,
+        name, " must be [", cfg_.num_hidden_layers, ", ", width, "] or [B, L, ", width, "], got ", m.sizes());
+    // An all-ones mask that needs no gradient changes nothing: skip the multiply.
+    if (!m.requires_grad() && m.eq(1).all().item<bool>()) return torch::Tensor();
+    return m;
+  };
+  return {check(in.head_mask, cfg_.max_heads(), "head_mask"),
+          check(in.neuron_mask, cfg_.max_ffn_width(), "neuron_mask")};
+}
+
 EncoderOutput Bert::forward(const EncoderInput& in) const {
   TORCH_CHECK(in.input_ids.dim() == 2, "input_ids must be [B, S], got ", in.input_ids.sizes());
   const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
@@ -221,16 +256,7 @@ EncoderOutput Bert::forward(const EncoderInput& in) const {
                      std::to_string(cfg_.max_position_embeddings) + "; lower data.max_seq_len");
   TORCH_CHECK(!(in.cls_only && in.want_context),
               "cls_only computes only [CLS] in the last layer: it excludes want_context");
-  torch::Tensor head_mask = in.head_mask;
-  if (head_mask.defined()) {
-    const auto d = head_mask.dim();
-    TORCH_CHECK((d == 2 || (d == 3 && head_mask.size(0) == B)) && head_mask.size(d - 2) == cfg_.num_hidden_layers &&
-                    head_mask.size(d - 1) >= cfg_.max_heads(),
-                "head_mask must be [", cfg_.num_hidden_layers, ", ", cfg_.max_heads(), "] or [B, L, H], got ",
-                head_mask.sizes());
-    // An all-ones mask that needs no gradient changes nothing: skip the multiply.
-    if (!head_mask.requires_grad() && head_mask.eq(1).all().item<bool>()) head_mask = torch::Tensor();
-  }
+  const Masks masks = check_masks(in);
   auto mask = in.attention_mask.defined() ? in.attention_mask : torch::ones({B, S}, torch::kLong);
   auto ext = extended_attention_mask(mask);
 
@@ -246,11 +272,14 @@ EncoderOutput Bert::forward(const EncoderInput& in) const {
     x = embed(in);
   }
   if (in.want_hidden) out.hidden_states.push_back(x);
-  for (int l = first; l < cfg_.num_hidden_layers; ++l) {
-    x = layer_forward(l, x, ext, head_mask, out, in);
+  const int end = in.end_layer < 0 ? cfg_.num_hidden_layers : in.end_layer;
+  TORCH_CHECK(end >= first && end <= cfg_.num_hidden_layers, "end_layer ", in.end_layer, " out of range");
+  for (int l = first; l < end; ++l) {
+    x = layer_forward(l, x, ext, masks, out, in);
     if (in.want_hidden) out.hidden_states.push_back(x);
   }
   out.last_hidden = x;
+  if (end < cfg_.num_hidden_layers) return out;
   auto pre_pool = torch::linear(x.select(1, 0), p("pooler.dense.weight"), p("pooler.dense.bias"));
   out.pooled = torch::tanh(pre_pool);
   if (in.lrp_rules)  // LRP: tanh(z) = z · (tanh(z)/z) with that ratio held constant

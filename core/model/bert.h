@@ -1,7 +1,7 @@
 // BERT encoder + pooler + sequence classifier, numerically as Hugging Face BertForSequenceClassification
 // (post-LayerNorm, exact erf GELU), with a multiplicative per-head mask/gate on each head's context
-// before the output projection (Michel et al. 2019's ξ_h, Voita et al. 2019's gate). Layers may have
-// different head counts (slimmed models), including 0. Weights live in a flat map keyed by HF names.
+// before the output projection (Michel et al. 2019's ξ_h, Voita et al. 2019's gate) and on each FFN
+// intermediate neuron. Layers may have different head counts and FFN widths (slimmed models), including 0. Weights live in a flat map keyed by HF names.
 // Loading/saving: core/io/checkpoint.h. The key table: core/model/bert_keys.h.
 #pragma once
 
@@ -24,14 +24,22 @@ struct EncoderInput {
   // [B, L, Hmax] for one gate per example; undefined = all ones (no cost). Differentiable:
   // d loss / d head_mask is Michel's importance.
   torch::Tensor head_mask;
+  // [L, Imax] multiplicative gate per FFN intermediate neuron (layer l uses its first ffn_width(l) entries),
+  // or [B, L, Imax]; undefined = all ones. A 0 removes the neuron exactly (its activation never reaches the
+  // output matrix). Differentiable: d loss / d neuron_mask is the neurons' mask gradient (Kwon et al. 2022).
+  torch::Tensor neuron_mask;
   bool want_attention = false;  // fill EncoderOutput::attentions
   bool want_context = false;  // fill EncoderOutput::contexts
   bool want_hidden = false;  // fill EncoderOutput::hidden_states
+  bool want_ffn = false;  // fill EncoderOutput::ffn_inputs and ffn_acts
   // Start at layer `start_layer` from `start_hidden` [B, S, D] (that layer's input, e.g. a cached
   // hidden_states[start_layer]) instead of the embeddings: criteria reuse the layers below.
   // input_ids still gives the shape; attention_mask must match.
   int start_layer = 0;
   torch::Tensor start_hidden;
+  // Stop after layer end_layer - 1 (< 0: run every layer): last_hidden is that layer's output, and pooled and
+  // logits stay undefined unless the last layer ran. With start_layer, one layer at a time (mask tuning).
+  int end_layer = -1;
   // In layer `override_layer`, use `override_probs` [B, H_l, S, S] as the attention probabilities
   // instead of computing them (attention attribution scales them by α and differentiates).
   int override_layer = -1;
@@ -53,6 +61,8 @@ struct EncoderOutput {
   std::vector<torch::Tensor> hidden_states;  // L+1 × [B, S, D]: embeddings, then each layer
   std::vector<torch::Tensor> attentions;  // L × [B, H_l, S, S] attention probabilities
   std::vector<torch::Tensor> contexts;  // L × [B, H_l, S, Dh] head outputs before masking
+  std::vector<torch::Tensor> ffn_inputs;  // L × [B, S, D] the attention block's output (after its LayerNorm)
+  std::vector<torch::Tensor> ffn_acts;  // L × [B, S, I_l] FFN activations before the neuron mask
   // With start_layer = s > 0 the three lists begin at layer s (hidden_states[0] = start_hidden).
 };
 
@@ -96,8 +106,16 @@ class Bert {
   struct LayerRefs {
     torch::Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, ln1_w, ln1_b, in_w, in_b, out_w, out_b, ln2_w, ln2_b;
   };
-  torch::Tensor layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask,
-                              const torch::Tensor& head_mask, EncoderOutput& out, const EncoderInput& in) const;
+  // Masks as forward() normalised them (undefined when all ones and not differentiated).
+  struct Masks {
+    torch::Tensor heads, neurons;
+  };
+  torch::Tensor layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask, const Masks& masks,
+                              EncoderOutput& out, const EncoderInput& in) const;
+  // The FFN sublayer of layer l on the attention block's output: LayerNorm(attn + W2·mask·act(W1·attn)).
+  torch::Tensor ffn_block(int l, const torch::Tensor& attn, const torch::Tensor& neuron_mask, EncoderOutput& out,
+                          const EncoderInput& in, bool inference) const;
+  Masks check_masks(const EncoderInput& in) const;
   torch::Tensor activation(torch::Tensor x, bool lrp, bool in_place) const;
   // linear(x, w, b) + residual; dropout on the linear when training. With `inference` (no autograd,
   // not training) in one fused pass plus an accumulating GEMM.

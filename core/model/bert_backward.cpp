@@ -49,8 +49,8 @@ torch::Tensor pad_rows(const torch::Tensor& rows, int64_t S) {
 Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
                                            const std::function<torch::Tensor(const torch::Tensor&)>& dloss) const {
   TORCH_CHECK(!training_, "attention_grads: the model must be in eval mode (no dropout)");
-  TORCH_CHECK(!in.head_mask.defined() && in.start_layer == 0 && !in.start_hidden.defined() && in.override_layer < 0 &&
-                  !in.lrp_rules,
+  TORCH_CHECK(!in.head_mask.defined() && !in.neuron_mask.defined() && in.start_layer == 0 &&
+                  !in.start_hidden.defined() && in.override_layer < 0 && !in.lrp_rules,
               "attention_grads: plain inputs only (no head mask, start layer, override or LRP rules)");
   torch::NoGradGuard no_grad;
   const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
@@ -87,10 +87,11 @@ Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
     }
     torch::Tensor h1;
     std::tie(h1, t.mean1, t.rstd1) = at::native_layer_norm(t.u1, D, w.ln1_w, w.ln1_b, eps);
-    t.z = linear_no_grad(h1, w.in_w, w.in_b);
+    t.z = linear_no_grad(h1, w.in_w, w.in_b);  // [B, Sq, I]; I = 0 leaves the FFN block its output bias
     t.u2 = h1 + w.out_b;
-    auto rows = t.u2.view({B * Sq, -1});
-    accumulate_linear(rows, activation_forward(cfg_.hidden_act, t.z).view({B * Sq, -1}), w.out_w);
+    auto rows = t.u2.view({B * Sq, static_cast<int64_t>(cfg_.hidden_size)});
+    if (t.z.size(-1) > 0)
+      accumulate_linear(rows, activation_forward(cfg_.hidden_act, t.z).view({B * Sq, t.z.size(-1)}), w.out_w);
     std::tie(x, t.mean2, t.rstd2) = at::native_layer_norm(t.u2, D, w.ln2_w, w.ln2_b, eps);
     r.out.attentions.push_back(t.probs);
   }
@@ -116,8 +117,9 @@ Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
     const int64_t Sq = t.u1.size(1);
     auto du2 = std::get<0>(
         at::native_layer_norm_backward(dy, t.u2, D, t.mean2, t.rstd2, w.ln2_w, w.ln2_b, {true, false, false}));
-    auto dz = activation_backward(cfg_.hidden_act, linear_input_grad(du2, w.out_w), t.z);
-    auto dh1 = du2 + linear_input_grad(dz, w.in_w);
+    auto dh1 = du2;
+    if (t.z.size(-1) > 0)
+      dh1 = du2 + linear_input_grad(activation_backward(cfg_.hidden_act, linear_input_grad(du2, w.out_w), t.z), w.in_w);
     auto du1 = std::get<0>(
         at::native_layer_norm_backward(dh1, t.u1, D, t.mean1, t.rstd1, w.ln1_w, w.ln1_b, {true, false, false}));
     if (H == 0) {

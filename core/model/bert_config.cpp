@@ -43,6 +43,22 @@ int BertConfig::max_heads() const {
   return n;
 }
 
+int BertConfig::ffn_width(int l) const {
+  return intermediate_sizes.empty() ? intermediate_size : intermediate_sizes.at(static_cast<size_t>(l));
+}
+
+int BertConfig::total_neurons() const {
+  int n = 0;
+  for (int l = 0; l < num_hidden_layers; ++l) n += ffn_width(l);
+  return n;
+}
+
+int BertConfig::max_ffn_width() const {
+  int n = 0;
+  for (int l = 0; l < num_hidden_layers; ++l) n = std::max(n, ffn_width(l));
+  return n;
+}
+
 namespace {
 
 // BERT-architecture model types we load. Anything else (roberta, distilbert, …) differs in layout.
@@ -183,6 +199,8 @@ BertConfig parse_bert_config(const std::string& text, const std::string& path) {
         std::sort(heads.begin(), heads.end());
         c.pruned_heads[static_cast<int>(layer)] = heads;
       }
+    if (j.contains("intermediate_sizes") && !j["intermediate_sizes"].is_null())
+      c.intermediate_sizes = j["intermediate_sizes"].get<std::vector<int>>();
   } catch (const json::exception& e) {
     throw CheckpointError(path + ": a key has the wrong type (" + std::string(e.what()) +
                           "); compare with HF BertConfig");
@@ -200,6 +218,17 @@ BertConfig parse_bert_config(const std::string& text, const std::string& path) {
         throw CheckpointError(path + ": pruned_heads names layer " + std::to_string(l) + " head " + std::to_string(h) +
                               ", outside the model's " + std::to_string(c.num_hidden_layers) + " x " +
                               std::to_string(c.num_attention_heads) + " heads; fix config.json");
+  if (!c.intermediate_sizes.empty()) {
+    if (static_cast<int>(c.intermediate_sizes.size()) != c.num_hidden_layers)
+      throw CheckpointError(path + ": intermediate_sizes has " + std::to_string(c.intermediate_sizes.size()) +
+                            " entries for " + std::to_string(c.num_hidden_layers) +
+                            " layers; give one FFN width per layer (or remove the key)");
+    for (size_t l = 0; l < c.intermediate_sizes.size(); ++l)
+      if (c.intermediate_sizes[l] < 0 || c.intermediate_sizes[l] > c.intermediate_size)
+        throw CheckpointError(path + ": intermediate_sizes[" + std::to_string(l) +
+                              "] = " + std::to_string(c.intermediate_sizes[l]) + " is outside 0.." +
+                              std::to_string(c.intermediate_size) + " (intermediate_size); fix config.json");
+  }
   return c;
 }
 
@@ -246,8 +275,14 @@ std::string bert_config_json(const BertConfig& c) {
   std::vector<int> per_layer;
   for (int l = 0; l < c.num_hidden_layers; ++l) per_layer.push_back(c.heads_in_layer(l));
   j["heads_per_layer"] = per_layer;
+  if (c.ffn_slimmed()) {
+    std::vector<int> widths;
+    for (int l = 0; l < c.num_hidden_layers; ++l) widths.push_back(c.ffn_width(l));
+    j["intermediate_sizes"] = widths;
+  }
   // transformers 5 ignores pruned_heads: it loads a slimmed folder through the modeling file written
-  // beside it (save_bert), with trust_remote_code=True. transformers 4 has BERT locally and keeps using it.
+  // beside it (save_bert), with trust_remote_code=True. transformers 4 has BERT locally and keeps using it
+  // for heads; per-layer FFN widths (intermediate_sizes) need the modeling file in both.
   if (c.slimmed())
     j["auto_map"] = {
         {"AutoModel", "modeling_headprune.HeadpruneBertModel"},

@@ -27,6 +27,10 @@ struct BertConfig {
   std::vector<std::string> id2label;
   // Heads removed per layer (original indices), as HF's config.pruned_heads.
   std::map<int, std::vector<int>> pruned_heads;
+  // FFN width (intermediate neurons) per layer of a slimmed model; 0 skips that layer's FFN sublayer.
+  // Empty = every layer has intermediate_size. config.json's "intermediate_sizes" (ours; HF's BERT has one
+  // width, so such a folder loads through the modeling file written beside it).
+  std::vector<int> intermediate_sizes;
 
   int head_dim() const { return num_attention_heads ? hidden_size / num_attention_heads : 0; }
   // Heads present in layer l after pruning.
@@ -35,8 +39,14 @@ struct BertConfig {
   std::vector<int> kept_heads(int l) const;
   int total_heads() const;
   int max_heads() const;
-  // Some heads removed: the checkpoint's attention tensors are narrower than the config's head count says.
-  bool slimmed() const { return total_heads() < num_hidden_layers * num_attention_heads; }
+  // Intermediate neurons of layer l (intermediate_size unless the FFN was slimmed).
+  int ffn_width(int l) const;
+  int total_neurons() const;
+  int max_ffn_width() const;
+  // Some neurons removed: a layer's FFN tensors are narrower than intermediate_size.
+  bool ffn_slimmed() const { return total_neurons() < num_hidden_layers * intermediate_size; }
+  // Some heads or neurons removed: the checkpoint's tensors are narrower than the config's sizes say.
+  bool slimmed() const { return total_heads() < num_hidden_layers * num_attention_heads || ffn_slimmed(); }
 };
 
 // Reads and validates config.json: every size range-checked before anything is allocated. Missing required

@@ -115,12 +115,18 @@ std::vector<long> key_shape(const KeySpec& spec, const BertConfig& cfg, int laye
       case Dim::kPositions: shape.push_back(cfg.max_position_embeddings); break;
       case Dim::kTypes: shape.push_back(cfg.type_vocab_size); break;
       case Dim::kHidden: shape.push_back(cfg.hidden_size); break;
-      case Dim::kInter: shape.push_back(cfg.intermediate_size); break;
+      case Dim::kInter: shape.push_back(cfg.ffn_width(layer)); break;
       case Dim::kHeads: shape.push_back(static_cast<long>(cfg.heads_in_layer(layer)) * cfg.head_dim()); break;
       case Dim::kLabels: shape.push_back(cfg.num_labels); break;
     }
   }
   return shape;
+}
+
+int axis_of(const KeySpec& spec, Dim d) {
+  for (size_t i = 0; i < spec.shape.size(); ++i)
+    if (spec.shape[i] == d) return static_cast<int>(i);
+  return -1;
 }
 
 const std::vector<std::pair<std::string, std::string>>& legacy_renames() {

@@ -11,7 +11,8 @@ namespace hp::core {
 
 struct BertConfig;
 
-// Symbolic dimensions. kHeads = this layer's heads × head_dim (shrinks when heads are pruned).
+// Symbolic dimensions. kHeads = this layer's heads × head_dim (shrinks when heads are pruned); kInter = this
+// layer's FFN width (shrinks when neurons are pruned).
 enum class Dim { kVocab, kPositions, kTypes, kHidden, kInter, kHeads, kLabels };
 // Which axis of a tensor indexes heads: rows (Q/K/V weight and bias), columns (output projection).
 enum class HeadAxis { kNone, kRows, kCols };
@@ -35,6 +36,10 @@ std::string hf_key(const KeySpec& spec, int layer);
 
 // Concrete shape of `spec` in layer `layer` under `cfg`.
 std::vector<long> key_shape(const KeySpec& spec, const BertConfig& cfg, int layer);
+
+// The axis of `spec` that has dimension `d` (0 rows, 1 columns), or -1: the FFN tensors' neuron axis is
+// axis_of(spec, Dim::kInter).
+int axis_of(const KeySpec& spec, Dim d);
 
 // Legacy names mapped to current ones (TF-era "LayerNorm.gamma" → "LayerNorm.weight").
 const std::vector<std::pair<std::string, std::string>>& legacy_renames();

@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <utility>
 #include <sys/stat.h>
 
 #include "core/base/errors.h"  // ConfigError
@@ -35,23 +36,37 @@ int parse_index(const std::string& text, int limit, const char* what, const std:
   return v;
 }
 
-}  // namespace
+// Marks the units an entry names ("7" or a range "0-511") as masked in `row`.
+void mask_entry(const std::string& entry, std::vector<bool>& row, const char* what, const std::string& where,
+                const std::string& group) {
+  const std::string e = strip(entry);
+  const size_t dash = e.find('-', 1);
+  const int limit = static_cast<int>(row.size());
+  const int lo = parse_index(dash == std::string::npos ? e : e.substr(0, dash), limit, what, where, group);
+  const int hi = dash == std::string::npos ? lo : parse_index(e.substr(dash + 1), limit, what, where, group);
+  if (hi < lo) throw ConfigError(where + ": '" + group + "': the range " + e + " is empty; write low-high, e.g. 0-511");
+  for (int u = lo; u <= hi; ++u) row[u] = false;
+}
 
-HeadSet parse_head_mask(const std::string& spec_in, int layers, int heads, const std::string& where_in) {
-  HeadSet keep(layers, std::vector<bool>(heads, true));
-  std::string spec = spec_in, where = where_in;
+// The spec's text: itself, or the groups of the file it names.
+std::pair<std::string, std::string> spec_text(const std::string& spec, const std::string& where) {
   struct stat st {};
   if (!spec.empty() && spec.find(':') == std::string::npos && stat(spec.c_str(), &st) != 0)
     throw ConfigError(where + ": '" + spec +
                       "' is neither a mask spec (layer:heads) nor a readable file; e.g. \"2:0,3;5:11\"");
-  if (!spec.empty() && stat(spec.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    std::ifstream in(spec);
-    std::ostringstream text;
-    std::string line;
-    while (std::getline(in, line)) text << line.substr(0, line.find('#')) << ';';
-    where = spec;
-    spec = text.str();
-  }
+  if (spec.empty() || stat(spec.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {spec, where};
+  std::ifstream in(spec);
+  std::ostringstream text;
+  std::string line;
+  while (std::getline(in, line)) text << line.substr(0, line.find('#')) << ';';
+  return {text.str(), spec};
+}
+
+}  // namespace
+
+StructureMask parse_mask(const std::string& spec_in, int layers, int heads, int neurons, const std::string& where_in) {
+  StructureMask m{HeadSet(layers, std::vector<bool>(heads, true)), NeuronSet(layers, std::vector<bool>(neurons, true))};
+  const auto [spec, where] = spec_text(spec_in, where_in);
   std::stringstream groups(spec);
   std::string group;
   while (std::getline(groups, group, ';')) {
@@ -60,15 +75,39 @@ HeadSet parse_head_mask(const std::string& spec_in, int layers, int heads, const
     size_t colon = group.find(':');
     if (colon == std::string::npos)
       throw ConfigError(where + ": '" + group + "' has no ':'; write layer:head,head e.g. \"2:0,3\"");
-    int l = parse_index(group.substr(0, colon), layers, "layer", where, group);
-    std::stringstream hs(group.substr(colon + 1));
-    std::string h;
-    while (std::getline(hs, h, ',')) {
-      if (strip(h).empty()) continue;
-      keep[l][parse_index(h, heads, "head", where, group)] = false;
+    const bool ffn = group[0] == 'f';
+    if (ffn && neurons == 0)
+      throw ConfigError(where + ": '" + group + "' masks FFN neurons; this takes head groups only (layer:heads)");
+    int l = parse_index(group.substr(ffn ? 1 : 0, colon - (ffn ? 1 : 0)), layers, "layer", where, group);
+    std::stringstream entries(group.substr(colon + 1));
+    std::string entry;
+    while (std::getline(entries, entry, ',')) {
+      if (strip(entry).empty()) continue;
+      mask_entry(entry, ffn ? m.neurons[l] : m.heads[l], ffn ? "neuron" : "head", where, group);
     }
   }
-  return keep;
+  return m;
+}
+
+std::string format_mask(const StructureMask& mask) {
+  std::string out = format_head_mask(mask.heads);
+  for (size_t l = 0; l < mask.neurons.size(); ++l) {
+    std::string ranges;
+    const auto& row = mask.neurons[l];
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (row[i]) continue;
+      size_t j = i;
+      while (j + 1 < row.size() && !row[j + 1]) ++j;
+      ranges += (ranges.empty() ? "" : ",") + std::to_string(i) + (j > i ? "-" + std::to_string(j) : "");
+      i = j;
+    }
+    if (!ranges.empty()) out += (out.empty() ? "" : ";") + ("f" + std::to_string(l)) + ":" + ranges;
+  }
+  return out;
+}
+
+HeadSet parse_head_mask(const std::string& spec_in, int layers, int heads, const std::string& where_in) {
+  return parse_mask(spec_in, layers, heads, 0, where_in).heads;
 }
 
 std::string format_head_mask(const HeadSet& keep) {

@@ -149,6 +149,19 @@ TEST_CASE("bad checkpoint folders give one-line errors naming the file and the f
     write_json(dir + "/config.json", j);
     REQUIRE_THROWS_WITH(hp::core::load_bert(dir), Contains("pruned_heads names layer 5 head 0"));
   }
+  SECTION("intermediate_sizes: one per layer, within intermediate_size, matching the tensors") {
+    auto dir = copy_tiny("widths");
+    auto j = read_json(dir + "/config.json");
+    j["intermediate_sizes"] = {37};
+    write_json(dir + "/config.json", j);
+    REQUIRE_THROWS_WITH(hp::core::load_bert(dir), Contains("intermediate_sizes has 1 entries for 2 layers"));
+    j["intermediate_sizes"] = {37, 38};
+    write_json(dir + "/config.json", j);
+    REQUIRE_THROWS_WITH(hp::core::load_bert(dir), Contains("intermediate_sizes[1] = 38 is outside 0..37"));
+    j["intermediate_sizes"] = {37, 20};  // the tensors still have 37 neurons
+    write_json(dir + "/config.json", j);
+    REQUIRE_THROWS_WITH(hp::core::load_bert(dir), Contains("encoder.layer.1.intermediate.dense.weight"));
+  }
 }
 
 TEST_CASE("a checkpoint without a classifier gets a fresh one, reproducibly", "[core][checkpoint]") {

@@ -36,3 +36,17 @@ TEST_CASE("bad mask specs name the group and the fix", "[core][mask][bad]") {
   REQUIRE_THROWS_WITH(hp::core::parse_head_mask("nosuchfile", 6, 12), Contains("neither a mask spec"));
   REQUIRE_THROWS_AS(hp::core::parse_head_mask("2:x", 6, 12), hp::ConfigError);
 }
+
+TEST_CASE("FFN neuron groups and ranges: parse, print back, refused where only heads are taken", "[core][mask]") {
+  const auto m = hp::core::parse_mask("1:0-2;f0:3,5-7;f1:0", 2, 4, 10);
+  CHECK(hp::core::count_kept(m.heads) == 8 - 3);
+  CHECK(m.heads[1] == std::vector<bool>{false, false, false, true});
+  CHECK(m.neurons[0] == std::vector<bool>{true, true, true, false, true, false, false, false, true, true});
+  CHECK(hp::core::count_kept(m.neurons) == 20 - 5);
+  CHECK(hp::core::format_mask(m) == "1:0,1,2;f0:3,5-7;f1:0");
+  CHECK(hp::core::parse_mask(hp::core::format_mask(m), 2, 4, 10).neurons == m.neurons);
+  REQUIRE_THROWS_WITH(hp::core::parse_mask("f0:10", 2, 4, 10), Contains("neuron 10 is out of range"));
+  REQUIRE_THROWS_WITH(hp::core::parse_mask("f0:5-2", 2, 4, 10), Contains("the range 5-2 is empty"));
+  REQUIRE_THROWS_WITH(hp::core::parse_mask("f2:1", 2, 4, 10), Contains("layer 2 is out of range"));
+  REQUIRE_THROWS_WITH(hp::core::parse_head_mask("f0:1", 2, 4), Contains("masks FFN neurons; this takes head groups"));
+}

@@ -41,3 +41,25 @@ TEST_CASE("forward FLOPs of the tiny config, whole and slimmed, by hand", "[eval
   CHECK(hp::eval::attention_flops(c, 0, 16) == Approx(81920).epsilon(1e-12));
   CHECK(hp::eval::forward_flops(c, 1, 16) == Approx(481472 - (163840 - 81920)).epsilon(1e-12));
 }
+
+TEST_CASE("per-structure FLOPs and parameters of the tiny config, FFN neurons removed, by hand", "[eval][flops]") {
+  // 16 tokens. One head: Q, K, V rows 2·16·32·8·3 = 24576, scores and probs·V 2·2·16·16·8 = 8192, output
+  // columns 2·16·8·32 = 8192: 40960 (= 163840 / 4). One neuron: its row and column 2·16·32·2 = 2048.
+  auto c = tiny();
+  CHECK(hp::eval::head_flops(c, 16) == Approx(40960).epsilon(1e-12));
+  CHECK(hp::eval::neuron_flops(c, 16) == Approx(2048).epsilon(1e-12));
+  CHECK(hp::eval::ffn_flops(c, 1, 16) == Approx(75776).epsilon(1e-12));
+  CHECK(hp::eval::encoder_flops(c, 16) == Approx(2 * (163840 + 75776)).epsilon(1e-12));
+  // One head: Q, K, V 3·(32·8 + 8) = 792 and output columns 8·32 = 256: 1048. One neuron: 32 + 1 + 32 = 65.
+  CHECK(hp::eval::head_parameters(c) == 1048);
+  CHECK(hp::eval::neuron_parameters(c) == 65);
+  // Layer 0 keeps 10 neurons, layer 1 none (its FFN block is only the output bias and LayerNorm).
+  // FLOPs: layer 0's FFN 2·16·32·10·2 = 20480, layer 1's 0: 481472 − 2·75776 + 20480 = 350400.
+  // Parameters: layer 0 FFN 32·10 + 10 + 10·32 + 32 = 682 (was 2437), layer 1 32 (the bias; was 2437):
+  // 20045 − 1755 − 2405 = 15885.
+  c.intermediate_sizes = {10, 0};
+  CHECK(hp::eval::ffn_flops(c, 0, 16) == Approx(20480).epsilon(1e-12));
+  CHECK(hp::eval::ffn_flops(c, 1, 16) == 0);
+  CHECK(hp::eval::forward_flops(c, 1, 16) == Approx(350400).epsilon(1e-12));
+  CHECK(hp::eval::parameter_count(c) == 15885);
+}

@@ -202,3 +202,54 @@ TEST_CASE("ONNX export of a slimmed model: ONNX Runtime gives headprune's logits
   CHECK(std::filesystem::file_size(dir / "model.onnx") > 1000);
   CHECK(!std::filesystem::exists(dir / "onnx_check.h5"));
 }
+
+TEST_CASE("FFN neurons: masked model = slimmed model = its saved folder = HF (remote code) = dense export",
+          "[prune][slim][neurons]") {
+  auto g = hp::core::read_hdf5(kTinyBertH5);
+  auto model = hp::core::load_bert(kTinyBert);
+  torch::NoGradGuard no_grad;
+  const auto in = golden_input(g);
+  // Layer 0 keeps heads 0 and 2 and the neurons i % 3 != 1 (25 of 37, not a prefix); layer 1 keeps every head
+  // and no neuron (its FFN block is the output bias and LayerNorm only).
+  const hp::core::HeadSet heads = {{true, false, true, false}, {true, true, true, true}};
+  hp::core::NeuronSet neurons(2, std::vector<bool>(37, false));
+  for (int i = 0; i < 37; ++i) neurons[0][i] = i % 3 != 1;
+  auto masked_in = in;
+  masked_in.head_mask = hp::eval::head_mask_tensor(heads);
+  masked_in.neuron_mask = hp::eval::neuron_mask_tensor(neurons);
+  const auto masked = model.forward(masked_in).logits;
+  const auto slim = hp::prune::slim_model(model, heads, neurons);
+  CHECK(slim.config().intermediate_sizes == std::vector<int>{25, 0});
+  CHECK(slim.parameters().at("encoder.layer.0.intermediate.dense.weight").sizes() == torch::IntArrayRef({25, 32}));
+  CHECK(slim.parameters().at("encoder.layer.0.intermediate.dense.bias").size(0) == 25);
+  CHECK(slim.parameters().at("encoder.layer.0.output.dense.weight").sizes() == torch::IntArrayRef({32, 25}));
+  CHECK(slim.parameters().at("encoder.layer.1.output.dense.weight").sizes() == torch::IntArrayRef({32, 0}));
+  // Kept neuron 2 is slimmed position 1 (neuron 1 is gone): its row of the first matrix moved up.
+  CHECK(max_abs_diff(slim.parameters().at("encoder.layer.0.intermediate.dense.weight")[1],
+                     model.parameters().at("encoder.layer.0.intermediate.dense.weight")[2]) == 0);
+  CHECK(max_abs_diff(slim.forward(in).logits, masked) <= 1e-5);
+  masked_in.neuron_mask = torch::Tensor();
+  CHECK(max_abs_diff(masked, model.forward(masked_in).logits) > 1e-3);  // the neuron mask matters
+  CHECK(hp::eval::parameter_count(slim.config()) ==
+        hp::eval::parameter_count(hp::prune::slim_model(model, heads).config()) - (12 + 37) * 65);
+
+  const auto dir = hp::test::scratch_dir("hp_slim_neurons");
+  std::filesystem::remove_all(dir);
+  hp::core::save_bert(slim, dir.string(), kTinyBert);
+  CHECK(hp::core::read_bert_config((dir / "config.json").string()).intermediate_sizes == std::vector<int>{25, 0});
+  CHECK(max_abs_diff(hp::core::load_bert(dir.string()).forward(in).logits, masked) <= 1e-5);
+  const auto dense = hp::prune::dense_model(slim);
+  CHECK(dense.config().intermediate_sizes.empty());
+  for (const auto& [name, t] : model.parameters()) CHECK(dense.parameters().at(name).sizes() == t.sizes());
+  CHECK(max_abs_diff(dense.forward(in).logits, masked) <= 1e-5);
+  CHECK(dense.parameters().at("encoder.layer.1.intermediate.dense.weight").abs().sum().item<double>() == 0);
+
+  const std::string py = HP_REF_PYTHON;
+  if (!std::filesystem::exists(py)) return hp::test::skip("the Hugging Face check: no Python reference at " + py);
+  CHECK(hf_check(py, dir, in, masked, "--remote-code") == 0);
+  CHECK(hf_check(py, dir, in, masked) != 0);  // HF's own BERT has one FFN width: it cannot build these layers
+  const auto dense_dir = hp::test::scratch_dir("hp_slim_neurons_dense");
+  std::filesystem::remove_all(dense_dir);
+  hp::core::save_bert(dense, dense_dir.string(), kTinyBert);
+  CHECK(hf_check(py, dense_dir, in, masked) == 0);
+}

@@ -1,14 +1,17 @@
-"""A BERT whose layers keep their own number of attention heads.
+"""A BERT whose layers keep their own number of attention heads and their own FFN width.
 
 headprune writes this file beside every slimmed checkpoint, and config.json's `auto_map` points at it, so
 transformers 5 (which no longer replays `config.pruned_heads`) loads the folder with remote code:
 
     AutoModelForSequenceClassification.from_pretrained(DIR, trust_remote_code=True)
 
-transformers 4 loads the same folder without remote code too (its BERT replays `pruned_heads`).
+transformers 4 loads the same folder without remote code too (its BERT replays `pruned_heads`) unless FFN
+neurons were removed: per-layer FFN widths (`config.intermediate_sizes`) need this file in both.
 
 - Layer l keeps the heads that `config.pruned_heads[l]` does not name (`config.heads_per_layer[l]` of
   them), each of size hidden_size / num_attention_heads. A layer with 0 heads skips attention: its block adds only the output bias before the residual LayerNorm.
+- Layer l's FFN has `config.intermediate_sizes[l]` neurons (all `intermediate_size` when the key is absent). A
+  layer with 0 neurons skips the FFN: its block adds only the output bias before the residual LayerNorm.
 - `output_attentions=True` returns one tensor per layer, [batch, kept heads, seq, seq]: the kept heads only,
   in their original order (`config.pruned_heads` names the removed ones). A 0-head layer gives [batch, 0, seq, seq].
 - Eager attention only; the tensor names are those of Hugging Face's BERT.
@@ -40,6 +43,17 @@ def kept_heads(config):
         raise ValueError(f"config.heads_per_layer {list(per_layer)} disagrees with config.pruned_heads "
                          f"(which leaves {[len(k) for k in kept]}); fix config.json")
     return kept
+
+
+def ffn_widths(config):
+    """The FFN width of each layer: config.intermediate_sizes, or intermediate_size everywhere."""
+    widths = getattr(config, "intermediate_sizes", None)
+    if widths is None:
+        return [config.intermediate_size] * config.num_hidden_layers
+    if len(widths) != config.num_hidden_layers or not all(0 <= int(w) <= config.intermediate_size for w in widths):
+        raise ValueError(f"config.intermediate_sizes {list(widths)} needs one width in 0..{config.intermediate_size} "
+                         f"per layer ({config.num_hidden_layers}); fix config.json")
+    return [int(w) for w in widths]
 
 
 class HeadpruneBertEmbeddings(nn.Module):
@@ -125,9 +139,9 @@ class HeadpruneBertAttention(nn.Module):
 
 
 class HeadpruneBertIntermediate(nn.Module):
-    def __init__(self, config):
+    def __init__(self, config, width):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.dense = nn.Linear(config.hidden_size, width)
         self.intermediate_act_fn = ACT2FN[config.hidden_act]
 
     def forward(self, x):
@@ -135,9 +149,9 @@ class HeadpruneBertIntermediate(nn.Module):
 
 
 class HeadpruneBertOutput(nn.Module):
-    def __init__(self, config):
+    def __init__(self, config, width):
         super().__init__()
-        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.dense = nn.Linear(width, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -146,11 +160,11 @@ class HeadpruneBertOutput(nn.Module):
 
 
 class HeadpruneBertLayer(nn.Module):
-    def __init__(self, config, kept):
+    def __init__(self, config, kept, width):
         super().__init__()
         self.attention = HeadpruneBertAttention(config, kept)
-        self.intermediate = HeadpruneBertIntermediate(config)
-        self.output = HeadpruneBertOutput(config)
+        self.intermediate = HeadpruneBertIntermediate(config, width)
+        self.output = HeadpruneBertOutput(config, width)
 
     def forward(self, x, additive_mask):
         attended, probs = self.attention(x, additive_mask)
@@ -160,7 +174,8 @@ class HeadpruneBertLayer(nn.Module):
 class HeadpruneBertEncoder(nn.Module):
     def __init__(self, config):
         super().__init__()
-        self.layer = nn.ModuleList(HeadpruneBertLayer(config, k) for k in kept_heads(config))
+        self.layer = nn.ModuleList(HeadpruneBertLayer(config, k, w)
+                                   for k, w in zip(kept_heads(config), ffn_widths(config)))
 
 
 class HeadpruneBertPooler(nn.Module):
