@@ -1,0 +1,166 @@
+// Mask gradients, Fisher search and rearrangement (see prune/mask_search.h).
+#include "prune/mask_search.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/base/errors.h"
+#include "core/dist/distributed.h"
+
+namespace hp::prune {
+
+MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
+                             const std::function<void(long, long)>& progress) {
+  for (const auto& [name, t] : model.parameters())
+    HP_CHECK(!t.requires_grad(), "mask_gradients needs a model without trainable tensors (" << name << ")");
+  const auto& cfg = model.config();
+  const bool regression = sample.task->is_regression();
+  const long n = static_cast<long>(sample.batches.size());
+  auto heads = torch::zeros({n, cfg.num_hidden_layers, cfg.max_heads()}, torch::kFloat64);
+  auto neurons = torch::zeros({n, cfg.num_hidden_layers, cfg.max_ffn_width()}, torch::kFloat64);
+  for (long i = 0; i < n; ++i) {
+    if (progress) progress(i, n);
+    if (!core::dist::mine(i)) continue;  // data-parallel: every world-th batch, summed below
+    const auto& b = sample.batches[static_cast<size_t>(i)];
+    core::EncoderInput in = core::encoder_input(b);
+    in.head_mask = torch::ones({cfg.num_hidden_layers, cfg.max_heads()}, torch::requires_grad());
+    in.neuron_mask = torch::ones({cfg.num_hidden_layers, cfg.max_ffn_width()}, torch::requires_grad());
+    in.cls_only = true;
+    const auto loss = per_example_loss(model.forward(in).logits, b.labels, regression).mean();
+    const auto g = torch::autograd::grad({loss}, {in.head_mask, in.neuron_mask});
+    heads[i] = g[0].to(torch::kFloat64);
+    neurons[i] = g[1].to(torch::kFloat64);
+  }
+  if (progress) progress(n, n);
+  core::dist::all_reduce_sum(heads, "the mask gradients");
+  core::dist::all_reduce_sum(neurons, "the mask gradients");
+  return {heads, neurons};
+}
+
+torch::Tensor fisher_diagonal(const torch::Tensor& grads) { return grads.pow(2).sum(0); }
+
+namespace {
+
+// Flat indices of `importance` by decreasing value, equal values in index order.
+std::vector<long> ranked(const torch::Tensor& importance) {
+  const auto flat = importance.to(torch::kFloat64).contiguous().view(-1);
+  const double* v = flat.data_ptr<double>();
+  std::vector<long> order(static_cast<size_t>(flat.numel()));
+  std::iota(order.begin(), order.end(), 0L);
+  std::stable_sort(order.begin(), order.end(), [v](long a, long b) { return v[a] > v[b]; });
+  return order;
+}
+
+std::vector<std::vector<bool>> keep_of(const std::vector<long>& order, long count, long rows, long cols) {
+  std::vector<std::vector<bool>> keep(static_cast<size_t>(rows), std::vector<bool>(static_cast<size_t>(cols), false));
+  for (long k = 0; k < count; ++k) keep[order[k] / cols][order[k] % cols] = true;
+  return keep;
+}
+
+}  // namespace
+
+StructureKeep search_budget(const torch::Tensor& head_importance, const torch::Tensor& neuron_importance,
+                            const UnitCosts& costs, double budget, Prunable prunable) {
+  HP_CHECK(costs.head > 0 && costs.neuron > 0, "search_budget: unit costs must be positive");
+  budget *= 1 + 1e-12;  // a budget of exactly the whole model keeps the whole model despite rounding
+  const auto heads = ranked(head_importance), neurons = ranked(neuron_importance);
+  const long H = static_cast<long>(heads.size()), I = static_cast<long>(neurons.size());
+  auto fits = [&](long h, long n) {
+    return costs.head * static_cast<double>(h) + costs.neuron * static_cast<double>(n) <= budget;
+  };
+  if (!prunable.heads || !prunable.neurons) {  // one structure whole, the other's best units in the rest
+    const long h = prunable.heads ? std::min<long>(H, static_cast<long>((budget - costs.neuron * I) / costs.head)) : H;
+    const long n =
+        prunable.neurons ? std::min<long>(I, static_cast<long>((budget - costs.head * H) / costs.neuron)) : I;
+    if (h < 1 || n < 0 || !fits(h, n))
+      throw ConfigError("the budget " + std::to_string(budget) +
+                        " cannot keep the structures prune.structures keeps whole (" +
+                        std::to_string(costs.head * H + costs.neuron * I) + " in all); raise the target or allow both");
+    return {keep_of(heads, h, head_importance.size(0), head_importance.size(1)),
+            keep_of(neurons, n, neuron_importance.size(0), neuron_importance.size(1))};
+  }
+  // Prefix sums of the ranked importances: the total of the best k units in O(1).
+  auto prefix = [](const torch::Tensor& importance, const std::vector<long>& order) {
+    const auto flat = importance.to(torch::kFloat64).contiguous();
+    const double* v = flat.data_ptr<double>();
+    std::vector<double> sum(order.size() + 1, 0.0);
+    for (size_t k = 0; k < order.size(); ++k) sum[k + 1] = sum[k] + v[order[k]];
+    return sum;
+  };
+  const auto h_sum = prefix(head_importance, heads), n_sum = prefix(neuron_importance, neurons);
+  long best_heads = -1, best_neurons = 0;
+  double best = -1;
+  for (long h = 1; h <= static_cast<long>(heads.size()); ++h) {
+    const double rest = budget - costs.head * static_cast<double>(h);
+    if (rest < 0) break;
+    const long n = std::min<long>(static_cast<long>(rest / costs.neuron), static_cast<long>(neurons.size()));
+    const double total = h_sum[h] + n_sum[n];
+    if (total > best) best = total, best_heads = h, best_neurons = n;
+  }
+  if (best_heads < 0)
+    throw ConfigError("the budget pays for no head (one head costs " + std::to_string(costs.head) + ", the budget is " +
+                      std::to_string(budget) + "); raise the target");
+  return {keep_of(heads, best_heads, head_importance.size(0), head_importance.size(1)),
+          keep_of(neurons, best_neurons, neuron_importance.size(0), neuron_importance.size(1))};
+}
+
+std::vector<bool> greedy_rearrange(const std::vector<bool>& keep, const torch::Tensor& grads) {
+  const long U = static_cast<long>(keep.size());
+  const long removed_count = U - std::count(keep.begin(), keep.end(), true);
+  if (removed_count == 0 || removed_count == U) return keep;
+  const auto g = grads.to(torch::kFloat64).t().contiguous();  // [U, N]
+  const auto order = ranked(-g.pow(2).sum(1));  // increasing Fisher
+  std::vector<long> removed(order.begin(), order.begin() + removed_count);
+  for (long k = removed_count; k < U; ++k) {
+    removed.push_back(order[k]);
+    const auto idx = torch::tensor(removed, torch::kLong);
+    const auto vectors = g.index_select(0, idx);  // [r + 1, N]
+    const auto without = vectors.sum(0).unsqueeze(0) - vectors;  // the sum with each one left out
+    const long back = without.pow(2).sum(1).argmin().item<long>();
+    removed.erase(removed.begin() + back);
+  }
+  std::vector<bool> out(keep.size(), true);
+  for (long u : removed) out[u] = false;
+  return out;
+}
+
+namespace {
+
+std::vector<std::vector<bool>> rearrange_layers(const std::vector<std::vector<bool>>& keep,
+                                                const torch::Tensor& grads) {
+  auto out = keep;
+  for (size_t l = 0; l < keep.size(); ++l) {
+    const long U = static_cast<long>(keep[l].size());
+    out[l] = greedy_rearrange(keep[l], grads.select(1, static_cast<long>(l)).narrow(1, 0, U));
+  }
+  return out;
+}
+
+double layers_loss(const std::vector<std::vector<bool>>& keep, const torch::Tensor& grads) {
+  double sum = 0;
+  for (size_t l = 0; l < keep.size(); ++l) {
+    std::vector<long> removed;
+    for (size_t u = 0; u < keep[l].size(); ++u)
+      if (!keep[l][u]) removed.push_back(static_cast<long>(u));
+    if (removed.empty()) continue;
+    const auto g = grads.select(1, static_cast<long>(l)).index_select(1, torch::tensor(removed, torch::kLong));
+    sum += g.sum(1).pow(2).sum().item<double>();
+  }
+  return sum;
+}
+
+}  // namespace
+
+StructureKeep rearrange(const StructureKeep& keep, const MaskGradients& grads) {
+  return {rearrange_layers(keep.heads, grads.heads), rearrange_layers(keep.neurons, grads.neurons)};
+}
+
+double block_fisher_loss(const StructureKeep& keep, const MaskGradients& grads) {
+  return layers_loss(keep.heads, grads.heads) + layers_loss(keep.neurons, grads.neurons);
+}
+
+double structure_cost(const StructureKeep& keep, const UnitCosts& costs) {
+  return costs.head * core::count_kept(keep.heads) + costs.neuron * core::count_kept(keep.neurons);
+}
+
+}  // namespace hp::prune

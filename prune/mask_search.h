@@ -1,0 +1,76 @@
+// Retraining-free search for the heads and FFN neurons to keep under a budget (Kwon et al. 2022, "A Fast
+// Post-Training Pruning Framework for Transformers"), steps 1–3; step 4 (mask tuning) is prune/mask_tuning.h.
+//
+//   1. Mask gradients: on a sample of the rank split, with the weights frozen, the gradient of the batch's
+//      mean task loss with respect to every head mask and every neuron mask (all at 1), one vector per batch.
+//   2. Search: importance = the diagonal Fisher, Σ over batches of the squared mask gradient. For every head
+//      count n (1 .. all heads), the n most important heads, then as many of the most important neurons as
+//      the rest of the budget pays for; the count with the largest total importance wins.
+//   3. Rearrangement: within each layer, its head and neuron counts fixed, greedy swaps that lower the
+//      block-diagonal Fisher estimate of the loss increase, ‖Σ over removed units of g‖² (summed over
+//      batches), which sees units that are important together.
+//
+// Budgets are in any additive unit cost: FLOPs at the task's mean length (eval/flops.h), or parameters.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+
+#include "core/model/bert.h"
+#include "core/model/head_mask.h"
+#include "prune/criteria.h"  // RankData
+
+namespace hp::prune {
+
+// What stays: heads [L][Hmax] and FFN neurons [L][Imax] (true = kept).
+struct StructureKeep {
+  core::HeadSet heads;
+  core::NeuronSet neurons;
+};
+
+// Per-batch mask gradients: heads [N, L, Hmax], neurons [N, L, Imax], float64 (N = batches).
+struct MaskGradients {
+  torch::Tensor heads, neurons;
+};
+
+// Step 1 on `sample` (its batches as given). `progress(done, total)` after each batch; may be empty. The
+// model's tensors must not require gradients.
+MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
+                             const std::function<void(long, long)>& progress = {});
+
+// Σ over batches of g²: grads [N, L, U] → [L, U].
+torch::Tensor fisher_diagonal(const torch::Tensor& grads);
+
+// The cost of one head and of one FFN neuron in the budget's unit.
+struct UnitCosts {
+  double head = 0, neuron = 0;
+};
+
+// What a budget may remove (prune.structures).
+struct Prunable {
+  bool heads = true, neurons = true;
+};
+
+// Step 2: `budget` in the unit of `costs` (e.g. 0.5 × the unpruned encoder's FLOPs). Importances [L, H] and
+// [L, I]; equal importances are taken in index order. A structure that may not be removed is kept whole and
+// its cost comes off the budget first. ConfigError when not even one head fits.
+StructureKeep search_budget(const torch::Tensor& head_importance, const torch::Tensor& neuron_importance,
+                            const UnitCosts& costs, double budget, Prunable prunable = {});
+
+// Step 3 for one layer's units: `keep` [U] (its count is kept), `grads` [N, U]. Starting from the lowest-Fisher
+// units removed, each remaining unit in increasing Fisher order joins the removed set and the unit whose
+// departure leaves the smallest ‖Σ g‖² goes back.
+std::vector<bool> greedy_rearrange(const std::vector<bool>& keep, const torch::Tensor& grads);
+
+// Step 3 for every layer, heads and neurons.
+StructureKeep rearrange(const StructureKeep& keep, const MaskGradients& grads);
+
+// The block-diagonal Fisher objective of a choice: Σ over layers and batches of ‖Σ over removed units g‖²
+// (heads and neurons; lower is better). Step 3 lowers it layer by layer.
+double block_fisher_loss(const StructureKeep& keep, const MaskGradients& grads);
+
+// The budget a choice spends: kept heads × costs.head + kept neurons × costs.neuron.
+double structure_cost(const StructureKeep& keep, const UnitCosts& costs);
+
+}  // namespace hp::prune
