@@ -89,15 +89,12 @@ const std::vector<Shortcut> kReportFlags = {
 
 // The pruning run (no subcommand).
 const std::vector<Shortcut> kPruneFlags = {
-    {"--target-heads", "prune.target_heads"},
-    {"--criteria", "prune.criteria"},
-    {"--method", "prune.method"},
-    {"--schedule", "prune.schedule"},
-    {"--iterative", "prune.iterative"},
-    {"--per-layer", "prune.per_layer"},
-    {"--seeds", "prune.seeds"},
-    {"--rank-examples", "prune.rank_examples"},
-    {"--gates-run", "prune.gates_run"},
+    {"--target-heads", "prune.target_heads"},   {"--target-flops", "prune.target_flops"},
+    {"--target-params", "prune.target_params"}, {"--structures", "prune.structures"},
+    {"--criteria", "prune.criteria"},           {"--method", "prune.method"},
+    {"--schedule", "prune.schedule"},           {"--iterative", "prune.iterative"},
+    {"--per-layer", "prune.per_layer"},         {"--seeds", "prune.seeds"},
+    {"--rank-examples", "prune.rank_examples"}, {"--gates-run", "prune.gates_run"},
     {"--recover-steps", "prune.recover_steps"},
 };
 

@@ -56,20 +56,22 @@ torch::Tensor importance_at(const CurveInputs& in, const Criterion& crit, int se
   return imp;
 }
 
+}  // namespace
+
 double mean_length(const core::EncodedDataset& d) {
   double s = 0;
   for (const auto& ids : d.ids) s += static_cast<double>(ids.size());
   return d.size() ? s / static_cast<double>(d.size()) : 0;
 }
 
-CurvePoint evaluate_point(const CurveInputs& in, const std::string& criterion, int seed, int step,
-                          const core::HeadSet& keep) {
-  core::Bert slim = slim_model(*in.model, keep);
+CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const std::string& criterion, int seed,
+                          int step, const core::HeadSet& keep, const core::NeuronSet& neurons) {
+  core::Bert slim = slim_model(model, keep, neurons);
   auto r = eval::evaluate(slim, *in.task, *in.eval, in.eval_batches, torch::Tensor());
   CurvePoint p;
   p.criterion = criterion, p.seed = seed, p.step = step;
   p.kept = core::count_kept(keep);
-  p.pruned = in.model->config().total_heads() - p.kept;
+  p.pruned = model.config().total_heads() - p.kept;
   p.mask = core::format_head_mask(keep);
   p.metrics = r.metrics;
   p.predictions = r.predictions;
@@ -81,6 +83,13 @@ CurvePoint evaluate_point(const CurveInputs& in, const std::string& criterion, i
     p.latency_ms =
         eval::measure_latency(slim, eval::synthetic_input(slim.config(), 32, in.latency_seq), 1, 3, 0.3).median_ms;
   return p;
+}
+
+namespace {
+
+CurvePoint evaluate_point(const CurveInputs& in, const std::string& criterion, int seed, int step,
+                          const core::HeadSet& keep) {
+  return evaluate_point(in, *in.model, criterion, seed, step, keep);
 }
 
 // Walks the schedule up to `upto` points, calling `visit(step, keep)` at each.

@@ -34,6 +34,14 @@ struct CurveInputs {
 torch::Tensor score_unpruned(const CurveInputs& in, const Criterion& crit, int seed, const RankData& rank,
                              RunStore& store);
 
+// One point of a curve: `model` (the curve's, or one with tuning scales folded in) slimmed to the heads `keep`
+// and the FFN neurons `neurons` (empty = all), evaluated on the evaluation split; FLOPs at its mean length.
+CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const std::string& criterion, int seed,
+                          int step, const core::HeadSet& keep, const core::NeuronSet& neurons = {});
+
+// Mean real length (tokens) of an encoded dataset.
+double mean_length(const core::EncodedDataset& d);
+
 // One criterion's curve for one seed; `rank` is that seed's ranking data. Stops early (fewer points)
 // when in.stop is set.
 std::vector<CurvePoint> run_curve(const CurveInputs& in, const Criterion& crit, int seed, const RankData& rank,

@@ -14,6 +14,30 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+// "48 heads and 3072 of 9216 FFN neurons (50.0% of the encoder's FLOPs)".
+std::string budget_text(const nlohmann::json& b) {
+  int heads = 0;
+  for (const auto& h : b["heads_per_layer"]) heads += h.get<int>();
+  return std::to_string(heads) + " heads and " + std::to_string(b.value("neurons_kept", 0)) + " of " +
+         std::to_string(b.value("neurons_total", 0)) + " FFN neurons (" + fixed(100 * b.value("kept", 0.0), 1) +
+         "% of the encoder's " + b.value("unit", std::string("FLOPs")) + ")";
+}
+
+// The table of what each layer keeps: its heads, and with a FLOPs or parameter budget its FFN neurons.
+void kept_table(std::ostringstream& o, const CardInputs& in, const nlohmann::json& fin) {
+  const bool budget = fin.contains("budget");
+  o << "## Heads" << (budget ? " and FFN neurons" : "") << " kept\n\n| layer | heads kept | original indices |"
+    << (budget ? " FFN neurons kept |\n|---|---|---|---|\n" : "\n|---|---|---|\n");
+  for (size_t l = 0; l < in.kept.size(); ++l) {
+    std::string idx;
+    for (int h : in.kept[l]) idx += (idx.empty() ? "" : ", ") + std::to_string(h);
+    o << "| " << l << " | " << in.kept[l].size() << " of " << in.heads_per_layer << " | "
+      << (idx.empty() ? "none" : idx) << " |";
+    if (budget) o << " " << fin["budget"]["ffn_widths"][l].get<int>() << " of " << in.intermediate_size << " |";
+    o << "\n";
+  }
+}
+
 }  // namespace
 
 std::string base_licence(const std::string& dir) {
@@ -44,18 +68,14 @@ std::string model_card(const CardInputs& in) {
   o << (finetuned == in.base_model
             ? "The " + task + " classifier `" + in.base_model + "`"
             : "Fine-tuned on GLUE " + task + " from `" + in.base_model + "` (`" + finetuned + "`)")
-    << ", pruned to exactly " << kept << " heads by headprune " << in.version << " (method: " << fin.value("method", "")
+    << ", pruned to "
+    << (fin.contains("budget") ? budget_text(fin["budget"]) : "exactly " + std::to_string(kept) + " heads")
+    << " by headprune " << in.version << " (method: " << fin.value("method", "")
     << (fin.contains("criterion") ? ", criterion " + fin["criterion"].get<std::string>() : std::string()) << ").\n"
     << "Licence of the base weights: "
     << (licence.empty() ? "not stated in the base model's README.md; check its terms" : licence)
     << " (this model is a derivative of them).\n\n";
-  o << "## Heads kept\n\n| layer | heads kept | original indices |\n|---|---|---|\n";
-  for (size_t l = 0; l < in.kept.size(); ++l) {
-    std::string idx;
-    for (int h : in.kept[l]) idx += (idx.empty() ? "" : ", ") + std::to_string(h);
-    o << "| " << l << " | " << in.kept[l].size() << " of " << in.heads_per_layer << " | "
-      << (idx.empty() ? "none" : idx) << " |\n";
-  }
+  kept_table(o, in, fin);
   o << "\n## Quality and speed (" << task << " " << split << ")\n\n| | " << metric << " |\n|---|---|\n";
   if (s.contains("criteria") && fin.contains("criterion") &&
       s["criteria"].contains(fin["criterion"].get<std::string>())) {
@@ -81,7 +101,12 @@ std::string model_card(const CardInputs& in) {
        "code: its BERT re-prunes the heads listed in `config.pruned_heads`. With `output_attentions=True`, layer l "
        "returns [batch, kept heads, seq, seq]: the kept heads of the table above, in that order. Loaders that "
        "run no remote code and ignore `pruned_heads` need the dense fallback (original shapes, removed heads "
-       "zeroed, same logits, no speedup): `prune export --model THIS_FOLDER --dense --to DENSE_FOLDER`.\n\n";
+       "zeroed, same logits, no speedup): `prune export --model THIS_FOLDER --dense --to DENSE_FOLDER`.\n";
+  if (fin.contains("budget"))
+    o << "This model also removed FFN neurons: its layers have their own FFN widths (`config.intermediate_sizes`), "
+         "which Hugging Face's own BERT cannot build, so transformers 4.x needs `trust_remote_code=True` too; the "
+         "dense fallback loads everywhere.\n";
+  o << "\n";
   o << "## Reproduce\n\n```\nprune --config " << in.run_dir << "/config.resolved.yaml\n```\n\n"
     << "(headprune " << in.version << "; the resolved config holds every setting of the run.)\n";
   return o.str();

@@ -16,6 +16,7 @@ struct CardInputs {
   std::string base_model;  // model.path (its README.md front matter gives the licence)
   std::vector<std::vector<int>> kept;  // [L]: original indices of the heads kept
   int heads_per_layer = 0;  // of the base model
+  int intermediate_size = 0;  // of the base model (the FFN widths of a budget run are out of it)
   std::string version;  // headprune's
 };
 

@@ -2,6 +2,7 @@
 #include "prune/pipeline.h"
 
 #include <iostream>
+#include <sstream>
 
 #include "core/base/errors.h"
 #include "core/base/files.h"
@@ -9,12 +10,51 @@
 #include "core/base/version.h"
 #include "core/dist/distributed.h"
 #include "eval/flops.h"
+#include "prune/budget.h"
 #include "prune/criteria.h"
 #include "prune/model_card.h"
 #include "prune/schedule.h"
 #include "prune/stages.h"
 
 namespace hp::prune {
+
+namespace {
+
+// The budget keys: one target at a time, fractions in (0, 1), known structures, a decreasing schedule.
+void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
+  auto need = [](bool ok, const std::string& msg) {
+    if (!ok) throw ConfigError(msg);
+  };
+  for (const auto& [key, v] : {std::pair{"target_flops", p.target_flops}, {"target_params", p.target_params}}) {
+    std::ostringstream value;
+    value << v;
+    need(v == 0 || (v > 0 && v < 1), "prune." + std::string(key) + " = " + value.str() +
+                                         "; use a fraction of the unpruned encoder's in (0, 1), e.g. 0.5 (0 = off)");
+  }
+  need(!(p.target_flops > 0 && p.target_params > 0),
+       "prune.target_flops and prune.target_params are both set; give one");
+  need(!(budget_mode(p) && p.target_heads > 0),
+       "prune.target_heads and a FLOPs or parameter budget are both set; give --target-heads N or --target-flops F");
+  need(!(p.method == "kwon" && !budget_mode(p)),
+       "prune.method = kwon searches under a budget; give --target-flops F or --target-params F");
+  need(!(budget_mode(p) && p.method != "best" && p.method != "kwon"),
+       "prune.method = " + p.method + " chooses heads for --target-heads; a FLOPs or parameter budget uses kwon");
+  need(!p.structures.empty(), "prune.structures is empty; use heads, neurons or both");
+  for (const auto& s : p.structures)
+    need(s == "heads" || s == "neurons", "prune.structures has '" + s + "'; use heads, neurons or both");
+  need(p.search_examples >= 0,
+       "prune.search_examples = " + std::to_string(p.search_examples) + "; use 0 (all) or a count");
+  need(p.tuning_damping >= 0, "prune.tuning_damping must be 0 or positive");
+  for (size_t i = 0; i < p.budget_schedule.size(); ++i)
+    need(p.budget_schedule[i] > 0 && p.budget_schedule[i] <= 100 &&
+             (i == 0 || p.budget_schedule[i] < p.budget_schedule[i - 1]),
+         "prune.budget_schedule must decrease within 1..100 (percent kept); e.g. [100, 90, 80, 70, 60, 50, 40, 30]");
+  need(!(budget_mode(p) && arch.slimmed()),
+       "the model is already slimmed (its config.json has pruned_heads or intermediate_sizes); a budget search "
+       "starts from the unpruned fine-tuned model");
+}
+
+}  // namespace
 
 void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& arch) {
   const int total = arch.total_heads();
@@ -43,7 +83,8 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
        "prune.min_heads_per_layer = " + std::to_string(p.min_heads_per_layer) + "; use 0.." +
            std::to_string(arch.num_attention_heads));
   need(p.recover_steps >= 0, "prune.recover_steps must be 0 (off) or positive");
-  if (p.method != "best" && p.method != "gates") find_criterion(p.method, "prune.method");
+  validate_budget(p, arch);
+  if (p.method != "best" && p.method != "gates" && p.method != "kwon") find_criterion(p.method, "prune.method");
   if (p.target_heads > 0) {
     const int reachable = total - max_prunable(all_heads(arch), p.min_heads_per_layer);
     need(p.target_heads >= reachable, "prune.target_heads = " + std::to_string(p.target_heads) + " is below the " +
@@ -61,15 +102,19 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
   if (s.final) {
     const FinalSummary& f = *s.final;
     if (core::dist::is_main())
-      std::cout << s.task << " " << s.eval_split << ": " << f.heads_kept << "/" << s.heads_total << " heads ("
-                << f.method << (f.criterion.empty() ? "" : " " + f.criterion) << "): " << s.metric << " "
+      std::cout << s.task << " " << s.eval_split << ": " << f.heads_kept << "/" << s.heads_total << " heads"
+                << (f.budget ? ", " + std::to_string(f.budget->neurons_kept) + "/" +
+                                   std::to_string(f.budget->neurons_total) + " FFN neurons, " +
+                                   std::to_string(std::lround(f.budget->kept * 100)) + "% of " + f.budget->unit
+                             : std::string())
+                << " (" << f.method << (f.criterion.empty() ? "" : " " + f.criterion) << "): " << s.metric << " "
                 << f.metrics.at(s.metric) << "; speedup x" << f.latency.at("batch32").speedup
                 << " at batch 32 (FLOP bound x" << f.latency.at("batch32").flop_bound << "), x"
                 << f.latency.at("batch1").speedup << " at batch 1; slimmed model in " << cfg.run.out_dir << "/model\n";
     s.files.push_back("model/");
     const core::BertConfig& slim = models->slim->config();
-    CardInputs card{summary_json(s),          cfg.run.out_dir,          cfg.model.path, {},
-                    slim.num_attention_heads, core::headprune_version()};
+    CardInputs card{summary_json(s),          cfg.run.out_dir,        cfg.model.path,           {},
+                    slim.num_attention_heads, slim.intermediate_size, core::headprune_version()};
     for (int l = 0; l < slim.num_hidden_layers; ++l) card.kept.push_back(slim.kept_heads(l));
     core::write_file_atomic(cfg.run.out_dir + "/model/README.md", model_card(card));
   }
@@ -78,9 +123,10 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
             "wrote " + cfg.run.out_dir + "/summary.json and " + std::to_string(s.files.size()) + " more files");
 }
 
-// Stages 5-8 with prune.target_heads = N: the final model, its checks and speed. Empty when stopped.
-std::optional<FinalSummary> final_model(RunContext& ctx, const CurvesSummary& curves, FinalModels& models) {
-  auto choice = choose_heads(ctx, curves);
+// Stages 5-8 with prune.target_heads = N or a budget: the final model, its checks and speed. Empty when stopped.
+std::optional<FinalSummary> final_model(RunContext& ctx, const CurvesSummary& curves, FinalModels& models,
+                                        const MaskGradients* grads) {
+  auto choice = grads ? std::optional<FinalChoice>(choose_budget(ctx, *grads)) : choose_heads(ctx, curves);
   if (!choice || !recover(ctx, *choice)) return std::nullopt;
   FinalSummary f;
   models = export_and_verify(ctx, *choice, f);
@@ -91,7 +137,8 @@ std::optional<FinalSummary> final_model(RunContext& ctx, const CurvesSummary& cu
   f.criterion = choice->criterion;
   f.metrics_before_recovery = choice->metrics_before_recovery;
   f.params = eval::parameter_count(models.slim->config());
-  f.params_unpruned = eval::parameter_count(models.masked->config());
+  f.params_unpruned = eval::parameter_count(ctx.arch);
+  f.budget = choice->budget;
   return f;
 }
 
@@ -104,8 +151,10 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
   if (!fine_tune(ctx)) return kInterrupted;  // 2
   const auto importance = score(ctx);  // 3
   if (!importance) return kInterrupted;
+  std::optional<MaskGradients> grads;  // with a FLOPs or parameter budget (prune/budget.h)
+  if (budget_mode(cfg.prune) && !(grads = budget_gradients(ctx))) return kInterrupted;
   auto curve_summary = curves(ctx, *importance);  // 4
-  if (!curve_summary) return kInterrupted;
+  if (!curve_summary || (grads && !budget_curves(ctx, *grads, *curve_summary))) return kInterrupted;
 
   RunSummary s;
   s.task = ctx.task->name;
@@ -118,8 +167,8 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
   s.rank_examples = static_cast<long>(ctx.rank_sets[0].size());
   s.curves = std::move(*curve_summary);
   FinalModels models;
-  if (cfg.prune.target_heads > 0) {
-    s.final = final_model(ctx, s.curves, models);  // 5-8
+  if (cfg.prune.target_heads > 0 || grads) {
+    s.final = final_model(ctx, s.curves, models, grads ? &*grads : nullptr);  // 5-8
     if (!s.final) return kInterrupted;
   }
   write_summary(ctx, s, &models);  // 9

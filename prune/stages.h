@@ -33,10 +33,13 @@ void log_stage(int number, const std::string& name, const std::string& what);
 
 struct RunContext;
 // A training run of the pruning run in RUN_DIR/<sub> (resumed when its state is there), starting from the
-// model in `from`, on the task and data resolved in stage 1; `fixed_keep` fixes the heads (recovery).
-// False when stopped.
+// model in `from`, on the task and data resolved in stage 1; `fixed_keep` fixes the heads (recovery), or
+// `teacher_dir` names the unpruned model a slimmed one recovers from. False when stopped.
 bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string& sub, const std::string& from,
-              const core::HeadSet& fixed_keep = {});
+              const core::HeadSet& fixed_keep = {}, const std::string& teacher_dir = "");
+
+// The first `n` (0 = all) of a seeded shuffle of `all`: the ranking examples of a seed, the search sample.
+std::vector<core::Example> sample_examples(std::vector<core::Example> all, int n, int seed);
 
 struct RunContext {
   RunContext() = default;
@@ -63,6 +66,9 @@ struct RunContext {
   std::vector<core::EncodedDataset> rank_sets;  // one per seed
   std::vector<RankData> ranks;  // batches of rank_sets
   CurveInputs curves;  // model, data, schedule for prune/curves.h
+  // With a FLOPs or parameter budget (prune/budget.h): the search sample of the rank split.
+  core::EncodedDataset search_set;
+  RankData search;
 };
 
 // Stage 1. Validates prune.* against the architecture, reads both splits (a task without data fails

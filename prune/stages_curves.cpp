@@ -43,15 +43,6 @@ std::string resume_key(const core::Config& cfg) {
   return core::dump_yaml(fixed);
 }
 
-// Ranking examples for a seed: a seeded shuffle of the rank split, first N.
-std::vector<core::Example> rank_examples(std::vector<core::Example> all, int n, int seed) {
-  std::mt19937_64 gen(static_cast<uint64_t>(seed) * 1000003ULL + 11);
-  for (size_t i = all.size(); i > 1; --i)
-    std::swap(all[i - 1], all[std::uniform_int_distribution<size_t>(0, i - 1)(gen)]);
-  if (n > 0 && static_cast<size_t>(n) < all.size()) all.resize(n);
-  return all;
-}
-
 // The model, tokenizer, encoded data, ranking batches and curve inputs, from ctx.model_dir.
 void load_model_and_data(RunContext& ctx) {
   const core::Config& cfg = *ctx.cfg;
@@ -64,7 +55,7 @@ void load_model_and_data(RunContext& ctx) {
   ctx.rank_sets.reserve(P.seeds);  // ranks point into rank_sets
   for (int s = 0; s < P.seeds; ++s)
     ctx.rank_sets.push_back(core::encode_examples(
-        *ctx.tok, rank_examples(ctx.rank_examples, P.rank_examples, cfg.run.seed + s), cfg.data.max_seq_len));
+        *ctx.tok, sample_examples(ctx.rank_examples, P.rank_examples, cfg.run.seed + s), cfg.data.max_seq_len));
   for (int s = 0; s < P.seeds; ++s)
     ctx.ranks.push_back(make_rank_data(*ctx.task, ctx.rank_sets[s], P.rank_batch_size, ctx.tok->pad_id()));
 
@@ -84,11 +75,20 @@ void load_model_and_data(RunContext& ctx) {
 
 }  // namespace
 
+std::vector<core::Example> sample_examples(std::vector<core::Example> all, int n, int seed) {
+  std::mt19937_64 gen(static_cast<uint64_t>(seed) * 1000003ULL + 11);
+  for (size_t i = all.size(); i > 1; --i)
+    std::swap(all[i - 1], all[std::uniform_int_distribution<size_t>(0, i - 1)(gen)]);
+  if (n > 0 && static_cast<size_t>(n) < all.size()) all.resize(n);
+  return all;
+}
+
 // A training run of the pruning run, in RUN_DIR/<sub> (resumed when its state is there) on the task
 // and data resolved in stage 1. False when stopped.
 bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string& sub, const std::string& from,
-              const core::HeadSet& fixed_keep) {
+              const core::HeadSet& fixed_keep, const std::string& teacher_dir) {
   train::TaskRun run;
+  run.teacher_dir = teacher_dir;
   run.model_dir = from;
   run.run_dir = ctx.cfg->run.out_dir + "/" + sub;
   run.resume = fs::exists(run.run_dir + "/state");

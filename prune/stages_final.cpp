@@ -74,6 +74,10 @@ std::map<std::string, std::string> hf_checks(const RunContext& ctx, const core::
           HfCheck{"transformers4_remote_code", core::PythonRef::kTransformers4, "--remote-code"},
           HfCheck{"transformers5_remote_code", core::PythonRef::kTransformers5, "--remote-code"}}) {
       const std::string py = core::python_reference(check.python);
+      if (!*check.flag && reloaded.config().ffn_slimmed()) {
+        hf[check.name] = "not applicable (per-layer FFN widths need the modeling file: see the remote-code checks)";
+        continue;
+      }
       if (!verify || !fs::exists(py) || !fs::exists(script)) {
         hf[check.name] = verify ? "skipped (no Python reference at " + py + ")" : "skipped (verify off)";
         continue;
@@ -139,9 +143,14 @@ bool recover(RunContext& ctx, FinalChoice& choice) {
     c.train.max_steps = P.recover_steps;
     c.train.eval_every = std::max(1, P.recover_steps / 2);
     log_stage(6, "recover",
-              std::to_string(P.recover_steps) + " fine-tuning steps with the " + std::to_string(P.target_heads) +
-                  " heads fixed" + (P.recover_distill ? ", distilling" : ""));
-    if (!train_in(ctx, c, "recover", choice.model_dir, choice.keep)) return false;
+              std::to_string(P.recover_steps) + " fine-tuning steps " +
+                  (choice.slimmed ? std::string("of the slimmed model")
+                                  : "with the " + std::to_string(core::count_kept(choice.keep)) + " heads fixed") +
+                  (P.recover_distill ? ", distilling from the unpruned model" : ""));
+    // A slimmed model needs no fixed mask: what was removed is gone. It distils from the unpruned model.
+    if (!train_in(ctx, c, "recover", choice.model_dir, choice.slimmed ? core::HeadSet{} : choice.keep,
+                  choice.slimmed ? ctx.model_dir : ""))
+      return false;
   }
   choice.model_dir = dir + "/best";
   return true;
@@ -149,18 +158,19 @@ bool recover(RunContext& ctx, FinalChoice& choice) {
 
 FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalSummary& final) {
   const core::Config& cfg = *ctx.cfg;
-  if (core::count_kept(choice.keep) != cfg.prune.target_heads)
+  if (!choice.slimmed && core::count_kept(choice.keep) != cfg.prune.target_heads)
     throw InternalError("the final mask keeps " + std::to_string(core::count_kept(choice.keep)) + " heads, not " +
                         std::to_string(cfg.prune.target_heads));
   FinalModels m;
   m.masked.emplace(core::load_bert(choice.model_dir, ctx.load));
-  m.slim.emplace(slim_model(*m.masked, choice.keep));
+  // A budget's model is slimmed already (stage 5 checked it against masking with the scales).
+  m.slim.emplace(choice.slimmed ? *m.masked : slim_model(*m.masked, choice.keep));
   const std::string out_model = cfg.run.out_dir + "/model";
   log_stage(7, "export, verify", "the slimmed model to " + out_model);
   core::save_bert(*m.slim, out_model, cfg.model.path, /*hdf5=*/true);
   const core::Bert reloaded = core::load_bert(out_model, ctx.load);
-  const auto masked_eval =
-      eval::evaluate(*m.masked, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, eval::head_mask_tensor(choice.keep));
+  const auto masked_eval = eval::evaluate(*m.masked, *ctx.task, ctx.eval_data, ctx.curves.eval_batches,
+                                          choice.slimmed ? torch::Tensor() : eval::head_mask_tensor(choice.keep));
   const auto slim_eval = eval::evaluate(reloaded, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, torch::Tensor());
   final.slim_vs_masked_max_abs_logit_diff = max_abs_diff(masked_eval.logits, slim_eval.logits);
   if (cfg.prune.verify && final.slim_vs_masked_max_abs_logit_diff > 1e-5)
@@ -179,15 +189,15 @@ std::map<std::string, LatencySummary> measure_speed(const RunContext& ctx, const
             "the slimmed against the unpruned model at batch 1 and 32, " + std::to_string(seq) + " tokens");
   for (long batch : {1L, 32L}) {
     auto in = eval::synthetic_input(ctx.arch, batch, seq);
-    const auto base = eval::measure_latency(*models.masked, in);
+    const auto base = eval::measure_latency(*ctx.model, in);  // the unpruned model
     const auto small = eval::measure_latency(*models.slim, in);
     LatencySummary l;
     l.seq = seq;
     l.unpruned_ms = base.median_ms;
     l.slim_ms = small.median_ms;
     l.speedup = base.median_ms / small.median_ms;
-    l.flop_bound = eval::forward_flops(models.masked->config(), batch, seq) /
-                   eval::forward_flops(models.slim->config(), batch, seq);
+    l.flop_bound =
+        eval::forward_flops(ctx.model->config(), batch, seq) / eval::forward_flops(models.slim->config(), batch, seq);
     l.fraction_of_bound = l.speedup / l.flop_bound;
     lat["batch" + std::to_string(batch)] = l;
   }

@@ -33,6 +33,7 @@ nlohmann::json final_json(const FinalSummary& f) {
   j["model_dir"] = f.model_dir;
   j["params"] = f.params;
   j["params_unpruned"] = f.params_unpruned;
+  if (f.budget) j["budget"] = *f.budget;
   return j;
 }
 
@@ -50,6 +51,13 @@ nlohmann::json summary_json(const RunSummary& s) {
                       {"files", s.files}};
   const nlohmann::json criteria = criteria_json(s.curves);
   if (!criteria.is_null()) j["criteria"] = criteria;
+  for (const auto& a : s.curves.budget)
+    j["budget_curves"][a.criterion].push_back({{"heads_kept", a.kept},
+                                               {"params", a.params},
+                                               {"flops", a.flops},
+                                               {"mean", a.mean},
+                                               {"ci_lo", a.lo},
+                                               {"ci_hi", a.hi}});
   if (s.final) j["final"] = final_json(*s.final);
   return j;
 }

@@ -21,15 +21,33 @@ struct CurvesSummary {
   std::map<std::string, double> fractions;  // criterion → largest fraction pruned within 1 point (needs a 0 point)
   std::map<std::string, double> areas;  // criterion → mean metric over the schedule
   std::vector<std::string> files;  // relative to the run folder
+  std::vector<Aggregate> budget;  // with a FLOPs or parameter budget: the budget curves (prune/budget.h)
 };
+
+// A FLOPs or parameter budget's search (prune/budget.h): what it kept and what each step gave.
+struct BudgetSummary {
+  std::string unit;  // "FLOPs" (at the evaluation split's mean length) or "parameters", of the encoder
+  double target = 0, kept = 0;  // fractions of the unpruned encoder's
+  double mean_length = 0;  // tokens, the FLOPs' sequence length
+  int neurons_kept = 0, neurons_total = 0;
+  std::vector<int> heads_per_layer, ffn_widths;
+  std::map<std::string, std::map<std::string, double>> metrics_by_step;  // "search", "rearranged", "tuned" → metrics
+  std::map<std::string, double> seconds;  // "gradients", "search", "rearrange", "tuning"
+  double folded_vs_scaled_max_abs_logit_diff = 0;  // the export's fold of the scales against masking with them
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BudgetSummary, unit, target, kept, mean_length, neurons_kept, neurons_total,
+                                   heads_per_layer, ffn_widths, metrics_by_step, seconds,
+                                   folded_vs_scaled_max_abs_logit_diff)
 
 // Stages 5 and 6: which heads stay, by what method, and the model (after recovery) they stay in.
 struct FinalChoice {
-  std::string method;  // "criterion" or "gates"
-  std::string criterion;  // the ranking used; empty for gates
+  std::string method;  // "criterion", "gates" or "kwon"
+  std::string criterion;  // the ranking used; empty for gates and kwon
   core::HeadSet keep;
-  std::string model_dir;  // all heads present; the pruned ones are masked
+  std::string model_dir;  // all heads present, the pruned ones masked; already slimmed when `slimmed`
+  bool slimmed = false;  // kwon: model_dir holds the slimmed model with the tuning scales folded in
   std::map<std::string, double> metrics_before_recovery;  // empty for gates
+  std::optional<BudgetSummary> budget;  // kwon
 };
 
 // Stage 8, one batch size.
@@ -48,6 +66,7 @@ struct FinalSummary {
   std::map<std::string, double> metrics_before_recovery, metrics;
   std::string model_dir = "model";
   long params = 0, params_unpruned = 0;
+  std::optional<BudgetSummary> budget;  // with a FLOPs or parameter budget
 };
 
 struct RunSummary {

@@ -34,7 +34,7 @@ TaskExamples read_examples(const core::Config& cfg, const TaskRun& run, const co
 // The distillation teacher (the unpruned model), when gates.distill applies to this run.
 std::optional<core::Bert> load_teacher(const core::Config& cfg, const TaskRun& run, const core::TaskSpec& task,
                                        const core::LoadOptions& load) {
-  const bool recovery = !run.fixed_keep.empty();
+  const bool recovery = !run.fixed_keep.empty() || !run.teacher_dir.empty();  // a pruned model's fine-tuning
   const bool use_teacher = cfg.gates.distill && (recovery || (cfg.gates.target_heads > 0 && cfg.gates.finetune_after));
   if (cfg.gates.distill && !use_teacher)
     core::log_warn("train",

@@ -57,7 +57,9 @@ struct EvalConfig {
   void visit_fields(V& v) {
     v("split", split, "data split to evaluate: dev, train, test (mnli: dev_matched, dev_mismatched)");
     v("batch_size", batch_size, "evaluation batch size (batches are sorted by length, padded per batch)");
-    v("mask", mask, "heads to mask: \"2:0,3;5:11\" (layer:heads, 0-based) or a file containing such a spec");
+    v("mask", mask,
+      "heads to mask: \"2:0,3;5:11\" (layer:heads, 0-based), FFN neurons as \"f2:0-511,600\", or a file holding "
+      "such a spec");
     v("output", output, "JSON result file (default <run.out_dir>/eval_<task>_<split>.json)");
     v("max_examples", max_examples, "evaluate only the first N examples; 0 = all");
   }
@@ -197,6 +199,14 @@ struct PruneConfig {
   std::string attattr_riemann = "right";
   std::string attattr_target = "gold";
   int target_heads = 0;
+  double target_flops = 0;
+  double target_params = 0;
+  std::vector<std::string> structures = {"heads", "neurons"};
+  int search_examples = 2048;
+  std::vector<int> budget_schedule = {100, 90, 80, 70, 60, 50, 40, 30};
+  bool rearrange = true;
+  bool mask_tuning = true;
+  double tuning_damping = 1e-2;
   std::string method = "best";
   std::string gates_run;
   int recover_steps = 300;
@@ -227,7 +237,23 @@ struct PruneConfig {
     v("attattr_riemann", attattr_riemann, "attention attribution: right (Hao et al.'s formula), left or midpoint");
     v("attattr_target", attattr_target, "attention attribution: output attributed, gold label or predicted class");
     v("target_heads", target_heads, "--target-heads N: end with a slimmed model of exactly N heads; 0 = curves only");
-    v("method", method, "how N heads are chosen: best (criterion with the best curve), a criterion name, or gates");
+    v("target_flops", target_flops,
+      "--target-flops F: keep this fraction of the unpruned encoder's FLOPs (heads and FFN neurons, searched "
+      "retraining-free as Kwon et al. 2022); 0 = off");
+    v("target_params", target_params,
+      "--target-params F: the same budget in encoder parameters (a fraction of the unpruned encoder's); 0 = off");
+    v("structures", structures, "what a FLOPs or parameter budget may remove: heads, neurons (FFN) or both");
+    v("search_examples", search_examples,
+      "examples of rank_split whose mask gradients the budget search uses (Kwon et al.: 2048); 0 = all");
+    v("budget_schedule", budget_schedule,
+      "percent of the budget unit (FLOPs or parameters) kept at each point of the budget curves, decreasing");
+    v("rearrange", rearrange, "budget search: rearrange each layer's mask by its block Fisher (Kwon et al. step 3)");
+    v("mask_tuning", mask_tuning,
+      "budget search: fit a scale per kept head and neuron by layer-wise least squares (Kwon et al. step 4)");
+    v("tuning_damping", tuning_damping, "mask tuning: ridge toward scale 1, as a fraction of the mean diagonal of AᵀA");
+    v("method", method,
+      "how the kept structure is chosen: best (criterion with the best curve), a criterion name, gates, or kwon "
+      "(the budget search; the default with a FLOPs or parameter budget)");
     v("gates_run", gates_run, "run directory of a gated `prune train` run whose log alpha is the gates criterion");
     v("recover_steps", recover_steps, "fine-tuning steps with the N heads fixed after pruning; 0 = none");
     v("recover_distill", recover_distill, "distil from the unpruned model during the recovery fine-tuning");

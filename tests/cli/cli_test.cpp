@@ -242,6 +242,59 @@ TEST_CASE("the pruning run: curves for every criterion, exactly N heads exported
   CHECK_THAT(other.output, Catch::Contains("holds another pruning run") && Catch::Contains("--out NEW_DIR"));
 }
 
+TEST_CASE("the pruning run with a FLOPs budget: search, curves, slimmed export with FFN widths, resumable",
+          "[cli][prune][budget]") {
+  const auto out = hp::test::scratch_dir("hp_prune_budget");
+  std::filesystem::remove_all(out);
+  const std::string args = tiny_prune_args(out.string()) +
+                           " --criteria taylor --target-flops 0.5 --recover-steps 2 --set train.train_split=matched"
+                           " --set train.eval_split=mismatched --set train.eval_every=1";
+  auto r = run_prune(args);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("FFN neurons, 50% of FLOPs (kwon)"));
+  const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  const auto& f = summary["final"];
+  const auto& b = f["budget"];
+  CHECK(b["unit"] == "FLOPs");
+  CHECK(b["kept"].get<double>() <= 0.5);
+  CHECK(b["kept"].get<double>() > 0.45);
+  CHECK(b["folded_vs_scaled_max_abs_logit_diff"].get<double>() <= 1e-5);
+  for (const char* step : {"search", "rearranged", "tuned"}) CHECK(b["metrics_by_step"].contains(step));
+  // The export: per-layer FFN widths in config.json, as many as the summary says, and HF loads it.
+  const auto cfg = nlohmann::json::parse(slurp(out / "model" / "config.json"));
+  REQUIRE(cfg.contains("intermediate_sizes"));
+  CHECK(cfg["intermediate_sizes"] == b["ffn_widths"]);
+  int widths = 0;
+  for (const auto& w : cfg["intermediate_sizes"]) widths += w.get<int>();
+  CHECK(widths == b["neurons_kept"].get<int>());
+  CHECK(f["slim_vs_masked_max_abs_logit_diff"].get<double>() <= 1e-5);
+  if (std::filesystem::exists(HP_REF_PYTHON))
+    CHECK_THAT(f["hf_check"]["transformers4_remote_code"].get<std::string>(), Catch::StartsWith("passed"));
+  CHECK_THAT(f["hf_check"]["transformers4"].get<std::string>(), Catch::StartsWith("not applicable"));
+  const std::string card = slurp(out / "model" / "README.md");
+  CHECK_THAT(card, Catch::Contains("FFN neurons kept") && Catch::Contains("of the encoder's FLOPs"));
+  // The budget curves: 8 budgets x 3 steps of the search, and the head criterion on the same axis.
+  const std::string csv = slurp(out / "budget_curves.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 8 * 3 + 5);
+  CHECK_THAT(csv, Catch::Contains("kwon-tuned,") && Catch::Contains("heads only: taylor,"));
+  CHECK(summary["budget_curves"]["kwon-rearranged"].size() == 8);
+
+  // Killed after the search: the curves, the summary and some points gone; the rerun resumes to the same.
+  std::filesystem::remove(out / "budget_curves.csv");
+  std::filesystem::remove(out / "summary.json");
+  int removed = 0;
+  for (const auto& e : std::filesystem::directory_iterator(out / "state" / "points"))
+    if (removed++ % 3 == 0) std::filesystem::remove(e.path());
+  auto again = run_prune(args);
+  INFO(again.output);
+  REQUIRE(again.code == 0);
+  CHECK(slurp(out / "budget_curves.csv") == csv);
+  const auto resumed = nlohmann::json::parse(slurp(out / "summary.json"));
+  CHECK(resumed["final"]["budget"]["ffn_widths"] == b["ffn_widths"]);
+  CHECK(resumed["final"]["metrics"] == f["metrics"]);
+}
+
 TEST_CASE("the pruning run: bad input gives a one-line error and writes nothing", "[cli][prune][bad]") {
   const auto out = hp::test::scratch_dir("hp_prune_bad");
   std::filesystem::remove_all(out);

@@ -376,6 +376,22 @@ add("mask-head-range", "a mask naming head 7 of 4", eval_with("--mask", "0:7"), 
     "error: --mask: '0:7': head 7 is out of range; the model has 4 heads (0..3)")
 add("mask-malformed", "a mask that is not LAYER:HEAD", eval_with("--mask", "a:b"), 2,
     "error: --mask: 'a:b': layer 'a' is not a number; write layer:head,head;… e.g. \"2:0,3;5:11\"")
+add("mask-neuron-range", "a mask naming FFN neuron 37 of 37", eval_with("--mask", "f0:37"), 2,
+    "error: --mask: 'f0:37': neuron 37 is out of range; the model has 37 neurons (0..36)")
+
+
+def budget_run(*flags):
+    return lambda s: ["--model", fx.copy_tiny(s + "/model"), "--task", "mnli_subset", "--max-seq-len", "32",
+                      "--data-root", fx.glue_root(s), *flags, "--out", s + "/run"]
+
+
+add("budget-two-targets", "--target-heads and --target-flops together", budget_run("--target-heads", "3",
+    "--target-flops", "0.5"), 2,
+    "error: prune.target_heads and a FLOPs or parameter budget are both set; give --target-heads N or --target-flops F",
+    not_created("run"))
+add("budget-range", "--target-flops 1.5", budget_run("--target-flops", "1.5"), 2,
+    "error: prune.target_flops = 1.5; use a fraction of the unpruned encoder's in (0, 1), e.g. 0.5 (0 = off)",
+    not_created("run"))
 
 # --- the command line --------------------------------------------------------------------------------------
 add("unknown-command", "a misspelt command", plain("evl", "--model", "$TINY"), 2,

@@ -1,0 +1,298 @@
+// The pruning run's budget mode: Kwon et al.'s search in stages 3-5 (see prune/budget.h).
+#include "prune/budget.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/base/errors.h"
+#include "core/base/files.h"
+#include "core/base/log.h"
+#include "core/dist/distributed.h"
+#include "core/io/checkpoint.h"
+#include "core/io/tensor_io.h"
+#include "eval/evaluator.h"
+#include "eval/flops.h"
+#include "prune/plot.h"
+#include "prune/slim.h"
+
+namespace hp::prune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * fraction);
+  return buf;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+Prunable prunable_of(const core::PruneConfig& p) {
+  Prunable s{false, false};
+  for (const auto& name : p.structures) {
+    if (name == "heads") s.heads = true;
+    else if (name == "neurons") s.neurons = true;
+  }
+  return s;
+}
+
+// The variants of the budget curves, in plot order: the curve name and whether its flag is on.
+std::vector<std::string> variants(const core::PruneConfig& p) {
+  std::vector<std::string> v = {"kwon-search"};
+  if (p.rearrange) v.push_back("kwon-rearranged");
+  if (p.mask_tuning) v.push_back("kwon-tuned");
+  return v;
+}
+
+}  // namespace
+
+bool budget_mode(const core::PruneConfig& p) { return p.target_flops > 0 || p.target_params > 0; }
+
+BudgetUnit budget_unit(const core::PruneConfig& p, const core::BertConfig& arch, double mean_len) {
+  BudgetUnit u;
+  u.mean_length = mean_len;
+  if (p.target_params > 0) {
+    u.name = "parameters";
+    u.costs = {static_cast<double>(eval::head_parameters(arch)), static_cast<double>(eval::neuron_parameters(arch))};
+    u.target = p.target_params;
+  } else {
+    const long S = std::max(1L, std::lround(mean_len));
+    u.name = "FLOPs";
+    u.costs = {eval::head_flops(arch, S), eval::neuron_flops(arch, S)};
+    u.target = p.target_flops;
+  }
+  u.total = u.costs.head * arch.total_heads() + u.costs.neuron * arch.total_neurons();
+  return u;
+}
+
+std::optional<MaskGradients> budget_gradients(RunContext& ctx) {
+  const core::Config& cfg = *ctx.cfg;
+  const core::PruneConfig& P = cfg.prune;
+  ctx.search_set = core::encode_examples(*ctx.tok, sample_examples(ctx.rank_examples, P.search_examples, cfg.run.seed),
+                                         cfg.data.max_seq_len);
+  ctx.search = make_rank_data(*ctx.task, ctx.search_set, P.rank_batch_size, ctx.tok->pad_id());
+  const std::string path = cfg.run.out_dir + "/state/mask_gradients.h5";
+  if (!fs::exists(path)) {
+    log_stage(3, "score",
+              "mask gradients of every head and FFN neuron on " + std::to_string(ctx.search_set.size()) + " " +
+                  P.rank_split + " examples (Kwon et al. 2022)");
+    if (core::dist::stop_requested(ctx.stop)) return std::nullopt;
+    core::Progress progress("gradients", static_cast<long>(ctx.search.batches.size()), "batches");
+    const auto start = std::chrono::steady_clock::now();
+    const auto g = mask_gradients(*ctx.model, ctx.search, [&](long done, long) { progress.update(done); });
+    progress.finish();
+    core::shared_write([&] {
+      core::write_hdf5(path, {{"heads", g.heads}, {"neurons", g.neurons}},
+                       {{"seconds", std::to_string(seconds_since(start))}});
+    });
+  }
+  auto t = core::read_hdf5(path);  // what every reader, a resumed run included, sees
+  return MaskGradients{t.at("heads").to(torch::kFloat64), t.at("neurons").to(torch::kFloat64)};
+}
+
+BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const BudgetUnit& unit, double fraction) {
+  const core::PruneConfig& P = ctx.cfg->prune;
+  BudgetSearch s;
+  auto t = std::chrono::steady_clock::now();
+  s.searched = search_budget(fisher_diagonal(grads.heads), fisher_diagonal(grads.neurons), unit.costs,
+                             fraction * unit.total, prunable_of(P));
+  s.seconds["search"] = seconds_since(t);
+  t = std::chrono::steady_clock::now();
+  s.rearranged = P.rearrange ? rearrange(s.searched, grads) : s.searched;
+  s.seconds["rearrange"] = seconds_since(t);
+  t = std::chrono::steady_clock::now();
+  TuningOptions opts;
+  opts.damping = P.tuning_damping;
+  opts.cls_last_layer = true;
+  s.scales =
+      P.mask_tuning ? tune_masks(*ctx.model, s.rearranged, ctx.search, opts, &s.fits) : unit_scales(s.rearranged);
+  s.seconds["tuning"] = seconds_since(t);
+  return s;
+}
+
+namespace {
+
+// The three choices of a search as curve points of step `step` (each read back from the store when there).
+std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grads, const BudgetUnit& unit, int step,
+                                      double fraction) {
+  const int seed = ctx.cfg->run.seed;
+  const auto names = variants(ctx.cfg->prune);
+  std::vector<CurvePoint> points;
+  for (const auto& name : names)
+    if (auto p = ctx.store->load_point(name, seed, step)) points.push_back(*p);
+  if (points.size() == names.size()) return points;
+  points.clear();
+  const BudgetSearch s = search_at(ctx, grads, unit, fraction);
+  for (const auto& name : names) {
+    const auto& keep = name == "kwon-search" ? s.searched : s.rearranged;
+    const core::Bert model = name == "kwon-tuned" ? fold_scales(*ctx.model, s.scales) : *ctx.model;
+    CurvePoint p = evaluate_point(ctx.curves, model, name, seed, step, keep.heads, keep.neurons);
+    core::shared_write([&] { ctx.store->save_point(p); });
+    points.push_back(std::move(p));
+  }
+  return points;
+}
+
+// The non-prunable part of an Aggregate's flops or params (embeddings, pooler, classifier), so that
+// (value − fixed) / unit.total is the fraction of the encoder's budget kept.
+double fixed_part(const BudgetUnit& unit, const core::BertConfig& arch) {
+  const long S = std::max(1L, std::lround(unit.mean_length));
+  if (unit.name == "FLOPs") return eval::forward_flops(arch, 1, S) - eval::encoder_flops(arch, S);
+  return static_cast<double>(eval::parameter_count(arch)) - unit.total;
+}
+
+double kept_fraction(const Aggregate& a, const BudgetUnit& unit, double fixed) {
+  return ((unit.name == "FLOPs" ? a.flops : static_cast<double>(a.params)) - fixed) / unit.total;
+}
+
+// budget_curves.csv and budget_curves.svg: every budget curve, and the best head criterion on the same axis.
+std::vector<std::string> write_budget_report(const RunContext& ctx, const BudgetUnit& unit,
+                                             const std::vector<Aggregate>& budget, const CurvesSummary& heads) {
+  const double fixed = fixed_part(unit, ctx.arch);
+  std::string best_heads;
+  double top = -1e300;
+  for (const auto& [c, area] : heads.areas)
+    if (c != "random" && area > top) top = area, best_heads = c;
+  std::ostringstream csv;
+  csv << "method,kept_fraction,heads_kept,params,flops,mean,ci_lo,ci_hi,latency_ms\n";
+  LineChart chart;
+  chart.title = ctx.task->name + ": " + ctx.task->primary_metric + " against " + unit.name + " kept";
+  chart.x_label = "encoder " + unit.name + " kept (%)";
+  chart.y_label = ctx.task->primary_metric + " (" + ctx.cfg->prune.eval_split + ")";
+  auto add = [&](const Aggregate& a, const std::string& method) {
+    const double x = kept_fraction(a, unit, fixed);
+    csv << method << "," << x << "," << a.kept << "," << a.params << "," << a.flops << "," << a.mean << "," << a.lo
+        << "," << a.hi << "," << a.latency_ms << "\n";
+    auto it = std::find_if(chart.series.begin(), chart.series.end(), [&](const Series& s) { return s.name == method; });
+    if (it == chart.series.end()) it = chart.series.insert(it, {method, {}, {}, {}, {}});
+    auto& s = *it;
+    s.x.push_back(100 * x), s.y.push_back(a.mean), s.lo.push_back(a.lo), s.hi.push_back(a.hi);
+  };
+  std::vector<const Aggregate*> rows;  // grouped by method (the store gives them budget by budget)
+  for (const auto& name : variants(ctx.cfg->prune))
+    for (const auto& a : budget)
+      if (a.criterion == name) rows.push_back(&a);
+  for (const auto* a : rows) add(*a, a->criterion);
+  for (const auto& a : heads.aggregates)
+    if (a.criterion == best_heads) add(a, "heads only: " + a.criterion);
+  std::vector<std::string> files = {"budget_curves.csv", "budget_curves.svg"};
+  core::shared_write([&] {
+    core::write_file_atomic(ctx.cfg->run.out_dir + "/budget_curves.csv", csv.str());
+    if (!write_svg_and_png(ctx.cfg->run.out_dir + "/budget_curves.svg", svg_line_chart(chart)).empty())
+      files.push_back("budget_curves.png");
+  });
+  return files;
+}
+
+}  // namespace
+
+bool budget_curves(RunContext& ctx, const MaskGradients& grads, CurvesSummary& curves) {
+  const core::PruneConfig& P = ctx.cfg->prune;
+  const BudgetUnit unit = budget_unit(P, ctx.arch, mean_length(ctx.eval_data));
+  log_stage(4, "curves",
+            "the budget search at " + std::to_string(P.budget_schedule.size()) + " points of " + unit.name + " kept");
+  std::vector<CurvePoint> points;
+  for (size_t k = 0; k < P.budget_schedule.size(); ++k) {
+    if (core::dist::stop_requested(ctx.stop)) return false;
+    auto step = budget_points(ctx, grads, unit, static_cast<int>(k), P.budget_schedule[k] / 100.0);
+    points.insert(points.end(), step.begin(), step.end());
+  }
+  const auto agg = aggregate(points, *ctx.task, ctx.eval_data.labels, P.bootstrap, ctx.cfg->run.seed);
+  for (const auto& f : write_budget_report(ctx, unit, agg, curves)) curves.files.push_back(f);
+  curves.budget = agg;
+  return true;
+}
+
+namespace {
+
+// Per layer: heads kept and FFN widths of a choice.
+void describe(const StructureKeep& keep, BudgetSummary& b) {
+  b.heads_per_layer.clear(), b.ffn_widths.clear();
+  for (size_t l = 0; l < keep.heads.size(); ++l) {
+    b.heads_per_layer.push_back(core::count_kept({keep.heads[l]}));
+    b.ffn_widths.push_back(core::count_kept({keep.neurons[l]}));
+  }
+  b.neurons_kept = core::count_kept(keep.neurons);
+}
+
+// The search at the target: each step evaluated, the scales folded, the slimmed model checked against masking
+// with the scales, and saved to `dir`.
+FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const BudgetUnit& unit, const std::string& dir) {
+  const BudgetSearch s = search_at(ctx, grads, unit, unit.target);
+  FinalChoice c;
+  c.method = "kwon";
+  c.keep = s.rearranged.heads;
+  c.model_dir = dir;
+  c.slimmed = true;
+  BudgetSummary b;
+  b.unit = unit.name, b.target = unit.target, b.mean_length = unit.mean_length;
+  b.kept = structure_cost(s.rearranged, unit.costs) / unit.total;
+  b.neurons_total = ctx.arch.total_neurons();
+  describe(s.rearranged, b);
+  b.seconds = s.seconds;
+  auto metrics_of = [&](const MaskScales& scales) {
+    return eval::evaluate(*ctx.model, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, scales.heads, false,
+                          scales.neurons);
+  };
+  b.metrics_by_step["search"] = metrics_of(unit_scales(s.searched)).metrics;
+  b.metrics_by_step["rearranged"] = metrics_of(unit_scales(s.rearranged)).metrics;
+  const auto scaled = metrics_of(s.scales);
+  b.metrics_by_step["tuned"] = scaled.metrics;
+  const core::Bert slim = slim_model(fold_scales(*ctx.model, s.scales), s.rearranged.heads, s.rearranged.neurons);
+  const auto slim_eval = eval::evaluate(slim, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, torch::Tensor());
+  b.folded_vs_scaled_max_abs_logit_diff = (slim_eval.logits - scaled.logits).abs().max().item<double>();
+  if (ctx.cfg->prune.verify && b.folded_vs_scaled_max_abs_logit_diff > 1e-4)
+    throw InternalError("the slimmed model with the tuning scales folded in differs from masking with the scales by " +
+                        std::to_string(b.folded_vs_scaled_max_abs_logit_diff) + " (> 1e-4)");
+  c.metrics_before_recovery = slim_eval.metrics;
+  c.budget = b;
+  core::shared_write([&] {
+    core::save_bert(slim, dir, ctx.model_dir);
+    nlohmann::json j = {
+        {"heads_mask", core::format_head_mask(c.keep)}, {"budget", b}, {"metrics", c.metrics_before_recovery}};
+    core::write_file_atomic(dir + "/choice.json", j.dump(2) + "\n");  // last: its presence means the folder is whole
+  });
+  return c;
+}
+
+}  // namespace
+
+FinalChoice choose_budget(RunContext& ctx, const MaskGradients& grads) {
+  const core::PruneConfig& P = ctx.cfg->prune;
+  const BudgetUnit unit = budget_unit(P, ctx.arch, mean_length(ctx.eval_data));
+  const std::string dir = ctx.cfg->run.out_dir + "/search";
+  FinalChoice c;
+  if (fs::exists(dir + "/choice.json")) {  // a resumed run: the search finished before
+    const auto j = nlohmann::json::parse(core::read_file(dir + "/choice.json"));
+    c.method = "kwon", c.model_dir = dir, c.slimmed = true;
+    c.keep =
+        core::parse_head_mask(j.at("heads_mask").get<std::string>(), ctx.arch.num_hidden_layers, ctx.arch.max_heads());
+    c.budget = j.at("budget").get<BudgetSummary>();
+    c.metrics_before_recovery = j.at("metrics").get<std::map<std::string, double>>();
+  } else {
+    log_stage(5, "choose",
+              "the heads and FFN neurons that fit " + percent(unit.target) + " of the encoder's " + unit.name +
+                  " (search, rearrangement, mask tuning on " + std::to_string(ctx.search_set.size()) + " examples)");
+    c = run_search(ctx, grads, unit, dir);
+  }
+  const BudgetSummary& b = *c.budget;
+  core::log_info("prune",
+                 "kept " + std::to_string(core::count_kept(c.keep)) + "/" + std::to_string(ctx.total_heads) +
+                     " heads and " + std::to_string(b.neurons_kept) + "/" + std::to_string(b.neurons_total) +
+                     " neurons: " + percent(b.kept) + " of the encoder's " + b.unit + "; " + ctx.task->primary_metric +
+                     " search " + std::to_string(b.metrics_by_step.at("search").at(ctx.task->primary_metric)) +
+                     ", rearranged " + std::to_string(b.metrics_by_step.at("rearranged").at(ctx.task->primary_metric)) +
+                     ", tuned " + std::to_string(b.metrics_by_step.at("tuned").at(ctx.task->primary_metric)));
+  return c;
+}
+
+}  // namespace hp::prune

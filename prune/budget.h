@@ -1,0 +1,55 @@
+// The pruning run with a FLOPs or parameter budget (prune.target_flops / prune.target_params): heads and
+// FFN neurons chosen by Kwon et al. 2022's retraining-free search (prune/mask_search.h, prune/mask_tuning.h),
+// in the stages of prune/pipeline.h:
+//   3. score    the mask gradients on prune.search_examples of the rank split (cached in the run store)
+//   4. curves   at every prune.budget_schedule point: the Fisher search, + rearrangement, + mask tuning,
+//               evaluated with bootstrap bands (budget_curves.csv, budget_curves.svg), beside the head
+//               criteria's curves on the same axis (FLOPs or parameters kept)
+//   5. choose   the same at the target; the scales folded in and the model slimmed into RUN_DIR/search
+// Recovery (stage 6) then fine-tunes that slimmed model, optionally distilling from the unpruned one.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "prune/mask_search.h"
+#include "prune/mask_tuning.h"
+#include "prune/stages.h"
+
+namespace hp::prune {
+
+// The budget's unit: encoder FLOPs at the evaluation split's mean length, or encoder parameters.
+struct BudgetUnit {
+  std::string name;  // "FLOPs" or "parameters"
+  UnitCosts costs;  // one head, one neuron
+  double total = 0;  // the unpruned encoder's
+  double target = 0;  // the fraction to keep
+  double mean_length = 0;  // tokens
+};
+BudgetUnit budget_unit(const core::PruneConfig& p, const core::BertConfig& arch, double mean_length);
+
+// True when the run has a FLOPs or parameter budget.
+bool budget_mode(const core::PruneConfig& p);
+
+// Stage 3 with a budget: the search sample (ctx.search) and its mask gradients. Empty when stopped.
+std::optional<MaskGradients> budget_gradients(RunContext& ctx);
+
+// Kwon et al.'s steps at one budget fraction: the choice after each step and the tuning scales.
+struct BudgetSearch {
+  StructureKeep searched, rearranged;
+  MaskScales scales;  // of `rearranged` (0/1 without mask tuning)
+  std::vector<SublayerFit> fits;
+  std::map<std::string, double> seconds;  // "search", "rearrange", "tuning"
+};
+BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const BudgetUnit& unit, double fraction);
+
+// Stage 4 with a budget: the budget curves (one seed: the search is deterministic given its sample) and their
+// report files, appended to `curves`. `heads` are the head criteria's aggregates, drawn on the same axis.
+// False when stopped.
+bool budget_curves(RunContext& ctx, const MaskGradients& grads, CurvesSummary& curves);
+
+// Stage 5 with a budget: the choice at the target, folded and slimmed into RUN_DIR/search.
+FinalChoice choose_budget(RunContext& ctx, const MaskGradients& grads);
+
+}  // namespace hp::prune
