@@ -45,11 +45,14 @@ Prunable prunable_of(const core::PruneConfig& p) {
   return s;
 }
 
-// The variants of the budget curves, in plot order: the curve name and whether its flag is on.
+// The curves of the budget run, in plot order: Kwon et al.'s steps (as their flags allow), then the same
+// search ranked by weight magnitude and by random scores.
 std::vector<std::string> variants(const core::PruneConfig& p) {
   std::vector<std::string> v = {"kwon-search"};
   if (p.rearrange) v.push_back("kwon-rearranged");
   if (p.mask_tuning) v.push_back("kwon-tuned");
+  v.push_back("magnitude-search");
+  v.push_back("random-search");
   return v;
 }
 
@@ -132,8 +135,18 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
   if (points.size() == names.size()) return points;
   points.clear();
   const BudgetSearch s = search_at(ctx, grads, unit, fraction);
+  const auto magnitude = magnitude_importance(*ctx.model);
+  const auto random = random_unit_importance(ctx.arch, seed);
+  const auto prunable = prunable_of(ctx.cfg->prune);
+  const StructureKeep by_magnitude =
+      search_budget(magnitude.heads, magnitude.neurons, unit.costs, fraction * unit.total, prunable);
+  const StructureKeep by_random =
+      search_budget(random.heads, random.neurons, unit.costs, fraction * unit.total, prunable);
   for (const auto& name : names) {
-    const auto& keep = name == "kwon-search" ? s.searched : s.rearranged;
+    const auto& keep = name == "kwon-search"        ? s.searched
+                       : name == "magnitude-search" ? by_magnitude
+                       : name == "random-search"    ? by_random
+                                                    : s.rearranged;
     const core::Bert model = name == "kwon-tuned" ? fold_scales(*ctx.model, s.scales) : *ctx.model;
     CurvePoint p = evaluate_point(ctx.curves, model, name, seed, step, keep.heads, keep.neurons);
     core::shared_write([&] { ctx.store->save_point(p); });
@@ -154,7 +167,36 @@ double kept_fraction(const Aggregate& a, const BudgetUnit& unit, double fixed) {
   return ((unit.name == "FLOPs" ? a.flops : static_cast<double>(a.params)) - fixed) / unit.total;
 }
 
-// budget_curves.csv and budget_curves.svg: every budget curve, and the best head criterion on the same axis.
+// The metric against the measured batch-32 speedup over the unpruned model (the head curve's 0-pruned point,
+// else the 100% budget point), one line per method; empty when latency was not measured (prune.latency).
+std::optional<LineChart> pareto_chart(const RunContext& ctx, const std::string& y_label,
+                                      const std::vector<const Aggregate*>& budget, const CurvesSummary& heads,
+                                      const std::string& best_heads) {
+  double base = 0;
+  for (const auto& a : heads.aggregates)
+    if (a.criterion == best_heads && a.pruned == 0) base = a.latency_ms;
+  for (const auto* a : budget)
+    if (base <= 0 && a->kept == ctx.total_heads && a->latency_ms > 0 && a->params == eval::parameter_count(ctx.arch))
+      base = a->latency_ms;
+  if (base <= 0) return std::nullopt;
+  LineChart chart;
+  chart.title = ctx.task->name + ": " + ctx.task->primary_metric + " against measured speedup (batch 32)";
+  chart.x_label = "speedup over the unpruned model (x)";
+  chart.y_label = y_label;
+  auto add = [&](const Aggregate& a, const std::string& method) {
+    if (a.latency_ms <= 0) return;
+    auto it = std::find_if(chart.series.begin(), chart.series.end(), [&](const Series& s) { return s.name == method; });
+    if (it == chart.series.end()) it = chart.series.insert(it, {method, {}, {}, {}, {}});
+    it->x.push_back(base / a.latency_ms), it->y.push_back(a.mean);
+  };
+  for (const auto* a : budget) add(*a, a->criterion);
+  for (const auto& a : heads.aggregates)
+    if (a.criterion == best_heads) add(a, "heads only: " + a.criterion);
+  return chart;
+}
+
+// budget_curves.csv and budget_curves.svg: every budget curve, and the best head criterion on the same axis;
+// pareto.svg when latency was measured.
 std::vector<std::string> write_budget_report(const RunContext& ctx, const BudgetUnit& unit,
                                              const std::vector<Aggregate>& budget, const CurvesSummary& heads) {
   const double fixed = fixed_part(unit, ctx.arch);
@@ -185,10 +227,15 @@ std::vector<std::string> write_budget_report(const RunContext& ctx, const Budget
   for (const auto& a : heads.aggregates)
     if (a.criterion == best_heads) add(a, "heads only: " + a.criterion);
   std::vector<std::string> files = {"budget_curves.csv", "budget_curves.svg"};
+  const auto pareto = pareto_chart(ctx, chart.y_label, rows, heads, best_heads);
   core::shared_write([&] {
     core::write_file_atomic(ctx.cfg->run.out_dir + "/budget_curves.csv", csv.str());
     if (!write_svg_and_png(ctx.cfg->run.out_dir + "/budget_curves.svg", svg_line_chart(chart)).empty())
       files.push_back("budget_curves.png");
+    if (!pareto) return;
+    files.push_back("pareto.svg");
+    if (!write_svg_and_png(ctx.cfg->run.out_dir + "/pareto.svg", svg_line_chart(*pareto)).empty())
+      files.push_back("pareto.png");
   });
   return files;
 }
@@ -239,6 +286,8 @@ FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const Budget
   b.neurons_total = ctx.arch.total_neurons();
   describe(s.rearranged, b);
   b.seconds = s.seconds;
+  const auto attrs = core::read_hdf5_attrs(ctx.cfg->run.out_dir + "/state/mask_gradients.h5");
+  if (attrs.count("seconds")) b.seconds["gradients"] = std::stod(attrs.at("seconds"));
   auto metrics_of = [&](const MaskScales& scales) {
     return eval::evaluate(*ctx.model, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, scales.heads, false,
                           scales.neurons);

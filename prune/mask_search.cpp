@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <random>
 
 #include "core/base/errors.h"
 #include "core/dist/distributed.h"
@@ -157,6 +158,42 @@ StructureKeep rearrange(const StructureKeep& keep, const MaskGradients& grads) {
 
 double block_fisher_loss(const StructureKeep& keep, const MaskGradients& grads) {
   return layers_loss(keep.heads, grads.heads) + layers_loss(keep.neurons, grads.neurons);
+}
+
+UnitImportance magnitude_importance(const core::Bert& model) {
+  const auto& cfg = model.config();
+  const auto& p = model.parameters();
+  const long Dh = cfg.head_dim();
+  auto heads = torch::zeros({cfg.num_hidden_layers, cfg.max_heads()}, torch::kFloat64);
+  auto neurons = torch::zeros({cfg.num_hidden_layers, cfg.max_ffn_width()}, torch::kFloat64);
+  auto sq = [](const torch::Tensor& t) { return t.to(torch::kFloat64).pow(2); };
+  for (int l = 0; l < cfg.num_hidden_layers; ++l) {
+    const std::string pre = "encoder.layer." + std::to_string(l) + ".";
+    const long H = cfg.heads_in_layer(l), I = cfg.ffn_width(l);
+    auto h = sq(p.at(pre + "attention.output.dense.weight")).view({-1, H, Dh}).sum(torch::IntArrayRef{0, 2});
+    for (const char* m : {"query", "key", "value"}) {
+      const std::string w = pre + "attention.self." + m;
+      h += sq(p.at(w + ".weight")).view({H, -1}).sum(1) + sq(p.at(w + ".bias")).view({H, Dh}).sum(1);
+    }
+    heads[l].narrow(0, 0, H).copy_(h.sqrt());
+    const auto n = sq(p.at(pre + "intermediate.dense.weight")).sum(1) + sq(p.at(pre + "intermediate.dense.bias")) +
+                   sq(p.at(pre + "output.dense.weight")).sum(0);
+    neurons[l].narrow(0, 0, I).copy_(n.sqrt());
+  }
+  return {heads, neurons};
+}
+
+UnitImportance random_unit_importance(const core::BertConfig& cfg, int seed) {
+  std::mt19937_64 gen(static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ULL + 29);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  auto fill = [&](long rows, long cols) {
+    auto t = torch::empty({rows, cols}, torch::kFloat64);
+    double* v = t.data_ptr<double>();
+    for (long i = 0; i < rows * cols; ++i) v[i] = u(gen);
+    return t;
+  };
+  const auto heads = fill(cfg.num_hidden_layers, cfg.max_heads());
+  return {heads, fill(cfg.num_hidden_layers, cfg.max_ffn_width())};
 }
 
 double structure_cost(const StructureKeep& keep, const UnitCosts& costs) {

@@ -70,6 +70,16 @@ StructureKeep rearrange(const StructureKeep& keep, const MaskGradients& grads);
 // (heads and neurons; lower is better). Step 3 lowers it layer by layer.
 double block_fisher_loss(const StructureKeep& keep, const MaskGradients& grads);
 
+// Baselines for the search, on the same footing as the Fisher importance: each head's and neuron's weight
+// magnitude (the L2 norm of the weights that are its own alone: its Q, K, V rows and biases and
+// output-projection columns; its first-matrix row and bias and second-matrix column), and uniform random
+// scores from `seed`. heads [L, Hmax], neurons [L, Imax].
+struct UnitImportance {
+  torch::Tensor heads, neurons;
+};
+UnitImportance magnitude_importance(const core::Bert& model);
+UnitImportance random_unit_importance(const core::BertConfig& cfg, int seed);
+
 // The budget a choice spends: kept heads × costs.head + kept neurons × costs.neuron.
 double structure_cost(const StructureKeep& keep, const UnitCosts& costs);
 

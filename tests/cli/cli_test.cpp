@@ -274,10 +274,12 @@ TEST_CASE("the pruning run with a FLOPs budget: search, curves, slimmed export w
   CHECK_THAT(f["hf_check"]["transformers4"].get<std::string>(), Catch::StartsWith("not applicable"));
   const std::string card = slurp(out / "model" / "README.md");
   CHECK_THAT(card, Catch::Contains("FFN neurons kept") && Catch::Contains("of the encoder's FLOPs"));
-  // The budget curves: 8 budgets x 3 steps of the search, and the head criterion on the same axis.
+  // The budget curves: 8 budgets x (3 steps of the search, magnitude, random), and the head criterion on the
+  // same axis.
   const std::string csv = slurp(out / "budget_curves.csv");
-  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 8 * 3 + 5);
-  CHECK_THAT(csv, Catch::Contains("kwon-tuned,") && Catch::Contains("heads only: taylor,"));
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 8 * 5 + 5);
+  CHECK_THAT(csv, Catch::Contains("kwon-tuned,") && Catch::Contains("random-search,") &&
+                      Catch::Contains("heads only: taylor,"));
   CHECK(summary["budget_curves"]["kwon-rearranged"].size() == 8);
 
   // Killed after the search: the curves, the summary and some points gone; the rerun resumes to the same.

@@ -262,3 +262,28 @@ TEST_CASE("mask tuning on the tiny model: fits improve, folded scales = scaled m
   INFO("logit MSE untuned " << untuned << ", tuned " << tuned);
   CHECK(tuned < untuned);
 }
+
+TEST_CASE("baselines: a unit's weight magnitude by hand, random scores from the seed", "[prune][kwon][search]") {
+  const auto model = core::load_bert(test::kTinyBert);
+  const auto m = prune::magnitude_importance(model);
+  const auto& p = model.parameters();
+  auto sq = [](const torch::Tensor& t) { return t.to(torch::kFloat64).pow(2).sum().item<double>(); };
+  // Head 1 of layer 0: rows 8..15 of Q, K, V and their biases, columns 8..15 of the output projection.
+  double head = sq(p.at("encoder.layer.0.attention.output.dense.weight").narrow(1, 8, 8));
+  for (const char* w : {"query", "key", "value"}) {
+    const std::string pre = std::string("encoder.layer.0.attention.self.") + w;
+    head += sq(p.at(pre + ".weight").narrow(0, 8, 8)) + sq(p.at(pre + ".bias").narrow(0, 8, 8));
+  }
+  CHECK(m.heads[0][1].item<double>() == Approx(std::sqrt(head)).epsilon(1e-9));
+  // Neuron 3 of layer 1: row 3 and bias 3 of the first matrix, column 3 of the second.
+  const double neuron = sq(p.at("encoder.layer.1.intermediate.dense.weight")[3]) +
+                        sq(p.at("encoder.layer.1.intermediate.dense.bias")[3]) +
+                        sq(p.at("encoder.layer.1.output.dense.weight").select(1, 3));
+  CHECK(m.neurons[1][3].item<double>() == Approx(std::sqrt(neuron)).epsilon(1e-9));
+  const auto r1 = prune::random_unit_importance(model.config(), 42),
+             r2 = prune::random_unit_importance(model.config(), 42);
+  CHECK(torch::equal(r1.neurons, r2.neurons));
+  CHECK(!torch::equal(r1.neurons, prune::random_unit_importance(model.config(), 43).neurons));
+  CHECK(r1.heads.min().item<double>() >= 0);
+  CHECK(r1.heads.max().item<double>() < 1);
+}
