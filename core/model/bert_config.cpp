@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "core/base/errors.h"  // CheckpointError
 
@@ -31,16 +32,24 @@ std::vector<int> BertConfig::kept_heads(int l) const {
   return kept;
 }
 
+namespace {
+
+// The sum and the largest of a per-layer count over a config's layers.
+template <class Count>
+std::pair<int, int> sum_and_max(int layers, Count count) {
+  int sum = 0, max = 0;
+  for (int l = 0; l < layers; ++l) sum += count(l), max = std::max(max, count(l));
+  return {sum, max};
+}
+
+}  // namespace
+
 int BertConfig::total_heads() const {
-  int n = 0;
-  for (int l = 0; l < num_hidden_layers; ++l) n += heads_in_layer(l);
-  return n;
+  return sum_and_max(num_hidden_layers, [this](int l) { return heads_in_layer(l); }).first;
 }
 
 int BertConfig::max_heads() const {
-  int n = 0;
-  for (int l = 0; l < num_hidden_layers; ++l) n = std::max(n, heads_in_layer(l));
-  return n;
+  return sum_and_max(num_hidden_layers, [this](int l) { return heads_in_layer(l); }).second;
 }
 
 int BertConfig::ffn_width(int l) const {
@@ -48,15 +57,11 @@ int BertConfig::ffn_width(int l) const {
 }
 
 int BertConfig::total_neurons() const {
-  int n = 0;
-  for (int l = 0; l < num_hidden_layers; ++l) n += ffn_width(l);
-  return n;
+  return sum_and_max(num_hidden_layers, [this](int l) { return ffn_width(l); }).first;
 }
 
 int BertConfig::max_ffn_width() const {
-  int n = 0;
-  for (int l = 0; l < num_hidden_layers; ++l) n = std::max(n, ffn_width(l));
-  return n;
+  return sum_and_max(num_hidden_layers, [this](int l) { return ffn_width(l); }).second;
 }
 
 namespace {

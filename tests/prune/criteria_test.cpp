@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "fixtures.h"
+#include "golden_data.h"
 #include "skip.h"
 #include <torch/torch.h>
 
@@ -26,24 +27,6 @@ using test::kTinyBert;
 using test::kTinyBertH5;
 using test::kTinyBertReg;
 
-// The golden inputs as an encoded dataset (padding stripped), with the golden labels.
-core::EncodedDataset dataset_of(core::TensorMap& g, const std::string& labels = "labels") {
-  core::EncodedDataset d;
-  auto ids = g.at("input_ids"), types = g.at("token_type_ids"), mask = g.at("attention_mask");
-  for (int64_t i = 0; i < ids.size(0); ++i) {
-    const long n = mask[i].sum().item<long>();
-    std::vector<int32_t> a, t;
-    for (long j = 0; j < n; ++j)
-      a.push_back(static_cast<int32_t>(ids[i][j].item<long>())),
-          t.push_back(static_cast<int32_t>(types[i][j].item<long>()));
-    d.ids.push_back(a);
-    d.type_ids.push_back(t);
-    d.labels.push_back(static_cast<float>(g.at(labels)[i].item<double>()));
-  }
-  d.has_labels = true;
-  return d;
-}
-
 struct Fixture {
   core::Bert model;
   const core::TaskSpec* task;
@@ -62,7 +45,7 @@ struct Fixture {
 
 Fixture tiny(int batch_size = 3) {
   auto g = core::read_hdf5(kTinyBertH5);
-  Fixture f{core::load_bert(kTinyBert), &core::find_task("mnli"), dataset_of(g), {}, {}};
+  Fixture f{core::load_bert(kTinyBert), &core::find_task("mnli"), test::golden_dataset(g), {}, {}};
   f.rank = prune::make_rank_data(*f.task, f.data, batch_size, 0);
   return f;
 }
@@ -93,7 +76,7 @@ TEST_CASE("taylor: per-example |dL/dxi| equals HF's head_mask gradients (tiny mo
   auto m = core::read_hdf5(kMiniLMH5);
   core::LoadOptions lo;
   lo.num_labels = 2;
-  Fixture r{core::load_bert(kMiniLM, lo), &core::find_task("sst2"), dataset_of(m), {}, {}};
+  Fixture r{core::load_bert(kMiniLM, lo), &core::find_task("sst2"), test::golden_dataset(m), {}, {}};
   r.model.mutable_parameters().at("classifier.weight") = m.at("classifier_weight");
   r.model.mutable_parameters().at("classifier.bias") = m.at("classifier_bias");
   r.model = core::Bert(r.model.config(), r.model.parameters());
@@ -105,7 +88,7 @@ TEST_CASE("taylor: per-example |dL/dxi| equals HF's head_mask gradients (tiny mo
 
 TEST_CASE("taylor for regression (STS-B, squared error) equals HF's head_mask gradients", "[prune][criteria][parity]") {
   auto g = core::read_hdf5(kTinyBertH5);
-  Fixture f{core::load_bert(kTinyBertReg), &core::find_task("stsb"), dataset_of(g, "reg_labels"), {}, {}};
+  Fixture f{core::load_bert(kTinyBertReg), &core::find_task("stsb"), test::golden_dataset(g, "reg_labels"), {}, {}};
   f.rank = prune::make_rank_data(*f.task, f.data, 3, 0);
   f.opts.normalize_layers = false;
   auto ours = prune::taylor_importance(f.ctx(torch::ones({2, 4}))) * static_cast<double>(f.data.size());

@@ -16,6 +16,7 @@
 #include "core/io/tensor_io.h"
 #include "eval/evaluator.h"
 #include "fixtures.h"
+#include "golden_data.h"
 #include "prune/mask_search.h"
 #include "prune/mask_tuning.h"
 #include "prune/slim.h"
@@ -24,24 +25,6 @@
 using namespace hp;
 
 namespace {
-
-// The golden inputs as one encoded dataset (padding stripped), with the golden labels.
-core::EncodedDataset golden_dataset(core::TensorMap& g) {
-  core::EncodedDataset d;
-  auto ids = g.at("input_ids"), types = g.at("token_type_ids"), mask = g.at("attention_mask");
-  for (int64_t i = 0; i < ids.size(0); ++i) {
-    const long n = mask[i].sum().item<long>();
-    std::vector<int32_t> a, t;
-    for (long j = 0; j < n; ++j)
-      a.push_back(static_cast<int32_t>(ids[i][j].item<long>())),
-          t.push_back(static_cast<int32_t>(types[i][j].item<long>()));
-    d.ids.push_back(a);
-    d.type_ids.push_back(t);
-    d.labels.push_back(static_cast<float>(g.at("labels")[i].item<double>()));
-  }
-  d.has_labels = true;
-  return d;
-}
 
 double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return ((a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max() / b.abs().max()).item<double>();
@@ -60,7 +43,7 @@ TEST_CASE("mask gradients equal Hugging Face's: head-mask gradient and the FFN w
           "[prune][kwon][parity]") {
   auto g = core::read_hdf5(test::kTinyBertH5);
   const auto model = core::load_bert(test::kTinyBert);
-  const auto data = golden_dataset(g);
+  const auto data = test::golden_dataset(g);
   const auto rank = prune::make_rank_data(core::find_task("mnli"), data, static_cast<int>(data.size()), 0);
   REQUIRE(rank.batches.size() == 1);  // one batch: its mean loss is the golden file's
   const auto grads = prune::mask_gradients(model, rank);
@@ -134,7 +117,7 @@ TEST_CASE("rearrangement: swaps toward units whose gradients cancel, counts kept
   // On the tiny model's gradients: each layer keeps its counts and the block Fisher objective never rises.
   auto g = core::read_hdf5(test::kTinyBertH5);
   const auto model = core::load_bert(test::kTinyBert);
-  const auto data = golden_dataset(g);
+  const auto data = test::golden_dataset(g);
   const auto grads_tiny = prune::mask_gradients(model, prune::make_rank_data(core::find_task("mnli"), data, 2, 0));
   const auto keep = prune::search_budget(prune::fisher_diagonal(grads_tiny.heads),
                                          prune::fisher_diagonal(grads_tiny.neurons), {40, 2}, 0.5 * (8 * 40 + 74 * 2));
@@ -222,7 +205,7 @@ TEST_CASE("mask tuning on the tiny model: fits improve, folded scales = scaled m
           "[prune][kwon][tuning]") {
   auto g = core::read_hdf5(test::kTinyBertH5);
   const auto model = core::load_bert(test::kTinyBert);
-  const auto data = golden_dataset(g);
+  const auto data = test::golden_dataset(g);
   const auto rank = prune::make_rank_data(core::find_task("mnli"), data, 2, 0);
   const auto grads = prune::mask_gradients(model, rank);
   const auto keep = prune::rearrange(
