@@ -45,8 +45,8 @@ Prunable prunable_of(const core::PruneConfig& p) {
   return s;
 }
 
-// The curves of the budget run, in plot order: Kwon et al.'s steps (as their flags allow), then the same
-// search ranked by weight magnitude and by random scores.
+// The curves of the budget run, in plot order: Kwon et al.'s steps (as their flags allow), then the search's
+// head and neuron counts filled by weight magnitude and by random scores.
 std::vector<std::string> variants(const core::PruneConfig& p) {
   std::vector<std::string> v = {"kwon-search"};
   if (p.rearrange) v.push_back("kwon-rearranged");
@@ -137,11 +137,10 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
   const BudgetSearch s = search_at(ctx, grads, unit, fraction);
   const auto magnitude = magnitude_importance(*ctx.model);
   const auto random = random_unit_importance(ctx.arch, seed);
-  const auto prunable = prunable_of(ctx.cfg->prune);
-  const StructureKeep by_magnitude =
-      search_budget(magnitude.heads, magnitude.neurons, unit.costs, fraction * unit.total, prunable);
-  const StructureKeep by_random =
-      search_budget(random.heads, random.neurons, unit.costs, fraction * unit.total, prunable);
+  // The baselines keep as many heads and neurons as the search chose; only which ones differ.
+  const long n_heads = core::count_kept(s.searched.heads), n_neurons = core::count_kept(s.searched.neurons);
+  const StructureKeep by_magnitude = top_units(magnitude.heads, magnitude.neurons, n_heads, n_neurons);
+  const StructureKeep by_random = top_units(random.heads, random.neurons, n_heads, n_neurons);
   for (const auto& name : names) {
     const auto& keep = name == "kwon-search"        ? s.searched
                        : name == "magnitude-search" ? by_magnitude
@@ -248,11 +247,18 @@ bool budget_curves(RunContext& ctx, const MaskGradients& grads, CurvesSummary& c
   log_stage(4, "curves",
             "the budget search at " + std::to_string(P.budget_schedule.size()) + " points of " + unit.name + " kept");
   std::vector<CurvePoint> points;
+  core::Progress progress("budget curves", static_cast<long>(P.budget_schedule.size()), "points");
   for (size_t k = 0; k < P.budget_schedule.size(); ++k) {
     if (core::dist::stop_requested(ctx.stop)) return false;
     auto step = budget_points(ctx, grads, unit, static_cast<int>(k), P.budget_schedule[k] / 100.0);
+    std::string metrics;  // "70%: kwon-search 0.87, kwon-rearranged 0.88, ..."
+    for (const auto& p : step)
+      metrics += (metrics.empty() ? "" : ", ") + p.criterion + " " +
+                 std::to_string(p.metrics.at(ctx.task->primary_metric)).substr(0, 6);
+    progress.update(static_cast<long>(k) + 1, std::to_string(P.budget_schedule[k]) + "%: " + metrics);
     points.insert(points.end(), step.begin(), step.end());
   }
+  progress.finish();
   const auto agg = aggregate(points, *ctx.task, ctx.eval_data.labels, P.bootstrap, ctx.cfg->run.seed);
   for (const auto& f : write_budget_report(ctx, unit, agg, curves)) curves.files.push_back(f);
   curves.budget = agg;

@@ -196,6 +196,11 @@ UnitImportance random_unit_importance(const core::BertConfig& cfg, int seed) {
   return {heads, fill(cfg.num_hidden_layers, cfg.max_ffn_width())};
 }
 
+StructureKeep top_units(const torch::Tensor& heads, const torch::Tensor& neurons, long n_heads, long n_neurons) {
+  return {keep_of(ranked(heads), n_heads, heads.size(0), heads.size(1)),
+          keep_of(ranked(neurons), n_neurons, neurons.size(0), neurons.size(1))};
+}
+
 double structure_cost(const StructureKeep& keep, const UnitCosts& costs) {
   return costs.head * core::count_kept(keep.heads) + costs.neuron * core::count_kept(keep.neurons);
 }

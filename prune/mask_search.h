@@ -70,7 +70,7 @@ StructureKeep rearrange(const StructureKeep& keep, const MaskGradients& grads);
 // (heads and neurons; lower is better). Step 3 lowers it layer by layer.
 double block_fisher_loss(const StructureKeep& keep, const MaskGradients& grads);
 
-// Baselines for the search, on the same footing as the Fisher importance: each head's and neuron's weight
+// Baselines for the search's ranking (used with top_units): each head's and neuron's weight
 // magnitude (the L2 norm of the weights that are its own alone: its Q, K, V rows and biases and
 // output-projection columns; its first-matrix row and bias and second-matrix column), and uniform random
 // scores from `seed`. heads [L, Hmax], neurons [L, Imax].
@@ -79,6 +79,10 @@ struct UnitImportance {
 };
 UnitImportance magnitude_importance(const core::Bert& model);
 UnitImportance random_unit_importance(const core::BertConfig& cfg, int seed);
+
+// The `n_heads` highest of `heads` and the `n_neurons` highest of `neurons` (equal values in index order): a
+// baseline ranking at the counts the Fisher search chose, so that only which units differ, not how many.
+StructureKeep top_units(const torch::Tensor& heads, const torch::Tensor& neurons, long n_heads, long n_neurons);
 
 // The budget a choice spends: kept heads × costs.head + kept neurons × costs.neuron.
 double structure_cost(const StructureKeep& keep, const UnitCosts& costs);

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Reproduces the README's FLOPs-budget table (SST-2, all-MiniLM-L6-v2): the pruning run with
+# --target-flops 0.7, 0.6, 0.5 and 0.4 from the fine-tuned model, one run folder each (the 0.5 run draws the
+# whole budget curves; the others only their target). Each row: the metric after the search, after
+# rearrangement, after mask tuning (retraining-free) and after recovery, the FLOPs kept, the measured speedup
+# at batch 32 and 1, and each step's seconds. Finished runs are kept (summary.json), so a rerun only does
+# what is missing.
+# Usage: bench/budget_table.sh          (env PRUNE, BASE = fine-tuned model, OUT = runs folder, CONFIG)
+set -euo pipefail
+PRUNE="${PRUNE:-build/bin/prune}"
+BASE="${BASE:-runs/sst2_ft/best}"
+OUT="${OUT:-runs/budget}"
+CONFIG="${CONFIG:-configs/sst2.yaml}"
+[[ -f "$BASE/config.json" ]] || {
+  echo "budget_table: $BASE not found; fine-tune first: prune train --config $CONFIG --out ${BASE%/best}" >&2; exit 1; }
+for f in 0.5 0.7 0.6 0.4; do
+  dir="$OUT/flops$f"
+  [[ -f "$dir/summary.json" ]] && continue
+  extra=()
+  [[ "$f" == 0.5 ]] || extra=(--set "prune.budget_schedule=[100]")
+  echo "+ $PRUNE --config $CONFIG --model $BASE --criteria taylor --schedule 0,50,100 --target-flops $f ${extra[*]} --out $dir" >&2
+  t0=$(date +%s.%N)
+  "$PRUNE" --config "$CONFIG" --model "$BASE" --criteria taylor --schedule 0,50,100 --target-flops "$f" "${extra[@]}" \
+    --out "$dir"
+  awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { print a - b }' > "$dir/wall_seconds"
+done
+
+/usr/bin/python3 - "$OUT" <<'PYEOF'
+import json, sys, pathlib
+out = pathlib.Path(sys.argv[1])
+print("| FLOPs kept (target → kept) | heads | FFN neurons | search | + rearrangement | + mask tuning | + recovery |"
+      " batch 32 | batch 1 | search time (gradients + search + rearrangement + tuning) | run time |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for f in ("0.7", "0.6", "0.5", "0.4"):
+    s = json.loads((out / f"flops{f}" / "summary.json").read_text())
+    fin, b, m = s["final"], s["final"]["budget"], s["metric"]
+    step = {k: 100 * v[m] for k, v in b["metrics_by_step"].items()}
+    lat = fin["latency"]
+    sec = b["seconds"]
+    search_s = sum(sec.get(k, 0) for k in ("gradients", "search", "rearrange", "tuning"))
+    wall = float((out / f"flops{f}" / "wall_seconds").read_text()) / 60
+    print(f"| {float(f):.0%} → {b['kept']:.1%} | {fin['heads_kept']}/{s['heads_total']} | {b['neurons_kept']}/{b['neurons_total']} "
+          f"| {step['search']:.1f} | {step['rearranged']:.1f} | {step['tuned']:.1f} | {100 * fin['metrics'][m]:.1f} "
+          f"| ×{lat['batch32']['speedup']:.2f} (bound ×{lat['batch32']['flop_bound']:.2f}) | ×{lat['batch1']['speedup']:.2f} "
+          f"| {search_s:.0f} s ({sec.get('gradients', 0):.0f} + {sec['search']:.1f} + {sec['rearrange']:.1f} + {sec['tuning']:.0f}) "
+          f"| {wall:.1f} min |")
+PYEOF
