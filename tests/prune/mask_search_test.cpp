@@ -267,6 +267,11 @@ TEST_CASE("baselines: a unit's weight magnitude by hand, random scores from the 
              r2 = prune::random_unit_importance(model.config(), 42);
   CHECK(torch::equal(r1.neurons, r2.neurons));
   CHECK(!torch::equal(r1.neurons, prune::random_unit_importance(model.config(), 43).neurons));
+  // top_units: the counts given, the highest of each (ties in index order).
+  const auto top = prune::top_units(torch::tensor({0.5, 0.9, 0.1, 0.9}).view({2, 2}),
+                                    torch::tensor({3.0, 1.0, 2.0}).view({1, 3}), 2, 1);
+  CHECK(top.heads == core::HeadSet{{false, true}, {false, true}});
+  CHECK(top.neurons == core::NeuronSet{{true, false, false}});
   CHECK(r1.heads.min().item<double>() >= 0);
   CHECK(r1.heads.max().item<double>() < 1);
 }
