@@ -149,6 +149,20 @@ long integer_key(const std::string& k) {
   return std::stol(k);
 }
 
+// config.intermediate_sizes: absent, or one width in 0..intermediate_size per layer.
+void check_ffn_widths(const BertConfig& c, const std::string& path) {
+  if (c.intermediate_sizes.empty()) return;
+  if (static_cast<int>(c.intermediate_sizes.size()) != c.num_hidden_layers)
+    throw CheckpointError(path + ": intermediate_sizes has " + std::to_string(c.intermediate_sizes.size()) +
+                          " entries for " + std::to_string(c.num_hidden_layers) +
+                          " layers; give one FFN width per layer (or remove the key)");
+  for (size_t l = 0; l < c.intermediate_sizes.size(); ++l)
+    if (c.intermediate_sizes[l] < 0 || c.intermediate_sizes[l] > c.intermediate_size)
+      throw CheckpointError(path + ": intermediate_sizes[" + std::to_string(l) +
+                            "] = " + std::to_string(c.intermediate_sizes[l]) + " is outside 0.." +
+                            std::to_string(c.intermediate_size) + " (intermediate_size); fix config.json");
+}
+
 }  // namespace
 
 BertConfig parse_bert_config(const std::string& text, const std::string& path) {
@@ -223,17 +237,7 @@ BertConfig parse_bert_config(const std::string& text, const std::string& path) {
         throw CheckpointError(path + ": pruned_heads names layer " + std::to_string(l) + " head " + std::to_string(h) +
                               ", outside the model's " + std::to_string(c.num_hidden_layers) + " x " +
                               std::to_string(c.num_attention_heads) + " heads; fix config.json");
-  if (!c.intermediate_sizes.empty()) {
-    if (static_cast<int>(c.intermediate_sizes.size()) != c.num_hidden_layers)
-      throw CheckpointError(path + ": intermediate_sizes has " + std::to_string(c.intermediate_sizes.size()) +
-                            " entries for " + std::to_string(c.num_hidden_layers) +
-                            " layers; give one FFN width per layer (or remove the key)");
-    for (size_t l = 0; l < c.intermediate_sizes.size(); ++l)
-      if (c.intermediate_sizes[l] < 0 || c.intermediate_sizes[l] > c.intermediate_size)
-        throw CheckpointError(path + ": intermediate_sizes[" + std::to_string(l) +
-                              "] = " + std::to_string(c.intermediate_sizes[l]) + " is outside 0.." +
-                              std::to_string(c.intermediate_size) + " (intermediate_size); fix config.json");
-  }
+  check_ffn_widths(c, path);
   return c;
 }
 
