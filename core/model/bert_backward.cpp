@@ -44,6 +44,43 @@ torch::Tensor pad_rows(const torch::Tensor& rows, int64_t S) {
   return out;
 }
 
+// The FFN block of the tape on the attention block's output h1 [B, Sq, D]: t.z and t.u2 (before the LayerNorm).
+// A 0-neuron FFN (I = 0) leaves the block its output bias.
+void ffn_forward(LayerTape& t, const torch::Tensor& h1, const torch::Tensor& in_w, const torch::Tensor& in_b,
+                 const torch::Tensor& out_w, const torch::Tensor& out_b, const std::string& act) {
+  t.z = linear_no_grad(h1, in_w, in_b);  // [B, Sq, I]
+  t.u2 = h1 + out_b;  // a new contiguous tensor: the GEMM below accumulates into it
+  const auto rows = h1.size(0) * h1.size(1);
+  auto out = t.u2.view({rows, h1.size(2)});
+  if (t.z.size(-1) > 0) accumulate_linear(out, activation_forward(act, t.z).view({rows, t.z.size(-1)}), out_w);
+}
+
+// ∂loss/∂h1 from ∂loss/∂u2: the residual path plus the FFN's (none with 0 neurons).
+torch::Tensor ffn_backward(const LayerTape& t, const torch::Tensor& du2, const torch::Tensor& in_w,
+                           const torch::Tensor& out_w, const std::string& act) {
+  if (t.z.size(-1) == 0) return du2;
+  return du2 + linear_input_grad(activation_backward(act, linear_input_grad(du2, out_w), t.z), in_w);
+}
+
+// Pooler and classifier on the last hidden state's [CLS] row (filling out.last_hidden, pooled and logits), then the loss's
+// gradient back to that row: [B, 1, D].
+torch::Tensor classifier_forward_backward(EncoderOutput& out, const torch::Tensor& last_hidden,
+                                          const torch::Tensor& pool_w, const torch::Tensor& pool_b,
+                                          const torch::Tensor& cls_w, const torch::Tensor& cls_b,
+                                          const std::function<torch::Tensor(const torch::Tensor&)>& dloss) {
+  out.last_hidden = last_hidden;
+  out.pooled = torch::tanh(torch::linear(last_hidden.select(1, 0), pool_w, pool_b));
+  out.logits = torch::linear(out.pooled, cls_w, cls_b);
+  torch::Tensor dlogits;
+  {
+    torch::AutoGradMode grad_mode(true);  // dloss may differentiate the loss with autograd
+    dlogits = dloss(out.logits);
+  }
+  TORCH_CHECK(dlogits.sizes() == out.logits.sizes(), "attention_grads: dloss returned ", dlogits.sizes(),
+              " for logits ", out.logits.sizes());
+  return (dlogits.mm(cls_w) * (1 - out.pooled * out.pooled)).mm(pool_w).unsqueeze(1);
+}
+
 }  // namespace
 
 Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
@@ -57,8 +94,8 @@ Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
   const int L = cfg_.num_hidden_layers, Dh = cfg_.head_dim();
   const std::vector<int64_t> D = {cfg_.hidden_size};
   const double eps = cfg_.layer_norm_eps;
-  auto mask = in.attention_mask.defined() ? in.attention_mask : torch::ones({B, S}, torch::kLong);
-  const auto ext = extended_attention_mask(mask);
+  const auto ext =
+      extended_attention_mask(in.attention_mask.defined() ? in.attention_mask : torch::ones({B, S}, torch::kLong));
 
   // Forward, recording the tape.
   AttentionGrads r;
@@ -87,28 +124,13 @@ Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
     }
     torch::Tensor h1;
     std::tie(h1, t.mean1, t.rstd1) = at::native_layer_norm(t.u1, D, w.ln1_w, w.ln1_b, eps);
-    t.z = linear_no_grad(h1, w.in_w, w.in_b);  // [B, Sq, I]; I = 0 leaves the FFN block its output bias
-    t.u2 = h1 + w.out_b;
-    auto rows = t.u2.view({B * Sq, static_cast<int64_t>(cfg_.hidden_size)});
-    if (t.z.size(-1) > 0)
-      accumulate_linear(rows, activation_forward(cfg_.hidden_act, t.z).view({B * Sq, t.z.size(-1)}), w.out_w);
+    ffn_forward(t, h1, w.in_w, w.in_b, w.out_w, w.out_b, cfg_.hidden_act);
     std::tie(x, t.mean2, t.rstd2) = at::native_layer_norm(t.u2, D, w.ln2_w, w.ln2_b, eps);
     r.out.attentions.push_back(t.probs);
   }
-  r.out.last_hidden = x;
-  r.out.pooled = torch::tanh(torch::linear(x.select(1, 0), p("pooler.dense.weight"), p("pooler.dense.bias")));
-  r.out.logits = torch::linear(r.out.pooled, p("classifier.weight"), p("classifier.bias"));
-
   // Backward: classifier and pooler, then each layer from the top down to layer 0's probabilities.
-  torch::Tensor dlogits;
-  {
-    torch::AutoGradMode grad_mode(true);  // dloss may differentiate the loss with autograd
-    dlogits = dloss(r.out.logits);
-  }
-  TORCH_CHECK(dlogits.sizes() == r.out.logits.sizes(), "attention_grads: dloss returned ", dlogits.sizes(),
-              " for logits ", r.out.logits.sizes());
-  auto dpooled = dlogits.mm(p("classifier.weight"));
-  auto dy = (dpooled * (1 - r.out.pooled * r.out.pooled)).mm(p("pooler.dense.weight")).unsqueeze(1);  // [B, 1, D]
+  auto dy = classifier_forward_backward(r.out, x, p("pooler.dense.weight"), p("pooler.dense.bias"),
+                                        p("classifier.weight"), p("classifier.bias"), dloss);
   r.grads.resize(L);
   for (int l = L - 1; l >= 0; --l) {
     const LayerRefs& w = layers_[l];
@@ -117,9 +139,7 @@ Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
     const int64_t Sq = t.u1.size(1);
     auto du2 = std::get<0>(
         at::native_layer_norm_backward(dy, t.u2, D, t.mean2, t.rstd2, w.ln2_w, w.ln2_b, {true, false, false}));
-    auto dh1 = du2;
-    if (t.z.size(-1) > 0)
-      dh1 = du2 + linear_input_grad(activation_backward(cfg_.hidden_act, linear_input_grad(du2, w.out_w), t.z), w.in_w);
+    const auto dh1 = ffn_backward(t, du2, w.in_w, w.out_w, cfg_.hidden_act);
     auto du1 = std::get<0>(
         at::native_layer_norm_backward(dh1, t.u1, D, t.mean1, t.rstd1, w.ln1_w, w.ln1_b, {true, false, false}));
     if (H == 0) {
