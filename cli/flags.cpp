@@ -89,8 +89,9 @@ const std::vector<Shortcut> kReportFlags = {
 
 // The pruning run (no subcommand).
 const std::vector<Shortcut> kPruneFlags = {
-    {"--target-heads", "prune.target_heads"},   {"--target-flops", "prune.target_flops"},
-    {"--target-params", "prune.target_params"}, {"--structures", "prune.structures"},
+    {"--target-heads", "prune.target_heads"},     {"--target-flops", "prune.target_flops"},
+    {"--target-params", "prune.target_params"},   {"--target-latency", "prune.target_latency"},
+    {"--structures", "prune.structures"},
     {"--criteria", "prune.criteria"},           {"--method", "prune.method"},
     {"--schedule", "prune.schedule"},           {"--iterative", "prune.iterative"},
     {"--per-layer", "prune.per_layer"},         {"--seeds", "prune.seeds"},

@@ -17,6 +17,7 @@
 #include "core/io/tensor_io.h"
 #include "eval/evaluator.h"
 #include "eval/flops.h"
+#include "eval/latency.h"
 #include "prune/plot.h"
 #include "prune/slim.h"
 
@@ -46,11 +47,13 @@ Prunable prunable_of(const core::PruneConfig& p) {
 }
 
 // The curves of the budget run, in plot order: Kwon et al.'s steps (as their flags allow), then the search's
-// head and neuron counts filled by weight magnitude and by random scores.
+// head and neuron counts filled by the Taylor importance of the same mask gradients, by weight magnitude and by
+// random scores.
 std::vector<std::string> variants(const core::PruneConfig& p) {
   std::vector<std::string> v = {"kwon-search"};
   if (p.rearrange) v.push_back("kwon-rearranged");
   if (p.mask_tuning) v.push_back("kwon-tuned");
+  v.push_back("taylor-search");
   v.push_back("magnitude-search");
   v.push_back("random-search");
   return v;
@@ -58,7 +61,9 @@ std::vector<std::string> variants(const core::PruneConfig& p) {
 
 }  // namespace
 
-bool budget_mode(const core::PruneConfig& p) { return p.target_flops > 0 || p.target_params > 0; }
+bool budget_mode(const core::PruneConfig& p) {
+  return p.target_flops > 0 || p.target_params > 0 || p.target_latency > 0;
+}
 
 BudgetUnit budget_unit(const core::PruneConfig& p, const core::BertConfig& arch, double mean_len) {
   BudgetUnit u;
@@ -75,6 +80,106 @@ BudgetUnit budget_unit(const core::PruneConfig& p, const core::BertConfig& arch,
   }
   u.total = u.costs.head * arch.total_heads() + u.costs.neuron * arch.total_neurons();
   return u;
+}
+
+namespace {
+
+// The table measured on rank 0 and shared: the other ranks get its times through an all-reduce.
+LatencyTable measure_shared(const RunContext& ctx, long batch, long seq) {
+  LatencyTable t = latency_layout(ctx.arch, batch, seq);
+  if (core::dist::is_main()) {
+    // The weights do not change the time: the model as given (its classifier fitted to the task's labels).
+    const core::Bert model = core::load_bert(ctx.cfg->model.path, ctx.load);
+    core::Progress progress("latency table", latency_configurations(ctx.arch), "configurations");
+    t = measure_latency_table(model, batch, seq, [&](long done, long) { progress.update(done); });
+    progress.finish();
+  }
+  if (!core::dist::active()) return t;
+  std::vector<double> v = {t.unpruned_ms, t.fixed_ms, t.seconds};
+  v.insert(v.end(), t.attention.ms.begin(), t.attention.ms.end());
+  v.insert(v.end(), t.ffn.ms.begin(), t.ffn.ms.end());
+  auto shared = torch::tensor(v, torch::kFloat64);
+  if (!core::dist::is_main()) shared.zero_();
+  core::dist::all_reduce_sum(shared, "the latency table");
+  const double* d = shared.data_ptr<double>();
+  t.unpruned_ms = d[0], t.fixed_ms = d[1], t.seconds = d[2];
+  const size_t H = t.attention.ms.size();
+  for (size_t k = 0; k < H; ++k) t.attention.ms[k] = d[3 + k];
+  for (size_t k = 0; k < t.ffn.ms.size(); ++k) t.ffn.ms[k] = d[3 + H + k];
+  fit_line(t.attention);
+  fit_line(t.ffn);
+  return t;
+}
+
+std::string ms(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g ms", v);
+  return buf;
+}
+
+BudgetUnit latency_unit(const RunContext& ctx) {
+  const core::PruneConfig& P = ctx.cfg->prune;
+  HP_CHECK(ctx.latency_table.has_value(), "the latency table is measured in stage 1");
+  const long batch = ctx.latency_table->batch, seq = ctx.latency_table->seq;
+  BudgetUnit u;
+  u.name = "latency";
+  u.table = ctx.latency_table;
+  const LatencyTable& t = *u.table;
+  const int L = ctx.arch.num_hidden_layers;
+  // A slope measured at or below 0 (noise on a tiny model) would make units free: floor it.
+  u.costs = {std::max(t.attention.slope, 1e-6), std::max(t.ffn.slope, 1e-9)};
+  u.total = u.costs.head * ctx.arch.total_heads() + u.costs.neuron * ctx.arch.total_neurons();
+  // A negative intercept is charged as 0: an emptied sublayer must never cost more than the budget assumed.
+  u.fixed = t.fixed_ms + L * (std::max(0.0, t.attention.intercept) + std::max(0.0, t.ffn.intercept));
+  const double whole = u.total + u.fixed, floor = u.fixed + u.costs.head;
+  const std::string where =
+      " at batch " + std::to_string(batch) + " x " + std::to_string(seq) + " tokens on this machine (latency table)";
+  if (P.target_latency >= whole)
+    throw ConfigError("prune.target_latency = " + ms(P.target_latency) + " but the unpruned model takes " + ms(whole) +
+                      where + "; give less, or measure at another prune.latency_batch / latency_seq");
+  if (P.target_latency < floor)
+    throw ConfigError("prune.target_latency = " + ms(P.target_latency) + " is below the " + ms(floor) +
+                      " that the embeddings, LayerNorms, classifier and one head take" + where + "; raise it");
+  u.target = P.target_latency / whole;
+  core::log_info("prune", "latency table" + where + ": fixed " + ms(t.fixed_ms) + ", attention " +
+                              ms(t.attention.intercept) + " + " + ms(t.attention.slope) + "/head (R² " +
+                              std::to_string(t.attention.r2).substr(0, 5) + "), FFN " + ms(t.ffn.intercept) + " + " +
+                              ms(t.ffn.slope * 100) + "/100 neurons (R² " + std::to_string(t.ffn.r2).substr(0, 5) +
+                              "); unpruned " + ms(whole) + " predicted, " + ms(t.unpruned_ms) + " measured");
+  return u;
+}
+
+}  // namespace
+
+void prepare_latency_budget(RunContext& ctx) {
+  const core::PruneConfig& P = ctx.cfg->prune;
+  if (P.target_latency <= 0) return;
+  const long batch = P.latency_batch, seq = P.latency_seq > 0 ? P.latency_seq : ctx.cfg->data.max_seq_len;
+  const std::string path = ctx.cfg->run.out_dir + "/latency_table.json";
+  if (fs::exists(path)) {  // a resumed run, or a table copied in to be reused
+    auto t = nlohmann::json::parse(core::read_file(path)).get<LatencyTable>();
+    if (t.key == latency_key(ctx.arch, batch, seq)) ctx.latency_table = t;
+    else core::log_info("prune", path + " was measured for another shape or machine (" + t.key + "); measuring again");
+  }
+  if (!ctx.latency_table) ctx.latency_table = measure_shared(ctx, batch, seq);
+  latency_unit(ctx);  // the target checked against what the model can reach
+}
+
+void save_latency_table(const RunContext& ctx) {
+  if (!ctx.latency_table) return;
+  const std::string path = ctx.cfg->run.out_dir + "/latency_table.json";
+  const std::string text = nlohmann::json(*ctx.latency_table).dump(2) + "\n";
+  if (fs::exists(path) && core::read_file(path) == text) return;
+  core::shared_write([&] { core::write_file_atomic(path, text); });
+}
+
+BudgetUnit budget_unit(RunContext& ctx) {
+  if (ctx.cfg->prune.target_latency > 0) {
+    BudgetUnit u = latency_unit(ctx);
+    u.mean_length = mean_length(ctx.eval_data);
+    return u;
+  }
+  return budget_unit(ctx.cfg->prune, ctx.arch, mean_length(ctx.eval_data));
 }
 
 std::optional<MaskGradients> budget_gradients(RunContext& ctx) {
@@ -107,7 +212,7 @@ BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const 
   BudgetSearch s;
   auto t = std::chrono::steady_clock::now();
   s.searched = search_budget(fisher_diagonal(grads.heads), fisher_diagonal(grads.neurons), unit.costs,
-                             fraction * unit.total, prunable_of(P));
+                             unit.budget(fraction), prunable_of(P));
   s.seconds["search"] = seconds_since(t);
   t = std::chrono::steady_clock::now();
   s.rearranged = P.rearrange ? rearrange(s.searched, grads) : s.searched;
@@ -139,10 +244,13 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
   const auto random = random_unit_importance(ctx.arch, seed);
   // The baselines keep as many heads and neurons as the search chose; only which ones differ.
   const long n_heads = core::count_kept(s.searched.heads), n_neurons = core::count_kept(s.searched.neurons);
+  const StructureKeep by_taylor =
+      top_units(taylor_importance(grads.heads), taylor_importance(grads.neurons), n_heads, n_neurons);
   const StructureKeep by_magnitude = top_units(magnitude.heads, magnitude.neurons, n_heads, n_neurons);
   const StructureKeep by_random = top_units(random.heads, random.neurons, n_heads, n_neurons);
   for (const auto& name : names) {
     const auto& keep = name == "kwon-search"        ? s.searched
+                       : name == "taylor-search"    ? by_taylor
                        : name == "magnitude-search" ? by_magnitude
                        : name == "random-search"    ? by_random
                                                     : s.rearranged;
@@ -162,79 +270,63 @@ double fixed_part(const BudgetUnit& unit, const core::BertConfig& arch) {
   return static_cast<double>(eval::parameter_count(arch)) - unit.total;
 }
 
-double kept_fraction(const Aggregate& a, const BudgetUnit& unit, double fixed) {
+// The unpruned model's latency measured on the curves (the best head criterion's 0-pruned point, else the 100%
+// budget point); 0 when latency was not measured (prune.latency).
+double unpruned_latency(const RunContext& ctx, const std::vector<const Aggregate*>& budget,
+                        const CurvesSummary& heads, const std::string& best_heads) {
+  for (const auto& a : heads.aggregates)
+    if (a.criterion == best_heads && a.pruned == 0 && a.latency_ms > 0) return a.latency_ms;
+  for (const auto* a : budget)
+    if (a->kept == ctx.total_heads && a->latency_ms > 0 && a->params == eval::parameter_count(ctx.arch))
+      return a->latency_ms;
+  return 0;
+}
+
+// The x of a curve point: the fraction of the budget's unit kept (latency: measured, over the unpruned model's).
+double kept_fraction(const Aggregate& a, const BudgetUnit& unit, double fixed, double base_ms) {
+  if (unit.name == "latency") return base_ms > 0 ? a.latency_ms / base_ms : 0;
   return ((unit.name == "FLOPs" ? a.flops : static_cast<double>(a.params)) - fixed) / unit.total;
 }
 
-// The metric against the measured batch-32 speedup over the unpruned model (the head curve's 0-pruned point,
-// else the 100% budget point), one line per method; empty when latency was not measured (prune.latency).
-std::optional<LineChart> pareto_chart(const RunContext& ctx, const std::string& y_label,
-                                      const std::vector<const Aggregate*>& budget, const CurvesSummary& heads,
-                                      const std::string& best_heads) {
-  double base = 0;
-  for (const auto& a : heads.aggregates)
-    if (a.criterion == best_heads && a.pruned == 0) base = a.latency_ms;
-  for (const auto* a : budget)
-    if (base <= 0 && a->kept == ctx.total_heads && a->latency_ms > 0 && a->params == eval::parameter_count(ctx.arch))
-      base = a->latency_ms;
-  if (base <= 0) return std::nullopt;
-  LineChart chart;
-  chart.title = ctx.task->name + ": " + ctx.task->primary_metric + " against measured speedup (batch 32)";
-  chart.x_label = "speedup over the unpruned model (x)";
-  chart.y_label = y_label;
-  auto add = [&](const Aggregate& a, const std::string& method) {
-    if (a.latency_ms <= 0) return;
-    auto it = std::find_if(chart.series.begin(), chart.series.end(), [&](const Series& s) { return s.name == method; });
-    if (it == chart.series.end()) it = chart.series.insert(it, {method, {}, {}, {}, {}});
-    it->x.push_back(base / a.latency_ms), it->y.push_back(a.mean);
-  };
-  for (const auto* a : budget) add(*a, a->criterion);
-  for (const auto& a : heads.aggregates)
-    if (a.criterion == best_heads) add(a, "heads only: " + a.criterion);
-  return chart;
-}
-
-// budget_curves.csv and budget_curves.svg: every budget curve, and the best head criterion on the same axis;
-// pareto.svg when latency was measured.
-std::vector<std::string> write_budget_report(const RunContext& ctx, const BudgetUnit& unit,
-                                             const std::vector<Aggregate>& budget, const CurvesSummary& heads) {
-  const double fixed = fixed_part(unit, ctx.arch);
+// The budget curves as data: every budget method's points, then the best head criterion's on the same axis.
+BudgetCurves budget_data(const RunContext& ctx, const BudgetUnit& unit, const std::vector<Aggregate>& budget,
+                         const CurvesSummary& heads) {
   std::string best_heads;
   double top = -1e300;
   for (const auto& [c, area] : heads.areas)
     if (c != "random" && area > top) top = area, best_heads = c;
-  std::ostringstream csv;
-  csv << "method,kept_fraction,heads_kept,params,flops,mean,ci_lo,ci_hi,latency_ms\n";
-  LineChart chart;
-  chart.title = ctx.task->name + ": " + ctx.task->primary_metric + " against " + unit.name + " kept";
-  chart.x_label = "encoder " + unit.name + " kept (%)";
-  chart.y_label = ctx.task->primary_metric + " (" + ctx.cfg->prune.eval_split + ")";
-  auto add = [&](const Aggregate& a, const std::string& method) {
-    const double x = kept_fraction(a, unit, fixed);
-    csv << method << "," << x << "," << a.kept << "," << a.params << "," << a.flops << "," << a.mean << "," << a.lo
-        << "," << a.hi << "," << a.latency_ms << "\n";
-    auto it = std::find_if(chart.series.begin(), chart.series.end(), [&](const Series& s) { return s.name == method; });
-    if (it == chart.series.end()) it = chart.series.insert(it, {method, {}, {}, {}, {}});
-    auto& s = *it;
-    s.x.push_back(100 * x), s.y.push_back(a.mean), s.lo.push_back(a.lo), s.hi.push_back(a.hi);
-  };
+  BudgetCurves d;
+  d.task = ctx.task->name, d.metric = ctx.task->primary_metric, d.split = ctx.cfg->prune.eval_split;
+  d.unit = unit.name;
+  d.latency_batch = ctx.curves.latency_batch, d.latency_seq = ctx.curves.latency_seq;
   std::vector<const Aggregate*> rows;  // grouped by method (the store gives them budget by budget)
   for (const auto& name : variants(ctx.cfg->prune))
     for (const auto& a : budget)
       if (a.criterion == name) rows.push_back(&a);
+  d.unpruned_latency_ms = unpruned_latency(ctx, rows, heads, best_heads);
+  const double fixed = fixed_part(unit, ctx.arch);
+  auto add = [&](const Aggregate& a, const std::string& method) {
+    d.points.push_back({method, kept_fraction(a, unit, fixed, d.unpruned_latency_ms), a.kept, a.params, a.flops,
+                        a.mean, a.lo, a.hi, a.latency_ms});
+  };
   for (const auto* a : rows) add(*a, a->criterion);
   for (const auto& a : heads.aggregates)
     if (a.criterion == best_heads) add(a, "heads only: " + a.criterion);
+  return d;
+}
+
+// budget_curves.csv and budget_curves.svg; pareto.svg when latency was measured. Returns the files written.
+std::vector<std::string> write_budget_report(const RunContext& ctx, const BudgetCurves& d) {
   std::vector<std::string> files = {"budget_curves.csv", "budget_curves.svg"};
-  const auto pareto = pareto_chart(ctx, chart.y_label, rows, heads, best_heads);
+  const auto pareto = pareto_chart(d);
+  const std::string dir = ctx.cfg->run.out_dir;
   core::shared_write([&] {
-    core::write_file_atomic(ctx.cfg->run.out_dir + "/budget_curves.csv", csv.str());
-    if (!write_svg_and_png(ctx.cfg->run.out_dir + "/budget_curves.svg", svg_line_chart(chart)).empty())
+    core::write_file_atomic(dir + "/budget_curves.csv", budget_csv(d));
+    if (!write_svg_and_png(dir + "/budget_curves.svg", svg_line_chart(budget_chart(d))).empty())
       files.push_back("budget_curves.png");
     if (!pareto) return;
     files.push_back("pareto.svg");
-    if (!write_svg_and_png(ctx.cfg->run.out_dir + "/pareto.svg", svg_line_chart(*pareto)).empty())
-      files.push_back("pareto.png");
+    if (!write_svg_and_png(dir + "/pareto.svg", svg_line_chart(*pareto)).empty()) files.push_back("pareto.png");
   });
   return files;
 }
@@ -243,13 +335,21 @@ std::vector<std::string> write_budget_report(const RunContext& ctx, const Budget
 
 bool budget_curves(RunContext& ctx, const MaskGradients& grads, CurvesSummary& curves) {
   const core::PruneConfig& P = ctx.cfg->prune;
-  const BudgetUnit unit = budget_unit(P, ctx.arch, mean_length(ctx.eval_data));
+  const BudgetUnit unit = budget_unit(ctx);
   log_stage(4, "curves",
             "the budget search at " + std::to_string(P.budget_schedule.size()) + " points of " + unit.name + " kept");
   std::vector<CurvePoint> points;
   core::Progress progress("budget curves", static_cast<long>(P.budget_schedule.size()), "points");
+  // The least a choice can cost: one head, and whatever prune.structures keeps whole.
+  const Prunable may = prunable_of(P);
+  const double least = (may.heads ? unit.costs.head : unit.costs.head * ctx.arch.total_heads()) +
+                       (may.neurons ? 0.0 : unit.costs.neuron * ctx.arch.total_neurons());
   for (size_t k = 0; k < P.budget_schedule.size(); ++k) {
     if (core::dist::stop_requested(ctx.stop)) return false;
+    if (unit.budget(P.budget_schedule[k] / 100.0) < least) {
+      progress.update(static_cast<long>(k) + 1, std::to_string(P.budget_schedule[k]) + "%: below what one head costs");
+      continue;
+    }
     auto step = budget_points(ctx, grads, unit, static_cast<int>(k), P.budget_schedule[k] / 100.0);
     std::string metrics;  // "70%: kwon-search 0.87, kwon-rearranged 0.88, ..."
     for (const auto& p : step)
@@ -260,8 +360,8 @@ bool budget_curves(RunContext& ctx, const MaskGradients& grads, CurvesSummary& c
   }
   progress.finish();
   const auto agg = aggregate(points, *ctx.task, ctx.eval_data.labels, P.bootstrap, ctx.cfg->run.seed);
-  for (const auto& f : write_budget_report(ctx, unit, agg, curves)) curves.files.push_back(f);
-  curves.budget = agg;
+  curves.budget = budget_data(ctx, unit, agg, curves);
+  for (const auto& f : write_budget_report(ctx, *curves.budget)) curves.files.push_back(f);
   return true;
 }
 
@@ -277,6 +377,18 @@ void describe(const StructureKeep& keep, BudgetSummary& b) {
   b.neurons_kept = core::count_kept(keep.neurons);
 }
 
+// A latency budget's outcome: the target, the table's prediction for `slim` and its measured time (rank 0).
+void latency_check(const RunContext& ctx, const LatencyTable& t, const core::Bert& slim, BudgetSummary& b) {
+  b.latency["target"] = ctx.cfg->prune.target_latency;
+  b.latency["predicted"] = predicted_latency(t, slim.config());
+  b.latency["batch"] = static_cast<double>(t.batch), b.latency["seq"] = static_cast<double>(t.seq);
+  if (!core::dist::is_main()) return;
+  b.latency["measured"] = eval::measure_latency(slim, eval::synthetic_input(slim.config(), t.batch, t.seq)).median_ms;
+  core::log_info("prune", "latency at batch " + std::to_string(t.batch) + " x " + std::to_string(t.seq) +
+                              " tokens: target " + ms(b.latency["target"]) + ", predicted " +
+                              ms(b.latency["predicted"]) + ", measured " + ms(b.latency["measured"]));
+}
+
 // The search at the target: each step evaluated, the scales folded, the slimmed model checked against masking
 // with the scales, and saved to `dir`.
 FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const BudgetUnit& unit, const std::string& dir) {
@@ -288,7 +400,7 @@ FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const Budget
   c.slimmed = true;
   BudgetSummary b;
   b.unit = unit.name, b.target = unit.target, b.mean_length = unit.mean_length;
-  b.kept = structure_cost(s.rearranged, unit.costs) / unit.total;
+  b.kept = (structure_cost(s.rearranged, unit.costs) + unit.fixed) / (unit.total + unit.fixed);
   b.neurons_total = ctx.arch.total_neurons();
   describe(s.rearranged, b);
   b.seconds = s.seconds;
@@ -308,6 +420,7 @@ FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const Budget
   if (ctx.cfg->prune.verify && b.folded_vs_scaled_max_abs_logit_diff > 1e-4)
     throw InternalError("the slimmed model with the tuning scales folded in differs from masking with the scales by " +
                         std::to_string(b.folded_vs_scaled_max_abs_logit_diff) + " (> 1e-4)");
+  if (unit.table) latency_check(ctx, *unit.table, slim, b);
   c.metrics_before_recovery = slim_eval.metrics;
   c.budget = b;
   core::shared_write([&] {
@@ -322,8 +435,7 @@ FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const Budget
 }  // namespace
 
 FinalChoice choose_budget(RunContext& ctx, const MaskGradients& grads) {
-  const core::PruneConfig& P = ctx.cfg->prune;
-  const BudgetUnit unit = budget_unit(P, ctx.arch, mean_length(ctx.eval_data));
+  const BudgetUnit unit = budget_unit(ctx);
   const std::string dir = ctx.cfg->run.out_dir + "/search";
   FinalChoice c;
   if (fs::exists(dir + "/choice.json")) {  // a resumed run: the search finished before

@@ -1,4 +1,5 @@
-// The pruning run with a FLOPs or parameter budget (prune.target_flops / prune.target_params): heads and
+// The pruning run with a FLOPs, parameter or latency budget (prune.target_flops / target_params /
+// target_latency; the latency through the table of prune/latency_table.h): heads and
 // FFN neurons chosen by Kwon et al. 2022's retraining-free search (prune/mask_search.h, prune/mask_tuning.h),
 // in the stages of prune/pipeline.h:
 //   3. score    the mask gradients on prune.search_examples of the rank split (cached in the run store)
@@ -14,22 +15,41 @@
 #include <vector>
 
 #include "prune/mask_search.h"
+#include "prune/latency_table.h"
 #include "prune/mask_tuning.h"
 #include "prune/stages.h"
 
 namespace hp::prune {
 
-// The budget's unit: encoder FLOPs at the evaluation split's mean length, or encoder parameters.
+// The budget's unit: encoder FLOPs at the evaluation split's mean length, encoder parameters, or the whole
+// model's latency at prune.latency_batch × latency_seq as the latency table predicts it.
 struct BudgetUnit {
-  std::string name;  // "FLOPs" or "parameters"
-  UnitCosts costs;  // one head, one neuron
-  double total = 0;  // the unpruned encoder's
-  double target = 0;  // the fraction to keep
+  std::string name;  // "FLOPs", "parameters" or "latency"
+  UnitCosts costs;  // one head, one neuron (latency: the table's slopes)
+  double total = 0;  // the unpruned model's units together
+  // What no choice removes: 0 for FLOPs and parameters (their 100% is the encoder's prunable part); for
+  // latency the table's fixed part and every sublayer's intercept (charged whether or not the search empties
+  // the sublayer, so an emptied sublayer lands the model below its target, never above).
+  double fixed = 0;
+  double target = 0;  // the fraction of total + fixed to keep
   double mean_length = 0;  // tokens
+  std::optional<LatencyTable> table;  // latency
+  // What the units kept may cost at `fraction` of the whole.
+  double budget(double fraction) const { return fraction * (total + fixed) - fixed; }
 };
+// The unit of ctx's run (a latency budget's from ctx.latency_table).
+BudgetUnit budget_unit(RunContext& ctx);
+// FLOPs or parameters (p.target_params > 0), without a context.
 BudgetUnit budget_unit(const core::PruneConfig& p, const core::BertConfig& arch, double mean_length);
 
-// True when the run has a FLOPs or parameter budget.
+// Stage 1 with a latency budget, before the run folder is claimed: the latency table (RUN_DIR/latency_table.json
+// while its key matches, else measured on rank 0 from model.path and shared) into ctx.latency_table, and the
+// target checked against it (ConfigError with what the model takes, nothing written). Nothing without one.
+void prepare_latency_budget(RunContext& ctx);
+// After the claim: the table written to the run folder (unless it is there already).
+void save_latency_table(const RunContext& ctx);
+
+// True when the run has a FLOPs, parameter or latency budget.
 bool budget_mode(const core::PruneConfig& p);
 
 // Stage 3 with a budget: the search sample (ctx.search) and its mask gradients. Empty when stopped.

@@ -81,7 +81,7 @@ CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const 
   p.eval_examples_per_s = r.examples_per_s;
   if (in.opts->latency)
     p.latency_ms =
-        eval::measure_latency(slim, eval::synthetic_input(slim.config(), 32, in.latency_seq), 1, 3, 0.3).median_ms;
+        eval::measure_latency(slim, eval::synthetic_input(slim.config(), in.latency_batch, in.latency_seq), 1, 3, 0.3).median_ms;
   return p;
 }
 

@@ -25,7 +25,7 @@ struct CurveInputs {
   std::vector<core::Batch> eval_batches;
   const core::PruneConfig* opts = nullptr;
   std::vector<int> counts;  // heads pruned at each point (schedule_counts)
-  long latency_seq = 64;  // sequence length of the latency measurement
+  long latency_batch = 32, latency_seq = 64;  // shape of the latency measurement
   const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): return after the current point
 };
 

@@ -40,6 +40,8 @@ MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
 
 torch::Tensor fisher_diagonal(const torch::Tensor& grads) { return grads.pow(2).sum(0); }
 
+torch::Tensor taylor_importance(const torch::Tensor& grads) { return grads.abs().sum(0); }
+
 namespace {
 
 // Flat indices of `importance` by decreasing value, equal values in index order.

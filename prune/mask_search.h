@@ -42,6 +42,10 @@ MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
 // Σ over batches of g²: grads [N, L, U] → [L, U].
 torch::Tensor fisher_diagonal(const torch::Tensor& grads);
 
+// Michel et al.'s first-order Taylor importance on the same gradients, Σ over batches of |g| (each batch's
+// mean gradient in place of one example's): [N, L, U] → [L, U]. A baseline ranking for top_units.
+torch::Tensor taylor_importance(const torch::Tensor& grads);
+
 // The cost of one head and of one FFN neuron in the budget's unit.
 struct UnitCosts {
   double head = 0, neuron = 0;

@@ -79,7 +79,8 @@ double relative_residual(const LstsqSystem& s, const torch::Tensor& x) {
 // Solves one sublayer's system into scales_row[kept] (left at their values when the solve is refused).
 SublayerFit solve_into(const LstsqSystem& s, const std::vector<long>& kept, torch::Tensor scales_row,
                        const TuningOptions& opts, int layer, const char* block) {
-  SublayerFit fit{layer, block};
+  SublayerFit fit;
+  fit.layer = layer, fit.block = block;
   const auto current = scales_row.index_select(0, index_of(kept)).to(torch::kFloat64);
   fit.before = fit.after = relative_residual(s, current);
   torch::Tensor x;

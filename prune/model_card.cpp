@@ -18,9 +18,18 @@ std::string fixed(double v, int digits) {
 std::string budget_text(const nlohmann::json& b) {
   int heads = 0;
   for (const auto& h : b["heads_per_layer"]) heads += h.get<int>();
+  const std::string unit = b.value("unit", std::string("FLOPs"));
+  std::string of = "% of the encoder's " + unit;
+  if (unit == "latency" && b.contains("latency")) {
+    const auto& l = b["latency"];
+    of = "% of the unpruned model's latency at batch " + fixed(l.value("batch", 0.0), 0) + " x " +
+         fixed(l.value("seq", 0.0), 0) + " tokens on the pruning machine: " + fixed(l.value("predicted", 0.0), 2) +
+         " ms predicted, " + fixed(l.value("measured", 0.0), 2) + " ms measured, target " +
+         fixed(l.value("target", 0.0), 2) + " ms";
+  }
   return std::to_string(heads) + " heads and " + std::to_string(b.value("neurons_kept", 0)) + " of " +
-         std::to_string(b.value("neurons_total", 0)) + " FFN neurons (" + fixed(100 * b.value("kept", 0.0), 1) +
-         "% of the encoder's " + b.value("unit", std::string("FLOPs")) + ")";
+         std::to_string(b.value("neurons_total", 0)) + " FFN neurons (" + fixed(100 * b.value("kept", 0.0), 1) + of +
+         ")";
 }
 
 // The table of what each layer keeps: its heads, and with a FLOPs or parameter budget its FFN neurons.

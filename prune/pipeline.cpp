@@ -31,14 +31,23 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
     need(v == 0 || (v > 0 && v < 1), "prune." + std::string(key) + " = " + value.str() +
                                          "; use a fraction of the unpruned encoder's in (0, 1), e.g. 0.5 (0 = off)");
   }
-  need(!(p.target_flops > 0 && p.target_params > 0),
-       "prune.target_flops and prune.target_params are both set; give one");
+  need(p.target_latency >= 0, "prune.target_latency = " + std::to_string(p.target_latency) +
+                                  "; use a time in ms at prune.latency_batch x latency_seq (0 = off)");
+  need((p.target_flops > 0) + (p.target_params > 0) + (p.target_latency > 0) <= 1,
+       "more than one of prune.target_flops, target_params and target_latency is set; give one");
+  need(p.latency_batch >= 1, "prune.latency_batch = " + std::to_string(p.latency_batch) + "; use 1 or more");
+  need(p.latency_seq >= 0 && p.latency_seq <= arch.max_position_embeddings,
+       "prune.latency_seq = " + std::to_string(p.latency_seq) + "; use 1.." +
+           std::to_string(arch.max_position_embeddings) + " (the model's positions), or 0 for data.max_seq_len");
+  need(!(p.target_latency > 0 && !p.latency),
+       "prune.target_latency draws its curves against measured latency; set prune.latency = true");
   need(!(budget_mode(p) && p.target_heads > 0),
-       "prune.target_heads and a FLOPs or parameter budget are both set; give --target-heads N or --target-flops F");
+       "prune.target_heads and a FLOPs, parameter or latency budget are both set; give --target-heads N or "
+       "--target-flops F");
   need(!(p.method == "kwon" && !budget_mode(p)),
-       "prune.method = kwon searches under a budget; give --target-flops F or --target-params F");
+       "prune.method = kwon searches under a budget; give --target-flops F, --target-params F or --target-latency MS");
   need(!(budget_mode(p) && p.method != "best" && p.method != "kwon"),
-       "prune.method = " + p.method + " chooses heads for --target-heads; a FLOPs or parameter budget uses kwon");
+       "prune.method = " + p.method + " chooses heads for --target-heads; a FLOPs, parameter or latency budget uses kwon");
   need(!p.structures.empty(), "prune.structures is empty; use heads, neurons or both");
   for (const auto& s : p.structures)
     need(s == "heads" || s == "neurons", "prune.structures has '" + s + "'; use heads, neurons or both");

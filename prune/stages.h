@@ -21,6 +21,7 @@
 #include "core/text/tokenizer.h"
 #include "prune/criteria.h"
 #include "prune/curves.h"
+#include "prune/latency_table.h"
 #include "prune/run_store.h"
 #include "prune/summary.h"
 
@@ -56,6 +57,7 @@ struct RunContext {
   std::vector<core::Example> rank_examples;  // prune.rank_split, all rows
   core::LoadOptions load;  // the task's labels, run.seed
   std::unique_ptr<RunStore> store;  // the claimed run folder
+  std::optional<LatencyTable> latency_table;  // with a latency budget (prune/budget.h)
   const std::atomic<bool>* stop = nullptr;  // Ctrl-C or a rank's stop: return 130 after the current unit
 
   // Stage 2, fine-tune: the model every later stage starts from, and the data encoded for it.

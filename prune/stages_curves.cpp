@@ -11,6 +11,7 @@
 #include "prune/pipeline.h"
 #include "prune/report.h"
 #include "prune/schedule.h"
+#include "prune/budget.h"
 #include "prune/stages.h"
 #include "train/task_run.h"
 
@@ -69,7 +70,8 @@ void load_model_and_data(RunContext& ctx) {
   ci.eval_batches = core::make_batches(ctx.eval_data, bo);
   ci.opts = &P;
   ci.counts = schedule_counts(P.schedule, P.schedule_unit, ctx.total_heads);
-  ci.latency_seq = cfg.data.max_seq_len;
+  ci.latency_batch = P.latency_batch;
+  ci.latency_seq = P.latency_seq > 0 ? P.latency_seq : cfg.data.max_seq_len;
   ci.stop = ctx.stop;
 }
 
@@ -122,8 +124,11 @@ void prepare(RunContext& ctx, const core::Config& cfg, const std::atomic<bool>* 
     core::log_info("prune", "mnli_subset: our own split of TextFooler's MNLI dev subset (" + P.rank_split + " ranks, " +
                                 P.eval_split + " evaluates); the full GLUE MNLI is not on this machine");
 
+  prepare_latency_budget(ctx);  // measures, and refuses an unreachable target, before the folder is claimed
+
   ctx.store = std::make_unique<RunStore>(cfg.run.out_dir, resume_key(cfg));
   core::write_file_atomic(cfg.run.out_dir + "/config.resolved.yaml", core::dump_yaml(cfg));
+  save_latency_table(ctx);
   log_stage(1, "prepare",
             ctx.task->name + ", " + std::to_string(ctx.total_heads) + " heads, run folder " + cfg.run.out_dir +
                 (ctx.store->resumed() ? " (resuming)" : ""));

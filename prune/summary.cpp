@@ -51,13 +51,7 @@ nlohmann::json summary_json(const RunSummary& s) {
                       {"files", s.files}};
   const nlohmann::json criteria = criteria_json(s.curves);
   if (!criteria.is_null()) j["criteria"] = criteria;
-  for (const auto& a : s.curves.budget)
-    j["budget_curves"][a.criterion].push_back({{"heads_kept", a.kept},
-                                               {"params", a.params},
-                                               {"flops", a.flops},
-                                               {"mean", a.mean},
-                                               {"ci_lo", a.lo},
-                                               {"ci_hi", a.hi}});
+  if (s.curves.budget) j["budget_curves"] = *s.curves.budget;
   if (s.final) j["final"] = final_json(*s.final);
   return j;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/model/head_mask.h"
+#include "prune/budget_report.h"
 #include "prune/curves.h"
 
 namespace hp::prune {
@@ -21,23 +22,26 @@ struct CurvesSummary {
   std::map<std::string, double> fractions;  // criterion → largest fraction pruned within 1 point (needs a 0 point)
   std::map<std::string, double> areas;  // criterion → mean metric over the schedule
   std::vector<std::string> files;  // relative to the run folder
-  std::vector<Aggregate> budget;  // with a FLOPs or parameter budget: the budget curves (prune/budget.h)
+  std::optional<BudgetCurves> budget;  // with a budget: the budget curves (prune/budget.h)
 };
 
 // A FLOPs or parameter budget's search (prune/budget.h): what it kept and what each step gave.
 struct BudgetSummary {
-  std::string unit;  // "FLOPs" (at the evaluation split's mean length) or "parameters", of the encoder
-  double target = 0, kept = 0;  // fractions of the unpruned encoder's
+  std::string unit;  // "FLOPs" (at the evaluation split's mean length) or "parameters", of the encoder; or "latency"
+  double target = 0, kept = 0;  // fractions of the unpruned encoder's (latency: of the whole model's, predicted)
   double mean_length = 0;  // tokens, the FLOPs' sequence length
   int neurons_kept = 0, neurons_total = 0;
   std::vector<int> heads_per_layer, ffn_widths;
   std::map<std::string, std::map<std::string, double>> metrics_by_step;  // "search", "rearranged", "tuned" → metrics
   std::map<std::string, double> seconds;  // "gradients", "search", "rearrange", "tuning"
   double folded_vs_scaled_max_abs_logit_diff = 0;  // the export's fold of the scales against masking with them
+  // A latency budget: "target", "predicted" (the table's) and "measured" (the slimmed model, on rank 0) in ms,
+  // "batch" and "seq" the shape.
+  std::map<std::string, double> latency;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BudgetSummary, unit, target, kept, mean_length, neurons_kept, neurons_total,
-                                   heads_per_layer, ffn_widths, metrics_by_step, seconds,
-                                   folded_vs_scaled_max_abs_logit_diff)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BudgetSummary, unit, target, kept, mean_length, neurons_kept,
+                                                neurons_total, heads_per_layer, ffn_widths, metrics_by_step, seconds,
+                                                folded_vs_scaled_max_abs_logit_diff, latency)
 
 // Stages 5 and 6: which heads stay, by what method, and the model (after recovery) they stay in.
 struct FinalChoice {

@@ -201,6 +201,9 @@ struct PruneConfig {
   int target_heads = 0;
   double target_flops = 0;
   double target_params = 0;
+  double target_latency = 0;
+  int latency_batch = 32;
+  int latency_seq = 0;
   std::vector<std::string> structures = {"heads", "neurons"};
   int search_examples = 2048;
   std::vector<int> budget_schedule = {100, 90, 80, 70, 60, 50, 40, 30};
@@ -242,7 +245,13 @@ struct PruneConfig {
       "retraining-free as Kwon et al. 2022); 0 = off");
     v("target_params", target_params,
       "--target-params F: the same budget in encoder parameters (a fraction of the unpruned encoder's); 0 = off");
-    v("structures", structures, "what a FLOPs or parameter budget may remove: heads, neurons (FFN) or both");
+    v("target_latency", target_latency,
+      "--target-latency MS: the whole model's forward time at latency_batch x latency_seq on this machine, as the "
+      "latency table measured into the run folder predicts it (heads and FFN neurons searched as for FLOPs); 0 = off");
+    v("latency_batch", latency_batch, "batch size of the latency table and of the curves' latency measurements");
+    v("latency_seq", latency_seq,
+      "tokens per sequence of the latency table and of the curves' latency measurements; 0 = data.max_seq_len");
+    v("structures", structures, "what a FLOPs, parameter or latency budget may remove: heads, neurons (FFN) or both");
     v("search_examples", search_examples,
       "examples of rank_split whose mask gradients the budget search uses (Kwon et al.: 2048); 0 = all");
     v("budget_schedule", budget_schedule,
@@ -258,7 +267,8 @@ struct PruneConfig {
     v("recover_steps", recover_steps, "fine-tuning steps with the N heads fixed after pruning; 0 = none");
     v("recover_distill", recover_distill, "distil from the unpruned model during the recovery fine-tuning");
     v("finetune", finetune, "fine-tune first (train section) when the model has no classifier for the task");
-    v("latency", latency, "measure the latency of the slimmed model at every curve step");
+    v("latency", latency,
+      "measure the latency of the slimmed model at every curve step (needed by a latency budget's curves)");
     v("verify", verify, "check the slimmed export: its logits equal the masked model's on eval_split");
   }
 };

@@ -274,13 +274,16 @@ TEST_CASE("the pruning run with a FLOPs budget: search, curves, slimmed export w
   CHECK_THAT(f["hf_check"]["transformers4"].get<std::string>(), Catch::StartsWith("not applicable"));
   const std::string card = slurp(out / "model" / "README.md");
   CHECK_THAT(card, Catch::Contains("FFN neurons kept") && Catch::Contains("of the encoder's FLOPs"));
-  // The budget curves: 8 budgets x (3 steps of the search, magnitude, random), and the head criterion on the
-  // same axis.
+  // The budget curves: 8 budgets x (3 steps of the search, Taylor, magnitude, random), and the head criterion on
+  // the same axis.
   const std::string csv = slurp(out / "budget_curves.csv");
-  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 8 * 5 + 5);
-  CHECK_THAT(csv, Catch::Contains("kwon-tuned,") && Catch::Contains("random-search,") &&
-                      Catch::Contains("heads only: taylor,"));
-  CHECK(summary["budget_curves"]["kwon-rearranged"].size() == 8);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 8 * 6 + 5);
+  CHECK_THAT(csv, Catch::Contains("kwon-tuned,") && Catch::Contains("taylor-search,") &&
+                      Catch::Contains("random-search,") && Catch::Contains("heads only: taylor,"));
+  const auto& points = summary["budget_curves"]["points"];
+  CHECK(std::count_if(points.begin(), points.end(), [](const auto& p) { return p["method"] == "kwon-rearranged"; }) ==
+        8);
+  CHECK(summary["budget_curves"]["unit"] == "FLOPs");
 
   // Killed after the search: the curves, the summary and some points gone; the rerun resumes to the same.
   std::filesystem::remove(out / "budget_curves.csv");
@@ -295,6 +298,64 @@ TEST_CASE("the pruning run with a FLOPs budget: search, curves, slimmed export w
   const auto resumed = nlohmann::json::parse(slurp(out / "summary.json"));
   CHECK(resumed["final"]["budget"]["ffn_widths"] == b["ffn_widths"]);
   CHECK(resumed["final"]["metrics"] == f["metrics"]);
+}
+
+TEST_CASE("the pruning run with a latency budget: the table measured once and reused, the target met as predicted",
+          "[cli][prune][budget][latency]") {
+  const auto first = hp::test::scratch_dir("hp_prune_latency_a"), out = hp::test::scratch_dir("hp_prune_latency_b");
+  std::filesystem::remove_all(first);
+  std::filesystem::remove_all(out);
+  const std::string flags = " --criteria taylor --recover-steps 0 --set prune.latency=true"
+                            " --set prune.latency_batch=4 --set prune.budget_schedule=100,60,30";
+  // A target the model cannot meet is refused with what it takes, before anything is written.
+  auto refused = [&](const std::string& target, const std::string& before) {
+    auto r = run_prune(tiny_prune_args(first.string()) + flags + " --target-latency " + target);
+    INFO(r.output);
+    CHECK(r.code == 2);
+    CHECK(!std::filesystem::exists(first));
+    const auto at = r.output.find(before);
+    REQUIRE(at != std::string::npos);
+    CHECK_THAT(r.output, Catch::Contains("at batch 4 x 32 tokens on this machine"));
+    return std::stod(r.output.substr(at + before.size()));
+  };
+  const double whole = refused("100000", "but the unpruned model takes ");
+  const double floor = refused("0.000001", "is below the ");
+  REQUIRE(floor < whole);
+  const double target = (floor + whole) / 2;
+  const std::string args = tiny_prune_args(out.string()) + flags + " --target-latency " + std::to_string(target);
+  auto r = run_prune(args);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("[latency table]"));
+  const std::string table_text = slurp(out / "latency_table.json");
+  const auto table = nlohmann::json::parse(table_text);
+  CHECK(table["attention"]["units"].size() == 4);
+  CHECK(table["batch"] == 4);
+  // Resumed after its summary is gone: the table is read back, not measured again, and the result is the same.
+  const std::string first_summary = slurp(out / "summary.json");
+  std::filesystem::remove(out / "summary.json");
+  auto again = run_prune(args);
+  INFO(again.output);
+  REQUIRE(again.code == 0);
+  CHECK_THAT(again.output, !Catch::Contains("[latency table]") && !Catch::Contains("measuring again"));
+  CHECK(slurp(out / "latency_table.json") == table_text);
+  CHECK(nlohmann::json::parse(slurp(out / "summary.json"))["final"]["budget"]["ffn_widths"] ==
+        nlohmann::json::parse(first_summary)["final"]["budget"]["ffn_widths"]);
+  const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  const auto& b = summary["final"]["budget"];
+  CHECK(b["unit"] == "latency");
+  CHECK(b["latency"]["target"].get<double>() == Approx(target).epsilon(1e-5));
+  CHECK(b["latency"]["predicted"].get<double>() <= target * (1 + 1e-9));
+  CHECK(b["latency"]["measured"].get<double>() > 0);
+  CHECK(b["kept"].get<double>() <= b["target"].get<double>() * (1 + 1e-9));
+  const std::string csv = slurp(out / "budget_curves.csv");
+  // Six methods at each budget the model can reach (the tiny model's fixed parts take most of its time, so the
+  // lower budgets are skipped, and said so), and the head criterion's 5 points.
+  const long rows = std::count(csv.begin(), csv.end(), '\n') - 1 - 5;
+  CHECK(rows % 6 == 0);
+  CHECK(rows >= 6);
+  if (rows < 3 * 6) CHECK_THAT(r.output, Catch::Contains("below what one head costs"));
+  CHECK_THAT(slurp(out / "model" / "README.md"), Catch::Contains("of the unpruned model's latency at batch 4 x 32"));
 }
 
 TEST_CASE("the pruning run: bad input gives a one-line error and writes nothing", "[cli][prune][bad]") {
@@ -313,6 +374,12 @@ TEST_CASE("the pruning run: bad input gives a one-line error and writes nothing"
       {base + " --set data.task=rte --set prune.rank_split=train --set prune.eval_split=dev", "RTE", 1},
       {base + " --target-heads 1 --set prune.min_heads_per_layer=1",
        "below the 2 heads prune.min_heads_per_layer keeps", 2},
+      {base + " --target-latency -1", "prune.target_latency = -1.000000; use a time in ms", 2},
+      {base + " --target-latency 5 --target-flops 0.5",
+       "more than one of prune.target_flops, target_params and target_latency is set; give one", 2},
+      {base + " --target-latency 5", "prune.target_latency draws its curves against measured latency", 2},
+      {base + " --target-latency 5 --set prune.latency=true --set prune.latency_seq=100000",
+       "prune.latency_seq = 100000; use 1..", 2},
   };
   check_errors(cases, "", out);
 }

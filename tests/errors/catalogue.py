@@ -387,7 +387,8 @@ def budget_run(*flags):
 
 add("budget-two-targets", "--target-heads and --target-flops together", budget_run("--target-heads", "3",
     "--target-flops", "0.5"), 2,
-    "error: prune.target_heads and a FLOPs or parameter budget are both set; give --target-heads N or --target-flops F",
+    "error: prune.target_heads and a FLOPs, parameter or latency budget are both set; give --target-heads N or "
+    "--target-flops F",
     not_created("run"))
 add("budget-range", "--target-flops 1.5", budget_run("--target-flops", "1.5"), 2,
     "error: prune.target_flops = 1.5; use a fraction of the unpruned encoder's in (0, 1), e.g. 0.5 (0 = off)",

@@ -1,0 +1,65 @@
+// The latency table of a latency budget (prune.target_latency; Kwon et al. 2022's lookup table): on this
+// machine, with headprune's own kernels, the forward time of one layer's attention sublayer with 1..H heads
+// and of its FFN sublayer at widths across 1..I, at prune.latency_batch × prune.latency_seq tokens.
+//
+// Measured on the model itself, slimmed: every layer given n heads and no FFN (or m neurons and no heads),
+// the input run through embeddings and layer 0 only (EncoderInput::end_layer = 1); the sublayer's time is
+// that minus the time with nothing in the layer. The parts no budget removes (embeddings, every layer's
+// LayerNorms, pooler, classifier) are the whole model with every sublayer empty.
+//
+// Fit: per sublayer, least squares intercept + slope × units over the units ≥ 1 measured (the table keeps
+// the measurements, the fit and its R² so that a reader sees whether a line is the right model); an empty
+// sublayer costs 0. predicted(model) = fixed + Σ over non-empty sublayers (intercept + slope × units).
+// The file (RUN_DIR/latency_table.json) is reused while its key (shape, batch, seq, CPU, runtime) matches.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/model/bert.h"
+
+namespace hp::prune {
+
+struct SublayerLatency {
+  std::vector<long> units;  // heads or neurons measured
+  std::vector<double> ms;  // median forward time of one such sublayer
+  double intercept = 0, slope = 0, r2 = 0;  // the least-squares line over `units`
+  double max_residual_ms = 0;  // the largest |measured − fitted|
+  double at(long n) const { return n > 0 ? intercept + slope * static_cast<double>(n) : 0.0; }
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SublayerLatency, units, ms, intercept, slope, r2, max_residual_ms)
+
+struct LatencyTable {
+  std::string key;  // shape, batch, seq, CPU and runtime the table was measured for
+  long batch = 0, seq = 0;
+  double fixed_ms = 0;  // embeddings, LayerNorms, pooler, classifier: every sublayer empty
+  double unpruned_ms = 0;  // the whole unpruned model, measured
+  SublayerLatency attention, ffn;
+  double seconds = 0;  // time the measurement took
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LatencyTable, key, batch, seq, fixed_ms, unpruned_ms, attention, ffn, seconds)
+
+// The key of a table for `cfg` at batch × seq on this machine.
+std::string latency_key(const core::BertConfig& cfg, long batch, long seq);
+
+// Fits intercept and slope of `s.ms` against `s.units` (least squares; R², largest residual).
+void fit_line(SublayerLatency& s);
+
+// A table for `cfg` at batch × seq with its key and the units to measure, every time 0 (what
+// measure_latency_table fills; ranks that do not measure receive the times of the one that does).
+LatencyTable latency_layout(const core::BertConfig& cfg, long batch, long seq);
+
+// The configurations measure_latency_table times (its progress total).
+long latency_configurations(const core::BertConfig& cfg);
+
+// Measures the table for `model` (unpruned). `progress(done, total)` after each configuration.
+LatencyTable measure_latency_table(const core::Bert& model, long batch, long seq,
+                                   const std::function<void(long, long)>& progress = {});
+
+// The table's prediction for a model of `cfg`'s shape (its heads and FFN widths per layer).
+double predicted_latency(const LatencyTable& t, const core::BertConfig& cfg);
+
+}  // namespace hp::prune
