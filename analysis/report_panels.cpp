@@ -15,6 +15,7 @@
 #include "core/base/files.h"
 #include "core/base/xml.h"
 #include "core/io/tensor_io.h"
+#include "prune/budget_report.h"
 #include "prune/plot.h"
 
 namespace hp::analysis {
@@ -120,6 +121,38 @@ std::string svg_file(const std::string& path) {
   return at == std::string::npos ? "" : s.substr(at);
 }
 
+// A budget run's rows: the budget and what it kept, the metric after each step of the search, its times.
+std::vector<std::vector<std::string>> budget_rows(const json& b, const std::string& metric) {
+  std::vector<std::vector<std::string>> rows;
+  const std::string unit = b.value("unit", std::string("FLOPs"));
+  rows.push_back({"budget", fmt(100 * b.value("target", 0.0), "%.1f") + "% of the " +
+                                (unit == "latency" ? "model's latency" : "encoder's " + unit) + ", kept " +
+                                fmt(100 * b.value("kept", 0.0), "%.1f") + "%"});
+  if (b.contains("latency") && b["latency"].contains("measured")) {
+    const json& l = b["latency"];
+    rows.push_back({"latency, batch " + fmt(l.value("batch", 0.0), "%.0f") + " x " + fmt(l.value("seq", 0.0), "%.0f"),
+                    "target " + fmt(l.value("target", 0.0), "%.2f") + " ms, predicted " +
+                        fmt(l.value("predicted", 0.0), "%.2f") + " ms, measured " +
+                        fmt(l.value("measured", 0.0), "%.2f") + " ms"});
+  }
+  std::string widths;
+  for (const auto& w : b.value("ffn_widths", json::array())) widths += (widths.empty() ? "" : ", ") + w.dump();
+  rows.push_back({"FFN neurons kept", std::to_string(b.value("neurons_kept", 0)) + " of " +
+                                          std::to_string(b.value("neurons_total", 0)) + " (per layer: " + widths + ")"});
+  for (const char* step : {"search", "rearranged", "tuned"})
+    if (b.contains("metrics_by_step") && b["metrics_by_step"].contains(step) &&
+        b["metrics_by_step"][step].contains(metric))
+      rows.push_back({metric + " after the " + std::string(step == std::string("search") ? "Fisher search" : step) +
+                          (step == std::string("search") ? "" : " step"),
+                      fmt(b["metrics_by_step"][step][metric].get<double>())});
+  std::string times;
+  const json seconds = b.value("seconds", json::object());  // items() of a temporary would dangle
+  for (const auto& [step, sec] : seconds.items())
+    times += (times.empty() ? "" : ", ") + step + " " + fmt(sec.get<double>(), "%.1f") + " s";
+  if (!times.empty()) rows.push_back({"search time", times});
+  return rows;
+}
+
 std::string summary_panel(const ReportFolders& f, const std::vector<std::string>& models) {
   std::ostringstream o;
   o << "<ul class=\"models\">";
@@ -165,7 +198,36 @@ std::string summary_panel(const ReportFolders& f, const std::vector<std::string>
         rows.push_back({"Hugging Face check, " + loader, result.get<std::string>()});
   }
   if (fin.contains("mask")) rows.push_back({"heads removed", fin["mask"].get<std::string>()});
-  return o.str() + "<h3>Exactly-N result</h3>" + table({}, rows);
+  if (fin.contains("budget")) {
+    auto more = budget_rows(fin["budget"], metric);
+    rows.insert(rows.begin() + 2, more.begin(), more.end());
+  }
+  return o.str() + (fin.contains("budget") ? "<h3>Budget result</h3>" : "<h3>Exactly-N result</h3>") + table({}, rows);
+}
+
+// A budget run's curves (summary.json's budget_curves): the metric against the unit kept and against the
+// measured speedup; "" for a run without a budget.
+std::string budget_figures(const ReportFolders& f) {
+  const std::string path = f.pruning + "/summary.json";
+  if (!fs::exists(path)) return "";
+  const json s = read_json(path);
+  if (!s.contains("budget_curves")) return "";
+  prune::BudgetCurves c;
+  try {
+    c = s["budget_curves"].get<prune::BudgetCurves>();
+  } catch (const json::exception& e) {
+    throw InputError(path + ": budget_curves is not what `prune` writes (" + e.what() +
+                     "); rerun the pruning command that wrote it");
+  }
+  std::string html = figure("budget-curves", prune::svg_line_chart(prune::budget_chart(c)),
+                            "The " + c.metric + " on " + c.split + " after each method keeps the heads and FFN neurons "
+                            "that fit each budget (Kwon et al. 2022's search, its steps, and baselines at the search's "
+                            "counts), beside the best head-only criterion; bands: 95% bootstrap interval.");
+  if (const auto pareto = prune::pareto_chart(c))
+    html += figure("pareto", prune::svg_line_chart(*pareto),
+                   "The same points against the speedup measured at batch " + std::to_string(c.latency_batch) +
+                       " over the unpruned model: up and to the right is better.");
+  return html;
 }
 
 std::string curves_panel(const ReportFolders& f, const core::TensorMap& run) {
@@ -201,7 +263,8 @@ std::string curves_panel(const ReportFolders& f, const core::TensorMap& run) {
   return figure("curves", prune::svg_line_chart(c),
                 "Mean over seeds of the dev " + metric +
                     " after masking the heads each criterion ranks least important; "
-                    "bands: 95% bootstrap interval over the dev examples.");
+                    "bands: 95% bootstrap interval over the dev examples.") +
+         budget_figures(f);
 }
 
 std::string importance_panel(const ReportFolders& f, const core::TensorMap& run) {

@@ -227,3 +227,39 @@ TEST_CASE("prune report: headless Chromium renders it offline, and a click on a 
   if (b.code == kSkipExitCode) return skip("browser check skipped: " + b.output.substr(0, b.output.find('\n')));
   CHECK(b.code == 0);
 }
+
+TEST_CASE("prune report of a budget run: the budget result, its curves and the Pareto plot, in Chromium too",
+          "[cli][report][budget][browser]") {
+  const auto root = hp::test::scratch_dir("hp_report_budget");
+  fs::remove_all(root);
+  const auto run = root / "run", page = root / "budget.html";
+  auto r = run_prune(tiny_prune_args(run.string()) +
+                     " --criteria taylor --target-flops 0.5 --recover-steps 0 --set prune.latency=true"
+                     " --set prune.latency_batch=4 --set prune.budget_schedule=100,60,30");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  auto p = run_prune("report " + run.string() + " --data-root " + tiny_data_root() +
+                     " --max-seq-len 32 --split mismatched --examples 0 --out " + page.string());
+  INFO(p.output);
+  REQUIRE(p.code == 0);
+  const std::string html = slurp(page);
+  const auto summary = nlohmann::json::parse(slurp(run / "summary.json"));
+  CHECK_THAT(html, Catch::Contains("<h3>Budget result</h3>") && Catch::Contains("FFN neurons kept") &&
+                       Catch::Contains("after the rearranged step") && Catch::Contains("id=\"fig-budget-curves\"") &&
+                       Catch::Contains("id=\"fig-pareto\"") && Catch::Contains("heads only: taylor"));
+  // Every method's line is drawn: the legend names each.
+  for (const char* method : {"kwon-search", "kwon-rearranged", "kwon-tuned", "taylor-search", "magnitude-search",
+                             "random-search"})
+    CHECK_THAT(html, Catch::Contains(std::string(">") + method + "<"));
+  int neurons = summary["final"]["budget"]["neurons_kept"];
+  CHECK_THAT(html, Catch::Contains(std::to_string(neurons) + " of " +
+                                   std::to_string(summary["final"]["budget"]["neurons_total"].get<int>())));
+  if (!fs::exists(HP_REF_PYTHON))
+    return skip(std::string(HP_REF_PYTHON) + " missing: run scripts/setup.sh for the browser check");
+  const auto shots = hp::test::scratch_dir("hp_report_budget_shots");
+  auto b = run_command(std::string(HP_REF_PYTHON) + " " + kSourceDir + "/tests/report/browser_check.py " +
+                       page.string() + " --shots " + shots.string() + " --expect-slim");
+  INFO(b.output);
+  if (b.code == kSkipExitCode) return skip("browser check skipped: " + b.output.substr(0, b.output.find('\n')));
+  CHECK(b.code == 0);
+}
