@@ -12,6 +12,7 @@ The graph has dynamic batch and sequence axes (inputs input_ids, attention_mask,
 logits), opset 14.
 """
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -21,7 +22,7 @@ import time
 import h5py
 import numpy as np
 import torch
-from transformers import BertForSequenceClassification
+from transformers import AutoModelForSequenceClassification, BertForSequenceClassification
 
 try:
     import onnxruntime as ort
@@ -32,8 +33,17 @@ except ImportError:
 NAMES = ["input_ids", "attention_mask", "token_type_ids"]
 
 
+def load(model_dir: str):
+    """A folder with per-layer FFN widths (config.json's intermediate_sizes) loads through headprune's
+    modeling file beside it; any other through transformers' own BERT."""
+    with open(os.path.join(model_dir, "config.json")) as f:
+        if "intermediate_sizes" in json.load(f):
+            return AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=True)
+    return BertForSequenceClassification.from_pretrained(model_dir)
+
+
 def export(model_dir: str, path: str) -> None:
-    model = BertForSequenceClassification.from_pretrained(model_dir).eval()
+    model = load(model_dir).eval()
     model.config.return_dict = False
     dummy = tuple(torch.ones(2, 8, dtype=torch.long) for _ in NAMES)
     axes = {n: {0: "batch", 1: "sequence"} for n in NAMES}

@@ -14,6 +14,7 @@
 #include "core/io/tensor_io.h"
 #include "eval/evaluator.h"
 #include "eval/flops.h"
+#include "eval/latency.h"
 #include "core/base/errors.h"
 #include "prune/onnx.h"
 #include "prune/slim.h"
@@ -201,6 +202,15 @@ TEST_CASE("ONNX export of a slimmed model: ONNX Runtime gives headprune's logits
   }
   CHECK(std::filesystem::file_size(dir / "model.onnx") > 1000);
   CHECK(!std::filesystem::exists(dir / "onnx_check.h5"));
+  // FFN neurons too (a budget run's export): per-layer widths through the modeling file, layer 1 with none.
+  hp::core::NeuronSet neurons(2, std::vector<bool>(37, false));
+  for (int i = 0; i < 37; ++i) neurons[0][i] = i % 4 != 0;
+  const auto narrow = hp::prune::slim_model(model, {{true, false, true, false}, {true, true, false, true}}, neurons);
+  const auto ndir = hp::test::scratch_dir("hp_onnx_neurons_test");
+  std::filesystem::remove_all(ndir);
+  hp::core::save_bert(narrow, ndir.string(), kTinyBert);
+  hp::prune::export_onnx(narrow, ndir.string());  // throws when ONNX Runtime's logits differ by > 1e-4
+  CHECK(std::filesystem::file_size(ndir / "model.onnx") > 1000);
 }
 
 TEST_CASE("FFN neurons: masked model = slimmed model = its saved folder = HF (remote code) = dense export",
@@ -251,5 +261,50 @@ TEST_CASE("FFN neurons: masked model = slimmed model = its saved folder = HF (re
   const auto dense_dir = hp::test::scratch_dir("hp_slim_neurons_dense");
   std::filesystem::remove_all(dense_dir);
   hp::core::save_bert(dense, dense_dir.string(), kTinyBert);
+  CHECK(hf_check(py, dense_dir, in, masked) == 0);
+}
+
+TEST_CASE("FFN neurons on MiniLM: masked = slimmed = saved = HF (remote code) = dense export, 0-width sublayers",
+          "[prune][slim][neurons][minilm]") {
+  if (!std::filesystem::exists(hp::test::kMiniLM + "/config.json"))
+    return hp::test::skip("MiniLM is absent (" + hp::test::kMiniLM + "); run scripts/setup.sh");
+  hp::core::LoadOptions lo;
+  lo.num_labels = 2;  // a fresh classifier from seed 42: the check is of the encoder's arithmetic
+  const auto model = hp::core::load_bert(hp::test::kMiniLM, lo);
+  const auto& c = model.config();
+  torch::NoGradGuard no_grad;
+  auto in = hp::eval::synthetic_input(c, 3, 40, 7);
+  in.attention_mask[1].slice(0, 30).fill_(0);  // padding in one example
+  // Heads: every other head, none in layer 5 (its attention sublayer skipped); neurons: a scattered set in
+  // even layers, a prefix in odd ones, none in layer 3 (its FFN sublayer skipped).
+  hp::core::HeadSet heads(c.num_hidden_layers, std::vector<bool>(c.num_attention_heads, false));
+  hp::core::NeuronSet neurons(c.num_hidden_layers, std::vector<bool>(c.intermediate_size, false));
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    for (int h = 0; h < c.num_attention_heads; ++h) heads[l][h] = l != 5 && (h + l) % 2 == 0;
+    for (int i = 0; i < c.intermediate_size; ++i) neurons[l][i] = l != 3 && (l % 2 == 0 ? i % 5 != 2 : i < 700);
+  }
+  auto masked_in = in;
+  masked_in.head_mask = hp::eval::head_mask_tensor(heads);
+  masked_in.neuron_mask = hp::eval::neuron_mask_tensor(neurons);
+  const auto masked = model.forward(masked_in).logits;
+  const auto slim = hp::prune::slim_model(model, heads, neurons);
+  CHECK(slim.config().intermediate_sizes == std::vector<int>{1229, 700, 1229, 0, 1229, 700});
+  CHECK(slim.config().heads_in_layer(5) == 0);
+  CHECK(max_abs_diff(slim.forward(in).logits, masked) <= 1e-4);
+  CHECK(max_abs_diff(model.forward(in).logits, masked) > 1e-3);  // the masks matter
+  const auto dir = hp::test::scratch_dir("hp_slim_neurons_minilm");
+  std::filesystem::remove_all(dir);
+  hp::core::save_bert(slim, dir.string(), hp::test::kMiniLM);
+  CHECK(max_abs_diff(hp::core::load_bert(dir.string()).forward(in).logits, masked) <= 1e-4);
+  const auto dense = hp::prune::dense_model(slim);
+  for (const auto& [name, t] : model.parameters()) CHECK(dense.parameters().at(name).sizes() == t.sizes());
+  CHECK(max_abs_diff(dense.forward(in).logits, masked) <= 1e-4);
+
+  const std::string py = HP_REF_PYTHON;
+  if (!std::filesystem::exists(py)) return hp::test::skip("the Hugging Face check: no Python reference at " + py);
+  CHECK(hf_check(py, dir, in, masked, "--remote-code") == 0);
+  const auto dense_dir = hp::test::scratch_dir("hp_slim_neurons_minilm_dense");
+  std::filesystem::remove_all(dense_dir);
+  hp::core::save_bert(dense, dense_dir.string(), hp::test::kMiniLM);
   CHECK(hf_check(py, dense_dir, in, masked) == 0);
 }
