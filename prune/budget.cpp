@@ -106,8 +106,7 @@ LatencyTable measure_shared(const RunContext& ctx, long batch, long seq) {
   const size_t H = t.attention.ms.size();
   for (size_t k = 0; k < H; ++k) t.attention.ms[k] = d[3 + k];
   for (size_t k = 0; k < t.ffn.ms.size(); ++k) t.ffn.ms[k] = d[3 + H + k];
-  fit_line(t.attention);
-  fit_line(t.ffn);
+  fit_table(t, ctx.arch);
   return t;
 }
 
@@ -127,13 +126,13 @@ BudgetUnit latency_unit(const RunContext& ctx) {
   const LatencyTable& t = *u.table;
   const int L = ctx.arch.num_hidden_layers;
   // A slope measured at or below 0 (noise on a tiny model) would make units free: floor it.
-  u.costs = {std::max(t.attention.slope, 1e-6), std::max(t.ffn.slope, 1e-9)};
+  u.costs = {std::max(t.scale * t.attention.slope, 1e-6), std::max(t.scale * t.ffn.slope, 1e-9)};
   u.total = u.costs.head * ctx.arch.total_heads() + u.costs.neuron * ctx.arch.total_neurons();
   // A negative intercept is charged as 0: an emptied sublayer must never cost more than the budget assumed.
-  u.fixed = t.fixed_ms + L * (std::max(0.0, t.attention.intercept) + std::max(0.0, t.ffn.intercept));
+  u.fixed = t.fixed_ms + L * t.scale * (std::max(0.0, t.attention.intercept) + std::max(0.0, t.ffn.intercept));
   const double whole = u.total + u.fixed, floor = u.fixed + u.costs.head;
   const std::string where =
-      " at batch " + std::to_string(batch) + " x " + std::to_string(seq) + " tokens on this machine (latency table)";
+      " at batch " + std::to_string(batch) + " x " + std::to_string(seq) + " tokens on this machine";
   if (P.target_latency >= whole)
     throw ConfigError("prune.target_latency = " + ms(P.target_latency) + " but the unpruned model takes " + ms(whole) +
                       where + "; give less, or measure at another prune.latency_batch / latency_seq");
@@ -145,7 +144,8 @@ BudgetUnit latency_unit(const RunContext& ctx) {
                               ms(t.attention.intercept) + " + " + ms(t.attention.slope) + "/head (R² " +
                               std::to_string(t.attention.r2).substr(0, 5) + "), FFN " + ms(t.ffn.intercept) + " + " +
                               ms(t.ffn.slope * 100) + "/100 neurons (R² " + std::to_string(t.ffn.r2).substr(0, 5) +
-                              "); unpruned " + ms(whole) + " predicted, " + ms(t.unpruned_ms) + " measured");
+                              "), layer times x" + std::to_string(t.scale).substr(0, 5) +
+                              " to match the whole model's " + ms(t.unpruned_ms));
   return u;
 }
 

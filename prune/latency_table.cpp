@@ -112,16 +112,30 @@ LatencyTable measure_latency_table(const core::Bert& model, long batch, long seq
     t.attention.ms[k] = std::max(0.0, median_ms(uniform_slim(model, t.attention.units[k], 0), one) - base);
   for (size_t k = 0; k < t.ffn.units.size(); ++k, step())
     t.ffn.ms[k] = std::max(0.0, median_ms(uniform_slim(model, 0, t.ffn.units[k]), one) - base);
-  fit_line(t.attention);
-  fit_line(t.ffn);
+  fit_table(t, c);
   t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return t;
 }
 
-double predicted_latency(const LatencyTable& t, const core::BertConfig& cfg) {
-  double ms = t.fixed_ms;
+namespace {
+
+double sublayer_sum(const LatencyTable& t, const core::BertConfig& cfg) {
+  double ms = 0;
   for (int l = 0; l < cfg.num_hidden_layers; ++l) ms += t.attention.at(cfg.heads_in_layer(l)) + t.ffn.at(cfg.ffn_width(l));
   return ms;
+}
+
+}  // namespace
+
+void fit_table(LatencyTable& t, const core::BertConfig& cfg) {
+  fit_line(t.attention);
+  fit_line(t.ffn);
+  const double sum = sublayer_sum(t, cfg);
+  t.scale = sum > 0 && t.unpruned_ms > t.fixed_ms ? (t.unpruned_ms - t.fixed_ms) / sum : 1.0;
+}
+
+double predicted_latency(const LatencyTable& t, const core::BertConfig& cfg) {
+  return t.fixed_ms + t.scale * sublayer_sum(t, cfg);
 }
 
 }  // namespace hp::prune

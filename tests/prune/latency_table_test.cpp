@@ -50,6 +50,8 @@ TEST_CASE("latency table: the prediction of a slimmed model is the fixed part pl
   const auto slim = prune::slim_model(model, heads, neurons);
   const double by_hand = 1.0 + (0.5 + 0.25 * 3) + (0.2 + 0.01 * 10) + 0 + (0.2 + 0.01 * c.intermediate_size);
   CHECK(prune::predicted_latency(t, slim.config()) == Approx(by_hand).epsilon(1e-12));
+  t.scale = 2;  // the calibration scales the sublayers, not the fixed part
+  CHECK(prune::predicted_latency(t, slim.config()) == Approx(1.0 + 2 * (by_hand - 1.0)).epsilon(1e-12));
 }
 
 TEST_CASE("latency table: every head count and 16 FFN widths timed, keyed by shape and machine", "[prune][latency]") {
@@ -77,6 +79,12 @@ TEST_CASE("latency table: every head count and 16 FFN widths timed, keyed by sha
   for (double ms : t.attention.ms) CHECK(ms >= 0);
   CHECK(t.fixed_ms > 0);
   CHECK(t.unpruned_ms > 0);
+  // Calibrated to the whole model: exact for the unpruned model and for one with every sublayer empty.
+  CHECK(t.scale > 0);
+  if (t.unpruned_ms > t.fixed_ms) CHECK(prune::predicted_latency(t, c) == Approx(t.unpruned_ms).epsilon(1e-9));
+  const core::HeadSet none(c.num_hidden_layers, std::vector<bool>(c.num_attention_heads, false));
+  const core::NeuronSet no_neurons(c.num_hidden_layers, std::vector<bool>(c.intermediate_size, false));
+  CHECK(prune::predicted_latency(t, prune::slim_model(model, none, no_neurons).config()) == t.fixed_ms);
   // The JSON round trip keeps everything.
   const auto back = nlohmann::json(t).get<prune::LatencyTable>();
   CHECK(back.key == t.key);
