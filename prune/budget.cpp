@@ -455,7 +455,8 @@ FinalChoice choose_budget(RunContext& ctx, const MaskGradients& grads) {
   core::log_info("prune",
                  "kept " + std::to_string(core::count_kept(c.keep)) + "/" + std::to_string(ctx.total_heads) +
                      " heads and " + std::to_string(b.neurons_kept) + "/" + std::to_string(b.neurons_total) +
-                     " neurons: " + percent(b.kept) + " of the encoder's " + b.unit + "; " + ctx.task->primary_metric +
+                     " neurons: " + percent(b.kept) +
+                     (b.unit == "latency" ? " of the model's latency (predicted)" : " of the encoder's " + b.unit) + "; " + ctx.task->primary_metric +
                      " search " + std::to_string(b.metrics_by_step.at("search").at(ctx.task->primary_metric)) +
                      ", rearranged " + std::to_string(b.metrics_by_step.at("rearranged").at(ctx.task->primary_metric)) +
                      ", tuned " + std::to_string(b.metrics_by_step.at("tuned").at(ctx.task->primary_metric)));

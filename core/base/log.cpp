@@ -66,14 +66,27 @@ Progress::Progress(std::string tag, long total, std::string unit, long already_d
 
 double Progress::elapsed_s() const { return clock_() - start_; }
 
+namespace {
+
+// "points" → "point", "batches" → "batch", "ex" stays.
+std::string singular(const std::string& unit) {
+  if (unit.size() > 4 && unit.compare(unit.size() - 4, 4, "ches") == 0) return unit.substr(0, unit.size() - 2);
+  if (unit.size() > 1 && unit.back() == 's') return unit.substr(0, unit.size() - 1);
+  return unit;
+}
+
+}  // namespace
+
 std::string Progress::status(long done) const {
   const double el = rate_first_ < 0 ? 0.0 : clock_() - rate_start_;
   const double rate = el > 0 ? static_cast<double>(done - rate_first_) / el : 0.0;
-  char rate_text[32] = "?";
-  if (rate > 0) std::snprintf(rate_text, sizeof rate_text, "%.1f", rate);
+  // Under 0.1 a second the rate would print as 0.0: slow units say their seconds each instead.
+  char rate_text[64];
+  if (rate <= 0) std::snprintf(rate_text, sizeof rate_text, "? %s/s", unit_.c_str());
+  else if (rate < 0.1) std::snprintf(rate_text, sizeof rate_text, "%.0f s per %s", 1 / rate, singular(unit_).c_str());
+  else std::snprintf(rate_text, sizeof rate_text, "%.1f %s/s", rate, unit_.c_str());
   char line[256];
-  std::snprintf(line, sizeof line, "[%s] %ld/%ld %s  %s %s/s  ETA %s", tag_.c_str(), done, total_, unit_.c_str(),
-                rate_text, unit_.c_str(),
+  std::snprintf(line, sizeof line, "[%s] %ld/%ld %s  %s  ETA %s", tag_.c_str(), done, total_, unit_.c_str(), rate_text,
                 rate > 0 ? format_duration(static_cast<double>(total_ - done) / rate).c_str() : "?");
   return line;
 }

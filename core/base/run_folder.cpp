@@ -25,10 +25,11 @@ struct KindRow {
   RunKind kind;
   const char* name;
   const char* record;
+  const char* seed;  // a file the user may put into a new folder for the run to reuse ("" = none)
 };
 constexpr KindRow kKinds[] = {
-    {RunKind::kPruning, "pruning run", "state/config.yaml"},
-    {RunKind::kTraining, "training run", "config.resolved.yaml"},
+    {RunKind::kPruning, "pruning run", "state/config.yaml", "latency_table.json"},
+    {RunKind::kTraining, "training run", "config.resolved.yaml", ""},
 };
 
 const KindRow& row(RunKind kind) {
@@ -73,10 +74,12 @@ namespace {
 bool claim_here(const std::string& dir, RunKind kind, const std::string& config_yaml) {
   std::error_code ec;
   if (!fs::exists(dir) || fs::is_empty(dir, ec)) return false;
-  bool only_lock = true;
-  for (const auto& entry : fs::directory_iterator(dir, ec))
-    only_lock = only_lock && entry.path().filename() == kRunLockFile;
-  if (only_lock) return false;
+  bool fresh = true;  // nothing but the lock and the kind's seed file: a new run
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string file = entry.path().filename().string();
+    fresh = fresh && (file == kRunLockFile || file == row(kind).seed);
+  }
+  if (fresh) return false;
   if (!fs::is_directory(dir)) throw ConfigError(dir + " is a file, not a run folder; pass --out NEW_DIR");
   const std::string name = run_kind_name(kind);
   if (const KindRow* held = detect(dir)) {

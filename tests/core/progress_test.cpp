@@ -36,6 +36,16 @@ TEST_CASE("progress: rate and ETA from the stage's first update, setup and earli
   phase2.update(641);
   CHECK(phase2.status(641) == "[train] 641/1000 steps  2.0 steps/s  ETA 3m00s");
   CHECK(phase2.elapsed_s() == Approx(32.0));  // the stage's time, setup included (its "done" line)
+
+  // Slow units: 2 points in 70 s print as seconds per point, not "0.0 points/s".
+  hp::core::Progress slow("budget curves", 8, "points", 0, clock);
+  slow.update(1);
+  now += 70;
+  CHECK(slow.status(3) == "[budget curves] 3/8 points  35 s per point  ETA 2m55s");
+  hp::core::Progress batches("gradients", 10, "batches", 0, clock);
+  batches.update(0);
+  now += 40;
+  CHECK(batches.status(2) == "[gradients] 2/10 batches  20 s per batch  ETA 2m40s");
 }
 
 TEST_CASE("progress: a log's first line of a stage already has a timed rate", "[core][progress]") {

@@ -390,6 +390,18 @@ add("budget-two-targets", "--target-heads and --target-flops together", budget_r
     "error: prune.target_heads and a FLOPs, parameter or latency budget are both set; give --target-heads N or "
     "--target-flops F",
     not_created("run"))
+def foreign_folder(s):
+    """--out names a folder holding a file of no run, beside a latency table put there to be reused."""
+    os.makedirs(s + "/run", exist_ok=True)
+    for name in ("notes.txt", "latency_table.json"):
+        with open(s + "/run/" + name, "w") as f:
+            f.write("{}\n")
+    return budget_run("--target-flops", "0.5", "--set", "prune.rank_split=matched", "--set",
+                      "prune.eval_split=mismatched")(s)
+
+
+add("run-folder-foreign", "--out holding files of no run (a latency table alone would be reused)", foreign_folder, 2,
+    "error: $SCRATCH/run is not empty and holds no pruning run (no state/config.yaml); pass --out NEW_DIR")
 add("budget-range", "--target-flops 1.5", budget_run("--target-flops", "1.5"), 2,
     "error: prune.target_flops = 1.5; use a fraction of the unpruned encoder's in (0, 1), e.g. 0.5 (0 = off)",
     not_created("run"))
