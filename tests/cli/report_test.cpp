@@ -88,6 +88,18 @@ struct Fixture {
   }
 };
 
+// tests/report/browser_check.py on `page` (screenshots into the scratch folder `shots`); a skip without the
+// reference Python, Chromium or websocket-client.
+void browser_check(const fs::path& page, const std::string& shots) {
+  if (!fs::exists(HP_REF_PYTHON))
+    return skip(std::string(HP_REF_PYTHON) + " missing: run scripts/setup.sh for the browser check");
+  auto b = run_command(std::string(HP_REF_PYTHON) + " " + kSourceDir + "/tests/report/browser_check.py " +
+                       page.string() + " --shots " + hp::test::scratch_dir(shots).string() + " --expect-slim");
+  INFO(b.output);
+  if (b.code == kSkipExitCode) return skip("browser check skipped: " + b.output.substr(0, b.output.find('\n')));
+  CHECK(b.code == 0);
+}
+
 // The #hp-data object of a page.
 nlohmann::json page_data(const std::string& html) {
   const auto begin = html.find("<script type=\"application/json\" id=\"hp-data\">");
@@ -218,14 +230,7 @@ TEST_CASE("prune report: headless Chromium renders it offline, and a click on a 
           "[cli][report][browser]") {
   Fixture fx;
   const auto page = fx.page("browser.html");
-  if (!fs::exists(HP_REF_PYTHON))
-    return skip(std::string(HP_REF_PYTHON) + " missing: run scripts/setup.sh for the browser check");
-  const auto shots = hp::test::scratch_dir("hp_report_shots");
-  auto b = run_command(std::string(HP_REF_PYTHON) + " " + kSourceDir + "/tests/report/browser_check.py " +
-                       page.string() + " --shots " + shots.string() + " --expect-slim");
-  INFO(b.output);
-  if (b.code == kSkipExitCode) return skip("browser check skipped: " + b.output.substr(0, b.output.find('\n')));
-  CHECK(b.code == 0);
+  browser_check(page, "hp_report_shots");
 }
 
 TEST_CASE("prune report of a budget run: the budget result, its curves and the Pareto plot, in Chromium too",
@@ -254,12 +259,5 @@ TEST_CASE("prune report of a budget run: the budget result, its curves and the P
   int neurons = summary["final"]["budget"]["neurons_kept"];
   CHECK_THAT(html, Catch::Contains(std::to_string(neurons) + " of " +
                                    std::to_string(summary["final"]["budget"]["neurons_total"].get<int>())));
-  if (!fs::exists(HP_REF_PYTHON))
-    return skip(std::string(HP_REF_PYTHON) + " missing: run scripts/setup.sh for the browser check");
-  const auto shots = hp::test::scratch_dir("hp_report_budget_shots");
-  auto b = run_command(std::string(HP_REF_PYTHON) + " " + kSourceDir + "/tests/report/browser_check.py " +
-                       page.string() + " --shots " + shots.string() + " --expect-slim");
-  INFO(b.output);
-  if (b.code == kSkipExitCode) return skip("browser check skipped: " + b.output.substr(0, b.output.find('\n')));
-  CHECK(b.code == 0);
+  browser_check(page, "hp_report_budget_shots");
 }
