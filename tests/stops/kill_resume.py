@@ -2,7 +2,7 @@
 """Hard stops (#15 §4): a run killed with SIGKILL at seeded random moments and resumed each time ends with
 exactly the outputs of a run that was never interrupted.
 
-    tests/stops/kill_resume.py --prune build/bin/prune --kind train|prune [--kills 5] [--seed 1]
+    tests/stops/kill_resume.py --prune build/bin/prune --kind train|prune|budget [--kills 5] [--seed 1]
         [--model DIR] [--task T] [--extra ARGS]   # defaults: the tiny golden model on a small data root
 
 After every kill, every file of the run folder that a resume could read must be whole: JSON parses,
@@ -36,11 +36,13 @@ def tiny_args(kind, out):
     if kind == "train":  # gates with the exact-N controller: the most state a resume must restore
         return ["train", *base, "--target-heads", "5", "--max-steps", "1000", "--set", "train.eval_every=50",
                 "--set", "train.save_every=7"]
-    return [*base, "--set", "prune.rank_split=matched", "--set", "prune.eval_split=mismatched",
-            "--rank-examples", "12", "--schedule", "0,25,50,75,100", "--set", "prune.attattr_steps=3",
-            "--set", "prune.bootstrap=50", "--set", "prune.latency=false", "--set", "eval.batch_size=8",
-            "--set", "prune.rank_batch_size=4", "--target-heads", "3", "--method", "taylor", "--recover-steps", "20",
-            "--set", "prune.verify=false"]
+    common = [*base, "--set", "prune.rank_split=matched", "--set", "prune.eval_split=mismatched",
+              "--rank-examples", "12", "--schedule", "0,25,50,75,100", "--set", "prune.attattr_steps=3",
+              "--set", "prune.bootstrap=50", "--set", "prune.latency=false", "--set", "eval.batch_size=8",
+              "--set", "prune.rank_batch_size=4", "--recover-steps", "20", "--set", "prune.verify=false"]
+    if kind == "budget":  # Kwon et al.'s search: mask gradients, budget curves, the slimmed choice, its recovery
+        return [*common, "--criteria", "taylor", "--target-flops", "0.5"]
+    return [*common, "--target-heads", "3", "--method", "taylor"]
 
 
 def whole_files(folder):
@@ -103,6 +105,10 @@ def outputs(kind, out):
         files = ["model/model.safetensors", "model/config.json", "recover/best/model.safetensors"]
         got["summary.json"] = without_timing(json.load(open(os.path.join(out, "summary.json"))))
         got["curves.csv"] = csv_without_timing(open(os.path.join(out, "curves.csv")).read())
+        if kind == "budget":
+            files += ["search/model.safetensors"]
+            got["search/choice.json"] = without_timing(json.load(open(os.path.join(out, "search", "choice.json"))))
+            got["budget_curves.csv"] = csv_without_timing(open(os.path.join(out, "budget_curves.csv")).read())
     for f in files:
         path = os.path.join(out, f)
         if not os.path.exists(path):
@@ -131,7 +137,7 @@ def resume_args(kind, args, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--prune", default=os.path.join(fx.REPO, "build", "bin", "prune"))
-    ap.add_argument("--kind", choices=["train", "prune"], required=True)
+    ap.add_argument("--kind", choices=["train", "prune", "budget"], required=True)
     ap.add_argument("--kills", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--args", help="the run's arguments without --out (default: the tiny model's run)")
