@@ -1,43 +1,50 @@
 #!/usr/bin/env bash
-# Reproduces the README's FLOPs-budget table (SST-2, all-MiniLM-L6-v2): the pruning run with
-# --target-flops 0.7, 0.6, 0.5 and 0.4 from the fine-tuned model, one run folder each (the 0.5 run draws the
-# whole budget curves; the others only their target); then the latency row, --target-latency $LATENCY ms
-# (default 70, about half of the unpruned model's 135-148 ms at batch 32 x 64 on the 2-core machine), with its
-# whole curves against measured latency. Each row: the metric after the search, after
+# Reproduces the README's FLOPs-budget tables (all-MiniLM-L6-v2 fine-tuned on TASK: sst2, mrpc or stsb): the
+# pruning run with --target-flops 0.7, 0.6, 0.5 and 0.4 from the fine-tuned model, one run folder each (the 0.5
+# run draws the whole budget curves; the others only their target); then, for SST-2, the latency row,
+# --target-latency $LATENCY ms (default 70, about half of the unpruned model's 135-148 ms at batch 32 x 64 on the
+# 2-core machine), with its whole curves against measured latency. Each row: the metric after the search, after
 # rearrangement, after mask tuning (retraining-free) and after recovery, the FLOPs kept, the measured speedup
-# at batch 32 and 1, and each step's seconds. Finished runs are kept (summary.json), so a rerun only does
-# what is missing.
-# Usage: bench/budget_table.sh          (env PRUNE, BASE = fine-tuned model, OUT = runs folder, CONFIG)
+# at batch 32 and 1, and each step's seconds. The curves' recovered line (prune.curve_recover_steps) is off
+# here, CURVE_RECOVER=-1 turns it on for the 0.5 run (a recovery per budget point: 8 x the recovery time).
+# Finished runs are kept (summary.json), so a rerun only does what is missing.
+# Usage: TASK=mrpc bench/budget_table.sh   (env PRUNE, BASE = fine-tuned model, OUT = runs folder, CONFIG)
 set -euo pipefail
+TASK="${TASK:-sst2}"
 PRUNE="${PRUNE:-build/bin/prune}"
-BASE="${BASE:-runs/sst2_ft/best}"
-OUT="${OUT:-runs/budget}"
-CONFIG="${CONFIG:-configs/sst2.yaml}"
+BASE="${BASE:-runs/${TASK}_ft/best}"
+OUT="${OUT:-runs/budget/$TASK}"
+CONFIG="${CONFIG:-configs/$TASK.yaml}"
 [[ -f "$BASE/config.json" ]] || {
   echo "budget_table: $BASE not found; fine-tune first: prune train --config $CONFIG --out ${BASE%/best}" >&2; exit 1; }
 for f in 0.5 0.7 0.6 0.4; do
   dir="$OUT/flops$f"
   [[ -f "$dir/summary.json" ]] && continue
-  extra=()
-  [[ "$f" == 0.5 ]] || extra=(--set "prune.budget_schedule=[100]")
+  extra=(--set "prune.curve_recover_steps=${CURVE_RECOVER:-0}")
+  [[ "$f" == 0.5 ]] || extra=(--set "prune.budget_schedule=[100]" --set prune.curve_recover_steps=0)
   echo "+ $PRUNE --config $CONFIG --model $BASE --criteria taylor --schedule 0,50,100 --target-flops $f ${extra[*]} --out $dir" >&2
   t0=$(date +%s.%N)
   "$PRUNE" --config "$CONFIG" --model "$BASE" --criteria taylor --schedule 0,50,100 --target-flops "$f" "${extra[@]}" \
     --out "$dir"
   awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { print a - b }' > "$dir/wall_seconds"
 done
-LATENCY="${LATENCY:-70}"
+LATENCY="${LATENCY:-$([[ $TASK == sst2 ]] && echo 70 || echo 0)}"
 dir="$OUT/latency$LATENCY"
-if [[ ! -f "$dir/summary.json" ]]; then
+if [[ $LATENCY != 0 && ! -f "$dir/summary.json" ]]; then
   echo "+ $PRUNE --config $CONFIG --model $BASE --criteria taylor --schedule 0,50,100 --target-latency $LATENCY --out $dir" >&2
   t0=$(date +%s.%N)
-  "$PRUNE" --config "$CONFIG" --model "$BASE" --criteria taylor --schedule 0,50,100 --target-latency "$LATENCY" --out "$dir"
+  "$PRUNE" --config "$CONFIG" --model "$BASE" --criteria taylor --schedule 0,50,100 --target-latency "$LATENCY" \
+    --set prune.curve_recover_steps=0 --out "$dir"
   awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { print a - b }' > "$dir/wall_seconds"
 fi
 
 /usr/bin/python3 - "$OUT" "$LATENCY" <<'PYEOF'
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])
+s0 = json.loads((out / "flops0.5" / "summary.json").read_text())
+unpruned = next(p["mean"] for p in s0["budget_curves"]["points"]
+                if p["method"].startswith("heads only") and p["heads_kept"] == s0["heads_total"])
+print(f"{s0['task']}: {s0['metric']} on {s0['eval_split']}, unpruned {100 * unpruned:.1f}")
 print("| FLOPs kept (target → kept) | heads | FFN neurons | search | + rearrangement | + mask tuning | + recovery |"
       " batch 32 | batch 1 | search time (gradients + search + rearrangement + tuning) | run time |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -55,6 +62,8 @@ for f in ("0.7", "0.6", "0.5", "0.4"):
           f"| {search_s:.0f} s ({sec.get('gradients', 0):.0f} + {sec['search']:.1f} + {sec['rearrange']:.1f} + {sec['tuning']:.0f}) "
           f"| {wall:.1f} min |")
 
+if sys.argv[2] == "0":
+    sys.exit(0)
 s = json.loads((out / f"latency{sys.argv[2]}" / "summary.json").read_text())
 fin, b, m = s["final"], s["final"]["budget"], s["metric"]
 lat, step, sec = b["latency"], {k: 100 * v[m] for k, v in b["metrics_by_step"].items()}, b["seconds"]

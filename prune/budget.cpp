@@ -19,6 +19,7 @@
 #include "eval/flops.h"
 #include "eval/latency.h"
 #include "prune/plot.h"
+#include "prune/schedule.h"
 #include "prune/slim.h"
 
 namespace hp::prune {
@@ -46,13 +47,19 @@ Prunable prunable_of(const core::PruneConfig& p) {
   return s;
 }
 
-// The curves of the budget run, in plot order: Kwon et al.'s steps (as their flags allow), then the search's
-// head and neuron counts filled by the Taylor importance of the same mask gradients, by weight magnitude and by
-// random scores.
+// Fine-tuning steps of the budget curves' recovered line (0: none).
+int curve_recover_steps(const core::PruneConfig& p) {
+  return p.curve_recover_steps < 0 ? p.recover_steps : p.curve_recover_steps;
+}
+
+// The curves of the budget run, in plot order: Kwon et al.'s steps (as their flags allow) and their recovery,
+// then the search's head and neuron counts filled by the Taylor importance of the same mask gradients, by
+// weight magnitude and by random scores.
 std::vector<std::string> variants(const core::PruneConfig& p) {
   std::vector<std::string> v = {"kwon-search"};
   if (p.rearrange) v.push_back("kwon-rearranged");
   if (p.mask_tuning) v.push_back("kwon-tuned");
+  if (curve_recover_steps(p) > 0) v.push_back("kwon-recovered");
   v.push_back("taylor-search");
   v.push_back("magnitude-search");
   v.push_back("random-search");
@@ -229,7 +236,37 @@ BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const 
 
 namespace {
 
-// The three choices of a search as curve points of step `step` (each read back from the store when there).
+// The last step's choice (the scales folded in) slimmed and fine-tuned by prune.curve_recover_steps as stage 6
+// recovers, in RUN_DIR/budget_recover/<step> (resumed when its state is there), evaluated as a curve point of
+// the original model's shape. Once the point is stored only the run's record stays (train_result.json and the
+// config; the models and the optimizer state are removed). Empty when stopped.
+std::optional<CurvePoint> recovered_point(RunContext& ctx, const BudgetSearch& s, int step) {
+  const core::Config& cfg = *ctx.cfg;
+  const std::string sub = "budget_recover/" + std::to_string(step), dir = cfg.run.out_dir + "/" + sub;
+  const std::string start = dir + ".start";
+  if (!fs::exists(dir + "/state"))
+    core::shared_write([&] {
+      core::save_bert(slim_model(fold_scales(*ctx.model, s.scales), s.rearranged.heads, s.rearranged.neurons), start,
+                      ctx.model_dir);
+    });
+  if (!train_in(ctx, recovery_config(cfg, curve_recover_steps(cfg.prune)), sub, start, {}, ctx.model_dir))
+    return std::nullopt;
+  const core::Bert recovered = core::load_bert(dir + "/best", ctx.load);
+  const core::BertConfig& slim = recovered.config();
+  core::NeuronSet neurons;
+  for (int l = 0; l < slim.num_hidden_layers; ++l) neurons.emplace_back(slim.ffn_width(l), true);
+  CurvePoint p = evaluate_point(ctx.curves, recovered, "kwon-recovered", cfg.run.seed, step, all_heads(slim), neurons);
+  p.kept = core::count_kept(s.rearranged.heads);  // in the original model's terms
+  p.pruned = ctx.total_heads - p.kept;
+  p.mask = core::format_head_mask(s.rearranged.heads);
+  core::shared_write([&] {
+    ctx.store->save_point(p);
+    for (const auto& heavy : {dir + "/best", dir + "/state", start}) fs::remove_all(heavy);
+  });
+  return p;
+}
+
+// The choices of a search as curve points of step `step` (each read back from the store when there).
 std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grads, const BudgetUnit& unit, int step,
                                       double fraction) {
   const int seed = ctx.cfg->run.seed;
@@ -249,6 +286,12 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
   const StructureKeep by_magnitude = top_units(magnitude.heads, magnitude.neurons, n_heads, n_neurons);
   const StructureKeep by_random = top_units(random.heads, random.neurons, n_heads, n_neurons);
   for (const auto& name : names) {
+    if (name == "kwon-recovered") {
+      auto p = recovered_point(ctx, s, step);
+      if (!p) return {};
+      points.push_back(std::move(*p));
+      continue;
+    }
     const auto& keep = name == "kwon-search"        ? s.searched
                        : name == "taylor-search"    ? by_taylor
                        : name == "magnitude-search" ? by_magnitude

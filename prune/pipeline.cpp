@@ -92,6 +92,8 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
        "prune.min_heads_per_layer = " + std::to_string(p.min_heads_per_layer) + "; use 0.." +
            std::to_string(arch.num_attention_heads));
   need(p.recover_steps >= 0, "prune.recover_steps must be 0 (off) or positive");
+  need(p.curve_recover_steps >= -1, "prune.curve_recover_steps = " + std::to_string(p.curve_recover_steps) +
+                                        "; use -1 (= recover_steps), 0 (no recovered line) or a step count");
   validate_budget(p, arch);
   if (p.method != "best" && p.method != "gates" && p.method != "kwon") find_criterion(p.method, "prune.method");
   if (p.target_heads > 0) {

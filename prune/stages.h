@@ -91,6 +91,10 @@ std::optional<CurvesSummary> curves(RunContext& ctx, const std::map<std::string,
 // Stage 5. The N heads kept, and the model they are kept in (the gated run's for gates). Empty when stopped.
 std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& curves);
 
+// The training config of a recovery of `steps` fine-tuning steps (stage 6, and the budget curves' recovered
+// line): no gates, distilling as prune.recover_distill says, evaluated twice.
+core::Config recovery_config(const core::Config& cfg, int steps);
+
 // Stage 6. Fine-tunes `choice.model_dir` with the heads fixed (prune.recover_steps; not after gates).
 // False when stopped.
 bool recover(RunContext& ctx, FinalChoice& choice);

@@ -130,19 +130,24 @@ std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& cu
   return choice;
 }
 
+core::Config recovery_config(const core::Config& cfg, int steps) {
+  core::Config c = cfg;
+  c.gates = core::GateConfig{};
+  c.gates.distill = cfg.prune.recover_distill;
+  c.gates.distill_weight = cfg.gates.distill_weight;
+  c.gates.distill_temperature = cfg.gates.distill_temperature;
+  c.train.max_steps = steps;
+  c.train.eval_every = std::max(1, steps / 2);
+  return c;
+}
+
 bool recover(RunContext& ctx, FinalChoice& choice) {
   const core::Config& cfg = *ctx.cfg;
   const core::PruneConfig& P = cfg.prune;
   if (choice.method == "gates" || P.recover_steps <= 0) return true;
   const std::string dir = cfg.run.out_dir + "/recover";
   if (!fs::exists(dir + "/train_result.json")) {
-    core::Config c = cfg;
-    c.gates = core::GateConfig{};
-    c.gates.distill = P.recover_distill;
-    c.gates.distill_weight = cfg.gates.distill_weight;
-    c.gates.distill_temperature = cfg.gates.distill_temperature;
-    c.train.max_steps = P.recover_steps;
-    c.train.eval_every = std::max(1, P.recover_steps / 2);
+    const core::Config c = recovery_config(cfg, P.recover_steps);
     log_stage(6, "recover",
               std::to_string(P.recover_steps) + " fine-tuning steps " +
                   (choice.slimmed ? std::string("of the slimmed model")

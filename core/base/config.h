@@ -210,6 +210,7 @@ struct PruneConfig {
   bool rearrange = true;
   bool mask_tuning = true;
   double tuning_damping = 1e-2;
+  int curve_recover_steps = -1;
   std::string method = "best";
   std::string gates_run;
   int recover_steps = 300;
@@ -260,6 +261,9 @@ struct PruneConfig {
     v("mask_tuning", mask_tuning,
       "budget search: fit a scale per kept head and neuron by layer-wise least squares (Kwon et al. step 4)");
     v("tuning_damping", tuning_damping, "mask tuning: ridge toward scale 1, as a fraction of the mean diagonal of AᵀA");
+    v("curve_recover_steps", curve_recover_steps,
+      "budget curves: each point's tuned choice also slimmed and recovered by this many fine-tuning steps (the "
+      "kwon-recovered line); -1 = recover_steps, 0 = no such line");
     v("method", method,
       "how the kept structure is chosen: best (criterion with the best curve), a criterion name, gates, or kwon "
       "(the budget search; the default with a FLOPs or parameter budget)");

@@ -277,16 +277,37 @@ TEST_CASE("the pruning run with a FLOPs budget: search, curves, slimmed export w
   CHECK_THAT(f["hf_check"]["transformers4"].get<std::string>(), Catch::StartsWith("not applicable"));
   const std::string card = slurp(out / "model" / "README.md");
   CHECK_THAT(card, Catch::Contains("FFN neurons kept") && Catch::Contains("of the encoder's FLOPs"));
-  // The budget curves: 8 budgets x (3 steps of the search, Taylor, magnitude, random), and the head criterion on
-  // the same axis.
+  // The budget curves: 8 budgets x (3 steps of the search, its recovery, Taylor, magnitude, random), and the head
+  // criterion on the same axis.
   const std::string csv = slurp(out / "budget_curves.csv");
-  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 8 * 6 + 5);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 8 * 7 + 5);
   CHECK_THAT(csv, Catch::Contains("kwon-tuned,") && Catch::Contains("taylor-search,") &&
                       Catch::Contains("random-search,") && Catch::Contains("heads only: taylor,"));
   const auto& points = summary["budget_curves"]["points"];
   CHECK(std::count_if(points.begin(), points.end(), [](const auto& p) { return p["method"] == "kwon-rearranged"; }) ==
         8);
   CHECK(summary["budget_curves"]["unit"] == "FLOPs");
+  // The recovered line: each budget's tuned choice, of the same size, fine-tuned for --recover-steps steps (the
+  // default prune.curve_recover_steps = -1), with only the training record left behind.
+  std::map<std::pair<double, std::string>, const nlohmann::json*> by_budget;
+  for (const auto& p : points) by_budget[{p["kept_fraction"].get<double>(), p["method"].get<std::string>()}] = &p;
+  int recovered = 0;
+  for (const auto& [key, p] : by_budget) {
+    if (key.second != "kwon-recovered") continue;
+    const auto tuned = by_budget.find({key.first, "kwon-tuned"});
+    REQUIRE(tuned != by_budget.end());
+    CHECK((*p)["flops"] == (*tuned->second)["flops"]);
+    CHECK((*p)["heads_kept"] == (*tuned->second)["heads_kept"]);
+    ++recovered;
+  }
+  CHECK(recovered == 8);
+  for (int k = 0; k < 8; ++k) {
+    const auto dir = out / "budget_recover" / std::to_string(k);
+    INFO(dir);
+    CHECK(nlohmann::json::parse(slurp(dir / "train_result.json"))["steps"] == 2);
+    CHECK(!std::filesystem::exists(dir / "best"));
+    CHECK(!std::filesystem::exists(dir / "state"));
+  }
 
   // Killed after the search: the curves, the summary and some points gone; the rerun resumes to the same.
   std::filesystem::remove(out / "budget_curves.csv");
