@@ -133,7 +133,8 @@ TEST_CASE("a checkpoint pruned by Hugging Face's own prune_heads loads and equal
   CHECK(max_abs_diff(pruned.forward(in).logits, model.forward(in).logits) > 1e-3);
 }
 
-TEST_CASE("transformers 5 loads the slimmed export through its modeling file (optional venv)", "[prune][slim][hf5]") {
+TEST_CASE("transformers 5 loads the slimmed export, narrow and 0-width FFNs too, through its modeling file (optional venv)",
+          "[prune][slim][hf5]") {
   const std::string py = HP_REF_PYTHON_V5;
   if (!std::filesystem::exists(py))
     return hp::test::skip("no transformers 5 reference at " + py + " (scripts/setup_python.sh --v5 makes it, ~6 GB)");
@@ -141,7 +142,13 @@ TEST_CASE("transformers 5 loads the slimmed export through its modeling file (op
   auto model = hp::core::load_bert(kTinyBert);
   torch::NoGradGuard no_grad;
   const auto in = golden_input(g);
-  const auto slim = hp::prune::slim_model(model, {{true, false, true, false}, {false, false, false, false}});
+  // Heads and FFN neurons: layer 0 keeps every third neuron, layer 1 none (its FFN sublayer skipped).
+  hp::core::NeuronSet neurons(2);
+  for (int i = 0; i < model.config().intermediate_size; ++i) neurons[0].push_back(i % 3 == 0), neurons[1].push_back(false);
+  const auto slim =
+      hp::prune::slim_model(model, {{true, false, true, false}, {false, false, false, false}}, neurons);
+  REQUIRE(slim.config().ffn_width(0) == (model.config().intermediate_size + 2) / 3);
+  REQUIRE(slim.config().ffn_width(1) == 0);
   const auto dir = hp::test::scratch_dir("hp_slim_v5_test");
   std::filesystem::remove_all(dir);
   hp::core::save_bert(slim, dir.string(), kTinyBert);
