@@ -8,6 +8,9 @@
 # at batch 32 and 1, and each step's seconds. The curves' recovered line (prune.curve_recover_steps) is off
 # here, CURVE_RECOVER=-1 turns it on for the 0.5 run (a recovery per budget point: 8 x the recovery time).
 # Finished runs are kept (summary.json), so a rerun only does what is missing.
+# Below the table, the 0.5 run's curves at every budget point (retraining-free steps, and recovery when on).
+# FLOPS picks the runs (default "0.5 0.7 0.6 0.4"), CURVES the 0.5 run's prune.budget_schedule (default the
+# config's 100 ... 30; on MRPC each point takes ~3.5 min here, most of it mask tuning at 128 tokens).
 # Usage: TASK=mrpc bench/budget_table.sh   (env PRUNE, BASE = fine-tuned model, OUT = runs folder, CONFIG)
 set -euo pipefail
 TASK="${TASK:-sst2}"
@@ -17,10 +20,12 @@ OUT="${OUT:-runs/budget/$TASK}"
 CONFIG="${CONFIG:-configs/$TASK.yaml}"
 [[ -f "$BASE/config.json" ]] || {
   echo "budget_table: $BASE not found; fine-tune first: prune train --config $CONFIG --out ${BASE%/best}" >&2; exit 1; }
-for f in 0.5 0.7 0.6 0.4; do
+FLOPS="${FLOPS:-0.5 0.7 0.6 0.4}"
+for f in $FLOPS; do
   dir="$OUT/flops$f"
   [[ -f "$dir/summary.json" ]] && continue
   extra=(--set "prune.curve_recover_steps=${CURVE_RECOVER:-0}")
+  [[ -n "${CURVES:-}" ]] && extra+=(--set "prune.budget_schedule=$CURVES")
   [[ "$f" == 0.5 ]] || extra=(--set "prune.budget_schedule=[100]" --set prune.curve_recover_steps=0)
   echo "+ $PRUNE --config $CONFIG --model $BASE --criteria taylor --schedule 0,50,100 --target-flops $f ${extra[*]} --out $dir" >&2
   t0=$(date +%s.%N)
@@ -38,9 +43,10 @@ if [[ $LATENCY != 0 && ! -f "$dir/summary.json" ]]; then
   awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { print a - b }' > "$dir/wall_seconds"
 fi
 
-/usr/bin/python3 - "$OUT" "$LATENCY" <<'PYEOF'
+/usr/bin/python3 - "$OUT" "$LATENCY" "$FLOPS" <<'PYEOF'
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])
+runs = [f for f in ("0.7", "0.6", "0.5", "0.4") if f in sys.argv[3].split()]
 s0 = json.loads((out / "flops0.5" / "summary.json").read_text())
 unpruned = next(p["mean"] for p in s0["budget_curves"]["points"]
                 if p["method"].startswith("heads only") and p["heads_kept"] == s0["heads_total"])
@@ -48,7 +54,7 @@ print(f"{s0['task']}: {s0['metric']} on {s0['eval_split']}, unpruned {100 * unpr
 print("| FLOPs kept (target → kept) | heads | FFN neurons | search | + rearrangement | + mask tuning | + recovery |"
       " batch 32 | batch 1 | search time (gradients + search + rearrangement + tuning) | run time |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
-for f in ("0.7", "0.6", "0.5", "0.4"):
+for f in runs:
     s = json.loads((out / f"flops{f}" / "summary.json").read_text())
     fin, b, m = s["final"], s["final"]["budget"], s["metric"]
     step = {k: 100 * v[m] for k, v in b["metrics_by_step"].items()}
@@ -62,6 +68,16 @@ for f in ("0.7", "0.6", "0.5", "0.4"):
           f"| {search_s:.0f} s ({sec.get('gradients', 0):.0f} + {sec['search']:.1f} + {sec['rearrange']:.1f} + {sec['tuning']:.0f}) "
           f"| {wall:.1f} min |")
 
+print()
+print("The 0.5 run's budget curves (" + s0["metric"] + ", the choice at each point, units physically removed):")
+methods = [m for m in ("kwon-search", "kwon-rearranged", "kwon-tuned", "kwon-recovered", "taylor-search",
+                       "magnitude-search", "random-search") if any(p["method"] == m for p in s0["budget_curves"]["points"])]
+print("| FLOPs kept | heads | " + " | ".join(methods) + " |")
+print("|---|---|" + "---|" * len(methods))
+by = {(round(p["kept_fraction"], 3), p["method"]): p for p in s0["budget_curves"]["points"]}
+for kept in sorted({k for k, m in by if m == "kwon-search"}, reverse=True):
+    row = [f"{100 * by[(kept, m)]['mean']:.1f}" if (kept, m) in by else "" for m in methods]
+    print(f"| {100 * kept:.1f}% | {by[(kept, 'kwon-search')]['heads_kept']} | " + " | ".join(row) + " |")
 if sys.argv[2] == "0":
     sys.exit(0)
 s = json.loads((out / f"latency{sys.argv[2]}" / "summary.json").read_text())
