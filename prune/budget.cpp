@@ -286,6 +286,11 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
   const StructureKeep by_magnitude = top_units(magnitude.heads, magnitude.neurons, n_heads, n_neurons);
   const StructureKeep by_random = top_units(random.heads, random.neurons, n_heads, n_neurons);
   for (const auto& name : names) {
+    // A resumed step keeps what it stored (a recovery is not trained twice).
+    if (auto stored = ctx.store->load_point(name, seed, step)) {
+      points.push_back(std::move(*stored));
+      continue;
+    }
     if (name == "kwon-recovered") {
       auto p = recovered_point(ctx, s, step);
       if (!p) return {};
