@@ -9,8 +9,9 @@
 # here, CURVE_RECOVER=-1 turns it on for the 0.5 run (a recovery per budget point: 8 x the recovery time).
 # Finished runs are kept (summary.json), so a rerun only does what is missing.
 # Below the table, the 0.5 run's curves at every budget point (retraining-free steps, and recovery when on).
-# FLOPS picks the runs (default "0.5 0.7 0.6 0.4"), CURVES the 0.5 run's prune.budget_schedule (default the
-# config's 100 ... 30; on MRPC each point takes ~3.5 min here, most of it mask tuning at 128 tokens).
+# FLOPS picks the runs (default "0.5 0.7 0.6 0.4"; without 0.5, only their rows are printed), CURVES the 0.5 run's
+# prune.budget_schedule (default the config's 100 ... 30; on MRPC each point takes ~3.5 min here, most of it mask
+# tuning at 128 tokens).
 # Usage: TASK=mrpc bench/budget_table.sh   (env PRUNE, BASE = fine-tuned model, OUT = runs folder, CONFIG)
 set -euo pipefail
 TASK="${TASK:-sst2}"
@@ -47,15 +48,17 @@ fi
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])
 runs = [f for f in ("0.7", "0.6", "0.5", "0.4") if f in sys.argv[3].split()]
-s0 = json.loads((out / "flops0.5" / "summary.json").read_text())
-unpruned = next(p["mean"] for p in s0["budget_curves"]["points"]
-                if p["method"].startswith("heads only") and p["heads_kept"] == s0["heads_total"])
-print(f"{s0['task']}: {s0['metric']} on {s0['eval_split']}, unpruned {100 * unpruned:.1f}")
+summaries = {f: json.loads((out / f"flops{f}" / "summary.json").read_text()) for f in runs}
+s0 = summaries.get("0.5")
+first = next(iter(summaries.values()))
+unpruned = next(p["mean"] for p in first["budget_curves"]["points"]
+                if p["method"].startswith("heads only") and p["heads_kept"] == first["heads_total"])
+print(f"{first['task']}: {first['metric']} on {first['eval_split']}, unpruned {100 * unpruned:.1f}")
 print("| FLOPs kept (target → kept) | heads | FFN neurons | search | + rearrangement | + mask tuning | + recovery |"
       " batch 32 | batch 1 | search time (gradients + search + rearrangement + tuning) | run time |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for f in runs:
-    s = json.loads((out / f"flops{f}" / "summary.json").read_text())
+    s = summaries[f]
     fin, b, m = s["final"], s["final"]["budget"], s["metric"]
     step = {k: 100 * v[m] for k, v in b["metrics_by_step"].items()}
     lat = fin["latency"]
@@ -68,6 +71,8 @@ for f in runs:
           f"| {search_s:.0f} s ({sec.get('gradients', 0):.0f} + {sec['search']:.1f} + {sec['rearrange']:.1f} + {sec['tuning']:.0f}) "
           f"| {wall:.1f} min |")
 
+if s0 is None:  # FLOPS without 0.5: its rows only
+    sys.exit(0)
 print()
 print("The 0.5 run's budget curves (" + s0["metric"] + ", the choice at each point, units physically removed):")
 methods = [m for m in ("kwon-search", "kwon-rearranged", "kwon-tuned", "kwon-recovered", "taylor-search",
