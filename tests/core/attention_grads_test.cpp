@@ -40,8 +40,10 @@ torch::Tensor loss_of(const torch::Tensor& logits) {
   return torch::nll_loss(torch::log_softmax(logits, 1), labels, {}, at::Reduction::Sum);
 }
 
-// `tol`: relative to each layer's largest gradient (float32 rounding of two different summation orders).
-void check_against_autograd(const hp::core::Bert& model, double tol = 1e-5) {
+// `tol`: relative to each layer's largest gradient (float32 rounding of two different summation orders,
+// which the BLAS picks per CPU: 1.005e-5 was seen on an AMD EPYC, so 1e-5 failed there; a wrong gradient is
+// off by far more than 5e-5).
+void check_against_autograd(const hp::core::Bert& model, double tol = 5e-5) {
   const auto in = padded_input(model.config().vocab_size);
   // Reference: autograd from a differentiable embedding output through every layer.
   hp::core::EncoderInput ref_in = in;
