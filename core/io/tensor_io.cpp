@@ -214,10 +214,16 @@ namespace {
 void write_hdf5_here(const std::string& path, const TensorMap& tensors,
                      const std::map<std::string, std::string>& attrs) {
   prepare_output_file(path);
-  const std::string tmp = path + ".tmp";
+  // The file is built in memory (HDF5's core driver, no backing store) and its image written by the one
+  // atomic file writer: HDF5 never touches the disk, so a disk that fills mid-write gives that writer's
+  // one-line error and no .tmp left, instead of an HDF5 library left half-flushed (it crashed at exit).
+  // The cost: the image is held in memory once more while it is written.
+  std::vector<char> image;
   try {
     H5::Exception::dontPrint();
-    H5::H5File file(tmp, H5F_ACC_TRUNC);
+    H5::FileAccPropList fapl;
+    fapl.setCore(1 << 20, false);
+    H5::H5File file(path, H5F_ACC_TRUNC, H5::FileCreatPropList::DEFAULT, fapl);
     H5::LinkCreatPropList lcpl;
     lcpl.setCreateIntermediateGroup(true);  // a '/' in a key makes groups
     for (const auto& [name, tensor] : tensors) {
@@ -240,18 +246,17 @@ void write_hdf5_here(const std::string& path, const TensorMap& tensors,
     for (const auto& [key, value] : attrs) {
       file.openGroup("/").createAttribute(key, str_type, H5::DataSpace(H5S_SCALAR)).write(str_type, value);
     }
+    file.flush(H5F_SCOPE_GLOBAL);
+    const ssize_t size = H5Fget_file_image(file.getId(), nullptr, 0);
+    if (size <= 0 || (image.resize(static_cast<size_t>(size)),
+                      H5Fget_file_image(file.getId(), image.data(), image.size()) != size))
+      fail(path, "HDF5 could not hand over the file it built in memory", "check the tensors are not too large for memory");
     file.close();
   } catch (const H5::Exception& e) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
     fail(path, "HDF5 write failed in " + e.getFuncName() + " (" + first_line(e.getDetailMsg()) + ")",
-         "check the folder exists and is writable");
-  } catch (const CheckpointError&) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    throw;
+         "check the tensors and keys written");
   }
-  commit_output_file(tmp, path);
+  write_file_atomic(path, image.data(), image.size());
 }
 }  // namespace
 

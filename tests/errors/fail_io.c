@@ -1,7 +1,9 @@
 // An LD_PRELOAD library for the catalogue of bad inputs (tests/errors/catalogue.py): file operations on
 // paths under $HP_FAIL_PREFIX fail as a full disk (HP_FAIL_OP=write: write calls fail with ENOSPC) or a
 // read-only folder (HP_FAIL_OP=open: opening for writing and creating folders fail with EROFS). Works as
-// root too, where chmod would not stop a write. Everything else passes through to libc.
+// root too, where chmod would not stop a write. With HP_FAIL_AFTER=N, the first N bytes written under the
+// prefix go through and the disk fills after them (a write cut short, then ENOSPC): a disk that fills in the
+// middle of a file. Everything else passes through to libc.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -37,29 +39,46 @@ static int fd_under_prefix(int fd) {
 
 #define NEXT(name) ((__typeof__(&name))dlsym(RTLD_NEXT, #name))
 
+// How many of n bytes a write to fd may still put on the disk: n when it is not failed, 0 on a full disk.
+static size_t room(int fd, size_t n) {
+  if (!failing("write") || !fd_under_prefix(fd)) return n;
+  static size_t written = 0;
+  const char* after = getenv("HP_FAIL_AFTER");
+  const size_t limit = after ? strtoull(after, NULL, 10) : 0;
+  const size_t left = written < limit ? limit - written : 0;
+  const size_t take = n < left ? n : left;
+  written += take;
+  return take;
+}
+
 ssize_t write(int fd, const void* buf, size_t n) {
-  if (failing("write") && fd_under_prefix(fd)) {
+  const size_t take = room(fd, n);
+  if (take == 0 && n > 0) {
     errno = ENOSPC;
     return -1;
   }
-  return NEXT(write)(fd, buf, n);
+  return NEXT(write)(fd, buf, take);
 }
 ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) {
-  if (failing("write") && fd_under_prefix(fd)) {
+  const size_t take = room(fd, n);
+  if (take == 0 && n > 0) {
     errno = ENOSPC;
     return -1;
   }
-  return NEXT(pwrite)(fd, buf, n, off);
+  return NEXT(pwrite)(fd, buf, take, off);
 }
 ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t off) {
-  if (failing("write") && fd_under_prefix(fd)) {
+  const size_t take = room(fd, n);
+  if (take == 0 && n > 0) {
     errno = ENOSPC;
     return -1;
   }
-  return NEXT(pwrite64)(fd, buf, n, off);
+  return NEXT(pwrite64)(fd, buf, take, off);
 }
 ssize_t writev(int fd, const struct iovec* iov, int cnt) {
-  if (failing("write") && fd_under_prefix(fd)) {
+  size_t n = 0;
+  for (int i = 0; i < cnt; ++i) n += iov[i].iov_len;
+  if (room(fd, n) < n) {  // a writev is all or nothing here: none of the callers depends on a short one
     errno = ENOSPC;
     return -1;
   }
