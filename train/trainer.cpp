@@ -467,6 +467,9 @@ void validate_train_config(const core::TrainConfig& t, const core::GateConfig& g
            " heads; use 1.." + std::to_string(total_heads) + " (or 0 for no target)");
   need(g.finetune_epochs >= 1 || !g.finetune_after || g.target_heads == 0,
        "gates.finetune_epochs = " + std::to_string(g.finetune_epochs) + "; use >= 1, or gates.finetune_after: false");
+  // The gates' own ranges too, so that a run with bad gates is refused before its folder is written (the
+  // gates are built later, inside the loop); only the total head count enters these checks.
+  if (g.enabled || g.target_heads > 0) gates::validate_gate_config(g, 1, total_heads);
 }
 
 TrainResult train_model(const core::TrainConfig& train, const core::GateConfig& gates, const core::RunConfig& run,

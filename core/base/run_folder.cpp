@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/base/errors.h"  // ConfigError, InputError
 #include "core/base/files.h"  // read_file
 #include "core/base/log.h"
@@ -96,6 +98,24 @@ bool claim_here(const std::string& dir, RunKind kind, const std::string& config_
 }
 }  // namespace
 
+bool claim_result_file(const std::string& path, const std::string& config_key, const std::string& config_yaml) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;  // absent; a folder or a device is refused by the writer
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception&) {
+  }
+  if (!j.is_object() || !j.contains(config_key) || !j[config_key].is_string())
+    throw ConfigError(path + " exists and holds no result of this command (no '" + config_key +
+                      "'); pass --output NEW_FILE, or delete it");
+  const std::string old = j[config_key].get<std::string>();
+  if (old != config_yaml)
+    throw ConfigError(path + " holds a result of another config (it differs at " + first_difference(old, config_yaml) +
+                      "); pass --output NEW_FILE, or delete " + path + " to replace it");
+  return true;
+}
+
 namespace {
 
 // "pid 123 on host, since 2026-11-23 03:55:10 UTC": who holds a lock, as written into the file.
@@ -122,7 +142,27 @@ RunLock::RunLock(const std::string& dir) : path_(dir + "/" + kRunLockFile) {
 
 void RunLock::acquire(const std::string& dir) {
   std::error_code ec;
+  // The folders this run creates (dir and any missing parents), removed again if they are still empty when
+  // the lock goes: a refused run leaves the disk as it found it.
+  for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !p.empty() && !fs::exists(p, ec) && p != p.parent_path();
+       p = p.parent_path())
+    created_.push_back(p.string());
   fs::create_directories(dir, ec);
+  try {
+    lock(dir);
+  } catch (...) {
+    remove_created();
+    throw;
+  }
+}
+
+void RunLock::remove_created() {
+  std::error_code ec;
+  for (const auto& d : created_)  // deepest first; stops at the first folder the run filled
+    if (!fs::remove(d, ec)) break;
+}
+
+void RunLock::lock(const std::string& dir) {
   // A finishing run unlinks the file; if that happened between our open and our flock, the lock is on a
   // file no other run can see: check that the locked file is still the one at the path, else retry.
   for (int attempt = 0;; ++attempt) {
@@ -165,6 +205,7 @@ RunLock::~RunLock() {
   ::unlink(path_.c_str());
   ::flock(fd_, LOCK_UN);
   ::close(fd_);
+  remove_created();
 }
 
 }  // namespace hp::core
