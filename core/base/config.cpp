@@ -164,6 +164,27 @@ std::vector<std::string> all_paths(Config& cfg) {
   return paths;
 }
 
+bool is_section(Config& cfg, const std::string& name) {
+  for (const auto& f : config_fields(cfg))
+    if (f.path.rfind(name + ".", 0) == 0) return true;
+  return false;
+}
+
+// A section name used where a key belongs (`eval: 3`, `--set eval=3`): the fix is one of its keys, shown with
+// its default, not the nearest key by spelling.
+std::string section_not_key_message(Config& cfg, const std::string& where, const std::string& name, bool yaml) {
+  std::string example;
+  for (const auto& f : config_fields(cfg))
+    if (f.path.rfind(name + ".", 0) == 0) {
+      example = yaml ? "write `" + name + ":` and below it, indented, keys such as `" + f.path.substr(name.size() + 1) +
+                           ": " + to_text(f) + "`"
+                     : "set one of them, e.g. --set " + f.path + "=" + to_text(f);
+      break;
+    }
+  return where + ": '" + name + "' is a section and holds keys, not a value: " + example +
+         " (`prune config --doc` lists them)";
+}
+
 std::string unknown_key_message(Config& cfg, const std::string& where, const std::string& key) {
   std::string msg = where + ": unknown key '" + key + "'";
   std::string near = nearest_key(key, all_paths(cfg));
@@ -207,6 +228,7 @@ void set_value(Config& cfg, const std::string& path, const std::string& text, co
       return;
     }
   }
+  if (is_section(cfg, path)) throw ConfigError(section_not_key_message(cfg, where, path, false));
   throw ConfigError(unknown_key_message(cfg, where, path));
 }
 
@@ -230,18 +252,28 @@ void load_yaml(Config& cfg, const std::string& path) {
   if (!root.IsMap())
     throw ConfigError(mark_of(path, root.Mark()) + ": expected a mapping of sections (run:, model:, …)");
   auto fields = config_fields(cfg);
+  // yaml-cpp keeps a key given twice and the later one would win silently: each key and section is refused
+  // the second time with the line of the first.
+  std::map<std::string, int> first_line;
+  auto once = [&](const std::string& what, const std::string& key, const YAML::Mark& m, const std::string& fix) {
+    const auto [it, fresh] = first_line.emplace(key, m.line + 1);
+    if (!fresh)
+      throw ConfigError(mark_of(path, m) + ": " + what + " '" + key + "' is given twice (lines " +
+                        std::to_string(it->second) + " and " + std::to_string(m.line + 1) + "); " + fix);
+  };
   for (const auto& section : root) {
     const std::string name = scalar_text(section.first, path, root.Mark(), "a section name");
     if (!section.second.IsMap()) {
-      throw ConfigError(unknown_key_message(cfg, mark_of(path, section.first.Mark()), name) +
-                        (std::any_of(fields.begin(), fields.end(),
-                                     [&](const FieldRef& f) { return f.path.rfind(name + ".", 0) == 0; })
-                             ? " (a section must hold keys)"
-                             : ""));
+      const std::string where = mark_of(path, section.first.Mark());
+      if (is_section(cfg, name))
+        throw ConfigError(section_not_key_message(cfg, where, name, true));
+      throw ConfigError(unknown_key_message(cfg, where, name));
     }
+    once("section", name, section.first.Mark(), "merge the two into one section");
     for (const auto& kv : section.second) {
       const std::string key =
           name + "." + scalar_text(kv.first, path, section.first.Mark(), "a key of section '" + name + "'");
+      once("key", key, kv.first.Mark(), "keep one of them");
       const std::string where = mark_of(path, kv.second.Mark());
       auto it = std::find_if(fields.begin(), fields.end(), [&](const FieldRef& f) { return f.path == key; });
       if (it == fields.end()) throw ConfigError(unknown_key_message(cfg, mark_of(path, kv.first.Mark()), key));
