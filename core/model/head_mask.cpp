@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "core/base/errors.h"  // ConfigError
+#include "core/base/log.h"     // log_warn
 
 namespace hp::core {
 namespace {
@@ -27,6 +28,9 @@ int parse_index(const std::string& text, int limit, const char* what, const std:
   } catch (const std::exception&) {
     used = 0;
   }
+  // All digits but past int: a number, out of range (not "not a number").
+  const bool digits = !t.empty() && t.find_first_not_of("0123456789") == std::string::npos;
+  if (digits && used == 0) used = t.size(), v = limit;
   if (t.empty() || used != t.size())
     throw ConfigError(where + ": '" + group + "': " + what + " '" + t +
                       "' is not a number; write layer:head,head;… e.g. \"2:0,3;5:11\"");
@@ -69,6 +73,7 @@ StructureMask parse_mask(const std::string& spec_in, int layers, int heads, int 
   const auto [spec, where] = spec_text(spec_in, where_in);
   std::stringstream groups(spec);
   std::string group;
+  int groups_read = 0;
   while (std::getline(groups, group, ';')) {
     group = strip(group);
     if (group.empty()) continue;
@@ -81,11 +86,21 @@ StructureMask parse_mask(const std::string& spec_in, int layers, int heads, int 
     int l = parse_index(group.substr(ffn ? 1 : 0, colon - (ffn ? 1 : 0)), layers, "layer", where, group);
     std::stringstream entries(group.substr(colon + 1));
     std::string entry;
+    int named = 0;
     while (std::getline(entries, entry, ',')) {
       if (strip(entry).empty()) continue;
       mask_entry(entry, ffn ? m.neurons[l] : m.heads[l], ffn ? "neuron" : "head", where, group);
+      ++named;
     }
+    if (named == 0)
+      throw ConfigError(where + ": '" + group + "' names no " + (ffn ? "neurons" : "heads") + " after the ':'; write " +
+                        (ffn ? "f2:0-511" : "2:0,3") + ", or leave the group out to keep the whole layer");
+    ++groups_read;
   }
+  // An empty file is what a gates run that kept every head writes (head_mask.txt): accepted, and said.
+  if (groups_read == 0 && where != where_in)
+    log_warn("mask", where + ": the mask file names no heads or neurons (empty, or only comments), so every head " +
+                         std::string(neurons > 0 ? "and neuron " : "") + "is kept");
   return m;
 }
 
