@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/data/batching.h"
+#include "core/data/glue.h"  // read_text_lines
 #include "core/io/checkpoint.h"
 #include "core/base/errors.h"
 #include "core/base/files.h"
@@ -15,23 +16,24 @@
 namespace hp::cli {
 namespace {
 
+// Lines are read as the GLUE reader reads them (BOM, CR, UTF-8: core::read_text_lines).
 std::vector<core::Example> read_lines(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot read the --input file; give a text file with one example per line");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path + ": is a folder; --input takes a text file with one example per line");
+  if (!std::ifstream(path)) throw InputError(path + ": cannot read the --input file; give a text file with one example per line");
   std::vector<core::Example> out;
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  const std::vector<std::string> lines = core::read_text_lines(path);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
     if (line.empty()) continue;
     core::Example ex;
-    ex.line = n;
+    ex.line = static_cast<int>(i + 1);
     size_t tab = line.find('\t');
     ex.text_a = line.substr(0, tab);
     if (tab != std::string::npos) ex.text_b = line.substr(tab + 1);
     if (ex.text_b.find('\t') != std::string::npos)
-      throw InputError(path + ":" + std::to_string(n) +
+      throw InputError(path + ":" + std::to_string(ex.line) +
                        ": more than 2 tab-separated fields; use \"text\" or \"text_a<TAB>text_b\"");
     out.push_back(ex);
   }
@@ -39,10 +41,21 @@ std::vector<core::Example> read_lines(const std::string& path) {
   return out;
 }
 
+// The output's format from its extension; anything else is refused before the model runs.
+bool output_is_json(const std::string& path) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".json") return true;
+  if (ext == ".h5" || ext == ".hdf5") return false;
+  throw ConfigError("--output " + path + ": infer writes HDF5 (.h5, .hdf5) or JSON (.json), and '" + ext +
+                    "' is neither; name the file with one of these extensions");
+}
+
 }  // namespace
 
 int run_infer(const core::Config& cfg) {
   if (cfg.infer.input.empty()) throw ConfigError("infer.input is empty; pass --input FILE");
+  const std::string out_path = cfg.infer.output.empty() ? cfg.infer.input + ".logits.h5" : cfg.infer.output;
+  const bool json = output_is_json(out_path);
   auto examples = read_lines(cfg.infer.input);
   core::LoadReport report;
   core::Bert model = core::load_bert(cfg.model.path, {}, &report);
@@ -77,8 +90,7 @@ int run_infer(const core::Config& cfg) {
   }
   progress.finish();
 
-  std::string out_path = cfg.infer.output.empty() ? cfg.infer.input + ".logits.h5" : cfg.infer.output;
-  if (std::filesystem::path(out_path).extension() == ".json") {
+  if (json) {
     nlohmann::json j = nlohmann::json::array();
     for (long i = 0; i < N; ++i) {
       nlohmann::json e;

@@ -155,21 +155,6 @@ std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
   return out;
 }
 
-// Whole file as lines: BOM stripped, CR line ends stripped, trailing empty lines dropped.
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-  }
-  if (in.bad()) throw InputError(path + ": read failed; check the file is readable");
-  if (!lines.empty() && lines[0].rfind("\xEF\xBB\xBF", 0) == 0) lines[0].erase(0, 3);
-  while (!lines.empty() && lines.back().empty()) lines.pop_back();
-  return lines;
-}
-
 // The offset of the first byte that does not start a valid UTF-8 sequence, or -1.
 long first_invalid_utf8(const std::string& s) {
   const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(s.data());
@@ -183,6 +168,30 @@ long first_invalid_utf8(const std::string& s) {
   }
   return -1;
 }
+
+}  // namespace
+
+std::vector<std::string> read_text_lines(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw InputError(path + ": is a folder, not a text file; give the file itself");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open the file; check the path and its permissions");
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (lines.empty() && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+    if (const long bad = first_invalid_utf8(line); bad >= 0)
+      throw InputError(path + ":" + std::to_string(lines.size() + 1) + ": byte " + std::to_string(bad + 1) +
+                       " is not UTF-8; re-save the file as UTF-8");
+    lines.push_back(std::move(line));
+  }
+  if (in.bad()) throw InputError(path + ": read failed; check the file is readable");
+  while (!lines.empty() && lines.back().empty()) lines.pop_back();
+  return lines;
+}
+
+namespace {
 
 int index_of(const std::vector<std::string>& header, const std::string& name) {
   if (name.empty()) return -1;
@@ -316,14 +325,12 @@ std::vector<Example> read_task(const TaskSpec& task, const std::string& data_roo
                      "'); pass --data-root DIR or set HEADPRUNE_DATA=DIR, where DIR holds glue/ and "
                      "mnli_subset_textfooler/");
   }
-  const std::vector<std::string> lines = read_lines(path);
+  const std::vector<std::string> lines = read_text_lines(path);
   const Layout l = layout_for(task, sf, lines, path);
   std::vector<Example> out;
   out.reserve(lines.size());
   for (size_t i = sf.header ? 1 : 0; i < lines.size(); ++i) {
     const std::string where = path + ":" + std::to_string(i + 1);
-    if (const long bad = first_invalid_utf8(lines[i]); bad >= 0)
-      throw InputError(where + ": byte " + std::to_string(bad + 1) + " is not UTF-8; re-save the file as UTF-8");
     std::vector<std::string> f = core::split(lines[i], '\t');
     if (f.size() != l.num_columns) {
       throw InputError(where + ": expected " + std::to_string(l.num_columns) + " tab-separated columns (" + l.names +

@@ -69,6 +69,11 @@ const TaskSpec& find_task(const std::string& name);
 // All task names, in table order.
 std::vector<std::string> task_names();
 
+// A text file of examples as lines, read the one way every reader of examples reads (GLUE splits, `prune
+// infer --input`): a UTF-8 BOM and CR line ends stripped, trailing empty lines dropped, a byte that is not
+// UTF-8 refused (InputError "path:line: byte N is not UTF-8; ..."), a folder refused by name.
+std::vector<std::string> read_text_lines(const std::string& path);
+
 // Reads data_root/<folder>/<file of split>. data_root holds glue/ and mnli_subset_textfooler/.
 // Splits on TAB only (never CSV quoting); strips a UTF-8 BOM and CR line ends; skips trailing empty
 // lines; keeps text byte-for-byte otherwise (SST-2's trailing space stays). Bad rows (wrong column count,
