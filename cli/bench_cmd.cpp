@@ -21,7 +21,14 @@ int run_bench(const core::Config& cfg) {
   const core::Bert model = core::load_bert(cfg.model.path);
   std::optional<core::Bert> other;
   if (!b.compare.empty()) other.emplace(core::load_bert(b.compare));
-  core::check_max_seq_len(model.config(), b.seq);
+  // bench's own flag, not data.max_seq_len: named as such, for the model and the compared one.
+  for (const core::Bert* m : std::initializer_list<const core::Bert*>{&model, other ? &*other : nullptr}) {
+    const int positions = m ? m->config().max_position_embeddings : b.seq;
+    if (b.seq > positions)
+      throw ConfigError("bench.seq = " + std::to_string(b.seq) + " exceeds the max_position_embeddings " +
+                        std::to_string(positions) + " of " + (m == &model ? cfg.model.path : b.compare) +
+                        "; use --seq " + std::to_string(positions) + " or less");
+  }
   auto describe = [&](const std::string& name, const core::Bert& m) {
     std::printf("%-10s %s: %d heads, %ld parameters, %.3f GFLOP per sequence of %d\n", name.c_str(),
                 name == "model" ? cfg.model.path.c_str() : b.compare.c_str(), m.config().total_heads(),

@@ -94,10 +94,12 @@ TensorEntry parse_entry(const std::string& where, const std::string& name, const
     e.shape.push_back(d.get<std::int64_t>());
   }
   const auto& jo = j.at("data_offsets");
-  if (!jo.is_array() || jo.size() != 2 || !is_unsigned(jo[0]) || !is_unsigned(jo[1]) ||
-      jo[0].get<std::uint64_t>() > jo[1].get<std::uint64_t>()) {
-    fail(where, tensor + " data_offsets " + jo.dump() + " is not [begin, end] with begin <= end", kCorruptFix);
-  }
+  if (!jo.is_array() || jo.size() != 2)
+    fail(where, tensor + " data_offsets " + jo.dump() + " is not a pair [begin, end]", kCorruptFix);
+  if (!is_unsigned(jo[0]) || !is_unsigned(jo[1]))
+    fail(where, tensor + " data_offsets " + jo.dump() + " holds a negative or non-integer offset", kCorruptFix);
+  if (jo[0].get<std::uint64_t>() > jo[1].get<std::uint64_t>())
+    fail(where, tensor + " data_offsets " + jo.dump() + " end before they begin", kCorruptFix);
   e.begin = jo[0].get<std::uint64_t>();
   e.end = jo[1].get<std::uint64_t>();
   // prod(shape) * dtype size, with overflow detection (an overflow can never match the span).

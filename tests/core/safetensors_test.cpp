@@ -205,7 +205,7 @@ TEST_CASE("safetensors: every malformed file is a CheckpointError naming file an
        "needs 24 bytes but data_offsets span 20"},
       {"negative_dim", image(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight),
        "negative dimension"},
-      {"reversed_offsets", image(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", eight), "begin <= end"},
+      {"reversed_offsets", image(R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", eight), "end before they begin"},
       {"past_buffer", image(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", eight),
        "run past the data buffer (8 bytes)"},
       {"overlap",
