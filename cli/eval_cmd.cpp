@@ -7,6 +7,7 @@
 #include "core/io/checkpoint.h"
 #include "core/data/task_options.h"
 #include "core/base/files.h"
+#include "core/base/run_folder.h"  // claim_result_file
 #include "core/model/head_mask.h"
 #include "core/base/errors.h"
 #include "core/base/log.h"
@@ -17,6 +18,12 @@ namespace hp::cli {
 
 int run_eval(const core::Config& cfg) {
   const core::TaskSpec& task = core::find_task(cfg.data.task);
+  // The run-folder rule for the result file: an earlier result is replaced only by the same evaluation.
+  const std::string out = cfg.eval.output.empty()
+                              ? cfg.run.out_dir + "/eval_" + task.name + "_" + cfg.eval.split + ".json"
+                              : cfg.eval.output;
+  if (core::shared_decide([&] { return core::claim_result_file(out, "config", core::dump_yaml(cfg)) ? 1L : 0L; }))
+    core::log_info("eval", out + " holds this evaluation already: it is redone");
   std::string root = core::resolve_data_root(cfg.data.root);
   auto examples = core::read_task(task, root, cfg.eval.split);
   if (!examples.front().has_label)
@@ -75,8 +82,6 @@ int run_eval(const core::Config& cfg) {
   j["padded_tokens"] = r.padded_tokens;
   j["runtime"] = core::runtime_summary();
   j["config"] = core::dump_yaml(cfg);
-  std::string out = cfg.eval.output.empty() ? cfg.run.out_dir + "/eval_" + task.name + "_" + cfg.eval.split + ".json"
-                                            : cfg.eval.output;
   core::write_file_atomic(out, j.dump(2) + "\n");
 
   std::cout << task.name << " " << cfg.eval.split << " (" << r.examples << " examples, " << core::count_kept(keep)
