@@ -269,7 +269,7 @@ void add_js_divergences(const std::vector<const float*>& maps, long stride, int 
   // and Σ P ln P per head. JS = ½ΣPlnP + ½ΣQlnQ − ΣMlnM.
   std::vector<float> p(static_cast<size_t>(N) * len, 1.0f);
   std::vector<double> plogp(N, 0.0);
-  const bool simd = core::simd::cpu_has_avx512f();
+  const bool simd = core::simd::use_avx512();  // off: the scalar path, as without AVX-512
   auto sum_m_log_m = [simd](const float* a, const float* b, long k) {
     return simd ? sum_m_log_m_avx512(a, b, k) : sum_m_log_m_scalar(a, b, k);
   };

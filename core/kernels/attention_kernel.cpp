@@ -161,7 +161,7 @@ HP_AVX512 void attend(const AttentionPair& a, float* scratch) {
 
 }  // namespace
 
-bool attention_kernel_available() { return simd::cpu_has_avx512f() && g_enabled.load(std::memory_order_relaxed); }
+bool attention_kernel_available() { return simd::use_avx512() && g_enabled.load(std::memory_order_relaxed); }
 
 void set_attention_kernel_enabled(bool enabled) { g_enabled.store(enabled, std::memory_order_relaxed); }
 

@@ -80,7 +80,7 @@ int64_t grain_rows(int64_t n) { return std::max<int64_t>(1, 65536 / std::max<int
 
 }  // namespace
 
-bool epilogue_kernels_available() { return simd::cpu_has_avx512f() && g_enabled.load(std::memory_order_relaxed); }
+bool epilogue_kernels_available() { return simd::use_avx512() && g_enabled.load(std::memory_order_relaxed); }
 
 void set_epilogue_kernels_enabled(bool enabled) { g_enabled.store(enabled, std::memory_order_relaxed); }
 
