@@ -17,6 +17,7 @@
 #include "analysis/outputs.h"
 #include "analysis/roles.h"
 #include "core/io/checkpoint.h"
+#include "core/kernels/simd.h"  // set_enabled: both paths
 #include "core/base/files.h"
 #include "core/data/glue.h"
 
@@ -104,10 +105,44 @@ void compare_section(const json& ours, const json& ref, const std::string& name)
     for (const char* f : {"p", "holm", "bh"})
       compare(ours["sieve"][role][f], t[f], name + ".sieve." + role + "." + f, kPRelTol, checked);
   }
+  // What is derived from the tests (#30: not compared before, so a wrong flag passed): each role's head set
+  // (raw, Holm, BH) against the reference's p-values below alpha, head by head; the counts per layer and the
+  // share of heads in the reference's summary; the heads both local and syntactic.
+  const double alpha = ref["settings"]["alpha"].get<double>();
+  for (const auto& [role, t] : ref["sieve"].items()) {
+    for (const auto& [flag, key] : {std::pair{"raw", "p"}, {"holm", "holm"}, {"bh", "bh"}}) {
+      INFO(name << ": role " << role << " (" << flag << ")");
+      REQUIRE(ours["roles"].contains(role));
+      const json& got = ours["roles"][role][flag];
+      const json& p = t[key];
+      REQUIRE(got.size() == p.size());
+      int total = 0;
+      for (size_t l = 0; l < p.size(); ++l) {
+        int in_layer = 0;
+        for (size_t h = 0; h < p[l].size(); ++h) {
+          const bool want = p[l][h].is_number() && p[l][h].get<double>() < alpha;
+          const bool holds = got[l][h].is_number() && got[l][h].get<double>() > 0.5;
+          INFO("head " << l << ":" << h << ", reference p " << p[l][h]);
+          CHECK(holds == want);
+          in_layer += holds;
+          ++checked;
+        }
+        CHECK(in_layer == ref["summary"]["by_layer"][role][flag][l].get<int>());
+        total += in_layer;
+      }
+      const double share = static_cast<double>(total) / static_cast<double>(p.size() * p[0].size());
+      CHECK(std::abs(share - ref["summary"]["share"][role][flag].get<double>()) < 1e-12);
+    }
+  }
+  if (ref["summary"].contains("local_and_syntactic"))
+    compare(ours["summary"]["local_and_syntactic_over_syntactic_holm"], ref["summary"]["local_and_syntactic"],
+            name + ".summary.local_and_syntactic", 1e-12, checked);
   compare(ours["js"], ref["js"], name + ".js", kStatTol, checked);
   compare(ours["mds"], ref["mds"], name + ".mds", 1e-4, checked);
   if (ref.contains("syntax") && !ref["syntax"].is_null()) {
     const auto& rs = ref["syntax"];
+    // The syntactic heads per relation: [layer, head, direction, accuracy], the set the syntactic role uses.
+    compare(ours["syntax"]["syntactic_heads"], rs["syntactic_heads"], name + ".syntax.syntactic_heads", 1e-9, checked);
     compare(ours["syntax"]["counts"], rs["counts"], name + ".syntax.counts", 0, checked);
     compare(ours["syntax"]["accuracy"], rs["accuracy"], name + ".syntax.accuracy", 1e-9, checked);
     compare(ours["syntax"]["baselines"], rs["baselines"], name + ".syntax.baselines", 1e-12, checked);
@@ -152,6 +187,14 @@ void check_tokens(const analysis::AnalysisInputs& in, const json& ref) {
 
 TEST_CASE("analysis golden: tiny model, pairs, singles and a treebank, equal the Python reference",
           "[analysis][golden]") {
+  // Both paths of every SIMD routine (head distances, attention kernel, epilogues): the AVX-512 one where
+  // the CPU has it, and the portable one that CPUs without it take.
+  const bool simd = GENERATE(true, false);
+  INFO("SIMD routines " << (simd ? "on (where the CPU has AVX-512)" : "off: the portable paths"));
+  core::simd::set_enabled(simd);
+  struct Restore {
+    ~Restore() { core::simd::set_enabled(true); }
+  } restore;
   const json g = load_golden("tiny.json");
   const std::string dir = test::kTinyBert;
   auto model = core::load_bert(dir);
