@@ -8,7 +8,9 @@ Cases (each a CTest test, dist.NAME):
              exactly-N mask and the final metrics equal to one process's
   train      `prune train` in exact-N target mode on a dropout-free copy of the tiny model: the loss of every
              step within 1e-5 relative, the gates' expected count, the final mask and metrics equal
+  train_uneven  as train with batches of 7 over 2 ranks and each epoch ending on a batch of 1
   eval       `prune eval` metrics equal (predictions gathered from both ranks)
+  eval_uneven   as eval with batches of 3 over 2 ranks and a last batch of 1
   analyze    `prune analyze` (statistics, sieve scores and their tests, no-op gradients): analysis.json
              equal to one process's within 1e-9 relative (sums in another order), all but timings
   kill       SIGKILL of rank 1 in a training run: rank 0 stops within the timeout with one line naming
@@ -121,12 +123,12 @@ def case_prune(prune, tmp, port):
     check(sorted(os.listdir(one)) == sorted(os.listdir(two)), "the same files in both run folders")
 
 
-def train_args(out, model, extra=(), steps=60):
+def train_args(out, model, extra=(), steps=60, batch=6):
     data = fx.glue_root(os.path.dirname(out))
     return ["train", "--model", model, "--task", "mnli_subset", "--max-seq-len", "32", "--data-root", data,
             "--set", "train.train_split=matched", "--set", "train.eval_split=mismatched", "--out", out,
             "--target-heads", "5", "--max-steps", str(steps), "--set", "train.eval_every=20", "--set", "train.save_every=10",
-            "--batch", "6", *extra]
+            "--batch", str(batch), *extra]
 
 
 def losses(folder):
@@ -142,12 +144,12 @@ def no_dropout_model(tmp):
                         config={"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})
 
 
-def case_train(prune, tmp, port):
+def case_train(prune, tmp, port, batch=6, extra=()):
     model = no_dropout_model(tmp)
     res = {}
     for world in (1, 2):
         out = os.path.join(tmp, f"train{world}")
-        r = run(prune, train_args(out, model), world, port)
+        r = run(prune, train_args(out, model, extra, batch=batch), world, port)
         check(all(c == 0 for c, _, _ in r), f"training run with {world} process(es) exits 0")
         res[world] = out
     l1, l2 = losses(res[1]), losses(res[2])
@@ -164,7 +166,14 @@ def case_train(prune, tmp, port):
         check(rel(t1["final_metrics"][k], t2["final_metrics"][k]) <= 1e-6, f"final {k} equal")
 
 
-def case_eval(prune, tmp, port):
+def case_train_uneven(prune, tmp, port):
+    """Batches that do not divide over the ranks: 7 over 2 (4 and 3 rows, so each rank's share of the loss is
+    not a half), and 15 examples, so every epoch ends on a batch of 1, smaller than the world (a rank with
+    no rows in it)."""
+    case_train(prune, tmp, port, batch=7, extra=("--set", "train.max_train_examples=15"))
+
+
+def case_eval(prune, tmp, port, batch=2):
     # STS-B on the regression head: Pearson and Spearman move with every single prediction, so a rank's
     # rows lost or misplaced in the gather would show.
     scores = [0.5, 4.0, 2.25, 3.0, 1.0, 5.0, 0.0, 2.5, 3.75, 1.5, 4.5, 2.0, 3.25]
@@ -173,7 +182,7 @@ def case_eval(prune, tmp, port):
     for world in (1, 2):
         out = os.path.join(tmp, f"eval{world}.json")
         args = ["eval", "--model", fx.TINY_REG, "--task", "stsb", "--data-root", data, "--split", "dev",
-                "--batch", "2", "--max-seq-len", "32", "--output", out]
+                "--batch", str(batch), "--max-seq-len", "32", "--output", out]
         r = run(prune, args, world, port)
         check(all(c == 0 for c, _, _ in r), f"eval with {world} process(es) exits 0")
         got[world] = json.load(open(out))
@@ -181,6 +190,11 @@ def case_eval(prune, tmp, port):
     check(set(m1) == {"pearson", "spearman"} and m1 == m2, f"metrics equal: {m1} / {m2}")
     check(got[1]["examples"] == got[2]["examples"] == len(scores) and got[1]["tokens"] == got[2]["tokens"],
           "example and token counts equal")
+
+
+def case_eval_uneven(prune, tmp, port):
+    """Evaluation batches of 3 over 2 ranks (2 and 1 rows) and a last batch of 1 (13 rows)."""
+    case_eval(prune, tmp, port, batch=3)
 
 
 def close(a, b, path, diffs, tol=1e-9):
@@ -354,7 +368,8 @@ def case_torchrun(prune, tmp, port):
         check("rank 0 of 2 (torchrun" in p.stderr, "the runtime line says rank 0 of 2")
 
 
-CASES = {"prune": case_prune, "train": case_train, "eval": case_eval, "analyze": case_analyze, "hang": case_hang, "kill": case_kill, "mismatch": case_mismatch,
+CASES = {"prune": case_prune, "train": case_train, "train_uneven": case_train_uneven, "eval": case_eval,
+         "eval_uneven": case_eval_uneven, "analyze": case_analyze, "hang": case_hang, "kill": case_kill, "mismatch": case_mismatch,
          "env": case_env, "torchrun": case_torchrun}
 
 
