@@ -27,9 +27,10 @@ WORD = "bert.embeddings.word_embeddings.weight"
 
 
 def model_eval(model, *extra):
-    """prune eval of a model folder on the small mnli_subset data root beside it."""
+    """prune eval of a model folder on the small mnli_subset data root beside it; its default result file
+    goes into the scratch folder too (an eval result is replaced only by the same evaluation)."""
     return ["eval", "--model", model, "--task", "mnli_subset", "--max-seq-len", "32", "--data-root",
-            fx.glue_root(os.path.dirname(model)), *extra]
+            fx.glue_root(os.path.dirname(model)), "--set", "run.out_dir=" + os.path.dirname(model) + "/runs", *extra]
 
 
 def weights(edit):
@@ -112,7 +113,7 @@ def yaml_config(text, *extra):
         fx.copy_tiny(s + "/model")
         with open(s + "/run.yaml", "w") as f:
             f.write(text.replace("$SCRATCH", s))
-        return ["eval", "--config", s + "/run.yaml", *extra]
+        return ["eval", "--config", s + "/run.yaml", "--set", "run.out_dir=" + s + "/runs", *extra]
     return build
 
 
@@ -156,6 +157,10 @@ add("st-offsets-overlap", "two tensors sharing bytes",
 add("st-offsets-vs-shape", "offsets that do not span shape x dtype bytes",
     header_edit(lambda h: h[L0Q].update(shape=[32, 31])), 1,
     "error: $SCRATCH/model/model.safetensors: tensor 'bert.encoder.layer.0.attention.self.query.weight' shape [32, 31] F32 needs 3968 bytes but data_offsets span 4096; re-download or re-export the checkpoint")
+add("st-offsets-negative", "a negative data offset (was \"not [begin, end] with begin <= end\")",
+    header_edit(lambda h: h[L0Q].update(data_offsets=[-8, h[L0Q]["data_offsets"][1]])), 1, "error: $SCRATCH/model/model.safetensors: tensor 'bert.encoder.layer.0.attention.self.query.weight' data_offsets [-8,34176] holds a negative or non-integer offset; re-download or re-export the checkpoint")
+add("st-offsets-reversed", "data offsets whose end is before their begin",
+    header_edit(lambda h: h[L0Q].update(data_offsets=list(reversed(h[L0Q]["data_offsets"])))), 1, "error: $SCRATCH/model/model.safetensors: tensor 'bert.encoder.layer.0.attention.self.query.weight' data_offsets [34176,30080] end before they begin; re-download or re-export the checkpoint")
 add("st-unknown-dtype", "an unknown dtype", header_edit(lambda h: h[L0Q].update(dtype="F12")), 1,
     "error: $SCRATCH/model/model.safetensors: tensor 'bert.encoder.layer.0.attention.self.query.weight' has unsupported dtype 'F12' (supported: F64, F32, F16, BF16, I64, I32); convert it before export, e.g. model.float() in Python")
 LN = "bert.embeddings.LayerNorm.weight"
@@ -348,6 +353,14 @@ add("yaml-unknown-section", "an unknown top-level section", yaml_config(YAML_HEA
     "error: $SCRATCH/run.yaml:7:3: unknown key 'evaluation.x'; see `prune config --doc` for the valid keys")
 add("yaml-missing", "a config file that does not exist", plain("eval", "--config", "/nonexistent.yaml"), 2,
     "error: /nonexistent.yaml: cannot open config file; check the path passed to --config")
+add("yaml-duplicate-key", "a key given twice in one section (yaml-cpp keeps both; the later won silently)",
+    yaml_config(YAML_HEAD + "eval:\n  batch_size: 4\n  batch_size: 8\n"), 2, "error: $SCRATCH/run.yaml:8:3: key 'eval.batch_size' is given twice (lines 7 and 8); keep one of them")
+add("yaml-duplicate-section", "a section given twice (its keys were merged silently)",
+    yaml_config(YAML_HEAD + "data:\n  max_seq_len: 16\n"), 2, "error: $SCRATCH/run.yaml:6:1: section 'data' is given twice (lines 3 and 6); merge the two into one section")
+add("yaml-section-scalar", "a section given a value (`eval: 3`; the hint named gates.beta)",
+    yaml_config(YAML_HEAD + "eval: 3\n"), 2, "error: $SCRATCH/run.yaml:6:1: 'eval' is a section and holds keys, not a value: write `eval:` and below it, indented, keys such as `split: \"dev\"` (`prune config --doc` lists them)")
+add("set-section", "--set naming a section (`--set eval=3`; the hint named gates.beta)",
+    eval_with("--set", "eval=3"), 2, "error: --set: 'eval' is a section and holds keys, not a value: set one of them, e.g. --set eval.split=\"dev\" (`prune config --doc` lists them)")
 add("set-typo", "--set with a misspelt key", eval_with("--set", "eval.bach_size=2"), 2,
     "error: --set: unknown key 'eval.bach_size'; did you mean 'eval.batch_size'?")
 add("set-wrong-type", "--set with a value of the wrong type", eval_with("--set", "eval.batch_size=x"), 2,
@@ -365,8 +378,8 @@ add("seed-out-of-range", "a seed beyond 64 bits", eval_with("--set", "run.seed=-
 add("batch-zero", "--batch 0", eval_with("--batch", "0"), 2,
     "error: eval.batch_size = 0; use a positive batch size")
 add("seq-len-beyond-positions", "--max-seq-len beyond max_position_embeddings",
-    lambda s: model_eval(fx.copy_tiny(s + "/model"))[:-4] + ["--max-seq-len", "128", "--data-root",
-                                                              fx.glue_root(s)], 2,
+    lambda s: ["eval", "--model", fx.copy_tiny(s + "/model"), "--task", "mnli_subset", "--max-seq-len", "128",
+               "--data-root", fx.glue_root(s), "--set", "run.out_dir=" + s + "/runs"], 2,
     "error: data.max_seq_len = 128 exceeds the model's max_position_embeddings 64; use --max-seq-len 64 or less")
 
 # --- head masks --------------------------------------------------------------------------------------------
@@ -378,6 +391,21 @@ add("mask-malformed", "a mask that is not LAYER:HEAD", eval_with("--mask", "a:b"
     "error: --mask: 'a:b': layer 'a' is not a number; write layer:head,head;… e.g. \"2:0,3;5:11\"")
 add("mask-neuron-range", "a mask naming FFN neuron 37 of 37", eval_with("--mask", "f0:37"), 2,
     "error: --mask: 'f0:37': neuron 37 is out of range; the model has 37 neurons (0..36)")
+
+add("mask-index-huge", "a head index past 32 bits (was called \"not a number\")", eval_with("--mask", "1:99999999999"),
+    2, "error: --mask: '1:99999999999': head 99999999999 is out of range; the model has 4 heads (0..3)")
+add("mask-group-empty", "a group naming no heads (`--mask '0:'` meant no mask, silently)", eval_with("--mask", "0:"),
+    2, "error: --mask: '0:' names no heads after the ':'; write 2:0,3, or leave the group out to keep the whole layer")
+
+
+def empty_mask_file(s):
+    with open(s + "/mask.txt", "w") as f:
+        f.write("# nothing pruned\n")
+    return eval_with("--mask", s + "/mask.txt")(s)
+
+
+add("mask-file-empty", "a mask file naming nothing (accepted: what a gates run keeping every head writes; said)",
+    empty_mask_file, 0, "", warning="$SCRATCH/mask.txt: the mask file names no heads or neurons (empty, or only comments), so every head and neuron is kept")
 
 
 def budget_run(*flags):
@@ -420,6 +448,25 @@ add("labels-mismatch", "a 3-label model on a 2-label task",
 add("infer-input-missing", "prune infer --input naming a missing file",
     plain("infer", "--model", "$TINY", "--input", "/nonexistent.txt"), 1,
     "error: /nonexistent.txt: cannot read the --input file; give a text file with one example per line")
+add("infer-input-folder", "prune infer --input naming a folder (was \"all lines empty\")",
+    lambda s: ["infer", "--model", fx.TINY, "--input", s], 1, "error: $SCRATCH: is a folder; --input takes a text file with one example per line")
+
+
+def infer_input(content, *extra):
+    def build(s):
+        with open(s + "/in.txt", "wb") as f:
+            f.write(content)
+        return ["infer", "--model", fx.TINY, "--max-seq-len", "32", "--input", s + "/in.txt", *extra]
+    return build
+
+
+add("infer-invalid-utf8", "prune infer --input with bytes that are not UTF-8 (refused, as the GLUE reader does)",
+    lambda s: infer_input(b"a fine film\nbad \xff byte\n", "--output", s + "/out.json")(s), 1, "error: $SCRATCH/in.txt:2: byte 5 is not UTF-8; re-save the file as UTF-8",
+    not_created("out.json"))
+add("infer-output-extension", "prune infer --output x.csv (HDF5 was written into it)",
+    lambda s: infer_input(b"a fine film\n", "--output", s + "/x.csv")(s), 2, "error: --output $SCRATCH/x.csv: infer writes HDF5 (.h5, .hdf5) or JSON (.json), and '.csv' is neither; name the file with one of these extensions", not_created("x.csv"))
+add("bench-seq-positions", "prune bench --seq beyond max_position_embeddings (was blamed on --max-seq-len)",
+    plain("bench", "--model", "$TINY", "--seq", "100", "--batches", "1"), 2, "error: bench.seq = 100 exceeds the max_position_embeddings 64 of tests/data/golden/tiny_bert; use --seq 64 or less")
 add("model-missing", "a model folder that does not exist", plain("eval", "--model", "/nonexistent", "--task", "sst2"),
     1, "error: /nonexistent: model folder not found; pass --model DIR with config.json and model.safetensors (run "
     "scripts/setup.sh to link the real model under checkpoints/)")
@@ -499,11 +546,77 @@ add("train-over-pruning-run", "prune train --out naming a pruning run's folder",
     "error: $SCRATCH/run holds a pruning run, not a training run; pass --out NEW_DIR",
     lambda s: None if sorted(os.listdir(s + "/run")) == ["state"] else f"wrote {sorted(os.listdir(s + '/run'))}")
 
+def earlier_eval(s, *extra):
+    """An earlier `prune eval` result in out/result.json; then an eval of another config into it."""
+    m = fx.copy_tiny(s + "/model")
+    first = subprocess.run([PRUNE, *model_eval(m, "--output", s + "/out/result.json")], capture_output=True, text=True)
+    if first.returncode != 0:
+        raise RuntimeError("the first eval failed: " + first.stderr[-300:])
+    shutil.copy(s + "/out/result.json", s + "/earlier.json")
+    return model_eval(m, "--output", s + "/out/result.json", *extra)
+
+
+def result_unchanged(s):
+    same = open(s + "/out/result.json", "rb").read() == open(s + "/earlier.json", "rb").read()
+    return None if same else "the earlier result was replaced"
+
+
+def foreign_result(s):
+    os.makedirs(s + "/out")
+    with open(s + "/out/result.json", "w") as f:
+        f.write("{\"mine\": 1}\n")
+    shutil.copy(s + "/out/result.json", s + "/earlier.json")
+    return model_eval(fx.copy_tiny(s + "/model"), "--output", s + "/out/result.json")
+
+
+add("eval-over-other-result", "prune eval --output naming an earlier result of another config (was overwritten)",
+    lambda s: earlier_eval(s, "--batch", "3"), 2, "error: $SCRATCH/out/result.json holds a result of another config (it differs at '  batch_size: 3  # evaluation batch size (batches are sorted by length, padded per batch)'); pass --output NEW_FILE, or delete $SCRATCH/out/result.json to replace it", result_unchanged)
+add("eval-over-foreign-file", "prune eval --output naming a file that is no eval result (was overwritten)",
+    foreign_result, 2, "error: $SCRATCH/out/result.json exists and holds no result of this command (no 'config'); pass --output NEW_FILE, or delete it", result_unchanged)
+
 def tiny_train(s, out):
     return ["train", "--model", fx.copy_tiny(s + "/model"), "--task", "mnli_subset", "--max-seq-len", "32",
             "--data-root", fx.glue_root(s), "--set", "train.train_split=matched", "--set",
             "train.eval_split=mismatched", "--max-steps", "2", "--out", out]
 
+
+def nothing_under(relative):
+    """The refused run left no folder (and nothing in it) where it was pointed."""
+    return lambda s: f"left {relative}: {os.listdir(os.path.join(s, relative))}" \
+        if os.path.exists(os.path.join(s, relative)) else None
+
+
+add("train-refused-gates", "prune train with a bad gate setting (the folder it left refused the corrected run)",
+    lambda s: tiny_train(s, s + "/runs/x") + ["--gates", "--set", "gates.beta=-1"], 2, "error: gates.beta = -1, must be in (0, 1]; Voita et al. use 0.33, Louizos et al. and CoFi 2/3", nothing_under("runs"))
+add("train-refused-model", "prune train refused for a missing model (the lock's empty folder was left)",
+    lambda s: ["train", "--model", s + "/nomodel", "--task", "mnli_subset", "--data-root", fx.glue_root(s),
+               "--out", s + "/runs/y"], 1, "error: $SCRATCH/nomodel/config.json: cannot read config.json; point --model at a Hugging Face model folder", nothing_under("runs"))
+
+
+# --- a disk that fills in the middle of an HDF5 file (every HDF5 writer: infer output, run.h5, model.h5) ----
+def filled_after(prefix, after=4096):
+    return lambda s: {"HP_FAIL_OP": "write", "HP_FAIL_PREFIX": os.path.join(s, prefix), "HP_FAIL_AFTER": str(after)}
+
+
+def nothing_of(folder, name):
+    """No .tmp left in folder and no file `name` (a partial file never takes the final name)."""
+    def check(s):
+        left = no_tmp_left(folder)(s)
+        return left or (f"{name} was written" if os.path.exists(os.path.join(s, folder, name)) else None)
+    return check
+
+
+add("h5-full-infer", "a disk that fills in the middle of `prune infer --hidden` output (crashed: exit 139)",
+    lambda s: infer_input(("a fine film\tand more words\n" * 200).encode(), "--hidden", "--output",
+                          s + "/out/h.h5")(s), 1, "error: $SCRATCH/out/h.h5: cannot write $SCRATCH/out/h.h5.tmp (No space left on device); free disk space or choose a writable folder", nothing_of("out", "h.h5"), env=filled_after("out"))
+add("h5-full-run", "a disk that fills in the middle of a training run's run.h5",
+    lambda s: tiny_train(s, s + "/run"), 1, "error: $SCRATCH/run/run.h5: cannot write $SCRATCH/run/run.h5.tmp (No space left on device); free disk space or choose a writable folder", nothing_of("run", "run.h5"), env=filled_after("run/run.h5", 1024))
+add("h5-full-model", "a disk that fills in the middle of a pruning run's model.h5",
+    budget_run("--target-heads", "3", "--method", "taylor", "--set", "train.train_split=matched", "--set",
+               "train.eval_split=mismatched", "--set", "prune.rank_split=matched", "--set",
+               "prune.eval_split=mismatched", "--rank-examples", "12", "--schedule", "0,50,100", "--set",
+               "prune.latency=false", "--set", "prune.verify=false"), 1, "error: $SCRATCH/run/model/model.h5: cannot write $SCRATCH/run/model/model.h5.tmp (No space left on device); free disk space or choose a writable folder", nothing_of("run/model", "model.h5"),
+    env=filled_after("run/model/model.h5"))
 
 OWNER = "pid 4242 on testhost, since 2026-01-01 00:00:00 UTC"
 HOLDERS = {}  # scratch folder -> the process holding its run's lock
