@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "core/base/errors.h"  // InputError
 
@@ -43,15 +44,30 @@ void commit_output_file(const std::string& tmp, const std::string& path) {
 
 namespace {
 
+// The folders above `path` that do not exist yet, deepest first.
+std::vector<fs::path> missing_parents(const std::string& path) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::path p = fs::absolute(path, ec).lexically_normal().parent_path();
+       !p.empty() && p != p.parent_path() && !fs::exists(p, ec); p = p.parent_path())
+    out.push_back(p);
+  return out;
+}
+
 void write_bytes_atomic(const std::string& path, const void* bytes, std::size_t size) {
+  const std::vector<fs::path> created = missing_parents(path);
   prepare_output_file(path);
   const std::string tmp = path + ".tmp";
   // POSIX calls rather than a stream: the error names the reason (a full disk, a read-only folder), and
   // fsync makes the renamed file complete even after a crash of the machine, not only of the process.
+  // A failed write leaves nothing behind: not the .tmp, nor the folders made for it.
   auto fail = [&](const char* what, int fd) {
     const std::string reason = std::strerror(errno);
     if (fd >= 0) ::close(fd);
     ::unlink(tmp.c_str());
+    std::error_code ec;
+    for (const auto& d : created)
+      if (!fs::remove(d, ec)) break;
     throw InputError(path + ": cannot " + what + " " + tmp + " (" + reason +
                      "); free disk space or choose a writable folder");
   };

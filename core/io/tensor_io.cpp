@@ -2,7 +2,7 @@
 // HDF5 (H5Cpp). Assumes a little-endian host, as safetensors and torch.save data are little-endian.
 #include "core/io/tensor_io.h"
 
-#include "core/base/files.h"  // prepare_output_file, commit_output_file
+#include "core/base/files.h"  // write_file_atomic
 
 #include <H5Cpp.h>
 #include <caffe2/serialize/inline_container.h>  // PyTorchStreamReader
@@ -213,11 +213,11 @@ namespace {
 
 void write_hdf5_here(const std::string& path, const TensorMap& tensors,
                      const std::map<std::string, std::string>& attrs) {
-  prepare_output_file(path);
   // The file is built in memory (HDF5's core driver, no backing store) and its image written by the one
   // atomic file writer: HDF5 never touches the disk, so a disk that fills mid-write gives that writer's
   // one-line error and no .tmp left, instead of an HDF5 library left half-flushed (it crashed at exit).
-  // The cost: the image is held in memory once more while it is written.
+  // The cost: the image is held in memory once more while it is written. (The writer also checks the path
+  // and makes its folder, and removes that folder again if the write fails.)
   std::vector<char> image;
   try {
     H5::Exception::dontPrint();

@@ -122,10 +122,12 @@ YAML_HEAD = "model:\n  path: $SCRATCH/model\ndata:\n  task: mnli_subset\n  max_s
 E = []  # (id, input, build, exit code, error line, after)
 
 
-def add(id, what, build, code, line, after=None, env=None, warning=None):
-    """`warning`: a line that must be printed as a warning too (without the time and tag)."""
+def add(id, what, build, code, line, after=None, env=None, warning=None, keeps_work=False):
+    """`warning`: a line that must be printed as a warning too (without the time and tag). `keeps_work`: a run
+    that fails after finishing some of its work keeps that work for --resume (every other refused command
+    leaves nothing new)."""
     E.append({"id": id, "what": what, "build": build, "code": code, "line": line, "after": after, "env": env,
-              "warning": warning})
+              "warning": warning, "keeps_work": keeps_work})
 
 
 # --- safetensors -------------------------------------------------------------------------------------------
@@ -609,14 +611,15 @@ def nothing_of(folder, name):
 add("h5-full-infer", "a disk that fills in the middle of `prune infer --hidden` output (crashed: exit 139)",
     lambda s: infer_input(("a fine film\tand more words\n" * 200).encode(), "--hidden", "--output",
                           s + "/out/h.h5")(s), 1, "error: $SCRATCH/out/h.h5: cannot write $SCRATCH/out/h.h5.tmp (No space left on device); free disk space or choose a writable folder", nothing_of("out", "h.h5"), env=filled_after("out"))
-add("h5-full-run", "a disk that fills in the middle of a training run's run.h5",
-    lambda s: tiny_train(s, s + "/run"), 1, "error: $SCRATCH/run/run.h5: cannot write $SCRATCH/run/run.h5.tmp (No space left on device); free disk space or choose a writable folder", nothing_of("run", "run.h5"), env=filled_after("run/run.h5", 1024))
-add("h5-full-model", "a disk that fills in the middle of a pruning run's model.h5",
+add("h5-full-run", "a disk that fills in the middle of a training run's run.h5 (its checkpoints are kept for --resume)",
+    lambda s: tiny_train(s, s + "/run"), 1, "error: $SCRATCH/run/run.h5: cannot write $SCRATCH/run/run.h5.tmp (No space left on device); free disk space or choose a writable folder", nothing_of("run", "run.h5"), env=filled_after("run/run.h5", 1024),
+    keeps_work=True)
+add("h5-full-model", "a disk that fills in the middle of a pruning run's model.h5 (its finished stages are kept for --resume)",
     budget_run("--target-heads", "3", "--method", "taylor", "--set", "train.train_split=matched", "--set",
                "train.eval_split=mismatched", "--set", "prune.rank_split=matched", "--set",
                "prune.eval_split=mismatched", "--rank-examples", "12", "--schedule", "0,50,100", "--set",
                "prune.latency=false", "--set", "prune.verify=false"), 1, "error: $SCRATCH/run/model/model.h5: cannot write $SCRATCH/run/model/model.h5.tmp (No space left on device); free disk space or choose a writable folder", nothing_of("run/model", "model.h5"),
-    env=filled_after("run/model/model.h5"))
+    env=filled_after("run/model/model.h5"), keeps_work=True)
 
 OWNER = "pid 4242 on testhost, since 2026-01-01 00:00:00 UTC"
 HOLDERS = {}  # scratch folder -> the process holding its run's lock
@@ -662,12 +665,22 @@ FAIL_IO = None
 SCRATCH_ROOT = os.path.join(os.environ.get("TMPDIR", "/tmp"), "hp_errors")
 
 
+def snapshot(folder):
+    """Every file and folder under `folder`, relative to it."""
+    out = set()
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            out.add(os.path.relpath(os.path.join(root, name), folder))
+    return out
+
+
 def run_entry(e):
     """(exit code, the error line with the scratch folder as $SCRATCH, complaint from `after` or None)."""
     s = os.path.join(SCRATCH_ROOT, e["id"])
     shutil.rmtree(s, ignore_errors=True)
     os.makedirs(s)
     args = e["build"](s)
+    before = snapshot(s)
     env = dict(os.environ)
     if e["env"]:
         env.update(e["env"](s))
@@ -680,6 +693,9 @@ def run_entry(e):
     warnings = [l.split("] ", 1)[-1].replace(s, "$SCRATCH") for l in (got.stdout + got.stderr).splitlines()
                 if " warning [" in l]
     complaint = e["after"](s) if e["after"] else None
+    left = sorted(snapshot(s) - before)
+    if e["code"] != 0 and left and not e["keeps_work"]:  # a refused command leaves nothing new, folders included
+        complaint = (complaint or "") + f" a refused command left {left[:5]}"
     if e["warning"] and e["warning"] not in warnings:
         complaint = (complaint or "") + f" no warning {e['warning']!r} among {warnings}"
     if got.returncode != e["code"] and e["code"] == 0:
@@ -709,7 +725,9 @@ def doc():
            "Every row is a test (`tests/errors/catalogue.py`, one CTest test `errors.<id>` each): the input is",
            "built in a scratch folder (`$SCRATCH`), `prune` runs on it, and the test checks the exit code, that",
            "this exact line is the only `error:` line, and where a row says so, what must not happen (a file",
-           "written or replaced, a command executed, an earlier result damaged). Exit codes: 0 success, 1 bad",
+           "written or replaced, a command executed, an earlier result damaged). A refused command (exit 1 or 2)",
+           "must leave nothing new under the scratch folder, folders included (a run that fails after finishing",
+           "some of its work keeps that work for `--resume`, where its row says so). Exit codes: 0 success, 1 bad",
            "input data or files (model, data, output), 2 bad usage or configuration (flags, YAML, `--set`).",
            "This file is generated: `python3 tests/errors/catalogue.py --write-doc`.",
            "",
