@@ -64,7 +64,8 @@ def main():
     cores = os.cpu_count()
     tmp = tempfile.mkdtemp(prefix="hp_dist_bench_")
     jobs = {
-        "eval": ["eval", "--model", FT, "--task", "sst2", "--split", "dev", "--output", os.path.join(tmp, "e.json")],
+        # the result goes to each run's own --out folder (an eval result is replaced only by the same evaluation)
+        "eval": ["eval", "--model", FT, "--task", "sst2", "--split", "dev"],
         "train": ["train", "--config", os.path.join(REPO, "configs", "sst2.yaml"), "--max-steps", "60",
                   "--set", "train.eval_every=0", "--set", "train.max_train_examples=4000"],
         "prune": ["--config", os.path.join(REPO, "configs", "sst2.yaml"), "--model", FT, "--set", "prune.latency=false",
