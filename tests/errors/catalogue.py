@@ -625,6 +625,11 @@ add("h5-full-analysis", "a disk that fills in the middle of `prune analyze`'s an
                "--batch", "4", "--resamples", "20", "--data-root", fx.glue_root(s), "--out", s + "/an"], 1, "error: $SCRATCH/an/analysis.h5: cannot write $SCRATCH/an/analysis.h5.tmp (No space left on device); free disk space "
     "or choose a writable folder",
     nothing_of("an", "analysis.h5"), env=filled_after("an/analysis.h5"), keeps_work=True)
+add("run-out-disk-full", "a pruning run whose --out is on a full disk (left an empty run folder)",
+    budget_run("--target-heads", "3", "--method", "taylor", "--set", "prune.rank_split=matched", "--set",
+               "prune.eval_split=mismatched", "--set", "train.train_split=matched"), 1, "error: $SCRATCH/run/state/config.yaml: cannot write $SCRATCH/run/state/config.yaml.tmp (No space left on "
+    "device); free disk space or choose a writable folder",
+    env=lambda s: {"HP_FAIL_OP": "write", "HP_FAIL_PREFIX": s + "/run"})
 
 OWNER = "pid 4242 on testhost, since 2026-01-01 00:00:00 UTC"
 HOLDERS = {}  # scratch folder -> the process holding its run's lock
