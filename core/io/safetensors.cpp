@@ -193,8 +193,10 @@ SafetensorsFile SafetensorsFile::parse(std::vector<std::uint8_t> bytes, const st
   return f;
 }
 
-void SafetensorsFile::validate(const std::uint8_t* bytes, std::size_t size) {
-  const std::string& w = where_;
+namespace {
+
+// The 8-byte little-endian header length, checked against the file size and the 100 MB limit.
+std::uint64_t header_length(const std::string& w, const std::uint8_t* bytes, std::size_t size) {
   if (size < 8) {
     fail(w, "file is " + std::to_string(size) + " bytes, shorter than the 8-byte safetensors header length",
          "the file is truncated or not safetensors; " + std::string(kCorruptFix));
@@ -213,8 +215,13 @@ void SafetensorsFile::validate(const std::uint8_t* bytes, std::size_t size) {
   if (n == 0)
     fail(w, "header length is 0, so there is no JSON header",
          "the file is not safetensors; " + std::string(kCorruptFix));
-  // JSON objects may repeat a key and parsers keep one of them; a safetensors header must not (the other
-  // tensor's bytes would be silently ignored), so the top-level keys are collected while parsing.
+  return n;
+}
+
+// The JSON header: an object whose top-level keys are unique. JSON objects may repeat a key and parsers
+// keep one of them; a safetensors header must not (the other tensor's bytes would be silently ignored), so
+// the top-level keys are collected while parsing.
+nlohmann::json parse_header(const std::string& w, const std::uint8_t* begin, std::uint64_t n) {
   std::set<std::string> keys;
   std::string duplicate;
   const nlohmann::json::parser_callback_t on_key = [&](int depth, nlohmann::json::parse_event_t event,
@@ -226,40 +233,20 @@ void SafetensorsFile::validate(const std::uint8_t* bytes, std::size_t size) {
   };
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(bytes + 8, bytes + 8 + n, on_key);
+    header = nlohmann::json::parse(begin, begin + n, on_key);
   } catch (const nlohmann::json::exception& e) {
     fail(w, std::string("header is not valid JSON (") + e.what() + ")", kCorruptFix);
   }
   if (!header.is_object()) fail(w, "header JSON is not an object", kCorruptFix);
   if (!duplicate.empty()) fail(w, "tensor '" + duplicate + "' is listed twice in the header", kCorruptFix);
+  return header;
+}
 
-  const std::uint64_t buffer_size = size - 8 - n;
-  buffer_ = bytes + 8 + n;
-  for (const auto& [key, value] : header.items()) {
-    if (key == kMetadataKey) {
-      if (!value.is_object()) fail(w, "__metadata__ is not a JSON object", kCorruptFix);
-      for (const auto& [mk, mv] : value.items()) {
-        if (!mv.is_string()) {
-          fail(w, "__metadata__ value for '" + mk + "' is not a string", kCorruptFix);
-        }
-        metadata_[mk] = mv.get<std::string>();
-      }
-      continue;
-    }
-    TensorEntry e = parse_entry(w, key, value);
-    if (e.end > buffer_size) {
-      fail(w,
-           "tensor '" + key + "' data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-               "] run past the data buffer (" + std::to_string(buffer_size) + " bytes)",
-           "the file is truncated; " + std::string(kCorruptFix));
-    }
-    entries_.push_back(std::move(e));
-  }
-
-  // HF's reader requires the entries to tile the buffer exactly: no overlap, no gap, no tail.
-  // We error on all three (not warn), so every file we accept is one HF accepts too.
+// HF's reader requires the entries to tile the buffer exactly: no overlap, no gap, no tail. We error on all
+// three (not warn), so every file we accept is one HF accepts too.
+void check_tiling(const std::string& w, const std::vector<TensorEntry>& entries, std::uint64_t buffer_size) {
   std::vector<const TensorEntry*> by_offset;
-  for (const auto& e : entries_) by_offset.push_back(&e);
+  for (const auto& e : entries) by_offset.push_back(&e);
   std::sort(by_offset.begin(), by_offset.end(), [](const TensorEntry* a, const TensorEntry* b) {
     return std::tie(a->begin, a->end, a->name) < std::tie(b->begin, b->end, b->name);
   });
@@ -284,6 +271,37 @@ void SafetensorsFile::validate(const std::uint8_t* bytes, std::size_t size) {
     fail(w, "data buffer has " + std::to_string(buffer_size - covered) + " trailing bytes not covered by any tensor",
          kCorruptFix);
   }
+}
+
+}  // namespace
+
+void SafetensorsFile::validate(const std::uint8_t* bytes, std::size_t size) {
+  const std::string& w = where_;
+  const std::uint64_t n = header_length(w, bytes, size);
+  const nlohmann::json header = parse_header(w, bytes + 8, n);
+  const std::uint64_t buffer_size = size - 8 - n;
+  buffer_ = bytes + 8 + n;
+  for (const auto& [key, value] : header.items()) {
+    if (key == kMetadataKey) {
+      if (!value.is_object()) fail(w, "__metadata__ is not a JSON object", kCorruptFix);
+      for (const auto& [mk, mv] : value.items()) {
+        if (!mv.is_string()) {
+          fail(w, "__metadata__ value for '" + mk + "' is not a string", kCorruptFix);
+        }
+        metadata_[mk] = mv.get<std::string>();
+      }
+      continue;
+    }
+    TensorEntry e = parse_entry(w, key, value);
+    if (e.end > buffer_size) {
+      fail(w,
+           "tensor '" + key + "' data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+               "] run past the data buffer (" + std::to_string(buffer_size) + " bytes)",
+           "the file is truncated; " + std::string(kCorruptFix));
+    }
+    entries_.push_back(std::move(e));
+  }
+  check_tiling(w, entries_, buffer_size);
   std::sort(entries_.begin(), entries_.end(),
             [](const TensorEntry& a, const TensorEntry& b) { return a.name < b.name; });
 }
