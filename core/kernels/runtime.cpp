@@ -8,6 +8,7 @@
 
 #include "core/kernels/blas.h"
 #include "core/kernels/gemm.h"
+#include "core/kernels/lowp_gemm.h"
 
 namespace hp::core {
 
@@ -23,7 +24,8 @@ std::string runtime_summary() {
   std::string s = std::string("LibTorch ") + TORCH_VERSION + " | BLAS " + b.name;
   if (!b.kernel.empty()) s += " (kernel " + b.kernel + ")";
   if (!b.library.empty()) s += " from " + b.library;
-  s += " | GEMM " + gemm_backend() + " | threads " + std::to_string(thread_count());
+  s += " | GEMM " + gemm_backend() + " | " + precision_backend(Precision::kBf16) + " | " +
+       precision_backend(Precision::kInt8) + " | threads " + std::to_string(thread_count());
   return s;
 }
 

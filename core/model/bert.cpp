@@ -50,6 +50,27 @@ Bert::Bert(BertConfig cfg, std::map<std::string, torch::Tensor> params)
                                 get("attn.ln.w", l), get("attn.ln.b", l), get("ffn.in.w", l), get("ffn.in.b", l),
                                 get("ffn.out.w", l), get("ffn.out.b", l), get("ffn.ln.w", l), get("ffn.ln.b", l)});
   }
+  set_precision(Precision::kFp32);
+}
+
+void Bert::set_precision(Precision prec) {
+  for (auto& w : layers_) {
+    w.q_p = PackedLinear::pack(w.q_w, prec);
+    w.k_p = PackedLinear::pack(w.k_w, prec);
+    w.v_p = PackedLinear::pack(w.v_w, prec);
+    w.o_p = PackedLinear::pack(w.o_w, prec);
+    w.in_p = PackedLinear::pack(w.in_w, prec);
+    w.out_p = PackedLinear::pack(w.out_w, prec);
+  }
+  pooler_ = PackedLinear::pack(p("pooler.dense.weight"), prec);
+  precision_ = prec;
+}
+
+std::map<std::string, torch::Tensor>& Bert::mutable_parameters() {
+  if (precision_ != Precision::kFp32)
+    throw InternalError(std::string("core/model/bert.cpp: parameters changed at precision ") +
+                        precision_name(precision_) + "; set_precision(kFp32) first");
+  return params_;
 }
 
 const torch::Tensor& Bert::p(const std::string& name) const { return params_.at(name); }
@@ -101,8 +122,8 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
   const auto Sq = xq.size(1);
   // No autograd and no training: temporaries may be overwritten (in-place activation, fused residual).
   const bool inference = !training_ && !torch::GradMode::is_enabled() && !in.lrp_rules;
-  auto linear = [inference](const torch::Tensor& t, const torch::Tensor& weight, const torch::Tensor& bias) {
-    return inference ? linear_no_grad(t, weight, bias) : linear_frozen(t, weight, bias);  // core/kernels/gemm.h
+  auto linear = [inference](const torch::Tensor& t, const PackedLinear& weight, const torch::Tensor& bias) {
+    return inference ? weight.linear(t, bias) : linear_frozen(t, weight.weight(), bias);  // core/kernels/gemm.h
   };
   torch::Tensor attn;
   if (H == 0) {
@@ -114,7 +135,7 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
     auto heads = [&](const torch::Tensor& t) {
       return t.view({B, t.size(1), H, Dh}).transpose(1, 2);
     };  // [B, H, S, Dh]
-    auto values = [&] { return linear(x, w.v_w, w.v_b); };  // [B, S, D]
+    auto values = [&] { return linear(x, w.v_p, w.v_b); };  // [B, S, D]
     torch::Tensor probs, ctx;
     if (l == in.override_layer) {
       TORCH_CHECK(in.override_probs.sizes() == torch::IntArrayRef({B, H, S, S}), "override_probs must be [", B, ", ", H,
@@ -123,8 +144,8 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
       if (in.want_attention) out.attentions.push_back(probs);
       ctx = heads(probs_times_values(probs, values()));
     } else if (!training_ && !torch::GradMode::is_enabled()) {
-      auto q = heads(linear(xq, w.q_w, w.q_b));
-      auto k = heads(linear(x, w.k_w, w.k_b));
+      auto q = heads(linear(xq, w.q_p, w.q_b));
+      auto k = heads(linear(x, w.k_p, w.k_b));
       torch::Tensor ctx_bshd;  // [B, Sq, H, Dh]
       std::tie(probs, ctx_bshd) = attention_no_grad(q, k, heads(values()), ext_mask, in.want_attention);
       ctx = ctx_bshd.transpose(1, 2);  // [B, H, Sq, Dh] view; the reshape below is then free
@@ -149,7 +170,7 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
       ctx = apply_head_mask(
           ctx, head_mask.dim() == 3 ? head_mask.select(1, l).narrow(1, 0, H) : head_mask[l].narrow(0, 0, H));
     ctx = ctx.transpose(1, 2).reshape({B, Sq, H * Dh});
-    attn = add_norm(ctx, w.o_w, w.o_b, xq, w.ln1_w, w.ln1_b, inference, in.lrp_rules);
+    attn = add_norm(ctx, w.o_p, w.o_b, xq, w.ln1_w, w.ln1_b, inference, in.lrp_rules);
   }
   return ffn_block(l, attn, masks.neurons, out, in, inference);
 }
@@ -165,18 +186,24 @@ torch::Tensor Bert::ffn_block(int l, const torch::Tensor& attn, const torch::Ten
     if (in.want_ffn) out.ffn_acts.push_back(torch::zeros({attn.size(0), attn.size(1), 0}));
     return norm(attn + w.out_b, w.ln2_w, w.ln2_b, lrp);
   }
-  auto inter = ffn_in(attn, w.in_w, w.in_b, inference, lrp);  // [B, S, I]
+  auto inter = ffn_in(attn, w.in_p, w.in_b, inference, lrp);  // [B, S, I]
   if (in.want_ffn) out.ffn_acts.push_back(inter);
   if (neuron_mask.defined())
     inter = inter * (neuron_mask.dim() == 3 ? neuron_mask.select(1, l).narrow(1, 0, I).unsqueeze(1)
                                             : neuron_mask[l].narrow(0, 0, I));
-  return add_norm(inter, w.out_w, w.out_b, attn, w.ln2_w, w.ln2_b, inference, lrp);
+  return add_norm(inter, w.out_p, w.out_b, attn, w.ln2_w, w.ln2_b, inference, lrp);
 }
 
 namespace {
 
 // The fused epilogues (core/kernels/epilogue.h) take float32 CPU tensors; the vectors (biases, LayerNorm) are read
 // through raw pointers and must be contiguous. Activations may be strided views (the [CLS] rows).
+// x as 2-D rows [*, K] with unit column stride (a view where it can be), as PackedLinear::apply takes them.
+torch::Tensor unit_stride_rows(const torch::Tensor& x) {
+  auto rows = x.reshape({-1, x.size(-1)});
+  return rows.stride(1) == 1 ? rows : rows.contiguous();
+}
+
 bool epilogue_ready(std::initializer_list<const torch::Tensor*> tensors) {
   if (!epilogue_kernels_available()) return false;
   for (const auto* t : tensors)
@@ -187,48 +214,51 @@ bool epilogue_ready(std::initializer_list<const torch::Tensor*> tensors) {
 
 }  // namespace
 
-torch::Tensor Bert::ffn_in(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool inference,
+torch::Tensor Bert::ffn_in(const torch::Tensor& x, const PackedLinear& pw, const torch::Tensor& b, bool inference,
                            bool lrp) const {
   const std::string& act = cfg_.hidden_act;
+  const torch::Tensor& w = pw.weight();
   if (!inference || (act != "gelu" && act != "relu") || !epilogue_ready({&x, &w, &b}))
-    return activation(inference ? linear_no_grad(x, w, b) : linear_frozen(x, w, b), lrp, inference);
+    return activation(inference ? pw.linear(x, b) : linear_frozen(x, w, b), lrp, inference);
   // The GEMM writes x·wᵀ; one pass then adds the bias and applies the activation.
   auto sizes = x.sizes().vec();
   sizes.back() = w.size(0);
   auto out = torch::empty(sizes, x.options());
   auto rows = out.view({-1, w.size(0)});
-  matmul_nt(rows, x.reshape({-1, x.size(-1)}), w);
+  pw.apply(rows, unit_stride_rows(x), false);
   bias_activation_rows(rows.data_ptr<float>(), rows.size(0), rows.size(1), rows.stride(0), b.data_ptr<float>(),
                        act == "gelu" ? EpilogueActivation::kGeluErf : EpilogueActivation::kRelu);
   return out;
 }
 
-torch::Tensor Bert::add_norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+torch::Tensor Bert::add_norm(const torch::Tensor& x, const PackedLinear& pw, const torch::Tensor& b,
                              const torch::Tensor& residual, const torch::Tensor& ln_w, const torch::Tensor& ln_b,
                              bool inference, bool lrp) const {
+  const torch::Tensor& w = pw.weight();
   if (!inference || !epilogue_ready({&x, &residual, &w, &b, &ln_w, &ln_b}))
-    return norm(linear_plus(x, w, b, residual, inference), ln_w, ln_b, lrp);
+    return norm(linear_plus(x, pw, b, residual, inference), ln_w, ln_b, lrp);
   // The GEMM writes x·wᵀ; one pass then adds bias and residual and normalises each row.
   const auto D = w.size(0);
   auto res = residual.reshape({-1, D});  // a view, also for the [CLS] rows of a cls_only last layer
   if (res.stride(1) != 1) res = res.contiguous();
   auto out = torch::empty(residual.sizes(), residual.options());
   auto rows = out.view({-1, D});
-  matmul_nt(rows, x.reshape({-1, w.size(1)}), w);
+  pw.apply(rows, unit_stride_rows(x), false);
   bias_residual_layer_norm_rows(rows.data_ptr<float>(), D, res.data_ptr<float>(), res.stride(0), b.data_ptr<float>(),
                                 ln_w.data_ptr<float>(), ln_b.data_ptr<float>(), rows.size(0), D,
                                 static_cast<float>(cfg_.layer_norm_eps));
   return out;
 }
 
-torch::Tensor Bert::linear_plus(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+torch::Tensor Bert::linear_plus(const torch::Tensor& x, const PackedLinear& pw, const torch::Tensor& b,
                                 const torch::Tensor& residual, bool inference) const {
+  const torch::Tensor& w = pw.weight();
   if (!inference) return torch::dropout(linear_frozen(x, w, b), cfg_.hidden_dropout_prob, training_) + residual;
   // One pass writes residual + bias; the GEMM then accumulates into it (beta = 1). torch::linear would
   // first broadcast the bias into a fresh output and the sum would take another pass.
   auto out = residual + b;
   auto rows = out.view({-1, w.size(0)});
-  accumulate_linear(rows, x.reshape({-1, w.size(1)}), w);
+  pw.apply(rows, unit_stride_rows(x), true);
   return out;
 }
 
@@ -280,7 +310,10 @@ EncoderOutput Bert::forward(const EncoderInput& in) const {
   }
   out.last_hidden = x;
   if (end < cfg_.num_hidden_layers) return out;
-  auto pre_pool = torch::linear(x.select(1, 0), p("pooler.dense.weight"), p("pooler.dense.bias"));
+  // At fp32 the pooler stays ATen's linear (a [B, D] product); at bf16 or int8 it is packed like the encoder's.
+  const bool packed = precision_ != Precision::kFp32 && !training_ && !torch::GradMode::is_enabled() && !in.lrp_rules;
+  auto pre_pool = packed ? pooler_.linear(x.select(1, 0), p("pooler.dense.bias"))
+                            : torch::linear(x.select(1, 0), p("pooler.dense.weight"), p("pooler.dense.bias"));
   out.pooled = torch::tanh(pre_pool);
   if (in.lrp_rules)  // LRP: tanh(z) = z · (tanh(z)/z) with that ratio held constant
     out.pooled =

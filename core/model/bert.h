@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels/lowp_gemm.h"
 #include "core/model/bert_config.h"
 
 namespace hp::core {
@@ -98,13 +99,21 @@ class Bert {
   const BertConfig& config() const { return cfg_; }
   // HF-named parameters (the same tensors the model computes with).
   const std::map<std::string, torch::Tensor>& parameters() const { return params_; }
-  std::map<std::string, torch::Tensor>& mutable_parameters() { return params_; }
+  // Only at fp32: the packed weights of another precision would not follow a change (InternalError otherwise).
+  std::map<std::string, torch::Tensor>& mutable_parameters();
+  // The precision of the inference forward's linears (no autograd, not training; core/kernels/lowp_gemm.h):
+  // packs every encoder linear and the pooler from the current weights. Autograd forwards (training, the
+  // criteria, LRP) and the classifier stay float32.
+  void set_precision(Precision p);
+  Precision precision() const { return precision_; }
   void set_training(bool training) { training_ = training; }
   bool is_training() const { return training_; }
 
  private:
   struct LayerRefs {
     torch::Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, ln1_w, ln1_b, in_w, in_b, out_w, out_b, ln2_w, ln2_b;
+    // The same weights as the inference forward multiplies them, at precision_ (fp32: the tensors above).
+    PackedLinear q_p, k_p, v_p, o_p, in_p, out_p;
   };
   // Masks as forward() normalised them (undefined when all ones and not differentiated).
   struct Masks {
@@ -119,16 +128,16 @@ class Bert {
   torch::Tensor activation(torch::Tensor x, bool lrp, bool in_place) const;
   // linear(x, w, b) + residual; dropout on the linear when training. With `inference` (no autograd,
   // not training) in one fused pass plus an accumulating GEMM.
-  torch::Tensor linear_plus(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+  torch::Tensor linear_plus(const torch::Tensor& x, const PackedLinear& w, const torch::Tensor& b,
                             const torch::Tensor& residual, bool inference) const;
   torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool lrp) const;
   // activation(linear(x, w, b)). With `inference`, gelu or relu and AVX-512: a GEMM, then bias and
   // activation in one pass (core/kernels/epilogue.h).
-  torch::Tensor ffn_in(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool inference,
+  torch::Tensor ffn_in(const torch::Tensor& x, const PackedLinear& w, const torch::Tensor& b, bool inference,
                        bool lrp) const;
   // norm(linear_plus(...)). With `inference` and AVX-512: a GEMM, then bias, residual and LayerNorm in
   // one pass (core/kernels/epilogue.h).
-  torch::Tensor add_norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+  torch::Tensor add_norm(const torch::Tensor& x, const PackedLinear& w, const torch::Tensor& b,
                          const torch::Tensor& residual, const torch::Tensor& ln_w, const torch::Tensor& ln_b,
                          bool inference, bool lrp) const;
   const torch::Tensor& p(const std::string& name) const;
@@ -136,6 +145,8 @@ class Bert {
   BertConfig cfg_;
   std::map<std::string, torch::Tensor> params_;
   std::vector<LayerRefs> layers_;
+  PackedLinear pooler_;
+  Precision precision_ = Precision::kFp32;
   bool training_ = false;
 };
 

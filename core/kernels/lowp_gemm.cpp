@@ -1,0 +1,216 @@
+// bf16 and int8 inference linears (see core/kernels/lowp_gemm.h).
+#include "core/kernels/lowp_gemm.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "core/base/errors.h"  // ConfigError, InternalError
+#include "core/kernels/gemm.h"
+#include "core/kernels/quantize.h"
+
+namespace hp::core {
+
+namespace {
+
+std::atomic<bool> g_native{true};
+
+bool cpu_has(Precision p) {
+  static const bool vnni = __builtin_cpu_supports("avx512vnni");
+  static const bool bf16 = __builtin_cpu_supports("avx512bf16");
+  return p == Precision::kInt8 ? vnni : p == Precision::kBf16 ? bf16 : true;
+}
+
+std::string onednn_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
+// Scratch buffers of one thread's products, grown as needed and kept: a forward pass calls ~40 products.
+template <class T>
+T* scratch(std::vector<T>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
+struct Int8Scratch {
+  std::vector<uint8_t> q;
+  std::vector<float> scale;
+  std::vector<int32_t> zero, c;
+};
+
+// The bf16 matmuls of one weight: the M dimension is given at run time, so one primitive serves every
+// batch shape; the second adds into the destination (oneDNN's sum post-op).
+struct Bf16Matmul {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::memory::desc weights;
+  dnnl::matmul plain, sum;
+};
+
+dnnl::matmul make_matmul(const dnnl::engine& engine, int64_t N, int64_t K, const dnnl::memory::desc& weights,
+                         bool accumulate) {
+  using dt = dnnl::memory::data_type;
+  const auto R = DNNL_RUNTIME_DIM_VAL;
+  const dnnl::memory::desc src({R, K}, dt::bf16, {R, 1}), dst({R, N}, dt::f32, {R, 1});
+  dnnl::primitive_attr attr;
+  if (accumulate) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.0f);
+    attr.set_post_ops(ops);
+  }
+  return dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, engine));
+}
+
+}  // namespace
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kBf16: return "bf16";
+    case Precision::kInt8: return "int8";
+  }
+  return "?";
+}
+
+bool parse_precision(const std::string& name, Precision* out) {
+  for (Precision p : {Precision::kFp32, Precision::kBf16, Precision::kInt8})
+    if (name == precision_name(p)) {
+      *out = p;
+      return true;
+    }
+  return false;
+}
+
+Precision precision_setting(const std::string& name, const std::string& key) {
+  Precision p;
+  if (!parse_precision(name, &p)) throw ConfigError(key + " = '" + name + "'; use fp32, bf16 or int8");
+  return p;
+}
+
+bool lowp_native(Precision p) { return cpu_has(p) && g_native.load(std::memory_order_relaxed); }
+
+void set_lowp_native_enabled(bool enabled) { g_native.store(enabled, std::memory_order_relaxed); }
+
+std::string precision_backend(Precision p) {
+  const std::string name = precision_name(p);
+  if (p == Precision::kFp32) return name + ": " + gemm_backend();
+  const char* isa = p == Precision::kInt8 ? "AVX-512 VNNI" : "AVX512_BF16";
+  if (lowp_native(p))
+    return name + ": oneDNN " + onednn_version() + (p == Precision::kInt8 ? " u8s8s32 GEMM" : " bf16 matmul") + " (" +
+           isa + ")";
+  return name + ": emulated in float32 (" + (cpu_has(p) ? "switched off" : std::string("this CPU has no ") + isa) + ")";
+}
+
+PackedLinear PackedLinear::pack(const torch::Tensor& w_in, Precision p) {
+  TORCH_CHECK(w_in.dim() == 2 && w_in.scalar_type() == torch::kFloat && w_in.device().is_cpu(),
+              "PackedLinear::pack: a float32 [N, K] CPU weight, got ", w_in.sizes());
+  PackedLinear pl;
+  pl.precision_ = p;
+  pl.w_ = w_in;
+  if (p == Precision::kFp32) return pl;
+  const auto w = w_in.contiguous();
+  const int64_t N = w.size(0), K = w.size(1);
+  if (p == Precision::kInt8) {
+    pl.q_ = torch::empty({N, K}, torch::kInt8);
+    pl.scale_ = torch::empty({N}, torch::kFloat);
+    pl.colsum_ = torch::empty({N}, torch::kInt32);
+    quant::quantize_weight_rows(w.data_ptr<float>(), N, K, pl.q_.data_ptr<int8_t>(), pl.scale_.data_ptr<float>(),
+                                pl.colsum_.data_ptr<int32_t>());
+    pl.emulated_ = pl.q_.to(torch::kFloat) * pl.scale_.unsqueeze(1);
+    return pl;
+  }
+  pl.bf16_ = torch::empty({N, K}, torch::kBFloat16);
+  quant::to_bf16_rows(w.data_ptr<float>(), K, N, K, reinterpret_cast<uint16_t*>(pl.bf16_.data_ptr()));
+  pl.emulated_ = pl.bf16_.to(torch::kFloat);
+  if (cpu_has(Precision::kBf16) && N > 0 && K > 0) {
+    auto mm = std::make_shared<Bf16Matmul>();
+    mm->weights = dnnl::memory::desc({K, N}, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::ba);
+    mm->plain = make_matmul(mm->engine, N, K, mm->weights, false);
+    mm->sum = make_matmul(mm->engine, N, K, mm->weights, true);
+    pl.primitive_ = mm;
+  }
+  return pl;
+}
+
+torch::Tensor PackedLinear::linear(const torch::Tensor& x, const torch::Tensor& b) const {
+  if (precision_ == Precision::kFp32) return linear_no_grad(x, w_, b);
+  auto sizes = x.sizes().vec();
+  sizes.back() = w_.size(0);
+  auto out = torch::empty({x.numel() / std::max<int64_t>(x.size(-1), 1), w_.size(0)}, x.options());
+  out.copy_(b.expand_as(out));
+  auto rows = x.reshape({-1, x.size(-1)});
+  if (rows.stride(1) != 1) rows = rows.contiguous();
+  apply(out, rows, true);
+  return out.view(sizes);
+}
+
+torch::Tensor PackedLinear::dequantized() const {
+  return precision_ == Precision::kFp32 ? w_ : emulated_;
+}
+
+void PackedLinear::apply(torch::Tensor& out, const torch::Tensor& x, bool accumulate) const {
+  TORCH_CHECK(defined() && out.dim() == 2 && x.dim() == 2 && x.size(1) == w_.size(1) && out.size(0) == x.size(0) &&
+                  out.size(1) == w_.size(0) && out.scalar_type() == torch::kFloat &&
+                  x.scalar_type() == torch::kFloat && out.stride(1) == 1 && x.stride(1) == 1,
+              "PackedLinear::apply: shapes ", out.sizes(), " = ", x.sizes(), " x ", w_.sizes(), "^T");
+  if (out.numel() == 0) return;
+  if (precision_ == Precision::kFp32 || x.size(1) == 0) {
+    accumulate ? accumulate_linear(out, x, w_) : matmul_nt(out, x, w_);
+    return;
+  }
+  if (precision_ == Precision::kInt8) apply_int8(out, x, accumulate);
+  else apply_bf16(out, x, accumulate);
+}
+
+void PackedLinear::apply_int8(torch::Tensor& out, const torch::Tensor& x, bool accumulate) const {
+  thread_local Int8Scratch s;
+  const int64_t M = x.size(0), K = x.size(1), N = w_.size(0);
+  uint8_t* qx = scratch(s.q, M * K);
+  float* sx = scratch(s.scale, M);
+  int32_t* zx = scratch(s.zero, M);
+  quant::quantize_activation_rows(x.data_ptr<float>(), x.stride(0), M, K, qx, sx, zx);
+  if (!lowp_native(Precision::kInt8)) {  // the same rounded operands through the float32 GEMM
+    auto xd = (torch::from_blob(qx, {M, K}, torch::kUInt8).to(torch::kFloat) -
+               torch::from_blob(zx, {M, 1}, torch::kInt32).to(torch::kFloat)) *
+              torch::from_blob(sx, {M, 1}, torch::kFloat);
+    accumulate ? accumulate_linear(out, xd, emulated_) : matmul_nt(out, xd, emulated_);
+    return;
+  }
+  // Without accumulation the int32 result goes into out's own memory and is converted in place.
+  int32_t* c = accumulate ? scratch(s.c, M * N) : reinterpret_cast<int32_t*>(out.data_ptr<float>());
+  const int64_t ldc = accumulate ? N : out.stride(0);
+  const int32_t c_offset = 0;
+  const dnnl_status_t status = dnnl_gemm_u8s8s32('N', 'T', 'F', M, N, K, 1.0f, qx, K, 0, q_.data_ptr<int8_t>(), K, 0,
+                                                 0.0f, c, ldc, &c_offset);
+  if (status != dnnl_success)
+    throw InternalError("core/kernels/lowp_gemm.cpp: dnnl_gemm_u8s8s32 failed with status " +
+                        std::to_string(status) + " for " + std::to_string(M) + "x" + std::to_string(K) + " . " +
+                        std::to_string(K) + "x" + std::to_string(N));
+  quant::dequantize_rows(c, ldc, out.data_ptr<float>(), out.stride(0), M, N, sx, zx, scale_.data_ptr<float>(),
+                         colsum_.data_ptr<int32_t>(), accumulate);
+}
+
+void PackedLinear::apply_bf16(torch::Tensor& out, const torch::Tensor& x, bool accumulate) const {
+  thread_local std::vector<uint16_t> xb;
+  const int64_t M = x.size(0), K = x.size(1), N = w_.size(0);
+  uint16_t* xr = scratch(xb, M * K);
+  quant::to_bf16_rows(x.data_ptr<float>(), x.stride(0), M, K, xr);
+  if (!lowp_native(Precision::kBf16) || !primitive_) {
+    const auto xe = torch::from_blob(xr, {M, K}, torch::kBFloat16).to(torch::kFloat);
+    accumulate ? accumulate_linear(out, xe, emulated_) : matmul_nt(out, xe, emulated_);
+    return;
+  }
+  auto& mm = *static_cast<Bf16Matmul*>(primitive_.get());
+  using dt = dnnl::memory::data_type;
+  const dnnl::memory src({{M, K}, dt::bf16, {K, 1}}, mm.engine, xr);
+  const dnnl::memory wei(mm.weights, mm.engine, bf16_.data_ptr());
+  const dnnl::memory dst({{M, N}, dt::f32, {out.stride(0), 1}}, mm.engine, out.data_ptr<float>());
+  dnnl::stream stream(mm.engine);
+  (accumulate ? mm.sum : mm.plain)
+      .execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+  stream.wait();
+}
+
+}  // namespace hp::core

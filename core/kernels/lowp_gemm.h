@@ -1,0 +1,69 @@
+// The inference linears at a lower precision (run.precision: fp32 | bf16 | int8). A weight is prepared once
+// (PackedLinear::pack, when a model is set to a precision) and every product then takes float32 activations
+// and writes float32 outputs, so the model around it (LayerNorm, softmax, GELU, the attention products, the
+// epilogues of core/kernels/epilogue.h) stays float32:
+// - int8: weights s8 per output channel, activations u8 per row on the fly (core/kernels/quantize.h has the
+//   scheme and the error bound), int32 accumulation in oneDNN's dnnl_gemm_u8s8s32 (AVX-512 VNNI).
+// - bf16: weights and activations rounded to bf16, products accumulated in float32 by oneDNN's matmul
+//   (AVX512_BF16).
+// Without the instructions (or with set_lowp_native_enabled(false), tests and benchmarks) each runs the same
+// arithmetic emulated: the rounded operands multiplied by the float32 GEMM, equal to the native result up to
+// float32 summation order; precision_backend() says which. Weights are taken as they are when packed; a model
+// whose weights change repacks (Bert::set_precision).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+
+namespace hp::core {
+
+enum class Precision { kFp32, kBf16, kInt8 };
+
+// "fp32", "bf16", "int8"; parse_precision returns false for anything else.
+const char* precision_name(Precision p);
+bool parse_precision(const std::string& name, Precision* out);
+// A config's precision name (run.precision, validated): the Precision, or ConfigError naming `key`.
+Precision precision_setting(const std::string& name, const std::string& key = "run.precision");
+
+// The CPU has the instructions (AVX-512 VNNI for int8, AVX512_BF16 for bf16) and the switch is on.
+bool lowp_native(Precision p);
+void set_lowp_native_enabled(bool enabled);
+// One line per precision for --version and benchmarks, e.g. "int8: oneDNN 2.6.3 u8s8s32 (AVX-512 VNNI)" or
+// "int8: emulated in float32 (this CPU has no AVX-512 VNNI)".
+std::string precision_backend(Precision p);
+
+class PackedLinear {
+ public:
+  PackedLinear() = default;  // nothing packed: fp32
+  // w [N, K] float32. For kFp32 keeps w itself.
+  static PackedLinear pack(const torch::Tensor& w, Precision p);
+
+  Precision precision() const { return precision_; }
+  bool defined() const { return w_.defined(); }
+  // The float32 weight it was packed from (the autograd paths multiply this one).
+  const torch::Tensor& weight() const { return w_; }
+  // out[rows, N] = x[rows, K] · Ŵᵀ (accumulate: out += …), x and out float32 2-D with unit column stride.
+  void apply(torch::Tensor& out, const torch::Tensor& x, bool accumulate) const;
+  // x · Ŵᵀ + b over the last dimension of x (any leading shape): the bias first, then an accumulating apply.
+  torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& b) const;
+  // The weight the product uses, dequantised to float32 [N, K] (tests and the error bound).
+  torch::Tensor dequantized() const;
+  // int8 only: per-channel scales [N] and the s8 weights [N, K].
+  const torch::Tensor& scales() const { return scale_; }
+  const torch::Tensor& int8_weights() const { return q_; }
+
+ private:
+  void apply_int8(torch::Tensor& out, const torch::Tensor& x, bool accumulate) const;
+  void apply_bf16(torch::Tensor& out, const torch::Tensor& x, bool accumulate) const;
+
+  Precision precision_ = Precision::kFp32;
+  torch::Tensor w_;  // fp32 [N, K] as given
+  torch::Tensor q_, scale_, colsum_;  // int8: s8 [N, K], float [N], int32 [N]
+  torch::Tensor emulated_;  // int8 and bf16: the dequantised / rounded weight [N, K] the emulation multiplies
+  torch::Tensor bf16_;  // bf16: the rounded weight as bf16 [N, K]
+  std::shared_ptr<void> primitive_;  // bf16: the oneDNN matmul (runtime M), shared between copies
+};
+
+}  // namespace hp::core

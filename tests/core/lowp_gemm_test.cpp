@@ -1,0 +1,250 @@
+// bf16 and int8 inference linears (core/kernels/lowp_gemm.h, core/kernels/quantize.h): the quantisation
+// against hand computations, the products against float32 within the documented bounds, the native kernels
+// against the forced fallback, the AVX-512 conversions against the portable ones, and the model at each
+// precision.
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "core/base/errors.h"
+#include "core/io/checkpoint.h"
+#include "core/kernels/lowp_gemm.h"
+#include "core/kernels/quantize.h"
+#include "core/kernels/simd.h"
+#include "fixtures.h"
+
+namespace {
+
+namespace quant = hp::core::quant;
+using hp::core::PackedLinear;
+using hp::core::Precision;
+
+// Restores the switches a test turns, also when a check throws.
+struct Switches {
+  ~Switches() {
+    hp::core::simd::set_enabled(true);
+    hp::core::set_lowp_native_enabled(true);
+  }
+};
+
+struct RowQuant {
+  std::vector<uint8_t> q;
+  std::vector<float> scale;
+  std::vector<int32_t> zero;
+};
+RowQuant quantize_rows(const torch::Tensor& x) {
+  const auto M = x.size(0), K = x.size(1);
+  RowQuant r{std::vector<uint8_t>(M * K), std::vector<float>(M), std::vector<int32_t>(M)};
+  quant::quantize_activation_rows(x.data_ptr<float>(), x.stride(0), M, K, r.q.data(), r.scale.data(), r.zero.data());
+  return r;
+}
+
+torch::Tensor product(const PackedLinear& w, const torch::Tensor& x) {
+  auto out = torch::full({x.size(0), w.weight().size(0)}, std::nanf(""));  // apply must overwrite
+  w.apply(out, x, false);
+  return out;
+}
+
+// The documented int8 bound of core/kernels/quantize.h, per output, in double; plus float32 slack.
+torch::Tensor int8_bound(const torch::Tensor& x, const torch::Tensor& w, const PackedLinear& p) {
+  const auto xd = x.to(torch::kDouble), wd = w.to(torch::kDouble);
+  const auto lo = torch::clamp_max(std::get<0>(xd.min(1)), 0.0), hi = torch::clamp_min(std::get<0>(xd.max(1)), 0.0);
+  const auto sm = ((hi - lo) / 255.0).unsqueeze(1);  // [M, 1]
+  const auto sn = p.scales().to(torch::kDouble).unsqueeze(0);  // [1, N]
+  const auto K = static_cast<double>(x.size(1));
+  const auto exact = xd.abs().matmul(wd.abs().t());
+  return sm / 2 * wd.abs().sum(1).unsqueeze(0) + sn / 2 * xd.abs().sum(1).unsqueeze(1) + K * sm * sn / 4 +
+         1e-5 * exact + 1e-6;
+}
+
+}  // namespace
+
+TEST_CASE("int8 weights: one scale per output channel, round half to even, against a hand computation",
+          "[core][lowp]") {
+  // Row 0: max |w| = 31.75, so s = 0.25: 0.375 / 0.25 = 1.5 → 2, 0.625 / 0.25 = 2.5 → 2, −0.125 / 0.25 = −0.5 → 0.
+  // Row 1 is all zero (scale 1, zeros). Row 2: s = 0.5, −63.5 / 0.5 = −127, 0.75 / 0.5 = 1.5 → 2, 1.25 → 2.5 → 2.
+  const std::vector<float> w = {31.75f, 0.375f, 0.625f, -0.125f, 0, 0, 0, 0, -63.5f, 0.75f, 1.25f, 0.0f};
+  std::vector<int8_t> q(12);
+  std::vector<float> scale(3);
+  std::vector<int32_t> colsum(3);
+  quant::quantize_weight_rows(w.data(), 3, 4, q.data(), scale.data(), colsum.data());
+  CHECK(q == std::vector<int8_t>{127, 2, 2, 0, 0, 0, 0, 0, -127, 2, 2, 0});
+  CHECK(scale == std::vector<float>{0.25f, 1.0f, 0.5f});
+  CHECK(colsum == std::vector<int32_t>{131, 0, -123});
+}
+
+TEST_CASE("int8 activations: per-row range with zero inside it, against a hand computation", "[core][lowp]") {
+  Switches restore;
+  // Row 0: lo −1, hi 4.1: s = 5.1 / 255 = 0.02, z = 50; −1 → 0, 0 → 50, 0.5 → 75, 4.1 → 255.
+  // Row 1 all zero: s = 1, z = 0. Row 2 positive only: lo = 0, s = 3 / 255, z = 0: 1, 2, 3 → 85, 170, 255, 0 → 0.
+  // Row 3 holds NaN: scale NaN (its outputs are NaN), bytes zero.
+  const auto x = torch::tensor(std::vector<float>{-1, 0, 0.5f, 4.1f, 0, 0, 0, 0, 1, 2, 3, 0, 1, std::nanf(""), 2, 3})
+                     .view({4, 4});
+  for (bool vec : {true, false}) {
+    hp::core::simd::set_enabled(vec);
+    const RowQuant r = quantize_rows(x);
+    INFO("AVX-512 path " << vec);
+    CHECK(std::vector<uint8_t>(r.q.begin(), r.q.begin() + 12) ==
+          std::vector<uint8_t>{0, 50, 75, 255, 0, 0, 0, 0, 85, 170, 255, 0});
+    CHECK(r.scale[0] == Approx(0.02f).epsilon(1e-6));
+    CHECK(r.zero == std::vector<int32_t>{50, 0, 0, 0});
+    CHECK(r.scale[1] == 1.0f);
+    CHECK(r.scale[2] == Approx(3.0f / 255).epsilon(1e-6));
+    CHECK(std::isnan(r.scale[3]));
+  }
+}
+
+TEST_CASE("the AVX-512 quantisation and bf16 conversion equal the portable ones bit for bit", "[core][lowp]") {
+  Switches restore;
+  torch::manual_seed(3);
+  // Odd widths (tails), a strided row view, an outlier row and a row of one sign.
+  auto storage = torch::randn({9, 101});
+  storage[4][7] = 900.0f;
+  storage[5] = storage[5].abs();
+  const auto x = storage.narrow(1, 0, 77);
+  hp::core::simd::set_enabled(true);
+  const RowQuant a = quantize_rows(x);
+  std::vector<uint16_t> ba(9 * 77), bb(9 * 77);
+  quant::to_bf16_rows(x.data_ptr<float>(), x.stride(0), 9, 77, ba.data());
+  hp::core::simd::set_enabled(false);
+  const RowQuant b = quantize_rows(x);
+  quant::to_bf16_rows(x.data_ptr<float>(), x.stride(0), 9, 77, bb.data());
+  CHECK(a.q == b.q);
+  CHECK(a.scale == b.scale);
+  CHECK(a.zero == b.zero);
+  CHECK(ba == bb);
+  // Dequantisation of one int32 product, both paths, with and without accumulation.
+  const std::vector<int32_t> c = {1000, -20000, 7, 123456, 0, -1, 55, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18};
+  const std::vector<float> col_scale(17, 0.013f), row_scale = {0.02f};
+  const std::vector<int32_t> colsum(17, -301), zero = {37};
+  std::vector<float> ya(17, 1.5f), yb(17, 1.5f);
+  for (bool acc : {false, true}) {
+    hp::core::simd::set_enabled(true);
+    quant::dequantize_rows(c.data(), 17, ya.data(), 17, 1, 17, row_scale.data(), zero.data(), col_scale.data(),
+                           colsum.data(), acc);
+    hp::core::simd::set_enabled(false);
+    quant::dequantize_rows(c.data(), 17, yb.data(), 17, 1, 17, row_scale.data(), zero.data(), col_scale.data(),
+                           colsum.data(), acc);
+    CHECK(ya == yb);
+  }
+  CHECK(ya[0] == Approx(2 * 0.02f * 0.013f * (1000 + 37 * 301)).epsilon(1e-6));
+}
+
+TEST_CASE("bf16 rounding: to nearest, ties to even, NaN kept", "[core][lowp]") {
+  CHECK(quant::to_bf16(1.0f) == 0x3F80);
+  CHECK(quant::to_bf16(1.0f + std::ldexp(1.0f, -8)) == 0x3F80);  // a tie: down to the even 1.0
+  CHECK(quant::to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)) == 0x3F82);  // a tie: up to the even 1 + 2^-6
+  CHECK(quant::to_bf16(1.0f + 3 * std::ldexp(1.0f, -9)) == 0x3F81);  // nearest
+  CHECK(quant::to_bf16(-2.0f) == 0xC000);
+  CHECK(std::isnan(quant::bf16_to_float(quant::to_bf16(std::nanf("")))));
+  CHECK(std::isinf(quant::bf16_to_float(quant::to_bf16(std::numeric_limits<float>::infinity()))));
+  CHECK(quant::bf16_to_float(quant::to_bf16(3.4e38f)) == std::numeric_limits<float>::infinity());  // past bf16's max, 3.39e38
+}
+
+TEST_CASE("int8 linears stay within the documented bound of float32, native and fallback alike", "[core][lowp]") {
+  Switches restore;
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(7);
+  auto x = torch::randn({37, 70});
+  x[3].zero_();  // an all-zero row: exactly zero out
+  x[5][11] = 250.0f;  // an outlier row: a coarse scale, still within its bound
+  x[6] = torch::gelu(x[6]);  // GELU-like: mostly positive, a small negative tail
+  const auto w = torch::randn({29, 70}) * 0.05;
+  const auto packed = PackedLinear::pack(w, Precision::kInt8);
+  const auto expect = x.matmul(w.t());
+  const auto bound = int8_bound(x, w, packed);
+  INFO(hp::core::precision_backend(Precision::kInt8));
+  const auto native = product(packed, x);
+  const auto err = (native.to(torch::kDouble) - expect.to(torch::kDouble)).abs();
+  CHECK((err <= bound).all().item<bool>());
+  CHECK(err.max().item<double>() > 0);  // quantised, not the float32 product
+  CHECK(native[3].eq(0).all().item<bool>());
+  // A quarter of the bound is the typical error; well inside it for most outputs.
+  CHECK((err <= bound / 4).to(torch::kDouble).mean().item<double>() > 0.9);
+  // The fallback runs the same rounded operands through the float32 GEMM.
+  hp::core::set_lowp_native_enabled(false);
+  CHECK_THAT(hp::core::precision_backend(Precision::kInt8), Catch::Contains("emulated"));
+  const auto emulated = product(packed, x);
+  CHECK((emulated - native).abs().max().item<double>() <= 1e-5 * expect.abs().max().item<double>());
+  hp::core::set_lowp_native_enabled(true);
+  // Accumulation adds to what the output holds; a NaN row gives NaN outputs and leaves the others alone.
+  auto init = torch::randn({37, 29});
+  auto acc = init.clone();
+  packed.apply(acc, x, true);
+  CHECK((acc - init - native).abs().max().item<double>() < 1e-5);
+  auto with_nan = x.clone();
+  with_nan[2][0] = std::nanf("");
+  const auto y = product(packed, with_nan);
+  CHECK(y[2].isnan().all().item<bool>());
+  CHECK(torch::equal(y.narrow(0, 3, 34), native.narrow(0, 3, 34)));
+  // The dequantised weight is what the bound assumed: within half a step of each channel's scale.
+  CHECK(((packed.dequantized() - w).abs() <= packed.scales().unsqueeze(1) / 2 + 1e-7).all().item<bool>());
+}
+
+TEST_CASE("bf16 linears stay within bf16's rounding bound of float32, native and fallback alike", "[core][lowp]") {
+  Switches restore;
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(8);
+  const auto x = torch::randn({33, 96}), w = torch::randn({40, 96});
+  const auto packed = PackedLinear::pack(w, Precision::kBf16);
+  const auto expect = x.to(torch::kDouble).matmul(w.to(torch::kDouble).t());
+  // Each operand rounded with unit roundoff u = 2^-8: |error| ≤ (2u + u²) Σ|x||w|, plus float32 accumulation.
+  const double u = std::ldexp(1.0, -8);
+  const auto bound = (2 * u + u * u + 1e-5) * x.abs().to(torch::kDouble).matmul(w.abs().to(torch::kDouble).t());
+  INFO(hp::core::precision_backend(Precision::kBf16));
+  const auto native = product(packed, x);
+  const auto err = (native.to(torch::kDouble) - expect).abs();
+  CHECK((err <= bound).all().item<bool>());
+  CHECK(err.max().item<double>() > 1e-4);  // bf16, not the float32 product
+  hp::core::set_lowp_native_enabled(false);
+  const auto emulated = product(packed, x);
+  CHECK((emulated - native).abs().max().item<double>() <= 1e-5 * expect.abs().max().item<double>());
+  hp::core::set_lowp_native_enabled(true);
+  auto init = torch::randn({33, 40});
+  auto acc = init.clone();
+  packed.apply(acc, x, true);
+  CHECK((acc - init - native).abs().max().item<double>() < 1e-5);
+}
+
+TEST_CASE("the model at bf16 and int8: logits near float32, float32 again bit for bit", "[core][lowp]") {
+  torch::NoGradGuard no_grad;
+  auto model = hp::core::load_bert(hp::test::kTinyBert);
+  hp::core::EncoderInput in;
+  torch::manual_seed(1);
+  in.input_ids = torch::randint(5, model.config().vocab_size, {3, 13});
+  in.attention_mask = torch::ones({3, 13}, torch::kLong);
+  in.attention_mask[1].narrow(0, 9, 4).zero_();
+  const auto fp32 = model.forward(in).logits;
+  for (Precision p : {Precision::kBf16, Precision::kInt8}) {
+    model.set_precision(p);
+    INFO(hp::core::precision_name(p));
+    CHECK(model.precision() == p);
+    const auto logits = model.forward(in).logits;
+    const double diff = (logits - fp32).abs().max().item<double>();
+    CHECK(diff > 0);
+    CHECK(diff < 0.05 * fp32.abs().max().item<double>());
+    // Parameters cannot change under packed weights that would not follow them.
+    CHECK_THROWS_AS(model.mutable_parameters(), hp::InternalError);
+    // Autograd forwards (criteria, training) stay float32.
+    torch::AutoGradMode grad(true);
+    CHECK(torch::equal(model.forward(in).logits.detach(), [&] {
+      auto m = model;
+      m.set_precision(Precision::kFp32);
+      return m.forward(in).logits.detach();
+    }()));
+  }
+  model.set_precision(Precision::kFp32);
+  CHECK(torch::equal(model.forward(in).logits, fp32));
+}
+
+TEST_CASE("precision names: the three, and a config error naming the key otherwise", "[core][lowp]") {
+  Precision p;
+  CHECK(hp::core::parse_precision("int8", &p));
+  CHECK(p == Precision::kInt8);
+  CHECK_FALSE(hp::core::parse_precision("fp16", &p));
+  CHECK_THROWS_WITH(hp::core::precision_setting("fp16"), "run.precision = 'fp16'; use fp32, bf16 or int8");
+}
