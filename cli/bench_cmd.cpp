@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/io/checkpoint.h"
+#include "core/kernels/lowp_gemm.h"
 #include "core/base/errors.h"
 #include "core/base/log.h"
 #include "eval/flops.h"
@@ -18,9 +19,16 @@ int run_bench(const core::Config& cfg) {
   if (b.seq < 1) throw ConfigError("bench.seq = " + std::to_string(b.seq) + "; use a positive length");
   for (int batch : b.batches)
     if (batch < 1) throw ConfigError("bench.batches holds " + std::to_string(batch) + "; use positive batch sizes");
-  const core::Bert model = core::load_bert(cfg.model.path);
+  const core::Precision precision = core::precision_setting(cfg.run.precision);
+  const core::Precision compare_precision =
+      b.compare_precision.empty() ? precision : core::precision_setting(b.compare_precision, "bench.compare_precision");
+  core::Bert model = core::load_bert(cfg.model.path);
+  model.set_precision(precision);
   std::optional<core::Bert> other;
-  if (!b.compare.empty()) other.emplace(core::load_bert(b.compare));
+  if (!b.compare.empty()) {
+    other.emplace(core::load_bert(b.compare));
+    other->set_precision(compare_precision);
+  }
   // bench's own flag, not data.max_seq_len: named as such, for the model and the compared one.
   for (const core::Bert* m : std::initializer_list<const core::Bert*>{&model, other ? &*other : nullptr}) {
     const int positions = m ? m->config().max_position_embeddings : b.seq;
@@ -30,8 +38,9 @@ int run_bench(const core::Config& cfg) {
                         "; use --seq " + std::to_string(positions) + " or less");
   }
   auto describe = [&](const std::string& name, const core::Bert& m) {
-    std::printf("%-10s %s: %d heads, %ld parameters, %.3f GFLOP per sequence of %d\n", name.c_str(),
-                name == "model" ? cfg.model.path.c_str() : b.compare.c_str(), m.config().total_heads(),
+    std::printf("%-10s %s (%s): %d heads, %ld parameters, %.3f GFLOP per sequence of %d\n", name.c_str(),
+                name == "model" ? cfg.model.path.c_str() : b.compare.c_str(),
+                core::precision_backend(m.precision()).c_str(), m.config().total_heads(),
                 eval::parameter_count(m.config()), eval::forward_flops(m.config(), 1, b.seq) / 1e9, b.seq);
   };
   describe("model", model);

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/data/batching.h"
+#include "core/kernels/lowp_gemm.h"
 #include "core/kernels/runtime.h"
 #include "core/io/checkpoint.h"
 #include "core/data/task_options.h"
@@ -43,6 +44,7 @@ int run_eval(const core::Config& cfg) {
                                ") is used, so the metric is chance level; fine-tune the model for " + task.name +
                                " first");
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
+  model.set_precision(core::precision_setting(cfg.run.precision));
   auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
   const auto& mc = model.config();
   const core::StructureMask masks =
@@ -80,12 +82,14 @@ int run_eval(const core::Config& cfg) {
   j["examples_per_s"] = r.examples_per_s;
   j["tokens"] = r.tokens;
   j["padded_tokens"] = r.padded_tokens;
+  j["precision"] = cfg.run.precision;
   j["runtime"] = core::runtime_summary();
   j["config"] = core::dump_yaml(cfg);
   core::write_file_atomic(out, j.dump(2) + "\n");
 
   std::cout << task.name << " " << cfg.eval.split << " (" << r.examples << " examples, " << core::count_kept(keep)
-            << "/" << mc.num_hidden_layers * mc.max_heads() << " heads)";
+            << "/" << mc.num_hidden_layers * mc.max_heads() << " heads, "
+            << cfg.run.precision << ")";
   for (const auto& [name, value] : r.metrics) std::cout << "  " << name << " " << value;
   std::cout << "  |  " << r.examples_per_s << " examples/s\n";
   core::log_info("eval", "wrote " + out);

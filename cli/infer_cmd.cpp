@@ -7,6 +7,7 @@
 #include "core/data/batching.h"
 #include "core/data/glue.h"  // read_text_lines
 #include "core/io/checkpoint.h"
+#include "core/kernels/lowp_gemm.h"
 #include "core/base/errors.h"
 #include "core/base/files.h"
 #include "core/base/log.h"
@@ -63,6 +64,7 @@ int run_infer(const core::Config& cfg) {
     core::log_warn("infer", cfg.model.path + " has no classifier: logits come from a fresh classifier (seed " +
                                 std::to_string(cfg.run.seed) + ")");
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
+  model.set_precision(core::precision_setting(cfg.run.precision));
   auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
@@ -110,7 +112,7 @@ int run_infer(const core::Config& cfg) {
   } else {
     core::TensorMap t{{"logits", logits}, {"lengths", lengths}};
     if (hidden.defined()) t["last_hidden"] = hidden;
-    core::write_hdf5(out_path, t, {{"model", cfg.model.path}, {"input", cfg.infer.input}});
+    core::write_hdf5(out_path, t, {{"model", cfg.model.path}, {"input", cfg.infer.input}, {"precision", cfg.run.precision}});
   }
   core::log_info("infer", "wrote " + out_path + " (" + std::to_string(N) + " examples)");
   return 0;

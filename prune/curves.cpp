@@ -67,6 +67,7 @@ double mean_length(const core::EncodedDataset& d) {
 CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const std::string& criterion, int seed,
                           int step, const core::HeadSet& keep, const core::NeuronSet& neurons) {
   core::Bert slim = slim_model(model, keep, neurons);
+  slim.set_precision(in.precision);
   auto r = eval::evaluate(slim, *in.task, *in.eval, in.eval_batches, torch::Tensor());
   CurvePoint p;
   p.criterion = criterion, p.seed = seed, p.step = step;

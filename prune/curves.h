@@ -26,6 +26,7 @@ struct CurveInputs {
   const core::PruneConfig* opts = nullptr;
   std::vector<int> counts;  // heads pruned at each point (schedule_counts)
   long latency_batch = 32, latency_seq = 64;  // shape of the latency measurement
+  core::Precision precision = core::Precision::kFp32;  // of every point's evaluation and latency (run.precision)
   const std::atomic<bool>* stop = nullptr;  // set (Ctrl-C): return after the current point
 };
 

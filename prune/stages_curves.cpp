@@ -62,6 +62,7 @@ void load_model_and_data(RunContext& ctx) {
 
   CurveInputs& ci = ctx.curves;
   ci.model = &*ctx.model;
+  ci.precision = core::precision_setting(cfg.run.precision);
   ci.task = ctx.task;
   ci.eval = &ctx.eval_data;
   core::BatchOptions bo;

@@ -200,12 +200,16 @@ std::map<std::string, LatencySummary> measure_speed(const RunContext& ctx, const
     std::sort(v.begin(), v.end());
     return v[1];
   };
+  // Both at run.precision: copies share the weights and pack their own.
+  core::Bert unpruned = *ctx.model, slim = *models.slim;
+  unpruned.set_precision(ctx.curves.precision);
+  slim.set_precision(ctx.curves.precision);
   for (long batch : {1L, 32L}) {
     auto in = eval::synthetic_input(ctx.arch, batch, seq);
     std::vector<double> base, small;
     for (int round = 0; round < 3; ++round) {
-      base.push_back(eval::measure_latency(*ctx.model, in).median_ms);  // the unpruned model
-      small.push_back(eval::measure_latency(*models.slim, in).median_ms);
+      base.push_back(eval::measure_latency(unpruned, in).median_ms);  // the unpruned model
+      small.push_back(eval::measure_latency(slim, in).median_ms);
     }
     LatencySummary l;
     l.seq = seq;

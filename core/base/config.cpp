@@ -324,6 +324,10 @@ void validate(const Config& cfg) {
   need(cfg.run.threads >= 0 && cfg.run.threads <= max_threads,
        "run.threads = " + std::to_string(cfg.run.threads) + "; use 0 (all cores) or 1.." + std::to_string(max_threads) +
            " (4 per core of this machine)");
+  auto precision_ok = [](const std::string& p) { return p == "fp32" || p == "bf16" || p == "int8"; };
+  need(precision_ok(cfg.run.precision), "run.precision = '" + cfg.run.precision + "'; use fp32, bf16 or int8");
+  need(cfg.bench.compare_precision.empty() || precision_ok(cfg.bench.compare_precision),
+       "bench.compare_precision = '" + cfg.bench.compare_precision + "'; use fp32, bf16, int8 or leave it empty");
   need(cfg.run.dist_timeout_s >= 1 && cfg.run.dist_timeout_s <= 86400,
        "run.dist_timeout_s = " + std::to_string(cfg.run.dist_timeout_s) + "; use 1..86400 seconds (default 300)");
   need(cfg.data.max_seq_len >= 2 && cfg.data.max_seq_len <= 4096,

@@ -14,12 +14,17 @@ struct RunConfig {
   int threads = 0;  // 0 = all cores
   std::string out_dir = "runs/default";
   int dist_timeout_s = 300;
+  std::string precision = "fp32";
   template <class V>
   void visit_fields(V& v) {
     v("seed", seed, "random seed for every stochastic step (gates, dropout, shuffling, random criterion)");
     v("threads", threads,
       "CPU threads for LibTorch and BLAS; 0 = all cores (divided by the processes per machine "
       "in a data-parallel run)");
+    v("precision", precision,
+      "inference linears of eval, infer, bench and the pruning run's curves and speed: fp32, bf16 (bf16 operands, "
+      "fp32 accumulation) or int8 (weights per channel, activations per row, int32 accumulation); `prune "
+      "--version` says how this CPU runs each");
     v("out_dir", out_dir, "run directory for results, checkpoints and config.resolved.yaml");
     v("dist_timeout_s", dist_timeout_s,
       "data-parallel runs: seconds a rank waits for the others before it stops "
@@ -280,12 +285,16 @@ struct PruneConfig {
 // `prune bench`: latency and throughput of a model folder, optionally against another.
 struct BenchConfig {
   std::string compare;  // model folder to compare with (e.g. the unpruned one)
+  std::string compare_precision;  // empty: run.precision
   std::vector<int> batches = {1, 32};
   int seq = 128;
   double min_seconds = 2.0;
   template <class V>
   void visit_fields(V& v) {
     v("compare", compare, "model folder to compare with (e.g. the unpruned model); speedup = its latency / ours");
+    v("compare_precision", compare_precision,
+      "precision of the compared model: fp32, bf16 or int8; empty = run.precision (the same model at two "
+      "precisions: --compare DIR --set bench.compare_precision=fp32)");
     v("batches", batches, "batch sizes to time");
     v("seq", seq, "sequence length of the timed inputs (no padding)");
     v("min_seconds", min_seconds, "time each configuration for at least this long (median of the runs)");
