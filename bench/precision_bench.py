@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""headprune at fp32, bf16 and int8 against the other CPU engines on one fine-tuned model, side by side in
+one run, same threads and inputs (#26): dev metric, whole-dev-set time (batches of 32, length-sorted, padded
+to each batch's longest, as `prune eval` does), and latency at batch 1 and 32 x --seq tokens (random ids, no
+padding; the median of runs for at least --min-seconds).
+
+Engines: headprune (`prune eval` / `prune bench --precision P`), ONNX Runtime fp32 (headprune's `prune export
+--onnx`) and int8 (onnxruntime.quantization.quantize_dynamic, per channel, s8 weights, u8 activations),
+PyTorch 1.13 dynamic int8 (torch.ao.quantization.quantize_dynamic on nn.Linear, engine onednn) and
+CTranslate2 int8 (its BertModel converter; unpruned models only) when `ctranslate2` is installed.
+
+Run from the repository root with the reference Python (scripts/setup.sh installs it):
+  ~/.cache/headprune/venv/bin/python bench/precision_bench.py --model runs/sst2/finetune/best --task sst2 \
+      [--slim runs/sst2/model] [--threads 2] [--seq 128] [--json out.json]
+"""
+import argparse
+import csv
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")  # Debian's OpenBLAS mis-detects some CPUs
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from scipy import stats  # noqa: E402
+from transformers import AutoTokenizer  # noqa: E402
+
+# task: (folder, text columns, label column, regression)
+TASKS = {
+    "sst2": ("SST-2", ["sentence"], "label", False),
+    "mrpc": ("MRPC", ["#1 String", "#2 String"], "Quality", False),
+    "stsb": ("STS-B", ["sentence1", "sentence2"], "score", True),
+}
+
+
+def read_dev(root, task):
+    folder, cols, label, regression = TASKS[task]
+    with open(os.path.join(root, "glue", folder, "dev.tsv"), newline="", encoding="utf-8-sig") as f:  # MRPC has a BOM
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    texts = [[r[c] for c in cols] for r in rows]
+    labels = np.array([float(r[label]) if regression else int(r[label]) for r in rows])
+    return texts, labels, regression
+
+
+def metric(logits, labels, regression):
+    if regression:
+        pred = logits[:, 0]
+        return {"pearson": stats.pearsonr(pred, labels)[0], "spearman": stats.spearmanr(pred, labels)[0]}
+    pred = logits.argmax(1)
+    out = {"accuracy": float((pred == labels).mean())}
+    if logits.shape[1] == 2:
+        tp = float(((pred == 1) & (labels == 1)).sum())
+        out["f1"] = 2 * tp / max(1.0, float((pred == 1).sum() + (labels == 1).sum()))
+    return out
+
+
+def encode(tok, texts, max_len):
+    enc = [tok(*t, truncation=True, max_length=max_len) for t in texts]
+    return [(e["input_ids"], e.get("token_type_ids", [0] * len(e["input_ids"]))) for e in enc]
+
+
+def batches(encoded, size):
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
+    for s in range(0, len(order), size):
+        idx = order[s:s + size]
+        S = max(len(encoded[i][0]) for i in idx)
+        ids = np.zeros((len(idx), S), np.int64)
+        types = np.zeros_like(ids)
+        mask = np.zeros_like(ids)
+        for r, i in enumerate(idx):
+            n = len(encoded[i][0])
+            ids[r, :n], types[r, :n], mask[r, :n] = encoded[i][0], encoded[i][1], 1
+        yield idx, ids, mask, types
+
+
+def run_dev(forward, encoded, n_out):
+    logits = np.zeros((len(encoded), n_out), np.float32)
+    start = time.perf_counter()
+    for idx, ids, mask, types in batches(encoded, 32):
+        logits[idx] = forward(ids, mask, types)
+    return logits, time.perf_counter() - start
+
+
+def latency_ms(forward, vocab, batch, seq, min_seconds):
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1000, vocab, size=(batch, seq), dtype=np.int64)
+    mask, types = np.ones_like(ids), np.zeros_like(ids)
+    forward(ids, mask, types)
+    times, start = [], time.perf_counter()
+    while len(times) < 5 or time.perf_counter() - start < min_seconds:
+        t = time.perf_counter()
+        forward(ids, mask, types)
+        times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
+
+
+def headprune_row(args, model, precision, task):
+    common = [args.prune, "--model", model, "--task", task, "--threads", str(args.threads), "--precision", precision]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "eval.json")
+        subprocess.run([args.prune, "eval"] + common[1:] + ["--batch", "32", "--max-seq-len", str(args.max_len),
+                                                          "--output", out, "--out", tmp],
+                       check=True, capture_output=True, text=True)
+        with open(out) as f:
+            ev = json.load(f)
+    b = subprocess.run([args.prune, "bench", "--model", model, "--threads", str(args.threads), "--precision", precision,
+                        "--seq", str(args.seq), "--set", "bench.batches=[1,32]", "--min-seconds",
+                        str(args.min_seconds)], check=True, capture_output=True, text=True).stdout
+    lat = {int(m.group(1)): float(m.group(2)) for m in re.finditer(r"batch\s+(\d+) x \d+: model\s+([\d.]+) ms", b)}
+    return {"metrics": ev["metrics"], "dev_s": ev["seconds"], "b1_ms": lat[1], "b32_ms": lat[32]}
+
+
+def python_row(forward, encoded, labels, regression, n_out, vocab, args):
+    logits, secs = run_dev(forward, encoded, n_out)
+    return {"metrics": metric(logits, labels, regression), "dev_s": secs,
+            "b1_ms": latency_ms(forward, vocab, 1, args.seq, args.min_seconds),
+            "b32_ms": latency_ms(forward, vocab, 32, args.seq, args.min_seconds), "logits": logits}
+
+
+def ort_forward(path, threads):
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    return lambda ids, mask, types: sess.run(
+        None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
+
+
+def onnx_files(args, model, tmp):
+    """model.onnx through headprune's export (checked in ONNX Runtime), and its dynamic int8 quantisation."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    out = os.path.join(tmp, os.path.basename(os.path.normpath(model)))
+    subprocess.run([args.prune, "export", "--model", model, "--to", out, "--onnx", "--threads", str(args.threads)],
+                   check=True, capture_output=True, text=True)
+    fp32 = os.path.join(out, "model.onnx")
+    int8 = os.path.join(out, "model.int8.onnx")
+    quantize_dynamic(fp32, int8, per_channel=True, weight_type=QuantType.QInt8)
+    return fp32, int8
+
+
+def torch_dynamic_int8(model_dir):
+    from transformers import AutoModelForSequenceClassification
+    torch.backends.quantized.engine = "onednn"
+    m = AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=True).eval()
+    q = torch.ao.quantization.quantize_dynamic(m, {torch.nn.Linear}, dtype=torch.qint8)
+
+    def forward(ids, mask, types):
+        with torch.no_grad():
+            return q(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
+                     token_type_ids=torch.from_numpy(types)).logits.numpy()
+    return forward
+
+
+def ctranslate2_int8(model_dir, tmp, threads):
+    import ctranslate2
+    from safetensors.numpy import load_file
+    out = os.path.join(tmp, "ct2")
+
+    class Converter(ctranslate2.converters.TransformersConverter):
+        def load_model(self, model_class, path, **kwargs):  # CTranslate2 4.8 passes transformers 5's `dtype`
+            kwargs["torch_dtype"] = kwargs.pop("dtype", None)
+            return model_class.from_pretrained(path, **kwargs)
+    Converter(model_dir).convert(out, quantization="int8", force=True)
+    enc = ctranslate2.Encoder(out, device="cpu", compute_type="int8", intra_threads=threads)
+    w = load_file(os.path.join(model_dir, "model.safetensors"))
+    cw, cb = w["classifier.weight"], w["classifier.bias"]
+
+    def forward(ids, mask, types):
+        lengths = mask.sum(1)
+        tokens = [row[:n].tolist() for row, n in zip(ids, lengths)]
+        type_ids = [row[:n].tolist() for row, n in zip(types, lengths)]
+        pooled = np.asarray(enc.forward_batch(tokens, token_type_ids=type_ids).pooler_output)
+        return pooled @ cw.T + cb
+    return forward
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True, help="fine-tuned model folder (with its classifier)")
+    ap.add_argument("--slim", help="a slimmed export of the same model (headprune and ONNX Runtime rows)")
+    ap.add_argument("--task", default="sst2", choices=sorted(TASKS))
+    ap.add_argument("--data-root", default=os.environ.get("HEADPRUNE_DATA", "../shared/data"))
+    ap.add_argument("--prune", default="build/bin/prune")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--max-len", type=int, default=128, help="dev examples' token limit")
+    ap.add_argument("--min-seconds", type=float, default=2.0)
+    ap.add_argument("--skip", default="", help="comma-separated engines to leave out: torch,ct2,ort")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    skip = set(filter(None, args.skip.split(",")))
+
+    texts, labels, regression = read_dev(args.data_root, args.task)
+    tok = AutoTokenizer.from_pretrained(args.model)
+    encoded = encode(tok, texts, args.max_len)
+    with open(os.path.join(args.model, "config.json")) as f:
+        cfg = json.load(f)
+    n_out, vocab = 1 if regression else cfg.get("num_labels", len(cfg.get("id2label", [0, 1]))), cfg["vocab_size"]
+    models = [("unpruned", args.model)] + ([("slimmed", args.slim)] if args.slim else [])
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, model in models:
+            for precision in ("fp32", "bf16", "int8"):
+                rows.append((f"headprune {precision}, {name}", headprune_row(args, model, precision, args.task)))
+                print(rows[-1][0], rows[-1][1], flush=True)
+            if "ort" not in skip:
+                fp32, int8 = onnx_files(args, model, tmp)
+                for label, path in (("fp32", fp32), ("int8 (quantize_dynamic, per channel)", int8)):
+                    row = python_row(ort_forward(path, args.threads), encoded, labels, regression, n_out, vocab, args)
+                    rows.append((f"ONNX Runtime {label}, {name}", row))
+                    print(rows[-1][0], {k: v for k, v in row.items() if k != "logits"}, flush=True)
+        if "torch" not in skip:
+            row = python_row(torch_dynamic_int8(args.model), encoded, labels, regression, n_out, vocab, args)
+            rows.append((f"PyTorch {torch.__version__.split('+')[0]} dynamic int8 (onednn), unpruned", row))
+        if "ct2" not in skip:
+            try:
+                import ctranslate2
+                row = python_row(ctranslate2_int8(args.model, tmp, args.threads), encoded, labels, regression, n_out,
+                                 vocab, args)
+                rows.append((f"CTranslate2 {ctranslate2.__version__} int8, unpruned", row))
+            except ImportError:
+                print("CTranslate2 is not installed: its row is left out", file=sys.stderr)
+
+    base = next(r for n, r in rows if n.startswith("ONNX Runtime fp32, unpruned")) if "ort" not in skip else None
+    key = "spearman" if regression else "accuracy"
+    print(f"\n{args.task} dev, {len(labels)} examples; {args.threads} threads; latency at {args.seq} tokens\n")
+    print(f"| engine | dev {key} | dev set | batch 32 | batch 1 | vs ONNX Runtime fp32 (batch 32 / batch 1) |")
+    print("|---|---|---|---|---|---|")
+    for name, r in rows:
+        vs = (f"x{base['b32_ms'] / r['b32_ms']:.2f} / x{base['b1_ms'] / r['b1_ms']:.2f}" if base else "")
+        print(f"| {name} | {100 * r['metrics'][key]:.2f} | {r['dev_s']:.2f} s | {r['b32_ms']:.1f} ms | "
+              f"{r['b1_ms']:.2f} ms | {vs} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([{"engine": n, **{k: v for k, v in r.items() if k != "logits"}} for n, r in rows], f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
