@@ -18,6 +18,7 @@
 #include "cli/cli_util.h"
 #include "core/kernels/runtime.h"
 #include "core/model/bert_config.h"
+#include "skip.h"
 #include "prune/latency_table.h"
 
 using namespace hp::test;
@@ -29,6 +30,8 @@ TEST_CASE("prune --version names LibTorch, the BLAS kernel and threads", "[cli]"
   CHECK_THAT(r.output, Catch::Contains("BLAS OpenBLAS (kernel "));
   CHECK_THAT(r.output, Catch::Contains("threads "));
   CHECK_THAT(r.output, !Catch::Contains("Prescott"));
+  // How this CPU runs each lower precision: natively, or emulated and saying why.
+  CHECK_THAT(r.output, Catch::Contains("| bf16: ") && Catch::Contains("| int8: "));
 }
 
 TEST_CASE("--help shows each option's value type (INT, FLOAT, TEXT), not TEXT for everything", "[cli]") {
@@ -90,6 +93,44 @@ TEST_CASE("prune infer reproduces HF's logits from raw text", "[cli][parity]") {
   CHECK((ours.at("logits") - ref.at("logits")).abs().max().item<double>() <= 1e-4);
   CHECK(torch::equal(ours.at("lengths"), ref.at("attention_mask").sum(1)));
   CHECK(ours.at("last_hidden").size(2) == 32);
+}
+
+TEST_CASE("prune infer --precision bf16 / int8: logits near HF's; without a classifier it warns as at fp32",
+          "[cli][lowp]") {
+  const std::string golden = kTinyBertH5;
+  auto a = hp::core::read_hdf5_strings(golden, "text_a");
+  auto b = hp::core::read_hdf5_strings(golden, "text_b");
+  const auto dir = hp::test::scratch_dir("hp_cli_infer_lowp");
+  std::filesystem::create_directories(dir);
+  const std::string input = (dir / "in.txt").string();
+  {
+    std::ofstream f(input);
+    for (size_t i = 0; i < a.size(); ++i) f << a[i] << (b[i].empty() ? "" : "\t" + b[i]) << "\n";
+  }
+  const auto ref = hp::core::read_hdf5(golden).at("logits");
+  for (const char* precision : {"bf16", "int8"}) {
+    INFO(precision);
+    const std::string out = (dir / (std::string(precision) + ".h5")).string();
+    auto r = run_prune(std::string("infer --model ") + kTinyBert + " --max-seq-len 64 --precision " + precision +
+                       " --input " + input + " --output " + out);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    const auto ours = hp::core::read_hdf5(out).at("logits");
+    const double diff = (ours - ref).abs().max().item<double>();
+    CHECK(diff > 1e-6);  // the lower precision ran, not float32
+    CHECK(diff < 0.05 * ref.abs().max().item<double>());
+  }
+  if (!std::filesystem::exists(kMiniLM + "/config.json")) {
+    hp::test::skip("the pretrained model " + kMiniLM + " is missing (scripts/setup.sh links it)");
+    return;
+  }
+  for (const char* precision : {"fp32", "int8"}) {
+    auto r = run_prune(std::string("infer --model ") + kMiniLM + " --precision " + precision + " --input " + input +
+                       " --output " + (dir / "minilm.json").string());
+    INFO(r.output);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.output, Catch::Contains("has no classifier: logits come from a fresh classifier"));
+  }
 }
 
 TEST_CASE("prune export writes an HF folder and an HDF5 file with the same tensors", "[cli]") {

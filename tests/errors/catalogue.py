@@ -373,6 +373,11 @@ add("set-no-equals", "--set without '='", eval_with("--set", "eval.batch_size"),
 # --- numbers and flags -------------------------------------------------------------------------------------
 add("threads-huge", "--threads 100000", eval_with("--threads", "100000"), 2,
     "error: run.threads = 100000; use 0 (all cores) or 1..$MAX_THREADS (4 per core of this machine)")
+add("precision-unknown", "--precision fp16 (headprune has fp32, bf16 and int8)", eval_with("--precision", "fp16"), 2,
+    "error: run.precision = 'fp16'; use fp32, bf16 or int8")
+add("bench-compare-precision", "bench.compare_precision misspelt",
+    lambda s: ["bench", "--model", fx.copy_tiny(s + "/model"), "--set", "bench.compare_precision=int4"], 2,
+    "error: bench.compare_precision = 'int4'; use fp32, bf16, int8 or leave it empty")
 add("max-examples-wraps", "--max-examples 2^32 + 1", eval_with("--max-examples", "4294967297"), 2,
     "error: --max-examples: eval.max_examples: 4294967297 is outside the 32-bit range of this setting; use at most 2147483647")
 add("seed-out-of-range", "a seed beyond 64 bits", eval_with("--set", "run.seed=-9223372036854775809"), 2,
