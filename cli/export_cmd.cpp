@@ -2,6 +2,13 @@
 // (config.json, model.safetensors, tokenizer files) plus model.h5 holding the same tensors.
 // Slimmed exports after pruning reuse the same writer (core/io/checkpoint.h save_bert). --dense writes a
 // slimmed model at its original shapes with the removed heads zeroed (prune/slim.h dense_model).
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/base/files.h"
+#include "core/data/batching.h"
+#include "core/data/glue.h"
+#include "core/data/task_options.h"
 #include "core/io/checkpoint.h"
 #include "core/base/errors.h"
 #include "core/base/log.h"
@@ -10,6 +17,57 @@
 #include "cli/commands.h"
 
 namespace hp::cli {
+
+namespace {
+
+// One metric map as "accuracy 0.8842, f1 0.8901".
+std::string format_metrics(const std::map<std::string, double>& m) {
+  std::string s;
+  for (const auto& [name, value] : m) s += (s.empty() ? "" : ", ") + name + " " + std::to_string(value).substr(0, 6);
+  return s.empty() ? "(no labels)" : s;
+}
+
+// model.int8.onnx checked on the task's evaluation split; its accuracy into int8.json and the model card.
+void export_int8(const core::Config& cfg, const core::Bert& model) {
+  const core::TaskSpec& task = core::find_task(cfg.data.task);
+  const std::string root = core::resolve_data_root(cfg.data.root);
+  auto examples = core::read_task(task, root, cfg.eval.split);
+  if (cfg.eval.max_examples > 0 && static_cast<size_t>(cfg.eval.max_examples) < examples.size())
+    examples.resize(cfg.eval.max_examples);
+  core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
+  const auto tok = core::WordPieceTokenizer::from_model_dir(cfg.export_.out);
+  const auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
+  core::BatchOptions bo;
+  bo.batch_size = cfg.eval.batch_size;
+  bo.pad_id = tok.pad_id();
+  const auto check = prune::export_onnx_int8(model, cfg.export_.out, task, data, core::make_batches(data, bo));
+  nlohmann::json j;
+  j["task"] = task.name;
+  j["split"] = cfg.eval.split;
+  j["examples"] = check.examples;
+  j["headprune_fp32"] = check.fp32;
+  j["headprune_int8"] = check.int8;
+  j["onnxruntime_int8"] = check.onnx_int8;
+  j["same_predictions"] = check.agreement;
+  j["max_abs_logit_diff"] = check.max_abs_logit_diff;
+  j["tolerance"] = check.tolerance;
+  core::write_file_atomic(cfg.export_.out + "/int8.json", j.dump(2) + "\n");
+  // The model card's int8 section, replaced on a new export.
+  const std::string card = cfg.export_.out + "/README.md", marker = "<!-- headprune int8 -->";
+  std::string text = std::filesystem::exists(card) ? core::read_file(card) : std::string();
+  if (const auto at = text.find(marker); at != std::string::npos) text.resize(at);
+  text += marker + "\n## int8\n\n`model.int8.onnx` is `model.onnx` with headprune's int8 linears in standard ONNX " +
+          "operators (weights int8 per output channel, activations uint8 per row, MatMulInteger; the classifier " +
+          "float32), run by ONNX Runtime. On " + task.name + " " + cfg.eval.split + " (" + std::to_string(check.examples) +
+          " examples):\n\n| model | metrics |\n|---|---|\n| float32 | " + format_metrics(check.fp32) +
+          " |\n| headprune int8 (`--precision int8`) | " + format_metrics(check.int8) +
+          " |\n| ONNX Runtime int8 (`model.int8.onnx`) | " + format_metrics(check.onnx_int8) + " |\n\n" +
+          std::to_string(100 * check.agreement).substr(0, 5) +
+          "% of the examples get the same prediction from both int8 models.\n";
+  core::write_file_atomic(card, text);
+}
+
+}  // namespace
 
 int run_export(const core::Config& cfg) {
   if (cfg.export_.out.empty()) throw ConfigError("export.out is empty; pass --to DIR");
@@ -29,7 +87,8 @@ int run_export(const core::Config& cfg) {
     core::log_warn("export", cfg.model.path + " has no classifier; the export carries a fresh one (seed " +
                                  std::to_string(cfg.run.seed) + ")");
   core::save_bert(model, cfg.export_.out, cfg.model.path, cfg.export_.hdf5);
-  if (cfg.export_.onnx) prune::export_onnx(model, cfg.export_.out);
+  if (cfg.export_.onnx || cfg.export_.int8) prune::export_onnx(model, cfg.export_.out);
+  if (cfg.export_.int8) export_int8(cfg, model);
   core::log_info("export", "wrote " + cfg.export_.out + (cfg.export_.hdf5 ? " (with model.h5)" : ""));
   return 0;
 }

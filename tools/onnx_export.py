@@ -4,9 +4,15 @@ reference Python's torch.onnx (transformers loads the folder, re-pruning from co
 it in ONNX Runtime against headprune's own logits, and optionally times it.
 
 Usage: onnx_export.py MODEL_DIR REFERENCE.h5 [--out FILE] [--tol 1e-4] [--time OTHER_DIR] [--seq 64]
+       onnx_export.py MODEL_DIR REFERENCE.h5 --int8 --logits-out FILE
   REFERENCE.h5 holds input_ids, attention_mask, token_type_ids and headprune's `logits` for them.
   --time OTHER_DIR: also export OTHER_DIR (e.g. the unpruned model) to a temporary file and print the
   median ONNX Runtime latency of both at batch 1 and 32 (random ids, sequence --seq).
+  --int8: MODEL_DIR/model.onnx (written before) rewritten into MODEL_DIR/model.int8.onnx with headprune's int8
+  scheme in standard ONNX operators (weights s8 per output channel; activations u8 per row with a zero point,
+  computed in the graph; MatMulInteger; the classifier float32), run on REFERENCE.h5's rows in length-sorted
+  batches of 32 (each cut to its longest row), its logits written to --logits-out; headprune compares them
+  with its own int8 (prune/onnx.cpp).
 Exit 0 when max |ONNX Runtime - headprune| <= tol, 1 otherwise; 77 when onnxruntime is not installed.
 The graph has dynamic batch and sequence axes (inputs input_ids, attention_mask, token_type_ids; output
 logits), opset 14.
@@ -73,6 +79,118 @@ def latency_ms(sess, batch: int, seq: int, vocab: int, reps: int = 15) -> float:
     return statistics.median(times)
 
 
+def quantize_weight(w):
+    """headprune's weight scheme (core/kernels/quantize.h) in float32: w [K, N], one scale per column n."""
+    w = w.astype(np.float32)
+    amax = np.abs(w).max(axis=0)
+    scale = np.where(amax > 0, amax / np.float32(127), np.float32(1)).astype(np.float32)
+    q = np.clip(np.round(w / scale), -127, 127).astype(np.int8)  # np.round: half to even, as std::nearbyint
+    return q, scale, q.astype(np.int32).sum(axis=0).astype(np.int32)
+
+
+def per_row_int8_linear(name, x, w, out, inits):
+    """Nodes computing out = x · w (w [K, N]) as headprune's int8 does: x quantised per row to u8 with its zero
+    point, w per column to s8, MatMulInteger, then (C - z · colsum) · (s_row · s_col) in float32."""
+    from onnx import helper, numpy_helper
+    q, scale, colsum = quantize_weight(w)
+    p = name + "/int8/"
+    for suffix, value in (("wq", q), ("ws", scale), ("colsum", colsum), ("zero", np.float32(0)),
+                          ("one", np.float32(1)), ("u8max", np.float32(255))):
+        inits.append(numpy_helper.from_array(np.asarray(value), p + suffix))
+    n = helper.make_node
+    return [
+        n("ReduceMin", [x], [p + "min0"], axes=[-1], keepdims=1),
+        n("ReduceMax", [x], [p + "max0"], axes=[-1], keepdims=1),
+        n("Min", [p + "min0", p + "zero"], [p + "lo"]),
+        n("Max", [p + "max0", p + "zero"], [p + "hi"]),
+        n("Sub", [p + "hi", p + "lo"], [p + "range"]),
+        n("Div", [p + "range", p + "u8max"], [p + "s0"]),
+        n("Equal", [p + "s0", p + "zero"], [p + "flat"]),
+        n("Where", [p + "flat", p + "one", p + "s0"], [p + "s"]),  # an all-zero row: scale 1
+        n("Div", [p + "one", p + "s"], [p + "inv"]),
+        n("Neg", [p + "lo"], [p + "neglo"]),
+        n("Div", [p + "neglo", p + "s"], [p + "z0"]),
+        n("Round", [p + "z0"], [p + "z1"]),
+        n("Clip", [p + "z1", p + "zero", p + "u8max"], [p + "z"]),
+        n("Mul", [x, p + "inv"], [p + "xs"]),
+        n("Round", [p + "xs"], [p + "xr"]),
+        n("Add", [p + "xr", p + "z"], [p + "xz"]),
+        n("Clip", [p + "xz", p + "zero", p + "u8max"], [p + "xc"]),
+        n("Cast", [p + "xc"], [p + "xq"], to=2),  # uint8
+        n("MatMulInteger", [p + "xq", p + "wq"], [p + "c"]),
+        n("Cast", [p + "z"], [p + "zi"], to=6),  # int32
+        n("Mul", [p + "zi", p + "colsum"], [p + "zc"]),
+        n("Sub", [p + "c", p + "zc"], [p + "c0"]),
+        n("Cast", [p + "c0"], [p + "cf"], to=1),  # float
+        n("Mul", [p + "s", p + "ws"], [p + "a"]),
+        n("Mul", [p + "cf", p + "a"], [out]),
+    ]
+
+
+def quantize_per_row(fp32: str, int8: str) -> int:
+    """model.int8.onnx from model.onnx: every MatMul of the encoder and the pooler's Gemm with a constant weight
+    becomes headprune's per-row int8 product (the classifier stays float32, as in headprune). Returns their count."""
+    import onnx
+    from onnx import helper, numpy_helper
+    m = onnx.load(fp32)
+    inits = {i.name: i for i in m.graph.initializer}
+    nodes, new_inits, count = [], [], 0
+    for node in m.graph.node:
+        weight = node.input[1] if len(node.input) > 1 else ""
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if weight not in inits or "classifier" in node.name or node.op_type not in ("MatMul", "Gemm"):
+            nodes.append(node)
+            continue
+        w = numpy_helper.to_array(inits[weight])
+        if w.ndim != 2 or w.size == 0:  # a layer with no neurons or heads left: nothing to quantise
+            nodes.append(node)
+            continue
+        if node.op_type == "Gemm":
+            if attrs.get("transA", 0) or attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) != 1.0:
+                nodes.append(node)
+                continue
+            w = w.T if attrs.get("transB", 0) else w
+            product = node.name + "/int8/product"
+            nodes += per_row_int8_linear(node.name, node.input[0], w, product, new_inits)
+            nodes.append(helper.make_node("Add", [product, node.input[2]], [node.output[0]]) if len(node.input) > 2
+                         else helper.make_node("Identity", [product], [node.output[0]]))
+        else:
+            nodes += per_row_int8_linear(node.name, node.input[0], w, node.output[0], new_inits)
+        count += 1
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    m.graph.initializer.extend(new_inits)
+    used = {i for nd in m.graph.node for i in nd.input}
+    kept = [i for i in m.graph.initializer if i.name in used]
+    del m.graph.initializer[:]
+    m.graph.initializer.extend(kept)
+    onnx.checker.check_model(m)
+    onnx.save(m, int8)
+    return count
+
+
+def quantize_int8(model_dir: str, reference: str, logits_out: str) -> int:
+    fp32, int8 = os.path.join(model_dir, "model.onnx"), os.path.join(model_dir, "model.int8.onnx")
+    linears = quantize_per_row(fp32, int8)
+    sess = session(int8)
+    with h5py.File(reference, "r") as f:
+        rows = {n: f[n][()].astype(np.int64) for n in NAMES}
+    lengths = rows["attention_mask"].sum(1)
+    order = np.argsort(lengths, kind="stable")
+    logits = None
+    for start in range(0, len(order), 32):
+        idx = order[start:start + 32]
+        S = max(1, int(lengths[idx].max()))
+        out = sess.run(None, {n: np.ascontiguousarray(rows[n][idx, :S]) for n in NAMES})[0]
+        if logits is None:
+            logits = np.zeros((len(order), out.shape[1]), np.float32)
+        logits[idx] = out
+    with h5py.File(logits_out, "w") as f:
+        f["logits"] = logits
+    print(f"onnx: wrote {int8} ({linears} linears int8, per row and per channel); ran {len(order)} examples")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("model_dir")
@@ -81,7 +199,11 @@ def main() -> int:
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--time")
     ap.add_argument("--seq", type=int, default=64)
+    ap.add_argument("--int8", action="store_true")
+    ap.add_argument("--logits-out")
     args = ap.parse_args()
+    if args.int8:
+        return quantize_int8(args.model_dir, args.reference, args.logits_out)
     out = args.out or os.path.join(args.model_dir, "model.onnx")
     export(args.model_dir, out)
     sess = session(out)

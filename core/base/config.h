@@ -75,12 +75,17 @@ struct ExportConfig {
   bool hdf5 = true;  // also write model.h5
   bool dense = false;  // original shapes, removed heads zeroed (prune/slim.h dense_model)
   bool onnx = false;  // also model.onnx, checked in ONNX Runtime (prune/onnx.h)
+  bool int8 = false;  // also model.int8.onnx, checked against headprune's int8 on the eval split
   template <class V>
   void visit_fields(V& v) {
     v("out", out, "output folder for the exported Hugging Face checkpoint");
     v("hdf5", hdf5, "also write model.h5 with the same tensors (HF names) for analysis tools");
     v("onnx", onnx,
       "also write model.onnx (dynamic batch and sequence) through the reference Python, checked in ONNX Runtime against our logits");
+    v("int8", int8,
+      "also write model.onnx and model.int8.onnx (headprune's int8 in standard ONNX operators), checked in ONNX Runtime "
+      "on data.task's eval.split against headprune's int8: >= 99.5% same predictions, logits within 10% of the "
+      "largest |logit|; int8.json and README.md give the metrics");
     v("dense", dense,
       "dense fallback of a slimmed model: original shapes, removed heads zeroed, no pruned_heads (loads in any BERT loader; no speedup)");
   }

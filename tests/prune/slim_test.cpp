@@ -220,6 +220,53 @@ TEST_CASE("ONNX export of a slimmed model: ONNX Runtime gives headprune's logits
   CHECK(std::filesystem::file_size(ndir / "model.onnx") > 1000);
 }
 
+TEST_CASE("int8 ONNX export of a slimmed model: ONNX Runtime runs headprune's int8 scheme, same predictions",
+          "[prune][slim][onnx][lowp]") {
+  auto model = hp::core::load_bert(kTinyBert);
+  hp::core::NeuronSet neurons(2, std::vector<bool>(37, false));
+  for (int i = 0; i < 37; ++i) neurons[0][i] = i % 4 != 0;  // layer 1 keeps no neuron: no FFN product there
+  const auto slim = hp::prune::slim_model(model, {{true, false, true, false}, {true, true, false, true}}, neurons);
+  const auto dir = hp::test::scratch_dir("hp_onnx_int8_test");
+  std::filesystem::remove_all(dir);
+  hp::core::save_bert(slim, dir.string(), kTinyBert);
+  // 300 examples of 3 to 40 tokens (random ids, one or two segments), labelled by the float32 model.
+  torch::manual_seed(5);
+  hp::core::EncodedDataset data;
+  for (int i = 0; i < 300; ++i) {
+    const int n = 3 + i % 38;
+    auto ids = torch::randint(5, slim.config().vocab_size, {n}, torch::kInt);
+    ids[0] = 2;
+    data.ids.emplace_back(ids.data_ptr<int32_t>(), ids.data_ptr<int32_t>() + n);
+    data.type_ids.emplace_back(n, 0);
+    for (int t = n / 2; i % 2 && t < n; ++t) data.type_ids.back()[t] = 1;
+  }
+  data.labels.assign(300, 0.0f);
+  hp::core::BatchOptions bo;
+  bo.batch_size = 32;
+  const auto& task = hp::core::find_task("mnli_subset");
+  const auto fp32 = hp::eval::evaluate(slim, task, data, hp::core::make_batches(data, bo), torch::Tensor());
+  data.labels.assign(fp32.predictions.begin(), fp32.predictions.end());
+  data.has_labels = true;
+  const auto batches = hp::core::make_batches(data, bo);
+  hp::prune::Int8ExportCheck check;
+  try {
+    hp::prune::export_onnx(slim, dir.string());
+    check = hp::prune::export_onnx_int8(slim, dir.string(), task, data, batches);  // throws when the check fails
+  } catch (const hp::InputError& e) {
+    return hp::test::skip(std::string("the ONNX check: ") + e.what());
+  }
+  CHECK(std::filesystem::file_size(dir / "model.int8.onnx") > 1000);
+  CHECK(!std::filesystem::exists(dir / "onnx_int8_check.h5"));
+  CHECK(!std::filesystem::exists(dir / "onnx_int8_logits.h5"));
+  INFO("agreement " << check.agreement << ", max |logit difference| " << check.max_abs_logit_diff);
+  CHECK(check.examples == 300);
+  CHECK(check.agreement >= 0.995);
+  CHECK(check.max_abs_logit_diff <= 0.02 * fp32.logits.abs().max().item<double>());
+  CHECK(check.fp32.at("accuracy") == 1.0);  // labelled by it
+  CHECK(check.int8.at("accuracy") > 0.9);
+  CHECK(std::abs(check.onnx_int8.at("accuracy") - check.int8.at("accuracy")) <= 0.005);
+}
+
 TEST_CASE("FFN neurons: masked model = slimmed model = its saved folder = HF (remote code) = dense export",
           "[prune][slim][neurons]") {
   auto g = hp::core::read_hdf5(kTinyBertH5);
