@@ -44,7 +44,9 @@ HP_AVX512 void bias_activation_row(float* y, int64_t n, const float* bias) {
     const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, y + j), _mm512_maskz_loadu_ps(k, bias + j));
     // max(0, v) returns its second operand when one is NaN: a NaN passes through, as in torch::relu.
     _mm512_mask_storeu_ps(y + j, k,
-                          kAct == EpilogueActivation::kRelu ? _mm512_max_ps(_mm512_setzero_ps(), v) : gelu_erf(v));
+                          kAct == EpilogueActivation::kRelu   ? _mm512_max_ps(_mm512_setzero_ps(), v)
+                          : kAct == EpilogueActivation::kNone ? v
+                                                              : gelu_erf(v));
   }
 }
 
@@ -88,6 +90,7 @@ void bias_activation_rows(float* y, int64_t rows, int64_t n, int64_t ldy, const 
   at::parallel_for(0, rows, grain_rows(n), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       if (act == EpilogueActivation::kRelu) bias_activation_row<EpilogueActivation::kRelu>(y + r * ldy, n, bias);
+      else if (act == EpilogueActivation::kNone) bias_activation_row<EpilogueActivation::kNone>(y + r * ldy, n, bias);
       else bias_activation_row<EpilogueActivation::kGeluErf>(y + r * ldy, n, bias);
     }
   });

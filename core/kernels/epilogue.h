@@ -11,7 +11,7 @@
 
 namespace hp::core {
 
-enum class EpilogueActivation { kGeluErf, kRelu };
+enum class EpilogueActivation { kGeluErf, kRelu, kNone };  // kNone: the bias only
 
 // AVX-512F present and not disabled by set_epilogue_kernels_enabled(false).
 bool epilogue_kernels_available();

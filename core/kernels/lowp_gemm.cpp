@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/base/errors.h"  // ConfigError, InternalError
+#include "core/kernels/epilogue.h"
 #include "core/kernels/gemm.h"
 #include "core/kernels/quantize.h"
 
@@ -139,10 +140,20 @@ torch::Tensor PackedLinear::linear(const torch::Tensor& x, const torch::Tensor& 
   auto sizes = x.sizes().vec();
   sizes.back() = w_.size(0);
   auto out = torch::empty({x.numel() / std::max<int64_t>(x.size(-1), 1), w_.size(0)}, x.options());
-  out.copy_(b.expand_as(out));
   auto rows = x.reshape({-1, x.size(-1)});
   if (rows.stride(1) != 1) rows = rows.contiguous();
-  apply(out, rows, true);
+  if (epilogue_kernels_available() && b.is_contiguous() && b.scalar_type() == torch::kFloat) {
+    // The bias is added row block by row block as the product lands (at int8 while the rows are in cache).
+    float* y = out.data_ptr<float>();
+    const float* bias = b.data_ptr<float>();
+    const int64_t N = out.size(1);
+    apply(out, rows, false, [=](int64_t begin, int64_t end) {
+      bias_activation_rows(y + begin * N, end - begin, N, N, bias, EpilogueActivation::kNone);
+    });
+  } else {
+    out.copy_(b.expand_as(out));
+    apply(out, rows, true);
+  }
   return out.view(sizes);
 }
 
@@ -150,21 +161,20 @@ torch::Tensor PackedLinear::dequantized() const {
   return precision_ == Precision::kFp32 ? w_ : emulated_;
 }
 
-void PackedLinear::apply(torch::Tensor& out, const torch::Tensor& x, bool accumulate) const {
+void PackedLinear::apply(torch::Tensor& out, const torch::Tensor& x, bool accumulate, const RowEpilogue& after) const {
   TORCH_CHECK(defined() && out.dim() == 2 && x.dim() == 2 && x.size(1) == w_.size(1) && out.size(0) == x.size(0) &&
                   out.size(1) == w_.size(0) && out.scalar_type() == torch::kFloat &&
                   x.scalar_type() == torch::kFloat && out.stride(1) == 1 && x.stride(1) == 1,
               "PackedLinear::apply: shapes ", out.sizes(), " = ", x.sizes(), " x ", w_.sizes(), "^T");
   if (out.numel() == 0) return;
-  if (precision_ == Precision::kFp32 || x.size(1) == 0) {
-    accumulate ? accumulate_linear(out, x, w_) : matmul_nt(out, x, w_);
-    return;
-  }
-  if (precision_ == Precision::kInt8) apply_int8(out, x, accumulate);
-  else apply_bf16(out, x, accumulate);
+  if (precision_ == Precision::kInt8 && x.size(1) > 0) return apply_int8(out, x, accumulate, after);
+  if (precision_ == Precision::kBf16 && x.size(1) > 0) apply_bf16(out, x, accumulate);
+  else accumulate ? accumulate_linear(out, x, w_) : matmul_nt(out, x, w_);
+  if (after) after(0, out.size(0));
 }
 
-void PackedLinear::apply_int8(torch::Tensor& out, const torch::Tensor& x, bool accumulate) const {
+void PackedLinear::apply_int8(torch::Tensor& out, const torch::Tensor& x, bool accumulate,
+                              const RowEpilogue& after) const {
   thread_local Int8Scratch s;
   const int64_t M = x.size(0), K = x.size(1), N = w_.size(0);
   uint8_t* qx = scratch(s.q, M * K);
@@ -176,6 +186,7 @@ void PackedLinear::apply_int8(torch::Tensor& out, const torch::Tensor& x, bool a
                torch::from_blob(zx, {M, 1}, torch::kInt32).to(torch::kFloat)) *
               torch::from_blob(sx, {M, 1}, torch::kFloat);
     accumulate ? accumulate_linear(out, xd, emulated_) : matmul_nt(out, xd, emulated_);
+    if (after) after(0, M);
     return;
   }
   // Without accumulation the int32 result goes into out's own memory and is converted in place.
@@ -189,7 +200,7 @@ void PackedLinear::apply_int8(torch::Tensor& out, const torch::Tensor& x, bool a
                         std::to_string(status) + " for " + std::to_string(M) + "x" + std::to_string(K) + " . " +
                         std::to_string(K) + "x" + std::to_string(N));
   quant::dequantize_rows(c, ldc, out.data_ptr<float>(), out.stride(0), M, N, sx, zx, scale_.data_ptr<float>(),
-                         colsum_.data_ptr<int32_t>(), accumulate);
+                         colsum_.data_ptr<int32_t>(), accumulate, after);
 }
 
 void PackedLinear::apply_bf16(torch::Tensor& out, const torch::Tensor& x, bool accumulate) const {

@@ -14,6 +14,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -45,7 +46,10 @@ class PackedLinear {
   // The float32 weight it was packed from (the autograd paths multiply this one).
   const torch::Tensor& weight() const { return w_; }
   // out[rows, N] = x[rows, K] · Ŵᵀ (accumulate: out += …), x and out float32 2-D with unit column stride.
-  void apply(torch::Tensor& out, const torch::Tensor& x, bool accumulate) const;
+  // `after(begin, end)` then runs on the output rows [begin, end): at int8 block by block as the rows are
+  // converted from int32 (while in cache), otherwise once over all rows after the product.
+  using RowEpilogue = std::function<void(int64_t, int64_t)>;
+  void apply(torch::Tensor& out, const torch::Tensor& x, bool accumulate, const RowEpilogue& after = {}) const;
   // x · Ŵᵀ + b over the last dimension of x (any leading shape): the bias first, then an accumulating apply.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& b) const;
   // The weight the product uses, dequantised to float32 [N, K] (tests and the error bound).
@@ -55,7 +59,7 @@ class PackedLinear {
   const torch::Tensor& int8_weights() const { return q_; }
 
  private:
-  void apply_int8(torch::Tensor& out, const torch::Tensor& x, bool accumulate) const;
+  void apply_int8(torch::Tensor& out, const torch::Tensor& x, bool accumulate, const RowEpilogue& after) const;
   void apply_bf16(torch::Tensor& out, const torch::Tensor& x, bool accumulate) const;
 
   Precision precision_ = Precision::kFp32;

@@ -177,7 +177,7 @@ void quantize_activation_rows(const float* x, int64_t ldx, int64_t M, int64_t K,
 
 void dequantize_rows(const int32_t* c, int64_t ldc, float* y, int64_t ldy, int64_t M, int64_t N,
                      const float* row_scale, const int32_t* row_zero, const float* col_scale, const int32_t* colsum,
-                     bool accumulate) {
+                     bool accumulate, const std::function<void(int64_t, int64_t)>& after) {
   const bool vec = simd::use_avx512();
   at::parallel_for(0, M, grain_rows(N), [&](int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
@@ -187,6 +187,7 @@ void dequantize_rows(const int32_t* c, int64_t ldc, float* y, int64_t ldy, int64
         dequantize_row_portable(c + m * ldc, y + m * ldy, N, row_scale[m], row_zero[m], col_scale, colsum,
                                 accumulate);
     }
+    if (after) after(begin, end);
   });
 }
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace hp::core::quant {
 
@@ -28,9 +29,11 @@ void quantize_activation_rows(const float* x, int64_t ldx, int64_t M, int64_t K,
 
 // y[m, n] = (accumulate ? y[m, n] : 0) + (s_m · s_n) · (c[m, n] − z_m · colsum_n), rows in parallel. c may alias y
 // (same buffer, same stride) when not accumulating.
+// `after(begin, end)`, when given, runs on each block of rows as soon as they are converted, while they are in
+// cache (the bias, activation or LayerNorm pass of core/kernels/epilogue.h), on the thread that converted them.
 void dequantize_rows(const int32_t* c, int64_t ldc, float* y, int64_t ldy, int64_t M, int64_t N,
                      const float* row_scale, const int32_t* row_zero, const float* col_scale, const int32_t* colsum,
-                     bool accumulate);
+                     bool accumulate, const std::function<void(int64_t, int64_t)>& after = {});
 
 // float32 → bf16 bits (round to nearest even; NaN stays a quiet NaN; subnormals kept), rows of x [M, K]
 // (row stride ldx) into y [M, K] contiguous, rows in parallel.

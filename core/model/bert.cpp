@@ -225,9 +225,13 @@ torch::Tensor Bert::ffn_in(const torch::Tensor& x, const PackedLinear& pw, const
   sizes.back() = w.size(0);
   auto out = torch::empty(sizes, x.options());
   auto rows = out.view({-1, w.size(0)});
-  pw.apply(rows, unit_stride_rows(x), false);
-  bias_activation_rows(rows.data_ptr<float>(), rows.size(0), rows.size(1), rows.stride(0), b.data_ptr<float>(),
-                       act == "gelu" ? EpilogueActivation::kGeluErf : EpilogueActivation::kRelu);
+  float* y = rows.data_ptr<float>();
+  const float* bias = b.data_ptr<float>();
+  const int64_t n = rows.size(1), ldy = rows.stride(0);
+  const auto kind = act == "gelu" ? EpilogueActivation::kGeluErf : EpilogueActivation::kRelu;
+  pw.apply(rows, unit_stride_rows(x), false, [=](int64_t begin, int64_t end) {
+    bias_activation_rows(y + begin * ldy, end - begin, n, ldy, bias, kind);
+  });
   return out;
 }
 
@@ -243,10 +247,14 @@ torch::Tensor Bert::add_norm(const torch::Tensor& x, const PackedLinear& pw, con
   if (res.stride(1) != 1) res = res.contiguous();
   auto out = torch::empty(residual.sizes(), residual.options());
   auto rows = out.view({-1, D});
-  pw.apply(rows, unit_stride_rows(x), false);
-  bias_residual_layer_norm_rows(rows.data_ptr<float>(), D, res.data_ptr<float>(), res.stride(0), b.data_ptr<float>(),
-                                ln_w.data_ptr<float>(), ln_b.data_ptr<float>(), rows.size(0), D,
-                                static_cast<float>(cfg_.layer_norm_eps));
+  float* y = rows.data_ptr<float>();
+  const float *r = res.data_ptr<float>(), *bias = b.data_ptr<float>(), *gamma = ln_w.data_ptr<float>(),
+              *beta = ln_b.data_ptr<float>();
+  const int64_t ldr = res.stride(0);
+  const auto eps = static_cast<float>(cfg_.layer_norm_eps);
+  pw.apply(rows, unit_stride_rows(x), false, [=](int64_t begin, int64_t end) {
+    bias_residual_layer_norm_rows(y + begin * D, D, r + begin * ldr, ldr, bias, gamma, beta, end - begin, D, eps);
+  });
   return out;
 }
 
