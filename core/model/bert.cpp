@@ -53,24 +53,32 @@ Bert::Bert(BertConfig cfg, std::map<std::string, torch::Tensor> params)
   set_precision(Precision::kFp32);
 }
 
-void Bert::set_precision(Precision prec) {
-  for (auto& w : layers_) {
-    w.q_p = PackedLinear::pack(w.q_w, prec);
-    w.k_p = PackedLinear::pack(w.k_w, prec);
-    w.v_p = PackedLinear::pack(w.v_w, prec);
-    w.o_p = PackedLinear::pack(w.o_w, prec);
-    w.in_p = PackedLinear::pack(w.in_w, prec);
-    w.out_p = PackedLinear::pack(w.out_w, prec);
-  }
-  pooler_ = PackedLinear::pack(p("pooler.dense.weight"), prec);
-  precision_ = prec;
+std::vector<uint32_t> Bert::packed_weight_versions() const {
+  std::vector<uint32_t> v;
+  for (const auto& w : layers_)
+    for (const auto* t : {&w.q_w, &w.k_w, &w.v_w, &w.q_b, &w.k_b, &w.v_b, &w.o_w, &w.in_w, &w.out_w})
+      v.push_back(t->_version());
+  v.push_back(p("pooler.dense.weight")._version());
+  return v;
 }
 
-std::map<std::string, torch::Tensor>& Bert::mutable_parameters() {
-  if (precision_ != Precision::kFp32)
-    throw InternalError(std::string("core/model/bert.cpp: parameters changed at precision ") +
-                        precision_name(precision_) + "; set_precision(kFp32) first");
-  return params_;
+void Bert::set_precision(Precision prec) {
+  std::lock_guard<std::mutex> lock(*pack_mutex_);
+  precision_ = prec;
+  packed_versions_.clear();  // packed by the next ensure_packs
+}
+
+void Bert::ensure_packs() const {
+  std::lock_guard<std::mutex> lock(*pack_mutex_);
+  auto versions = packed_weight_versions();
+  if (versions == packed_versions_ && packs_.size() == layers_.size()) return;
+  packs_.clear();
+  for (const auto& w : layers_)
+    packs_.push_back(LayerPacks{PackedLinear::pack(torch::cat({w.q_w, w.k_w, w.v_w}), precision_),
+                                PackedLinear::pack(w.o_w, precision_), PackedLinear::pack(w.in_w, precision_),
+                                PackedLinear::pack(w.out_w, precision_), torch::cat({w.q_b, w.k_b, w.v_b})});
+  pooler_ = PackedLinear::pack(p("pooler.dense.weight"), precision_);
+  packed_versions_ = std::move(versions);
 }
 
 const torch::Tensor& Bert::p(const std::string& name) const { return params_.at(name); }
@@ -122,8 +130,8 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
   const auto Sq = xq.size(1);
   // No autograd and no training: temporaries may be overwritten (in-place activation, fused residual).
   const bool inference = !training_ && !torch::GradMode::is_enabled() && !in.lrp_rules;
-  auto linear = [inference](const torch::Tensor& t, const PackedLinear& weight, const torch::Tensor& bias) {
-    return inference ? weight.linear(t, bias) : linear_frozen(t, weight.weight(), bias);  // core/kernels/gemm.h
+  auto linear = [inference](const torch::Tensor& t, const torch::Tensor& weight, const torch::Tensor& bias) {
+    return inference ? linear_no_grad(t, weight, bias) : linear_frozen(t, weight, bias);  // core/kernels/gemm.h
   };
   torch::Tensor attn;
   if (H == 0) {
@@ -135,7 +143,7 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
     auto heads = [&](const torch::Tensor& t) {
       return t.view({B, t.size(1), H, Dh}).transpose(1, 2);
     };  // [B, H, S, Dh]
-    auto values = [&] { return linear(x, w.v_p, w.v_b); };  // [B, S, D]
+    auto values = [&] { return linear(x, w.v_w, w.v_b); };  // [B, S, D]
     torch::Tensor probs, ctx;
     if (l == in.override_layer) {
       TORCH_CHECK(in.override_probs.sizes() == torch::IntArrayRef({B, H, S, S}), "override_probs must be [", B, ", ", H,
@@ -144,10 +152,14 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
       if (in.want_attention) out.attentions.push_back(probs);
       ctx = heads(probs_times_values(probs, values()));
     } else if (!training_ && !torch::GradMode::is_enabled()) {
-      auto q = heads(linear(xq, w.q_p, w.q_b));
-      auto k = heads(linear(x, w.k_p, w.k_b));
+      // Queries, keys and values from one product at the model's precision (with cls_only the last layer
+      // keeps the [CLS] query only).
+      const LayerPacks& pk = packs_[l];
+      const auto qkv = pk.qkv.linear(x, pk.qkv_b).view({B, S, 3, H, Dh});
+      auto q = qkv.select(2, 0).transpose(1, 2).narrow(2, 0, Sq);
       torch::Tensor ctx_bshd;  // [B, Sq, H, Dh]
-      std::tie(probs, ctx_bshd) = attention_no_grad(q, k, heads(values()), ext_mask, in.want_attention);
+      std::tie(probs, ctx_bshd) = attention_no_grad(q, qkv.select(2, 1).transpose(1, 2),
+                                                    qkv.select(2, 2).transpose(1, 2), ext_mask, in.want_attention);
       ctx = ctx_bshd.transpose(1, 2);  // [B, H, Sq, Dh] view; the reshape below is then free
       if (in.want_attention) out.attentions.push_back(probs);
     } else if (!training_ && !in.lrp_rules && !in.want_attention) {
@@ -170,7 +182,7 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
       ctx = apply_head_mask(
           ctx, head_mask.dim() == 3 ? head_mask.select(1, l).narrow(1, 0, H) : head_mask[l].narrow(0, 0, H));
     ctx = ctx.transpose(1, 2).reshape({B, Sq, H * Dh});
-    attn = add_norm(ctx, w.o_p, w.o_b, xq, w.ln1_w, w.ln1_b, inference, in.lrp_rules);
+    attn = add_norm(ctx, packs_[l].o, w.o_b, xq, w.ln1_w, w.ln1_b, inference, in.lrp_rules);
   }
   return ffn_block(l, attn, masks.neurons, out, in, inference);
 }
@@ -186,12 +198,12 @@ torch::Tensor Bert::ffn_block(int l, const torch::Tensor& attn, const torch::Ten
     if (in.want_ffn) out.ffn_acts.push_back(torch::zeros({attn.size(0), attn.size(1), 0}));
     return norm(attn + w.out_b, w.ln2_w, w.ln2_b, lrp);
   }
-  auto inter = ffn_in(attn, w.in_p, w.in_b, inference, lrp);  // [B, S, I]
+  auto inter = ffn_in(attn, packs_[l].in, w.in_b, inference, lrp);  // [B, S, I]
   if (in.want_ffn) out.ffn_acts.push_back(inter);
   if (neuron_mask.defined())
     inter = inter * (neuron_mask.dim() == 3 ? neuron_mask.select(1, l).narrow(1, 0, I).unsqueeze(1)
                                             : neuron_mask[l].narrow(0, 0, I));
-  return add_norm(inter, w.out_p, w.out_b, attn, w.ln2_w, w.ln2_b, inference, lrp);
+  return add_norm(inter, packs_[l].out, w.out_b, attn, w.ln2_w, w.ln2_b, inference, lrp);
 }
 
 namespace {
@@ -295,6 +307,7 @@ EncoderOutput Bert::forward(const EncoderInput& in) const {
   TORCH_CHECK(!(in.cls_only && in.want_context),
               "cls_only computes only [CLS] in the last layer: it excludes want_context");
   const Masks masks = check_masks(in);
+  if (!training_ && !torch::GradMode::is_enabled()) ensure_packs();  // the paths that multiply through packs
   auto mask = in.attention_mask.defined() ? in.attention_mask : torch::ones({B, S}, torch::kLong);
   auto ext = extended_attention_mask(mask);
 

@@ -9,6 +9,8 @@
 
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -99,8 +101,9 @@ class Bert {
   const BertConfig& config() const { return cfg_; }
   // HF-named parameters (the same tensors the model computes with).
   const std::map<std::string, torch::Tensor>& parameters() const { return params_; }
-  // Only at fp32: the packed weights of another precision would not follow a change (InternalError otherwise).
-  std::map<std::string, torch::Tensor>& mutable_parameters();
+  // Changing a weight in place (an optimizer step, a loaded state) is seen by the next inference forward, which
+  // packs again (the tensors' version counters say when); replacing a map entry is not.
+  std::map<std::string, torch::Tensor>& mutable_parameters() { return params_; }
   // The precision of the inference forward's linears (no autograd, not training; core/kernels/lowp_gemm.h):
   // packs every encoder linear and the pooler from the current weights. Autograd forwards (training, the
   // criteria, LRP) and the classifier stay float32.
@@ -112,8 +115,12 @@ class Bert {
  private:
   struct LayerRefs {
     torch::Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, ln1_w, ln1_b, in_w, in_b, out_w, out_b, ln2_w, ln2_b;
-    // The same weights as the inference forward multiplies them, at precision_ (fp32: the tensors above).
-    PackedLinear q_p, k_p, v_p, o_p, in_p, out_p;
+  };
+  // The weights as the inference forward multiplies them, at precision_ (fp32: o, in, out are the tensors of
+  // LayerRefs themselves; the queries, keys and values are one [3·D_l, D] product with qkv_b its bias).
+  struct LayerPacks {
+    PackedLinear qkv, o, in, out;
+    torch::Tensor qkv_b;
   };
   // Masks as forward() normalised them (undefined when all ones and not differentiated).
   struct Masks {
@@ -128,6 +135,9 @@ class Bert {
   torch::Tensor activation(torch::Tensor x, bool lrp, bool in_place) const;
   // linear(x, w, b) + residual; dropout on the linear when training. With `inference` (no autograd,
   // not training) in one fused pass plus an accumulating GEMM.
+  // The packs from the current weights when one of them changed in place since they were made.
+  void ensure_packs() const;
+  std::vector<uint32_t> packed_weight_versions() const;
   torch::Tensor linear_plus(const torch::Tensor& x, const PackedLinear& w, const torch::Tensor& b,
                             const torch::Tensor& residual, bool inference) const;
   torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool lrp) const;
@@ -145,8 +155,11 @@ class Bert {
   BertConfig cfg_;
   std::map<std::string, torch::Tensor> params_;
   std::vector<LayerRefs> layers_;
-  PackedLinear pooler_;
   Precision precision_ = Precision::kFp32;
+  mutable std::vector<LayerPacks> packs_;
+  mutable PackedLinear pooler_;
+  mutable std::vector<uint32_t> packed_versions_;
+  std::shared_ptr<std::mutex> pack_mutex_ = std::make_shared<std::mutex>();
   bool training_ = false;
 };
 
