@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "core/io/checkpoint.h"  // save_bert, load_bert
+#include "core/kernels/lowp_gemm.h"  // Bf16Autocast
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"  // ConfigError
 #include "core/base/files.h"  // write_file_atomic
@@ -161,7 +162,11 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
     if (in.head_mask.dim() == 3) in.head_mask = in.head_mask.narrow(0, lo, hi - lo);  // per-example gates
   }
   in.cls_only = true;
-  auto logits = model_.forward(in).logits;  // [b, C]
+  torch::Tensor logits;  // [b, C]
+  {
+    const core::Bf16Autocast autocast(tc_.precision == "bf16");
+    logits = model_.forward(in).logits.to(torch::kFloat);  // the loss in fp32
+  }
   r.task_loss =
       share * (data_.task->is_regression() ? torch::mse_loss(logits.select(1, 0), local.labels)
                                            : torch::cross_entropy_loss(logits, local.labels.to(torch::kLong)));
@@ -443,6 +448,8 @@ void validate_train_config(const core::TrainConfig& t, const core::GateConfig& g
   need(t.max_steps >= 0, "train.max_steps = " + std::to_string(t.max_steps) + "; use 0 (off) or a positive count");
   need(t.lr_peak > 0 && std::isfinite(t.lr_peak),
        "train.lr_peak = " + num(t.lr_peak) + "; use a positive rate, e.g. 5e-5");
+  need(t.precision == "fp32" || t.precision == "bf16",
+       "train.precision = '" + t.precision + "'; use fp32 or bf16");
   need(t.batch_size >= 1,
        "train.batch_size = " + std::to_string(t.batch_size) + "; use a positive batch size, e.g. 32");
   need(t.lr_warmup_ratio >= 0 && t.lr_warmup_ratio < 1,

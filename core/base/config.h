@@ -122,6 +122,7 @@ struct TrainConfig {
   std::string train_split = "train";
   std::string eval_split = "dev";
   std::string resume;  // run directory to continue from
+  std::string precision = "fp32";  // fp32 | bf16 (the student's products; see train/trainer.cpp)
   template <class V>
   void visit_fields(V& v) {
     v("epochs", epochs, "training epochs over the train split");
@@ -141,6 +142,9 @@ struct TrainConfig {
       "split to train on (mnli_subset has no train split: use matched, evaluate on mismatched)");
     v("eval_split", eval_split, "split used for evaluation during training and to pick the best checkpoint");
     v("resume", resume, "run directory of an interrupted run to continue from (same config)");
+    v("precision", precision,
+      "fp32, or bf16: the matrix products of the trained model's forward and backward in bf16 (AVX512_BF16; "
+      "LibTorch's CPU autocast); weights, optimizer state, LayerNorm, softmax, losses and gates stay fp32");
   }
 };
 

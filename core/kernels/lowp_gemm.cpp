@@ -1,6 +1,7 @@
 // bf16 and int8 inference linears (see core/kernels/lowp_gemm.h).
 #include "core/kernels/lowp_gemm.h"
 
+#include <ATen/autocast_mode.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <atomic>
@@ -102,6 +103,21 @@ std::string precision_backend(Precision p) {
     return name + ": oneDNN " + onednn_version() + (p == Precision::kInt8 ? " u8s8s32 GEMM" : " bf16 matmul") + " (" +
            isa + ")";
   return name + ": emulated in float32 (" + (cpu_has(p) ? "switched off" : std::string("this CPU has no ") + isa) + ")";
+}
+
+Bf16Autocast::Bf16Autocast(bool on) : on_(on) {
+  if (!on_) return;
+  was_enabled_ = at::autocast::is_cpu_enabled();
+  was_dtype_ = at::autocast::get_autocast_cpu_dtype();
+  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+  at::autocast::set_cpu_enabled(true);
+}
+
+Bf16Autocast::~Bf16Autocast() {
+  if (!on_) return;
+  at::autocast::set_cpu_enabled(was_enabled_);
+  at::autocast::set_autocast_cpu_dtype(was_dtype_);
+  if (!was_enabled_) at::autocast::clear_cache();  // the bf16 copies of the weights, made again next step
 }
 
 PackedLinear PackedLinear::pack(const torch::Tensor& w_in, Precision p) {

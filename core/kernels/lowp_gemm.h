@@ -35,6 +35,21 @@ void set_lowp_native_enabled(bool enabled);
 // "int8: emulated in float32 (this CPU has no AVX-512 VNNI)".
 std::string precision_backend(Precision p);
 
+// While alive and `on`: LibTorch's CPU autocast to bf16, so that the matrix products of a forward (and with them
+// their backward) run in bf16 with fp32 accumulation (oneDNN; AVX512_BF16, emulated by oneDNN without it), while
+// LayerNorm, softmax and the losses stay fp32 (autocast's own op lists). Training's train.precision: bf16.
+class Bf16Autocast {
+ public:
+  explicit Bf16Autocast(bool on);
+  ~Bf16Autocast();
+  Bf16Autocast(const Bf16Autocast&) = delete;
+  Bf16Autocast& operator=(const Bf16Autocast&) = delete;
+
+ private:
+  bool on_, was_enabled_ = false;
+  at::ScalarType was_dtype_ = at::kBFloat16;
+};
+
 class PackedLinear {
  public:
   PackedLinear() = default;  // nothing packed: fp32

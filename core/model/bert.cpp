@@ -68,6 +68,11 @@ void Bert::set_precision(Precision prec) {
   packed_versions_.clear();  // packed by the next ensure_packs
 }
 
+PackedLinear Bert::weight_of(int l, PackedLinear LayerPacks::*which, const torch::Tensor& weight,
+                             bool inference) const {
+  return inference ? packs_[l].*which : PackedLinear::pack(weight, Precision::kFp32);
+}
+
 void Bert::ensure_packs() const {
   std::lock_guard<std::mutex> lock(*pack_mutex_);
   auto versions = packed_weight_versions();
@@ -182,7 +187,7 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
       ctx = apply_head_mask(
           ctx, head_mask.dim() == 3 ? head_mask.select(1, l).narrow(1, 0, H) : head_mask[l].narrow(0, 0, H));
     ctx = ctx.transpose(1, 2).reshape({B, Sq, H * Dh});
-    attn = add_norm(ctx, packs_[l].o, w.o_b, xq, w.ln1_w, w.ln1_b, inference, in.lrp_rules);
+    attn = add_norm(ctx, weight_of(l, &LayerPacks::o, w.o_w, inference), w.o_b, xq, w.ln1_w, w.ln1_b, inference, in.lrp_rules);
   }
   return ffn_block(l, attn, masks.neurons, out, in, inference);
 }
@@ -198,12 +203,12 @@ torch::Tensor Bert::ffn_block(int l, const torch::Tensor& attn, const torch::Ten
     if (in.want_ffn) out.ffn_acts.push_back(torch::zeros({attn.size(0), attn.size(1), 0}));
     return norm(attn + w.out_b, w.ln2_w, w.ln2_b, lrp);
   }
-  auto inter = ffn_in(attn, packs_[l].in, w.in_b, inference, lrp);  // [B, S, I]
+  auto inter = ffn_in(attn, weight_of(l, &LayerPacks::in, w.in_w, inference), w.in_b, inference, lrp);  // [B, S, I]
   if (in.want_ffn) out.ffn_acts.push_back(inter);
   if (neuron_mask.defined())
     inter = inter * (neuron_mask.dim() == 3 ? neuron_mask.select(1, l).narrow(1, 0, I).unsqueeze(1)
                                             : neuron_mask[l].narrow(0, 0, I));
-  return add_norm(inter, packs_[l].out, w.out_b, attn, w.ln2_w, w.ln2_b, inference, lrp);
+  return add_norm(inter, weight_of(l, &LayerPacks::out, w.out_w, inference), w.out_b, attn, w.ln2_w, w.ln2_b, inference, lrp);
 }
 
 namespace {

@@ -137,6 +137,9 @@ class Bert {
   // not training) in one fused pass plus an accumulating GEMM.
   // The packs from the current weights when one of them changed in place since they were made.
   void ensure_packs() const;
+  // Linear `which` of layer l as this forward multiplies it: its pack in the inference forward (which made the
+  // packs), else the fp32 `weight` (training, gradients, LRP).
+  PackedLinear weight_of(int l, PackedLinear LayerPacks::*which, const torch::Tensor& weight, bool inference) const;
   std::vector<uint32_t> packed_weight_versions() const;
   torch::Tensor linear_plus(const torch::Tensor& x, const PackedLinear& w, const torch::Tensor& b,
                             const torch::Tensor& residual, bool inference) const;
