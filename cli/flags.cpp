@@ -20,7 +20,7 @@ const std::vector<Shortcut> kCommonFlags = {
     {"--model", "model.path"},    {"--task", "data.task"},
     {"--data-root", "data.root"}, {"--max-seq-len", "data.max_seq_len"},
     {"--threads", "run.threads"}, {"--seed", "run.seed"},
-    {"--out", "run.out_dir"},     {"--precision", "run.precision"},
+    {"--out", "run.out_dir"},
 };
 const std::vector<Shortcut> kEvalFlags = {
     {"--split", "eval.split"},
@@ -28,12 +28,14 @@ const std::vector<Shortcut> kEvalFlags = {
     {"--batch", "eval.batch_size"},
     {"--output", "eval.output"},
     {"--max-examples", "eval.max_examples"},
+    {"--precision", "run.precision"},
 };
 const std::vector<Shortcut> kInferFlags = {
     {"--input", "infer.input"},
     {"--output", "infer.output"},
     {"--hidden", "infer.hidden"},
     {"--batch", "infer.batch_size"},
+    {"--precision", "run.precision"},
 };
 
 const std::vector<Shortcut> kTrainFlags = {
@@ -47,6 +49,7 @@ const std::vector<Shortcut> kTrainFlags = {
     {"--lambda", "gates.lambda"},
     {"--target-heads", "gates.target_heads"},
     {"--distill", "gates.distill"},
+    {"--precision", "train.precision"},
 };
 
 const std::vector<Shortcut> kExportFlags = {
@@ -56,7 +59,8 @@ const std::vector<Shortcut> kExportFlags = {
 const std::vector<Shortcut> kBenchFlags = {{"--compare", "bench.compare"},
                                            {"--seq", "bench.seq"},
                                            {"--batches", "bench.batches"},
-                                           {"--min-seconds", "bench.min_seconds"}};
+                                           {"--min-seconds", "bench.min_seconds"},
+                                           {"--precision", "run.precision"}};
 
 // `prune analyze` (its --out is analysis.out, the folder the analysis writes).
 const std::vector<Shortcut> kAnalyzeFlags = {
@@ -98,6 +102,7 @@ const std::vector<Shortcut> kPruneFlags = {
     {"--per-layer", "prune.per_layer"},         {"--seeds", "prune.seeds"},
     {"--rank-examples", "prune.rank_examples"}, {"--gates-run", "prune.gates_run"},
     {"--recover-steps", "prune.recover_steps"},
+    {"--precision", "run.precision"},
 };
 
 // The common flags plus a subcommand's own; a subcommand flag of the same name replaces the common one.

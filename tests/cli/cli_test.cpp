@@ -40,6 +40,11 @@ TEST_CASE("--help shows each option's value type (INT, FLOAT, TEXT), not TEXT fo
              Catch::Contains("--batch INT") && Catch::Contains("--max-seq-len INT") && Catch::Contains("--model TEXT"));
   CHECK_THAT(run_prune("analyze --help").output, Catch::Contains("--alpha FLOAT") && Catch::Contains("--examples INT"));
   CHECK_THAT(run_prune("report --help").output, Catch::Contains("--examples INT,..."));
+  // --precision is the inference precision where a command runs inference, the training one in `prune train`,
+  // and absent where it would change nothing.
+  CHECK_THAT(eval.output, Catch::Contains("[run.precision]"));
+  CHECK_THAT(run_prune("train --help").output, Catch::Contains("[train.precision]"));
+  CHECK_THAT(run_prune("analyze --help").output, !Catch::Contains("--precision"));
 }
 
 TEST_CASE("prune eval on the HF golden's rows, heads masked, scores the accuracy of HF's logits", "[cli][parity]") {
