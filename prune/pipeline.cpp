@@ -175,6 +175,7 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
   s.heads_total = ctx.total_heads;
   s.eval_split = cfg.prune.eval_split;
   s.rank_split = cfg.prune.rank_split;
+  s.precision = cfg.run.precision;
   s.rank_examples = static_cast<long>(ctx.rank_sets[0].size());
   s.curves = std::move(*curve_summary);
   FinalModels models;

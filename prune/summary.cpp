@@ -48,6 +48,7 @@ nlohmann::json summary_json(const RunSummary& s) {
                       {"eval_split", s.eval_split},
                       {"rank_split", s.rank_split},
                       {"rank_examples", s.rank_examples},
+                      {"precision", s.precision},
                       {"files", s.files}};
   const nlohmann::json criteria = criteria_json(s.curves);
   if (!criteria.is_null()) j["criteria"] = criteria;

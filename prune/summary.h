@@ -75,6 +75,7 @@ struct FinalSummary {
 
 struct RunSummary {
   std::string task, model, finetuned_model, metric, eval_split, rank_split;
+  std::string precision = "fp32";  // run.precision: of the curve points and the speed measurement
   int heads_total = 0;
   long rank_examples = 0;
   CurvesSummary curves;

@@ -31,6 +31,7 @@ TEST_CASE("summary.json: criteria and curves, no final section without --target-
   const auto j = hp::prune::summary_json(two_criteria());
   CHECK(j.at("heads_total") == 8);
   CHECK(j.at("rank_examples") == 12);
+  CHECK(j.at("precision") == "fp32");  // run.precision of the curve points and the speed measurement
   CHECK(j.at("files") == nlohmann::json::array({"curves.csv"}));
   CHECK_FALSE(j.contains("final"));
   CHECK(j["criteria"]["taylor"]["largest_fraction_pruned_within_1_point"] == 0.0);
