@@ -68,8 +68,12 @@ int run_eval(const core::Config& cfg) {
   j["split"] = cfg.eval.split;
   j["model"] = cfg.model.path;
   j["mask"] = core::format_mask(masks);
-  j["heads_kept"] = core::count_kept(keep);
-  j["heads_total"] = mc.num_hidden_layers * mc.max_heads();
+  // Of the heads each layer has (a slimmed layer's row is padded to the widest layer), as for the neurons below.
+  long heads_kept = 0;
+  for (int l = 0; l < mc.num_hidden_layers; ++l)
+    for (int h = 0; h < mc.heads_in_layer(l); ++h) heads_kept += keep[l][h];
+  j["heads_kept"] = heads_kept;
+  j["heads_total"] = mc.total_heads();
   long neurons_kept = 0;  // of the neurons each layer has (a slimmed layer's row is padded)
   for (int l = 0; l < mc.num_hidden_layers; ++l)
     for (int i = 0; i < mc.ffn_width(l); ++i) neurons_kept += masks.neurons[l][i];
@@ -87,8 +91,8 @@ int run_eval(const core::Config& cfg) {
   j["config"] = core::dump_yaml(cfg);
   core::write_file_atomic(out, j.dump(2) + "\n");
 
-  std::cout << task.name << " " << cfg.eval.split << " (" << r.examples << " examples, " << core::count_kept(keep)
-            << "/" << mc.num_hidden_layers * mc.max_heads() << " heads, "
+  std::cout << task.name << " " << cfg.eval.split << " (" << r.examples << " examples, " << heads_kept << "/"
+            << mc.total_heads() << " heads, "
             << cfg.run.precision << ")";
   for (const auto& [name, value] : r.metrics) std::cout << "  " << name << " " << value;
   std::cout << "  |  " << r.examples_per_s << " examples/s\n";
