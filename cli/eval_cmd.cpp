@@ -1,4 +1,5 @@
 // `prune eval`: task metrics and throughput of a model folder on a GLUE split, heads optionally masked.
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,18 @@
 #include "cli/commands.h"
 
 namespace hp::cli {
+
+namespace {
+
+// The units kept of those each layer has: a slimmed layer's row of the mask is padded to the widest layer.
+long kept_of_present(const std::vector<std::vector<bool>>& keep, const std::function<int(int)>& width) {
+  long n = 0;
+  for (size_t l = 0; l < keep.size(); ++l)
+    for (int i = 0; i < width(static_cast<int>(l)); ++i) n += keep[l][i];
+  return n;
+}
+
+}  // namespace
 
 int run_eval(const core::Config& cfg) {
   const core::TaskSpec& task = core::find_task(cfg.data.task);
@@ -68,16 +81,10 @@ int run_eval(const core::Config& cfg) {
   j["split"] = cfg.eval.split;
   j["model"] = cfg.model.path;
   j["mask"] = core::format_mask(masks);
-  // Of the heads each layer has (a slimmed layer's row is padded to the widest layer), as for the neurons below.
-  long heads_kept = 0;
-  for (int l = 0; l < mc.num_hidden_layers; ++l)
-    for (int h = 0; h < mc.heads_in_layer(l); ++h) heads_kept += keep[l][h];
+  const long heads_kept = kept_of_present(keep, [&](int l) { return mc.heads_in_layer(l); });
   j["heads_kept"] = heads_kept;
   j["heads_total"] = mc.total_heads();
-  long neurons_kept = 0;  // of the neurons each layer has (a slimmed layer's row is padded)
-  for (int l = 0; l < mc.num_hidden_layers; ++l)
-    for (int i = 0; i < mc.ffn_width(l); ++i) neurons_kept += masks.neurons[l][i];
-  j["neurons_kept"] = neurons_kept;
+  j["neurons_kept"] = kept_of_present(masks.neurons, [&](int l) { return mc.ffn_width(l); });
   j["neurons_total"] = mc.total_neurons();
   j["classifier_initialized"] = report.classifier_initialized;
   j["metrics"] = r.metrics;
