@@ -68,6 +68,11 @@ int main(int argc, char** argv) {
         table.push_back({shape + " " + hp::core::precision_name(p) + " linear", flops,
                          [packed, x, out]() mutable { packed->apply(out, x, false); }, {}});
       }
+      // int8 calibrated (SmoothQuant factors): the activations' extra product per element.
+      auto smoothed =
+          std::make_shared<PackedLinear>(PackedLinear::pack(w, Precision::kInt8, torch::rand({K}) + 0.5));
+      table.push_back({shape + " int8 smoothed linear", flops,
+                       [smoothed, x, out]() mutable { smoothed->apply(out, x, false); }, {}});
       // The raw int8 GEMM, operands already quantised: what the product would cost without the conversions.
       auto a = torch::randint(0, 255, {M, K}, torch::kUInt8), b = torch::randint(-127, 127, {N, K}, torch::kInt8);
       auto c = torch::empty({M, N}, torch::kInt);

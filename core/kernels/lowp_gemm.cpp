@@ -120,16 +120,23 @@ Bf16Autocast::~Bf16Autocast() {
   if (!was_enabled_) at::autocast::clear_cache();  // the bf16 copies of the weights, made again next step
 }
 
-PackedLinear PackedLinear::pack(const torch::Tensor& w_in, Precision p) {
+PackedLinear PackedLinear::pack(const torch::Tensor& w_in, Precision p, const torch::Tensor& smooth) {
   TORCH_CHECK(w_in.dim() == 2 && w_in.scalar_type() == torch::kFloat && w_in.device().is_cpu(),
               "PackedLinear::pack: a float32 [N, K] CPU weight, got ", w_in.sizes());
   PackedLinear pl;
   pl.precision_ = p;
   pl.w_ = w_in;
   if (p == Precision::kFp32) return pl;
-  const auto w = w_in.contiguous();
+  auto w = w_in.contiguous();
   const int64_t N = w.size(0), K = w.size(1);
   if (p == Precision::kInt8) {
+    if (smooth.defined()) {
+      TORCH_CHECK(smooth.dim() == 1 && smooth.size(0) == K && smooth.scalar_type() == torch::kFloat &&
+                      (smooth > 0).all().item<bool>() && torch::isfinite(smooth).all().item<bool>(),
+                  "PackedLinear::pack: smoothing factors [", K, "], positive and finite, got ", smooth.sizes());
+      w = (w * smooth.unsqueeze(0)).contiguous();
+      pl.inv_smooth_ = (1.0f / smooth).contiguous();
+    }
     pl.q_ = torch::empty({N, K}, torch::kInt8);
     pl.scale_ = torch::empty({N}, torch::kFloat);
     pl.colsum_ = torch::empty({N}, torch::kInt32);
@@ -151,8 +158,16 @@ PackedLinear PackedLinear::pack(const torch::Tensor& w_in, Precision p) {
   return pl;
 }
 
+void PackedLinear::record(const torch::Tensor& x) const {
+  if (!observed_.defined() || x.numel() == 0) return;
+  observed_.copy_(torch::maximum(observed_, x.reshape({-1, x.size(-1)}).abs().amax(0)));
+}
+
 torch::Tensor PackedLinear::linear(const torch::Tensor& x, const torch::Tensor& b) const {
-  if (precision_ == Precision::kFp32) return linear_no_grad(x, w_, b);
+  if (precision_ == Precision::kFp32) {
+    record(x);  // (the other precisions record in apply)
+    return linear_no_grad(x, w_, b);
+  }
   auto sizes = x.sizes().vec();
   sizes.back() = w_.size(0);
   auto out = torch::empty({x.numel() / std::max<int64_t>(x.size(-1), 1), w_.size(0)}, x.options());
@@ -174,7 +189,8 @@ torch::Tensor PackedLinear::linear(const torch::Tensor& x, const torch::Tensor& 
 }
 
 torch::Tensor PackedLinear::dequantized() const {
-  return precision_ == Precision::kFp32 ? w_ : emulated_;
+  if (precision_ == Precision::kFp32) return w_;
+  return inv_smooth_.defined() ? emulated_ * inv_smooth_.unsqueeze(0) : emulated_;
 }
 
 void PackedLinear::apply(torch::Tensor& out, const torch::Tensor& x, bool accumulate, const RowEpilogue& after) const {
@@ -183,6 +199,7 @@ void PackedLinear::apply(torch::Tensor& out, const torch::Tensor& x, bool accumu
                   x.scalar_type() == torch::kFloat && out.stride(1) == 1 && x.stride(1) == 1,
               "PackedLinear::apply: shapes ", out.sizes(), " = ", x.sizes(), " x ", w_.sizes(), "^T");
   if (out.numel() == 0) return;
+  record(x);
   if (precision_ == Precision::kInt8 && x.size(1) > 0) return apply_int8(out, x, accumulate, after);
   if (precision_ == Precision::kBf16 && x.size(1) > 0) apply_bf16(out, x, accumulate);
   else accumulate ? accumulate_linear(out, x, w_) : matmul_nt(out, x, w_);
@@ -196,7 +213,8 @@ void PackedLinear::apply_int8(torch::Tensor& out, const torch::Tensor& x, bool a
   uint8_t* qx = scratch(s.q, M * K);
   float* sx = scratch(s.scale, M);
   int32_t* zx = scratch(s.zero, M);
-  quant::quantize_activation_rows(x.data_ptr<float>(), x.stride(0), M, K, qx, sx, zx);
+  quant::quantize_activation_rows(x.data_ptr<float>(), x.stride(0), M, K, qx, sx, zx,
+                                  inv_smooth_.defined() ? inv_smooth_.data_ptr<float>() : nullptr);
   if (!lowp_native(Precision::kInt8)) {  // the same rounded operands through the float32 GEMM
     auto xd = (torch::from_blob(qx, {M, K}, torch::kUInt8).to(torch::kFloat) -
                torch::from_blob(zx, {M, 1}, torch::kInt32).to(torch::kFloat)) *

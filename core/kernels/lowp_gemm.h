@@ -54,7 +54,11 @@ class PackedLinear {
  public:
   PackedLinear() = default;  // nothing packed: fp32
   // w [N, K] float32. For kFp32 keeps w itself.
-  static PackedLinear pack(const torch::Tensor& w, Precision p);
+  // `smooth` [K] (int8 only; undefined = none): SmoothQuant's per-input-channel factors s_k > 0. The weight is
+  // quantised as w_nk · s_k and each activation row as x_mk / s_k, so the product is unchanged in exact
+  // arithmetic while an input channel with outliers no longer sets the whole row's scale (Xiao et al. 2023;
+  // the factors come from calibration, Bert::calibrate_int8).
+  static PackedLinear pack(const torch::Tensor& w, Precision p, const torch::Tensor& smooth = {});
 
   Precision precision() const { return precision_; }
   bool defined() const { return w_.defined(); }
@@ -67,8 +71,13 @@ class PackedLinear {
   void apply(torch::Tensor& out, const torch::Tensor& x, bool accumulate, const RowEpilogue& after = {}) const;
   // x · Ŵᵀ + b over the last dimension of x (any leading shape): the bias first, then an accumulating apply.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& b) const;
-  // The weight the product uses, dequantised to float32 [N, K] (tests and the error bound).
+  // The weight the product uses, dequantised to float32 [N, K] in the space of x (smoothing undone; tests and
+  // the error bound).
   torch::Tensor dequantized() const;
+  bool smoothed() const { return inv_smooth_.defined(); }
+  // Calibration: from now on every product also records max_m |x_mk| per input channel k into `channel_max`
+  // ([K] float32, updated in place and shared by this pack's copies; undefined stops recording).
+  void observe(const torch::Tensor& channel_max) { observed_ = channel_max; }
   // int8 only: per-channel scales [N] and the s8 weights [N, K].
   const torch::Tensor& scales() const { return scale_; }
   const torch::Tensor& int8_weights() const { return q_; }
@@ -76,12 +85,15 @@ class PackedLinear {
  private:
   void apply_int8(torch::Tensor& out, const torch::Tensor& x, bool accumulate, const RowEpilogue& after) const;
   void apply_bf16(torch::Tensor& out, const torch::Tensor& x, bool accumulate) const;
+  void record(const torch::Tensor& x) const;
 
   Precision precision_ = Precision::kFp32;
   torch::Tensor w_;  // fp32 [N, K] as given
   torch::Tensor q_, scale_, colsum_;  // int8: s8 [N, K], float [N], int32 [N]
+  torch::Tensor inv_smooth_;  // int8 with smoothing: 1 / s_k [K], contiguous
   torch::Tensor emulated_;  // int8 and bf16: the dequantised / rounded weight [N, K] the emulation multiplies
   torch::Tensor bf16_;  // bf16: the rounded weight as bf16 [N, K]
+  torch::Tensor observed_;  // calibration: the running per-channel max |x| [K]
   std::shared_ptr<void> primitive_;  // bf16: the oneDNN matmul (runtime M), shared between copies
 };
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/kernels/simd_avx512.h"
 
@@ -86,6 +87,13 @@ HP_AVX512 void quantize_row_avx512(const float* x, int64_t K, float inv, float z
   }
 }
 
+HP_AVX512 void multiply_row_avx512(const float* x, const float* c, int64_t K, float* y) {
+  for (int64_t k = 0; k < K; k += 16) {
+    const __mmask16 m = lanes(K - k);
+    _mm512_mask_storeu_ps(y + k, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + k), _mm512_maskz_loadu_ps(m, c + k)));
+  }
+}
+
 void dequantize_row_portable(const int32_t* c, float* y, int64_t N, float sm, int32_t z, const float* sn,
                              const int32_t* colsum, bool accumulate) {
   for (int64_t n = 0; n < N; ++n) {
@@ -157,11 +165,19 @@ void quantize_weight_rows(const float* w, int64_t N, int64_t K, int8_t* q, float
 }
 
 void quantize_activation_rows(const float* x, int64_t ldx, int64_t M, int64_t K, uint8_t* q, float* scale,
-                              int32_t* zero) {
+                              int32_t* zero, const float* col_mul) {
   const bool vec = simd::use_avx512();
   at::parallel_for(0, M, grain_rows(K), [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> scaled;
+    if (col_mul && scaled.size() < static_cast<size_t>(K)) scaled.resize(static_cast<size_t>(K));
     for (int64_t m = begin; m < end; ++m) {
       const float* row = x + m * ldx;
+      if (col_mul) {
+        if (vec) multiply_row_avx512(row, col_mul, K, scaled.data());
+        else
+          for (int64_t k = 0; k < K; ++k) scaled[k] = row[k] * col_mul[k];
+        row = scaled.data();
+      }
       row_params(vec ? range_avx512(row, K) : range_portable(row, K), scale + m, zero + m);
       uint8_t* out = q + m * K;
       if (std::isnan(scale[m])) {

@@ -24,8 +24,10 @@ namespace hp::core::quant {
 void quantize_weight_rows(const float* w, int64_t N, int64_t K, int8_t* q, float* scale, int32_t* colsum);
 
 // Per row of x [M, K] (row stride ldx): q [M, K] (row stride K), scale [M], zero [M]. Rows in parallel.
+// With `col_mul` [K], row m quantised is x_mk · col_mul_k (one float32 product per element, before the range is
+// taken): the inverse smoothing factors of a calibrated linear (SmoothQuant; core/kernels/lowp_gemm.h).
 void quantize_activation_rows(const float* x, int64_t ldx, int64_t M, int64_t K, uint8_t* q, float* scale,
-                              int32_t* zero);
+                              int32_t* zero, const float* col_mul = nullptr);
 
 // y[m, n] = (accumulate ? y[m, n] : 0) + (s_m · s_n) · (c[m, n] − z_m · colsum_n), rows in parallel. c may alias y
 // (same buffer, same stride) when not accumulating.

@@ -109,6 +109,13 @@ class Bert {
   // criteria, LRP) and the classifier stay float32.
   void set_precision(Precision p);
   Precision precision() const { return precision_; }
+  // int8 calibration (SmoothQuant, Xiao et al. 2023): runs `feed` — inference forwards over calibration
+  // examples, under no-grad — with every packed linear at float32, recording the largest |input| per channel of
+  // each. From then on the int8 packs smooth each linear with s_k = sqrt(max|x_k| / max_n |w_nk|) (α = 0.5)
+  // (PackedLinear::pack), which keeps an outlier channel from setting the scale of every activation row.
+  // Kept across set_precision and weight changes; calibrating again replaces it.
+  void calibrate_int8(const std::function<void()>& feed);
+  bool int8_calibrated() const { return !act_max_.empty(); }
   void set_training(bool training) { training_ = training; }
   bool is_training() const { return training_; }
 
@@ -141,6 +148,9 @@ class Bert {
   // packs), else the fp32 `weight` (training, gradients, LRP).
   PackedLinear weight_of(int l, PackedLinear LayerPacks::*which, const torch::Tensor& weight, bool inference) const;
   std::vector<uint32_t> packed_weight_versions() const;
+  // The pack of weight w at precision_, smoothed by the calibration's `act_max` where there is one; while
+  // calibrating, the float32 pack recording its inputs into act_max (made here).
+  PackedLinear pack_linear(const torch::Tensor& w, torch::Tensor& act_max) const;
   torch::Tensor linear_plus(const torch::Tensor& x, const PackedLinear& w, const torch::Tensor& b,
                             const torch::Tensor& residual, bool inference) const;
   torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool lrp) const;
@@ -162,6 +172,9 @@ class Bert {
   mutable std::vector<LayerPacks> packs_;
   mutable PackedLinear pooler_;
   mutable std::vector<uint32_t> packed_versions_;
+  // int8 calibration: per layer the max |input| per channel of qkv, o, in, out, then the pooler's (empty: none).
+  mutable std::vector<torch::Tensor> act_max_;
+  bool calibrating_ = false;
   std::shared_ptr<std::mutex> pack_mutex_ = std::make_shared<std::mutex>();
   bool training_ = false;
 };

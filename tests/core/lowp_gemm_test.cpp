@@ -255,6 +255,106 @@ TEST_CASE("the model at bf16 and int8: logits near float32, float32 again bit fo
   }
 }
 
+TEST_CASE("smoothed int8: activations quantised as x / s and weights as w · s, against a hand computation",
+          "[core][lowp]") {
+  Switches restore;
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(11);
+  // Channel 3 of the activations carries outliers (as LayerNorm outputs and GELU outputs of BERT do).
+  auto x = torch::randn({33, 48});
+  x.select(1, 3).mul_(60.0);
+  const auto w = torch::randn({20, 48}) * 0.05;
+  const auto s = (x.abs().amax(0) / w.abs().amax(0)).sqrt();  // SmoothQuant, α = 0.5
+  const auto inv = (1.0f / s).contiguous();
+  // The kernel's col_mul path is the hand product x_mk · (1 / s_k) quantised as before, both code paths alike.
+  const auto hand = quantize_rows((x * inv).contiguous());
+  for (bool vec : {true, false}) {
+    hp::core::simd::set_enabled(vec);
+    RowQuant r{std::vector<uint8_t>(33 * 48), std::vector<float>(33), std::vector<int32_t>(33)};
+    quant::quantize_activation_rows(x.data_ptr<float>(), 48, 33, 48, r.q.data(), r.scale.data(), r.zero.data(),
+                                    inv.data_ptr<float>());
+    CHECK(r.q == hand.q);
+    CHECK(r.scale == hand.scale);
+    CHECK(r.zero == hand.zero);
+  }
+  hp::core::simd::set_enabled(true);
+  const auto smoothed = PackedLinear::pack(w, Precision::kInt8, s);
+  const auto plain = PackedLinear::pack(w, Precision::kInt8);
+  CHECK(smoothed.smoothed());
+  CHECK_FALSE(plain.smoothed());
+  // The weight is quantised as w · s per output channel; dequantized() gives it back in x's space.
+  const auto ws = w * s.unsqueeze(0);
+  const auto scales = ws.abs().amax(1) / 127;
+  CHECK(torch::allclose(smoothed.scales(), scales, 1e-6, 0));
+  CHECK(torch::equal(smoothed.int8_weights(), torch::round(ws / scales.unsqueeze(1)).to(torch::kInt8)));
+  CHECK(torch::allclose(smoothed.dequantized(), smoothed.int8_weights().to(torch::kFloat) *
+                                                    smoothed.scales().unsqueeze(1) / s.unsqueeze(0), 1e-5, 1e-7));
+  // The product is within the documented bound of its smoothed operands, and the outlier channel no longer
+  // sets every row's scale: the error against float32 falls several-fold.
+  const auto expect = x.matmul(w.t());
+  const auto y = product(smoothed, x);
+  const auto bound = int8_bound((x * inv).contiguous(), ws, smoothed);
+  CHECK(((y - expect).abs().to(torch::kDouble) <= bound).all().item<bool>());
+  const double err_smoothed = (y - expect).pow(2).mean().sqrt().item<double>();
+  const double err_plain = (product(plain, x) - expect).pow(2).mean().sqrt().item<double>();
+  CHECK(err_smoothed < err_plain / 3);
+  // The fallback multiplies the same smoothed operands.
+  hp::core::set_lowp_native_enabled(false);
+  CHECK((product(smoothed, x) - y).abs().max().item<double>() <= 1e-5 * expect.abs().max().item<double>());
+  hp::core::set_lowp_native_enabled(true);
+  // Factors must be positive and finite.
+  CHECK_THROWS(PackedLinear::pack(w, Precision::kInt8, torch::zeros({48})));
+  CHECK_THROWS(PackedLinear::pack(w, Precision::kInt8, torch::ones({47})));
+}
+
+TEST_CASE("int8 calibration: observes at float32, then smooths the outlier channels of the model", "[core][lowp]") {
+  torch::NoGradGuard no_grad;
+  auto model = hp::core::load_bert(hp::test::kTinyBert);
+  // Outlier channels, as in BERT: two hidden dimensions scaled up in every LayerNorm.
+  for (auto& [name, t] : model.mutable_parameters())
+    if (name.find("LayerNorm.weight") != std::string::npos) {
+      t[5].mul_(40.0);
+      t[17].mul_(-25.0);
+    }
+  hp::core::EncoderInput in;
+  torch::manual_seed(2);
+  in.input_ids = torch::randint(5, model.config().vocab_size, {4, 16});
+  in.attention_mask = torch::ones({4, 16}, torch::kLong);
+  const auto fp32 = model.forward(in).logits;
+  model.set_precision(Precision::kInt8);
+  const auto dynamic = model.forward(in).logits;
+  CHECK_FALSE(model.int8_calibrated());
+  int calls = 0;
+  model.calibrate_int8([&] {
+    ++calls;
+    // Recording runs at float32: the very float32 logits.
+    CHECK(torch::equal(model.forward(in).logits, fp32));
+  });
+  CHECK(calls == 1);
+  CHECK(model.int8_calibrated());
+  CHECK(model.precision() == Precision::kInt8);
+  const auto calibrated = model.forward(in).logits;
+  const double err_dynamic = (dynamic - fp32).pow(2).mean().sqrt().item<double>();
+  const double err_calibrated = (calibrated - fp32).pow(2).mean().sqrt().item<double>();
+  INFO("RMS error: dynamic " << err_dynamic << ", calibrated " << err_calibrated);
+  CHECK(err_calibrated > 0);
+  CHECK(err_calibrated < err_dynamic / 2);
+  // Float32 is untouched by the calibration; back at int8 the same calibrated logits.
+  model.set_precision(Precision::kFp32);
+  CHECK(torch::equal(model.forward(in).logits, fp32));
+  model.set_precision(Precision::kInt8);
+  CHECK(torch::equal(model.forward(in).logits, calibrated));
+  // A feed that throws leaves the model uncalibrated and usable.
+  auto other = hp::core::load_bert(hp::test::kTinyBert);
+  other.set_precision(Precision::kInt8);
+  CHECK_THROWS(other.calibrate_int8([&] {
+    other.forward(in);
+    throw std::runtime_error("stop");
+  }));
+  CHECK_FALSE(other.int8_calibrated());
+  CHECK(torch::isfinite(other.forward(in).logits).all().item<bool>());
+}
+
 TEST_CASE("precision names: the three, and a config error naming the key otherwise", "[core][lowp]") {
   Precision p;
   CHECK(hp::core::parse_precision("int8", &p));
