@@ -69,6 +69,7 @@ int run_eval(const core::Config& cfg) {
                                   ? torch::Tensor()
                                   : eval::neuron_mask_tensor(masks.neurons);
 
+  eval::calibrate_int8(model, task, root, tok, cfg.data.max_seq_len, cfg.run.calibrate, mask, neuron_mask);
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
   bo.batch_size = cfg.eval.batch_size;
@@ -94,13 +95,14 @@ int run_eval(const core::Config& cfg) {
   j["tokens"] = r.tokens;
   j["padded_tokens"] = r.padded_tokens;
   j["precision"] = cfg.run.precision;
+  j["calibrated_examples"] = model.int8_calibrated() ? cfg.run.calibrate : 0;
   j["runtime"] = core::runtime_summary();
   j["config"] = core::dump_yaml(cfg);
   core::write_file_atomic(out, j.dump(2) + "\n");
 
   std::cout << task.name << " " << cfg.eval.split << " (" << r.examples << " examples, " << heads_kept << "/"
             << mc.total_heads() << " heads, "
-            << cfg.run.precision << ")";
+            << cfg.run.precision << (model.int8_calibrated() ? ", calibrated" : "") << ")";
   for (const auto& [name, value] : r.metrics) std::cout << "  " << name << " " << value;
   std::cout << "  |  " << r.examples_per_s << " examples/s\n";
   core::log_info("eval", "wrote " + out);

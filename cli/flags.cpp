@@ -29,6 +29,7 @@ const std::vector<Shortcut> kEvalFlags = {
     {"--output", "eval.output"},
     {"--max-examples", "eval.max_examples"},
     {"--precision", "run.precision"},
+    {"--calibrate", "run.calibrate"},
 };
 const std::vector<Shortcut> kInferFlags = {
     {"--input", "infer.input"},
@@ -36,6 +37,7 @@ const std::vector<Shortcut> kInferFlags = {
     {"--hidden", "infer.hidden"},
     {"--batch", "infer.batch_size"},
     {"--precision", "run.precision"},
+    {"--calibrate", "run.calibrate"},
 };
 
 const std::vector<Shortcut> kTrainFlags = {
@@ -60,7 +62,8 @@ const std::vector<Shortcut> kBenchFlags = {{"--compare", "bench.compare"},
                                            {"--seq", "bench.seq"},
                                            {"--batches", "bench.batches"},
                                            {"--min-seconds", "bench.min_seconds"},
-                                           {"--precision", "run.precision"}};
+                                           {"--precision", "run.precision"},
+                                           {"--calibrate", "run.calibrate"}};
 
 // `prune analyze` (its --out is analysis.out, the folder the analysis writes).
 const std::vector<Shortcut> kAnalyzeFlags = {

@@ -12,6 +12,7 @@
 #include "core/base/files.h"
 #include "core/base/log.h"
 #include "core/io/tensor_io.h"
+#include "eval/evaluator.h"  // calibrate_int8
 #include "cli/commands.h"
 
 namespace hp::cli {
@@ -66,6 +67,9 @@ int run_infer(const core::Config& cfg) {
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
   model.set_precision(core::precision_setting(cfg.run.precision));
   auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
+  if (model.precision() == core::Precision::kInt8)  // calibration reads the train split of data.task
+    eval::calibrate_int8(model, core::find_task(cfg.data.task), core::resolve_data_root(cfg.data.root), tok,
+                         cfg.data.max_seq_len, cfg.run.calibrate);
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
   bo.batch_size = cfg.infer.batch_size;
@@ -112,7 +116,8 @@ int run_infer(const core::Config& cfg) {
   } else {
     core::TensorMap t{{"logits", logits}, {"lengths", lengths}};
     if (hidden.defined()) t["last_hidden"] = hidden;
-    core::write_hdf5(out_path, t, {{"model", cfg.model.path}, {"input", cfg.infer.input}, {"precision", cfg.run.precision}});
+    core::write_hdf5(out_path, t, {{"model", cfg.model.path}, {"input", cfg.infer.input}, {"precision", cfg.run.precision},
+                                 {"calibrated_examples", std::to_string(model.int8_calibrated() ? cfg.run.calibrate : 0)}});
   }
   core::log_info("infer", "wrote " + out_path + " (" + std::to_string(N) + " examples)");
   return 0;

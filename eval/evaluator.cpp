@@ -5,6 +5,8 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"  // InputError
 #include "core/base/log.h"
@@ -72,6 +74,56 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
   r.predictions = predictions_from_logits(r.logits, task.is_regression());
   if (data.has_labels) r.metrics = compute_metrics(task, r.predictions, data.labels);
   return r;
+}
+
+namespace {
+
+// Every example's logits [N, C] in dataset order, each rank running every batch (no data-parallel split: the
+// ranks must calibrate alike).
+torch::Tensor all_logits(const core::Bert& model, const core::EncodedDataset& data,
+                         const std::vector<core::Batch>& batches, const torch::Tensor& head_mask,
+                         const torch::Tensor& neuron_mask) {
+  auto logits = torch::zeros({static_cast<long>(data.size()), model.config().num_labels});
+  for (const auto& b : batches) {
+    core::EncoderInput in = core::encoder_input(b);
+    in.head_mask = head_mask;
+    in.neuron_mask = neuron_mask;
+    in.cls_only = true;
+    logits.index_copy_(0, torch::tensor(b.index, torch::kLong), model.forward(in).logits);
+  }
+  return logits;
+}
+
+}  // namespace
+
+void calibrate_int8(core::Bert& model, const core::TaskSpec& task, const std::string& data_root,
+                    const core::WordPieceTokenizer& tok, int max_seq_len, int n, const torch::Tensor& head_mask,
+                    const torch::Tensor& neuron_mask) {
+  if (n <= 0 || model.precision() != core::Precision::kInt8) return;
+  const auto splits = task.split_names();
+  if (std::find(splits.begin(), splits.end(), "train") == splits.end()) {
+    core::log_info("calibrate", task.name + " has no train split to calibrate on: int8 stays dynamic");
+    return;
+  }
+  std::vector<core::Example> examples;
+  try {
+    examples = core::read_task(task, data_root, "train");
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + " (int8 calibration reads " + std::to_string(n) + " examples of " +
+                     task.name + "'s train split; pass --calibrate 0 for dynamic int8 without it)");
+  }
+  if (examples.size() > static_cast<size_t>(n)) examples.resize(static_cast<size_t>(n));
+  const auto data = core::encode_examples(tok, examples, max_seq_len);
+  core::BatchOptions bo;
+  bo.pad_id = tok.pad_id();
+  bo.batch_size = 1;  // the statistics without padding rows, which are no input the model is judged on
+  const auto singles = core::make_batches(data, bo);
+  const auto start = std::chrono::steady_clock::now();
+  torch::NoGradGuard no_grad;
+  model.calibrate_int8([&] { all_logits(model, data, singles, head_mask, neuron_mask); });
+  core::log_info("calibrate", fmt::format("int8 calibrated on {} {} train examples in {:.1f} s (SmoothQuant, α 0.5)",
+                                          examples.size(), task.name,
+                                          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
 }
 
 }  // namespace hp::eval

@@ -326,6 +326,9 @@ void validate(const Config& cfg) {
            " (4 per core of this machine)");
   auto precision_ok = [](const std::string& p) { return p == "fp32" || p == "bf16" || p == "int8"; };
   need(precision_ok(cfg.run.precision), "run.precision = '" + cfg.run.precision + "'; use fp32, bf16 or int8");
+  need(cfg.run.calibrate >= 0 && cfg.run.calibrate <= 1000000,
+       "run.calibrate = " + std::to_string(cfg.run.calibrate) +
+           "; use 0 (dynamic int8, no calibration) or N examples of the train split, e.g. 512");
   need(cfg.bench.compare_precision.empty() || precision_ok(cfg.bench.compare_precision),
        "bench.compare_precision = '" + cfg.bench.compare_precision + "'; use fp32, bf16, int8 or leave it empty");
   need(cfg.run.dist_timeout_s >= 1 && cfg.run.dist_timeout_s <= 86400,

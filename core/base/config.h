@@ -15,6 +15,7 @@ struct RunConfig {
   std::string out_dir = "runs/default";
   int dist_timeout_s = 300;
   std::string precision = "fp32";
+  int calibrate = 512;
   template <class V>
   void visit_fields(V& v) {
     v("seed", seed, "random seed for every stochastic step (gates, dropout, shuffling, random criterion)");
@@ -25,6 +26,10 @@ struct RunConfig {
       "inference linears of eval, infer, bench and the pruning run's curves and speed: fp32, bf16 (bf16 operands, "
       "fp32 accumulation) or int8 (weights per channel, activations per row, int32 accumulation); `prune "
       "--version` says how this CPU runs each");
+    v("calibrate", calibrate,
+      "int8 only: calibrate on the first N examples of the task's train split (SmoothQuant: each linear's input "
+      "channels rescaled by the square root of (largest input / largest weight) so that outlier channels stop setting the activation rows' "
+      "scale); 0 = dynamic quantisation alone. eval, infer and bench (the pruning run's curves and export --int8 stay dynamic)");
     v("out_dir", out_dir, "run directory for results, checkpoints and config.resolved.yaml");
     v("dist_timeout_s", dist_timeout_s,
       "data-parallel runs: seconds a rank waits for the others before it stops "

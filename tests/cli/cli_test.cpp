@@ -42,7 +42,7 @@ TEST_CASE("--help shows each option's value type (INT, FLOAT, TEXT), not TEXT fo
   CHECK_THAT(run_prune("report --help").output, Catch::Contains("--examples INT,..."));
   // --precision is the inference precision where a command runs inference, the training one in `prune train`,
   // and absent where it would change nothing.
-  CHECK_THAT(eval.output, Catch::Contains("[run.precision]"));
+  CHECK_THAT(eval.output, Catch::Contains("[run.precision]") && Catch::Contains("--calibrate INT"));
   CHECK_THAT(run_prune("train --help").output, Catch::Contains("[train.precision]"));
   CHECK_THAT(run_prune("analyze --help").output, !Catch::Contains("--precision"));
 }
@@ -125,7 +125,18 @@ TEST_CASE("prune infer --precision bf16 / int8: logits near HF's; without a clas
     const double diff = (ours - ref).abs().max().item<double>();
     CHECK(diff > 1e-6);  // the lower precision ran, not float32
     CHECK(diff < 0.05 * ref.abs().max().item<double>());
+    // int8 is calibrated on 512 examples of data.task's train split unless --calibrate 0 says dynamic.
+    CHECK(hp::core::read_hdf5_attrs(out).at("calibrated_examples") == (std::string(precision) == "int8" ? "512" : "0"));
   }
+  const std::string dynamic = (dir / "int8_dynamic.h5").string();
+  auto r = run_prune(std::string("infer --model ") + kTinyBert + " --max-seq-len 64 --precision int8 --calibrate 0" +
+                     " --input " + input + " --output " + dynamic);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, !Catch::Contains("calibrated on"));
+  CHECK(hp::core::read_hdf5_attrs(dynamic).at("calibrated_examples") == "0");
+  const auto dyn = hp::core::read_hdf5(dynamic).at("logits");
+  CHECK_FALSE(torch::equal(dyn, hp::core::read_hdf5((dir / "int8.h5").string()).at("logits")));
+  CHECK((dyn - ref).abs().max().item<double>() < 0.05 * ref.abs().max().item<double>());
   if (!std::filesystem::exists(kMiniLM + "/config.json")) {
     hp::test::skip("the pretrained model " + kMiniLM + " is missing (scripts/setup.sh links it)");
     return;

@@ -375,6 +375,13 @@ add("threads-huge", "--threads 100000", eval_with("--threads", "100000"), 2,
     "error: run.threads = 100000; use 0 (all cores) or 1..$MAX_THREADS (4 per core of this machine)")
 add("precision-unknown", "--precision fp16 (headprune has fp32, bf16 and int8)", eval_with("--precision", "fp16"), 2,
     "error: run.precision = 'fp16'; use fp32, bf16 or int8")
+add("calibrate-negative", "--calibrate -1", eval_with("--precision", "int8", "--calibrate", "-1"), 2,
+    "error: run.calibrate = -1; use 0 (dynamic int8, no calibration) or N examples of the train split, e.g. 512")
+add("calibrate-no-train", "int8 eval (calibrated by default) where the data root has no train split",
+    sst2("sentence\tlabel\n" + fx.sst2_rows(), "dev.tsv", "--precision", "int8"), 1,
+    "error: $SCRATCH/data/glue/SST-2/train.tsv: file not found (task sst2, split train, data root '$SCRATCH/data'); "
+    "pass --data-root DIR or set HEADPRUNE_DATA=DIR, where DIR holds glue/ and mnli_subset_textfooler/ (int8 "
+    "calibration reads 512 examples of sst2's train split; pass --calibrate 0 for dynamic int8 without it)")
 add("bench-compare-precision", "bench.compare_precision misspelt",
     lambda s: ["bench", "--model", fx.copy_tiny(s + "/model"), "--set", "bench.compare_precision=int4"], 2,
     "error: bench.compare_precision = 'int4'; use fp32, bf16, int8 or leave it empty")
