@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <vector>
 
 #include "core/kernels/simd_avx512.h"
 
@@ -27,21 +26,30 @@ struct RowRange {
   bool finite = true;
 };
 
-RowRange range_portable(const float* x, int64_t K) {
+// x_k, or x_k · c_k with column factors c (the inverse smoothing factors of a calibrated linear).
+inline float scaled(const float* x, const float* c, int64_t k) { return c ? x[k] * c[k] : x[k]; }
+
+RowRange range_portable(const float* x, const float* c, int64_t K) {
   RowRange r;
   for (int64_t k = 0; k < K; ++k) {
-    if (!std::isfinite(x[k])) r.finite = false;
-    r.lo = std::min(r.lo, x[k]);
-    r.hi = std::max(r.hi, x[k]);
+    const float v = scaled(x, c, k);
+    if (!std::isfinite(v)) r.finite = false;
+    r.lo = std::min(r.lo, v);
+    r.hi = std::max(r.hi, v);
   }
   return r;
 }
 
-HP_AVX512 RowRange range_avx512(const float* x, int64_t K) {
+HP_AVX512 inline __m512 load_scaled(const float* x, const float* c, int64_t k, __mmask16 m) {
+  const __m512 v = _mm512_maskz_loadu_ps(m, x + k);
+  return c ? _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, c + k)) : v;
+}
+
+HP_AVX512 RowRange range_avx512(const float* x, const float* c, int64_t K) {
   __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps(), bad = _mm512_setzero_ps();
   for (int64_t k = 0; k < K; k += 16) {
     const __mmask16 m = lanes(K - k);
-    const __m512 v = _mm512_maskz_loadu_ps(m, x + k);
+    const __m512 v = load_scaled(x, c, k, m);
     lo = _mm512_min_ps(lo, v);
     hi = _mm512_max_ps(hi, v);
     bad = _mm512_add_ps(bad, _mm512_mul_ps(v, _mm512_setzero_ps()));  // NaN once any value is NaN or ±inf
@@ -70,27 +78,20 @@ void row_params(const RowRange& r, float* scale, int32_t* zero) {
   *zero = static_cast<int32_t>(std::min(255.0f, std::max(0.0f, std::nearbyint(-r.lo / s))));
 }
 
-void quantize_row_portable(const float* x, int64_t K, float inv, float zero, uint8_t* q) {
+void quantize_row_portable(const float* x, const float* c, int64_t K, float inv, float zero, uint8_t* q) {
   for (int64_t k = 0; k < K; ++k)
-    q[k] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, std::nearbyint(x[k] * inv) + zero)));
+    q[k] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, std::nearbyint(scaled(x, c, k) * inv) + zero)));
 }
 
-HP_AVX512 void quantize_row_avx512(const float* x, int64_t K, float inv, float zero, uint8_t* q) {
+HP_AVX512 void quantize_row_avx512(const float* x, const float* c, int64_t K, float inv, float zero, uint8_t* q) {
   const __m512 vinv = _mm512_set1_ps(inv), vz = _mm512_set1_ps(zero), v0 = _mm512_setzero_ps(),
                v255 = _mm512_set1_ps(255.0f);
   for (int64_t k = 0; k < K; k += 16) {
     const __mmask16 m = lanes(K - k);
-    __m512 v = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + k), vinv),
+    __m512 v = _mm512_roundscale_ps(_mm512_mul_ps(load_scaled(x, c, k, m), vinv),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     v = _mm512_min_ps(v255, _mm512_max_ps(v0, _mm512_add_ps(v, vz)));
     _mm512_mask_cvtusepi32_storeu_epi8(q + k, m, _mm512_cvtps_epu32(v));
-  }
-}
-
-HP_AVX512 void multiply_row_avx512(const float* x, const float* c, int64_t K, float* y) {
-  for (int64_t k = 0; k < K; k += 16) {
-    const __mmask16 m = lanes(K - k);
-    _mm512_mask_storeu_ps(y + k, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + k), _mm512_maskz_loadu_ps(m, c + k)));
   }
 }
 
@@ -168,25 +169,17 @@ void quantize_activation_rows(const float* x, int64_t ldx, int64_t M, int64_t K,
                               int32_t* zero, const float* col_mul) {
   const bool vec = simd::use_avx512();
   at::parallel_for(0, M, grain_rows(K), [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> scaled;
-    if (col_mul && scaled.size() < static_cast<size_t>(K)) scaled.resize(static_cast<size_t>(K));
     for (int64_t m = begin; m < end; ++m) {
       const float* row = x + m * ldx;
-      if (col_mul) {
-        if (vec) multiply_row_avx512(row, col_mul, K, scaled.data());
-        else
-          for (int64_t k = 0; k < K; ++k) scaled[k] = row[k] * col_mul[k];
-        row = scaled.data();
-      }
-      row_params(vec ? range_avx512(row, K) : range_portable(row, K), scale + m, zero + m);
+      row_params(vec ? range_avx512(row, col_mul, K) : range_portable(row, col_mul, K), scale + m, zero + m);
       uint8_t* out = q + m * K;
       if (std::isnan(scale[m])) {
         std::memset(out, 0, static_cast<size_t>(K));
         continue;
       }
       const float inv = 1.0f / scale[m], z = static_cast<float>(zero[m]);
-      if (vec) quantize_row_avx512(row, K, inv, z, out);
-      else quantize_row_portable(row, K, inv, z, out);
+      if (vec) quantize_row_avx512(row, col_mul, K, inv, z, out);
+      else quantize_row_portable(row, col_mul, K, inv, z, out);
     }
   });
 }
