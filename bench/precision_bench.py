@@ -109,7 +109,8 @@ def headprune_row(args, model, precision, task):
                        check=True, capture_output=True, text=True)
         with open(out) as f:
             ev = json.load(f)
-    b = subprocess.run([args.prune, "bench", "--model", model, "--threads", str(args.threads), "--precision", precision,
+    b = subprocess.run([args.prune, "bench", "--model", model, "--task", task, "--threads", str(args.threads),
+                        "--precision", precision,
                         "--seq", str(args.seq), "--set", "bench.batches=[1,32]", "--min-seconds",
                         str(args.min_seconds)], check=True, capture_output=True, text=True).stdout
     lat = {int(m.group(1)): float(m.group(2)) for m in re.finditer(r"batch\s+(\d+) x \d+: model\s+([\d.]+) ms", b)}
