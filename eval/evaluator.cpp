@@ -76,26 +76,6 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
   return r;
 }
 
-namespace {
-
-// Every example's logits [N, C] in dataset order, each rank running every batch (no data-parallel split: the
-// ranks must calibrate alike).
-torch::Tensor all_logits(const core::Bert& model, const core::EncodedDataset& data,
-                         const std::vector<core::Batch>& batches, const torch::Tensor& head_mask,
-                         const torch::Tensor& neuron_mask) {
-  auto logits = torch::zeros({static_cast<long>(data.size()), model.config().num_labels});
-  for (const auto& b : batches) {
-    core::EncoderInput in = core::encoder_input(b);
-    in.head_mask = head_mask;
-    in.neuron_mask = neuron_mask;
-    in.cls_only = true;
-    logits.index_copy_(0, torch::tensor(b.index, torch::kLong), model.forward(in).logits);
-  }
-  return logits;
-}
-
-}  // namespace
-
 void calibrate_int8(core::Bert& model, const core::TaskSpec& task, const std::string& data_root,
                     const core::WordPieceTokenizer& tok, int max_seq_len, int n, const torch::Tensor& head_mask,
                     const torch::Tensor& neuron_mask) {
@@ -120,7 +100,15 @@ void calibrate_int8(core::Bert& model, const core::TaskSpec& task, const std::st
   const auto singles = core::make_batches(data, bo);
   const auto start = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
-  model.calibrate_int8([&] { all_logits(model, data, singles, head_mask, neuron_mask); });
+  model.calibrate_int8([&] {
+    for (const auto& b : singles) {  // every rank runs every example, so data-parallel ranks calibrate alike
+      core::EncoderInput in = core::encoder_input(b);
+      in.head_mask = head_mask;
+      in.neuron_mask = neuron_mask;
+      in.cls_only = true;
+      model.forward(in);
+    }
+  });
   core::log_info("calibrate", fmt::format("int8 calibrated on {} {} train examples in {:.1f} s (SmoothQuant, α 0.5)",
                                           examples.size(), task.name,
                                           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
