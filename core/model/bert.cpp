@@ -75,14 +75,15 @@ PackedLinear Bert::weight_of(int l, PackedLinear LayerPacks::*which, const torch
 
 namespace {
 
-// SmoothQuant's migration strength. Simulated on the MRPC, SST-2 and STS-B fine-tunes at 0.25–0.75, 0.5 gave the
-// smallest error of the int8 logits against float32 on all three (README, "Precision").
+// SmoothQuant's migration strength α. Simulated on the MRPC, SST-2 and STS-B fine-tunes at 0.3–0.6
+// (bench/int8_smoothing_sim.py), 0.5 gave the int8 logits the smallest error against float32 on MRPC and SST-2 and
+// the second smallest (to 0.4) on STS-B.
 constexpr double kSmoothAlpha = 0.5;
 
 // s_k = max|x_k|^α / max_n |w_nk|^(1−α); 1 where a channel gives no finite positive factor.
 torch::Tensor smoothing_factors(const torch::Tensor& w, const torch::Tensor& act_max) {
-  constexpr double alpha = kSmoothAlpha;
-  const auto s = act_max.clamp_min(1e-5).pow(alpha) / w.abs().amax(0).clamp_min(1e-5).pow(1.0 - alpha);
+  const auto s =
+      act_max.clamp_min(1e-5).pow(kSmoothAlpha) / w.abs().amax(0).clamp_min(1e-5).pow(1.0 - kSmoothAlpha);
   return torch::where(torch::isfinite(s) & (s > 0), s, torch::ones_like(s)).contiguous();
 }
 
@@ -104,7 +105,7 @@ void Bert::ensure_packs() const {
   auto versions = packed_weight_versions();
   if (versions == packed_versions_ && packs_.size() == layers_.size()) return;
   const size_t n = 4 * layers_.size() + 1;
-  if (calibrating_ || (!act_max_.empty() && act_max_.size() != n)) act_max_.assign(n, torch::Tensor());
+  if (calibrating_) act_max_.assign(n, torch::Tensor());  // filled by this pass's forwards
   torch::Tensor none;  // not calibrated: no smoothing
   const auto slot = [&](size_t i) -> torch::Tensor& { return act_max_.empty() ? none : act_max_[i]; };
   packs_.clear();
