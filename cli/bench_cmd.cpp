@@ -8,7 +8,6 @@
 #include "core/kernels/lowp_gemm.h"
 #include "core/base/errors.h"
 #include "core/base/log.h"
-#include "core/data/glue.h"
 #include "eval/evaluator.h"  // calibrate_int8
 #include "eval/flops.h"
 #include "eval/latency.h"
@@ -32,10 +31,10 @@ int run_bench(const core::Config& cfg) {
     other->set_precision(compare_precision);
   }
   // As eval and infer run them: int8 calibrated on data.task's train split (run.calibrate).
-  for (auto [m, dir] : {std::pair<core::Bert*, std::string>{&model, cfg.model.path}, {other ? &*other : nullptr, b.compare}})
-    if (m && m->precision() == core::Precision::kInt8 && cfg.run.calibrate > 0)
-      eval::calibrate_int8(*m, core::find_task(cfg.data.task), core::resolve_data_root(cfg.data.root),
-                           core::WordPieceTokenizer::from_model_dir(dir), cfg.data.max_seq_len, cfg.run.calibrate);
+  if (model.precision() == core::Precision::kInt8)
+    eval::calibrate_int8(model, cfg, core::WordPieceTokenizer::from_model_dir(cfg.model.path));
+  if (other && other->precision() == core::Precision::kInt8)
+    eval::calibrate_int8(*other, cfg, core::WordPieceTokenizer::from_model_dir(b.compare));
   // bench's own flag, not data.max_seq_len: named as such, for the model and the compared one.
   for (const core::Bert* m : std::initializer_list<const core::Bert*>{&model, other ? &*other : nullptr}) {
     const int positions = m ? m->config().max_position_embeddings : b.seq;

@@ -69,7 +69,7 @@ int run_eval(const core::Config& cfg) {
                                   ? torch::Tensor()
                                   : eval::neuron_mask_tensor(masks.neurons);
 
-  eval::calibrate_int8(model, task, root, tok, cfg.data.max_seq_len, cfg.run.calibrate, mask, neuron_mask);
+  eval::calibrate_int8(model, cfg, tok, mask, neuron_mask);
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
   bo.batch_size = cfg.eval.batch_size;

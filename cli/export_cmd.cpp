@@ -57,10 +57,11 @@ void export_int8(const core::Config& cfg, const core::Bert& model) {
   std::string text = std::filesystem::exists(card) ? core::read_file(card) : std::string();
   if (const auto at = text.find(marker); at != std::string::npos) text.resize(at);
   text += marker + "\n## int8\n\n`model.int8.onnx` is `model.onnx` with headprune's int8 linears in standard ONNX " +
-          "operators (weights int8 per output channel, activations uint8 per row, dynamic: no calibration, MatMulInteger; " +
-          "the classifier float32), run by ONNX Runtime. On " + task.name + " " + cfg.eval.split + " (" + std::to_string(check.examples) +
+          "operators (weights int8 per output channel, activations uint8 per row, dynamic: no calibration, " +
+          "MatMulInteger; the classifier float32), run by ONNX Runtime. On " + task.name + " " + cfg.eval.split +
+          " (" + std::to_string(check.examples) +
           " examples):\n\n| model | metrics |\n|---|---|\n| float32 | " + format_metrics(check.fp32) +
-           " |\n| headprune int8, dynamic (`--precision int8 --calibrate 0`) | " + format_metrics(check.int8) +
+          " |\n| headprune int8, dynamic (`--precision int8 --calibrate 0`) | " + format_metrics(check.int8) +
           " |\n| ONNX Runtime int8 (`model.int8.onnx`) | " + format_metrics(check.onnx_int8) + " |\n\n" +
           std::to_string(100 * check.agreement).substr(0, 5) +
           "% of the examples get the same prediction from both int8 models.\n";

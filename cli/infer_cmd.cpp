@@ -67,9 +67,7 @@ int run_infer(const core::Config& cfg) {
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
   model.set_precision(core::precision_setting(cfg.run.precision));
   auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
-  if (model.precision() == core::Precision::kInt8)  // calibration reads the train split of data.task
-    eval::calibrate_int8(model, core::find_task(cfg.data.task), core::resolve_data_root(cfg.data.root), tok,
-                         cfg.data.max_seq_len, cfg.run.calibrate);
+  eval::calibrate_int8(model, cfg, tok);  // int8: on data.task's train split
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
   bo.batch_size = cfg.infer.batch_size;

@@ -76,10 +76,11 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
   return r;
 }
 
-void calibrate_int8(core::Bert& model, const core::TaskSpec& task, const std::string& data_root,
-                    const core::WordPieceTokenizer& tok, int max_seq_len, int n, const torch::Tensor& head_mask,
-                    const torch::Tensor& neuron_mask) {
+void calibrate_int8(core::Bert& model, const core::Config& cfg, const core::WordPieceTokenizer& tok,
+                    const torch::Tensor& head_mask, const torch::Tensor& neuron_mask) {
+  const int n = cfg.run.calibrate;
   if (n <= 0 || model.precision() != core::Precision::kInt8) return;
+  const core::TaskSpec& task = core::find_task(cfg.data.task);
   const auto splits = task.split_names();
   if (std::find(splits.begin(), splits.end(), "train") == splits.end()) {
     core::log_info("calibrate", task.name + " has no train split to calibrate on: int8 stays dynamic");
@@ -87,13 +88,13 @@ void calibrate_int8(core::Bert& model, const core::TaskSpec& task, const std::st
   }
   std::vector<core::Example> examples;
   try {
-    examples = core::read_task(task, data_root, "train");
+    examples = core::read_task(task, core::resolve_data_root(cfg.data.root), "train");
   } catch (const InputError& e) {
     throw InputError(std::string(e.what()) + " (int8 calibration reads " + std::to_string(n) + " examples of " +
                      task.name + "'s train split; pass --calibrate 0 for dynamic int8 without it)");
   }
   if (examples.size() > static_cast<size_t>(n)) examples.resize(static_cast<size_t>(n));
-  const auto data = core::encode_examples(tok, examples, max_seq_len);
+  const auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
   bo.pad_id = tok.pad_id();
   bo.batch_size = 1;  // the statistics without padding rows, which are no input the model is judged on

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/config.h"
 #include "core/data/batching.h"
 #include "core/model/bert.h"
 #include "core/data/glue.h"
@@ -36,12 +37,11 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
                     const std::vector<core::Batch>& batches, const torch::Tensor& head_mask, bool show_progress = false,
                     const torch::Tensor& neuron_mask = {});
 
-// run.calibrate: when `precision` is int8 and n > 0, calibrates the model's int8 products
-// (core::Bert::calibrate_int8) on the first n examples of the task's train split, under the given masks, and logs
-// one line. Otherwise nothing.
-void calibrate_int8(core::Bert& model, const core::TaskSpec& task, const std::string& data_root,
-                    const core::WordPieceTokenizer& tok, int max_seq_len, int n, const torch::Tensor& head_mask = {},
-                    const torch::Tensor& neuron_mask = {});
+// run.calibrate: when the model runs at int8 and run.calibrate = n > 0, calibrates its int8 products
+// (core::Bert::calibrate_int8) on the first n examples of data.task's train split (data.root, data.max_seq_len),
+// under the given masks, and logs one line. Otherwise nothing.
+void calibrate_int8(core::Bert& model, const core::Config& cfg, const core::WordPieceTokenizer& tok,
+                    const torch::Tensor& head_mask = {}, const torch::Tensor& neuron_mask = {});
 
 // Predictions from logits: argmax, or logits[:, 0] for regression. logits: [N, C].
 std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool regression);
