@@ -50,6 +50,8 @@ const std::vector<Shortcut> kTrainFlags = {
     {"--gates", "gates.enabled"},
     {"--lambda", "gates.lambda"},
     {"--target-heads", "gates.target_heads"},
+    {"--target-flops", "gates.target_flops"},
+    {"--target-params", "gates.target_params"},
     {"--distill", "gates.distill"},
     {"--precision", "train.precision"},
 };

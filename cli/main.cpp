@@ -80,7 +80,7 @@ std::vector<Subcommand> subcommands() {
       {"infer", "write logits (and hidden states) for each line of a text file", kInferFlags, run_infer},
       {"export", "write a model folder as a Hugging Face checkpoint (+ HDF5 of the same tensors)", kExportFlags,
        run_export},
-      {"train", "fine-tune on a GLUE task; with --gates or --target-heads N, learn which heads to keep", kTrainFlags,
+      {"train", "fine-tune on a GLUE task; with --gates, --target-heads N or --target-flops F, learn which heads (and FFN neurons) to keep", kTrainFlags,
        run_train, true},
       {"bench", "latency, throughput, parameters and FLOPs of a model (--compare DIR: speedup vs the FLOP bound)",
        kBenchFlags, run_bench},

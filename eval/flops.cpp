@@ -1,6 +1,9 @@
 // FLOP and parameter counts (see eval/flops.h).
 #include "eval/flops.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/model/bert_keys.h"
 
 namespace hp::eval {
@@ -51,5 +54,15 @@ long head_parameters(const core::BertConfig& cfg) {
 }
 
 long neuron_parameters(const core::BertConfig& cfg) { return 2L * cfg.hidden_size + 1; }
+
+core::UnitCosts unit_costs(const core::BertConfig& cfg, bool parameters, double mean_length) {
+  if (parameters) return {static_cast<double>(head_parameters(cfg)), static_cast<double>(neuron_parameters(cfg))};
+  const long S = std::max(1L, std::lround(mean_length));
+  return {head_flops(cfg, S), neuron_flops(cfg, S)};
+}
+
+double total_cost(const core::BertConfig& cfg, const core::UnitCosts& costs) {
+  return costs.head * cfg.total_heads() + costs.neuron * cfg.total_neurons();
+}
 
 }  // namespace hp::eval

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "core/model/bert_config.h"
+#include "core/model/head_mask.h"  // UnitCosts
 
 namespace hp::eval {
 
@@ -32,5 +33,11 @@ long parameter_count(const core::BertConfig& cfg);
 // and bias in the first matrix, its column in the second).
 long head_parameters(const core::BertConfig& cfg);
 long neuron_parameters(const core::BertConfig& cfg);
+
+// A budget's unit costs: one head's and one FFN neuron's FLOPs at `mean_length` tokens (rounded, at least 1), or
+// with `parameters` their parameters.
+core::UnitCosts unit_costs(const core::BertConfig& cfg, bool parameters, double mean_length);
+// The unpruned model's units together: costs.head × all heads + costs.neuron × all FFN neurons (a budget's 100%).
+double total_cost(const core::BertConfig& cfg, const core::UnitCosts& costs);
 
 }  // namespace hp::eval

@@ -18,6 +18,10 @@ const std::vector<DatasetSpec>& run_h5_datasets() {
        "primary metric: mean over seeds, 95% bootstrap interval"},
       {Dataset::kGateLogAlpha, "gates/log_alpha", "[E, L, H]", "Hard-Concrete log α at each evaluation of a gated run"},
       {Dataset::kGatePOpen, "gates/p_open", "[E, L, H]", "probability that each gate is open, likewise"},
+      {Dataset::kGateNeuronPOpen, "gates/neuron_p_open", "[E, L]",
+       "a FLOPs or parameter target's FFN neuron gates: mean P(open) over each layer's, at each evaluation"},
+      {Dataset::kGateMhaPOpen, "gates/mha_p_open", "[E, L]", "P(open) of each attention sublayer's coarse gate, likewise"},
+      {Dataset::kGateFfnPOpen, "gates/ffn_p_open", "[E, L]", "P(open) of each FFN sublayer's coarse gate, likewise"},
   };
   return table;
 }
@@ -30,6 +34,9 @@ std::string prefix(Dataset kind) {
     case Dataset::kCurveStat: return "curves/";
     case Dataset::kGateLogAlpha: return "gates/log_alpha";
     case Dataset::kGatePOpen: return "gates/p_open";
+    case Dataset::kGateNeuronPOpen: return "gates/neuron_p_open";
+    case Dataset::kGateMhaPOpen: return "gates/mha_p_open";
+    case Dataset::kGateFfnPOpen: return "gates/ffn_p_open";
   }
   return "";
 }
@@ -62,8 +69,8 @@ int seed_of(const std::string& part) {
 
 std::optional<KeyParts> parse_key(const std::string& key) {
   const auto p = core::split(key, '/');
-  if (key == prefix(Dataset::kGateLogAlpha)) return KeyParts{Dataset::kGateLogAlpha, "", -1, ""};
-  if (key == prefix(Dataset::kGatePOpen)) return KeyParts{Dataset::kGatePOpen, "", -1, ""};
+  for (Dataset d : kGateTrajectories)
+    if (key == prefix(d)) return KeyParts{d, "", -1, ""};
   if (p.size() == 2 && p[0] == "importance" && !p[1].empty()) return KeyParts{Dataset::kImportance, p[1], -1, ""};
   if (p.size() == 3 && p[0] == "masks" && seed_of(p[2]) >= 0) return KeyParts{Dataset::kMasks, p[1], seed_of(p[2]), ""};
   if (p.size() == 4 && p[0] == "curves" && seed_of(p[2]) >= 0)

@@ -11,7 +11,20 @@
 namespace hp::eval::results {
 
 // One kind of dataset: its name pattern, shape and meaning (K: curve points, E: evaluations).
-enum class Dataset { kImportance, kMasks, kCurveSeries, kCurveStat, kGateLogAlpha, kGatePOpen };
+enum class Dataset {
+  kImportance,
+  kMasks,
+  kCurveSeries,
+  kCurveStat,
+  kGateLogAlpha,
+  kGatePOpen,
+  kGateNeuronPOpen,
+  kGateMhaPOpen,
+  kGateFfnPOpen
+};
+// The gate trajectories of a training run: one tensor per evaluation, stacked (the names are whole keys).
+inline constexpr Dataset kGateTrajectories[] = {Dataset::kGateLogAlpha, Dataset::kGatePOpen, Dataset::kGateNeuronPOpen,
+                                                Dataset::kGateMhaPOpen, Dataset::kGateFfnPOpen};
 struct DatasetSpec {
   Dataset kind;
   const char* pattern;

@@ -8,13 +8,24 @@
 
 namespace hp::gates {
 
-TargetController::TargetController(const core::GateConfig& cfg, int total_heads, long total_steps)
-    : lr_(cfg.lagrangian_lr), total_heads_(total_heads), target_heads_(cfg.target_heads) {
+namespace {
+
+int checked_heads(const core::GateConfig& cfg, int total_heads) {
   HP_CHECK(total_heads > 0, "TargetController needs total_heads > 0, got " << total_heads);
-  HP_CHECK(total_steps >= 0, "TargetController needs total_steps >= 0, got " << total_steps);
   if (cfg.target_heads < 1 || cfg.target_heads > total_heads)
     throw_bad_value("gates.target_heads", cfg.target_heads, "the target mode needs 1.." + std::to_string(total_heads),
                     "set it in that range, or 0 and build no TargetController for plain L0");
+  return total_heads;
+}
+
+}  // namespace
+
+TargetController::TargetController(const core::GateConfig& cfg, int total_heads, long total_steps)
+    : TargetController(cfg, checked_heads(cfg, total_heads), cfg.target_heads, total_steps) {}
+
+TargetController::TargetController(const core::GateConfig& cfg, double start, double target, long total_steps)
+    : lr_(cfg.lagrangian_lr), total_heads_(start), target_heads_(target) {
+  HP_CHECK(total_steps >= 0, "TargetController needs total_steps >= 0, got " << total_steps);
   if (!(cfg.target_warmup_ratio >= 0.0 && cfg.target_warmup_ratio <= 1.0))
     throw_bad_value("gates.target_warmup_ratio", cfg.target_warmup_ratio, "must be in [0, 1]", "use e.g. 0.5");
   if (!(cfg.lagrangian_lr > 0.0) || !std::isfinite(cfg.lagrangian_lr))

@@ -25,6 +25,9 @@ class TargetController {
   // cfg.target_warmup_ratio in [0, 1] and cfg.lagrangian_lr > 0; otherwise ConfigError.
   // λ1 = λ2 = 0 at the start.
   TargetController(const core::GateConfig& cfg, int total_heads, long total_steps);
+  // Any constrained quantity (a FLOPs or parameter target: percent of the encoder's cost kept, so that
+  // lagrangian_lr is per percent): the target falls linearly from `start` to `target` over the warm-up.
+  TargetController(const core::GateConfig& cfg, double start, double target, long total_steps);
 
   // Target head count at `step`: total_heads at step 0, falling linearly to cfg.target_heads at
   // step cfg.target_warmup_ratio * total_steps, constant after.
@@ -39,7 +42,7 @@ class TargetController {
 
   double lambda1() const { return lambda1_; }
   double lambda2() const { return lambda2_; }
-  int total_heads() const { return total_heads_; }
+  double start() const { return total_heads_; }
   long warmup_steps() const { return warmup_steps_; }
 
   // Resume state: [λ1, λ2], float64 [2]. load_state throws CheckpointError on another shape.
@@ -48,8 +51,8 @@ class TargetController {
 
  private:
   double lr_;
-  int total_heads_;
-  int target_heads_;
+  double total_heads_;  // the quantity at step 0 (all heads, or 100%)
+  double target_heads_;
   long warmup_steps_;
   double lambda1_ = 0.0;
   double lambda2_ = 0.0;

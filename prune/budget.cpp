@@ -75,17 +75,11 @@ bool budget_mode(const core::PruneConfig& p) {
 BudgetUnit budget_unit(const core::PruneConfig& p, const core::BertConfig& arch, double mean_len) {
   BudgetUnit u;
   u.mean_length = mean_len;
-  if (p.target_params > 0) {
-    u.name = "parameters";
-    u.costs = {static_cast<double>(eval::head_parameters(arch)), static_cast<double>(eval::neuron_parameters(arch))};
-    u.target = p.target_params;
-  } else {
-    const long S = std::max(1L, std::lround(mean_len));
-    u.name = "FLOPs";
-    u.costs = {eval::head_flops(arch, S), eval::neuron_flops(arch, S)};
-    u.target = p.target_flops;
-  }
-  u.total = u.costs.head * arch.total_heads() + u.costs.neuron * arch.total_neurons();
+  const bool params = p.target_params > 0;
+  u.name = params ? "parameters" : "FLOPs";
+  u.costs = eval::unit_costs(arch, params, mean_len);
+  u.target = params ? p.target_params : p.target_flops;
+  u.total = eval::total_cost(arch, u.costs);
   return u;
 }
 
@@ -183,10 +177,10 @@ void save_latency_table(const RunContext& ctx) {
 BudgetUnit budget_unit(RunContext& ctx) {
   if (ctx.cfg->prune.target_latency > 0) {
     BudgetUnit u = latency_unit(ctx);
-    u.mean_length = mean_length(ctx.eval_data);
+    u.mean_length = core::mean_length(ctx.eval_data);
     return u;
   }
-  return budget_unit(ctx.cfg->prune, ctx.arch, mean_length(ctx.eval_data));
+  return budget_unit(ctx.cfg->prune, ctx.arch, core::mean_length(ctx.eval_data));
 }
 
 std::optional<MaskGradients> budget_gradients(RunContext& ctx) {
@@ -411,6 +405,19 @@ bool budget_curves(RunContext& ctx, const MaskGradients& grads, CurvesSummary& c
   curves.budget = budget_data(ctx, unit, agg, curves);
   for (const auto& f : write_budget_report(ctx, *curves.budget)) curves.files.push_back(f);
   return true;
+}
+
+void add_gates_point(RunContext& ctx, const FinalChoice& choice, CurvesSummary& curves) {
+  if (!curves.budget) return;
+  const BudgetUnit unit = budget_unit(ctx);
+  const core::Bert gated = core::load_bert(choice.model_dir, ctx.load);
+  const CurvePoint p = evaluate_point(ctx.curves, gated, "gates", ctx.cfg->run.seed, 0, choice.keep, choice.neurons);
+  const Aggregate a =
+      aggregate({p}, *ctx.task, ctx.eval_data.labels, ctx.cfg->prune.bootstrap, ctx.cfg->run.seed).at(0);
+  BudgetCurves& d = *curves.budget;
+  d.points.push_back({"gates", kept_fraction(a, unit, fixed_part(unit, ctx.arch), d.unpruned_latency_ms), a.kept,
+                      a.params, a.flops, a.mean, a.lo, a.hi, a.latency_ms});
+  write_budget_report(ctx, d);
 }
 
 namespace {

@@ -69,6 +69,11 @@ BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const 
 // False when stopped.
 bool budget_curves(RunContext& ctx, const MaskGradients& grads, CurvesSummary& curves);
 
+// Stage 5 with a budget and prune.method = gates, after the gated run: its final model (RUN_DIR/gates/best under
+// its structure, slimmed) evaluated as a curve point, with its bootstrap band, appended to the budget curves as
+// method "gates"; budget_curves.csv/.svg (and pareto.svg) are written again with it.
+void add_gates_point(RunContext& ctx, const FinalChoice& choice, CurvesSummary& curves);
+
 // Stage 5 with a budget: the choice at the target, folded and slimmed into RUN_DIR/search.
 FinalChoice choose_budget(RunContext& ctx, const MaskGradients& grads);
 

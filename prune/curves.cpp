@@ -58,12 +58,6 @@ torch::Tensor importance_at(const CurveInputs& in, const Criterion& crit, int se
 
 }  // namespace
 
-double mean_length(const core::EncodedDataset& d) {
-  double s = 0;
-  for (const auto& ids : d.ids) s += static_cast<double>(ids.size());
-  return d.size() ? s / static_cast<double>(d.size()) : 0;
-}
-
 CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const std::string& criterion, int seed,
                           int step, const core::HeadSet& keep, const core::NeuronSet& neurons) {
   core::Bert slim = slim_model(model, keep, neurons);
@@ -77,7 +71,7 @@ CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const 
   p.metrics = r.metrics;
   p.predictions = r.predictions;
   p.params = eval::parameter_count(slim.config());
-  p.flops = eval::forward_flops(slim.config(), 1, std::lround(mean_length(*in.eval)));
+  p.flops = eval::forward_flops(slim.config(), 1, std::lround(core::mean_length(*in.eval)));
   p.eval_seconds = r.seconds;
   p.eval_examples_per_s = r.examples_per_s;
   if (in.opts->latency)

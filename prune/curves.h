@@ -40,8 +40,6 @@ torch::Tensor score_unpruned(const CurveInputs& in, const Criterion& crit, int s
 CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const std::string& criterion, int seed,
                           int step, const core::HeadSet& keep, const core::NeuronSet& neurons = {});
 
-// Mean real length (tokens) of an encoded dataset.
-double mean_length(const core::EncodedDataset& d);
 
 // One criterion's curve for one seed; `rank` is that seed's ranking data. Stops early (fewer points)
 // when in.stop is set.

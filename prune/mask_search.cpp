@@ -203,8 +203,4 @@ StructureKeep top_units(const torch::Tensor& heads, const torch::Tensor& neurons
           keep_of(ranked(neurons), n_neurons, neurons.size(0), neurons.size(1))};
 }
 
-double structure_cost(const StructureKeep& keep, const UnitCosts& costs) {
-  return costs.head * core::count_kept(keep.heads) + costs.neuron * core::count_kept(keep.neurons);
-}
-
 }  // namespace hp::prune

@@ -24,10 +24,7 @@
 namespace hp::prune {
 
 // What stays: heads [L][Hmax] and FFN neurons [L][Imax] (true = kept).
-struct StructureKeep {
-  core::HeadSet heads;
-  core::NeuronSet neurons;
-};
+using StructureKeep = core::StructureMask;
 
 // Per-batch mask gradients: heads [N, L, Hmax], neurons [N, L, Imax], float64 (N = batches).
 struct MaskGradients {
@@ -46,10 +43,7 @@ torch::Tensor fisher_diagonal(const torch::Tensor& grads);
 // mean gradient in place of one example's): [N, L, U] → [L, U]. A baseline ranking for top_units.
 torch::Tensor taylor_importance(const torch::Tensor& grads);
 
-// The cost of one head and of one FFN neuron in the budget's unit.
-struct UnitCosts {
-  double head = 0, neuron = 0;
-};
+using core::UnitCosts;  // the cost of one head and of one FFN neuron in the budget's unit
 
 // What a budget may remove (prune.structures).
 struct Prunable {
@@ -88,7 +82,6 @@ UnitImportance random_unit_importance(const core::BertConfig& cfg, int seed);
 // baseline ranking at the counts the Fisher search chose, so that only which units differ, not how many.
 StructureKeep top_units(const torch::Tensor& heads, const torch::Tensor& neurons, long n_heads, long n_neurons);
 
-// The budget a choice spends: kept heads × costs.head + kept neurons × costs.neuron.
-double structure_cost(const StructureKeep& keep, const UnitCosts& costs);
+using core::structure_cost;
 
 }  // namespace hp::prune

@@ -46,8 +46,12 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
        "--target-flops F");
   need(!(p.method == "kwon" && !budget_mode(p)),
        "prune.method = kwon searches under a budget; give --target-flops F, --target-params F or --target-latency MS");
-  need(!(budget_mode(p) && p.method != "best" && p.method != "kwon"),
-       "prune.method = " + p.method + " chooses heads for --target-heads; a FLOPs, parameter or latency budget uses kwon");
+  need(!(budget_mode(p) && p.method != "best" && p.method != "kwon" && p.method != "gates"),
+       "prune.method = " + p.method +
+           " chooses heads for --target-heads; a FLOPs, parameter or latency budget uses kwon (or gates)");
+  need(!(p.method == "gates" && p.target_latency > 0),
+       "prune.method = gates with --target-latency: the gates learn a FLOPs or parameter budget; give --target-flops F "
+       "or --target-params F, or prune.method = kwon");
   need(!p.structures.empty(), "prune.structures is empty; use heads, neurons or both");
   for (const auto& s : p.structures)
     need(s == "heads" || s == "neurons", "prune.structures has '" + s + "'; use heads, neurons or both");
@@ -135,9 +139,10 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
 }
 
 // Stages 5-8 with prune.target_heads = N or a budget: the final model, its checks and speed. Empty when stopped.
-std::optional<FinalSummary> final_model(RunContext& ctx, const CurvesSummary& curves, FinalModels& models,
+std::optional<FinalSummary> final_model(RunContext& ctx, CurvesSummary& curves, FinalModels& models,
                                         const MaskGradients* grads) {
-  auto choice = grads ? std::optional<FinalChoice>(choose_budget(ctx, *grads)) : choose_heads(ctx, curves);
+  const bool gated_budget = grads && ctx.cfg->prune.method == "gates";
+  auto choice = grads && !gated_budget ? std::optional<FinalChoice>(choose_budget(ctx, *grads)) : choose_heads(ctx, curves);
   if (!choice || !recover(ctx, *choice)) return std::nullopt;
   FinalSummary f;
   models = export_and_verify(ctx, *choice, f);
@@ -150,6 +155,7 @@ std::optional<FinalSummary> final_model(RunContext& ctx, const CurvesSummary& cu
   f.params = eval::parameter_count(models.slim->config());
   f.params_unpruned = eval::parameter_count(ctx.arch);
   f.budget = choice->budget;
+  if (gated_budget) add_gates_point(ctx, *choice, curves);  // beside the search's points on the budget curves
   return f;
 }
 

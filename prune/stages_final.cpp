@@ -22,22 +22,54 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Stage 5 by gates: Hard-Concrete gates in target mode to N heads (RUN_DIR/gates), which fine-tune the
-// model with the heads fixed themselves. Empty when stopped.
+// The budget side of a gated run's train_result.json (gates under prune.target_flops or target_params).
+BudgetSummary gated_budget(const nlohmann::json& tr, const core::StructureMask& keep, double mean_length) {
+  BudgetSummary b;
+  const auto& j = tr.at("budget");
+  b.unit = j.at("unit").get<std::string>();
+  b.target = j.at("target").get<double>(), b.kept = j.at("kept").get<double>();
+  b.mean_length = mean_length;
+  for (size_t l = 0; l < keep.heads.size(); ++l) {
+    b.heads_per_layer.push_back(core::count_kept({keep.heads[l]}));
+    b.ffn_widths.push_back(core::count_kept({keep.neurons[l]}));
+    b.neurons_total += static_cast<int>(keep.neurons[l].size());
+  }
+  b.neurons_kept = core::count_kept(keep.neurons);
+  b.metrics_by_step["gates"] = tr.at("final_metrics").get<std::map<std::string, double>>();
+  b.seconds["gates"] = tr.at("train_seconds").get<double>();
+  return b;
+}
+
+// Stage 5 by gates: Hard-Concrete gates in target mode (RUN_DIR/gates) to N heads, or under a FLOPs or parameter
+// budget to heads, FFN neurons and sublayers (CoFi), which fine-tune the model with the structure fixed themselves.
+// Empty when stopped.
 std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
   const core::Config& cfg = *ctx.cfg;
   const std::string dir = cfg.run.out_dir + "/gates";
+  const bool budget = cfg.prune.target_flops > 0 || cfg.prune.target_params > 0;
   if (!fs::exists(dir + "/train_result.json")) {
-    log_stage(5, "choose N", "Hard-Concrete gates in target mode to " + std::to_string(n) + " heads");
     core::Config c = cfg;
-    c.gates.target_heads = n;
+    if (budget) {
+      c.gates.target_flops = cfg.prune.target_flops, c.gates.target_params = cfg.prune.target_params;
+      log_stage(5, "choose", "Hard-Concrete gates on heads, FFN neurons and sublayers to " +
+                                 std::to_string(std::lround(100 * (c.gates.target_flops + c.gates.target_params))) +
+                                 "% of the encoder's " + (c.gates.target_params > 0 ? "parameters" : "FLOPs"));
+    } else {
+      c.gates.target_heads = n;
+      log_stage(5, "choose N", "Hard-Concrete gates in target mode to " + std::to_string(n) + " heads");
+    }
     if (!train_in(ctx, c, "gates", ctx.model_dir)) return std::nullopt;
   }
   const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
   FinalChoice choice;
   choice.method = "gates";
-  choice.keep =
-      core::parse_head_mask(tr.at("mask").get<std::string>(), ctx.arch.num_hidden_layers, ctx.arch.max_heads());
+  const core::StructureMask keep = core::parse_mask(tr.at("mask").get<std::string>(), ctx.arch.num_hidden_layers,
+                                                    ctx.arch.max_heads(), ctx.arch.intermediate_size);
+  choice.keep = keep.heads;
+  if (budget) {
+    choice.neurons = keep.neurons;
+    choice.budget = gated_budget(tr, keep, core::mean_length(ctx.eval_data));
+  }
   choice.model_dir = dir + "/best";
   return choice;
 }
@@ -164,19 +196,21 @@ bool recover(RunContext& ctx, FinalChoice& choice) {
 
 FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalSummary& final) {
   const core::Config& cfg = *ctx.cfg;
-  if (!choice.slimmed && core::count_kept(choice.keep) != cfg.prune.target_heads)
+  if (cfg.prune.target_heads > 0 && core::count_kept(choice.keep) != cfg.prune.target_heads)
     throw InternalError("the final mask keeps " + std::to_string(core::count_kept(choice.keep)) + " heads, not " +
                         std::to_string(cfg.prune.target_heads));
   FinalModels m;
   m.masked.emplace(core::load_bert(choice.model_dir, ctx.load));
   // A budget's model is slimmed already (stage 5 checked it against masking with the scales).
-  m.slim.emplace(choice.slimmed ? *m.masked : slim_model(*m.masked, choice.keep));
+  m.slim.emplace(choice.slimmed ? *m.masked : slim_model(*m.masked, choice.keep, choice.neurons));
   const std::string out_model = cfg.run.out_dir + "/model";
   log_stage(7, "export, verify", "the slimmed model to " + out_model);
   core::save_bert(*m.slim, out_model, cfg.model.path, /*hdf5=*/true);
   const core::Bert reloaded = core::load_bert(out_model, ctx.load);
-  const auto masked_eval = eval::evaluate(*m.masked, *ctx.task, ctx.eval_data, ctx.curves.eval_batches,
-                                          choice.slimmed ? torch::Tensor() : eval::head_mask_tensor(choice.keep));
+  const auto masked_eval =
+      eval::evaluate(*m.masked, *ctx.task, ctx.eval_data, ctx.curves.eval_batches,
+                     choice.slimmed ? torch::Tensor() : eval::head_mask_tensor(choice.keep), false,
+                     choice.neurons.empty() ? torch::Tensor() : eval::neuron_mask_tensor(choice.neurons));
   const auto slim_eval = eval::evaluate(reloaded, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, torch::Tensor());
   final.slim_vs_masked_max_abs_logit_diff = max_abs_diff(masked_eval.logits, slim_eval.logits);
   if (cfg.prune.verify && final.slim_vs_masked_max_abs_logit_diff > 1e-5)

@@ -48,10 +48,11 @@ struct FinalChoice {
   std::string method;  // "criterion", "gates" or "kwon"
   std::string criterion;  // the ranking used; empty for gates and kwon
   core::HeadSet keep;
+  core::NeuronSet neurons;  // gates under a budget: the FFN neurons kept (masked in model_dir); empty = all
   std::string model_dir;  // all heads present, the pruned ones masked; already slimmed when `slimmed`
   bool slimmed = false;  // kwon: model_dir holds the slimmed model with the tuning scales folded in
   std::map<std::string, double> metrics_before_recovery;  // empty for gates
-  std::optional<BudgetSummary> budget;  // kwon
+  std::optional<BudgetSummary> budget;  // kwon, and gates under a budget
 };
 
 // Stage 8, one batch size.

@@ -21,4 +21,53 @@ torch::Tensor distill_loss(const torch::Tensor& student, const torch::Tensor& te
   return distill_kl(student, teacher, temperature);
 }
 
+LayerDistill::LayerDistill(int hidden, int layers) : layers_(layers) {
+  if (layers < 4) {
+    for (int l = 0; l < layers; ++l) teacher_layers_.push_back(l);
+  } else {
+    for (int k = 1; k <= 4; ++k) teacher_layers_.push_back(k * layers / 4 - 1);  // 12 layers: 2, 5, 8, 11
+  }
+  params_["distill_map.weight"] = torch::eye(hidden, torch::kFloat32).requires_grad_(true);
+  params_["distill_map.bias"] = torch::zeros({hidden}, torch::kFloat32).requires_grad_(true);
+}
+
+torch::Tensor LayerDistill::loss(const std::vector<torch::Tensor>& student, const std::vector<torch::Tensor>& teacher,
+                                 const torch::Tensor& attention_mask, const std::vector<bool>& alive,
+                                 std::vector<int>* alignment) const {
+  TORCH_CHECK(static_cast<int>(student.size()) == layers_ + 1 && teacher.size() == student.size(),
+              "LayerDistill::loss: expected ", layers_ + 1, " hidden states, got ", student.size(), " and ",
+              teacher.size());
+  const torch::Tensor mask = attention_mask.to(torch::kFloat32).unsqueeze(-1);  // [B, S, 1]
+  const double count = mask.sum().item<double>() * static_cast<double>(student[1].size(-1));
+  const int T = static_cast<int>(teacher_layers_.size());
+  // MSE of every mapped student layer against every matched teacher layer: [T][L].
+  std::vector<std::vector<torch::Tensor>> mse(T);
+  std::vector<torch::Tensor> mapped(layers_);
+  for (int l = 0; l < layers_; ++l)
+    mapped[l] = torch::nn::functional::linear(student[l + 1], params_.at("distill_map.weight"),
+                                              params_.at("distill_map.bias"));
+  for (int t = 0; t < T; ++t)
+    for (int l = 0; l < layers_; ++l)
+      mse[t].push_back(((mapped[l] - teacher[teacher_layers_[t] + 1].detach()).pow(2) * mask).sum() / count);
+  // From the last teacher layer down, the best student layer below the previous match (CoFi's ordering).
+  std::vector<int> align(T);
+  int bound = layers_;
+  for (int t = T - 1; t >= 0; --t) {
+    int best = -1;
+    double top = 0;
+    for (int l = 0; l < bound; ++l) {
+      if (!alive.empty() && !alive[l]) continue;
+      const double v = mse[t][l].item<double>();
+      if (best < 0 || v < top) best = l, top = v;
+    }
+    align[t] = best < 0 ? bound : best;  // none left: CoFi keeps the bound (no term)
+    bound = align[t];
+  }
+  torch::Tensor total = torch::zeros({});
+  for (int t = 0; t < T; ++t)
+    if (align[t] < layers_) total = total + mse[t][align[t]];
+  if (alignment) *alignment = align;
+  return total;
+}
+
 }  // namespace hp::train

@@ -5,6 +5,10 @@
 
 #include <torch/torch.h>
 
+#include <map>
+#include <string>
+#include <vector>
+
 namespace hp::train {
 
 // T² · mean over the batch of KL(softmax(teacher/T) || softmax(student/T)).
@@ -15,5 +19,33 @@ torch::Tensor distill_kl(const torch::Tensor& student, const torch::Tensor& teac
 // softmax is constant) the mean squared difference of the two outputs.
 torch::Tensor distill_loss(const torch::Tensor& student, const torch::Tensor& teacher, double temperature,
                            bool regression);
+
+// CoFi's layer-wise distillation (Xia, Zhong, Chen 2022, §3.3, their "layer_distill_version 4"): a set of the
+// teacher's layers T (4 spread layers, the last among them: 2, 5, 8, 11 of 12; all of them below 4 layers) is
+// each matched to a student layer by the smallest MSE(W h_s + b, h_t), searched from the last teacher layer down,
+// each match below the previous one and in a layer whose attention sublayer still has a head; the loss is the
+// sum of the matched MSEs. W, b (a learned D × D map, initialised to the identity: the student starts as a copy
+// of the teacher) train with the model. Hidden states are every layer's output, padding excluded from the mean.
+class LayerDistill {
+ public:
+  LayerDistill(int hidden, int layers);
+
+  // The teacher layers matched (0-based layer indices).
+  const std::vector<int>& teacher_layers() const { return teacher_layers_; }
+  // student, teacher: hidden_states of EncoderOutput (L + 1 entries, the embeddings first; [B, S, D] each, all
+  // rows); attention_mask [B, S]; `alive[l]`: layer l's attention sublayer keeps a head (nothing else is matched).
+  // `alignment` (optional) receives the student layer matched to each teacher layer.
+  torch::Tensor loss(const std::vector<torch::Tensor>& student, const std::vector<torch::Tensor>& teacher,
+                     const torch::Tensor& attention_mask, const std::vector<bool>& alive,
+                     std::vector<int>* alignment = nullptr) const;
+
+  // The map's tensors, "distill_map.weight" [D, D] and "distill_map.bias" [D] (requires_grad).
+  const std::map<std::string, torch::Tensor>& parameters() const { return params_; }
+
+ private:
+  std::vector<int> teacher_layers_;
+  int layers_;
+  std::map<std::string, torch::Tensor> params_;
+};
 
 }  // namespace hp::train

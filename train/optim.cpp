@@ -34,7 +34,7 @@ double grad_norm(const std::vector<torch::Tensor>& params) {
 }
 
 Optimizer::Optimizer(const core::TrainConfig& cfg, const std::map<std::string, torch::Tensor>& params,
-                     const torch::Tensor& log_alpha, double gates_lr, long total_steps)
+                     const std::vector<torch::Tensor>& gate_params, double gates_lr, long total_steps)
     : cfg_(cfg), total_steps_(total_steps), warmup_steps_(warmup_steps_for(cfg.lr_warmup_ratio, total_steps)) {
   std::vector<torch::Tensor> groups[3];
   for (const auto& [name, t] : params) {  // std::map: sorted names, so group order is deterministic
@@ -55,11 +55,12 @@ Optimizer::Optimizer(const core::TrainConfig& cfg, const std::map<std::string, t
   pg.emplace_back(groups[0], std::make_unique<torch::optim::AdamWOptions>(options(cfg.lr_peak, cfg.weight_decay)));
   pg.emplace_back(groups[1], std::make_unique<torch::optim::AdamWOptions>(options(cfg.lr_peak, 0.0)));
   base_lr_ = {cfg.lr_peak, cfg.lr_peak};
-  if (log_alpha.defined()) {
-    HP_CHECK(log_alpha.requires_grad(), "gate log_alpha must require grad");
-    names_[2].push_back("gates.log_alpha");
-    pg.emplace_back(std::vector<torch::Tensor>{log_alpha},
-                    std::make_unique<torch::optim::AdamWOptions>(options(gates_lr, 0.0)));
+  if (!gate_params.empty()) {
+    for (const auto& t : gate_params) {
+      HP_CHECK(t.defined() && t.requires_grad(), "gate parameters must require grad");
+      names_[2].push_back("gates." + std::to_string(names_[2].size()));
+    }
+    pg.emplace_back(gate_params, std::make_unique<torch::optim::AdamWOptions>(options(gates_lr, 0.0)));
     base_lr_.push_back(gates_lr);
   }
   adamw_ = std::make_unique<torch::optim::AdamW>(std::move(pg), options(cfg.lr_peak, cfg.weight_decay));

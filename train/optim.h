@@ -32,10 +32,10 @@ double grad_norm(const std::vector<torch::Tensor>& params);
 
 class Optimizer {
  public:
-  // `params`: the model's HF-named tensors that train (requires_grad); `log_alpha`: the gate
-  // parameters [L, H] (undefined = no gates group), trained at `gates_lr` without weight decay.
+  // `params`: the model's HF-named tensors that train (requires_grad); `gate_params`: the gates' log α
+  // (gates::StructureGates::parameters(); empty = no gates group), trained at `gates_lr` without weight decay.
   Optimizer(const core::TrainConfig& cfg, const std::map<std::string, torch::Tensor>& params,
-            const torch::Tensor& log_alpha, double gates_lr, long total_steps);
+            const std::vector<torch::Tensor>& gate_params, double gates_lr, long total_steps);
 
   // Sets every group's lr to its base lr × linear_schedule(step). Call before each step.
   void set_step(long step);

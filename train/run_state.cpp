@@ -20,8 +20,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kLogAlphaKey = eval::results::prefix(eval::results::Dataset::kGateLogAlpha);
-const std::string kPOpenKey = eval::results::prefix(eval::results::Dataset::kGatePOpen);
+bool is_trajectory(const std::string& key) {
+  for (auto d : eval::results::kGateTrajectories)
+    if (key == eval::results::prefix(d)) return true;
+  return false;
+}
 const char* const kHistoryPrefix = "history/";
 
 torch::Tensor stack_or_empty(const std::vector<torch::Tensor>& v) {
@@ -55,16 +58,16 @@ std::map<std::string, std::string> yaml_values(const std::string& text) {
 core::TensorMap History::to_tensors() const {
   core::TensorMap m;
   for (const auto& [key, values] : series) m[key] = torch::tensor(values, torch::kFloat64);
-  if (!log_alpha.empty()) m[kLogAlphaKey] = stack_or_empty(log_alpha);
-  if (!p_open.empty()) m[kPOpenKey] = stack_or_empty(p_open);
+  for (const auto& [key, values] : trajectories)
+    if (!values.empty()) m[key] = stack_or_empty(values);
   return m;
 }
 
 History History::from_tensors(const core::TensorMap& tensors) {
   History h;
   for (const auto& [key, t] : tensors) {
-    if (key == kLogAlphaKey || key == kPOpenKey) {
-      auto& dst = key == kLogAlphaKey ? h.log_alpha : h.p_open;
+    if (is_trajectory(key)) {
+      auto& dst = h.trajectories[key];
       for (long i = 0; i < t.size(0); ++i) dst.push_back(t[i].to(torch::kFloat32).clone());
       continue;
     }
@@ -140,7 +143,7 @@ void save_run_state_here(const std::string& run_dir, const RunState& s, const co
   core::TensorMap tensors;
   // The generator state is bytes; safetensors has no U8 here, so it travels as int64 (exact).
   tensors["rng_state"] = s.rng_state.to(torch::kLong);
-  if (s.log_alpha.defined()) tensors["log_alpha"] = s.log_alpha.detach();
+  for (const auto& [name, t] : s.gates) tensors["gates/" + name] = t.detach();
   if (s.best_log_alpha.defined()) tensors["best_log_alpha"] = s.best_log_alpha.detach();
   if (s.controller_state.defined()) tensors["controller_state"] = s.controller_state.detach();
   for (const auto& [k, t] : s.history.to_tensors()) tensors[kHistoryPrefix + k] = t;
@@ -186,7 +189,8 @@ RunState read_run_state(const std::string& run_dir, core::Bert& model) {
 
   auto tensors = core::read_safetensors(dir + "/run.safetensors");
   s.rng_state = tensors.at("rng_state").to(torch::kUInt8);
-  if (tensors.count("log_alpha")) s.log_alpha = tensors.at("log_alpha");
+  for (const auto& [name, t] : tensors)
+    if (name.rfind("gates/", 0) == 0) s.gates[name.substr(6)] = t;
   if (tensors.count("best_log_alpha")) s.best_log_alpha = tensors.at("best_log_alpha");
   if (tensors.count("controller_state")) s.controller_state = tensors.at("controller_state");
   core::TensorMap hist;

@@ -17,12 +17,13 @@
 
 namespace hp::train {
 
-// Scalar series and the gate trajectory of one run. Names are the run.h5 dataset names:
-// "train/<scalar>" [steps], "eval/<metric>" [evals], "gates/log_alpha" and "gates/p_open" [evals, L, H].
+// Scalar series and the gate trajectories of one run. Names are the run.h5 dataset names:
+// "train/<scalar>" [steps], "eval/<metric>" [evals], and the gate trajectories of eval/results_schema.h
+// (kGateTrajectories: "gates/log_alpha", "gates/p_open" [evals, L, H]; with a FLOPs or parameter target
+// "gates/neuron_p_open", "gates/mha_p_open", "gates/ffn_p_open" [evals, L]).
 struct History {
   std::map<std::string, std::vector<double>> series;
-  std::vector<torch::Tensor> log_alpha;  // per evaluation, [L, H]
-  std::vector<torch::Tensor> p_open;  // per evaluation, [L, H]
+  std::map<std::string, std::vector<torch::Tensor>> trajectories;  // name → one tensor per evaluation
 
   void add(const std::string& key, double value) { series[key].push_back(value); }
   core::TensorMap to_tensors() const;
@@ -43,8 +44,9 @@ struct RunState {
   int processes = 1;  // data-parallel ranks that saved this state
   std::string config_yaml;  // the resolved config the run started with
   torch::Tensor rng_state;  // default CPU generator state (dropout, gate noise)
-  torch::Tensor log_alpha;  // [L, H]; undefined without gates
-  torch::Tensor best_log_alpha;  // log α at the best evaluation; undefined without gates
+  // gates::StructureGates::named() and the layer-distillation map (LayerDistill::parameters()); empty without both
+  std::map<std::string, torch::Tensor> gates;
+  torch::Tensor best_log_alpha;  // heads' log α at the best evaluation; undefined without gates
   torch::Tensor controller_state;  // gates::TargetController::state(); undefined outside target mode
   History history;
 };

@@ -2,6 +2,7 @@
 #include "train/task_run.h"
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <optional>
 
 #include "core/data/batching.h"
@@ -35,11 +36,13 @@ TaskExamples read_examples(const core::Config& cfg, const TaskRun& run, const co
 std::optional<core::Bert> load_teacher(const core::Config& cfg, const TaskRun& run, const core::TaskSpec& task,
                                        const core::LoadOptions& load) {
   const bool recovery = !run.fixed_keep.empty() || !run.teacher_dir.empty();  // a pruned model's fine-tuning
-  const bool use_teacher = cfg.gates.distill && (recovery || (cfg.gates.target_heads > 0 && cfg.gates.finetune_after));
+  const bool budget = cfg.gates.target_flops > 0 || cfg.gates.target_params > 0;  // distils in both phases
+  const bool use_teacher =
+      cfg.gates.distill && (recovery || budget || (cfg.gates.target_heads > 0 && cfg.gates.finetune_after));
   if (cfg.gates.distill && !use_teacher)
     core::log_warn("train",
-                   "gates.distill is on but only the fixed-heads fine-tuning of target mode distils; "
-                   "set gates.target_heads and gates.finetune_after to use it");
+                   "gates.distill is on but only the fixed-heads fine-tuning of target mode (and a FLOPs or parameter "
+                   "target) distils; set gates.target_heads and gates.finetune_after, or gates.target_flops, to use it");
   if (!use_teacher) return std::nullopt;
   const std::string from = run.teacher_dir.empty() ? run.model_dir : run.teacher_dir;
   core::LoadReport teacher_report;
@@ -63,7 +66,17 @@ void write_result(const core::Config& cfg, const TaskRun& run, const core::TaskS
   j["steps"] = r.steps;
   j["heads_kept"] = r.heads_kept;
   j["heads_total"] = r.heads_total;
-  j["mask"] = core::format_head_mask(r.final_keep);
+  j["mask"] = core::format_mask({r.final_keep, r.final_neurons});
+  if (!r.budget_unit.empty()) {
+    int neurons = 0;
+    for (const auto& row : r.final_neurons) neurons += static_cast<int>(std::count(row.begin(), row.end(), true));
+    j["neurons_kept"] = neurons;
+    j["budget"] = {{"unit", r.budget_unit},
+                   {"target", r.budget_target},
+                   {"kept", r.budget_kept},
+                   {"head_cost", r.unit_costs.head},
+                   {"neuron_cost", r.unit_costs.neuron}};
+  }
   j["train_seconds"] = r.train_seconds;
   j["steps_per_s"] = r.steps_per_s;
   j["examples_per_s"] = r.examples_per_s;
@@ -78,6 +91,7 @@ TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
   const core::BertConfig arch = core::read_bert_config(run.model_dir + "/config.json");
   validate_train_config(cfg.train, cfg.gates, arch.num_hidden_layers * arch.max_heads());
   core::check_max_seq_len(arch, cfg.data.max_seq_len);
+  if (cfg.gates.target_flops > 0 || cfg.gates.target_params > 0) check_budget_model(cfg.gates, arch);
   const TaskExamples examples = read_examples(cfg, run, task);
 
   core::LoadOptions load = core::task_load_options(task, cfg.run.seed);

@@ -16,7 +16,9 @@
 #include "core/base/log.h"
 #include "core/io/tensor_io.h"  // write_hdf5
 #include "eval/evaluator.h"
-#include "gates/head_gates.h"
+#include "eval/flops.h"  // unit_costs
+#include "eval/results_schema.h"  // the gate trajectories
+#include "gates/structure_gates.h"
 #include "gates/target_controller.h"
 #include "train/distill.h"
 #include "train/optim.h"
@@ -50,20 +52,35 @@ class Loop {
     const auto& mc = model.config();
     L_ = mc.num_hidden_layers;
     H_ = mc.max_heads();
-    target_mode_ = gc.target_heads > 0;
-    if (gc.enabled || target_mode_) gates_ = std::make_unique<gates::HeadGates>(gc, L_, H_);
+    budget_mode_ = gc.target_flops > 0 || gc.target_params > 0;
+    target_mode_ = gc.target_heads > 0 || budget_mode_;
     const long n = static_cast<long>(data.train->size());
     steps_per_epoch_ = (n + tc.batch_size - 1) / tc.batch_size;
     phase_total_[1] = tc.max_steps > 0 ? tc.max_steps : tc.epochs * steps_per_epoch_;
     phase_total_[2] = target_mode_ && gc.finetune_after ? gc.finetune_epochs * steps_per_epoch_ : 0;
-    if (target_mode_) controller_ = std::make_unique<gates::TargetController>(gc, L_ * H_, phase_total_[1]);
+    if (budget_mode_) {
+      // One budget with the retraining-free search: FLOPs at the evaluation split's mean length, or parameters.
+      costs_ = eval::unit_costs(mc, gc.target_params > 0, core::mean_length(*data.eval));
+      total_cost_ = eval::total_cost(mc, costs_);
+      const double target = gc.target_params > 0 ? gc.target_params : gc.target_flops;
+      gates_ = std::make_unique<gates::StructureGates>(gc, L_, H_, mc.intermediate_size);
+      // The target falls from where the gates start (P(open) of a unit times its sublayer's: 89% of the cost at the
+      // default log α 2.0, β 0.33), not from 100%, so that the multipliers do not first push the gates open.
+      const double start = constrained().item<double>();
+      controller_ = std::make_unique<gates::TargetController>(gc, start, 100.0 * target, phase_total_[1]);
+    } else if (gc.enabled || target_mode_) {
+      gates_ = std::make_unique<gates::StructureGates>(gc, L_, H_);
+      if (target_mode_) controller_ = std::make_unique<gates::TargetController>(gc, L_ * H_, phase_total_[1]);
+    }
     core::BatchOptions bo;
     bo.batch_size = data.eval_batch_size;
     bo.pad_id = data.pad_id;
     eval_batches_ = core::make_batches(*data.eval, bo);
+    if (opts.teacher && gc.distill && gc.distill_hidden > 0)
+      layer_distill_ = std::make_unique<LayerDistill>(mc.hidden_size, L_);
     if (!opts.fixed_keep.empty()) {
       HP_CHECK(!gates_, "TrainOptions::fixed_keep excludes gates");
-      fixed_mask_ = eval::head_mask_tensor(opts.fixed_keep);
+      fixed_.heads = eval::head_mask_tensor(opts.fixed_keep);
     }
   }
 
@@ -74,10 +91,17 @@ class Loop {
     s_.history.add(key, value);
     log_->add(s_.step, s_.epoch, key, value);
   }
-  torch::Tensor eval_mask() const;
+  gates::GateMasks eval_mask() const;
+  core::StructureMask target_structure() const;  // target mode: the exact-N heads, or the structure on the budget
+  // What the Lagrangian holds at the target: the expected open heads, or the expected percent of the budget's
+  // unit kept (differentiable scalar).
+  torch::Tensor constrained() const {
+    return budget_mode_ ? 100.0 * gates_->expected_cost(costs_) / total_cost_ : gates_->heads().expected_open();
+  }
   void train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress, core::dist::GradientReducer& reducer);
   struct StepLoss {
-    torch::Tensor loss, task_loss, kd;  // this rank's share; kd undefined unless distilling
+    torch::Tensor loss, task_loss, kd, layer;  // this rank's share; kd undefined unless distilling, layer unless
+                                               // distilling hidden states
     bool distilling = false;
   };
   StepLoss batch_loss(const core::Batch& b);
@@ -89,11 +113,14 @@ class Loop {
   void save_state(const Optimizer& opt);
   bool run_phase(int phase, bool resumed_here);  // false = interrupted
   void set_trainable(bool encoder);
-  core::HeadSet final_keep() const;
+  core::StructureMask final_keep() const;
+  bool start_or_resume();
+  void fix_structure();
+  TrainResult finish();
   TrainResult interrupted_result() const {
     TrainResult r;
     r.steps = s_.step, r.interrupted = true;
-    if (gates_) r.log_alpha = gates_->log_alpha().detach().clone();
+    if (gates_) r.log_alpha = gates_->heads().log_alpha().detach().clone();
     return r;
   }
 
@@ -104,13 +131,18 @@ class Loop {
   const TrainData& data_;
   const TrainOptions& opts_;
   int L_ = 0, H_ = 0;
-  bool target_mode_ = false;
+  bool target_mode_ = false;  // a Lagrangian target: exact-N heads or a budget
+  bool budget_mode_ = false;  // gates.target_flops or target_params
+  core::UnitCosts costs_;  // the budget's unit costs, and the unpruned encoder's total in that unit
+  double total_cost_ = 0;
   long steps_per_epoch_ = 0;
   long phase_total_[3] = {0, 0, 0};
-  std::unique_ptr<gates::HeadGates> gates_;
+  std::unique_ptr<gates::StructureGates> gates_;
   std::unique_ptr<gates::TargetController> controller_;
+  std::unique_ptr<LayerDistill> layer_distill_;  // gates.distill_hidden > 0 with a teacher
   std::vector<core::Batch> eval_batches_;
-  torch::Tensor fixed_mask_;  // [L, H] 0/1 in phase 2, or all along with opts_.fixed_keep
+  gates::GateMasks fixed_;  // 0/1 masks in phase 2 (heads [L, H], neurons [L, I] with a budget), or all along with
+                            // opts_.fixed_keep (heads)
   std::unique_ptr<MetricsLog> log_;
   RunState s_;
   long examples_done_ = 0;
@@ -118,16 +150,38 @@ class Loop {
   long steps_this_process_ = 0;
 };
 
-torch::Tensor Loop::eval_mask() const {
-  if (fixed_mask_.defined()) return fixed_mask_;
+core::StructureMask Loop::target_structure() const {
+  if (budget_mode_) {
+    const double target = gc_.target_params > 0 ? gc_.target_params : gc_.target_flops;
+    return gates_->keep_within(costs_, target * total_cost_);
+  }
+  return {gates_->heads().top_n(gc_.target_heads), {}};
+}
+
+gates::GateMasks Loop::eval_mask() const {
+  if (fixed_.heads.defined()) return fixed_;
   if (!gates_) return {};
   torch::NoGradGuard no_grad;
-  if (target_mode_) return eval::head_mask_tensor(gates_->top_n(gc_.target_heads));
-  return gates_->deterministic().detach();
+  if (target_mode_) {
+    const core::StructureMask keep = target_structure();
+    return {eval::head_mask_tensor(keep.heads),
+            keep.neurons.empty() ? torch::Tensor() : eval::neuron_mask_tensor(keep.neurons)};
+  }
+  return {gates_->deterministic().heads.detach(), {}};
 }
 
 void Loop::set_trainable(bool encoder) {
   for (auto& [name, t] : model_.mutable_parameters()) t.requires_grad_(encoder);
+}
+
+// Per layer: does its attention sublayer keep a head under `head_mask` ([L, H] or [B, L, H]; undefined = all)?
+std::vector<bool> alive_layers(const torch::Tensor& head_mask) {
+  if (!head_mask.defined()) return {};
+  const torch::Tensor m = head_mask.dim() == 3 ? head_mask.abs().sum(0) : head_mask.abs();
+  const torch::Tensor any = (m.sum(1) > 0).contiguous();
+  std::vector<bool> alive;
+  for (long l = 0; l < any.size(0); ++l) alive.push_back(any[l].item<bool>());
+  return alive;
 }
 
 // Rows [lo, hi) of a batch.
@@ -149,38 +203,51 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
   const core::Batch local = core::dist::active() ? rows_of(b, lo, hi) : b;
   const double share = static_cast<double>(hi - lo) / static_cast<double>(B);
   StepLoss r;
-  r.distilling = opts_.teacher && gc_.distill && (s_.phase == 2 || !opts_.fixed_keep.empty());
+  // Target mode distils in its fixed-structure phase; a budget target (as CoFi) in both phases.
+  r.distilling = opts_.teacher && gc_.distill && (s_.phase == 2 || budget_mode_ || !opts_.fixed_keep.empty());
   r.loss = torch::zeros({}), r.task_loss = torch::zeros({});
   if (hi <= lo) {
-    if (gates_ && !fixed_mask_.defined()) gates_->sample(B);  // keeps the gate noise in step with the other ranks
+    if (gates_ && !fixed_.heads.defined()) gates_->sample(B);  // keeps the gate noise in step with the other ranks
     return r;
   }
   core::EncoderInput in = core::encoder_input(local);
-  if (fixed_mask_.defined()) in.head_mask = fixed_mask_;
-  else if (gates_) {
-    in.head_mask = gates_->sample(B);  // every rank draws the whole batch's noise, as one process does
+  if (fixed_.heads.defined()) {
+    in.head_mask = fixed_.heads, in.neuron_mask = fixed_.neurons;
+  } else if (gates_) {
+    const gates::GateMasks g = gates_->sample(B);  // every rank draws the whole batch's noise, as one process does
+    in.head_mask = g.heads, in.neuron_mask = g.neurons;
     if (in.head_mask.dim() == 3) in.head_mask = in.head_mask.narrow(0, lo, hi - lo);  // per-example gates
   }
-  in.cls_only = true;
+  const bool hidden = r.distilling && layer_distill_;
+  in.cls_only = !hidden;  // the layer loss reads every row of every layer
+  in.want_hidden = hidden;
+  core::EncoderOutput out;
   torch::Tensor logits;  // [b, C]
   {
     const core::Bf16Autocast autocast(tc_.precision == "bf16");
-    logits = model_.forward(in).logits.to(torch::kFloat);  // the loss in fp32
+    out = model_.forward(in);
+    logits = out.logits.to(torch::kFloat);  // the loss in fp32
   }
   r.task_loss =
       share * (data_.task->is_regression() ? torch::mse_loss(logits.select(1, 0), local.labels)
                                            : torch::cross_entropy_loss(logits, local.labels.to(torch::kLong)));
   r.loss = r.task_loss;
   if (r.distilling) {
-    torch::Tensor teacher_logits;
+    core::EncoderOutput teacher;
     {
       torch::NoGradGuard no_grad;
       core::EncoderInput tin = core::encoder_input(local);
-      tin.cls_only = true;
-      teacher_logits = opts_.teacher->forward(tin).logits;
+      tin.cls_only = !hidden;
+      tin.want_hidden = hidden;
+      teacher = opts_.teacher->forward(tin);
     }
-    r.kd = share * distill_loss(logits, teacher_logits, gc_.distill_temperature, data_.task->is_regression());
+    r.kd = share * distill_loss(logits, teacher.logits, gc_.distill_temperature, data_.task->is_regression());
     r.loss = (1.0 - gc_.distill_weight) * r.task_loss + gc_.distill_weight * r.kd;
+    if (hidden) {
+      r.layer = share * layer_distill_->loss(out.hidden_states, teacher.hidden_states, local.attention_mask,
+                                             alive_layers(in.head_mask));
+      r.loss = r.loss + gc_.distill_hidden * r.layer;
+    }
   }
   return r;
 }
@@ -196,8 +263,8 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
   if (gates_ && phase1) {
     // log α is the same on every rank (its gradient is all-reduced), so is the expectation: each rank adds
     // its 1/world of the penalty.
-    auto open = gates_->expected_open();
-    auto penalty = target_mode_ ? controller_->penalty(open, s_.phase_step) : gates_->l0_penalty();
+    auto open = target_mode_ ? constrained() : gates_->heads().expected_open();
+    auto penalty = target_mode_ ? controller_->penalty(open, s_.phase_step) : gates_->heads().l0_penalty();
     l.loss = l.loss + penalty / core::dist::world();
     expected_open = open.item<double>();
     penalty_v = penalty.item<double>();
@@ -207,9 +274,11 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
   reducer.finish();
   double norm = opt.step();
   // The logged losses are the whole batch's.
-  auto values = torch::tensor(
-      {l.loss.item<double>(), l.task_loss.item<double>(), l.kd.defined() ? l.kd.item<double>() : 0.0}, torch::kFloat64);
+  auto values = torch::tensor({l.loss.item<double>(), l.task_loss.item<double>(),
+                               l.kd.defined() ? l.kd.item<double>() : 0.0, l.layer.defined() ? l.layer.item<double>() : 0.0},
+                              torch::kFloat64);
   core::dist::all_reduce_sum(values, "the training loss");
+  if (l.distilling && layer_distill_) record("train/distill_hidden", values[3].item<double>());
   if (target_mode_ && phase1) controller_->update(expected_open, s_.phase_step);
 
   examples_done_ += b.input_ids.size(0);
@@ -235,7 +304,7 @@ void Loop::record_step(double loss, double task_loss, double distill, double lr,
   if (!std::isnan(distill)) record("train/distill", distill);
   if (gates_ && phase1) {
     record("train/penalty", penalty);
-    record("train/expected_open", expected_open);
+    record(budget_mode_ ? "train/expected_percent" : "train/expected_open", expected_open);
     if (target_mode_) {
       record("train/target", controller_->target(s_.phase_step - 1));
       record("train/lambda1", controller_->lambda1());
@@ -245,7 +314,9 @@ void Loop::record_step(double loss, double task_loss, double distill, double lr,
   const double ex_s = train_seconds_ > 0 ? examples_done_ / train_seconds_ : 0;
   progress.update(s_.step, "phase " + std::to_string(s_.phase) + "  loss " + fmt("%.4f", loss) + "  lr " +
                                fmt("%.2e", lr) + "  " + fmt("%.1f", ex_s) + " ex/s" +
-                               (gates_ && phase1 ? "  open " + fmt("%.1f", expected_open) : ""));
+                               (gates_ && phase1 ? (budget_mode_ ? "  kept " + fmt("%.1f%%", expected_open)
+                                                                 : "  open " + fmt("%.1f", expected_open))
+                                                 : ""));
 }
 
 void Loop::save_best(const torch::Tensor& log_alpha) {
@@ -256,13 +327,19 @@ void Loop::save_best_here(const torch::Tensor& log_alpha) {
   const std::string best = opts_.run_dir + "/best", tmp = best + ".tmp";
   fs::remove_all(tmp);
   core::save_bert(model_, tmp, opts_.tokenizer_dir);
-  if (log_alpha.defined()) core::write_safetensors(tmp + "/gates.safetensors", {{"log_alpha", log_alpha}});
+  if (gates_) {
+    core::TensorMap g;
+    for (const auto& [name, t] : gates_->named()) g[name] = t.detach();
+    if (log_alpha.defined()) g["log_alpha"] = log_alpha;  // the heads' at this evaluation
+    core::write_safetensors(tmp + "/gates.safetensors", g);
+  }
   replace_dir(tmp, best);
 }
 
 void Loop::evaluate_and_keep_best() {
   model_.set_training(false);
-  auto r = eval::evaluate(model_, *data_.task, *data_.eval, eval_batches_, eval_mask());
+  const gates::GateMasks mask = eval_mask();
+  auto r = eval::evaluate(model_, *data_.task, *data_.eval, eval_batches_, mask.heads, false, mask.neurons);
   model_.set_training(true);
   record("eval/step", static_cast<double>(s_.step));
   for (const auto& [name, value] : r.metrics) record("eval/" + name, value);
@@ -270,9 +347,16 @@ void Loop::evaluate_and_keep_best() {
   torch::Tensor la;
   if (gates_) {
     torch::NoGradGuard no_grad;
-    la = gates_->log_alpha().detach().clone();
-    s_.history.log_alpha.push_back(la);
-    s_.history.p_open.push_back(gates::l0_expected(la, gc_.beta, gates_->limits()));
+    la = gates_->heads().log_alpha().detach().clone();
+    namespace res = eval::results;
+    auto& traj = s_.history.trajectories;
+    traj[res::prefix(res::Dataset::kGateLogAlpha)].push_back(la);
+    traj[res::prefix(res::Dataset::kGatePOpen)].push_back(gates::l0_expected(la, gc_.beta, gates_->heads().limits()));
+    if (gates_->has_neurons()) traj[res::prefix(res::Dataset::kGateNeuronPOpen)].push_back(gates_->neuron_p_open_by_layer());
+    if (gates_->has_sublayers()) {
+      traj[res::prefix(res::Dataset::kGateMhaPOpen)].push_back(gates_->mha_p_open());
+      traj[res::prefix(res::Dataset::kGateFfnPOpen)].push_back(gates_->ffn_p_open());
+    }
   }
   const double m = r.metrics.at(data_.task->primary_metric);
   core::log_info("train", "step " + std::to_string(s_.step) + " " + data_.task->primary_metric + " " + fmt("%.4f", m));
@@ -289,7 +373,11 @@ void Loop::evaluate_and_keep_best() {
 
 void Loop::save_state(const Optimizer& opt) {
   s_.rng_state = cpu_rng_state();
-  if (gates_) s_.log_alpha = gates_->log_alpha().detach().clone();
+  s_.gates.clear();
+  if (gates_)
+    for (const auto& [name, t] : gates_->named()) s_.gates[name] = t.detach().clone();
+  if (layer_distill_)
+    for (const auto& [name, t] : layer_distill_->parameters()) s_.gates[name] = t.detach().clone();
   if (controller_) s_.controller_state = controller_->state();
   log_->flush();
   save_run_state(opts_.run_dir, s_, model_, opt);
@@ -298,12 +386,14 @@ void Loop::save_state(const Optimizer& opt) {
 bool Loop::run_phase(int phase, bool resumed_here) {
   const bool phase1 = phase == 1;
   set_trainable(!(phase1 && gc_.freeze_encoder));
-  torch::Tensor la = gates_ && phase1 ? gates_->log_alpha() : torch::Tensor();
-  Optimizer opt(tc_, model_.parameters(), la, gc_.lr, phase_total_[phase]);
+  const std::vector<torch::Tensor> gate_params = gates_ && phase1 ? gates_->parameters() : std::vector<torch::Tensor>{};
+  std::map<std::string, torch::Tensor> params = model_.parameters();  // + the layer-distillation map, if any
+  if (layer_distill_) params.insert(layer_distill_->parameters().begin(), layer_distill_->parameters().end());
+  Optimizer opt(tc_, params, gate_params, gc_.lr, phase_total_[phase]);
   if (resumed_here && s_.phase_step > 0) opt.load(optimizer_file(opts_.run_dir));
   std::vector<torch::Tensor> trained;
-  for (auto& [name, t] : model_.mutable_parameters()) trained.push_back(t);
-  if (la.defined()) trained.push_back(la);
+  for (auto& [name, t] : params) trained.push_back(t);
+  trained.insert(trained.end(), gate_params.begin(), gate_params.end());
   core::dist::GradientReducer reducer(trained);  // data-parallel: gradients summed over ranks during backward
   if (resumed_here) set_cpu_rng_state(s_.rng_state);
   model_.set_training(true);
@@ -336,54 +426,71 @@ bool Loop::run_phase(int phase, bool resumed_here) {
   return true;
 }
 
-core::HeadSet Loop::final_keep() const {
-  if (!opts_.fixed_keep.empty()) return opts_.fixed_keep;
-  if (!gates_) return core::HeadSet(L_, std::vector<bool>(H_, true));
-  if (target_mode_) return gates_->top_n(gc_.target_heads);
+core::StructureMask Loop::final_keep() const {
+  if (!opts_.fixed_keep.empty()) return {opts_.fixed_keep, {}};
+  if (!gates_) return {core::HeadSet(L_, std::vector<bool>(H_, true)), {}};
+  if (target_mode_) return target_structure();
   // Plain L0: the heads whose deterministic gate at the best evaluation is nonzero.
-  torch::Tensor la = s_.best_log_alpha.defined() ? s_.best_log_alpha : gates_->log_alpha().detach();
-  auto g = gates::hard_concrete_mean(la, gates_->limits()).contiguous();
+  torch::Tensor la = s_.best_log_alpha.defined() ? s_.best_log_alpha : gates_->heads().log_alpha().detach();
+  auto g = gates::hard_concrete_mean(la, gates_->heads().limits()).contiguous();
   core::HeadSet keep(L_, std::vector<bool>(H_, false));
   for (int l = 0; l < L_; ++l)
     for (int h = 0; h < H_; ++h) keep[l][h] = g[l][h].item<float>() > 0.f;
-  return keep;
+  return {keep, {}};
+}
+
+// The state to go on from (RUN_DIR/state), or a fresh start; true when resumed.
+bool Loop::start_or_resume() {
+  if (!opts_.resume) {
+    torch::manual_seed(rc_.seed);  // dropout and gate noise; the data order has its own seeds
+    s_.config_hash = config_hash(opts_.config_yaml);
+    s_.config_yaml = opts_.config_yaml;
+    return false;
+  }
+  s_ = read_run_state(opts_.run_dir, model_);
+  check_resume_config(opts_.run_dir, s_, opts_.config_yaml);
+  if (s_.processes != core::dist::world())
+    core::log_info("train", "the state was saved by " + std::to_string(s_.processes) +
+                                " process(es) and resumes with " + std::to_string(core::dist::world()) +
+                                ": the global batch (train.batch_size) and its "
+                                "examples stay the same, so the run goes on as it was (equal up to float summation "
+                                "order; with dropout, other dropout masks)");
+  torch::NoGradGuard no_grad;
+  if (gates_ && !s_.gates.empty()) gates_->load(s_.gates);
+  if (layer_distill_)
+    for (const auto& [name, t] : layer_distill_->parameters())
+      if (s_.gates.count(name)) t.copy_(s_.gates.at(name));
+  if (controller_ && s_.controller_state.defined()) controller_->load_state(s_.controller_state);
+  core::log_info("train", "resuming " + opts_.run_dir + " at step " + std::to_string(s_.step) + " (phase " +
+                              std::to_string(s_.phase) + ", epoch " + std::to_string(s_.epoch + 1) + ")");
+  return true;
+}
+
+// Phase 2 begins: the target structure fixed from the gates as phase 1 left them.
+void Loop::fix_structure() {
+  if (s_.phase != 2) s_.phase = 2, s_.phase_step = 0, s_.epoch = 0, s_.batch_in_epoch = 0, s_.has_best = false;
+  fixed_ = eval_mask();
+  const core::StructureMask keep = target_structure();
+  std::string what = "masked " + core::format_head_mask(keep.heads);
+  if (budget_mode_) {  // the neuron spec runs to thousands of numbers: counts per layer here, the spec in head_mask.txt
+    what = fmt("%.2f%% of the encoder's cost; heads per layer", 100 * core::structure_cost(keep, costs_) / total_cost_);
+    for (const auto& row : keep.heads) what += " " + std::to_string(core::count_kept({row}));
+    what += ", FFN widths";
+    for (const auto& row : keep.neurons) what += " " + std::to_string(core::count_kept({row}));
+  }
+  core::log_info("train", "phase 2: fine-tuning with " + std::to_string(core::count_kept(keep.heads)) + " heads" +
+                              (budget_mode_ ? " and " + std::to_string(core::count_kept(keep.neurons)) + " FFN neurons"
+                                            : std::string()) +
+                              " fixed (" + what + ")");
 }
 
 TrainResult Loop::run() {
   core::shared_write([&] { fs::create_directories(opts_.run_dir); });
-  bool resumed = false;
-  if (opts_.resume) {
-    s_ = read_run_state(opts_.run_dir, model_);
-    check_resume_config(opts_.run_dir, s_, opts_.config_yaml);
-    if (s_.processes != core::dist::world())
-      core::log_info("train", "the state was saved by " + std::to_string(s_.processes) +
-                                  " process(es) and resumes with " + std::to_string(core::dist::world()) +
-                                  ": the global batch (train.batch_size) and its "
-                                  "examples stay the same, so the run goes on as it was (equal up to float summation "
-                                  "order; with dropout, other dropout masks)");
-    torch::NoGradGuard no_grad;
-    if (gates_ && s_.log_alpha.defined()) gates_->log_alpha().copy_(s_.log_alpha);
-    if (controller_ && s_.controller_state.defined()) controller_->load_state(s_.controller_state);
-    resumed = true;
-    core::log_info("train", "resuming " + opts_.run_dir + " at step " + std::to_string(s_.step) + " (phase " +
-                                std::to_string(s_.phase) + ", epoch " + std::to_string(s_.epoch + 1) + ")");
-  } else {
-    torch::manual_seed(rc_.seed);  // dropout and gate noise; the data order has its own seeds
-    s_.config_hash = config_hash(opts_.config_yaml);
-    s_.config_yaml = opts_.config_yaml;
-  }
+  const bool resumed = start_or_resume();
   log_ = std::make_unique<MetricsLog>(opts_.run_dir + "/metrics.csv", resumed ? s_.step : -1);
-
   const int last_phase = phase_total_[2] > 0 ? 2 : 1, first_phase = s_.phase;
   for (int phase = first_phase; phase <= last_phase; ++phase) {
-    if (phase == 2) {
-      if (s_.phase != 2) {
-        s_.phase = 2, s_.phase_step = 0, s_.epoch = 0, s_.batch_in_epoch = 0, s_.has_best = false;
-      }
-      fixed_mask_ = eval::head_mask_tensor(gates_->top_n(gc_.target_heads));
-      core::log_info("train", "phase 2: fine-tuning with exactly " + std::to_string(gc_.target_heads) +
-                                  " heads fixed: masked " + core::format_head_mask(gates_->top_n(gc_.target_heads)));
-    }
+    if (phase == 2) fix_structure();
     const bool resumed_here = resumed && phase == first_phase;
     if (!run_phase(phase, resumed_here)) return interrupted_result();
   }
@@ -392,29 +499,41 @@ TrainResult Loop::run() {
     s_.has_best = true;
     s_.best_step = s_.step;
     s_.best_metric = s_.history.series.at("eval/" + data_.task->primary_metric).back();
-    save_best(gates_->log_alpha().detach().clone());
+    save_best(gates_->heads().log_alpha().detach().clone());
   }
+  return finish();
+}
 
+// The result: the final structure, RUN_DIR/best re-read and evaluated under it, head_mask.txt and run.h5.
+TrainResult Loop::finish() {
   TrainResult r;
   r.steps = s_.step;
   r.metric = data_.task->primary_metric;
   r.best_metric = s_.best_metric;
   r.best_step = s_.best_step;
-  r.final_keep = final_keep();
+  const core::StructureMask keep = final_keep();
+  r.final_keep = keep.heads;
+  r.final_neurons = keep.neurons;
   r.heads_kept = core::count_kept(r.final_keep);
   r.heads_total = L_ * H_;
-  if (gates_) r.log_alpha = gates_->log_alpha().detach().clone();
+  if (budget_mode_) {
+    r.budget_unit = gc_.target_params > 0 ? "parameters" : "FLOPs";
+    r.budget_target = gc_.target_params > 0 ? gc_.target_params : gc_.target_flops;
+    r.budget_kept = core::structure_cost(keep, costs_) / total_cost_;
+    r.unit_costs = costs_;
+  }
+  if (gates_) r.log_alpha = gates_->heads().log_alpha().detach().clone();
   r.train_seconds = train_seconds_;
   r.steps_per_s = train_seconds_ > 0 ? steps_this_process_ / train_seconds_ : 0;
   r.examples_per_s = train_seconds_ > 0 ? examples_done_ / train_seconds_ : 0;
 
-  // The saved best model, re-read from disk, evaluated with the final hard mask.
   core::LoadOptions lo;
   lo.num_labels = model_.config().num_labels;
   core::Bert best = core::load_bert(opts_.run_dir + "/best", lo);
   torch::Tensor mask = r.heads_kept == r.heads_total ? torch::Tensor() : eval::head_mask_tensor(r.final_keep);
-  r.final_metrics = eval::evaluate(best, *data_.task, *data_.eval, eval_batches_, mask).metrics;
-  if (gates_) core::write_file_atomic(opts_.run_dir + "/head_mask.txt", core::format_head_mask(r.final_keep) + "\n");
+  torch::Tensor neurons = keep.neurons.empty() ? torch::Tensor() : eval::neuron_mask_tensor(keep.neurons);
+  r.final_metrics = eval::evaluate(best, *data_.task, *data_.eval, eval_batches_, mask, false, neurons).metrics;
+  if (gates_) core::write_file_atomic(opts_.run_dir + "/head_mask.txt", core::format_mask(keep) + "\n");
   core::write_hdf5(opts_.run_dir + "/run.h5", s_.history.to_tensors(),
                    {{"seed", std::to_string(rc_.seed)},
                     {"config_hash", s_.config_hash},
@@ -438,51 +557,11 @@ std::vector<long> epoch_order(long n, int seed, int phase, int epoch) {
   return order;
 }
 
-void validate_train_config(const core::TrainConfig& t, const core::GateConfig& g, int total_heads) {
-  auto need = [](bool ok, const std::string& msg) {
-    if (!ok) throw ConfigError(msg);
-  };
-  auto num = [](double v) { return fmt("%g", v); };
-  need(t.epochs >= 1 || t.max_steps > 0,
-       "train.epochs = " + std::to_string(t.epochs) + " with train.max_steps = 0; use epochs >= 1 or max_steps > 0");
-  need(t.max_steps >= 0, "train.max_steps = " + std::to_string(t.max_steps) + "; use 0 (off) or a positive count");
-  need(t.lr_peak > 0 && std::isfinite(t.lr_peak),
-       "train.lr_peak = " + num(t.lr_peak) + "; use a positive rate, e.g. 5e-5");
-  need(t.precision == "fp32" || t.precision == "bf16",
-       "train.precision = '" + t.precision + "'; use fp32 or bf16");
-  need(t.batch_size >= 1,
-       "train.batch_size = " + std::to_string(t.batch_size) + "; use a positive batch size, e.g. 32");
-  need(t.lr_warmup_ratio >= 0 && t.lr_warmup_ratio < 1,
-       "train.lr_warmup_ratio = " + num(t.lr_warmup_ratio) + "; use a fraction in [0, 1), e.g. 0.1");
-  need(t.weight_decay >= 0, "train.weight_decay = " + num(t.weight_decay) + "; use >= 0, e.g. 0.01");
-  need(t.adam_beta1 >= 0 && t.adam_beta1 < 1, "train.adam_beta1 = " + num(t.adam_beta1) + "; use [0, 1), e.g. 0.9");
-  need(t.adam_beta2 >= 0 && t.adam_beta2 < 1, "train.adam_beta2 = " + num(t.adam_beta2) + "; use [0, 1), e.g. 0.999");
-  need(t.adam_eps > 0, "train.adam_eps = " + num(t.adam_eps) + "; use a small positive value, e.g. 1e-8");
-  need(t.grad_clip >= 0, "train.grad_clip = " + num(t.grad_clip) + "; use 0 (off) or a positive norm, e.g. 1.0");
-  need(t.eval_every >= 0,
-       "train.eval_every = " + std::to_string(t.eval_every) + "; use 0 (each epoch) or a step count");
-  need(t.save_every >= 0,
-       "train.save_every = " + std::to_string(t.save_every) + "; use 0 (each evaluation) or a step count");
-  need(t.max_train_examples >= 0,
-       "train.max_train_examples = " + std::to_string(t.max_train_examples) + "; use 0 (all) or a positive count");
-  need(g.distill_weight >= 0 && g.distill_weight <= 1,
-       "gates.distill_weight = " + num(g.distill_weight) + "; use a weight in [0, 1], e.g. 0.5");
-  need(g.distill_temperature > 0,
-       "gates.distill_temperature = " + num(g.distill_temperature) + "; use a positive temperature, e.g. 2");
-  need(g.target_heads >= 0 && g.target_heads <= total_heads,
-       "gates.target_heads = " + std::to_string(g.target_heads) + ", model has " + std::to_string(total_heads) +
-           " heads; use 1.." + std::to_string(total_heads) + " (or 0 for no target)");
-  need(g.finetune_epochs >= 1 || !g.finetune_after || g.target_heads == 0,
-       "gates.finetune_epochs = " + std::to_string(g.finetune_epochs) + "; use >= 1, or gates.finetune_after: false");
-  // The gates' own ranges too, so that a run with bad gates is refused before its folder is written (the
-  // gates are built later, inside the loop); only the total head count enters these checks.
-  if (g.enabled || g.target_heads > 0) gates::validate_gate_config(g, 1, total_heads);
-}
-
 TrainResult train_model(const core::TrainConfig& train, const core::GateConfig& gates, const core::RunConfig& run,
                         core::Bert& model, const TrainData& data, const TrainOptions& opts) {
   HP_CHECK(data.task && data.train && data.eval, "train_model needs a task, a train set and an eval set");
   validate_train_config(train, gates, model.config().num_hidden_layers * model.config().max_heads());
+  if (gates.target_flops > 0 || gates.target_params > 0) check_budget_model(gates, model.config());
   if (data.train->size() == 0) throw InputError("train_model: the train split is empty; check data.task and data.root");
   if (!data.eval->has_labels)
     throw ConfigError("train.eval_split = " + train.eval_split + " has no labels; use a labelled split such as dev");

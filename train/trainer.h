@@ -47,7 +47,13 @@ struct TrainResult {
   long best_step = -1;
   std::map<std::string, double> final_metrics;  // RUN_DIR/best re-loaded and evaluated with final_keep
   core::HeadSet final_keep;  // heads kept (all, without gates)
+  core::NeuronSet final_neurons;  // FFN neurons kept under a FLOPs or parameter target; empty otherwise (all kept)
   int heads_kept = 0, heads_total = 0;
+  // Under gates.target_flops or target_params: "FLOPs" or "parameters", the target and the fraction the final
+  // structure keeps (of the encoder's cost in that unit), and the unit costs it was counted with.
+  std::string budget_unit;
+  double budget_target = 0, budget_kept = 0;
+  core::UnitCosts unit_costs;
   torch::Tensor log_alpha;  // final gate parameters [L, H]; undefined without gates
   double train_seconds = 0;  // time in training steps (evaluation excluded)
   double steps_per_s = 0, examples_per_s = 0;
@@ -61,6 +67,9 @@ TrainResult train_model(const core::TrainConfig& train, const core::GateConfig& 
 // Range checks of train.* and the gate keys the trainer uses; ConfigError naming the key and the fix.
 // `total_heads` is the model's L·H (for gates.target_heads).
 void validate_train_config(const core::TrainConfig& train, const core::GateConfig& gates, int total_heads);
+
+// A FLOPs or parameter target's model checks: not slimmed, gates.neuron_group dividing its FFN width (ConfigError).
+void check_budget_model(const core::GateConfig& gates, const core::BertConfig& arch);
 
 // Dataset positions of one epoch: a Fisher-Yates shuffle from a generator seeded by (seed, phase,
 // epoch) alone, so a resumed run recomputes the same order.

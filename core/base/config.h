@@ -166,6 +166,10 @@ struct GateConfig {
   bool freeze_encoder = false;  // train only the gates (encoder and classifier frozen)
   bool per_example = false;  // sample one gate per example instead of one per batch
   int target_heads = 0;  // > 0: Lagrangian target mode landing on exactly this many heads
+  double target_flops = 0;  // in (0, 1): gates on heads, FFN neurons and sublayers, landing on this FLOPs fraction
+  double target_params = 0;  // the same with an encoder-parameter budget
+  int neuron_group = 1;  // FFN neurons per gate under a FLOPs or parameter target
+  bool sublayer_gates = true;  // one more gate per attention and per FFN sublayer (CoFi's coarse masks)
   double target_warmup_ratio = 0.5;  // fraction of steps over which the target goes from all heads to N
   double lagrangian_lr = 0.01;  // learning rate of the multipliers λ1, λ2 (gradient ascent)
   bool finetune_after = true;  // after fixing exactly N heads, fine-tune with them fixed
@@ -173,6 +177,7 @@ struct GateConfig {
   bool distill = false;  // distil from the unpruned model during the fixed-heads fine-tuning
   double distill_weight = 0.5;  // loss = (1 - w) task + w KL(teacher || student)
   double distill_temperature = 2.0;
+  double distill_hidden = 0;  // weight of CoFi's layer-wise hidden-state distillation; 0 = off
   template <class V>
   void visit_fields(V& v) {
     v("enabled", enabled, "train Hard-Concrete gates on the heads with an L0 penalty");
@@ -186,14 +191,23 @@ struct GateConfig {
     v("freeze_encoder", freeze_encoder, "train only the gates; the encoder and classifier stay fixed");
     v("per_example", per_example, "sample gates per example instead of once per batch");
     v("target_heads", target_heads, "exact number of heads to keep (Lagrangian target mode); 0 = plain L0");
+    v("target_flops", target_flops,
+      "fraction of the encoder's FLOPs to keep: gates on heads, FFN neurons and sublayers (CoFi); 0 = off");
+    v("target_params", target_params, "fraction of the encoder's parameters to keep, as target_flops; 0 = off");
+    v("neuron_group", neuron_group, "FFN neurons sharing one gate under target_flops or target_params (1 = per neuron)");
+    v("sublayer_gates", sublayer_gates,
+      "under target_flops or target_params also one gate per attention and per FFN sublayer (CoFi's coarse masks)");
     v("target_warmup_ratio", target_warmup_ratio,
-      "fraction of steps over which the target falls linearly to target_heads");
+      "fraction of steps over which the target falls linearly to its value (all heads, or 100%, at the start)");
     v("lagrangian_lr", lagrangian_lr, "learning rate of the Lagrange multipliers (gradient ascent)");
     v("finetune_after", finetune_after, "after fixing exactly N heads, fine-tune with those heads fixed");
     v("finetune_epochs", finetune_epochs, "epochs of that fixed-heads fine-tuning");
     v("distill", distill, "distil from the unpruned model during the fixed-heads fine-tuning");
     v("distill_weight", distill_weight, "weight of the distillation KL term (task term gets 1 - weight)");
     v("distill_temperature", distill_temperature, "softmax temperature of teacher and student logits in the KL term");
+    v("distill_hidden", distill_hidden,
+      "weight of CoFi's layer-wise hidden-state distillation (a learned map onto matched teacher layers) added "
+      "while distilling; 0 = off");
   }
 };
 

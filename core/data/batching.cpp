@@ -6,6 +6,12 @@
 
 namespace hp::core {
 
+double mean_length(const EncodedDataset& d) {
+  double s = 0;
+  for (const auto& ids : d.ids) s += static_cast<double>(ids.size());
+  return d.size() ? s / static_cast<double>(d.size()) : 0;
+}
+
 EncodedDataset encode_examples(const WordPieceTokenizer& tok, const std::vector<Example>& examples, int max_seq_len) {
   EncodedDataset out;
   out.has_labels = !examples.empty() && examples.front().has_label;

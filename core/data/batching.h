@@ -20,6 +20,9 @@ struct EncodedDataset {
   size_t size() const { return ids.size(); }
 };
 
+// Mean real length (tokens) of an encoded dataset; 0 when empty.
+double mean_length(const EncodedDataset& d);
+
 EncodedDataset encode_examples(const WordPieceTokenizer& tok, const std::vector<Example>& examples, int max_seq_len);
 
 struct Batch {

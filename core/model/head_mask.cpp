@@ -143,4 +143,8 @@ int count_kept(const HeadSet& keep) {
   return n;
 }
 
+double structure_cost(const StructureMask& keep, const UnitCosts& costs) {
+  return costs.head * count_kept(keep.heads) + costs.neuron * count_kept(keep.neurons);
+}
+
 }  // namespace hp::core

@@ -25,6 +25,12 @@ std::string format_head_mask(const HeadSet& keep);
 
 int count_kept(const HeadSet& keep);
 
+// The cost of one head and of one FFN neuron in a budget's unit (FLOPs or parameters: eval/flops.h), which is
+// additive over the units kept.
+struct UnitCosts {
+  double head = 0, neuron = 0;
+};
+
 // Heads and FFN neurons kept by a spec with "fL:" groups.
 struct StructureMask {
   HeadSet heads;
@@ -35,6 +41,9 @@ struct StructureMask {
 // out-of-range indices → ConfigError naming `where`.
 StructureMask parse_mask(const std::string& spec, int layers, int heads, int neurons,
                          const std::string& where = "--mask");
+
+// The budget a structure spends: kept heads × costs.head + kept neurons × costs.neuron.
+double structure_cost(const StructureMask& keep, const UnitCosts& costs);
 
 // The spec text of both (head groups, then "fL:" groups with ranges; "" when nothing is masked).
 std::string format_mask(const StructureMask& mask);

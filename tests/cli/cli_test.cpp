@@ -485,6 +485,51 @@ TEST_CASE("the pruning run: bad input gives a one-line error and writes nothing"
   check_errors(cases, "", out);
 }
 
+TEST_CASE("the pruning run with --method gates under a FLOPs budget: CoFi gates on the budget curves, exported",
+          "[cli][prune][budget]") {
+  const auto out = hp::test::scratch_dir("hp_prune_gates_budget");
+  std::filesystem::remove_all(out);
+  const std::string args = tiny_prune_args(out.string()) +
+                           " --criteria taylor --target-flops 0.5 --method gates --set train.train_split=matched"
+                           " --set train.eval_split=mismatched --set train.max_steps=12 --set gates.lr=0.5"
+                           " --set prune.budget_schedule=[100,50] --set prune.curve_recover_steps=0";
+  auto r = run_prune(args);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("FFN neurons, 50% of FLOPs (gates)"));
+  const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  const auto& f = summary["final"];
+  const auto& b = f["budget"];
+  CHECK(f["method"] == "gates");
+  CHECK(b["unit"] == "FLOPs");
+  // On the budget within one neuron: the gated run's own count, checked again from its mask and unit costs.
+  const auto tr = nlohmann::json::parse(slurp(out / "gates" / "train_result.json"));
+  const double head = tr["budget"]["head_cost"], neuron = tr["budget"]["neuron_cost"];
+  const double total = head * 8 + neuron * 2 * 37;
+  const auto keep = hp::core::parse_mask(tr["mask"].get<std::string>(), 2, 4, 37);
+  const double spent = head * hp::core::count_kept(keep.heads) + neuron * hp::core::count_kept(keep.neurons);
+  CHECK(spent / total <= 0.5 + 1e-12);
+  CHECK(0.5 - spent / total < neuron / total);
+  CHECK(b["kept"].get<double>() == Approx(spent / total));
+  // The export has the gated structure and Hugging Face loads it with our logits.
+  const auto cfg = nlohmann::json::parse(slurp(out / "model" / "config.json"));
+  REQUIRE(cfg.contains("intermediate_sizes"));
+  CHECK(cfg["intermediate_sizes"] == b["ffn_widths"]);
+  CHECK(f["slim_vs_masked_max_abs_logit_diff"].get<double>() <= 1e-5);
+  if (std::filesystem::exists(HP_REF_PYTHON))
+    CHECK_THAT(f["hf_check"]["transformers4_remote_code"].get<std::string>(), Catch::StartsWith("passed"));
+  // The gated point beside the search's on the budget curves, at the fraction it kept.
+  const auto& points = summary["budget_curves"]["points"];
+  const auto gates = std::find_if(points.begin(), points.end(), [](const auto& p) { return p["method"] == "gates"; });
+  REQUIRE(gates != points.end());
+  CHECK((*gates)["kept_fraction"].get<double>() == Approx(spent / total).epsilon(1e-6));
+  CHECK((*gates)["mean"].get<double>() == Approx(f["metrics"][summary["metric"].get<std::string>()].get<double>()));
+  CHECK_THAT(slurp(out / "budget_curves.csv"), Catch::Contains("gates,"));
+  // The gate trajectories of neurons and sublayers are in the gated run's run.h5.
+  const auto h5 = hp::core::read_hdf5((out / "gates" / "run.h5").string());
+  for (const char* key : {"gates/neuron_p_open", "gates/mha_p_open", "gates/ffn_p_open"}) CHECK(h5.count(key));
+}
+
 TEST_CASE("the pruning run with gates: a gated run's log alpha as a criterion, and --method gates", "[cli][prune]") {
   const auto gated = hp::test::scratch_dir("hp_prune_gated"), out = hp::test::scratch_dir("hp_prune_gates_run");
   std::filesystem::remove_all(gated);

@@ -600,6 +600,27 @@ def nothing_under(relative):
         if os.path.exists(os.path.join(s, relative)) else None
 
 
+def gated_train(*flags):
+    return lambda s: tiny_train(s, s + "/run")[:-2] + [*flags, "--out", s + "/run"]
+
+
+add("train-target-flops-range", "prune train --target-flops 1.5 (a fraction to keep)", gated_train("--target-flops", "1.5"),
+    2, "error: gates.target_flops = 1.5; use a fraction of the encoder to keep in (0, 1), e.g. 0.5, or 0 (off)",
+    nothing_under("run"))
+add("train-two-targets", "prune train --target-heads and --target-flops together",
+    gated_train("--target-heads", "3", "--target-flops", "0.5"), 2,
+    "error: more than one of gates.target_heads, target_flops and target_params is set; give one target",
+    nothing_under("run"))
+add("train-neuron-group", "gates.neuron_group that does not divide the FFN width (37 in the tiny model)",
+    gated_train("--target-flops", "0.5", "--set", "gates.neuron_group=4"), 2,
+    "error: gates.neuron_group = 4, must divide the FFN width 37; use 1 (a gate per neuron) or a divisor such as 8 or 64")
+add("budget-gates-latency", "--method gates with --target-latency (the gates learn FLOPs or parameters)",
+    budget_run("--target-latency", "5", "--method", "gates"), 2,
+    "error: prune.method = gates with --target-latency: the gates learn a FLOPs or parameter budget; give "
+    "--target-flops F or --target-params F, or prune.method = kwon",
+    not_created("run"))
+
+
 add("train-refused-gates", "prune train with a bad gate setting (the folder it left refused the corrected run)",
     lambda s: tiny_train(s, s + "/runs/x") + ["--gates", "--set", "gates.beta=-1"], 2, "error: gates.beta = -1, must be in (0, 1]; Voita et al. use 0.33, Louizos et al. and CoFi 2/3", nothing_under("runs"))
 add("train-refused-model", "prune train refused for a missing model (the lock's empty folder was left)",

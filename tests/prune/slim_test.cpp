@@ -18,6 +18,7 @@
 #include "core/base/errors.h"
 #include "prune/onnx.h"
 #include "prune/slim.h"
+#include "gates/structure_gates.h"
 
 namespace {
 
@@ -361,4 +362,51 @@ TEST_CASE("FFN neurons on MiniLM: masked = slimmed = saved = HF (remote code) = 
   std::filesystem::remove_all(dense_dir);
   hp::core::save_bert(dense, dense_dir.string(), hp::test::kMiniLM);
   CHECK(hf_check(py, dense_dir, in, masked) == 0);
+}
+
+TEST_CASE("a closed sublayer gate removes its whole sublayer from the export (CoFi's coarse masks)",
+          "[prune][slim][gates]") {
+  auto g = hp::core::read_hdf5(kTinyBertH5);
+  auto model = hp::core::load_bert(kTinyBert);
+  const auto in = golden_input(g);
+  hp::core::GateConfig gc;
+  gc.target_flops = 0.5;
+  hp::gates::StructureGates gates(gc, 2, 4, 37);
+  torch::NoGradGuard no_grad;
+  gates.named().at("mha_log_alpha")[0] = -8.0;  // layer 0's attention sublayer closed
+  gates.named().at("ffn_log_alpha")[1] = -8.0;  // layer 1's FFN sublayer closed
+  const auto costs = hp::eval::unit_costs(model.config(), false, 8.0);
+  const double total = hp::eval::total_cost(model.config(), costs);
+  // The budget of everything but those two sublayers: the structure on it drops exactly them.
+  const auto keep = gates.keep_within(costs, total - 4 * costs.head - 37 * costs.neuron);
+  CHECK(keep.heads == hp::core::HeadSet{{false, false, false, false}, {true, true, true, true}});
+  CHECK(hp::core::count_kept({keep.neurons[0]}) == 37);
+  CHECK(hp::core::count_kept({keep.neurons[1]}) == 0);
+  // The gated forward (deterministic gates) already has those sublayers at exactly 0: removing them changes nothing
+  // the coarse gates have not.
+  auto gated_in = in, hard_in = in;
+  const auto d = gates.deterministic();
+  gated_in.head_mask = d.heads, gated_in.neuron_mask = d.neurons;
+  hard_in.head_mask = d.heads.clone(), hard_in.neuron_mask = d.neurons.clone();
+  hard_in.head_mask[0] = 0.0, hard_in.neuron_mask[1] = 0.0;
+  CHECK(max_abs_diff(model.forward(gated_in).logits, model.forward(hard_in).logits) == 0);
+
+  const auto slim = hp::prune::slim_model(model, keep.heads, keep.neurons);
+  CHECK(slim.config().heads_in_layer(0) == 0);
+  CHECK(slim.config().intermediate_sizes == std::vector<int>{37, 0});
+  CHECK(slim.parameters().at("encoder.layer.0.attention.self.query.weight").size(0) == 0);
+  auto masked_in = in;
+  masked_in.head_mask = hp::eval::head_mask_tensor(keep.heads);
+  masked_in.neuron_mask = hp::eval::neuron_mask_tensor(keep.neurons);
+  const auto masked = model.forward(masked_in).logits;
+  CHECK(max_abs_diff(slim.forward(in).logits, masked) <= 1e-5);
+  const auto dir = hp::test::scratch_dir("hp_slim_sublayers");
+  std::filesystem::remove_all(dir);
+  hp::core::save_bert(slim, dir.string(), kTinyBert);
+  const auto saved = hp::core::read_bert_config((dir / "config.json").string());
+  CHECK(saved.heads_in_layer(0) == 0);
+  CHECK(saved.intermediate_sizes == std::vector<int>{37, 0});
+  const std::string py = HP_REF_PYTHON;
+  if (!std::filesystem::exists(py)) return hp::test::skip("the Hugging Face check: no Python reference at " + py);
+  CHECK(hf_check(py, dir, in, masked, "--remote-code") == 0);
 }

@@ -41,3 +41,34 @@ TEST_CASE("distillation KL equals a hand computation on tiny logits", "[train]")
   auto r = hp::train::distill_loss(torch::tensor({{1.0f}, {3.0f}}), torch::tensor({{0.0f}, {1.0f}}), T, true);
   CHECK(r.item<double>() == Approx(2.5).epsilon(kTol));
 }
+
+TEST_CASE("layer-wise distillation matches teacher layers in order and sums their MSE (CoFi)", "[train]") {
+  hp::train::LayerDistill ld(/*hidden=*/2, /*layers=*/8);
+  CHECK(ld.teacher_layers() == std::vector<int>{1, 3, 5, 7});  // 12 layers would give 2, 5, 8, 11
+  CHECK(hp::train::LayerDistill(2, 12).teacher_layers() == std::vector<int>{2, 5, 8, 11});
+  CHECK(hp::train::LayerDistill(2, 3).teacher_layers() == std::vector<int>{0, 1, 2});
+  // Hidden state i (the embeddings are i = 0) holds the value i in every real token; the student equals the
+  // teacher except its last layer (100) and a padding position (1000, never counted).
+  std::vector<torch::Tensor> teacher, student;
+  for (int i = 0; i <= 8; ++i) {
+    teacher.push_back(torch::full({1, 3, 2}, static_cast<float>(i)));
+    student.push_back(teacher.back().clone());
+    student.back()[0][2] = 1000.0f;
+  }
+  student[8].slice(1, 0, 2).fill_(100.0f);
+  const auto mask = torch::tensor({1, 1, 0}).view({1, 3});
+  std::vector<int> align;
+  // Teacher layer 7 (value 8) takes student layer 6 (value 7): MSE 1; the others match exactly below it.
+  CHECK(ld.loss(student, teacher, mask, {}, &align).item<double>() == Approx(1.0));
+  CHECK(align == std::vector<int>{1, 3, 5, 6});
+  // Without layer 6 (its attention pruned away): 7 ← 5 (MSE 4), 5 ← 4 (1), then exact.
+  std::vector<bool> alive(8, true);
+  alive[6] = false;
+  CHECK(ld.loss(student, teacher, mask, alive, &align).item<double>() == Approx(5.0));
+  CHECK(align == std::vector<int>{1, 3, 4, 5});
+  // The map trains: its gradient reaches W and b.
+  auto l = ld.loss(student, teacher, mask, {});
+  l.backward();
+  CHECK(ld.parameters().at("distill_map.weight").grad().abs().sum().item<double>() > 0);
+  CHECK(ld.parameters().at("distill_map.bias").grad().abs().sum().item<double>() > 0);
+}

@@ -40,7 +40,7 @@ TEST_CASE("each param group's lr follows its base lr times the schedule", "[trai
   std::map<std::string, torch::Tensor> params = {{"w.weight", torch::ones({2}).requires_grad_(true)},
                                                  {"w.bias", torch::ones({2}).requires_grad_(true)}};
   auto log_alpha = torch::zeros({2, 2}).requires_grad_(true);
-  Optimizer opt(cfg, params, log_alpha, /*gates_lr=*/0.1, /*total_steps=*/100);
+  Optimizer opt(cfg, params, {log_alpha}, /*gates_lr=*/0.1, /*total_steps=*/100);
   REQUIRE(opt.warmup_steps() == 10);
   opt.set_step(5);
   auto& groups = opt.adamw().param_groups();
@@ -60,7 +60,7 @@ TEST_CASE("no weight decay on biases and LayerNorm weights of the tiny BERT", "[
   for (auto& [name, t] : model.mutable_parameters()) t.requires_grad_(true);
   hp::core::TrainConfig cfg;
   cfg.weight_decay = 0.01;
-  Optimizer opt(cfg, model.parameters(), torch::Tensor(), 0.1, 10);
+  Optimizer opt(cfg, model.parameters(), {}, 0.1, 10);
   const auto& decay = opt.members(ParamGroup::kDecay);
   const auto& no_decay = opt.members(ParamGroup::kNoDecay);
   CHECK(decay.size() + no_decay.size() == model.parameters().size());
@@ -88,7 +88,7 @@ TEST_CASE("gradient clipping bounds the global L2 norm and reports the norm befo
   cfg.grad_clip = 1.0;
   auto a = torch::zeros({2}).requires_grad_(true);
   auto b = torch::zeros({1}).requires_grad_(true);
-  Optimizer opt(cfg, {{"a.weight", a}, {"b.weight", b}}, torch::Tensor(), 0.1, 10);
+  Optimizer opt(cfg, {{"a.weight", a}, {"b.weight", b}}, {}, 0.1, 10);
   // Gradients (3, 0) and (4): global norm 5.
   a.mutable_grad() = torch::tensor({3.0f, 0.0f});
   b.mutable_grad() = torch::tensor({4.0f});

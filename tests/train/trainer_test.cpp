@@ -11,6 +11,8 @@
 #include "core/base/files.h"  // read_file
 #include "core/io/tensor_io.h"  // read_hdf5
 #include "eval/evaluator.h"  // evaluate
+#include "eval/flops.h"  // unit_costs
+#include "core/io/safetensors.h"  // read_safetensors
 #include "fixtures.h"
 
 using Catch::Matchers::Contains;
@@ -273,4 +275,107 @@ TEST_CASE("target mode resumed inside the fixed-heads phase equals the uninterru
   CHECK(r1.final_keep == r2.final_keep);
   CHECK(r2.heads_kept == 5);
   CHECK(r1.final_metrics == r2.final_metrics);
+}
+
+namespace {
+
+// A FLOPs target of `fraction` on the tiny model (8 heads, 2 × 37 FFN neurons), distilling from `teacher`.
+Setup budget_setup(double fraction) {
+  Setup s;
+  s.tc.epochs = 4;  // phase 1: 48 steps, phase 2: 12 steps
+  s.gc.target_flops = fraction;
+  s.gc.lr = 0.5;  // the gates must cross from open to closed within the 24 warm-up steps
+  s.gc.lagrangian_lr = 0.05;
+  s.gc.finetune_epochs = 1;
+  s.gc.distill = true;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a FLOPs target on the tiny model lands on the budget within one neuron", "[train]") {
+  Setup s = budget_setup(0.5);
+  auto data = s.data();
+  auto model = tiny_model();
+  auto teacher = tiny_model();
+  hp::train::TrainOptions o;
+  o.run_dir = fresh_dir("budget");
+  o.config_yaml = "budget";
+  o.teacher = &teacher;
+  auto r = hp::train::train_model(s.tc, s.gc, s.rc, model, data, o);
+  REQUIRE(r.steps == 60);
+  REQUIRE(r.budget_unit == "FLOPs");
+  // Counted again here from the mask file on disk and eval/flops' unit costs at the dev split's mean length.
+  const auto costs = hp::eval::unit_costs(model.config(), false, hp::core::mean_length(s.dev));
+  const double total = hp::eval::total_cost(model.config(), costs);
+  CHECK(costs.head == Approx(r.unit_costs.head));
+  const auto keep = hp::core::parse_mask(o.run_dir + "/head_mask.txt", 2, 4, 37);
+  const double kept = hp::core::structure_cost(keep, costs) / total;
+  CHECK(kept <= 0.5 + 1e-12);
+  CHECK(0.5 - kept < costs.neuron / total);
+  CHECK(kept == Approx(r.budget_kept));
+  CHECK(keep.heads == r.final_keep);
+  CHECK(keep.neurons == r.final_neurons);
+  auto h5 = hp::core::read_hdf5(o.run_dir + "/run.h5");
+  // The target fell from where the gates started (their expected cost at log α = 2) and the expectation followed.
+  const auto target = h5.at("train/target"), expected = h5.at("train/expected_percent");
+  CHECK(target[0].item<double>() == Approx(expected[0].item<double>()).epsilon(0.02));
+  CHECK(target[0].item<double>() < 95.0);
+  CHECK(expected[47].item<double>() < 60.0);
+  for (const char* key : {"gates/neuron_p_open", "gates/mha_p_open", "gates/ffn_p_open"}) {
+    INFO(key);
+    REQUIRE(h5.count(key));
+    CHECK(h5.at(key).size(1) == 2);  // [evaluations, layers]
+  }
+  CHECK(h5.count("train/distill"));
+  const auto gates = hp::core::read_safetensors(o.run_dir + "/best/gates.safetensors");
+  CHECK(gates.at("neuron_log_alpha").sizes() == torch::IntArrayRef({2, 37}));
+  // The final model, masked by the structure, scores what the trainer reported.
+  auto best = hp::core::load_bert(o.run_dir + "/best", hp::core::LoadOptions{});
+  auto batches = hp::core::make_batches(s.dev, hp::core::BatchOptions{});
+  auto m = hp::eval::evaluate(best, hp::core::find_task("mnli"), s.dev, batches, hp::eval::head_mask_tensor(keep.heads),
+                              false, hp::eval::neuron_mask_tensor(keep.neurons));
+  CHECK(m.metrics.at("accuracy") == Approx(r.final_metrics.at("accuracy")));
+}
+
+TEST_CASE("a FLOPs target resumed inside the gated phase equals the uninterrupted run", "[train]") {
+  Setup s = budget_setup(0.6);
+  s.gc.distill_hidden = 1.0;  // its learned map must come back too
+  auto data = s.data();
+  auto teacher = tiny_model();
+  auto full = tiny_model();
+  hp::train::TrainOptions o1;
+  o1.run_dir = fresh_dir("budget_full");
+  o1.config_yaml = "b";
+  o1.teacher = &teacher;
+  auto r1 = hp::train::train_model(s.tc, s.gc, s.rc, full, data, o1);
+
+  auto part = tiny_model();
+  hp::train::TrainOptions o2 = o1;
+  o2.run_dir = fresh_dir("budget_part");
+  o2.stop_after_steps = 30;  // phase 1, after 30 of 48 steps: neuron and sublayer gates and λ must come back
+  REQUIRE(hp::train::train_model(s.tc, s.gc, s.rc, part, data, o2).interrupted);
+  auto resumed = tiny_model();
+  o2.stop_after_steps = 0;
+  o2.resume = true;
+  auto r2 = hp::train::train_model(s.tc, s.gc, s.rc, resumed, data, o2);
+  REQUIRE(r2.steps == 60);
+  for (const auto& [name, t] : full.parameters()) {
+    INFO(name);
+    CHECK(torch::equal(t, resumed.parameters().at(name)));
+  }
+  CHECK(r1.final_keep == r2.final_keep);
+  CHECK(r1.final_neurons == r2.final_neurons);
+  CHECK(r1.final_metrics == r2.final_metrics);
+  CHECK(hp::core::read_hdf5(o1.run_dir + "/run.h5").count("train/distill_hidden"));
+}
+
+TEST_CASE("budget targets are checked: one target, a fraction in (0, 1)", "[train]") {
+  hp::core::TrainConfig tc;
+  hp::core::GateConfig g;
+  g.target_flops = 1.5;
+  CHECK_THROWS_WITH(hp::train::validate_train_config(tc, g, 72), Contains("gates.target_flops = 1.5"));
+  g.target_flops = 0.5;
+  g.target_heads = 36;
+  CHECK_THROWS_WITH(hp::train::validate_train_config(tc, g, 72), Contains("more than one of gates.target_heads"));
 }

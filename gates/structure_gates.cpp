@@ -1,0 +1,162 @@
+#include "gates/structure_gates.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/base/errors.h"  // ConfigError, CheckpointError, HP_CHECK
+
+namespace hp::gates {
+
+void validate_structure_gates(const core::GateConfig& cfg, int neurons) {
+  if (cfg.neuron_group < 1 || neurons % cfg.neuron_group != 0)
+    throw_bad_value("gates.neuron_group", cfg.neuron_group,
+                    "must divide the FFN width " + std::to_string(neurons),
+                    "use 1 (a gate per neuron) or a divisor such as 8 or 64");
+  if (cfg.per_example)
+    throw ConfigError("gates.per_example = true with a FLOPs or parameter target: neuron and sublayer gates are drawn "
+                      "once per batch; set gates.per_example: false");
+}
+
+StructureGates::StructureGates(const core::GateConfig& cfg, int layers, int heads, int neurons)
+    : cfg_(cfg), heads_(cfg, layers, heads), neurons_(neurons), group_(cfg.neuron_group) {
+  if (neurons <= 0) return;
+  validate_structure_gates(cfg, neurons);
+  neuron_la_ = torch::full({layers, neurons / group_}, cfg.log_alpha_init, torch::kFloat32).requires_grad_(true);
+  if (cfg.sublayer_gates) {
+    mha_la_ = torch::full({layers}, cfg.log_alpha_init, torch::kFloat32).requires_grad_(true);
+    ffn_la_ = torch::full({layers}, cfg.log_alpha_init, torch::kFloat32).requires_grad_(true);
+  }
+}
+
+std::vector<torch::Tensor> StructureGates::parameters() const {
+  std::vector<torch::Tensor> p = {heads_.log_alpha()};
+  for (const auto& t : {neuron_la_, mha_la_, ffn_la_})
+    if (t.defined()) p.push_back(t);
+  return p;
+}
+
+std::map<std::string, torch::Tensor> StructureGates::named() const {
+  std::map<std::string, torch::Tensor> m = {{"log_alpha", heads_.log_alpha()}};
+  if (neuron_la_.defined()) m["neuron_log_alpha"] = neuron_la_;
+  if (mha_la_.defined()) m["mha_log_alpha"] = mha_la_, m["ffn_log_alpha"] = ffn_la_;
+  return m;
+}
+
+void StructureGates::load(const std::map<std::string, torch::Tensor>& saved) {
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : named()) {
+    const auto it = saved.find(name);
+    if (it == saved.end() || !it->second.sizes().equals(t.sizes()))
+      throw CheckpointError("gate parameters: '" + name + "' is " +
+                            (it == saved.end() ? std::string("missing") : "of another shape") +
+                            "; resume or read a run made with the same gate settings (gates.neuron_group, "
+                            "gates.sublayer_gates, the target)");
+    t.copy_(it->second);
+  }
+}
+
+torch::Tensor StructureGates::p_open(const torch::Tensor& la) const { return l0_expected(la, cfg_.beta, heads_.limits()); }
+
+namespace {
+
+// Fine gates [L, U] times coarse gates [L] (undefined = 1), the fine ones repeated g times along U.
+torch::Tensor combine(torch::Tensor fine, const torch::Tensor& coarse, int group) {
+  if (group > 1) fine = fine.repeat_interleave(group, -1);
+  if (!coarse.defined()) return fine;
+  return fine * (fine.dim() == 3 ? coarse.view({1, -1, 1}) : coarse.unsqueeze(1));
+}
+
+}  // namespace
+
+GateMasks StructureGates::sample(long batch) const {
+  GateMasks m;
+  m.heads = heads_.sample(batch);
+  if (!has_neurons()) return m;
+  const auto opts = neuron_la_.options().requires_grad(false);
+  const StretchLimits lim = heads_.limits();
+  m.neurons = hard_concrete_sample(neuron_la_, cfg_.beta, lim, hard_concrete_noise(neuron_la_.sizes(), opts));
+  torch::Tensor mha, ffn;
+  if (has_sublayers()) {
+    mha = hard_concrete_sample(mha_la_, cfg_.beta, lim, hard_concrete_noise(mha_la_.sizes(), opts));
+    ffn = hard_concrete_sample(ffn_la_, cfg_.beta, lim, hard_concrete_noise(ffn_la_.sizes(), opts));
+  }
+  m.heads = combine(m.heads, mha, 1);
+  m.neurons = combine(m.neurons, ffn, group_);
+  return m;
+}
+
+GateMasks StructureGates::deterministic() const {
+  GateMasks m;
+  m.heads = heads_.deterministic();
+  if (!has_neurons()) return m;
+  const StretchLimits lim = heads_.limits();
+  torch::Tensor mha, ffn;
+  if (has_sublayers()) mha = hard_concrete_mean(mha_la_, lim), ffn = hard_concrete_mean(ffn_la_, lim);
+  m.heads = combine(m.heads, mha, 1);
+  m.neurons = combine(hard_concrete_mean(neuron_la_, lim), ffn, group_);
+  return m;
+}
+
+torch::Tensor StructureGates::expected_cost(const core::UnitCosts& costs) const {
+  const int L = layers();
+  torch::Tensor heads = p_open(heads_.log_alpha()).to(torch::kFloat64).sum(1);  // [L] expected open heads
+  torch::Tensor neurons = has_neurons() ? p_open(neuron_la_).to(torch::kFloat64).sum(1) * group_
+                                        : torch::zeros({L}, torch::kFloat64);
+  if (has_sublayers()) {
+    heads = heads * p_open(mha_la_).to(torch::kFloat64);
+    neurons = neurons * p_open(ffn_la_).to(torch::kFloat64);
+  }
+  return costs.head * heads.sum() + costs.neuron * neurons.sum();
+}
+
+core::StructureMask StructureGates::keep_within(const core::UnitCosts& costs, double budget) const {
+  torch::NoGradGuard no_grad;
+  const int L = layers(), H = heads_.heads();
+  auto f64 = [&](const torch::Tensor& la) { return p_open(la.detach()).to(torch::kFloat64).contiguous(); };
+  const torch::Tensor ph = f64(heads_.log_alpha());
+  const torch::Tensor pn = has_neurons() ? f64(neuron_la_) : torch::Tensor();
+  const torch::Tensor pm = has_sublayers() ? f64(mha_la_) : torch::ones({L}, torch::kFloat64);
+  const torch::Tensor pf = has_sublayers() ? f64(ffn_la_) : torch::ones({L}, torch::kFloat64);
+  const int G = has_neurons() ? neurons_ / group_ : 0;
+  const double *h_p = ph.data_ptr<double>(), *m_p = pm.data_ptr<double>(), *f_p = pf.data_ptr<double>();
+  const double* n_p = G ? pn.data_ptr<double>() : nullptr;
+  // Units: heads l·H + h, then neuron groups L·H + l·G + j.
+  const long n_units = static_cast<long>(L) * (H + G);
+  std::vector<double> score(n_units), cost(n_units);
+  for (int l = 0; l < L; ++l) {
+    for (int h = 0; h < H; ++h)
+      score[l * H + h] = h_p[l * H + h] * m_p[l], cost[l * H + h] = costs.head;
+    for (int j = 0; j < G; ++j) {
+      const long u = static_cast<long>(L) * H + static_cast<long>(l) * G + j;
+      score[u] = n_p[static_cast<long>(l) * G + j] * f_p[l], cost[u] = costs.neuron * group_;
+    }
+  }
+  std::vector<long> order(n_units);
+  std::iota(order.begin(), order.end(), 0L);
+  std::stable_sort(order.begin(), order.end(), [&](long a, long b) { return score[a] > score[b]; });
+  core::StructureMask keep;
+  keep.heads.assign(L, std::vector<bool>(H, false));
+  if (has_neurons()) keep.neurons.assign(L, std::vector<bool>(neurons_, false));  // head-only: no FFN part
+  double spent = 0;
+  const double slack = 1e-9 * std::max(1.0, std::abs(budget));
+  for (long u : order) {
+    if (spent + cost[u] > budget + slack) continue;
+    spent += cost[u];
+    if (u < static_cast<long>(L) * H) {
+      keep.heads[u / H][u % H] = true;
+    } else {
+      const long v = u - static_cast<long>(L) * H;
+      const int l = static_cast<int>(v / G), j = static_cast<int>(v % G);
+      for (int i = 0; i < group_; ++i) keep.neurons[l][j * group_ + i] = true;
+    }
+  }
+  return keep;
+}
+
+torch::Tensor StructureGates::neuron_p_open_by_layer() const {
+  return has_neurons() ? p_open(neuron_la_.detach()).mean(1) : torch::Tensor();
+}
+torch::Tensor StructureGates::mha_p_open() const { return has_sublayers() ? p_open(mha_la_.detach()) : torch::Tensor(); }
+torch::Tensor StructureGates::ffn_p_open() const { return has_sublayers() ? p_open(ffn_la_.detach()) : torch::Tensor(); }
+
+}  // namespace hp::gates

@@ -1,0 +1,151 @@
+// StructureGates (CoFi's gates on heads, FFN neurons and sublayers): the expected cost and its gradient against a
+// hand computation in float64, the coarse gates multiplying the fine ones, neuron groups, exact landing of the
+// deterministic structure on a budget, and bad settings.
+#include "gates/structure_gates.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "core/base/errors.h"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+hp::core::GateConfig cfg(int group = 1, bool sublayers = true) {
+  hp::core::GateConfig c;
+  c.target_flops = 0.5;
+  c.neuron_group = group;
+  c.sublayer_gates = sublayers;
+  return c;
+}
+
+// P(g ≠ 0) of Louizos et al. eq. 12, by hand: σ(log α − β ln(−γ/ζ)).
+double p_open(double la, const hp::core::GateConfig& c) {
+  return 1.0 / (1.0 + std::exp(-(la - c.beta * std::log(-c.gamma / c.zeta))));
+}
+
+// Sets every log α of `g` from fixed, distinct values.
+void set_log_alpha(hp::gates::StructureGates& g) {
+  torch::NoGradGuard no_grad;
+  int k = 0;
+  for (auto& t : g.parameters()) {
+    auto flat = t.view({-1});
+    for (long i = 0; i < flat.numel(); ++i, ++k) flat[i] = std::sin(1.7 * k) * 3.0;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("expected cost and its gradient equal a hand computation", "[gates]") {
+  const auto c = cfg(/*group=*/2);
+  hp::gates::StructureGates g(c, /*layers=*/2, /*heads=*/3, /*neurons=*/4);
+  set_log_alpha(g);
+  const hp::core::UnitCosts costs{10.0, 1.5};
+  torch::Tensor e = g.expected_cost(costs);
+  e.backward();
+
+  const auto named = g.named();
+  auto at = [&](const char* name, long l, long i = -1) {
+    const auto t = named.at(name).detach();
+    return i < 0 ? t[l].item<double>() : t[l][i].item<double>();
+  };
+  double expect = 0;
+  for (int l = 0; l < 2; ++l) {
+    double heads = 0, neurons = 0;
+    for (int h = 0; h < 3; ++h) heads += p_open(at("log_alpha", l, h), c);
+    for (int j = 0; j < 2; ++j) neurons += 2 * p_open(at("neuron_log_alpha", l, j), c);  // 2 neurons per gate
+    const double pm = p_open(at("mha_log_alpha", l), c), pf = p_open(at("ffn_log_alpha", l), c);
+    expect += pm * heads * costs.head + pf * neurons * costs.neuron;
+    // d/d log α of σ is p(1 − p); each unit's term carries its sublayer's probability and cost.
+    for (int h = 0; h < 3; ++h) {
+      const double p = p_open(at("log_alpha", l, h), c);
+      CHECK(named.at("log_alpha").grad()[l][h].item<double>() == Approx(pm * costs.head * p * (1 - p)).epsilon(1e-5));
+    }
+    for (int j = 0; j < 2; ++j) {
+      const double p = p_open(at("neuron_log_alpha", l, j), c);
+      CHECK(named.at("neuron_log_alpha").grad()[l][j].item<double>() ==
+            Approx(pf * 2 * costs.neuron * p * (1 - p)).epsilon(1e-5));
+    }
+    CHECK(named.at("mha_log_alpha").grad()[l].item<double>() == Approx(heads * costs.head * pm * (1 - pm)).epsilon(1e-5));
+    CHECK(named.at("ffn_log_alpha").grad()[l].item<double>() ==
+          Approx(neurons * costs.neuron * pf * (1 - pf)).epsilon(1e-5));
+  }
+  CHECK(e.item<double>() == Approx(expect).epsilon(1e-6));
+
+  // Head-only gates count the heads alone (and no sublayer gates: the heads' P(open) only).
+  hp::gates::StructureGates heads_only(c, 2, 3);
+  const double p0 = p_open(c.log_alpha_init, c);
+  CHECK(heads_only.expected_cost({10.0, 1.5}).item<double>() == Approx(2 * 3 * p0 * 10.0));
+}
+
+TEST_CASE("the coarse gates multiply the fine ones; a neuron group's gate covers its neurons", "[gates]") {
+  hp::gates::StructureGates g(cfg(/*group=*/2), 2, 3, 4);
+  {
+    torch::NoGradGuard no_grad;
+    g.named().at("mha_log_alpha")[0] = -10.0;  // attention sublayer of layer 0 closed
+    g.named().at("ffn_log_alpha")[1] = -10.0;  // FFN sublayer of layer 1 closed
+    g.named().at("neuron_log_alpha")[0][1] = -10.0;  // neurons 2 and 3 of layer 0 closed
+  }
+  const auto d = g.deterministic();
+  REQUIRE(d.heads.sizes() == torch::IntArrayRef({2, 3}));
+  REQUIRE(d.neurons.sizes() == torch::IntArrayRef({2, 4}));
+  CHECK(d.heads[0].abs().sum().item<double>() == 0.0);
+  CHECK(d.heads[1].min().item<double>() > 0.9);
+  CHECK(d.neurons[1].abs().sum().item<double>() == 0.0);
+  CHECK(d.neurons[0][0].item<double>() == d.neurons[0][1].item<double>());
+  CHECK(d.neurons[0][2].item<double>() == 0.0);
+  CHECK(d.neurons[0][3].item<double>() == 0.0);
+
+  torch::manual_seed(3);
+  const auto s = g.sample(8);
+  CHECK(s.heads[0].abs().sum().item<double>() == 0.0);  // a log α of −10 never samples open
+  CHECK(s.neurons[1].abs().sum().item<double>() == 0.0);
+  CHECK(torch::equal(s.neurons.select(1, 0), s.neurons.select(1, 1)));  // one draw per group
+
+  // Head-only gates draw exactly what HeadGates draws (so head-only runs keep their random stream).
+  hp::core::GateConfig hc;
+  hp::gates::StructureGates sg(hc, 2, 3);
+  hp::gates::HeadGates hg(hc, 2, 3);
+  torch::manual_seed(5);
+  const auto a = sg.sample(4).heads;
+  torch::manual_seed(5);
+  CHECK(torch::equal(a, hg.sample(4)));
+}
+
+TEST_CASE("keep_within lands on the budget within one unit and follows the gates", "[gates]") {
+  for (int group : {1, 4}) {
+    INFO("neuron_group " << group);
+    hp::gates::StructureGates g(cfg(group), 3, 4, 16);
+    set_log_alpha(g);
+    const hp::core::UnitCosts costs{7.0, 0.9};
+    const double total = costs.head * 12 + costs.neuron * 48;
+    for (double f : {0.2, 0.5, 0.8}) {
+      const auto keep = g.keep_within(costs, f * total);
+      const double spent = hp::core::structure_cost(keep, costs);
+      CHECK(spent <= f * total + 1e-9);
+      CHECK(f * total - spent < costs.neuron * group);  // within one unit (a neuron group) of the budget
+    }
+  }
+  // A closed sublayer gate puts its units last: at half the budget, layer 0's attention is gone entirely.
+  hp::gates::StructureGates g(cfg(), 2, 4, 8);
+  {
+    torch::NoGradGuard no_grad;
+    g.named().at("mha_log_alpha")[0] = -6.0;
+  }
+  const hp::core::UnitCosts costs{2.0, 1.0};
+  const auto keep = g.keep_within(costs, 0.5 * (2.0 * 8 + 16.0));
+  CHECK(hp::core::count_kept({keep.heads[0]}) == 0);
+  CHECK(hp::core::count_kept({keep.heads[1]}) == 4);
+}
+
+TEST_CASE("structure gates refuse a group that does not divide the FFN and per-example gates", "[gates]") {
+  CHECK_THROWS_WITH(hp::gates::StructureGates(cfg(5), 2, 3, 37), Contains("gates.neuron_group = 5"));
+  auto c = cfg();
+  c.per_example = true;
+  CHECK_THROWS_WITH(hp::gates::StructureGates(c, 2, 3, 8), Contains("gates.per_example"));
+  hp::gates::StructureGates g(cfg(), 2, 3, 8);
+  auto saved = g.named();
+  saved.erase("ffn_log_alpha");
+  CHECK_THROWS_WITH(g.load(saved), Contains("'ffn_log_alpha' is missing"));
+}
