@@ -344,6 +344,30 @@ std::string headmap_panel(const ReportFolders& f) {
                    "Clark et al.'s head map: multidimensional scaling of the Jensen–Shannon divergences between heads' attention.");
 }
 
+// The sublayer gates and the mean neuron gate per layer of a gated run under a budget, as one chart; empty for a
+// head-only gated run.
+std::string structure_gates_chart(const core::TensorMap& run, const std::string& file, const std::vector<double>& steps) {
+  prune::LineChart c;
+  c.title = file + ": sublayer and FFN neuron gates, P(open)";
+  c.x_label = steps.empty() ? "evaluation" : "step";
+  c.y_label = "P(open)";
+  const std::pair<results::Dataset, const char*> kinds[] = {{results::Dataset::kGateMhaPOpen, "attention"},
+                                                            {results::Dataset::kGateFfnPOpen, "FFN"},
+                                                            {results::Dataset::kGateNeuronPOpen, "neurons (mean)"}};
+  for (const auto& [kind, label] : kinds) {
+    const auto it = run.find(results::prefix(kind));
+    if (it == run.end()) continue;
+    const auto p = it->second.to(torch::kFloat64);  // [E, L]
+    for (long l = 0; l < p.size(1); ++l) {
+      prune::Series s{"layer " + std::to_string(l) + " " + label, {}, values(p.select(1, l)), {}, {}};
+      for (size_t e = 0; e < s.y.size(); ++e)
+        s.x.push_back(steps.size() == s.y.size() ? steps[e] : static_cast<double>(e));
+      c.series.push_back(std::move(s));
+    }
+  }
+  return c.series.empty() ? std::string() : prune::svg_line_chart(c);
+}
+
 std::string gates_panel(const ReportFolders& f) {
   if (f.gated.empty())
     return note(
@@ -369,6 +393,11 @@ std::string gates_panel(const ReportFolders& f) {
                   "Probability that each Hard-Concrete gate of layer " + std::to_string(l) +
                       " is non-zero, at each evaluation.");
     }
+    const std::string structures = structure_gates_chart(run, file, steps);
+    if (!structures.empty())
+      o << figure("gates-" + std::to_string(k) + "-structures", structures,
+                  "A FLOPs or parameter target's other gates (CoFi): each layer's attention and FFN sublayer gate, and "
+                  "the mean over its FFN neuron gates; P(open) at each evaluation.");
     ++k;
   }
   return o.str();

@@ -66,7 +66,7 @@ struct Fixture {
     REQUIRE(a.code == 0);
     auto g = run_prune("train --model " + kTinyBert + " --task mnli_subset --data-root " + tiny_data_root() +
                        " --set train.train_split=matched --set train.eval_split=mismatched --max-seq-len 32"
-                       " --target-heads 5 --max-steps 4 --out " +
+                       " --target-flops 0.6 --max-steps 4 --out " +
                        gated.string());
     INFO(g.output);
     REQUIRE(g.code == 0);
@@ -119,7 +119,7 @@ TEST_CASE("prune report: every panel from a pruning run, its analysis and a gate
     CHECK_THAT(html, Catch::Contains(std::string("<section id=\"panel-") + id + "\""));
   // Static panels drawn from the folders, not notes.
   for (const char* fig : {"fig-curves", "fig-importance-taylor", "fig-rank-correlation", "fig-role-map", "fig-head-map",
-                          "fig-gates-0-layer1", "fig-tree-2"})
+                          "fig-gates-0-layer1", "fig-gates-0-structures", "fig-tree-2"})
     CHECK_THAT(html, Catch::Contains(std::string("id=\"") + fig + "\""));
   CHECK_THAT(html, Catch::Contains("3 of 8"));
   // Nothing is loaded from outside the file (the browser test watches the requests themselves).
