@@ -1,6 +1,8 @@
 // Distillation losses (see train/distill.h).
 #include "train/distill.h"
 
+#include <algorithm>
+
 namespace hp::train {
 
 torch::Tensor distill_kl(const torch::Tensor& student, const torch::Tensor& teacher, double temperature) {
@@ -33,22 +35,29 @@ LayerDistill::LayerDistill(int hidden, int layers) : layers_(layers) {
 
 torch::Tensor LayerDistill::loss(const std::vector<torch::Tensor>& student, const std::vector<torch::Tensor>& teacher,
                                  const torch::Tensor& attention_mask, const std::vector<bool>& alive,
-                                 std::vector<int>* alignment) const {
+                                 std::vector<int>* alignment, const std::function<void(torch::Tensor&)>& reduce) const {
   TORCH_CHECK(static_cast<int>(student.size()) == layers_ + 1 && teacher.size() == student.size(),
               "LayerDistill::loss: expected ", layers_ + 1, " hidden states, got ", student.size(), " and ",
               teacher.size());
   const torch::Tensor mask = attention_mask.to(torch::kFloat32).unsqueeze(-1);  // [B, S, 1]
-  const double count = mask.sum().item<double>() * static_cast<double>(student[1].size(-1));
   const int T = static_cast<int>(teacher_layers_.size());
-  // MSE of every mapped student layer against every matched teacher layer: [T][L].
-  std::vector<std::vector<torch::Tensor>> mse(T);
+  // Squared errors of every mapped student layer against every matched teacher layer, summed over this rank's
+  // real tokens: [T][L]. Data-parallel ranks add theirs (and their token counts) so that the alignment and the
+  // mean are the whole batch's.
+  std::vector<std::vector<torch::Tensor>> sse(T);
   std::vector<torch::Tensor> mapped(layers_);
   for (int l = 0; l < layers_; ++l)
     mapped[l] = torch::nn::functional::linear(student[l + 1], params_.at("distill_map.weight"),
                                               params_.at("distill_map.bias"));
   for (int t = 0; t < T; ++t)
     for (int l = 0; l < layers_; ++l)
-      mse[t].push_back(((mapped[l] - teacher[teacher_layers_[t] + 1].detach()).pow(2) * mask).sum() / count);
+      sse[t].push_back(((mapped[l] - teacher[teacher_layers_[t] + 1].detach()).pow(2) * mask).sum());
+  torch::Tensor totals = torch::zeros({T * layers_ + 1}, torch::kFloat64);  // the sums, then the element count
+  for (int t = 0; t < T; ++t)
+    for (int l = 0; l < layers_; ++l) totals[t * layers_ + l] = sse[t][l].item<double>();
+  totals[T * layers_] = mask.sum().item<double>() * static_cast<double>(student[1].size(-1));
+  if (reduce) reduce(totals);
+  const double count = std::max(1.0, totals[T * layers_].item<double>());
   // From the last teacher layer down, the best student layer below the previous match (CoFi's ordering).
   std::vector<int> align(T);
   int bound = layers_;
@@ -57,7 +66,7 @@ torch::Tensor LayerDistill::loss(const std::vector<torch::Tensor>& student, cons
     double top = 0;
     for (int l = 0; l < bound; ++l) {
       if (!alive.empty() && !alive[l]) continue;
-      const double v = mse[t][l].item<double>();
+      const double v = totals[t * layers_ + l].item<double>();
       if (best < 0 || v < top) best = l, top = v;
     }
     align[t] = best < 0 ? bound : best;  // none left: CoFi keeps the bound (no term)
@@ -65,7 +74,7 @@ torch::Tensor LayerDistill::loss(const std::vector<torch::Tensor>& student, cons
   }
   torch::Tensor total = torch::zeros({});
   for (int t = 0; t < T; ++t)
-    if (align[t] < layers_) total = total + mse[t][align[t]];
+    if (align[t] < layers_) total = total + sse[t][align[t]] / count;
   if (alignment) *alignment = align;
   return total;
 }

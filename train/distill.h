@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,10 +35,13 @@ class LayerDistill {
   const std::vector<int>& teacher_layers() const { return teacher_layers_; }
   // student, teacher: hidden_states of EncoderOutput (L + 1 entries, the embeddings first; [B, S, D] each, all
   // rows); attention_mask [B, S]; `alive[l]`: layer l's attention sublayer keeps a head (nothing else is matched).
-  // `alignment` (optional) receives the student layer matched to each teacher layer.
+  // `alignment` (optional) receives the student layer matched to each teacher layer. Data-parallel: `reduce` sums a
+  // float64 tensor over the ranks, so that every rank aligns by the whole batch's errors and divides by its token
+  // count; each rank's result is then its share of the whole batch's loss (sum them, as the gradients are summed).
   torch::Tensor loss(const std::vector<torch::Tensor>& student, const std::vector<torch::Tensor>& teacher,
                      const torch::Tensor& attention_mask, const std::vector<bool>& alive,
-                     std::vector<int>* alignment = nullptr) const;
+                     std::vector<int>* alignment = nullptr,
+                     const std::function<void(torch::Tensor&)>& reduce = {}) const;
 
   // The map's tensors, "distill_map.weight" [D, D] and "distill_map.bias" [D] (requires_grad).
   const std::map<std::string, torch::Tensor>& parameters() const { return params_; }

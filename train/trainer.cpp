@@ -244,8 +244,11 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
     r.kd = share * distill_loss(logits, teacher.logits, gc_.distill_temperature, data_.task->is_regression());
     r.loss = (1.0 - gc_.distill_weight) * r.task_loss + gc_.distill_weight * r.kd;
     if (hidden) {
-      r.layer = share * layer_distill_->loss(out.hidden_states, teacher.hidden_states, local.attention_mask,
-                                             alive_layers(in.head_mask));
+      // Already this rank's share of the whole batch's mean (its errors over the whole batch's token count).
+      r.layer = layer_distill_->loss(out.hidden_states, teacher.hidden_states, local.attention_mask,
+                                     alive_layers(in.head_mask), nullptr, [](torch::Tensor& t) {
+                                       if (core::dist::active()) core::dist::all_reduce_sum(t, "the layer distillation");
+                                     });
       r.loss = r.loss + gc_.distill_hidden * r.layer;
     }
   }

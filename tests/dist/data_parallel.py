@@ -123,11 +123,11 @@ def case_prune(prune, tmp, port):
     check(sorted(os.listdir(one)) == sorted(os.listdir(two)), "the same files in both run folders")
 
 
-def train_args(out, model, extra=(), steps=60, batch=6):
+def train_args(out, model, extra=(), steps=60, batch=6, target=("--target-heads", "5")):
     data = fx.glue_root(os.path.dirname(out))
     return ["train", "--model", model, "--task", "mnli_subset", "--max-seq-len", "32", "--data-root", data,
             "--set", "train.train_split=matched", "--set", "train.eval_split=mismatched", "--out", out,
-            "--target-heads", "5", "--max-steps", str(steps), "--set", "train.eval_every=20", "--set", "train.save_every=10",
+            *target, "--max-steps", str(steps), "--set", "train.eval_every=20", "--set", "train.save_every=10",
             "--batch", str(batch), *extra]
 
 
@@ -164,6 +164,30 @@ def case_train(prune, tmp, port, batch=6, extra=()):
     check(t1["heads_kept"] == t2["heads_kept"] == 5, f"exactly 5 heads kept ({t1['heads_kept']}, {t2['heads_kept']})")
     for k in t1["final_metrics"]:
         check(rel(t1["final_metrics"][k], t2["final_metrics"][k]) <= 1e-6, f"final {k} equal")
+
+
+def case_train_budget(prune, tmp, port):
+    """A FLOPs target (gates on heads, FFN neurons and sublayers, distilling hidden states too): 2 processes follow
+    1 step for step and land on the same structure."""
+    model = no_dropout_model(tmp)
+    res = {}
+    target = ("--target-flops", "0.5", "--set", "gates.lr=0.5", "--distill", "--set", "gates.distill_hidden=1")
+    for world in (1, 2):
+        out = os.path.join(tmp, f"budget{world}")
+        r = run(prune, train_args(out, model, target=target), world, port)
+        check(all(c == 0 for c, _, _ in r), f"budget training run with {world} process(es) exits 0")
+        res[world] = out
+    l1, l2 = losses(res[1]), losses(res[2])
+    for key in ("train/loss", "train/expected_percent", "train/distill_hidden", "train/grad_norm"):
+        a, b = l1.get(key, []), l2.get(key, [])
+        worst = max((rel(x, y) for x, y in zip(a, b)), default=1.0)
+        check(len(a) == len(b) >= 60 and worst <= 1e-5, f"{key}: {len(a)} vs {len(b)} steps, max relative difference "
+                                                        f"{worst:.2e} <= 1e-5")
+    t1 = json.load(open(os.path.join(res[1], "train_result.json")))
+    t2 = json.load(open(os.path.join(res[2], "train_result.json")))
+    check(t1["mask"] == t2["mask"], "final structure equal")
+    check(t1["budget"]["kept"] == t2["budget"]["kept"] and t1["budget"]["kept"] <= 0.5,
+          f"on the budget ({t1['budget']['kept']:.4f} of the FLOPs)")
 
 
 def case_train_uneven(prune, tmp, port):
@@ -368,7 +392,8 @@ def case_torchrun(prune, tmp, port):
         check("rank 0 of 2 (torchrun" in p.stderr, "the runtime line says rank 0 of 2")
 
 
-CASES = {"prune": case_prune, "train": case_train, "train_uneven": case_train_uneven, "eval": case_eval,
+CASES = {"prune": case_prune, "train": case_train, "train_uneven": case_train_uneven, "train_budget": case_train_budget,
+         "eval": case_eval,
          "eval_uneven": case_eval_uneven, "analyze": case_analyze, "hang": case_hang, "kill": case_kill, "mismatch": case_mismatch,
          "env": case_env, "torchrun": case_torchrun}
 
