@@ -353,7 +353,7 @@ std::string structure_gates_chart(const core::TensorMap& run, const std::string&
   c.y_label = "P(open)";
   const std::pair<results::Dataset, const char*> kinds[] = {{results::Dataset::kGateMhaPOpen, "attention"},
                                                             {results::Dataset::kGateFfnPOpen, "FFN"},
-                                                            {results::Dataset::kGateNeuronPOpen, "neurons (mean)"}};
+                                                            {results::Dataset::kGateNeuronPOpen, "neurons"}};
   for (const auto& [kind, label] : kinds) {
     const auto it = run.find(results::prefix(kind));
     if (it == run.end()) continue;

@@ -47,5 +47,10 @@ TEST_CASE("results schema: the table documents every kind once, with a prefix it
     CHECK(kinds.insert(d.kind).second);
     CHECK(std::string(d.pattern).rfind(r::prefix(d.kind), 0) == 0);
   }
-  CHECK(kinds.size() == 6);
+  CHECK(kinds.size() == 9);
+  // Every gate trajectory is one whole key that parses back to its kind.
+  for (auto d : r::kGateTrajectories) {
+    CHECK(kinds.count(d));
+    CHECK(r::parse_key(r::prefix(d))->kind == d);
+  }
 }
