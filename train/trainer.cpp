@@ -76,7 +76,7 @@ class Loop {
     bo.batch_size = data.eval_batch_size;
     bo.pad_id = data.pad_id;
     eval_batches_ = core::make_batches(*data.eval, bo);
-    if (opts.teacher && gc.distill && gc.distill_hidden > 0)
+    if (budget_mode_ && opts.teacher && gc.distill && gc.distill_hidden > 0)
       layer_distill_ = std::make_unique<LayerDistill>(mc.hidden_size, L_);
     if (!opts.fixed_keep.empty()) {
       HP_CHECK(!gates_, "TrainOptions::fixed_keep excludes gates");
