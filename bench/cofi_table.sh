@@ -2,8 +2,8 @@
 # Reproduces the README's learned-gates rows (CoFi's gates on heads, FFN neurons and sublayers under a FLOPs
 # target; SST-2, all-MiniLM-L6-v2 fine-tuned by README command 1): the pruning run with --method gates at each
 # of FLOPS (default "0.5 0.3"), one run folder each. The gated run trains on the first 12,800 training examples:
-# one epoch (400 steps) with the gates and the Lagrangian, then one epoch with the structure fixed, distilling
-# from the unpruned model as GATES_FLAGS says (default: logit KL). Beside it, in the same run, the retraining-free
+# one epoch (400 steps) with the gates and the Lagrangian, then one epoch with the structure fixed, distilling the
+# logits of the unpruned model (prune.recover_distill; GATES_FLAGS adds flags, e.g. "--set gates.distill_hidden=1"). Beside it, in the same run, the retraining-free
 # search at the same budget (its curve point at the target, tuned; and that choice after prune.curve_recover_steps
 # = RECOVER steps of recovery, default 150, the budget table's recipe). Finished runs are kept (summary.json).
 # Prints one row per run: FLOPs kept, heads, FFN neurons, the gated model's dev accuracy, the retraining-free
@@ -15,7 +15,7 @@ BASE="${BASE:-runs/sst2/finetune/best}"
 OUT="${OUT:-runs/cofi}"
 FLOPS="${FLOPS:-0.5 0.3}"
 RECOVER="${RECOVER:-150}"
-read -r -a gates_flags <<< "${GATES_FLAGS:---distill}"
+read -r -a gates_flags <<< "${GATES_FLAGS:-}"
 [[ -f "$BASE/config.json" ]] || { echo "cofi_table: $BASE not found; run README command 1 first (or set BASE)" >&2; exit 1; }
 for f in $FLOPS; do
   dir="$OUT/flops$f"

@@ -10,6 +10,7 @@
 #include "core/data/glue.h"
 #include "core/data/task_options.h"
 #include "core/io/checkpoint.h"
+#include "core/model/head_mask.h"  // parse_mask
 #include "core/base/errors.h"
 #include "core/base/log.h"
 #include "prune/onnx.h"
@@ -76,6 +77,18 @@ int run_export(const core::Config& cfg) {
   core::LoadOptions load;
   load.seed = cfg.run.seed;
   core::Bert model = core::load_bert(cfg.model.path, load, &report);
+  if (!cfg.export_.mask.empty()) {
+    const core::BertConfig& arch = model.config();
+    if (arch.slimmed())
+      throw ConfigError("export.mask on " + cfg.model.path +
+                        ", which is slimmed already (pruned_heads or intermediate_sizes in its config.json); pass the "
+                        "unpruned model the mask was made for");
+    const core::StructureMask keep = core::parse_mask(cfg.export_.mask, arch.num_hidden_layers, arch.max_heads(),
+                                                      arch.intermediate_size, "export.mask");
+    model = prune::slim_model(model, keep.heads, keep.neurons);
+    core::log_info("export", "slimmed to " + std::to_string(model.config().total_heads()) + " heads and " +
+                                 std::to_string(model.config().total_neurons()) + " FFN neurons (export.mask)");
+  }
   if (cfg.export_.dense) {
     const int removed =
         model.config().num_hidden_layers * model.config().num_attention_heads - model.config().total_heads();

@@ -81,9 +81,13 @@ struct ExportConfig {
   bool dense = false;  // original shapes, removed heads zeroed (prune/slim.h dense_model)
   bool onnx = false;  // also model.onnx, checked in ONNX Runtime (prune/onnx.h)
   bool int8 = false;  // also model.int8.onnx, checked against headprune's int8 on the eval split
+  std::string mask;  // slim to what this mask spec (or file) keeps before writing
   template <class V>
   void visit_fields(V& v) {
     v("out", out, "output folder for the exported Hugging Face checkpoint");
+    v("mask", mask,
+      "slim the model first: remove the heads and FFN neurons this mask names (spec or file as eval.mask, e.g. a "
+      "gated `prune train` run's head_mask.txt)");
     v("hdf5", hdf5, "also write model.h5 with the same tensors (HF names) for analysis tools");
     v("onnx", onnx,
       "also write model.onnx (dynamic batch and sequence) through the reference Python, checked in ONNX Runtime against our logits");

@@ -530,6 +530,39 @@ TEST_CASE("the pruning run with --method gates under a FLOPs budget: CoFi gates 
   for (const char* key : {"gates/neuron_p_open", "gates/mha_p_open", "gates/ffn_p_open"}) CHECK(h5.count(key));
 }
 
+TEST_CASE("prune train --target-flops, then export --mask: the slimmed export scores what the masked model does",
+          "[cli][budget]") {
+  const auto dir = hp::test::scratch_dir("hp_train_budget_export");
+  std::filesystem::remove_all(dir);
+  const std::string data = " --task mnli_subset --data-root " + tiny_data_root() + " --max-seq-len 32";
+  auto t = run_prune("train --model " + kTinyBert + data +
+                     " --set train.train_split=matched --set train.eval_split=mismatched --target-flops 0.5"
+                     " --max-steps 6 --out " + (dir / "gated").string());
+  INFO(t.output);
+  REQUIRE(t.code == 0);
+  const std::string best = (dir / "gated" / "best").string(), mask = (dir / "gated" / "head_mask.txt").string();
+  auto e = run_prune("export --model " + best + " --mask " + mask + " --to " + (dir / "slim").string());
+  INFO(e.output);
+  REQUIRE(e.code == 0);
+  const auto cfg = nlohmann::json::parse(slurp(dir / "slim" / "config.json"));
+  REQUIRE(cfg.contains("intermediate_sizes"));
+  auto eval = [&](const std::string& model, const std::string& extra, const std::string& name) {
+    const std::string out = (dir / name).string();
+    auto r = run_prune("eval --model " + model + data + " --split mismatched" + extra + " --output " + out);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(slurp(out));
+  };
+  const auto masked = eval(best, " --mask " + mask, "masked.json"), slim = eval((dir / "slim").string(), "", "slim.json");
+  CHECK(masked["metrics"] == slim["metrics"]);
+  CHECK(slim["heads_kept"] == masked["heads_kept"]);
+  // A slimmed model cannot take the mask again.
+  auto again = run_prune("export --model " + (dir / "slim").string() + " --mask " + mask + " --to " +
+                         (dir / "again").string());
+  CHECK(again.code == 2);
+  CHECK_THAT(again.output, Catch::Contains("slimmed already"));
+}
+
 TEST_CASE("the pruning run with gates: a gated run's log alpha as a criterion, and --method gates", "[cli][prune]") {
   const auto gated = hp::test::scratch_dir("hp_prune_gated"), out = hp::test::scratch_dir("hp_prune_gates_run");
   std::filesystem::remove_all(gated);

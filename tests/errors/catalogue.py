@@ -614,6 +614,18 @@ add("train-two-targets", "prune train --target-heads and --target-flops together
 add("train-neuron-group", "gates.neuron_group that does not divide the FFN width (37 in the tiny model)",
     gated_train("--target-flops", "0.5", "--set", "gates.neuron_group=4"), 2,
     "error: gates.neuron_group = 4, must divide the FFN width 37; use 1 (a gate per neuron) or a divisor such as 8 or 64")
+def export_slim_with_mask(s):
+    """A model slimmed by a first export --mask (heads 1 and 3 of layer 0), exported with a mask again."""
+    first = subprocess.run([PRUNE, "export", "--model", fx.copy_tiny(s + "/model"), "--mask", "0:1,3", "--to",
+                            s + "/model_slim"], capture_output=True, text=True)
+    if first.returncode != 0:
+        raise RuntimeError("the first export failed: " + first.stderr[-300:])
+    return ["export", "--model", s + "/model_slim", "--mask", "1:0", "--to", s + "/out"]
+
+
+add("export-mask-slimmed", "prune export --mask on a model that is slimmed already", export_slim_with_mask, 2,
+    "error: export.mask on $SCRATCH/model_slim, which is slimmed already (pruned_heads or intermediate_sizes in its "
+    "config.json); pass the unpruned model the mask was made for", nothing_under("out"))
 add("budget-gates-latency", "--method gates with --target-latency (the gates learn FLOPs or parameters)",
     budget_run("--target-latency", "5", "--method", "gates"), 2,
     "error: prune.method = gates with --target-latency: the gates learn a FLOPs or parameter budget; give "

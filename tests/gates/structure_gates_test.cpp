@@ -37,43 +37,50 @@ void set_log_alpha(hp::gates::StructureGates& g) {
 
 }  // namespace
 
-TEST_CASE("expected cost and its gradient equal a hand computation", "[gates]") {
-  const auto c = cfg(/*group=*/2);
-  hp::gates::StructureGates g(c, /*layers=*/2, /*heads=*/3, /*neurons=*/4);
-  set_log_alpha(g);
-  const hp::core::UnitCosts costs{10.0, 1.5};
-  torch::Tensor e = g.expected_cost(costs);
-  e.backward();
-
-  const auto named = g.named();
-  auto at = [&](const char* name, long l, long i = -1) {
-    const auto t = named.at(name).detach();
-    return i < 0 ? t[l].item<double>() : t[l][i].item<double>();
-  };
-  double expect = 0;
-  for (int l = 0; l < 2; ++l) {
-    double heads = 0, neurons = 0;
-    for (int h = 0; h < 3; ++h) heads += p_open(at("log_alpha", l, h), c);
-    for (int j = 0; j < 2; ++j) neurons += 2 * p_open(at("neuron_log_alpha", l, j), c);  // 2 neurons per gate
-    const double pm = p_open(at("mha_log_alpha", l), c), pf = p_open(at("ffn_log_alpha", l), c);
-    expect += pm * heads * costs.head + pf * neurons * costs.neuron;
-    // d/d log α of σ is p(1 − p); each unit's term carries its sublayer's probability and cost.
-    for (int h = 0; h < 3; ++h) {
-      const double p = p_open(at("log_alpha", l, h), c);
-      CHECK(named.at("log_alpha").grad()[l][h].item<double>() == Approx(pm * costs.head * p * (1 - p)).epsilon(1e-5));
+TEST_CASE("expected cost and its gradient equal a hand computation on the tiny model", "[gates]") {
+  for (int group : {1, 2}) {
+    INFO("neuron_group " << group);
+    // The tiny BERT's shapes (2 layers, 4 heads, D = 32, Dh = 8) with an FFN of 36 (37 does not divide by 2) and its
+    // FLOPs per unit at 8 tokens, by hand: a head 2·8·32·8·3 (Q, K, V rows) + 2·8·8·8·2 (scores, context) +
+    // 2·8·8·32 (output columns) = 18432; a neuron 2·8·32·2 = 1024.
+    const auto c = cfg(group);
+    hp::gates::StructureGates g(c, /*layers=*/2, /*heads=*/4, /*neurons=*/36);
+    set_log_alpha(g);
+    const hp::core::UnitCosts costs{18432.0, 1024.0};
+    torch::Tensor e = g.expected_cost(costs);
+    e.backward();
+    const auto named = g.named();
+    auto at = [&](const char* name, long l, long i = -1) {
+      const auto t = named.at(name).detach();
+      return i < 0 ? t[l].item<double>() : t[l][i].item<double>();
+    };
+    double expect = 0;
+    for (int l = 0; l < 2; ++l) {
+      double heads = 0, neurons = 0;
+      for (int h = 0; h < 4; ++h) heads += p_open(at("log_alpha", l, h), c);
+      for (int j = 0; j < 36 / group; ++j) neurons += group * p_open(at("neuron_log_alpha", l, j), c);
+      const double pm = p_open(at("mha_log_alpha", l), c), pf = p_open(at("ffn_log_alpha", l), c);
+      expect += pm * heads * costs.head + pf * neurons * costs.neuron;
+      // d/d log α of σ is p(1 − p); each unit's term carries its sublayer's probability and cost.
+      for (int h = 0; h < 4; ++h) {
+        const double p = p_open(at("log_alpha", l, h), c);
+        CHECK(named.at("log_alpha").grad()[l][h].item<double>() == Approx(pm * costs.head * p * (1 - p)).epsilon(1e-5));
+      }
+      for (int j = 0; j < 36 / group; ++j) {
+        const double p = p_open(at("neuron_log_alpha", l, j), c);
+        CHECK(named.at("neuron_log_alpha").grad()[l][j].item<double>() ==
+              Approx(pf * group * costs.neuron * p * (1 - p)).epsilon(1e-5));
+      }
+      CHECK(named.at("mha_log_alpha").grad()[l].item<double>() ==
+            Approx(heads * costs.head * pm * (1 - pm)).epsilon(1e-5));
+      CHECK(named.at("ffn_log_alpha").grad()[l].item<double>() ==
+            Approx(neurons * costs.neuron * pf * (1 - pf)).epsilon(1e-5));
     }
-    for (int j = 0; j < 2; ++j) {
-      const double p = p_open(at("neuron_log_alpha", l, j), c);
-      CHECK(named.at("neuron_log_alpha").grad()[l][j].item<double>() ==
-            Approx(pf * 2 * costs.neuron * p * (1 - p)).epsilon(1e-5));
-    }
-    CHECK(named.at("mha_log_alpha").grad()[l].item<double>() == Approx(heads * costs.head * pm * (1 - pm)).epsilon(1e-5));
-    CHECK(named.at("ffn_log_alpha").grad()[l].item<double>() ==
-          Approx(neurons * costs.neuron * pf * (1 - pf)).epsilon(1e-5));
+    CHECK(e.item<double>() == Approx(expect).epsilon(1e-6));
   }
-  CHECK(e.item<double>() == Approx(expect).epsilon(1e-6));
 
   // Head-only gates count the heads alone (and no sublayer gates: the heads' P(open) only).
+  const auto c = cfg();
   hp::gates::StructureGates heads_only(c, 2, 3);
   const double p0 = p_open(c.log_alpha_init, c);
   CHECK(heads_only.expected_cost({10.0, 1.5}).item<double>() == Approx(2 * 3 * p0 * 10.0));

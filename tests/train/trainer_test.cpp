@@ -309,6 +309,9 @@ TEST_CASE("a FLOPs target on the tiny model lands on the budget within one neuro
   const auto costs = hp::eval::unit_costs(model.config(), false, hp::core::mean_length(s.dev));
   const double total = hp::eval::total_cost(model.config(), costs);
   CHECK(costs.head == Approx(r.unit_costs.head));
+  // The unit costs the gates test computes by hand for this model at 8 tokens.
+  CHECK(hp::eval::unit_costs(model.config(), false, 8.0).head == 18432.0);
+  CHECK(hp::eval::unit_costs(model.config(), false, 8.0).neuron == 1024.0);
   const auto keep = hp::core::parse_mask(o.run_dir + "/head_mask.txt", 2, 4, 37);
   const double kept = hp::core::structure_cost(keep, costs) / total;
   CHECK(kept <= 0.5 + 1e-12);
