@@ -144,22 +144,28 @@ def no_dropout_model(tmp):
                         config={"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})
 
 
-def case_train(prune, tmp, port, batch=6, extra=()):
+def train_both(prune, tmp, port, name, keys, batch=6, extra=(), target=("--target-heads", "5")):
+    """The same training run with 1 and with 2 processes; each of `keys` of metrics.csv equal step for step.
+    Returns both train_result.json."""
     model = no_dropout_model(tmp)
     res = {}
     for world in (1, 2):
-        out = os.path.join(tmp, f"train{world}")
-        r = run(prune, train_args(out, model, extra, batch=batch), world, port)
-        check(all(c == 0 for c, _, _ in r), f"training run with {world} process(es) exits 0")
+        out = os.path.join(tmp, f"{name}{world}")
+        r = run(prune, train_args(out, model, extra, batch=batch, target=target), world, port)
+        check(all(c == 0 for c, _, _ in r), f"{name} run with {world} process(es) exits 0")
         res[world] = out
     l1, l2 = losses(res[1]), losses(res[2])
-    for key in ("train/loss", "train/task_loss", "train/expected_open", "train/grad_norm"):
+    for key in keys:
         a, b = l1.get(key, []), l2.get(key, [])
         worst = max((rel(x, y) for x, y in zip(a, b)), default=1.0)
         check(len(a) == len(b) >= 60 and worst <= 1e-5, f"{key}: {len(a)} vs {len(b)} steps, max relative difference "
                                                         f"{worst:.2e} <= 1e-5")
-    t1 = json.load(open(os.path.join(res[1], "train_result.json")))
-    t2 = json.load(open(os.path.join(res[2], "train_result.json")))
+    return [json.load(open(os.path.join(res[w], "train_result.json"))) for w in (1, 2)]
+
+
+def case_train(prune, tmp, port, batch=6, extra=()):
+    t1, t2 = train_both(prune, tmp, port, "train",
+                        ("train/loss", "train/task_loss", "train/expected_open", "train/grad_norm"), batch, extra)
     check(t1["mask"] == t2["mask"], f"final head mask equal ({t1['mask']})")
     check(t1["heads_kept"] == t2["heads_kept"] == 5, f"exactly 5 heads kept ({t1['heads_kept']}, {t2['heads_kept']})")
     for k in t1["final_metrics"]:
@@ -169,22 +175,10 @@ def case_train(prune, tmp, port, batch=6, extra=()):
 def case_train_budget(prune, tmp, port):
     """A FLOPs target (gates on heads, FFN neurons and sublayers, distilling hidden states too): 2 processes follow
     1 step for step and land on the same structure."""
-    model = no_dropout_model(tmp)
-    res = {}
     target = ("--target-flops", "0.5", "--set", "gates.lr=0.5", "--distill", "--set", "gates.distill_hidden=1")
-    for world in (1, 2):
-        out = os.path.join(tmp, f"budget{world}")
-        r = run(prune, train_args(out, model, target=target), world, port)
-        check(all(c == 0 for c, _, _ in r), f"budget training run with {world} process(es) exits 0")
-        res[world] = out
-    l1, l2 = losses(res[1]), losses(res[2])
-    for key in ("train/loss", "train/expected_percent", "train/distill_hidden", "train/grad_norm"):
-        a, b = l1.get(key, []), l2.get(key, [])
-        worst = max((rel(x, y) for x, y in zip(a, b)), default=1.0)
-        check(len(a) == len(b) >= 60 and worst <= 1e-5, f"{key}: {len(a)} vs {len(b)} steps, max relative difference "
-                                                        f"{worst:.2e} <= 1e-5")
-    t1 = json.load(open(os.path.join(res[1], "train_result.json")))
-    t2 = json.load(open(os.path.join(res[2], "train_result.json")))
+    t1, t2 = train_both(prune, tmp, port, "budget",
+                        ("train/loss", "train/expected_percent", "train/distill_hidden", "train/grad_norm"),
+                        target=target)
     check(t1["mask"] == t2["mask"], "final structure equal")
     check(t1["budget"]["kept"] == t2["budget"]["kept"] and t1["budget"]["kept"] <= 0.5,
           f"on the budget ({t1['budget']['kept']:.4f} of the FLOPs)")

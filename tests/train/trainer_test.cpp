@@ -82,6 +82,36 @@ struct Setup {
 
 double mean(const torch::Tensor& t, long from, long to) { return t.slice(0, from, to).mean().item<double>(); }
 
+// The run of `s` uninterrupted (distilling from a fresh tiny teacher) and again stopped after `stop_after` steps
+// and resumed (folders NAME_full, NAME_part); the two final models must be equal tensor for tensor. Returns both
+// results.
+std::pair<hp::train::TrainResult, hp::train::TrainResult> run_and_resume(const Setup& s, const std::string& name,
+                                                                         long stop_after, long total_steps) {
+  auto data = s.data();
+  auto teacher = tiny_model();
+  auto full = tiny_model();
+  hp::train::TrainOptions o1;
+  o1.run_dir = fresh_dir(name + "_full");
+  o1.config_yaml = name;
+  o1.teacher = &teacher;
+  auto r1 = hp::train::train_model(s.tc, s.gc, s.rc, full, data, o1);
+  auto part = tiny_model();
+  hp::train::TrainOptions o2 = o1;
+  o2.run_dir = fresh_dir(name + "_part");
+  o2.stop_after_steps = stop_after;
+  REQUIRE(hp::train::train_model(s.tc, s.gc, s.rc, part, data, o2).interrupted);
+  auto resumed = tiny_model();
+  o2.stop_after_steps = 0;
+  o2.resume = true;
+  auto r2 = hp::train::train_model(s.tc, s.gc, s.rc, resumed, data, o2);
+  REQUIRE(r2.steps == total_steps);
+  for (const auto& [key, t] : full.parameters()) {
+    INFO(key);
+    CHECK(torch::equal(t, resumed.parameters().at(key)));
+  }
+  return {r1, r2};
+}
+
 }  // namespace
 
 TEST_CASE("training lowers the loss and learns the marker rule", "[train]") {
@@ -249,29 +279,7 @@ TEST_CASE("target mode resumed inside the fixed-heads phase equals the uninterru
   s.gc.target_heads = 5;
   s.gc.finetune_epochs = 1;
   s.gc.distill = true;
-  auto data = s.data();
-  auto teacher = tiny_model();
-  auto full = tiny_model();
-  hp::train::TrainOptions o1;
-  o1.run_dir = fresh_dir("target_full");
-  o1.config_yaml = "t";
-  o1.teacher = &teacher;
-  auto r1 = hp::train::train_model(s.tc, s.gc, s.rc, full, data, o1);
-
-  auto part = tiny_model();
-  hp::train::TrainOptions o2 = o1;
-  o2.run_dir = fresh_dir("target_part");
-  o2.stop_after_steps = 29;  // phase 2, step 5 of 12
-  REQUIRE(hp::train::train_model(s.tc, s.gc, s.rc, part, data, o2).interrupted);
-  auto resumed = tiny_model();
-  o2.stop_after_steps = 0;
-  o2.resume = true;
-  auto r2 = hp::train::train_model(s.tc, s.gc, s.rc, resumed, data, o2);
-  REQUIRE(r2.steps == 36);
-  for (const auto& [name, t] : full.parameters()) {
-    INFO(name);
-    CHECK(torch::equal(t, resumed.parameters().at(name)));
-  }
+  const auto [r1, r2] = run_and_resume(s, "target", 29, 36);  // stopped in phase 2, step 5 of 12
   CHECK(r1.final_keep == r2.final_keep);
   CHECK(r2.heads_kept == 5);
   CHECK(r1.final_metrics == r2.final_metrics);
@@ -344,33 +352,12 @@ TEST_CASE("a FLOPs target on the tiny model lands on the budget within one neuro
 TEST_CASE("a FLOPs target resumed inside the gated phase equals the uninterrupted run", "[train]") {
   Setup s = budget_setup(0.6);
   s.gc.distill_hidden = 1.0;  // its learned map must come back too
-  auto data = s.data();
-  auto teacher = tiny_model();
-  auto full = tiny_model();
-  hp::train::TrainOptions o1;
-  o1.run_dir = fresh_dir("budget_full");
-  o1.config_yaml = "b";
-  o1.teacher = &teacher;
-  auto r1 = hp::train::train_model(s.tc, s.gc, s.rc, full, data, o1);
-
-  auto part = tiny_model();
-  hp::train::TrainOptions o2 = o1;
-  o2.run_dir = fresh_dir("budget_part");
-  o2.stop_after_steps = 30;  // phase 1, after 30 of 48 steps: neuron and sublayer gates and λ must come back
-  REQUIRE(hp::train::train_model(s.tc, s.gc, s.rc, part, data, o2).interrupted);
-  auto resumed = tiny_model();
-  o2.stop_after_steps = 0;
-  o2.resume = true;
-  auto r2 = hp::train::train_model(s.tc, s.gc, s.rc, resumed, data, o2);
-  REQUIRE(r2.steps == 60);
-  for (const auto& [name, t] : full.parameters()) {
-    INFO(name);
-    CHECK(torch::equal(t, resumed.parameters().at(name)));
-  }
+  // Stopped in phase 1, after 30 of 48 steps: neuron and sublayer gates, λ and the map must come back.
+  const auto [r1, r2] = run_and_resume(s, "budget", 30, 60);
   CHECK(r1.final_keep == r2.final_keep);
   CHECK(r1.final_neurons == r2.final_neurons);
   CHECK(r1.final_metrics == r2.final_metrics);
-  CHECK(hp::core::read_hdf5(o1.run_dir + "/run.h5").count("train/distill_hidden"));
+  CHECK(hp::core::read_hdf5(std::string(HP_BINARY_DIR) + "/test_tmp/train/budget_full/run.h5").count("train/distill_hidden"));
 }
 
 TEST_CASE("budget targets are checked: one target, a fraction in (0, 1)", "[train]") {
