@@ -281,7 +281,6 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
                                l.kd.defined() ? l.kd.item<double>() : 0.0, l.layer.defined() ? l.layer.item<double>() : 0.0},
                               torch::kFloat64);
   core::dist::all_reduce_sum(values, "the training loss");
-  if (l.distilling && layer_distill_) record("train/distill_hidden", values[3].item<double>());
   if (target_mode_ && phase1) controller_->update(expected_open, s_.phase_step);
 
   examples_done_ += b.input_ids.size(0);
@@ -289,6 +288,8 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
   ++steps_this_process_;
   ++s_.step;
   ++s_.phase_step;
+  // Under the step just finished, as every scalar of it (a resume drops the log's rows past its state's step).
+  if (l.distilling && layer_distill_) record("train/distill_hidden", values[3].item<double>());
   record_step(values[0].item<double>(), values[1].item<double>(),
               l.distilling ? values[2].item<double>() : std::nan(""), opt.lr(), norm, expected_open, penalty_v,
               progress);

@@ -2,7 +2,7 @@
 """Hard stops (#15 §4): a run killed with SIGKILL at seeded random moments and resumed each time ends with
 exactly the outputs of a run that was never interrupted.
 
-    tests/stops/kill_resume.py --prune build/bin/prune --kind train|prune|budget [--kills 5] [--seed 1]
+    tests/stops/kill_resume.py --prune build/bin/prune --kind train|gates|prune|budget [--kills 5] [--seed 1]
         [--model DIR] [--task T] [--extra ARGS]   # defaults: the tiny golden model on a small data root
 
 After every kill, every file of the run folder that a resume could read must be whole: JSON parses,
@@ -36,6 +36,9 @@ def tiny_args(kind, out):
     if kind == "train":  # gates with the exact-N controller: the most state a resume must restore
         return ["train", *base, "--target-heads", "5", "--max-steps", "1000", "--set", "train.eval_every=50",
                 "--set", "train.save_every=7"]
+    if kind == "gates":  # a FLOPs target: head, neuron and sublayer gates, the controller, the layer-distillation map
+        return ["train", *base, "--target-flops", "0.5", "--distill", "--set", "gates.distill_hidden=1",
+                "--max-steps", "300", "--set", "train.eval_every=50", "--set", "train.save_every=7"]
     common = [*base, "--set", "prune.rank_split=matched", "--set", "prune.eval_split=mismatched",
               "--rank-examples", "12", "--schedule", "0,25,50,75,100", "--set", "prune.attattr_steps=3",
               "--set", "prune.bootstrap=50", "--set", "prune.latency=false", "--set", "eval.batch_size=8",
@@ -97,8 +100,8 @@ def csv_without_timing(text):
 def outputs(kind, out):
     """What must be identical: the final records, as bytes or as data less timing."""
     got = {}
-    if kind == "train":
-        files = ["best/model.safetensors", "state/model.safetensors", "state/run.safetensors", "best/gates.safetensors"]
+    if kind in ("train", "gates"):
+        files = ["best/model.safetensors", "head_mask.txt", "state/model.safetensors", "state/run.safetensors", "best/gates.safetensors"]
         got["train_result.json"] = without_timing(json.load(open(os.path.join(out, "train_result.json"))))
         got["metrics.csv"] = csv_without_timing(open(os.path.join(out, "metrics.csv")).read())
     else:
@@ -128,7 +131,7 @@ def run(prune, args, timeout=600):
 
 def resume_args(kind, args, out):
     """The command that continues the run in `out`: a training run with a saved state uses --resume."""
-    if kind == "train" and (os.path.exists(out + "/state/state.json") or os.path.exists(out + "/state.old/state.json")):
+    if kind in ("train", "gates") and (os.path.exists(out + "/state/state.json") or os.path.exists(out + "/state.old/state.json")):
         i = args.index("--out")
         return args[:i] + ["--resume", out] + args[i + 2:]
     return args
@@ -137,7 +140,7 @@ def resume_args(kind, args, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--prune", default=os.path.join(fx.REPO, "build", "bin", "prune"))
-    ap.add_argument("--kind", choices=["train", "prune", "budget"], required=True)
+    ap.add_argument("--kind", choices=["train", "gates", "prune", "budget"], required=True)
     ap.add_argument("--kills", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--args", help="the run's arguments without --out (default: the tiny model's run)")
