@@ -346,7 +346,8 @@ std::string headmap_panel(const ReportFolders& f) {
 
 // The sublayer gates and the mean neuron gate per layer of a gated run under a budget, as one chart; empty for a
 // head-only gated run.
-std::string structure_gates_chart(const core::TensorMap& run, const std::string& file, const std::vector<double>& steps) {
+std::string structure_gates_chart(const core::TensorMap& run, const std::string& file,
+                                  const std::vector<double>& steps) {
   prune::LineChart c;
   c.title = file + ": sublayer and FFN neuron gates, P(open)";
   c.x_label = steps.empty() ? "evaluation" : "step";

@@ -9,12 +9,12 @@ namespace hp::gates {
 
 void validate_structure_gates(const core::GateConfig& cfg, int neurons) {
   if (cfg.neuron_group < 1 || neurons % cfg.neuron_group != 0)
-    throw_bad_value("gates.neuron_group", cfg.neuron_group,
-                    "must divide the FFN width " + std::to_string(neurons),
+    throw_bad_value("gates.neuron_group", cfg.neuron_group, "must divide the FFN width " + std::to_string(neurons),
                     "use 1 (a gate per neuron) or a divisor such as 8 or 64");
   if (cfg.per_example)
-    throw ConfigError("gates.per_example = true with a FLOPs or parameter target: neuron and sublayer gates are drawn "
-                      "once per batch; set gates.per_example: false");
+    throw ConfigError(
+        "gates.per_example = true with a FLOPs or parameter target: neuron and sublayer gates are drawn "
+        "once per batch; set gates.per_example: false");
 }
 
 StructureGates::StructureGates(const core::GateConfig& cfg, int layers, int heads, int neurons)
@@ -55,7 +55,9 @@ void StructureGates::load(const std::map<std::string, torch::Tensor>& saved) {
   }
 }
 
-torch::Tensor StructureGates::p_open(const torch::Tensor& la) const { return l0_expected(la, cfg_.beta, heads_.limits()); }
+torch::Tensor StructureGates::p_open(const torch::Tensor& la) const {
+  return l0_expected(la, cfg_.beta, heads_.limits());
+}
 
 namespace {
 
@@ -100,8 +102,8 @@ GateMasks StructureGates::deterministic() const {
 torch::Tensor StructureGates::expected_cost(const core::UnitCosts& costs) const {
   const int L = layers();
   torch::Tensor heads = p_open(heads_.log_alpha()).to(torch::kFloat64).sum(1);  // [L] expected open heads
-  torch::Tensor neurons = has_neurons() ? p_open(neuron_la_).to(torch::kFloat64).sum(1) * group_
-                                        : torch::zeros({L}, torch::kFloat64);
+  torch::Tensor neurons =
+      has_neurons() ? p_open(neuron_la_).to(torch::kFloat64).sum(1) * group_ : torch::zeros({L}, torch::kFloat64);
   if (has_sublayers()) {
     heads = heads * p_open(mha_la_).to(torch::kFloat64);
     neurons = neurons * p_open(ffn_la_).to(torch::kFloat64);
@@ -124,8 +126,7 @@ core::StructureMask StructureGates::keep_within(const core::UnitCosts& costs, do
   const long n_units = static_cast<long>(L) * (H + G);
   std::vector<double> score(n_units), cost(n_units);
   for (int l = 0; l < L; ++l) {
-    for (int h = 0; h < H; ++h)
-      score[l * H + h] = h_p[l * H + h] * m_p[l], cost[l * H + h] = costs.head;
+    for (int h = 0; h < H; ++h) score[l * H + h] = h_p[l * H + h] * m_p[l], cost[l * H + h] = costs.head;
     for (int j = 0; j < G; ++j) {
       const long u = static_cast<long>(L) * H + static_cast<long>(l) * G + j;
       score[u] = n_p[static_cast<long>(l) * G + j] * f_p[l], cost[u] = costs.neuron * group_;
@@ -156,7 +157,11 @@ core::StructureMask StructureGates::keep_within(const core::UnitCosts& costs, do
 torch::Tensor StructureGates::neuron_p_open_by_layer() const {
   return has_neurons() ? p_open(neuron_la_.detach()).mean(1) : torch::Tensor();
 }
-torch::Tensor StructureGates::mha_p_open() const { return has_sublayers() ? p_open(mha_la_.detach()) : torch::Tensor(); }
-torch::Tensor StructureGates::ffn_p_open() const { return has_sublayers() ? p_open(ffn_la_.detach()) : torch::Tensor(); }
+torch::Tensor StructureGates::mha_p_open() const {
+  return has_sublayers() ? p_open(mha_la_.detach()) : torch::Tensor();
+}
+torch::Tensor StructureGates::ffn_p_open() const {
+  return has_sublayers() ? p_open(ffn_la_.detach()) : torch::Tensor();
+}
 
 }  // namespace hp::gates

@@ -51,10 +51,12 @@ std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
     core::Config c = cfg;
     if (budget) {
       c.gates.target_flops = cfg.prune.target_flops, c.gates.target_params = cfg.prune.target_params;
-      c.gates.distill = cfg.gates.distill || cfg.prune.recover_distill;  // in place of stage 6's recovery, as it distils
-      log_stage(5, "choose", "Hard-Concrete gates on heads, FFN neurons and sublayers to " +
-                                 std::to_string(std::lround(100 * (c.gates.target_flops + c.gates.target_params))) +
-                                 "% of the encoder's " + (c.gates.target_params > 0 ? "parameters" : "FLOPs"));
+      c.gates.distill =
+          cfg.gates.distill || cfg.prune.recover_distill;  // in place of stage 6's recovery, as it distils
+      log_stage(5, "choose",
+                "Hard-Concrete gates on heads, FFN neurons and sublayers to " +
+                    std::to_string(std::lround(100 * (c.gates.target_flops + c.gates.target_params))) +
+                    "% of the encoder's " + (c.gates.target_params > 0 ? "parameters" : "FLOPs"));
     } else {
       c.gates.target_heads = n;
       log_stage(5, "choose N", "Hard-Concrete gates in target mode to " + std::to_string(n) + " heads");

@@ -3,7 +3,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -12,6 +11,7 @@
 #include "core/kernels/lowp_gemm.h"  // Bf16Autocast
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"  // ConfigError
+#include "core/base/strings.h"  // format_number
 #include "core/base/files.h"  // write_file_atomic
 #include "core/base/log.h"
 #include "core/io/tensor_io.h"  // write_hdf5
@@ -35,12 +35,6 @@ uint64_t splitmix64(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
-}
-
-std::string fmt(const char* f, double v) {  // one printf-formatted number
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
 }
 
 // Everything one run holds; phases share it. Member functions are the loop's steps.
@@ -100,8 +94,8 @@ class Loop {
   }
   void train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress, core::dist::GradientReducer& reducer);
   struct StepLoss {
-    torch::Tensor loss, task_loss, kd, layer;  // this rank's share; kd undefined unless distilling, layer unless
-                                               // distilling hidden states
+    // This rank's share; kd undefined unless distilling, layer unless distilling hidden states.
+    torch::Tensor loss, task_loss, kd, layer;
     bool distilling = false;
   };
   StepLoss batch_loss(const core::Batch& b);
@@ -141,8 +135,8 @@ class Loop {
   std::unique_ptr<gates::TargetController> controller_;
   std::unique_ptr<LayerDistill> layer_distill_;  // gates.distill_hidden > 0 with a teacher
   std::vector<core::Batch> eval_batches_;
-  gates::GateMasks fixed_;  // 0/1 masks in phase 2 (heads [L, H], neurons [L, I] with a budget), or all along with
-                            // opts_.fixed_keep (heads)
+  // 0/1 masks in phase 2 (heads [L, H], neurons [L, I] with a budget), or all along with opts_.fixed_keep (heads).
+  gates::GateMasks fixed_;
   std::unique_ptr<MetricsLog> log_;
   RunState s_;
   long examples_done_ = 0;
@@ -247,7 +241,8 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
       // Already this rank's share of the whole batch's mean (its errors over the whole batch's token count).
       r.layer = layer_distill_->loss(out.hidden_states, teacher.hidden_states, local.attention_mask,
                                      alive_layers(in.head_mask), nullptr, [](torch::Tensor& t) {
-                                       if (core::dist::active()) core::dist::all_reduce_sum(t, "the layer distillation");
+                                       if (core::dist::active())
+                                         core::dist::all_reduce_sum(t, "the layer distillation");
                                      });
       r.loss = r.loss + gc_.distill_hidden * r.layer;
     }
@@ -277,9 +272,10 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& prog
   reducer.finish();
   double norm = opt.step();
   // The logged losses are the whole batch's.
-  auto values = torch::tensor({l.loss.item<double>(), l.task_loss.item<double>(),
-                               l.kd.defined() ? l.kd.item<double>() : 0.0, l.layer.defined() ? l.layer.item<double>() : 0.0},
-                              torch::kFloat64);
+  auto values =
+      torch::tensor({l.loss.item<double>(), l.task_loss.item<double>(), l.kd.defined() ? l.kd.item<double>() : 0.0,
+                     l.layer.defined() ? l.layer.item<double>() : 0.0},
+                    torch::kFloat64);
   core::dist::all_reduce_sum(values, "the training loss");
   if (target_mode_ && phase1) controller_->update(expected_open, s_.phase_step);
 
@@ -316,11 +312,12 @@ void Loop::record_step(double loss, double task_loss, double distill, double lr,
     }
   }
   const double ex_s = train_seconds_ > 0 ? examples_done_ / train_seconds_ : 0;
-  progress.update(s_.step, "phase " + std::to_string(s_.phase) + "  loss " + fmt("%.4f", loss) + "  lr " +
-                               fmt("%.2e", lr) + "  " + fmt("%.1f", ex_s) + " ex/s" +
-                               (gates_ && phase1 ? (budget_mode_ ? "  kept " + fmt("%.1f%%", expected_open)
-                                                                 : "  open " + fmt("%.1f", expected_open))
-                                                 : ""));
+  progress.update(s_.step,
+                  "phase " + std::to_string(s_.phase) + "  loss " + core::format_number("%.4f", loss) + "  lr " +
+                      core::format_number("%.2e", lr) + "  " + core::format_number("%.1f", ex_s) + " ex/s" +
+                      (gates_ && phase1 ? (budget_mode_ ? "  kept " + core::format_number("%.1f%%", expected_open)
+                                                        : "  open " + core::format_number("%.1f", expected_open))
+                                        : ""));
 }
 
 void Loop::save_best(const torch::Tensor& log_alpha) {
@@ -356,14 +353,16 @@ void Loop::evaluate_and_keep_best() {
     auto& traj = s_.history.trajectories;
     traj[res::prefix(res::Dataset::kGateLogAlpha)].push_back(la);
     traj[res::prefix(res::Dataset::kGatePOpen)].push_back(gates::l0_expected(la, gc_.beta, gates_->heads().limits()));
-    if (gates_->has_neurons()) traj[res::prefix(res::Dataset::kGateNeuronPOpen)].push_back(gates_->neuron_p_open_by_layer());
+    if (gates_->has_neurons())
+      traj[res::prefix(res::Dataset::kGateNeuronPOpen)].push_back(gates_->neuron_p_open_by_layer());
     if (gates_->has_sublayers()) {
       traj[res::prefix(res::Dataset::kGateMhaPOpen)].push_back(gates_->mha_p_open());
       traj[res::prefix(res::Dataset::kGateFfnPOpen)].push_back(gates_->ffn_p_open());
     }
   }
   const double m = r.metrics.at(data_.task->primary_metric);
-  core::log_info("train", "step " + std::to_string(s_.step) + " " + data_.task->primary_metric + " " + fmt("%.4f", m));
+  core::log_info("train", "step " + std::to_string(s_.step) + " " + data_.task->primary_metric + " " +
+                              core::format_number("%.4f", m));
   // Phase 1 of target mode has no fixed head set yet, so its checkpoints are not candidates.
   const bool candidate = !target_mode_ || s_.phase == 2;
   if (candidate && (!s_.has_best || m > s_.best_metric)) {
@@ -477,7 +476,8 @@ void Loop::fix_structure() {
   const core::StructureMask keep = target_structure();
   std::string what = "masked " + core::format_head_mask(keep.heads);
   if (budget_mode_) {  // the neuron spec runs to thousands of numbers: counts per layer here, the spec in head_mask.txt
-    what = fmt("%.2f%% of the encoder's cost; heads per layer", 100 * core::structure_cost(keep, costs_) / total_cost_);
+    what = core::format_number("%.2f%% of the encoder's cost; heads per layer",
+                               100 * core::structure_cost(keep, costs_) / total_cost_);
     for (const auto& row : keep.heads) what += " " + std::to_string(core::count_kept({row}));
     what += ", FFN widths";
     for (const auto& row : keep.neurons) what += " " + std::to_string(core::count_kept({row}));

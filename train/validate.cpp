@@ -1,31 +1,22 @@
 // The range checks of a training run's config (see train/trainer.h): every train.* key and the gate keys the
 // trainer reads, before any folder is written.
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "core/base/errors.h"  // ConfigError
+#include "core/base/strings.h"  // format_number
 #include "gates/head_gates.h"  // validate_gate_config
 #include "gates/structure_gates.h"  // validate_structure_gates
 #include "train/trainer.h"
 
 namespace hp::train {
 
-namespace {
-
-std::string fmt(const char* f, double v) {  // one printf-formatted number
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-}  // namespace
-
 void check_budget_model(const core::GateConfig& gates, const core::BertConfig& arch) {
   if (arch.slimmed())
-    throw ConfigError("gates.target_flops / target_params on a slimmed model (its config.json has pruned_heads or "
-                      "intermediate_sizes): the budget is a fraction of the unpruned encoder; start from the unpruned "
-                      "model, or prune it further by --target-heads");
+    throw ConfigError(
+        "gates.target_flops / target_params on a slimmed model (its config.json has pruned_heads or "
+        "intermediate_sizes): the budget is a fraction of the unpruned encoder; start from the unpruned "
+        "model, or prune it further by --target-heads");
   gates::validate_structure_gates(gates, arch.intermediate_size);
 }
 
@@ -33,14 +24,13 @@ void validate_train_config(const core::TrainConfig& t, const core::GateConfig& g
   auto need = [](bool ok, const std::string& msg) {
     if (!ok) throw ConfigError(msg);
   };
-  auto num = [](double v) { return fmt("%g", v); };
+  auto num = [](double v) { return core::format_number("%g", v); };
   need(t.epochs >= 1 || t.max_steps > 0,
        "train.epochs = " + std::to_string(t.epochs) + " with train.max_steps = 0; use epochs >= 1 or max_steps > 0");
   need(t.max_steps >= 0, "train.max_steps = " + std::to_string(t.max_steps) + "; use 0 (off) or a positive count");
   need(t.lr_peak > 0 && std::isfinite(t.lr_peak),
        "train.lr_peak = " + num(t.lr_peak) + "; use a positive rate, e.g. 5e-5");
-  need(t.precision == "fp32" || t.precision == "bf16",
-       "train.precision = '" + t.precision + "'; use fp32 or bf16");
+  need(t.precision == "fp32" || t.precision == "bf16", "train.precision = '" + t.precision + "'; use fp32 or bf16");
   need(t.batch_size >= 1,
        "train.batch_size = " + std::to_string(t.batch_size) + "; use a positive batch size, e.g. 32");
   need(t.lr_warmup_ratio >= 0 && t.lr_warmup_ratio < 1,
@@ -63,12 +53,14 @@ void validate_train_config(const core::TrainConfig& t, const core::GateConfig& g
   need(g.target_heads >= 0 && g.target_heads <= total_heads,
        "gates.target_heads = " + std::to_string(g.target_heads) + ", model has " + std::to_string(total_heads) +
            " heads; use 1.." + std::to_string(total_heads) + " (or 0 for no target)");
-  for (const auto& [key, v] : {std::pair{"gates.target_flops", g.target_flops}, {"gates.target_params", g.target_params}})
-    need(v == 0 || (v > 0 && v < 1), std::string(key) + " = " + num(v) +
-                                         "; use a fraction of the encoder to keep in (0, 1), e.g. 0.5, or 0 (off)");
+  for (const auto& [key, v] :
+       {std::pair{"gates.target_flops", g.target_flops}, {"gates.target_params", g.target_params}})
+    need(v == 0 || (v > 0 && v < 1),
+         std::string(key) + " = " + num(v) + "; use a fraction of the encoder to keep in (0, 1), e.g. 0.5, or 0 (off)");
   need((g.target_heads > 0) + (g.target_flops > 0) + (g.target_params > 0) <= 1,
        "more than one of gates.target_heads, target_flops and target_params is set; give one target");
-  need(g.finetune_epochs >= 1 || !g.finetune_after || (g.target_heads == 0 && g.target_flops == 0 && g.target_params == 0),
+  need(g.finetune_epochs >= 1 || !g.finetune_after ||
+           (g.target_heads == 0 && g.target_flops == 0 && g.target_params == 0),
        "gates.finetune_epochs = " + std::to_string(g.finetune_epochs) + "; use >= 1, or gates.finetune_after: false");
   // The gates' own ranges too, so that a run with bad gates is refused before its folder is written (the
   // gates are built later, inside the loop); only the total head count enters these checks.
