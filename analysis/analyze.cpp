@@ -187,7 +187,7 @@ Analysis at_original_heads(const Analysis& slim, const core::BertConfig& cfg, in
 
 // Token frequencies for the rare-word role: the task's train split, else the analysed examples.
 // `source` says which.
-std::vector<int64_t> frequencies(const AnalyzeContext& ctx, const core::WordPieceTokenizer& tok,
+std::vector<int64_t> frequencies(const AnalyzeContext& ctx, const core::Tokenizer& tok,
                                  const std::string& root, const std::vector<core::Example>& fallback,
                                  std::string& source) {
   const auto splits = ctx.task->split_names();
@@ -231,7 +231,7 @@ void load_prune_run(AnalyzeContext& ctx, const core::LoadOptions& load) {
 
 // The examples analysed (the first analysis.examples rows of analysis.split, or the treebank) with the
 // token frequencies; `freq_source` says where the frequencies come from.
-void read_inputs(AnalyzeContext& ctx, const core::WordPieceTokenizer& tok, std::string& freq_source) {
+void read_inputs(AnalyzeContext& ctx, const core::Tokenizer& tok, std::string& freq_source) {
   const auto& ac = ctx.cfg->analysis;
   const int max_len = ctx.cfg->data.max_seq_len;
   const std::string root = core::resolve_data_root(ctx.cfg->data.root);
@@ -289,7 +289,7 @@ void prepare_analyze(AnalyzeContext& ctx, const core::Config& cfg) {
   ctx.model.emplace(core::load_bert(cfg.model.path, load, &ctx.report));
   core::check_max_seq_len(ctx.model->config(), cfg.data.max_seq_len);
   const auto& mc = ctx.model->config();
-  const auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
+  const auto tok = core::Tokenizer::from_model_dir(cfg.model.path);
   const core::HeadSet keep = core::parse_head_mask(ac.mask, mc.num_hidden_layers, mc.max_heads(), "analysis.mask");
   ctx.keep = eval::head_mask_tensor(keep);
   if (!ac.compare.empty()) load_compared(ctx, load);

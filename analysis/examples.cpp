@@ -12,7 +12,7 @@ namespace hp::analysis {
 namespace {
 
 // Fills the per-token facts of `info` from its ids (the rarest tokens by `counts`).
-void describe(const core::WordPieceTokenizer& tok, const std::vector<int32_t>& ids, const std::vector<int32_t>& types,
+void describe(const core::Tokenizer& tok, const std::vector<int32_t>& ids, const std::vector<int32_t>& types,
               const std::vector<int64_t>& counts, ExampleInfo& info) {
   const int n = static_cast<int>(ids.size());
   info.n = n;
@@ -22,7 +22,10 @@ void describe(const core::WordPieceTokenizer& tok, const std::vector<int32_t>& i
   for (int i = 0; i < n; ++i) {
     info.sep[i] = ids[i] == tok.sep_id();
     info.special[i] = info.sep[i] || ids[i] == tok.cls_id();
-    const std::string& t = tok.token(ids[i]);
+    std::string t = tok.token(ids[i]);
+    // A byte-level BPE (Ġ, U+0120) or SentencePiece (▁, U+2581) word start is not part of the punctuation mark.
+    for (const char* mark : {"\xC4\xA0", "\xE2\x96\x81"})
+      if (t.rfind(mark, 0) == 0) t.erase(0, std::char_traits<char>::length(mark));
     info.punct[i] = t == "." || t == ",";
     if (!info.special[i]) rarest = std::min(rarest, counts.at(ids[i]));
   }
@@ -31,8 +34,7 @@ void describe(const core::WordPieceTokenizer& tok, const std::vector<int32_t>& i
 
 }  // namespace
 
-std::vector<int64_t> token_counts(const core::WordPieceTokenizer& tok, const std::vector<core::Example>& texts,
-                                  int max_len) {
+std::vector<int64_t> token_counts(const core::Tokenizer& tok, const std::vector<core::Example>& texts, int max_len) {
   std::vector<int64_t> counts(tok.vocab_size(), 0);
   for (const auto& ex : texts) {
     auto enc = tok.encode(ex.text_a, ex.text_b.empty() ? nullptr : &ex.text_b, max_len);
@@ -42,8 +44,8 @@ std::vector<int64_t> token_counts(const core::WordPieceTokenizer& tok, const std
   return counts;
 }
 
-AnalysisInputs task_inputs(const core::WordPieceTokenizer& tok, const std::vector<core::Example>& rows, long n,
-                           int max_len, const std::vector<int64_t>& counts, const std::string& source) {
+AnalysisInputs task_inputs(const core::Tokenizer& tok, const std::vector<core::Example>& rows, long n, int max_len,
+                           const std::vector<int64_t>& counts, const std::string& source) {
   std::vector<core::Example> kept(rows.begin(), rows.begin() + (n > 0 ? std::min<long>(n, rows.size()) : rows.size()));
   AnalysisInputs in;
   in.data = core::encode_examples(tok, kept, max_len);
@@ -58,7 +60,7 @@ AnalysisInputs task_inputs(const core::WordPieceTokenizer& tok, const std::vecto
   return in;
 }
 
-AnalysisInputs treebank_inputs(const core::WordPieceTokenizer& tok, const std::string& path, int max_len,
+AnalysisInputs treebank_inputs(const core::Tokenizer& tok, const std::string& path, int max_len,
                                const std::vector<int64_t>& counts) {
   AnalysisInputs in;
   in.source = path;

@@ -24,15 +24,15 @@ struct AnalysisInputs {
 };
 
 // Word-piece counts over `texts` (pairs contribute both sides), specials excluded: [vocab].
-std::vector<int64_t> token_counts(const core::WordPieceTokenizer& tok, const std::vector<core::Example>& texts,
+std::vector<int64_t> token_counts(const core::Tokenizer& tok, const std::vector<core::Example>& texts,
                                   int max_len);
 
 // The first `n` (0 = all) examples of a task split, in file order.
-AnalysisInputs task_inputs(const core::WordPieceTokenizer& tok, const std::vector<core::Example>& rows, long n,
+AnalysisInputs task_inputs(const core::Tokenizer& tok, const std::vector<core::Example>& rows, long n,
                            int max_len, const std::vector<int64_t>& counts, const std::string& source);
 
 // Every sentence of a CoNLL-U file. A word without word pieces is an InputError naming its line.
-AnalysisInputs treebank_inputs(const core::WordPieceTokenizer& tok, const std::string& path, int max_len,
+AnalysisInputs treebank_inputs(const core::Tokenizer& tok, const std::string& path, int max_len,
                                const std::vector<int64_t>& counts);
 
 }  // namespace hp::analysis

@@ -20,7 +20,7 @@ namespace hp::analysis {
 
 namespace fs = std::filesystem;
 
-Explanation explain_example(const core::Bert& model, const core::WordPieceTokenizer& tok, const core::Example& ex,
+Explanation explain_example(const core::Bert& model, const core::Tokenizer& tok, const core::Example& ex,
                             int max_seq_len, int steps, const std::string& riemann, bool gold, double threshold) {
   core::EncodedDataset data = core::encode_examples(tok, {ex}, max_seq_len);
   core::BatchOptions bo;
@@ -58,10 +58,10 @@ Explanation explain_example(const core::Bert& model, const core::WordPieceTokeni
   return x;
 }
 
-void check_fits(const core::WordPieceTokenizer& tok, const core::Example& ex, int max_seq_len,
+void check_fits(const core::Tokenizer& tok, const core::Example& ex, int max_seq_len,
                 const std::string& what) {
-  const size_t pieces =
-      tok.tokenize_ids(ex.text_a).size() + (ex.text_b.empty() ? 2 : tok.tokenize_ids(ex.text_b).size() + 3);
+  // With the specials of the tokenizer's layout (3 in a BERT pair, 4 in a RoBERTa or XLM-R pair).
+  const size_t pieces = tok.encode(ex.text_a, ex.text_b.empty() ? nullptr : &ex.text_b, 0).ids.size();
   if (pieces > static_cast<size_t>(max_seq_len))
     throw InputError(what + ": " + std::to_string(pieces) +
                      " word pieces with [CLS]/[SEP], more than data.max_seq_len = " + std::to_string(max_seq_len) +
@@ -80,7 +80,7 @@ core::Bert load_fine_tuned(const core::Config& cfg, const std::string& command) 
   return model;
 }
 
-core::Example pick_example(const core::Config& cfg, const core::TaskSpec& task, const core::WordPieceTokenizer& tok,
+core::Example pick_example(const core::Config& cfg, const core::TaskSpec& task, const core::Tokenizer& tok,
                            std::string& id) {
   const auto& x = cfg.explain;
   core::Example ex;

@@ -12,7 +12,7 @@
 #include "core/base/config.h"
 
 namespace hp::core {
-class WordPieceTokenizer;
+class Tokenizer;
 struct Example;
 struct TaskSpec;
 }  // namespace hp::core
@@ -29,12 +29,12 @@ struct Explanation {
 
 // The attribution tree of one example. `steps`/`riemann`: prune.attattr_steps / attattr_riemann;
 // `gold`: attribute the gold label (the example must have one), else the predicted class.
-Explanation explain_example(const core::Bert& model, const core::WordPieceTokenizer& tok, const core::Example& ex,
+Explanation explain_example(const core::Bert& model, const core::Tokenizer& tok, const core::Example& ex,
                             int max_seq_len, int steps, const std::string& riemann, bool gold, double threshold);
 
 // InputError naming `what` when the example needs more than max_seq_len word pieces: explanations and
 // views refuse to truncate (the missing end would silently be left out).
-void check_fits(const core::WordPieceTokenizer& tok, const core::Example& ex, int max_seq_len, const std::string& what);
+void check_fits(const core::Tokenizer& tok, const core::Example& ex, int max_seq_len, const std::string& what);
 
 // model.path with its own classifier for data.task (explain and triggers: a random classifier would be
 // explained), checked against data.max_seq_len. InputError naming the folder and the fix otherwise.
@@ -43,7 +43,7 @@ core::Bert load_fine_tuned(const core::Config& cfg, const std::string& command);
 // The example to explain: explain.text, or row explain.example of explain.split; `id` names it ("text",
 // "example<k>"). Refuses text that would be truncated (the tree would silently miss its end), a row past
 // the split's end, and explain.target = gold without a label.
-core::Example pick_example(const core::Config& cfg, const core::TaskSpec& task, const core::WordPieceTokenizer& tok,
+core::Example pick_example(const core::Config& cfg, const core::TaskSpec& task, const core::Tokenizer& tok,
                            std::string& id);
 
 // tree.json, tree.dot and tree.svg (+ .png) of `x`, the explanation of `ex` (named `id`), into `out`.

@@ -184,7 +184,7 @@ void load_view_inputs(ReportContext& ctx) {
   ctx.model.emplace(core::load_bert(ctx.model_dir, load, &ctx.loaded));
   core::check_max_seq_len(ctx.model->config(), cfg.data.max_seq_len);
   if (!ctx.slim_dir.empty()) ctx.slim.emplace(core::load_bert(ctx.slim_dir, load));
-  ctx.tok.emplace(core::WordPieceTokenizer::from_model_dir(ctx.model_dir));
+  ctx.tok.emplace(core::Tokenizer::from_model_dir(ctx.model_dir));
   ctx.views.max_seq_len = cfg.data.max_seq_len;
   ctx.views.tree = cfg.report.trees && !ctx.loaded.classifier_initialized;
   ctx.views.steps = cfg.prune.attattr_steps;

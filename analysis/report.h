@@ -49,7 +49,7 @@ struct ReportContext {
   std::vector<NamedExample> examples;  // report.examples (or the first report.count rows), text, texts
   std::optional<core::Bert> model, slim;
   core::LoadReport loaded;  // model_dir's: a fresh classifier draws no trees
-  std::optional<core::WordPieceTokenizer> tok;
+  std::optional<core::Tokenizer> tok;
   ViewSettings views;
 };
 

@@ -113,7 +113,7 @@ std::vector<uint8_t> quantize_unit(const std::vector<float>& p) {
   return q;
 }
 
-ExampleView view_example(const core::Bert& model, const core::Bert* slim, const core::WordPieceTokenizer& tok,
+ExampleView view_example(const core::Bert& model, const core::Bert* slim, const core::Tokenizer& tok,
                          const core::TaskSpec& task, const core::Example& ex, const std::string& name,
                          const ViewSettings& s) {
   check_fits(tok, ex, s.max_seq_len, name);

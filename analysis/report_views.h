@@ -47,7 +47,7 @@ struct ExampleView {
 };
 
 // `slim` may be null. Throws InputError when the example does not fit max_seq_len (nothing is truncated).
-ExampleView view_example(const core::Bert& model, const core::Bert* slim, const core::WordPieceTokenizer& tok,
+ExampleView view_example(const core::Bert& model, const core::Bert* slim, const core::Tokenizer& tok,
                          const core::TaskSpec& task, const core::Example& ex, const std::string& name,
                          const ViewSettings& s);
 

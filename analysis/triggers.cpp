@@ -195,7 +195,7 @@ void prepare_triggers(TriggersContext& ctx, const core::Config& cfg) {
     throw ConfigError("data.task = " + ctx.task->name +
                       " is a regression task; triggers flip classes: use a classification task");
   ctx.model.emplace(load_fine_tuned(cfg, "adversarial triggers"));
-  ctx.tok.emplace(core::WordPieceTokenizer::from_model_dir(cfg.model.path));
+  ctx.tok.emplace(core::Tokenizer::from_model_dir(cfg.model.path));
   check_splits(*ctx.task, cfg);
   const std::string root = core::resolve_data_root(cfg.data.root);
   const auto rows = mined_rows(ctx, root);

@@ -49,7 +49,7 @@ struct TriggersContext {
   const core::Config* cfg = nullptr;
   const core::TaskSpec* task = nullptr;  // a classification task
   std::optional<core::Bert> model;  // model.path, fine-tuned for the task
-  std::optional<core::WordPieceTokenizer> tok;
+  std::optional<core::Tokenizer> tok;
   core::EncodedDataset mined_data;  // triggers.split: the first triggers.examples rows of >= min_tokens word pieces
   core::EncodedDataset eval_data;  // triggers.eval_split, labelled
   std::string out;  // triggers.out resolved

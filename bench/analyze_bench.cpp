@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
     const hp::core::LoadOptions load = hp::core::task_load_options(task, 42);
     hp::core::LoadReport report;
     const auto model = hp::core::load_bert(o.model, load, &report);
-    const auto tok = hp::core::WordPieceTokenizer::from_model_dir(o.model);
+    const auto tok = hp::core::Tokenizer::from_model_dir(o.model);
     const auto counts = hp::analysis::token_counts(tok, rows, o.max_seq_len);
     const auto in = hp::analysis::task_inputs(tok, rows, 0, o.max_seq_len, counts, o.task + "/" + o.split);
     long tokens = 0;

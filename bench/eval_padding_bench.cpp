@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     if (report.classifier_initialized)
       std::printf("note: %s has no classifier; a seeded random one is used (metrics are chance level)\n",
                   o.model.c_str());
-    auto tok = hp::core::WordPieceTokenizer::from_model_dir(o.model);
+    auto tok = hp::core::Tokenizer::from_model_dir(o.model);
     auto data = hp::core::encode_examples(tok, examples, o.max_seq_len);
 
     hp::core::BatchOptions dynamic_opts;

@@ -122,7 +122,7 @@ hp::core::BertConfig bert_base_config() {
 hp::core::Bert random_bert(const hp::core::BertConfig& cfg) {
   torch::manual_seed(0);
   std::map<std::string, torch::Tensor> params;
-  for (const auto& spec : hp::core::bert_key_table()) {
+  for (const auto& spec : hp::core::model_keys(cfg)) {
     for (int l = 0; l < (spec.per_layer ? cfg.num_hidden_layers : 1); ++l) {
       std::string key = hp::core::hf_key(spec, l);
       auto shape = hp::core::key_shape(spec, cfg, l);

@@ -5,14 +5,14 @@
 # kept in build-fuzz/corpus/TARGET) and the earlier findings in tests/data/bad/fuzz/TARGET-*. Crashes are
 # written to build-fuzz/findings/; each becomes a test: its input under tests/data/bad/fuzz/ and an entry of
 # tests/errors/catalogue.py.
-#   bench/fuzz.sh TARGET SECONDS      TARGET: safetensors pickle config_json yaml vocab tsv conllu head_mask, or all
+#   bench/fuzz.sh TARGET SECONDS      TARGET: safetensors pickle config_json yaml vocab bpe tsv conllu head_mask, or all
 # Prints the executions, their rate and the outcome.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${1:?usage: bench/fuzz.sh TARGET SECONDS}
 seconds=${2:?usage: bench/fuzz.sh TARGET SECONDS}
 if [[ $target == all ]]; then
-  for t in safetensors pickle config_json yaml vocab tsv conllu head_mask; do "$0" "$t" "$seconds"; done
+  for t in safetensors pickle config_json yaml vocab bpe tsv conllu head_mask; do "$0" "$t" "$seconds"; done
   exit 0
 fi
 if [[ ! -x build-fuzz/tests/fuzz/fuzz_$target ]]; then
@@ -48,6 +48,18 @@ elif target == "yaml":
         put(os.path.basename(f), "prune.target_heads=36\n" + open(f).read())
 elif target == "vocab":
     put("tiny_vocab.txt", open(fx.TINY + "/vocab.txt", "rb").read())
+elif target == "bpe":  # vocab.json NUL merges.txt: GPT-2's 256 byte pieces, RoBERTa's specials, a few merges
+    import json
+    bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    chars = {b: chr(b) for b in bs}
+    chars.update({b: chr(256 + i) for i, b in enumerate(b for b in range(256) if b not in bs)})
+    vocab = {t: i for i, t in enumerate(["<s>", "<pad>", "</s>", "<unk>", "<mask>"])}
+    for b in range(256):
+        vocab[chars[b]] = 5 + b
+    merges = ["\u0120 t", "h e", "\u0120t he", "i n", "a t"]
+    for m in merges:
+        vocab.setdefault(m.replace(" ", ""), len(vocab))
+    put("tiny_bpe", json.dumps(vocab, ensure_ascii=False) + "\0#version: 0.2\n" + "\n".join(merges) + "\n")
 elif target == "tsv":
     for i, f in enumerate(sorted(glob.glob("tests/data/bad/*.tsv"))):
         put(f"bad{i}.tsv", bytes([i % 4]) + open(f, "rb").read())

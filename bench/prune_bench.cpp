@@ -38,7 +38,7 @@ struct Bench {
   std::string attattr_split = "dev", data_root;
   const core::TaskSpec* task = nullptr;
   std::optional<core::Bert> model;
-  std::optional<core::WordPieceTokenizer> tok;
+  std::optional<core::Tokenizer> tok;
   std::vector<core::Example> train;
   core::EncodedDataset dev;
   core::PruneConfig opts;
@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
   core::LoadOptions lo;
   lo.num_labels = 2;
   b.model.emplace(core::load_bert(model_dir, lo));
-  b.tok.emplace(core::WordPieceTokenizer::from_model_dir(model_dir));
+  b.tok.emplace(core::Tokenizer::from_model_dir(model_dir));
   b.data_root = core::resolve_data_root(root);
   b.train = core::read_task(*b.task, b.data_root, "train");
   b.dev = core::encode_examples(*b.tok, core::read_task(*b.task, b.data_root, "dev"), b.max_len);

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     hp::core::LoadOptions load;
     load.num_labels = 2;
     auto model = hp::core::load_bert(cfg.model.path, load);
-    auto tok = hp::core::WordPieceTokenizer::from_model_dir(cfg.model.path);
+    auto tok = hp::core::Tokenizer::from_model_dir(cfg.model.path);
     auto train = hp::core::encode_examples(tok, train_ex, cfg.data.max_seq_len);
     auto dev = hp::core::encode_examples(tok, dev_ex, cfg.data.max_seq_len);
     hp::train::TrainData data;

@@ -32,9 +32,9 @@ int run_bench(const core::Config& cfg) {
   }
   // As eval and infer run them: int8 calibrated on data.task's train split (run.calibrate).
   if (model.precision() == core::Precision::kInt8)
-    eval::calibrate_int8(model, cfg, core::WordPieceTokenizer::from_model_dir(cfg.model.path));
+    eval::calibrate_int8(model, cfg, core::Tokenizer::from_model_dir(cfg.model.path));
   if (other && other->precision() == core::Precision::kInt8)
-    eval::calibrate_int8(*other, cfg, core::WordPieceTokenizer::from_model_dir(b.compare));
+    eval::calibrate_int8(*other, cfg, core::Tokenizer::from_model_dir(b.compare));
   // bench's own flag, not data.max_seq_len: named as such, for the model and the compared one.
   for (const core::Bert* m : std::initializer_list<const core::Bert*>{&model, other ? &*other : nullptr}) {
     const int positions = m ? m->config().max_position_embeddings : b.seq;

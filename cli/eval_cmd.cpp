@@ -58,7 +58,7 @@ int run_eval(const core::Config& cfg) {
                                " first");
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
   model.set_precision(core::precision_setting(cfg.run.precision));
-  auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
+  auto tok = core::Tokenizer::from_model_dir(cfg.model.path);
   const auto& mc = model.config();
   const core::StructureMask masks =
       core::parse_mask(cfg.eval.mask, mc.num_hidden_layers, mc.max_heads(), mc.max_ffn_width());

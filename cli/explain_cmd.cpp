@@ -12,7 +12,7 @@ namespace hp::cli {
 int run_explain(const core::Config& cfg) {
   const auto& task = core::find_task(cfg.data.task);
   const core::Bert model = analysis::load_fine_tuned(cfg, "an attribution tree");
-  const auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
+  const auto tok = core::Tokenizer::from_model_dir(cfg.model.path);
   std::string id;
   const core::Example ex = analysis::pick_example(cfg, task, tok, id);
   const std::string out = cfg.explain.out.empty() ? cfg.run.out_dir + "/explain/" + id : cfg.explain.out;

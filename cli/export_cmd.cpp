@@ -36,7 +36,7 @@ void export_int8(const core::Config& cfg, const core::Bert& model) {
   if (cfg.eval.max_examples > 0 && static_cast<size_t>(cfg.eval.max_examples) < examples.size())
     examples.resize(cfg.eval.max_examples);
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
-  const auto tok = core::WordPieceTokenizer::from_model_dir(cfg.export_.out);
+  const auto tok = core::Tokenizer::from_model_dir(cfg.export_.out);
   const auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
   bo.batch_size = cfg.eval.batch_size;

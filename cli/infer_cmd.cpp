@@ -66,7 +66,7 @@ int run_infer(const core::Config& cfg) {
                                 std::to_string(cfg.run.seed) + ")");
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
   model.set_precision(core::precision_setting(cfg.run.precision));
-  auto tok = core::WordPieceTokenizer::from_model_dir(cfg.model.path);
+  auto tok = core::Tokenizer::from_model_dir(cfg.model.path);
   eval::calibrate_int8(model, cfg, tok);  // int8: on data.task's train split
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;

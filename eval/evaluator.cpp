@@ -76,7 +76,7 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
   return r;
 }
 
-void calibrate_int8(core::Bert& model, const core::Config& cfg, const core::WordPieceTokenizer& tok,
+void calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Tokenizer& tok,
                     const torch::Tensor& head_mask, const torch::Tensor& neuron_mask) {
   const int n = cfg.run.calibrate;
   if (n <= 0 || model.precision() != core::Precision::kInt8) return;

@@ -38,7 +38,7 @@ double forward_flops(const core::BertConfig& cfg, long B, long S) {
 
 long parameter_count(const core::BertConfig& cfg) {
   long n = 0;
-  for (const auto& spec : core::bert_key_table()) {
+  for (const auto& spec : core::model_keys(cfg)) {
     for (int l = 0; l < (spec.per_layer ? cfg.num_hidden_layers : 1); ++l) {
       long size = 1;
       for (long d : core::key_shape(spec, cfg, l)) size *= d;

@@ -17,7 +17,7 @@ std::map<std::string, torch::Tensor> map_axis(const core::Bert& model, core::Dim
                                               std::map<std::string, torch::Tensor> params = {}) {
   if (params.empty())
     for (const auto& [name, t] : model.parameters()) params[name] = t.detach().clone();
-  for (const auto& spec : core::bert_key_table()) {
+  for (const auto& spec : core::model_keys(model.config())) {
     const int axis = core::axis_of(spec, dim);
     if (!spec.per_layer || axis < 0) continue;
     for (int l = 0; l < model.config().num_hidden_layers; ++l) {

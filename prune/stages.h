@@ -63,7 +63,7 @@ struct RunContext {
   // Stage 2, fine-tune: the model every later stage starts from, and the data encoded for it.
   std::string model_dir;
   std::optional<core::Bert> model;
-  std::optional<core::WordPieceTokenizer> tok;
+  std::optional<core::Tokenizer> tok;
   core::EncodedDataset eval_data;
   std::vector<core::EncodedDataset> rank_sets;  // one per seed
   std::vector<RankData> ranks;  // batches of rank_sets

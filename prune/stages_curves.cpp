@@ -49,7 +49,7 @@ void load_model_and_data(RunContext& ctx) {
   const core::Config& cfg = *ctx.cfg;
   const core::PruneConfig& P = cfg.prune;
   ctx.model.emplace(core::load_bert(ctx.model_dir, ctx.load));
-  ctx.tok.emplace(core::WordPieceTokenizer::from_model_dir(ctx.model_dir));
+  ctx.tok.emplace(core::Tokenizer::from_model_dir(ctx.model_dir));
   ctx.eval_data = core::encode_examples(*ctx.tok, ctx.eval_examples, cfg.data.max_seq_len);
   if (!ctx.eval_data.has_labels)
     throw ConfigError("prune.eval_split = " + P.eval_split + " has no labels; use a labelled split (dev)");

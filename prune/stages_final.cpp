@@ -14,6 +14,7 @@
 #include "eval/flops.h"
 #include "eval/latency.h"
 #include "prune/slim.h"
+#include "core/model/arch.h"
 #include "prune/stages.h"
 
 namespace hp::prune {
@@ -88,6 +89,13 @@ std::string best_criterion(const CurvesSummary& curves) {
 
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
+// Some layer of `cfg` keeps no head.
+bool headless_layer(const core::BertConfig& cfg) {
+  for (int l = 0; l < cfg.num_hidden_layers; ++l)
+    if (cfg.heads_in_layer(l) == 0) return true;
+  return false;
+}
+
 // Hugging Face loads the export with our logits on every evaluation example: transformers 4 both ways
 // (replaying pruned_heads; through the modeling file), transformers 5 through the modeling file when
 // its optional venv is there (scripts/setup_python.sh --v5). Rank 0 checks (the other ranks' summary
@@ -112,6 +120,13 @@ std::map<std::string, std::string> hf_checks(const RunContext& ctx, const core::
       const std::string py = core::python_reference(check.python);
       if (!*check.flag && reloaded.config().ffn_slimmed()) {
         hf[check.name] = "not applicable (per-layer FFN widths need the modeling file: see the remote-code checks)";
+        continue;
+      }
+      if (!*check.flag && !core::arch_of(reloaded.config().model_type).hf_runs_headless_layers &&
+          reloaded.config().max_heads() > 0 && headless_layer(reloaded.config())) {
+        hf[check.name] = std::string("not applicable (transformers' ") +
+                         core::arch_of(reloaded.config().model_type).name +
+                         " cannot run a layer without heads: see the remote-code checks)";
         continue;
       }
       if (!verify || !fs::exists(py) || !fs::exists(script)) {

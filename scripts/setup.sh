@@ -12,6 +12,7 @@ BUILD_DIR="${BUILD_DIR:-$REPO/build}"
 readonly APT_PKGS=(build-essential cmake ninja-build ccache pkg-config librsvg2-bin
   libtorch-dev libopenblas0-openmp libyaml-cpp-dev libeigen3-dev catch2 libhdf5-dev
   libcli11-dev nlohmann-json3-dev libutf8proc-dev libspdlog-dev libfmt-dev libboost-dev zlib1g-dev
+  libsentencepiece-dev  # XLM-R's tokenizer (core/text/sentencepiece_model.cpp) runs the SentencePiece library
   libdnnl-dev  # oneDNN's dnnl.h: the prototypes of the sgemm that core/kernels/gemm.cpp dlopens
   chromium fonts-dejavu-core  # chromium: the report's browser test (tests/report/browser_check.py)
   clang  # clang: the libFuzzer targets of the file parsers (tests/fuzz, bench/fuzz.sh)

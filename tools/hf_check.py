@@ -4,7 +4,8 @@ with reference logits, so tests prove that our exports load in HF.
 
 Usage: hf_check.py MODEL_DIR GOLDEN.h5 [--tol 1e-4] [--logits-key KEY] [--remote-code]
   GOLDEN.h5 holds input_ids, attention_mask, token_type_ids and the expected `logits` (or KEY).
-  Default loader: BertForSequenceClassification (transformers 4 replays config.pruned_heads).
+  Default loader: AutoModelForSequenceClassification without remote code, i.e. transformers' own class of the
+  config's model_type (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA; transformers 4 replays config.pruned_heads).
   --remote-code: AutoModelForSequenceClassification with trust_remote_code=True, i.e. the
   modeling_headprune.py that a slimmed export carries (the way transformers 5 loads it).
 Checks, in order:
@@ -16,13 +17,14 @@ Exit 0 when all hold, 1 otherwise (each check prints a line).
 The reference environment (scripts/setup_python.sh) pins transformers 4.40.2; `--v5` adds transformers 5.
 """
 import argparse
+import inspect
 import sys
 import tempfile
 
 import h5py
 import torch
 import transformers
-from transformers import AutoModelForSequenceClassification, BertForSequenceClassification
+from transformers import AutoModelForSequenceClassification
 
 
 def load(model_dir, remote_code):
@@ -30,7 +32,8 @@ def load(model_dir, remote_code):
         model = AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=True)
     else:
         # eager attention: the default (SDPA) returns no attention maps
-        model = BertForSequenceClassification.from_pretrained(model_dir, attn_implementation="eager")
+        model = AutoModelForSequenceClassification.from_pretrained(model_dir, attn_implementation="eager",
+                                                                   trust_remote_code=False)
     return model.eval()
 
 
@@ -46,8 +49,11 @@ def main() -> int:
         inputs = {k: torch.tensor(f[k][()]) for k in ("input_ids", "attention_mask", "token_type_ids")}
         want = torch.tensor(f[args.logits_key][()]).double()
     tag = f"hf_check: {args.model_dir} (transformers {transformers.__version__}, " \
-          f"{'remote code' if args.remote_code else 'BertForSequenceClassification'})"
+          f"{'remote code' if args.remote_code else 'its own class'})"
     model = load(args.model_dir, args.remote_code)
+    # Only the inputs the architecture takes (DistilBERT has no token types).
+    accepted = inspect.signature(model.forward).parameters
+    inputs = {k: v for k, v in inputs.items() if k in accepted}
     with torch.no_grad():
         out = model(**inputs, output_attentions=True)
     diff = (out.logits.double() - want).abs().max().item()

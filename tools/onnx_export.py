@@ -18,8 +18,10 @@ The graph has dynamic batch and sequence axes (inputs input_ids, attention_mask,
 logits), opset 14.
 """
 import argparse
+import inspect
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -28,7 +30,8 @@ import time
 import h5py
 import numpy as np
 import torch
-from transformers import AutoModelForSequenceClassification, BertForSequenceClassification
+import transformers
+from transformers import AutoModelForSequenceClassification
 
 try:
     import onnxruntime as ort
@@ -41,21 +44,34 @@ NAMES = ["input_ids", "attention_mask", "token_type_ids"]
 
 def load(model_dir: str):
     """A folder with per-layer FFN widths (config.json's intermediate_sizes) loads through headprune's
-    modeling file beside it; any other through transformers' own BERT."""
+    modeling file beside it; any other through transformers' own class of its model_type."""
     with open(os.path.join(model_dir, "config.json")) as f:
         if "intermediate_sizes" in json.load(f):
             return AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=True)
-    return BertForSequenceClassification.from_pretrained(model_dir)
+    return AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=False)
+
+
+def input_names(model):
+    """The inputs of NAMES the model takes, in its forward's order (DistilBERT has no token types)."""
+    accepted = list(inspect.signature(model.forward).parameters)
+    return sorted((n for n in NAMES if n in accepted), key=accepted.index)
+
+
+def feed_of(sess, arrays):
+    """The arrays the ONNX graph has inputs for."""
+    return {i.name: arrays[i.name] for i in sess.get_inputs()}
 
 
 def export(model_dir: str, path: str) -> None:
     model = load(model_dir).eval()
     model.config.return_dict = False
-    dummy = tuple(torch.ones(2, 8, dtype=torch.long) for _ in NAMES)
-    axes = {n: {0: "batch", 1: "sequence"} for n in NAMES}
+    names = input_names(model)
+    fill = {"input_ids": 5, "attention_mask": 1, "token_type_ids": 0}  # ids past RoBERTa's padding id; one type
+    dummy = tuple(torch.full((2, 8), fill[n], dtype=torch.long) for n in names)
+    axes = {n: {0: "batch", 1: "sequence"} for n in names}
     axes["logits"] = {0: "batch"}
     with torch.no_grad():
-        torch.onnx.export(model, dummy, path, input_names=NAMES, output_names=["logits"], dynamic_axes=axes,
+        torch.onnx.export(model, dummy, path, input_names=names, output_names=["logits"], dynamic_axes=axes,
                           opset_version=14, do_constant_folding=True)
 
 
@@ -70,6 +86,7 @@ def latency_ms(sess, batch: int, seq: int, vocab: int, reps: int = 15) -> float:
     feed = {"input_ids": rng.integers(1000, vocab, size=(batch, seq), dtype=np.int64),
             "attention_mask": np.ones((batch, seq), dtype=np.int64),
             "token_type_ids": np.zeros((batch, seq), dtype=np.int64)}
+    feed = feed_of(sess, feed)
     sess.run(None, feed)
     times = []
     for _ in range(reps):
@@ -138,7 +155,9 @@ def quantize_per_row(fp32: str, int8: str) -> int:
     for node in m.graph.node:
         weight = node.input[1] if len(node.input) > 1 else ""
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        if weight not in inits or "classifier" in node.name or node.op_type not in ("MatMul", "Gemm"):
+        # The output layer stays float32 (BERT's and DistilBERT's classifier, RoBERTa's and ELECTRA's out_proj).
+        output_layer = re.search(r"(^|/)(classifier|out_proj)/(Gemm|MatMul)", node.name)
+        if weight not in inits or output_layer or node.op_type not in ("MatMul", "Gemm"):
             nodes.append(node)
             continue
         w = numpy_helper.to_array(inits[weight])
@@ -181,7 +200,7 @@ def quantize_int8(model_dir: str, reference: str, logits_out: str) -> int:
     for start in range(0, len(order), 32):
         idx = order[start:start + 32]
         S = max(1, int(lengths[idx].max()))
-        out = sess.run(None, {n: np.ascontiguousarray(rows[n][idx, :S]) for n in NAMES})[0]
+        out = sess.run(None, feed_of(sess, {n: np.ascontiguousarray(rows[n][idx, :S]) for n in NAMES}))[0]
         if logits is None:
             logits = np.zeros((len(order), out.shape[1]), np.float32)
         logits[idx] = out
@@ -210,11 +229,11 @@ def main() -> int:
     with h5py.File(args.reference, "r") as f:
         feed = {n: f[n][()].astype(np.int64) for n in NAMES}
         want = f["logits"][()]
-    got = sess.run(None, feed)[0]
+    got = sess.run(None, feed_of(sess, feed))[0]
     diff = float(np.abs(got - want).max())
     print(f"onnx: wrote {out}; max |ONNX Runtime - headprune| = {diff:.3g} over {want.shape[0]} examples (tol {args.tol})")
     if args.time:
-        vocab = BertForSequenceClassification.config_class.from_pretrained(args.model_dir).vocab_size
+        vocab = transformers.AutoConfig.from_pretrained(args.model_dir).vocab_size
         with tempfile.TemporaryDirectory() as tmp:
             other = os.path.join(tmp, "other.onnx")
             export(args.time, other)

@@ -1,16 +1,29 @@
 #!/usr/bin/env python3
-"""Hugging Face reference ids for the C++ WordPiece tokenizer (core/text/tokenizer.h).
+"""Hugging Face reference ids for the C++ tokenizers (core/text/tokenizer.h).
 
-Pinned: transformers==4.40.2 tokenizers==0.19.1 (venv: /root/.cache/headprune/venv).
+Pinned: transformers==4.40.2 tokenizers==0.19.1 sentencepiece==0.1.97 (venv: /root/.cache/headprune/venv).
 Reads every text of the GLUE splits, the MNLI TextFooler subset and the UD EWT '# text =' lines
-under --data, encodes them with BertTokenizerFast (vocab in --vocab) and writes one JSON line per
-input to --out/<source>.jsonl:
+under --data, encodes them with one HF tokenizer and writes one JSON line per input to --out/<source>.jsonl:
   {"src": "glue/RTE/dev.tsv:2", "a": ..., "b": ... or null,
    "ids": [...], "type_ids": [...],            # no truncation, specials included
-   "keep": {"128": [kept_a, kept_b], ...}}     # word pieces HF keeps under longest_first
-The truncated HF encodings are checked here to equal [CLS] a[:kept_a] [SEP] b[:kept_b] [SEP], so
-the "keep" lengths reproduce them exactly. --out/manifest.json lists the files and row counts.
-The slow BertTokenizer is spot-checked on every --slow-every'th row (untruncated ids).
+   "keep": {"128": [kept_a, kept_b], ...}}     # pieces HF keeps under longest_first
+(bpe and spm records also hold "n": [pieces of a, pieces of b], which locate a and b in "ids").
+--out/manifest.json lists the files and row counts. The tokenizer, by --kind:
+  wordpiece (default)  BertTokenizerFast of the vocab in --vocab. The truncated HF encodings are checked
+                       here to equal [CLS] a[:kept_a] [SEP] b[:kept_b] [SEP]. The slow BertTokenizer is
+                       spot-checked on every --slow-every'th row (untruncated ids).
+  bpe                  RobertaTokenizerFast of --tokenizer-dir (tools/train_tokenizers.py: roberta_tok).
+                       Truncated: <s> a[:kept_a] </s></s> b[:kept_b] </s>; type ids all 0. The slow
+                       RobertaTokenizer is spot-checked as for wordpiece.
+  spm                  XLMRobertaTokenizer (slow: the SentencePiece library, as the C++ code) of
+                       --tokenizer-dir (xlmr_tok); layout as bpe. The kept lengths are those of
+                       XLMRobertaTokenizerFast (tokenizers' longest_first rule, which the C++ follows; the slow
+                       tokenizer gives the odd piece to the other input, counted as slow_truncation_differs).
+                       Every text is also encoded by the fast tokenizer: it differs from the slow one where
+                       the Unigram lattice has two segmentations of equal score (runs of one character:
+                       "zzzzzzzzz" -> slow zz zz z zz zz, fast z zz zz zz zz; "8000" -> slow 8 00 0, fast
+                       8 0 00): SentencePiece and tokenizers break Viterbi ties differently. Those texts are
+                       counted (fast_differs, fast_differs_examples in the manifest); the reference is slow.
 Files are split on tabs only (no CSV quoting): QNLI, RTE and MNLI hold unbalanced quotes.
 """
 import argparse
@@ -21,6 +34,9 @@ import sys
 
 # Truncation lengths checked; 24 makes longest_first (and its tie rule) fire on most pairs.
 MAX_LENS = (128, 24)
+# RoBERTa and XLM-R pairs hold 4 specials, so 128 and 24 leave even budgets, where the tie rule never
+# decides: 25 (a budget of 21) makes it decide.
+ROBERTA_MAX_LENS = MAX_LENS + (25,)
 
 # (file under --data, header?, column of text a, column of text b or None).
 # Columns are header names when the file has a header, else 0-based indices.
@@ -100,6 +116,117 @@ def kept_lengths(ids, type_ids, full_ids, full_type_ids, cls_id, sep_id, where):
     return [kept_a, kept_b]
 
 
+def roberta_layout(cls_id, sep_id, a, b, keep_a=None, keep_b=None):
+    """<s> a </s> or <s> a </s></s> b </s>, a and b cut to keep_a and keep_b when given."""
+    ids = [cls_id] + a[:keep_a] + [sep_id]
+    if b is not None:
+        ids += [sep_id] + b[:keep_b] + [sep_id]
+    return ids
+
+
+def roberta_kept(trunc, a, b, cls_id, sep_id, where):
+    """(kept_a, kept_b) whose layout rebuilds the truncated encoding `trunc` from the parts a and b."""
+    n = len(trunc) - (4 if b is not None else 2)
+    for ka in range(min(n, len(a)) + 1):
+        kb = n - ka
+        if (b is None and kb == 0) or (b is not None and kb <= len(b)):
+            if roberta_layout(cls_id, sep_id, a, b, ka, kb) == trunc:
+                return [ka, kb]
+    raise SystemExit(f"{where}: HF truncation is not <s> a[:i] </s>(</s> b[:j] </s>)")
+
+
+def load_roberta_style(kind, folder):
+    """(reference tokenizer, fast tokenizer, slow tokenizer or None) for --kind bpe or spm."""
+    if kind == "bpe":
+        from transformers import RobertaTokenizer, RobertaTokenizerFast
+        return RobertaTokenizerFast.from_pretrained(folder), None, RobertaTokenizer.from_pretrained(folder)
+    from transformers import XLMRobertaTokenizer, XLMRobertaTokenizerFast
+    slow = XLMRobertaTokenizer.from_pretrained(folder)
+    return slow, XLMRobertaTokenizerFast.from_pretrained(folder), None
+
+
+def write_roberta_style(args, tmp, manifest):
+    """The bpe and spm references (see the docstring). Returns the count of slow spot checks that differ."""
+    ref_tok, fast, slow = load_roberta_style(args.kind, args.tokenizer_dir)
+    fast = fast or ref_tok
+    cls_id, sep_id = ref_tok.cls_token_id, ref_tok.sep_token_id
+    counts = {"slow_checked": 0, "slow_mismatches": 0, "fast_differs": 0, "slow_truncation_differs": 0}
+    examples = []
+    for rel, header, col_a, col_b in SOURCES:
+        rows = list(read_rows(os.path.join(args.data, rel), header, col_a, col_b))
+        a = [r[1] for r in rows]
+        b = [r[2] for r in rows] if col_b is not None else None
+        parts_a = ref_tok(a, add_special_tokens=False)["input_ids"]
+        parts_b = ref_tok(b, add_special_tokens=False)["input_ids"] if b is not None else None
+        full = encode_all(ref_tok, a, b)["input_ids"]
+        fast_a = fast(a, add_special_tokens=False)["input_ids"]
+        fast_b = fast(b, add_special_tokens=False)["input_ids"] if b is not None else None
+        trunc = {m: encode_all(fast, a, b, truncation="longest_first", max_length=m)["input_ids"]
+                 for m in ROBERTA_MAX_LENS}
+        name = rel.replace("/", "_").rsplit(".", 1)[0] + ".jsonl"
+        with open(os.path.join(tmp, name), "w", encoding="utf-8") as out:
+            for k, (line, ta, tb) in enumerate(rows):
+                where = f"{rel}:{line}"
+                pa, pb = parts_a[k], parts_b[k] if b is not None else None
+                if roberta_layout(cls_id, sep_id, pa, pb) != full[k]:
+                    raise SystemExit(f"{where}: HF encoding is not <s> a </s>(</s> b </s>)")
+                fa, fb = fast_a[k], fast_b[k] if b is not None else None
+                if (fa, fb) != (pa, pb):
+                    counts["fast_differs"] += 1
+                    if len(examples) < 10:
+                        examples.append({"src": where, "text": ta if fa != pa else tb})
+                    if len(fa) != len(pa) or (fb is not None and len(fb) != len(pb)):
+                        raise SystemExit(f"{where}: fast and slow differ in length; kept lengths unknown")
+                keep = {str(m): roberta_kept(trunc[m][k], fa, fb, cls_id, sep_id, where) for m in ROBERTA_MAX_LENS}
+                rec = {"src": where, "a": ta, "b": tb, "ids": full[k], "type_ids": [0] * len(full[k]),
+                       "n": [len(pa), len(pb) if pb is not None else 0], "keep": keep}
+                out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                check_slow(args, slow, ref_tok, rec, k, counts, where)
+        manifest["files"][name] = len(rows)
+        print(f"tokenizer_reference: {rel}: {len(rows)} rows", file=sys.stderr)
+    manifest.update(counts)
+    manifest["fast_differs_examples"] = examples
+    manifest["tokenizer_dir"] = os.path.abspath(args.tokenizer_dir)
+    manifest["kind"] = args.kind
+    return counts["slow_mismatches"]
+
+
+def check_slow(args, slow, ref_tok, rec, k, counts, where):
+    """bpe: the slow tokenizer on 1/--slow-every rows. spm (slow is the reference): its truncation rule."""
+    ta, tb = rec["a"], rec["b"]
+    if slow is not None and args.slow_every > 0 and k % args.slow_every == 0:
+        counts["slow_checked"] += 1
+        s = slow(ta, tb) if tb is not None else slow(ta)
+        if s["input_ids"] != rec["ids"]:
+            counts["slow_mismatches"] += 1
+            print(f"slow/fast differ at {where}: {ta!r} {tb!r}", file=sys.stderr)
+    if slow is None and tb is not None:
+        pa = ref_tok(ta, add_special_tokens=False)["input_ids"]
+        pb = ref_tok(tb, add_special_tokens=False)["input_ids"]
+        for m, (ka, kb) in rec["keep"].items():
+            got = ref_tok(ta, tb, truncation="longest_first", max_length=int(m))["input_ids"]
+            if got != roberta_layout(ref_tok.cls_token_id, ref_tok.sep_token_id, pa, pb, ka, kb):
+                counts["slow_truncation_differs"] += 1
+
+
+def write_reference(args, write, manifest):
+    """Runs write(tmp, manifest) -> slow mismatches, then moves tmp to --out with its manifest."""
+    tmp = args.out.rstrip("/") + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    write(tmp, manifest)
+    with open(os.path.join(tmp, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1, ensure_ascii=False)
+    shutil.rmtree(args.out, ignore_errors=True)
+    os.rename(tmp, args.out)  # complete folder appears atomically
+    total = sum(manifest["files"].values())
+    extra = "".join(f", {k} {manifest[k]}" for k in ("slow_checked", "slow_mismatches", "fast_differs",
+                                                      "slow_truncation_differs") if k in manifest)
+    print(f"tokenizer_reference: {total} rows in {len(manifest['files'])} files ({args.kind}{extra})",
+          file=sys.stderr)
+    return 0
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -110,7 +237,12 @@ def main():
     p.add_argument("--optional", action="store_true",
                    help="exit 0 without writing anything when transformers is not installed")
     p.add_argument("--slow-every", type=int, default=97, help="check slow tokenizer on 1/N rows")
+    p.add_argument("--kind", choices=("wordpiece", "bpe", "spm"), default="wordpiece",
+                   help="which HF tokenizer (see above)")
+    p.add_argument("--tokenizer-dir", help="for --kind bpe/spm: the tokenizer folder (train_tokenizers.py)")
     args = p.parse_args()
+    if args.kind != "wordpiece" and not args.tokenizer_dir:
+        p.error(f"--kind {args.kind} needs --tokenizer-dir (tools/train_tokenizers.py writes one)")
 
     if args.if_missing and os.path.exists(os.path.join(args.out, "manifest.json")):
         print(f"tokenizer_reference: {args.out} already complete")
@@ -126,9 +258,13 @@ def main():
               file=sys.stderr)
         return 0 if args.optional else 1
 
+    transformers.logging.set_verbosity_error()  # longest_first warns once per batch otherwise
+    if args.kind != "wordpiece":
+        return write_reference(args, lambda tmp, manifest: write_roberta_style(args, tmp, manifest),
+                               {"transformers": transformers.__version__, "tokenizers": tokenizers.__version__,
+                                "max_lens": list(ROBERTA_MAX_LENS), "files": {}})
     fast = BertTokenizerFast.from_pretrained(args.vocab)
     slow = BertTokenizer.from_pretrained(args.vocab)
-    transformers.logging.set_verbosity_error()  # longest_first warns once per batch otherwise
     cls_id, sep_id = fast.cls_token_id, fast.sep_token_id
 
     tmp = args.out.rstrip("/") + ".tmp"

@@ -102,7 +102,7 @@ TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
                                 ": starting from a fresh one (normal for a pretrained encoder)");
   std::optional<core::Bert> teacher = load_teacher(cfg, run, task, load);
 
-  auto tok = core::WordPieceTokenizer::from_model_dir(run.model_dir);
+  auto tok = core::Tokenizer::from_model_dir(run.model_dir);
   auto train_data = core::encode_examples(tok, examples.train, cfg.data.max_seq_len);
   auto eval_data = core::encode_examples(tok, examples.eval, cfg.data.max_seq_len);
 

@@ -165,7 +165,10 @@ gates::GateMasks Loop::eval_mask() const {
 }
 
 void Loop::set_trainable(bool encoder) {
-  for (auto& [name, t] : model_.mutable_parameters()) t.requires_grad_(encoder);
+  // DistilBERT's sinusoidal positions are fixed, as in HF (create_sinusoidal_embeddings: requires_grad False).
+  const bool fixed_positions = model_.config().sinusoidal_pos_embds;
+  for (auto& [name, t] : model_.mutable_parameters())
+    t.requires_grad_(encoder && !(fixed_positions && name == "embeddings.position_embeddings.weight"));
 }
 
 // Per layer: does its attention sublayer keep a head under `head_mask` ([L, H] or [B, L, H]; undefined = all)?

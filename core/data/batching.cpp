@@ -12,7 +12,7 @@ double mean_length(const EncodedDataset& d) {
   return d.size() ? s / static_cast<double>(d.size()) : 0;
 }
 
-EncodedDataset encode_examples(const WordPieceTokenizer& tok, const std::vector<Example>& examples, int max_seq_len) {
+EncodedDataset encode_examples(const Tokenizer& tok, const std::vector<Example>& examples, int max_seq_len) {
   EncodedDataset out;
   out.has_labels = !examples.empty() && examples.front().has_label;
   for (const auto& ex : examples) {

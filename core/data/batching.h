@@ -8,7 +8,7 @@
 
 #include "core/model/bert.h"  // EncoderInput
 #include "core/data/glue.h"  // Example
-#include "core/text/tokenizer.h"  // WordPieceTokenizer
+#include "core/text/tokenizer.h"  // Tokenizer
 
 namespace hp::core {
 
@@ -23,7 +23,7 @@ struct EncodedDataset {
 // Mean real length (tokens) of an encoded dataset; 0 when empty.
 double mean_length(const EncodedDataset& d);
 
-EncodedDataset encode_examples(const WordPieceTokenizer& tok, const std::vector<Example>& examples, int max_seq_len);
+EncodedDataset encode_examples(const Tokenizer& tok, const std::vector<Example>& examples, int max_seq_len);
 
 struct Batch {
   torch::Tensor input_ids;  // [B, S] int64

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/model/arch.h"
 #include "core/model/bert_keys.h"
 #include "core/base/errors.h"  // CheckpointError
 #include "core/base/files.h"
@@ -58,8 +59,15 @@ std::string first_names(const std::vector<std::string>& names) {
   return list;
 }
 
+// The key table's row named `name`.
+const KeySpec& spec_named(const char* name) {
+  for (const auto& spec : bert_key_table())
+    if (std::string(spec.name) == name) return spec;
+  throw InternalError(std::string("core/io/checkpoint.cpp: no key spec named ") + name);
+}
+
 // The weights file of `dir` as float32 tensors, legacy names renamed, and the encoder key prefix found.
-TensorMap read_weights(const std::string& dir, LoadReport& rep) {
+TensorMap read_weights(const std::string& dir, const Arch& arch, LoadReport& rep) {
   TensorMap raw;
   if (fs::exists(dir + "/model.safetensors")) {
     rep.weights_file = dir + "/model.safetensors";
@@ -73,25 +81,29 @@ TensorMap read_weights(const std::string& dir, LoadReport& rep) {
   raw = to_float32(raw);
   TensorMap named;
   for (auto& [k, v] : raw) named[apply_renames(k)] = v;
-  for (const auto& prefix : encoder_prefixes())
-    if (named.count(prefix + "embeddings.word_embeddings.weight")) {
+  std::string tried;
+  for (const auto& prefix : arch.prefixes) {
+    if (named.count(stored_key(arch, spec_named("emb.word"), 0, prefix))) {
       rep.prefix = prefix;
       return named;
     }
-  throw CheckpointError(rep.weights_file +
-                        ": no embeddings.word_embeddings.weight under any known prefix (bert., none, 0.auto_model.); "
-                        "is this a BERT checkpoint?");
+    tried += (tried.empty() ? "" : ", ") + (prefix.empty() ? std::string("none") : prefix);
+  }
+  throw CheckpointError(rep.weights_file + ": no embeddings.word_embeddings.weight under any known prefix (" + tried +
+                        "); config.json's model_type is '" + arch.model_type + "' (" + arch.name +
+                        "): do the weights and config.json belong together?");
 }
 
 // num_labels and id2label: the checkpoint decides num_labels when it has a classifier (the task must
 // agree); the task's class names replace generic ones.
 void resolve_labels(BertConfig& cfg, const TensorMap& named, const LoadOptions& opts, const std::string& file) {
-  const auto cls = named.find("classifier.weight");
+  const std::string cls_key = stored_key(arch_of(cfg.model_type), spec_named("cls.w"), 0, "");
+  const auto cls = named.find(cls_key);
   const int ckpt_labels = cls != named.end() ? static_cast<int>(cls->second.size(0)) : 0;
   if (ckpt_labels > 0) {
     if (opts.num_labels > 0 && opts.num_labels != ckpt_labels)
-      throw CheckpointError(file + ": classifier.weight has " + std::to_string(ckpt_labels) +
-                            " labels, the task needs " + std::to_string(opts.num_labels) +
+      throw CheckpointError(file + ": " + cls_key + " has " + std::to_string(ckpt_labels) + " labels, the task needs " +
+                            std::to_string(opts.num_labels) +
                             "; use a model fine-tuned for this task, or the pretrained encoder");
     cfg.num_labels = ckpt_labels;
   } else if (opts.num_labels > 0) {
@@ -112,10 +124,11 @@ std::map<std::string, torch::Tensor> take_params(const BertConfig& cfg, const Te
   std::map<std::string, torch::Tensor> params;
   // A private generator: loading a model must not reset the global RNG that dropout and gates use.
   at::Generator init_gen = at::detail::createCPUGenerator(opts.seed);
-  for (const auto& spec : bert_key_table()) {
+  const Arch& arch = arch_of(cfg.model_type);
+  for (const auto& spec : model_keys(cfg)) {
     for (int l = 0; l < (spec.per_layer ? cfg.num_hidden_layers : 1); ++l) {
       std::string key = hf_key(spec, l);
-      std::string stored = (spec.part == Part::kClassifier ? "" : rep.prefix) + key;
+      std::string stored = stored_key(arch, spec, l, rep.prefix);
       auto expected = key_shape(spec, cfg, l);
       auto it = named.find(stored);
       if (it == named.end()) {
@@ -146,7 +159,7 @@ std::map<std::string, torch::Tensor> take_params(const BertConfig& cfg, const Te
 
 // Non-finite weights (a warning: the masked or skipped parts of the computation can hide them behind finite
 // logits), then missing and unexpected tensors (errors).
-void check_tensors(const std::map<std::string, torch::Tensor>& params, const TensorMap& named,
+void check_tensors(const Arch& arch, const std::map<std::string, torch::Tensor>& params, const TensorMap& named,
                    const std::set<std::string>& consumed, const std::vector<std::string>& missing, LoadReport& rep) {
   const std::string& file = rep.weights_file;
   std::vector<std::string> non_finite;
@@ -161,15 +174,15 @@ void check_tensors(const std::map<std::string, torch::Tensor>& params, const Ten
   }
   if (!missing.empty()) {
     throw CheckpointError(file + ": missing required tensors " + first_names(missing) + " (key prefix found: '" +
-                          rep.prefix + "'); the checkpoint is incomplete or not a BERT encoder");
+                          rep.prefix + "'); the checkpoint is incomplete or not a " + arch.name + " encoder");
   }
   std::vector<std::string> unexpected;
   for (const auto& [k, v] : named)
-    if (!consumed.count(k) && !is_ignored_key(k)) unexpected.push_back(k);
+    if (!consumed.count(k) && !is_ignored_key(arch, k)) unexpected.push_back(k);
   if (!unexpected.empty()) {
     throw CheckpointError(file + ": " + std::to_string(unexpected.size()) + " unexpected tensors (" +
-                          first_names(unexpected) +
-                          "); the file holds more than a BERT encoder + classifier — check config.json matches");
+                          first_names(unexpected) + "); the file holds more than a " + std::string(arch.name) +
+                          " encoder + classifier — check config.json matches");
   }
 }
 
@@ -182,21 +195,26 @@ Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* repo
                           "(run scripts/setup.sh to link the real model under checkpoints/)");
   BertConfig cfg = read_bert_config(dir + "/config.json");
   LoadReport rep;
-  const TensorMap named = read_weights(dir, rep);
+  const Arch& arch = arch_of(cfg.model_type);
+  const TensorMap named = read_weights(dir, arch, rep);
   resolve_labels(cfg, named, opts, rep.weights_file);
   std::set<std::string> consumed;
   std::vector<std::string> missing;
   auto params = take_params(cfg, named, opts, rep, consumed, missing);
-  check_tensors(params, named, consumed, missing, rep);
+  check_tensors(arch, params, named, consumed, missing, rep);
   if (report) *report = rep;
   return Bert(cfg, std::move(params));
 }
 
 void check_max_seq_len(const BertConfig& cfg, int max_seq_len) {
-  if (max_seq_len > cfg.max_position_embeddings)
+  // RoBERTa's positions start after padding_idx: max_position_embeddings - pad - 1 of them are usable (512 of 514).
+  const int offset = arch_of(cfg.model_type).positions == Positions::kAfterPadding ? cfg.pad_token_id + 1 : 0;
+  const int usable = cfg.max_position_embeddings - offset;
+  if (max_seq_len > usable)
     throw ConfigError("data.max_seq_len = " + std::to_string(max_seq_len) +
                       " exceeds the model's max_position_embeddings " + std::to_string(cfg.max_position_embeddings) +
-                      "; use --max-seq-len " + std::to_string(cfg.max_position_embeddings) + " or less");
+                      (offset ? " less padding_idx + 1 (" + std::to_string(usable) + ")" : std::string()) +
+                      "; use --max-seq-len " + std::to_string(usable) + " or less");
 }
 
 namespace {
@@ -211,21 +229,24 @@ namespace {
 void save_bert_here(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5) {
   fs::create_directories(dir);
   TensorMap out;
-  for (const auto& spec : bert_key_table()) {
+  const Arch& arch = arch_of(model.config().model_type);
+  for (const auto& spec : model_keys(model.config())) {
     int layers = spec.per_layer ? model.config().num_hidden_layers : 1;
-    for (int l = 0; l < layers; ++l) {
-      std::string key = hf_key(spec, l);
-      out[(spec.part == Part::kClassifier ? "" : "bert.") + key] = model.parameters().at(key).detach().contiguous();
-    }
+    for (int l = 0; l < layers; ++l)
+      out[stored_key(arch, spec, l, arch.prefixes.front())] =
+          model.parameters().at(hf_key(spec, l)).detach().contiguous();
   }
   write_safetensors(dir + "/model.safetensors", out);
-  if (hdf5) write_hdf5(dir + "/model.h5", out, {{"format", "headprune BERT, Hugging Face tensor names"}});
+  if (hdf5)
+    write_hdf5(dir + "/model.h5", out,
+               {{"format", std::string("headprune ") + arch.name + ", Hugging Face tensor names"}});
   write_file_atomic(dir + "/config.json", bert_config_json(model.config()));
   const std::string modeling = dir + "/modeling_headprune.py";
   if (model.config().slimmed()) write_file_atomic(modeling, kModelingHeadprunePy);
   else if (fs::exists(modeling)) fs::remove(modeling);  // a dense model needs no remote code
   if (!tokenizer_dir.empty() && fs::absolute(tokenizer_dir) != fs::absolute(dir))
-    for (const char* name : {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"})
+    for (const char* name : {"vocab.txt", "vocab.json", "merges.txt", "sentencepiece.bpe.model", "tokenizer.json",
+                             "tokenizer_config.json", "special_tokens_map.json"})
       if (fs::exists(tokenizer_dir + "/" + name))
         fs::copy_file(tokenizer_dir + "/" + name, dir + "/" + name, fs::copy_options::overwrite_existing);
 }

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/model/arch.h"
 #include "core/model/attention.h"
 #include "core/model/bert_keys.h"
 #include "core/kernels/epilogue.h"
@@ -23,6 +24,23 @@ torch::Tensor apply_head_mask(const torch::Tensor& ctx, const torch::Tensor& mas
   return ctx * mask.view({1, -1, 1, 1});
 }
 
+torch::Tensor head_activation(const std::string& act, const torch::Tensor& z) {
+  if (act == "tanh") return torch::tanh(z);
+  if (act == "gelu") return torch::gelu(z);
+  if (act == "relu") return torch::relu(z);
+  throw InternalError("core/model/arch.cpp: head_act '" + act + "' is not one of tanh, gelu, relu");
+}
+
+torch::Tensor head_activation_backward(const std::string& act, const torch::Tensor& grad, const torch::Tensor& z) {
+  if (act == "tanh") {
+    auto y = torch::tanh(z);
+    return grad * (1 - y * y);
+  }
+  if (act == "gelu") return at::gelu_backward(grad, z, "none");
+  if (act == "relu") return grad * (z > 0).to(grad.scalar_type());
+  throw InternalError("core/model/arch.cpp: head_act '" + act + "' is not one of tanh, gelu, relu");
+}
+
 torch::Tensor extended_attention_mask(const torch::Tensor& attention_mask) {
   // HF: (1 - mask) * finfo(float32).min, broadcast over heads and query positions.
   auto m = attention_mask.to(torch::kFloat32).unsqueeze(1).unsqueeze(2);
@@ -31,7 +49,7 @@ torch::Tensor extended_attention_mask(const torch::Tensor& attention_mask) {
 
 Bert::Bert(BertConfig cfg, std::map<std::string, torch::Tensor> params)
     : cfg_(std::move(cfg)), params_(std::move(params)) {
-  for (const auto& spec : bert_key_table()) {
+  for (const auto& spec : model_keys(cfg_)) {
     if (!spec.per_layer) {
       HP_CHECK(params_.count(spec.hf), "missing parameter " << spec.hf);
       continue;
@@ -155,22 +173,37 @@ torch::Tensor Bert::activation(torch::Tensor x, bool lrp, bool in_place) const {
 }
 
 torch::Tensor Bert::norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool lrp) const {
-  if (!lrp) return torch::layer_norm(x, {cfg_.hidden_size}, w, b, cfg_.layer_norm_eps);
+  if (!lrp) return torch::layer_norm(x, {x.size(-1)}, w, b, cfg_.layer_norm_eps);
   // LRP: centring is linear; the scale 1/σ is held constant (Ali et al. 2022's LN rule).
   auto centred = x - x.mean(-1, true);
   auto sigma = (centred.pow(2).mean(-1, true) + cfg_.layer_norm_eps).sqrt();
   return centred / sigma.detach() * w + b;
 }
 
+torch::Tensor position_ids(const torch::Tensor& input_ids, Positions from, int pad) {
+  const auto B = input_ids.size(0), S = input_ids.size(1);
+  if (from == Positions::kFromZero) return torch::arange(S, torch::kLong).unsqueeze(0).expand({B, S});
+  // RoBERTa (HF create_position_ids_from_input_ids): pad + 1, pad + 2, … over the real tokens, pad at padding.
+  auto real = input_ids.ne(pad).to(torch::kLong);
+  return torch::cumsum(real, 1) * real + pad;
+}
+
 torch::Tensor Bert::embed(const EncoderInput& in) const {
   const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
-  auto positions = torch::arange(S, torch::kLong).unsqueeze(0).expand({B, S});
-  auto types = in.token_type_ids.defined() ? in.token_type_ids : torch::zeros({B, S}, torch::kLong);
-  auto x = torch::embedding(p("embeddings.word_embeddings.weight"), in.input_ids) +
-           torch::embedding(p("embeddings.token_type_embeddings.weight"), types) +
-           torch::embedding(p("embeddings.position_embeddings.weight"), positions);
+  const Arch& arch = arch_of(cfg_.model_type);
+  auto positions = position_ids(in.input_ids, arch.positions, cfg_.pad_token_id);
+  // word + type + position, in HF BERT's order (float sums are not associative).
+  auto x = torch::embedding(p("embeddings.word_embeddings.weight"), in.input_ids);
+  if (arch.token_types) {
+    auto types = in.token_type_ids.defined() ? in.token_type_ids : torch::zeros({B, S}, torch::kLong);
+    x = x + torch::embedding(p("embeddings.token_type_embeddings.weight"), types);
+  }
+  x = x + torch::embedding(p("embeddings.position_embeddings.weight"), positions);
   x = norm(x, p("embeddings.LayerNorm.weight"), p("embeddings.LayerNorm.bias"), in.lrp_rules);
-  return torch::dropout(x, cfg_.hidden_dropout_prob, training_);
+  x = torch::dropout(x, cfg_.hidden_dropout_prob, training_);
+  if (cfg_.embedding_width() != cfg_.hidden_size)  // ELECTRA: up to the encoder's width
+    x = torch::linear(x, p("embeddings_project.weight"), p("embeddings_project.bias"));
+  return x;
 }
 
 torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask, const Masks& masks,
@@ -388,13 +421,18 @@ EncoderOutput Bert::forward(const EncoderInput& in) const {
   if (end < cfg_.num_hidden_layers) return out;
   // At fp32 the pooler stays ATen's linear (a [B, D] product); at bf16 or int8 it is packed like the encoder's.
   const bool packed = (precision_ != Precision::kFp32 || calibrating_) && !training_ && !torch::GradMode::is_enabled() && !in.lrp_rules;
-  auto pre_pool = packed ? pooler_.linear(x.select(1, 0), p("pooler.dense.bias"))
-                            : torch::linear(x.select(1, 0), p("pooler.dense.weight"), p("pooler.dense.bias"));
-  out.pooled = torch::tanh(pre_pool);
-  if (in.lrp_rules)  // LRP: tanh(z) = z · (tanh(z)/z) with that ratio held constant
+  // The classification head (core/model/arch.h): act(dense(x0)), then the output layer; BERT's pooler is its
+  // dense layer, RoBERTa's and ELECTRA's classifier.dense, DistilBERT's pre_classifier.
+  const Arch& arch = arch_of(cfg_.model_type);
+  const double cls_dropout = cfg_.classifier_dropout >= 0 ? cfg_.classifier_dropout : cfg_.hidden_dropout_prob;
+  auto x0 = x.select(1, 0);
+  if (arch.dropout_before_head) x0 = torch::dropout(x0, cls_dropout, training_);
+  auto pre_pool = packed ? pooler_.linear(x0, p("pooler.dense.bias"))
+                         : torch::linear(x0, p("pooler.dense.weight"), p("pooler.dense.bias"));
+  out.pooled = head_activation(arch.head_act, pre_pool);
+  if (in.lrp_rules)  // LRP: act(z) = z · (act(z)/z) with that ratio held constant
     out.pooled =
         pre_pool * torch::where(pre_pool.abs() > 1e-12, out.pooled / pre_pool, torch::ones_like(pre_pool)).detach();
-  double cls_dropout = cfg_.classifier_dropout >= 0 ? cfg_.classifier_dropout : cfg_.hidden_dropout_prob;
   out.logits =
       torch::linear(torch::dropout(out.pooled, cls_dropout, training_), p("classifier.weight"), p("classifier.bias"));
   return out;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/kernels/lowp_gemm.h"
+#include "core/model/arch.h"
 #include "core/model/bert_config.h"
 
 namespace hp::core {
@@ -71,6 +72,14 @@ struct EncoderOutput {
 
 // Applies a per-head gate to context vectors. ctx: [B, H, S, Dh]; mask: [H] or [B, H].
 torch::Tensor apply_head_mask(const torch::Tensor& ctx, const torch::Tensor& mask);
+
+// Position ids of input_ids [B, S] as the architecture counts them (core/model/arch.h): 0, 1, … or, for
+// RoBERTa, pad + 1, pad + 2, … over the real tokens and pad at padding.
+torch::Tensor position_ids(const torch::Tensor& input_ids, Positions from, int pad);
+
+// The classification head's activation (Arch::head_act: tanh, gelu or relu) and its derivative applied to `grad`.
+torch::Tensor head_activation(const std::string& act, const torch::Tensor& z);
+torch::Tensor head_activation_backward(const std::string& act, const torch::Tensor& grad, const torch::Tensor& z);
 
 // HF's additive attention mask: 0 where attended, float32 min where padded. mask: [B, S] → [B, 1, 1, S].
 torch::Tensor extended_attention_mask(const torch::Tensor& attention_mask);

@@ -64,12 +64,14 @@ torch::Tensor ffn_backward(const LayerTape& t, const torch::Tensor& du2, const t
 
 // Pooler and classifier on the last hidden state's [CLS] row (filling out.last_hidden, pooled and logits), then the loss's
 // gradient back to that row: [B, 1, D].
-torch::Tensor classifier_forward_backward(EncoderOutput& out, const torch::Tensor& last_hidden,
-                                          const torch::Tensor& pool_w, const torch::Tensor& pool_b,
-                                          const torch::Tensor& cls_w, const torch::Tensor& cls_b,
+torch::Tensor classifier_forward_backward(EncoderOutput& out, const std::string& head_act,
+                                          const torch::Tensor& last_hidden, const torch::Tensor& pool_w,
+                                          const torch::Tensor& pool_b, const torch::Tensor& cls_w,
+                                          const torch::Tensor& cls_b,
                                           const std::function<torch::Tensor(const torch::Tensor&)>& dloss) {
   out.last_hidden = last_hidden;
-  out.pooled = torch::tanh(torch::linear(last_hidden.select(1, 0), pool_w, pool_b));
+  const auto z = torch::linear(last_hidden.select(1, 0), pool_w, pool_b);
+  out.pooled = head_activation(head_act, z);
   out.logits = torch::linear(out.pooled, cls_w, cls_b);
   torch::Tensor dlogits;
   {
@@ -78,7 +80,7 @@ torch::Tensor classifier_forward_backward(EncoderOutput& out, const torch::Tenso
   }
   TORCH_CHECK(dlogits.sizes() == out.logits.sizes(), "attention_grads: dloss returned ", dlogits.sizes(),
               " for logits ", out.logits.sizes());
-  return (dlogits.mm(cls_w) * (1 - out.pooled * out.pooled)).mm(pool_w).unsqueeze(1);
+  return head_activation_backward(head_act, dlogits.mm(cls_w), z).mm(pool_w).unsqueeze(1);
 }
 
 }  // namespace
@@ -129,8 +131,8 @@ Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
     r.out.attentions.push_back(t.probs);
   }
   // Backward: classifier and pooler, then each layer from the top down to layer 0's probabilities.
-  auto dy = classifier_forward_backward(r.out, x, p("pooler.dense.weight"), p("pooler.dense.bias"),
-                                        p("classifier.weight"), p("classifier.bias"), dloss);
+  auto dy = classifier_forward_backward(r.out, arch_of(cfg_.model_type).head_act, x, p("pooler.dense.weight"),
+                                        p("pooler.dense.bias"), p("classifier.weight"), p("classifier.bias"), dloss);
   r.grads.resize(L);
   for (int l = L - 1; l >= 0; --l) {
     const LayerRefs& w = layers_[l];

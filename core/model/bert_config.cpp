@@ -10,6 +10,8 @@
 #include <utility>
 
 #include "core/base/errors.h"  // CheckpointError
+#include "core/model/arch.h"
+#include "core/model/bert_keys.h"
 
 namespace hp::core {
 
@@ -66,9 +68,6 @@ int BertConfig::max_ffn_width() const {
 
 namespace {
 
-// BERT-architecture model types we load. Anything else (roberta, distilbert, …) differs in layout.
-const std::set<std::string> kSupportedTypes = {"bert"};
-
 // The integer sizes of config.json with the range each must lie in: checked before anything is allocated
 // (a 10^9 hidden size, or 10^12 read through a 32-bit int, must fail here and not in the allocator).
 struct IntField {
@@ -80,6 +79,7 @@ struct IntField {
 const IntField kIntFields[] = {
     {"vocab_size", &BertConfig::vocab_size, 1, 10'000'000, true},
     {"hidden_size", &BertConfig::hidden_size, 1, 65'536, true},
+    {"embedding_size", &BertConfig::embedding_size, 1, 65'536, false},
     {"num_hidden_layers", &BertConfig::num_hidden_layers, 1, 1'000, true},
     {"num_attention_heads", &BertConfig::num_attention_heads, 1, 4'096, true},
     {"intermediate_size", &BertConfig::intermediate_size, 1, 1'048'576, true},
@@ -101,32 +101,33 @@ const RealField kRealFields[] = {
 };
 
 void read_int_field(const json& j, const IntField& f, BertConfig& c, const std::string& path) {
-  auto it = j.find(f.key);
+  const char* key = config_key(arch_of(c.model_type), f.key);
+  auto it = j.find(key);
   if (it == j.end() || it->is_null()) {
     if (f.required)
-      throw CheckpointError(path + ": required key '" + f.key + "' is missing; add it from the model's BertConfig");
+      throw CheckpointError(path + ": required key '" + key + "' is missing; add it from the model's config class");
     return;
   }
   const bool integral =
       it->is_number_integer() || (it->is_number_float() && std::floor(it->get<double>()) == it->get<double>());
-  if (!integral)
-    throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is not an integer; fix config.json");
+  if (!integral) throw CheckpointError(path + ": " + key + " = " + it->dump() + " is not an integer; fix config.json");
   const double v = it->get<double>();  // exact for every integer in range, and compares right beyond it
   if (v < static_cast<double>(f.lo) || v > static_cast<double>(f.hi))
-    throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is outside " + std::to_string(f.lo) + ".." +
+    throw CheckpointError(path + ": " + key + " = " + it->dump() + " is outside " + std::to_string(f.lo) + ".." +
                           std::to_string(f.hi) + "; fix config.json");
   c.*f.field = static_cast<int>(v);
 }
 
 void read_real_field(const json& j, const RealField& f, BertConfig& c, const std::string& path) {
-  auto it = j.find(f.key);
+  const char* key = config_key(arch_of(c.model_type), f.key);
+  auto it = j.find(key);
   if (it == j.end() || it->is_null()) return;
   if (!it->is_number())
-    throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is not a number; fix config.json");
+    throw CheckpointError(path + ": " + key + " = " + it->dump() + " is not a number; fix config.json");
   const double v = it->get<double>();
   if (!std::isfinite(v) || v < 0 || (f.positive && v == 0) || v >= 1)
-    throw CheckpointError(path + ": " + f.key + " = " + it->dump() + " is outside " +
-                          (f.positive ? "(0, 1)" : "[0, 1)") + "; fix config.json");
+    throw CheckpointError(path + ": " + key + " = " + it->dump() + " is outside " + (f.positive ? "(0, 1)" : "[0, 1)") +
+                          "; fix config.json");
   c.*f.field = v;
 }
 
@@ -179,16 +180,17 @@ BertConfig parse_bert_config(const std::string& text, const std::string& path) {
   BertConfig c;
   try {
     c.model_type = get_or<std::string>(j, "model_type", "", path);
-    if (!kSupportedTypes.count(c.model_type))
-      throw CheckpointError(path + ": model_type '" + c.model_type +
-                            "' is not supported; headprune loads BERT-architecture models (model_type \"bert\")");
+    const Arch& arch = arch_of(c.model_type, path);
+    c.pad_token_id = arch.default_pad_token_id;
+    c.layer_norm_eps = arch.default_layer_norm_eps;
     for (const auto& f : kIntFields) read_int_field(j, f, c, path);
     for (const auto& f : kRealFields) read_real_field(j, f, c, path);
-    c.classifier_dropout = get_or(j, "classifier_dropout", -1.0, path);
+    c.sinusoidal_pos_embds = get_or(j, "sinusoidal_pos_embds", false, path);
+    c.classifier_dropout = get_or(j, config_key(arch, "classifier_dropout"), -1.0, path);
     if (c.classifier_dropout >= 1.0 || !std::isfinite(c.classifier_dropout))
       throw CheckpointError(path + ": classifier_dropout = " + std::to_string(c.classifier_dropout) +
                             " is outside [0, 1); fix config.json (null: use hidden_dropout_prob)");
-    c.hidden_act = get_or<std::string>(j, "hidden_act", "gelu", path);
+    c.hidden_act = get_or<std::string>(j, config_key(arch, "hidden_act"), "gelu", path);
     if (!supported_activation(c.hidden_act))
       throw CheckpointError(path + ": hidden_act '" + c.hidden_act + "' is not supported; " + kSupportedActivations);
     std::string pos = get_or<std::string>(j, "position_embedding_type", "absolute", path);
@@ -249,24 +251,68 @@ BertConfig read_bert_config(const std::string& path) {
   return parse_bert_config(text.str(), path);
 }
 
+namespace {
+
+// The architecture's own description for the modeling file of a slimmed export (core/io/hf/modeling_headprune.py):
+// its tensor names (the key table through stored_key) and how it differs from BERT, so that one Python file
+// builds every architecture from the same rows the C++ model reads.
+json layout_json(const BertConfig& c, const Arch& arch) {
+  json names = json::object();
+  const std::string prefix = arch.prefixes.front();
+  for (const auto& spec : model_keys(c)) {
+    // Per-layer names with "{}" for the layer index, as the key table writes them.
+    std::string name = stored_key(arch, spec, 999999, prefix);
+    if (spec.per_layer) name.replace(name.find("999999"), 6, "{}");
+    names[spec.name] = name;
+  }
+  const json sizes = {{"vocab_size", c.vocab_size},
+                      {"embedding_size", c.embedding_width()},
+                      {"hidden_size", c.hidden_size},
+                      {"num_hidden_layers", c.num_hidden_layers},
+                      {"num_attention_heads", c.num_attention_heads},
+                      {"intermediate_size", c.intermediate_size},
+                      {"max_position_embeddings", c.max_position_embeddings},
+                      {"type_vocab_size", c.type_vocab_size},
+                      {"pad_token_id", c.pad_token_id},
+                      {"layer_norm_eps", c.layer_norm_eps},
+                      {"hidden_dropout_prob", c.hidden_dropout_prob},
+                      {"attention_probs_dropout_prob", c.attention_probs_dropout_prob},
+                      {"classifier_dropout", c.classifier_dropout >= 0 ? c.classifier_dropout : c.hidden_dropout_prob},
+                      {"hidden_act", c.hidden_act},
+                      {"num_labels", c.num_labels}};
+  return {{"tensors", names},
+          {"sizes", sizes},
+          {"base_model_prefix", prefix.substr(0, prefix.size() - 1)},
+          {"positions_after_padding", arch.positions == Positions::kAfterPadding},
+          {"token_types", arch.token_types},
+          {"head_act", arch.head_act},
+          {"dropout_before_head", arch.dropout_before_head}};
+}
+
+}  // namespace
+
 std::string bert_config_json(const BertConfig& c) {
+  const Arch& arch = arch_of(c.model_type);
+  auto key = [&](const char* field) { return config_key(arch, field); };
   json j;
-  j["architectures"] = {"BertForSequenceClassification"};
+  j["architectures"] = {arch.classifier_class};
   j["model_type"] = c.model_type;
   j["vocab_size"] = c.vocab_size;
-  j["hidden_size"] = c.hidden_size;
-  j["num_hidden_layers"] = c.num_hidden_layers;
-  j["num_attention_heads"] = c.num_attention_heads;
-  j["intermediate_size"] = c.intermediate_size;
+  j[key("hidden_size")] = c.hidden_size;
+  if (c.embedding_size > 0) j["embedding_size"] = c.embedding_size;
+  j[key("num_hidden_layers")] = c.num_hidden_layers;
+  j[key("num_attention_heads")] = c.num_attention_heads;
+  j[key("intermediate_size")] = c.intermediate_size;
   j["max_position_embeddings"] = c.max_position_embeddings;
-  j["type_vocab_size"] = c.type_vocab_size;
+  if (arch.token_types) j["type_vocab_size"] = c.type_vocab_size;
   j["pad_token_id"] = c.pad_token_id;
-  j["layer_norm_eps"] = c.layer_norm_eps;
-  j["hidden_dropout_prob"] = c.hidden_dropout_prob;
-  j["attention_probs_dropout_prob"] = c.attention_probs_dropout_prob;
-  if (c.classifier_dropout >= 0) j["classifier_dropout"] = c.classifier_dropout;
-  j["hidden_act"] = c.hidden_act;
-  j["position_embedding_type"] = "absolute";
+  j[key("layer_norm_eps")] = c.layer_norm_eps;
+  j[key("hidden_dropout_prob")] = c.hidden_dropout_prob;
+  j[key("attention_probs_dropout_prob")] = c.attention_probs_dropout_prob;
+  if (c.classifier_dropout >= 0) j[key("classifier_dropout")] = c.classifier_dropout;
+  j[key("hidden_act")] = c.hidden_act;
+  if (arch.token_types) j["position_embedding_type"] = "absolute";
+  if (c.sinusoidal_pos_embds) j["sinusoidal_pos_embds"] = true;
   json id2label = json::object(), label2id = json::object();
   for (int i = 0; i < c.num_labels; ++i) {
     std::string name = i < static_cast<int>(c.id2label.size()) ? c.id2label[i] : "LABEL_" + std::to_string(i);
@@ -292,10 +338,13 @@ std::string bert_config_json(const BertConfig& c) {
   // transformers 5 ignores pruned_heads: it loads a slimmed folder through the modeling file written
   // beside it (save_bert), with trust_remote_code=True. transformers 4 has BERT locally and keeps using it
   // for heads; per-layer FFN widths (intermediate_sizes) need the modeling file in both.
-  if (c.slimmed())
-    j["auto_map"] = {
-        {"AutoModel", "modeling_headprune.HeadpruneBertModel"},
-        {"AutoModelForSequenceClassification", "modeling_headprune.HeadpruneBertForSequenceClassification"}};
+  if (c.slimmed()) {
+    const std::string classifier = arch.classifier_class;
+    const std::string base = classifier.substr(0, classifier.find("ForSequenceClassification"));
+    j["auto_map"] = {{"AutoModel", "modeling_headprune.Headprune" + base + "Model"},
+                     {"AutoModelForSequenceClassification", "modeling_headprune.Headprune" + classifier}};
+    j["headprune_layout"] = layout_json(c, arch);
+  }
   return j.dump(2) + "\n";
 }
 

@@ -1,4 +1,5 @@
-// The architecture of a BERT-family encoder as read from a Hugging Face config.json, and reading and
+// The architecture of a BERT-family encoder (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA: core/model/arch.h) as
+// read from a Hugging Face config.json, in BERT's field names whatever the file calls them, and reading and
 // writing that file (core/model/bert_config.cpp). Torch-free.
 #pragma once
 
@@ -9,9 +10,11 @@
 namespace hp::core {
 
 struct BertConfig {
-  std::string model_type = "bert";
+  std::string model_type = "bert";  // a row of core/model/arch.h
   int vocab_size = 0;
   int hidden_size = 0;  // D
+  int embedding_size = 0;  // ELECTRA's embedding width, projected to D after the embeddings; 0 = D
+  bool sinusoidal_pos_embds = false;  // DistilBERT: fixed sinusoidal positions (stored, and not trained)
   int num_hidden_layers = 0;  // L
   int num_attention_heads = 0;  // H of the unpruned model; head_dim = D / H
   int intermediate_size = 0;  // I
@@ -32,6 +35,7 @@ struct BertConfig {
   // width, so such a folder loads through the modeling file written beside it).
   std::vector<int> intermediate_sizes;
 
+  int embedding_width() const { return embedding_size > 0 ? embedding_size : hidden_size; }
   int head_dim() const { return num_attention_heads ? hidden_size / num_attention_heads : 0; }
   // Heads present in layer l after pruning.
   int heads_in_layer(int l) const;
@@ -55,7 +59,8 @@ BertConfig read_bert_config(const std::string& config_json_path);
 // The same from the file's text (`path` names it in messages).
 BertConfig parse_bert_config(const std::string& json_text, const std::string& path);
 
-// config.json text for `cfg` (HF BertConfig fields, pruned_heads, and our heads_per_layer).
+// config.json text for `cfg` in its architecture's key names (HF's config fields, pruned_heads, and our
+// heads_per_layer).
 std::string bert_config_json(const BertConfig& cfg);
 
 // The hidden_act values computed (Hugging Face's names): gelu (erf form), its tanh forms, relu.

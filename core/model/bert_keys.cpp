@@ -1,6 +1,7 @@
 // The BERT key table (see core/model/bert_keys.h).
 #include "core/model/bert_keys.h"
 
+#include "core/model/arch.h"
 #include "core/model/bert_config.h"
 #include "core/base/errors.h"  // InternalError
 
@@ -11,23 +12,26 @@ const std::vector<KeySpec>& bert_key_table() {
   using A = HeadAxis;
   // The order is the order of model.safetensors written by export; keep it stable.
   static const std::vector<KeySpec> table = {
-      {"emb.word", "embeddings.word_embeddings.weight", false, {D::kVocab, D::kHidden}, A::kNone, Part::kEncoder, true},
+      {"emb.word", "embeddings.word_embeddings.weight", false, {D::kVocab, D::kEmbed}, A::kNone, Part::kEncoder, true},
       {"emb.pos",
        "embeddings.position_embeddings.weight",
        false,
-       {D::kPositions, D::kHidden},
+       {D::kPositions, D::kEmbed},
        A::kNone,
        Part::kEncoder,
        true},
       {"emb.type",
        "embeddings.token_type_embeddings.weight",
        false,
-       {D::kTypes, D::kHidden},
+       {D::kTypes, D::kEmbed},
        A::kNone,
        Part::kEncoder,
        true},
-      {"emb.ln.w", "embeddings.LayerNorm.weight", false, {D::kHidden}, A::kNone, Part::kEncoder, true},
-      {"emb.ln.b", "embeddings.LayerNorm.bias", false, {D::kHidden}, A::kNone, Part::kEncoder, true},
+      {"emb.ln.w", "embeddings.LayerNorm.weight", false, {D::kEmbed}, A::kNone, Part::kEncoder, true},
+      {"emb.ln.b", "embeddings.LayerNorm.bias", false, {D::kEmbed}, A::kNone, Part::kEncoder, true},
+      // ELECTRA: embeddings narrower than the encoder, projected up after their LayerNorm.
+      {"emb.proj.w", "embeddings_project.weight", false, {D::kHidden, D::kEmbed}, A::kNone, Part::kEncoder, true},
+      {"emb.proj.b", "embeddings_project.bias", false, {D::kHidden}, A::kNone, Part::kEncoder, true},
       {"attn.q.w",
        "encoder.layer.{}.attention.self.query.weight",
        true,
@@ -100,12 +104,16 @@ const std::vector<KeySpec>& bert_key_table() {
   return table;
 }
 
-std::string hf_key(const KeySpec& spec, int layer) {
-  std::string key = spec.hf;
-  size_t at = key.find("{}");
-  if (at != std::string::npos) key.replace(at, 2, std::to_string(layer));
-  return key;
+namespace {
+// `pattern` with its "{}" replaced by the layer index.
+std::string with_layer(std::string pattern, int layer) {
+  size_t at = pattern.find("{}");
+  if (at != std::string::npos) pattern.replace(at, 2, std::to_string(layer));
+  return pattern;
 }
+}  // namespace
+
+std::string hf_key(const KeySpec& spec, int layer) { return with_layer(spec.hf, layer); }
 
 std::vector<long> key_shape(const KeySpec& spec, const BertConfig& cfg, int layer) {
   std::vector<long> shape;
@@ -114,6 +122,7 @@ std::vector<long> key_shape(const KeySpec& spec, const BertConfig& cfg, int laye
       case Dim::kVocab: shape.push_back(cfg.vocab_size); break;
       case Dim::kPositions: shape.push_back(cfg.max_position_embeddings); break;
       case Dim::kTypes: shape.push_back(cfg.type_vocab_size); break;
+      case Dim::kEmbed: shape.push_back(cfg.embedding_width()); break;
       case Dim::kHidden: shape.push_back(cfg.hidden_size); break;
       case Dim::kInter: shape.push_back(cfg.ffn_width(layer)); break;
       case Dim::kHeads: shape.push_back(static_cast<long>(cfg.heads_in_layer(layer)) * cfg.head_dim()); break;
@@ -137,17 +146,31 @@ const std::vector<std::pair<std::string, std::string>>& legacy_renames() {
   return renames;
 }
 
-bool is_ignored_key(const std::string& key) {
+bool is_ignored_key(const Arch& arch, const std::string& key) {
   auto ends_with = [&](const std::string& s) {
     return key.size() >= s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0;
   };
-  return key.rfind("cls.predictions.", 0) == 0 || key.rfind("cls.seq_relationship.", 0) == 0 ||
-         ends_with("position_ids") || ends_with("embeddings.token_type_ids");
+  for (const auto& head : arch.ignored_prefixes)
+    if (key.rfind(head, 0) == 0) return true;
+  return ends_with("position_ids") || ends_with("embeddings.token_type_ids");
 }
 
-const std::vector<std::string>& encoder_prefixes() {
-  static const std::vector<std::string> prefixes = {"bert.", "", "0.auto_model."};
-  return prefixes;
+std::vector<KeySpec> model_keys(const BertConfig& cfg) {
+  const Arch& arch = arch_of(cfg.model_type);
+  std::vector<KeySpec> keys;
+  for (const auto& spec : bert_key_table()) {
+    const std::string name = spec.name;
+    if (name == "emb.type" && !arch.token_types) continue;
+    if (name.rfind("emb.proj.", 0) == 0 && cfg.embedding_width() == cfg.hidden_size) continue;
+    keys.push_back(spec);
+  }
+  return keys;
+}
+
+std::string stored_key(const Arch& arch, const KeySpec& spec, int layer, const std::string& prefix) {
+  for (const auto& k : arch.keys)
+    if (std::string(k.name) == spec.name) return (k.prefixed ? prefix : "") + with_layer(k.hf, layer);
+  return (spec.part == Part::kClassifier ? "" : prefix) + hf_key(spec, layer);
 }
 
 }  // namespace hp::core

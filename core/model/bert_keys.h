@@ -1,6 +1,7 @@
-// The checkpoint key table: every tensor of a BERT encoder + classifier, its Hugging Face name,
-// shape (in symbolic dims) and which axis holds the heads. The loader (core/checkpoint), the model
-// (core/bert), slimming and export all iterate this one table; a BERT variant is new rows, not new code.
+// The checkpoint key table: every tensor of a BERT-family encoder + classifier, its Hugging Face BERT name
+// (the name the model computes with, whatever the architecture), shape (in symbolic dims) and which axis holds
+// the heads. The loader (core/io/checkpoint), the model (core/model/bert), slimming and export all iterate this
+// one table; another architecture's names are its row of core/model/arch.h (stored_key), not new code.
 #pragma once
 
 #include <string>
@@ -10,10 +11,11 @@
 namespace hp::core {
 
 struct BertConfig;
+struct Arch;
 
-// Symbolic dimensions. kHeads = this layer's heads × head_dim (shrinks when heads are pruned); kInter = this
+// Symbolic dimensions. kEmbed = the embeddings' width (ELECTRA's embedding_size; hidden_size elsewhere). kHeads = this layer's heads × head_dim (shrinks when heads are pruned); kInter = this
 // layer's FFN width (shrinks when neurons are pruned).
-enum class Dim { kVocab, kPositions, kTypes, kHidden, kInter, kHeads, kLabels };
+enum class Dim { kVocab, kPositions, kTypes, kEmbed, kHidden, kInter, kHeads, kLabels };
 // Which axis of a tensor indexes heads: rows (Q/K/V weight and bias), columns (output projection).
 enum class HeadAxis { kNone, kRows, kCols };
 // Encoder keys carry the checkpoint's prefix ("bert." or none); classifier keys never do.
@@ -31,6 +33,14 @@ struct KeySpec {
 
 const std::vector<KeySpec>& bert_key_table();
 
+// The rows of bert_key_table() that a model of `cfg` holds: no token types where its architecture has none,
+// the embedding projection only where embedding_size differs from hidden_size.
+std::vector<KeySpec> model_keys(const BertConfig& cfg);
+
+// The name of `spec` (layer `layer`) in a checkpoint of architecture `arch` whose encoder prefix is `prefix`:
+// "roberta.encoder.layer.0.attention.self.query.weight", "classifier.out_proj.weight".
+std::string stored_key(const Arch& arch, const KeySpec& spec, int layer, const std::string& prefix);
+
 // The HF name of `spec` for layer `layer` (ignored when !per_layer).
 std::string hf_key(const KeySpec& spec, int layer);
 
@@ -44,11 +54,8 @@ int axis_of(const KeySpec& spec, Dim d);
 // Legacy names mapped to current ones (TF-era "LayerNorm.gamma" → "LayerNorm.weight").
 const std::vector<std::pair<std::string, std::string>>& legacy_renames();
 
-// Keys a BERT checkpoint may hold that the encoder does not use (MLM/NSP heads, position_ids buffers).
-bool is_ignored_key(const std::string& key);
-
-// Prefixes under which encoder keys appear, tried in this order: BertForX ("bert."), BertModel and
-// sentence-transformers (""), and sentence-transformers' nested layout ("0.auto_model.").
-const std::vector<std::string>& encoder_prefixes();
+// Keys a checkpoint of `arch` may hold that the classifier does not use (pretraining heads, position_ids
+// buffers).
+bool is_ignored_key(const Arch& arch, const std::string& key);
 
 }  // namespace hp::core

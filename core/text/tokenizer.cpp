@@ -1,133 +1,46 @@
-// WordPiece tokenizer; mirrors tokenizers 0.19 (Rust), the engine behind BertTokenizerFast.
-// Pipeline per text: split out special tokens -> clean -> CJK padding -> NFD + strip Mn
-// -> lower-case -> split on whitespace and punctuation -> greedy WordPiece.
+// The tokenizer's common steps: choosing the backend by the files of a model folder, the split on added
+// tokens (HF's AddedVocabulary / the slow tokenizers' trie, with lstrip and rstrip), the specials' layout
+// and longest_first truncation. The backends are in wordpiece.cpp, bpe.cpp and sentencepiece_model.cpp.
 #include "core/text/tokenizer.h"
-
-#include <utf8proc.h>
 
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/base/errors.h"  // InputError, ConfigError
-#include "core/base/log.h"
+#include "core/text/token_model.h"
+#include "core/text/unicode.h"
 
 namespace hp::core {
 namespace {
-
-// HF's BertTokenizer limit; longer words (in code points) become [UNK].
-constexpr size_t kMaxInputCharsPerWord = 100;
-// Specials matched verbatim in raw text, as HF's added tokens (normalized=false).
-const char* const kSpecialTokens[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
 
 bool file_exists(const std::string& path) {
   std::ifstream f(path);
   return f.good();
 }
 
-// Rust's char::is_whitespace (the Unicode White_Space property), which tokenizers uses.
-// Not Python's category Zs: U+2028/U+2029 differ, which is where fast and slow HF disagree.
-bool is_whitespace(utf8proc_int32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+nlohmann::json read_json_file(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": " + what + " not found or unreadable; check the model folder");
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path + ": not valid JSON (" + e.what() + "); fix or remove the file");
+  }
+  return j;
 }
 
-// Categories C* except \t \n \r, which count as whitespace.
-bool is_control(utf8proc_int32_t c) {
-  if (c == '\t' || c == '\n' || c == '\r') return false;
-  switch (utf8proc_category(c)) {
-    case UTF8PROC_CATEGORY_CC:
-    case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_CS:
-    case UTF8PROC_CATEGORY_CO:
-    case UTF8PROC_CATEGORY_CN: return true;
-    default: return false;
-  }
-}
-
-// HF's _is_punctuation: all non-alphanumeric ASCII (33-47, 58-64, 91-96, 123-126), plus P*.
-bool is_punctuation(utf8proc_int32_t c) {
-  if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126)) {
-    return true;
-  }
-  switch (utf8proc_category(c)) {
-    case UTF8PROC_CATEGORY_PC:
-    case UTF8PROC_CATEGORY_PD:
-    case UTF8PROC_CATEGORY_PS:
-    case UTF8PROC_CATEGORY_PE:
-    case UTF8PROC_CATEGORY_PI:
-    case UTF8PROC_CATEGORY_PF:
-    case UTF8PROC_CATEGORY_PO: return true;
-    default: return false;
-  }
-}
-
-// HF's _is_chinese_char: the CJK Unified Ideographs blocks (not Hangul, kana or CJK punctuation).
-bool is_chinese_char(utf8proc_int32_t c) {
-  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
-         (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B820 && c <= 0x2CEAF) ||
-         (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
-}
-
-// UTF-8 -> code points; an invalid byte becomes U+FFFD, which cleaning then drops.
-std::vector<utf8proc_int32_t> decode_utf8(const std::string& s) {
-  std::vector<utf8proc_int32_t> out;
-  out.reserve(s.size());
-  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(s.data());
-  utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(s.size());
-  while (left > 0) {
-    utf8proc_int32_t c = 0;
-    utf8proc_ssize_t n = utf8proc_iterate(p, left, &c);
-    if (n <= 0) {
-      c = 0xFFFD;
-      n = 1;
-    }
-    out.push_back(c);
-    p += n;
-    left -= n;
-  }
-  return out;
-}
-
-void append_utf8(utf8proc_int32_t c, std::string& out) {
-  utf8proc_uint8_t buf[4];
-  utf8proc_ssize_t n = utf8proc_encode_char(c, buf);
-  out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
-}
-
-// NFD with canonical reordering, then drops nonspacing marks (Mn), as tokenizers' strip_accents.
-std::vector<utf8proc_int32_t> nfd_strip_accents(const std::vector<utf8proc_int32_t>& in) {
-  std::vector<utf8proc_int32_t> nfd;
-  nfd.reserve(in.size());
-  utf8proc_int32_t buf[32];
-  for (utf8proc_int32_t c : in) {
-    int boundclass = UTF8PROC_BOUNDCLASS_START;
-    utf8proc_ssize_t n = utf8proc_decompose_char(c, buf, 32, UTF8PROC_DECOMPOSE, &boundclass);
-    if (n < 0 || n > 32) {
-      nfd.push_back(c);
-      continue;
-    }
-    nfd.insert(nfd.end(), buf, buf + n);
-  }
-  // Canonical ordering: stable sort of each run of non-starters by combining class.
-  for (size_t i = 0; i < nfd.size();) {
-    size_t j = i;
-    while (j < nfd.size() && utf8proc_get_property(nfd[j])->combining_class != 0) ++j;
-    if (j - i > 1) {
-      std::stable_sort(nfd.begin() + static_cast<std::ptrdiff_t>(i), nfd.begin() + static_cast<std::ptrdiff_t>(j),
-                       [](utf8proc_int32_t x, utf8proc_int32_t y) {
-                         return utf8proc_get_property(x)->combining_class < utf8proc_get_property(y)->combining_class;
-                       });
-    }
-    i = (j == i) ? i + 1 : j;
-  }
-  std::vector<utf8proc_int32_t> out;
-  out.reserve(nfd.size());
-  for (utf8proc_int32_t c : nfd) {
-    if (utf8proc_category(c) != UTF8PROC_CATEGORY_MN) out.push_back(c);
-  }
-  return out;
-}
+// The names of the specials of each kind: cls, sep, pad, unk, mask.
+struct SpecialNames {
+  const char* cls;
+  const char* sep;
+  const char* pad;
+  const char* unk;
+  const char* mask;
+};
+constexpr SpecialNames kBertNames{"[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"};
+constexpr SpecialNames kRobertaNames{"<s>", "</s>", "<pad>", "<unk>", "<mask>"};
 
 }  // namespace
 
@@ -148,64 +61,11 @@ std::pair<size_t, size_t> longest_first_lengths(size_t n_a, size_t n_b, size_t b
   return {std::min(n1, n_a), std::min(n2, n_b)};
 }
 
-WordPieceTokenizer WordPieceTokenizer::from_files(const std::string& vocab_txt, const TokenizerOptions& options) {
-  std::ifstream in(vocab_txt, std::ios::binary);
-  if (!in) {
-    throw InputError(vocab_txt + ": vocab file not found or unreadable; pass the vocab.txt of " +
-                     "the model (one WordPiece token per line)");
-  }
-  WordPieceTokenizer tok;
-  tok.options_ = options;
-  std::string line;
-  long duplicates = 0;
-  std::string first_duplicate;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF vocab files
-    // Later duplicates win, as in HF's load_vocab (which accepts them too); said once, with the first.
-    const auto id = static_cast<int32_t>(tok.id_to_token_.size());
-    const auto [it, fresh] = tok.token_to_id_.emplace(line, id);
-    if (!fresh) {
-      if (duplicates++ == 0)
-        first_duplicate =
-            "'" + line + "' at lines " + std::to_string(it->second + 1) + " and " + std::to_string(id + 1);
-      it->second = id;
-    }
-    tok.id_to_token_.push_back(line);
-  }
-  if (duplicates > 0)
-    log_warn("tokenizer", vocab_txt + ": " + std::to_string(duplicates) + " token" +
-                              (duplicates > 1 ? "s appear" : " appears") + " more than once (first " + first_duplicate +
-                              "); as in Hugging Face the later line's id is used and the earlier id is never produced");
-  for (const char* name : {"[CLS]", "[SEP]", "[UNK]", "[PAD]"}) {
-    if (!tok.find(name)) {
-      throw InputError(vocab_txt + ": vocab has no " + name + " token (" + std::to_string(tok.id_to_token_.size()) +
-                       " entries read); use a BERT vocab.txt that lists [PAD], [UNK], [CLS], [SEP]");
-    }
-  }
-  tok.cls_id_ = *tok.find("[CLS]");
-  tok.sep_id_ = *tok.find("[SEP]");
-  tok.unk_id_ = *tok.find("[UNK]");
-  tok.pad_id_ = *tok.find("[PAD]");
-  for (const char* name : kSpecialTokens) {
-    if (auto id = tok.find(name)) tok.specials_.emplace_back(name, *id);
-  }
-  return tok;
-}
-
-TokenizerOptions WordPieceTokenizer::read_options(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    throw InputError(path + ": tokenizer config not found or unreadable; check the model folder");
-  }
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path + ": not valid JSON (" + e.what() + "); fix or remove the file");
-  }
+TokenizerOptions Tokenizer::read_options(const std::string& path) {
+  const nlohmann::json j = read_json_file(path, "tokenizer config");
   TokenizerOptions opt;
   auto read_bool = [&](const char* key, bool& dst) {
-    if (!j.contains(key) || j[key].is_null()) return;
+    if (!j.is_object() || !j.contains(key) || j[key].is_null()) return;
     if (!j[key].is_boolean()) {
       throw InputError(path + ": " + key + " = " + j[key].dump() + ", expected true or false; " + "fix the value");
     }
@@ -213,7 +73,8 @@ TokenizerOptions WordPieceTokenizer::read_options(const std::string& path) {
   };
   read_bool("do_lower_case", opt.lower_case);
   read_bool("tokenize_chinese_chars", opt.tokenize_chinese_chars);
-  if (j.contains("strip_accents") && !j["strip_accents"].is_null()) {
+  read_bool("add_prefix_space", opt.add_prefix_space);
+  if (j.is_object() && j.contains("strip_accents") && !j["strip_accents"].is_null()) {
     bool strip = false;
     read_bool("strip_accents", strip);
     opt.strip_accents = strip;
@@ -221,11 +82,66 @@ TokenizerOptions WordPieceTokenizer::read_options(const std::string& path) {
   return opt;
 }
 
-WordPieceTokenizer WordPieceTokenizer::from_model_dir(const std::string& dir) {
+std::vector<AddedToken> Tokenizer::read_added_tokens(const std::string& path) {
+  const nlohmann::json j = read_json_file(path, "tokenizer config");
+  std::vector<AddedToken> out;
+  if (!j.is_object() || !j.contains("added_tokens_decoder")) return out;
+  const auto& dec = j["added_tokens_decoder"];
+  auto bad = [&](const std::string& key, const std::string& what) {
+    return InputError(path + ": added_tokens_decoder[\"" + key + "\"] " + what +
+                      "; fix the entry or save the tokenizer again with save_pretrained");
+  };
+  if (!dec.is_object()) throw InputError(path + ": added_tokens_decoder is not an object; fix or remove it");
+  for (const auto& item : dec.items()) {
+    const std::string key = item.key();  // not a structured binding: the lambdas below capture it
+    const nlohmann::json& entry = item.value();
+    AddedToken t;
+    // Ids past 9999999 are refused, as in vocab.json: the tables are sized by the ids.
+    const bool digits = !key.empty() && key.size() <= 7 && key.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) throw bad(key, "is not a token id in 0..9999999");
+    t.id = static_cast<int32_t>(std::stol(key));
+    if (!entry.is_object() || !entry.contains("content") || !entry["content"].is_string() ||
+        entry["content"].get<std::string>().empty())
+      throw bad(key, "has no \"content\" string");
+    t.content = entry["content"].get<std::string>();
+    auto flag = [&](const char* name) {
+      if (!entry.contains(name) || entry[name].is_null()) return false;
+      if (!entry[name].is_boolean()) throw bad(key, std::string(name) + " is not true or false");
+      return entry[name].get<bool>();
+    };
+    t.lstrip = flag("lstrip");
+    t.rstrip = flag("rstrip");
+    if (flag("single_word")) throw bad(key, "(" + t.content + ") has single_word, which headprune does not implement");
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Tokenizer Tokenizer::from_model_dir(const std::string& dir) {
   const std::string config = dir + "/tokenizer_config.json";
-  TokenizerOptions opt;
-  if (file_exists(config)) opt = read_options(config);
-  auto tok = from_files(dir + "/vocab.txt", opt);
+  const bool has_config = file_exists(config);
+  auto has = [&](const char* name) { return file_exists(dir + "/" + name); };
+  Tokenizer tok;
+  std::string vocab_file;
+  if (has("vocab.txt")) {
+    vocab_file = dir + "/vocab.txt";
+    tok = from_files(vocab_file, has_config ? read_options(config) : TokenizerOptions{});
+  } else if (has("vocab.json") || has("merges.txt")) {
+    for (const char* name : {"vocab.json", "merges.txt"}) {
+      if (!has(name))
+        throw InputError(dir + "/" + name + ": not found, and a byte-level BPE tokenizer (RoBERTa) needs both " +
+                         "vocab.json and merges.txt; save the tokenizer into the folder with save_pretrained");
+    }
+    vocab_file = dir + "/vocab.json";
+    tok = from_bpe_files(vocab_file, dir + "/merges.txt", has_config ? read_options(config) : TokenizerOptions{},
+                         has_config ? read_added_tokens(config) : std::vector<AddedToken>{});
+  } else if (has("sentencepiece.bpe.model")) {
+    vocab_file = dir + "/sentencepiece.bpe.model";
+    tok = from_sentencepiece(vocab_file, has_config ? read_added_tokens(config) : std::vector<AddedToken>{});
+  } else {
+    throw InputError(dir + ": no tokenizer files (looked for vocab.txt, vocab.json + merges.txt, " +
+                     "sentencepiece.bpe.model); save the model's tokenizer into the folder with save_pretrained");
+  }
   // A token id at or past the model's vocab_size has no embedding row: refuse here, by name, rather than
   // as an index error in the middle of a forward (a malformed config.json is the model loader's to report).
   std::ifstream model_config(dir + "/config.json");
@@ -233,123 +149,86 @@ WordPieceTokenizer WordPieceTokenizer::from_model_dir(const std::string& dir) {
   if (j.is_object() && j.contains("vocab_size") && j["vocab_size"].is_number_integer()) {
     const auto vocab_size = j["vocab_size"].get<int64_t>();
     if (static_cast<int64_t>(tok.vocab_size()) > vocab_size)
-      throw InputError(dir + "/vocab.txt: " + std::to_string(tok.vocab_size()) +
+      throw InputError(vocab_file + ": " + std::to_string(tok.vocab_size()) +
                        " tokens, more than config.json's vocab_size " + std::to_string(vocab_size) + " (ids from " +
-                       std::to_string(vocab_size) +
-                       " up have no embedding); use the vocab.txt that belongs to this model");
+                       std::to_string(vocab_size) + " up have no embedding); use the " +
+                       vocab_file.substr(dir.size() + 1) + " that belongs to this model");
   }
   return tok;
 }
 
-std::optional<int32_t> WordPieceTokenizer::find(const std::string& token) const {
-  auto it = token_to_id_.find(token);
-  if (it == token_to_id_.end()) return std::nullopt;
-  return it->second;
+void Tokenizer::set_specials(const std::vector<AddedToken>& added, text::Vocab& vocab, const std::string& where) {
+  const bool bert = kind_ == TokenizerKind::kWordPiece;
+  const SpecialNames& names = bert ? kBertNames : kRobertaNames;
+  specials_.clear();
+  if (bert || added.empty()) {
+    // WordPiece: the five BERT specials (normalized=false in HF); the others: RoBERTa's and XLM-R's, <mask> lstrip.
+    for (const char* name : {names.pad, names.unk, names.cls, names.sep, names.mask}) {
+      if (const int32_t* id = vocab.find(name)) specials_.push_back({name, *id, !bert && name == names.mask, false});
+    }
+  } else {
+    // tokenizer_config.json's added tokens win over vocab entries of the same text or id, as in HF.
+    for (const AddedToken& t : added) {
+      const auto id = static_cast<size_t>(t.id);
+      if (id >= vocab.id_to_token.size()) vocab.id_to_token.resize(id + 1);
+      vocab.id_to_token[id] = t.content;
+      vocab.token_to_id[t.content] = t.id;
+      specials_.push_back(t);
+    }
+  }
+  for (const char* name : {names.cls, names.sep, names.unk, names.pad}) {
+    if (!vocab.find(name)) {
+      // Entries: vocab.txt's lines; vocab.json's tokens.
+      const size_t entries = bert ? vocab.id_to_token.size() : vocab.token_to_id.size();
+      throw InputError(where + ": vocab has no " + name + " token (" + std::to_string(entries) +
+                       " entries read); use a " +
+                       (bert ? "BERT vocab.txt that lists [PAD], [UNK], [CLS], [SEP]"
+                             : "RoBERTa vocab.json that lists <s>, <pad>, </s>, <unk>"));
+    }
+  }
+  cls_id_ = *vocab.find(names.cls);
+  sep_id_ = *vocab.find(names.sep);
+  unk_id_ = *vocab.find(names.unk);
+  pad_id_ = *vocab.find(names.pad);
+  special_first_.fill(false);
+  for (const auto& sp : specials_) special_first_[static_cast<unsigned char>(sp.content[0])] = true;
+  const int32_t* mask = vocab.find(names.mask);
+  mask_id_ = mask ? *mask : -1;
+  // Python's slow tokenizers (the SentencePiece path follows XLMRobertaTokenizer) strip with str.isspace.
+  strip_space_ = kind_ == TokenizerKind::kSentencePiece ? text::is_python_space : text::is_rust_whitespace;
 }
 
-const std::string& WordPieceTokenizer::token(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size()) {
+std::optional<int32_t> Tokenizer::find(const std::string& token) const {
+  const int32_t* id = vocab_->find(token);
+  if (!id) return std::nullopt;
+  return *id;
+}
+
+const std::string& Tokenizer::token(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= vocab_->id_to_token.size()) {
     throw InputError("tokenizer: token id " + std::to_string(id) + " outside the vocab of " +
-                     std::to_string(id_to_token_.size()) + "; use ids from this vocab");
+                     std::to_string(vocab_->id_to_token.size()) + "; use ids from this vocab");
   }
-  return id_to_token_[static_cast<size_t>(id)];
+  return vocab_->id_to_token[static_cast<size_t>(id)];
 }
 
-void WordPieceTokenizer::word_piece(const std::string& word, std::vector<int32_t>& ids) const {
-  // Byte offset of each code point, plus the end.
-  std::vector<size_t> offs;
-  offs.reserve(word.size() + 1);
-  for (size_t i = 0; i < word.size(); ++i) {
-    if ((static_cast<unsigned char>(word[i]) & 0xC0) != 0x80) offs.push_back(i);
-  }
-  const size_t n = offs.size();
-  offs.push_back(word.size());
-  if (n > kMaxInputCharsPerWord) {
-    ids.push_back(unk_id_);
-    return;
-  }
-  const size_t first = ids.size();
-  std::string key;
-  for (size_t start = 0; start < n;) {
-    std::optional<int32_t> piece;
-    size_t end = n;
-    for (; end > start; --end) {
-      key.assign(start > 0 ? "##" : "");
-      key.append(word, offs[start], offs[end] - offs[start]);
-      if ((piece = find(key))) break;
-    }
-    if (!piece) {  // no piece matches: the whole word is [UNK], pieces so far dropped
-      ids.resize(first);
-      ids.push_back(unk_id_);
-      return;
-    }
-    ids.push_back(*piece);
-    start = end;
-  }
+size_t Tokenizer::vocab_size() const { return vocab_->id_to_token.size(); }
+
+void Tokenizer::tokenize_plain(const std::string& text, std::vector<int32_t>& ids) const {
+  if (!text.empty()) model_->encode(text, ids);
 }
 
-void WordPieceTokenizer::tokenize_plain(const std::string& text, std::vector<int32_t>& ids) const {
-  // Normalizer (BertNormalizer): clean, pad CJK, strip accents, lower-case, in this order.
-  std::vector<utf8proc_int32_t> cps;
-  {
-    std::vector<utf8proc_int32_t> raw = decode_utf8(text);
-    cps.reserve(raw.size());
-    for (utf8proc_int32_t c : raw) {
-      if (c == 0 || c == 0xFFFD || is_control(c)) continue;
-      if (is_whitespace(c)) {
-        cps.push_back(' ');
-      } else if (options_.tokenize_chinese_chars && is_chinese_char(c)) {
-        cps.insert(cps.end(), {' ', c, ' '});
-      } else {
-        cps.push_back(c);
-      }
-    }
-  }
-  if (options_.strip_accents.value_or(options_.lower_case)) cps = nfd_strip_accents(cps);
-  if (options_.lower_case) {
-    std::vector<utf8proc_int32_t> lower;
-    lower.reserve(cps.size());
-    for (utf8proc_int32_t c : cps) {
-      // Rust's full lower-case mapping; U+0130 is the one code point whose full mapping
-      // (SpecialCasing.txt) differs from utf8proc's simple one.
-      if (c == 0x130) {
-        lower.insert(lower.end(), {0x69, 0x307});
-      } else {
-        lower.push_back(utf8proc_tolower(c));
-      }
-    }
-    cps.swap(lower);
-  }
-  // Pre-tokenizer (BertPreTokenizer): split on whitespace, isolate each punctuation char.
-  std::string word;
-  auto flush = [&] {
-    if (!word.empty()) word_piece(word, ids);
-    word.clear();
-  };
-  for (utf8proc_int32_t c : cps) {
-    if (is_whitespace(c)) {
-      flush();
-    } else if (is_punctuation(c)) {
-      flush();
-      append_utf8(c, word);
-      flush();
-    } else {
-      append_utf8(c, word);
-    }
-  }
-  flush();
-}
-
-std::vector<int32_t> WordPieceTokenizer::tokenize_ids(const std::string& text) const {
+std::vector<int32_t> Tokenizer::tokenize_ids(const std::string& text) const {
   std::vector<int32_t> ids;
-  // Split out special tokens first, leftmost-longest, before any normalization (HF added
-  // tokens with normalized=false): "x[SEP]y" gives x, [SEP], y.
+  // Split out added tokens first, leftmost-longest, before any normalization (HF added tokens with
+  // normalized=false): "x[SEP]y" gives x, [SEP], y.
   size_t plain_from = 0;
   for (size_t pos = 0; pos < text.size();) {
-    const std::pair<std::string, int32_t>* best = nullptr;
-    if (text[pos] == '[') {
+    const AddedToken* best = nullptr;
+    if (special_first_[static_cast<unsigned char>(text[pos])]) {
       for (const auto& sp : specials_) {
-        if (text.compare(pos, sp.first.size(), sp.first) == 0 && (!best || sp.first.size() > best->first.size())) {
+        if (text.compare(pos, sp.content.size(), sp.content) == 0 &&
+            (!best || sp.content.size() > best->content.size())) {
           best = &sp;
         }
       }
@@ -358,23 +237,28 @@ std::vector<int32_t> WordPieceTokenizer::tokenize_ids(const std::string& text) c
       ++pos;
       continue;
     }
-    tokenize_plain(text.substr(plain_from, pos - plain_from), ids);
-    ids.push_back(best->second);
-    pos += best->first.size();
+    std::string_view plain(text.data() + plain_from, pos - plain_from);
+    if (best->lstrip) plain.remove_suffix(text::trailing_space_bytes(plain, strip_space_));
+    tokenize_plain(std::string(plain), ids);
+    ids.push_back(best->id);
+    pos += best->content.size();
+    if (best->rstrip) pos += text::leading_space_bytes(std::string_view(text).substr(pos), strip_space_);
     plain_from = pos;
   }
   tokenize_plain(text.substr(plain_from), ids);
   return ids;
 }
 
-std::vector<std::string> WordPieceTokenizer::tokenize(const std::string& text) const {
+std::vector<std::string> Tokenizer::tokenize(const std::string& text) const {
   std::vector<std::string> out;
-  for (int32_t id : tokenize_ids(text)) out.push_back(id_to_token_[static_cast<size_t>(id)]);
+  for (int32_t id : tokenize_ids(text)) out.push_back(token(id));
   return out;
 }
 
-Encoding WordPieceTokenizer::encode(const std::string& a, const std::string* b, int max_seq_len) const {
-  const size_t n_specials = b ? 3 : 2;
+Encoding Tokenizer::encode(const std::string& a, const std::string* b, int max_seq_len) const {
+  // BERT: [CLS] a [SEP] b [SEP], type ids 0 then 1. RoBERTa, XLM-R: <s> a </s></s> b </s>, one token type.
+  const bool bert = kind_ == TokenizerKind::kWordPiece;
+  const size_t n_specials = b ? (bert ? 3 : 4) : 2;
   if (max_seq_len < 0 || (max_seq_len > 0 && static_cast<size_t>(max_seq_len) < n_specials)) {
     throw ConfigError("tokenizer: max_seq_len = " + std::to_string(max_seq_len) + " cannot hold " +
                       std::to_string(n_specials) +
@@ -400,9 +284,10 @@ Encoding WordPieceTokenizer::encode(const std::string& a, const std::string* b, 
   enc.ids.push_back(sep_id_);
   enc.type_ids.assign(enc.ids.size(), 0);
   if (b) {
+    if (!bert) enc.ids.push_back(sep_id_);
     enc.ids.insert(enc.ids.end(), ids_b.begin(), ids_b.end());
     enc.ids.push_back(sep_id_);
-    enc.type_ids.resize(enc.ids.size(), 1);
+    enc.type_ids.resize(enc.ids.size(), bert ? 1 : 0);
   }
   return enc;
 }

@@ -21,7 +21,7 @@ TEST_CASE("prune explain: attribution per layer and the tree equal the Python re
   hp::core::LoadOptions load;
   load.num_labels = 3;
   const auto model = hp::core::load_bert(dir, load);
-  const auto tok = hp::core::WordPieceTokenizer::from_model_dir(dir);
+  const auto tok = hp::core::Tokenizer::from_model_dir(dir);
   for (const auto& ex : g["examples"]) {
     hp::core::Example e;
     e.text_a = ex["text_a"], e.text_b = ex["text_b"];

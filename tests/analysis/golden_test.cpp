@@ -198,7 +198,7 @@ TEST_CASE("analysis golden: tiny model, pairs, singles and a treebank, equal the
   const json g = load_golden("tiny.json");
   const std::string dir = test::kTinyBert;
   auto model = core::load_bert(dir);
-  auto tok = core::WordPieceTokenizer::from_model_dir(dir);
+  auto tok = core::Tokenizer::from_model_dir(dir);
   const int max_len = g["pairs"]["settings"]["max_seq_len"].get<int>();
   for (const auto& [section, file, pair] : {std::tuple<std::string, std::string, bool>{"pairs", "tiny_pairs.tsv", true},
                                             {"single", "tiny_single.tsv", false}}) {
@@ -236,7 +236,7 @@ TEST_CASE("analysis golden: MiniLM on 20 SST-2, 20 MRPC and 20 UD EWT examples e
     return;
   }
   auto model = core::load_bert(dir);
-  auto tok = core::WordPieceTokenizer::from_model_dir(dir);
+  auto tok = core::Tokenizer::from_model_dir(dir);
   const auto sst2_counts = analysis::token_counts(tok, core::read_task(core::find_task("sst2"), data, "train"), 128);
   {
     const json g = load_golden("minilm_sst2.json");

@@ -35,7 +35,7 @@ hp::core::Example pair(const std::string& a, const std::string& b) {
 
 TEST_CASE("report views: softmax(q·k/√d) of the stored vectors is the attention; rollout of it", "[report]") {
   const auto model = hp::core::load_bert(kTinyBert, {});
-  const auto tok = hp::core::WordPieceTokenizer::from_model_dir(kTinyBert);
+  const auto tok = hp::core::Tokenizer::from_model_dir(kTinyBert);
   const auto& task = hp::core::find_task("mnli_subset");
   hp::analysis::ViewSettings s;
   s.max_seq_len = 64;
@@ -60,7 +60,7 @@ TEST_CASE("report views: softmax(q·k/√d) of the stored vectors is the attenti
 
 TEST_CASE("report views: a slimmed model's heads at their original indices, removed heads empty", "[report]") {
   const auto model = hp::core::load_bert(kTinyBert, {});
-  const auto tok = hp::core::WordPieceTokenizer::from_model_dir(kTinyBert);
+  const auto tok = hp::core::Tokenizer::from_model_dir(kTinyBert);
   hp::core::HeadSet keep = {{false, true, false, true}, {true, false, false, false}};
   const auto slim = hp::prune::slim_model(model, keep);
   hp::analysis::ViewSettings s;
@@ -87,7 +87,7 @@ TEST_CASE("report views: a slimmed model's heads at their original indices, remo
 
 TEST_CASE("report views: text longer than max_seq_len is refused, not truncated", "[report]") {
   const auto model = hp::core::load_bert(kTinyBert, {});
-  const auto tok = hp::core::WordPieceTokenizer::from_model_dir(kTinyBert);
+  const auto tok = hp::core::Tokenizer::from_model_dir(kTinyBert);
   hp::analysis::ViewSettings s;
   s.max_seq_len = 8;
   s.tree = false;

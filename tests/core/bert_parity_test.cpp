@@ -141,7 +141,7 @@ void check_golden_ids(const std::string& h5, const std::string& dir) {
   auto g = hp::core::read_hdf5(h5);
   auto a = hp::core::read_hdf5_strings(h5, "text_a");
   auto b = hp::core::read_hdf5_strings(h5, "text_b");
-  auto tok = hp::core::WordPieceTokenizer::from_model_dir(dir);
+  auto tok = hp::core::Tokenizer::from_model_dir(dir);
   const auto& ids = g.at("input_ids");
   const auto& mask = g.at("attention_mask");
   for (size_t i = 0; i < a.size(); ++i) {

@@ -94,11 +94,22 @@ TEST_CASE("bad checkpoint folders give one-line errors naming the file and the f
                         Contains("config.json: required key 'num_attention_heads' is missing"));
   }
   SECTION("unsupported model_type") {
-    auto dir = copy_tiny("roberta");
+    auto dir = copy_tiny("deberta");
     auto j = read_json(dir + "/config.json");
-    j["model_type"] = "roberta";
+    j["model_type"] = "deberta-v2";
     write_json(dir + "/config.json", j);
-    REQUIRE_THROWS_WITH(hp::core::load_bert(dir), Contains("model_type 'roberta' is not supported"));
+    REQUIRE_THROWS_WITH(hp::core::load_bert(dir),
+                        Contains("model_type 'deberta-v2' is not supported; headprune loads bert, roberta, "
+                                 "xlm-roberta, distilbert, electra encoders"));
+  }
+  SECTION("a BERT checkpoint under another model_type: no tensors under that architecture's prefixes") {
+    auto dir = copy_tiny("bert_as_electra");
+    auto j = read_json(dir + "/config.json");
+    j["model_type"] = "electra";
+    write_json(dir + "/config.json", j);
+    REQUIRE_THROWS_WITH(hp::core::load_bert(dir), Contains("no embeddings.word_embeddings.weight under any known "
+                                                           "prefix (electra., none, 0.auto_model.); config.json's "
+                                                           "model_type is 'electra' (ELECTRA)"));
   }
   SECTION("config.json that is not JSON") {
     auto dir = copy_tiny("badjson");

@@ -15,12 +15,13 @@
 #include "core/base/errors.h"  // InputError, ConfigError
 #include "fixtures.h"
 #include "skip.h"
+#include "tokref.h"
 
 using Catch::Matchers::Contains;
 using hp::core::Encoding;
 using hp::core::longest_first_lengths;
 using hp::core::TokenizerOptions;
-using hp::core::WordPieceTokenizer;
+using hp::core::Tokenizer;
 using Strings = std::vector<std::string>;
 
 namespace {
@@ -35,8 +36,8 @@ std::string write_vocab(const std::string& name, const Strings& lines) {
   return path;
 }
 
-const WordPieceTokenizer& bert() {
-  static const WordPieceTokenizer tok = WordPieceTokenizer::from_model_dir(kSharedVocab);
+const Tokenizer& bert() {
+  static const Tokenizer tok = Tokenizer::from_model_dir(kSharedVocab);
   return tok;
 }
 
@@ -54,7 +55,7 @@ TEST_CASE("tiny vocab: greedy longest-match-first WordPiece", "[core][tokenizer]
                                          "##c", "é", "##é", "##a"});
   TokenizerOptions plain;
   plain.lower_case = false;
-  const auto tok = WordPieceTokenizer::from_files(path, plain);
+  const auto tok = Tokenizer::from_files(path, plain);
   CHECK(tok.vocab_size() == 14);
   CHECK(tok.tokenize("unaffable") == Strings{"un", "##aff", "##able"});
   CHECK(tok.tokenize_ids("unaffable") == std::vector<int32_t>{4, 5, 6});
@@ -81,6 +82,8 @@ TEST_CASE("real vocab: normalization as HF BertNormalizer", "[core][tokenizer]")
   CHECK(tok.unk_id() == 100);
   CHECK(tok.cls_id() == 101);
   CHECK(tok.sep_id() == 102);
+  CHECK(tok.mask_id() == 103);
+  CHECK(tok.kind() == hp::core::TokenizerKind::kWordPiece);
   // Accents: strip_accents=null follows lower_case, so NFD then drop Mn.
   CHECK(tok.tokenize("Héllo") == Strings{"hello"});
   CHECK(tok.tokenize("NAÏVE Café") == Strings{"naive", "cafe"});
@@ -156,14 +159,14 @@ TEST_CASE("longest_first truncation follows tokenizers' rule", "[core][tokenizer
 }
 
 TEST_CASE("bad inputs name the file and the fix", "[core][tokenizer]") {
-  CHECK_THROWS_WITH(WordPieceTokenizer::from_files("/nonexistent/vocab.txt"),
+  CHECK_THROWS_WITH(Tokenizer::from_files("/nonexistent/vocab.txt"),
                     Contains("/nonexistent/vocab.txt") && Contains("not found"));
   const auto no_cls = write_vocab("no_cls", {"[PAD]", "[UNK]", "[SEP]", "a"});
-  CHECK_THROWS_AS(WordPieceTokenizer::from_files(no_cls), hp::InputError);
-  CHECK_THROWS_WITH(WordPieceTokenizer::from_files(no_cls),
+  CHECK_THROWS_AS(Tokenizer::from_files(no_cls), hp::InputError);
+  CHECK_THROWS_WITH(Tokenizer::from_files(no_cls),
                     Contains(no_cls) && Contains("[CLS]") && Contains("use a BERT vocab.txt"));
   const auto no_pad = write_vocab("no_pad", {"[CLS]", "[UNK]", "[SEP]"});
-  CHECK_THROWS_WITH(WordPieceTokenizer::from_files(no_pad), Contains("[PAD]"));
+  CHECK_THROWS_WITH(Tokenizer::from_files(no_pad), Contains("[PAD]"));
   CHECK_THROWS_AS(bert().token(30522), hp::InputError);
   CHECK(bert().token(101) == "[CLS]");
 }
@@ -171,12 +174,6 @@ TEST_CASE("bad inputs name the file and the fix", "[core][tokenizer]") {
 // ---- parity with Hugging Face -------------------------------------------------------------
 
 namespace {
-
-std::string join(const std::vector<int32_t>& v) {
-  std::ostringstream os;
-  for (size_t i = 0; i < v.size(); ++i) os << (i ? " " : "") << v[i];
-  return os.str();
-}
 
 // HF's truncated encoding, rebuilt from its full one and the kept lengths the script checked.
 Encoding truncated_reference(const Encoding& full, size_t keep_a, size_t keep_b, bool pair) {
@@ -205,43 +202,16 @@ TEST_CASE("ids equal HF BertTokenizerFast on all GLUE, MNLI and UD text", "[.hf]
   nlohmann::json manifest;
   mf >> manifest;
   const auto& tok = bert();
-  size_t rows = 0, encodings = 0, mismatches = 0;
-  std::string first;
-  for (const auto& [name, count] : manifest.at("files").items()) {
-    std::ifstream in(dir + "/" + name);
-    REQUIRE(in.good());
-    std::string line;
-    size_t file_rows = 0;
-    while (std::getline(in, line)) {
-      const auto rec = nlohmann::json::parse(line);
-      ++file_rows;
-      const std::string a = rec.at("a").get<std::string>();
-      const bool pair = !rec.at("b").is_null();
-      const std::string b = pair ? rec.at("b").get<std::string>() : std::string();
-      Encoding ref{rec.at("ids").get<std::vector<int32_t>>(), rec.at("type_ids").get<std::vector<int32_t>>()};
-      auto compare = [&](int max_len, const Encoding& want) {
-        const Encoding got = tok.encode(a, pair ? &b : nullptr, max_len);
-        ++encodings;
-        if (got.ids == want.ids && got.type_ids == want.type_ids) return;
-        if (mismatches++ == 0) {
-          first = rec.at("src").get<std::string>() + " max_seq_len=" + std::to_string(max_len) + "\n  a: " + a +
-                  "\n  b: " + (pair ? b : "(none)") + "\n  hf ids:   " + join(want.ids) +
-                  "\n  ours ids: " + join(got.ids) + "\n  hf types:   " + join(want.type_ids) +
-                  "\n  ours types: " + join(got.type_ids);
-        }
-      };
-      compare(0, ref);
-      for (const auto& [max_len, keep] : rec.at("keep").items()) {
-        compare(std::stoi(max_len), truncated_reference(ref, keep[0].get<size_t>(), keep[1].get<size_t>(), pair));
-      }
-    }
-    CHECK(file_rows == count.get<size_t>());
-    rows += file_rows;
-  }
-  WARN("compared " << rows << " inputs (" << encodings << " encodings, with and without "
-                   << "truncation) with HF " << manifest.at("tokenizers").get<std::string>() << ": " << mismatches
+  const auto r = hp::test::compare_with_reference(tok, dir, manifest, [](const nlohmann::json& rec, int max_len) {
+    const Encoding full{rec.at("ids").get<std::vector<int32_t>>(), rec.at("type_ids").get<std::vector<int32_t>>()};
+    if (max_len == 0) return full;
+    const auto& keep = rec.at("keep").at(std::to_string(max_len));
+    return truncated_reference(full, keep[0].get<size_t>(), keep[1].get<size_t>(), !rec.at("b").is_null());
+  });
+  WARN("compared " << r.rows << " inputs (" << r.encodings << " encodings, with and without "
+                   << "truncation) with HF " << manifest.at("tokenizers").get<std::string>() << ": " << r.mismatches
                    << " mismatches");
-  INFO("first mismatch: " << first);
-  REQUIRE(rows > 0);
-  REQUIRE(mismatches == 0);
+  INFO("first mismatch: " << r.first);
+  REQUIRE(r.rows > 0);
+  REQUIRE(r.mismatches == 0);
 }

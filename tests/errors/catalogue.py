@@ -15,6 +15,7 @@ Standard library only: the inputs are written byte by byte by tests/errors/fixtu
 import argparse
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -258,6 +259,10 @@ add("cfg-fractional", "intermediate_size 37.5", config(intermediate_size=37.5), 
     "error: $SCRATCH/model/config.json: intermediate_size = 37.5 is not an integer; fix config.json")
 add("cfg-pad-id", "pad_token_id not below vocab_size", config(pad_token_id=98), 1,
     "error: $SCRATCH/model/config.json: pad_token_id 98 is not below vocab_size 98; fix config.json")
+add("cfg-model-type", "a model_type headprune has no architecture row for (DeBERTa)", config(model_type="deberta-v2"), 1,
+    "error: $SCRATCH/model/config.json: model_type 'deberta-v2' is not supported; headprune loads bert, roberta, xlm-roberta, distilbert, electra encoders")
+add("cfg-arch-mismatch", "BERT weights under a config.json that says ELECTRA", config(model_type="electra"), 1,
+    "error: $SCRATCH/model/model.safetensors: no embeddings.word_embeddings.weight under any known prefix (electra., none, 0.auto_model.); config.json's model_type is 'electra' (ELECTRA): do the weights and config.json belong together?")
 add("cfg-wrong-type", "num_hidden_layers as a string", config(num_hidden_layers="two"), 1,
     "error: $SCRATCH/model/config.json: num_hidden_layers = \"two\" is not an integer; fix config.json")
 add("cfg-unknown-activation", "hidden_act not supported", config(hidden_act="swish"), 1,
@@ -301,6 +306,50 @@ add("vocab-larger", "vocab.txt with more tokens than vocab_size", vocab(lambda v
     "error: $SCRATCH/model/vocab.txt: 100 tokens, more than config.json's vocab_size 98 (ids from 98 up have no embedding); use the vocab.txt that belongs to this model")
 add("vocab-empty", "an empty vocab.txt", vocab(lambda v: []), 1,
     "error: $SCRATCH/model/vocab.txt: vocab has no [CLS] token (1 entries read); use a BERT vocab.txt that lists [PAD], [UNK], [CLS], [SEP]")
+
+
+# --- vocab.json + merges.txt (RoBERTa), sentencepiece.bpe.model (XLM-R) -------------------------------------
+def tokenizer_files(files):
+    """The tiny model with its WordPiece files (vocab.txt, tokenizer_config.json) replaced by `files`."""
+    def build(s):
+        m = fx.copy_tiny(s + "/model")
+        for name in ("vocab.txt", "tokenizer_config.json"):
+            os.remove(os.path.join(m, name))
+        for name, content in files.items():
+            with open(os.path.join(m, name), "wb") as f:
+                f.write(content if isinstance(content, bytes) else content.encode())
+        return model_eval(m)
+    return build
+
+
+# A tiny RoBERTa vocab (ids below the tiny model's vocab_size 98) and its merges.
+BPE_VOCAB = json.dumps({"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4, "a": 5, "b": 6, "ab": 7})
+BPE_MERGES = "#version: 0.2\na b\n"
+add("bpe-vocab-not-json", "vocab.json that is not JSON", tokenizer_files({"vocab.json": BPE_VOCAB[:-1],
+    "merges.txt": BPE_MERGES}), 1,
+    "error: $SCRATCH/model/vocab.json: not valid JSON ([json.exception.parse_error.101] parse error at line 1, column 83: syntax error while parsing object - unexpected end of input; expected '}'); use the vocab.json saved with the model (tokenizer.save_pretrained)")
+add("bpe-vocab-bad-id", "vocab.json with an id that is not an integer",
+    tokenizer_files({"vocab.json": BPE_VOCAB.replace('"ab": 7', '"ab": "7"'), "merges.txt": BPE_MERGES}), 1,
+    "error: $SCRATCH/model/vocab.json: token 'ab' has id \"7\", expected an integer in 0..9999999; use the vocab.json saved with the model (tokenizer.save_pretrained)")
+add("bpe-merges-missing", "vocab.json without merges.txt", tokenizer_files({"vocab.json": BPE_VOCAB}), 1,
+    "error: $SCRATCH/model/merges.txt: not found, and a byte-level BPE tokenizer (RoBERTa) needs both vocab.json and merges.txt; save the tokenizer into the folder with save_pretrained")
+add("bpe-merge-one-piece", "a merges.txt line without two pieces",
+    tokenizer_files({"vocab.json": BPE_VOCAB, "merges.txt": BPE_MERGES + "ab\n"}), 1,
+    "error: $SCRATCH/model/merges.txt:3: expected two pieces separated by one space, got 'ab'; use the merges.txt saved with the model's vocab.json (tokenizer.save_pretrained)")
+add("bpe-merge-unknown-piece", "a merge naming a piece that vocab.json lacks",
+    tokenizer_files({"vocab.json": BPE_VOCAB, "merges.txt": BPE_MERGES + "b a\n"}), 1,
+    "error: $SCRATCH/model/merges.txt:3: merge 'b a' names 'ba', which $SCRATCH/model/vocab.json lacks; use the merges.txt saved with the model's vocab.json (tokenizer.save_pretrained)")
+add("bpe-merge-repeated", "the same merge twice (Hugging Face's two loaders rank it differently)",
+    tokenizer_files({"vocab.json": BPE_VOCAB, "merges.txt": BPE_MERGES + "a b\n"}), 1,
+    "error: $SCRATCH/model/merges.txt:3: merge 'a b' repeats line 2 (Hugging Face's two loaders would rank it differently); remove one of them")
+add("bpe-no-specials", "vocab.json without <s>", tokenizer_files({"vocab.json": BPE_VOCAB.replace('"<s>": 0, ', ""),
+    "merges.txt": BPE_MERGES}), 1,
+    "error: $SCRATCH/model/vocab.json: vocab has no <s> token (7 entries read); use a RoBERTa vocab.json that lists <s>, <pad>, </s>, <unk>")
+add("spm-not-a-model", "sentencepiece.bpe.model that is not a SentencePiece model",
+    tokenizer_files({"sentencepiece.bpe.model": b"\x0a\x05hello not a model"}), 1,
+    "error: $SCRATCH/model/sentencepiece.bpe.model: cannot load the SentencePiece model (the file is not a SentencePiece model protobuf); use the sentencepiece.bpe.model saved with the model (XLMRobertaTokenizer.save_pretrained)")
+add("tok-none", "a model folder without tokenizer files", tokenizer_files({}), 1,
+    "error: $SCRATCH/model: no tokenizer files (looked for vocab.txt, vocab.json + merges.txt, sentencepiece.bpe.model); save the model's tokenizer into the folder with save_pretrained")
 
 # --- GLUE TSV ----------------------------------------------------------------------------------------------
 HEAD = "sentence\tlabel\n"
@@ -788,11 +837,15 @@ def doc():
            "",
            "| id | input | exit | error line |",
            "|---|---|---|---|"]
+    def cell(text):
+        """| escaped, and a < that markdown would read as an HTML tag (<s>, </s>, <TASK>)."""
+        return re.sub(r"<(?=[A-Za-z/])", "&lt;", text).replace("|", "&#124;")
+
     for e in E:
-        line = e["line"] or "(none: accepted)"
+        line = cell(e["line"] or "(none: accepted)")
         if e["warning"]:
-            line += "<br>warning: " + e["warning"]
-        out.append(f"| `{e['id']}` | {e['what']} | {e['code']} | {line.replace('|', '&#124;')} |")
+            line += "<br>warning: " + cell(e["warning"])
+        out.append(f"| `{e['id']}` | {cell(e['what'])} | {e['code']} | {line} |")
     return "\n".join(out) + "\n"
 
 

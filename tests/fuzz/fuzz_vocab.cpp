@@ -7,7 +7,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto path = hp::fuzz::as_file(data, size, "vocab.txt");
   hp::fuzz::expect_clean([&] {
-    const auto tok = hp::core::WordPieceTokenizer::from_files(path, {});
+    const auto tok = hp::core::Tokenizer::from_files(path, {});
     const std::string text(reinterpret_cast<const char*>(data), size < 512 ? size : 512);
     const std::string b = "the movie was great, wasn't it?";
     tok.encode(text, &b, 64);

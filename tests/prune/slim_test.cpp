@@ -19,6 +19,7 @@
 #include "prune/onnx.h"
 #include "prune/slim.h"
 #include "gates/structure_gates.h"
+#include "hf_check.h"
 
 namespace {
 
@@ -34,20 +35,6 @@ hp::core::EncoderInput golden_input(hp::core::TensorMap& g) {
 }
 
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
-
-// Runs tools/hf_check.py (logits within 1e-4, kept-head attention shapes, save_pretrained round trip) with
-// `python` on the export in `dir`; `want` are headprune's logits for `in`. Returns its exit status.
-int hf_check(const std::string& python, const std::filesystem::path& dir, const hp::core::EncoderInput& in,
-             const torch::Tensor& want, const std::string& flags = "") {
-  const auto ref = dir / "expected.h5";
-  hp::core::write_hdf5(ref.string(), {{"input_ids", in.input_ids},
-                                      {"attention_mask", in.attention_mask},
-                                      {"token_type_ids", in.token_type_ids},
-                                      {"logits", want}});
-  const std::string cmd = python + " " + hp::test::kSourceDir + "/tools/hf_check.py " + dir.string() + " " +
-                          ref.string() + " --tol 1e-4 " + flags;
-  return std::system(cmd.c_str());
-}
 
 }  // namespace
 
@@ -102,9 +89,9 @@ TEST_CASE("slimmed model logits equal the masked model's, before and after save/
   const std::string py = HP_REF_PYTHON;
   if (!std::filesystem::exists(py))
     return hp::test::skip("the Hugging Face check: no Python reference at " + py + " (scripts/setup.sh installs it)");
-  CHECK(hf_check(py, dir, in, masked) == 0);
-  CHECK(hf_check(py, dir, in, masked, "--remote-code") == 0);
-  CHECK(hf_check(py, dir, in, model.forward(in).logits, "--remote-code") != 0);  // the check can fail
+  CHECK(hp::test::hf_check(py, dir, in, masked) == 0);
+  CHECK(hp::test::hf_check(py, dir, in, masked, "--remote-code") == 0);
+  CHECK(hp::test::hf_check(py, dir, in, model.forward(in).logits, "--remote-code") != 0);  // the check can fail
 }
 
 TEST_CASE("a checkpoint pruned by Hugging Face's own prune_heads loads and equals the masked model",
@@ -153,13 +140,13 @@ TEST_CASE("transformers 5 loads the slimmed export, narrow and 0-width FFNs too,
   const auto dir = hp::test::scratch_dir("hp_slim_v5_test");
   std::filesystem::remove_all(dir);
   hp::core::save_bert(slim, dir.string(), kTinyBert);
-  CHECK(hf_check(py, dir, in, slim.forward(in).logits, "--remote-code") == 0);
+  CHECK(hp::test::hf_check(py, dir, in, slim.forward(in).logits, "--remote-code") == 0);
   // Without the modeling file, transformers 5 cannot build the narrower layers.
   std::filesystem::remove(dir / "modeling_headprune.py");
-  CHECK(hf_check(py, dir, in, slim.forward(in).logits, "--remote-code") != 0);
+  CHECK(hp::test::hf_check(py, dir, in, slim.forward(in).logits, "--remote-code") != 0);
   // The dense fallback loads in its own BERT, no remote code.
   hp::core::save_bert(hp::prune::dense_model(slim), dir.string(), kTinyBert);
-  CHECK(hf_check(py, dir, in, slim.forward(in).logits) == 0);
+  CHECK(hp::test::hf_check(py, dir, in, slim.forward(in).logits) == 0);
 }
 
 TEST_CASE("dense export: original shapes, removed heads zeroed, the slimmed model's logits; HF loads it plainly",
@@ -194,7 +181,7 @@ TEST_CASE("dense export: original shapes, removed heads zeroed, the slimmed mode
   CHECK(hp::core::read_file((dir / "config.json").string()).find("auto_map") == std::string::npos);
   const std::string py = HP_REF_PYTHON;
   if (!std::filesystem::exists(py)) return hp::test::skip("the Hugging Face check: no Python reference at " + py);
-  CHECK(hf_check(py, dir, in, want) == 0);
+  CHECK(hp::test::hf_check(py, dir, in, want) == 0);
 }
 
 TEST_CASE("ONNX export of a slimmed model: ONNX Runtime gives headprune's logits", "[prune][slim][onnx]") {
@@ -311,12 +298,12 @@ TEST_CASE("FFN neurons: masked model = slimmed model = its saved folder = HF (re
 
   const std::string py = HP_REF_PYTHON;
   if (!std::filesystem::exists(py)) return hp::test::skip("the Hugging Face check: no Python reference at " + py);
-  CHECK(hf_check(py, dir, in, masked, "--remote-code") == 0);
-  CHECK(hf_check(py, dir, in, masked) != 0);  // HF's own BERT has one FFN width: it cannot build these layers
+  CHECK(hp::test::hf_check(py, dir, in, masked, "--remote-code") == 0);
+  CHECK(hp::test::hf_check(py, dir, in, masked) != 0);  // HF's own BERT has one FFN width: it cannot build these layers
   const auto dense_dir = hp::test::scratch_dir("hp_slim_neurons_dense");
   std::filesystem::remove_all(dense_dir);
   hp::core::save_bert(dense, dense_dir.string(), kTinyBert);
-  CHECK(hf_check(py, dense_dir, in, masked) == 0);
+  CHECK(hp::test::hf_check(py, dense_dir, in, masked) == 0);
 }
 
 TEST_CASE("FFN neurons on MiniLM: masked = slimmed = saved = HF (remote code) = dense export, 0-width sublayers",
@@ -357,11 +344,11 @@ TEST_CASE("FFN neurons on MiniLM: masked = slimmed = saved = HF (remote code) = 
 
   const std::string py = HP_REF_PYTHON;
   if (!std::filesystem::exists(py)) return hp::test::skip("the Hugging Face check: no Python reference at " + py);
-  CHECK(hf_check(py, dir, in, masked, "--remote-code") == 0);
+  CHECK(hp::test::hf_check(py, dir, in, masked, "--remote-code") == 0);
   const auto dense_dir = hp::test::scratch_dir("hp_slim_neurons_minilm_dense");
   std::filesystem::remove_all(dense_dir);
   hp::core::save_bert(dense, dense_dir.string(), hp::test::kMiniLM);
-  CHECK(hf_check(py, dense_dir, in, masked) == 0);
+  CHECK(hp::test::hf_check(py, dense_dir, in, masked) == 0);
 }
 
 TEST_CASE("a closed sublayer gate removes its whole sublayer from the export (CoFi's coarse masks)",
@@ -408,5 +395,5 @@ TEST_CASE("a closed sublayer gate removes its whole sublayer from the export (Co
   CHECK(saved.intermediate_sizes == std::vector<int>{37, 0});
   const std::string py = HP_REF_PYTHON;
   if (!std::filesystem::exists(py)) return hp::test::skip("the Hugging Face check: no Python reference at " + py);
-  CHECK(hf_check(py, dir, in, masked, "--remote-code") == 0);
+  CHECK(hp::test::hf_check(py, dir, in, masked, "--remote-code") == 0);
 }
