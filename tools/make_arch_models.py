@@ -2,7 +2,7 @@
 """Small random-initialised encoders of every architecture headprune loads besides BERT, made by transformers
 itself, and the reference outputs the C++ tests compare with (issue #28).
 
-Usage: make_arch_models.py --out DIR [--data ../shared/data] [--if-missing]
+Usage: make_arch_models.py --out DIR [--tokenizers TOKDIR] [--data ../shared/data] [--if-missing]
 Run with the reference venv (scripts/setup_python.sh: transformers 4.40.2, tokenizers 0.19.1, sentencepiece).
 
 For each of roberta, xlm-roberta, distilbert and electra, DIR/<model_type>/ holds
@@ -11,7 +11,7 @@ For each of roberta, xlm-roberta, distilbert and electra, DIR/<model_type>/ hold
     positions sinusoidal), every weight, LayerNorms included, moved off its init so that no two tensors are
     interchangeable (swapped LayerNorms or an unprojected embedding change the logits);
   - its tokenizer: RoBERTa a byte-level BPE and XLM-R a SentencePiece model, both trained on GLUE text by
-    tools/train_tokenizers.py; DistilBERT and ELECTRA the bert-base-uncased WordPiece vocabulary of ../shared/vocab;
+    tools/train_tokenizers.py into TOKDIR (default DIR; the tests share the tokenizer fixture's folder); DistilBERT and ELECTRA the bert-base-uncased WordPiece vocabulary of ../shared/vocab;
   - reference.h5: GLUE rows (SST-2 singles, RTE pairs) encoded by the HF tokenizer (input_ids, attention_mask,
     token_type_ids), and the HF logits computed in float64 on the saved float32 weights: `logits`; with a head
     mask (`head_mask` [L, H], HF's head_mask argument): `logits_head_mask`; after HF's prune_heads of the heads
@@ -129,16 +129,18 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--data", default=os.path.join(REPO, "..", "shared", "data"))
     ap.add_argument("--vocab", default=os.path.join(REPO, "..", "shared", "vocab", "vocab.txt"))
+    ap.add_argument("--tokenizers", help="where the trained tokenizers are (made there when missing); default --out")
     ap.add_argument("--if-missing", action="store_true")
     args = ap.parse_args()
-    subprocess.run([sys.executable, os.path.join(HERE, "train_tokenizers.py"), "--out", args.out, "--data", args.data,
+    tokenizers = args.tokenizers or args.out
+    subprocess.run([sys.executable, os.path.join(HERE, "train_tokenizers.py"), "--out", tokenizers, "--data", args.data,
                     "--if-missing"], check=True)
     rows = read_rows(args.data)
     makers = {
         "roberta": lambda: make_roberta(RobertaConfig, RobertaForSequenceClassification,
-                                        os.path.join(args.out, "roberta_tok")),
+                                        os.path.join(tokenizers, "roberta_tok")),
         "xlm-roberta": lambda: make_roberta(XLMRobertaConfig, XLMRobertaForSequenceClassification,
-                                            os.path.join(args.out, "xlmr_tok")),
+                                            os.path.join(tokenizers, "xlmr_tok")),
         "distilbert": lambda: make_distilbert(args.vocab),
         "electra": lambda: make_electra(args.vocab),
     }

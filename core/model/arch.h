@@ -40,6 +40,7 @@ struct Arch {
   // before the dense layer.
   const char* head_act;
   bool dropout_before_head;
+  bool attention_output_dropout;  // dropout on the attention block's output projection (DistilBERT has none)
   std::vector<ArchKey> keys;  // names that differ from BERT's
   std::vector<ConfigKey> config_keys;  // config.json names that differ from BERT's
   std::vector<std::string> ignored_prefixes;  // pretraining heads the classifier does not use

@@ -270,7 +270,10 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
       ctx = apply_head_mask(
           ctx, head_mask.dim() == 3 ? head_mask.select(1, l).narrow(1, 0, H) : head_mask[l].narrow(0, 0, H));
     ctx = ctx.transpose(1, 2).reshape({B, Sq, H * Dh});
-    attn = add_norm(ctx, weight_of(l, &LayerPacks::o, w.o_w, inference), w.o_b, xq, w.ln1_w, w.ln1_b, inference, in.lrp_rules);
+    // DistilBERT drops nothing out of its attention output (core/model/arch.h).
+    const double attn_dropout = arch_of(cfg_.model_type).attention_output_dropout ? cfg_.hidden_dropout_prob : 0.0;
+    attn = add_norm(ctx, weight_of(l, &LayerPacks::o, w.o_w, inference), w.o_b, xq, w.ln1_w, w.ln1_b, inference,
+                    in.lrp_rules, attn_dropout);
   }
   return ffn_block(l, attn, masks.neurons, out, in, inference);
 }
@@ -291,7 +294,8 @@ torch::Tensor Bert::ffn_block(int l, const torch::Tensor& attn, const torch::Ten
   if (neuron_mask.defined())
     inter = inter * (neuron_mask.dim() == 3 ? neuron_mask.select(1, l).narrow(1, 0, I).unsqueeze(1)
                                             : neuron_mask[l].narrow(0, 0, I));
-  return add_norm(inter, weight_of(l, &LayerPacks::out, w.out_w, inference), w.out_b, attn, w.ln2_w, w.ln2_b, inference, lrp);
+  return add_norm(inter, weight_of(l, &LayerPacks::out, w.out_w, inference), w.out_b, attn, w.ln2_w, w.ln2_b, inference,
+                  lrp, cfg_.hidden_dropout_prob);
 }
 
 namespace {
@@ -337,10 +341,10 @@ torch::Tensor Bert::ffn_in(const torch::Tensor& x, const PackedLinear& pw, const
 
 torch::Tensor Bert::add_norm(const torch::Tensor& x, const PackedLinear& pw, const torch::Tensor& b,
                              const torch::Tensor& residual, const torch::Tensor& ln_w, const torch::Tensor& ln_b,
-                             bool inference, bool lrp) const {
+                             bool inference, bool lrp, double dropout) const {
   const torch::Tensor& w = pw.weight();
   if (!inference || !epilogue_ready({&x, &residual, &w, &b, &ln_w, &ln_b}))
-    return norm(linear_plus(x, pw, b, residual, inference), ln_w, ln_b, lrp);
+    return norm(linear_plus(x, pw, b, residual, inference, dropout), ln_w, ln_b, lrp);
   // The GEMM writes x·wᵀ; one pass then adds bias and residual and normalises each row.
   const auto D = w.size(0);
   auto res = residual.reshape({-1, D});  // a view, also for the [CLS] rows of a cls_only last layer
@@ -359,9 +363,9 @@ torch::Tensor Bert::add_norm(const torch::Tensor& x, const PackedLinear& pw, con
 }
 
 torch::Tensor Bert::linear_plus(const torch::Tensor& x, const PackedLinear& pw, const torch::Tensor& b,
-                                const torch::Tensor& residual, bool inference) const {
+                                const torch::Tensor& residual, bool inference, double dropout) const {
   const torch::Tensor& w = pw.weight();
-  if (!inference) return torch::dropout(linear_frozen(x, w, b), cfg_.hidden_dropout_prob, training_) + residual;
+  if (!inference) return torch::dropout(linear_frozen(x, w, b), dropout, training_) + residual;
   // One pass writes residual + bias; the GEMM then accumulates into it (beta = 1). torch::linear would
   // first broadcast the bias into a fresh output and the sum would take another pass.
   auto out = residual + b;

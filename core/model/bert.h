@@ -149,7 +149,7 @@ class Bert {
                           const EncoderInput& in, bool inference) const;
   Masks check_masks(const EncoderInput& in) const;
   torch::Tensor activation(torch::Tensor x, bool lrp, bool in_place) const;
-  // linear(x, w, b) + residual; dropout on the linear when training. With `inference` (no autograd,
+  // linear(x, w, b) + residual; dropout (at rate `dropout`) on the linear when training. With `inference` (no autograd,
   // not training) in one fused pass plus an accumulating GEMM.
   // The packs from the current weights when one of them changed in place since they were made.
   void ensure_packs() const;
@@ -161,7 +161,7 @@ class Bert {
   // calibrating, the float32 pack recording its inputs into act_max (made here).
   PackedLinear pack_linear(const torch::Tensor& w, torch::Tensor& act_max) const;
   torch::Tensor linear_plus(const torch::Tensor& x, const PackedLinear& w, const torch::Tensor& b,
-                            const torch::Tensor& residual, bool inference) const;
+                            const torch::Tensor& residual, bool inference, double dropout) const;
   torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool lrp) const;
   // activation(linear(x, w, b)). With `inference`, gelu or relu and AVX-512: a GEMM, then bias and
   // activation in one pass (core/kernels/epilogue.h).
@@ -171,7 +171,7 @@ class Bert {
   // one pass (core/kernels/epilogue.h).
   torch::Tensor add_norm(const torch::Tensor& x, const PackedLinear& w, const torch::Tensor& b,
                          const torch::Tensor& residual, const torch::Tensor& ln_w, const torch::Tensor& ln_b,
-                         bool inference, bool lrp) const;
+                         bool inference, bool lrp, double dropout) const;
   const torch::Tensor& p(const std::string& name) const;
 
   BertConfig cfg_;

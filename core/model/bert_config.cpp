@@ -286,7 +286,8 @@ json layout_json(const BertConfig& c, const Arch& arch) {
           {"positions_after_padding", arch.positions == Positions::kAfterPadding},
           {"token_types", arch.token_types},
           {"head_act", arch.head_act},
-          {"dropout_before_head", arch.dropout_before_head}};
+          {"dropout_before_head", arch.dropout_before_head},
+          {"attention_output_dropout", arch.attention_output_dropout}};
 }
 
 }  // namespace

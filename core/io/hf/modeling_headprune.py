@@ -175,7 +175,9 @@ class HeadpruneEncoder:
                 probs = (torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(dh) + additive).softmax(dim=-1)
                 context = torch.matmul(drop(probs, size["attention_probs_dropout_prob"], self.training), v)
                 context = context.transpose(1, 2).reshape(b, t, heads * dh)
-            attn = drop(units["attn.o"][l](context), size["hidden_dropout_prob"], self.training)
+            attn = units["attn.o"][l](context)
+            if lay["attention_output_dropout"]:  # DistilBERT drops nothing here
+                attn = drop(attn, size["hidden_dropout_prob"], self.training)
             x = units["attn.ln"][l](attn + x)
             inner = ACT2FN[size["hidden_act"]](units["ffn.in"][l](x))
             ffn = drop(units["ffn.out"][l](inner), size["hidden_dropout_prob"], self.training)
