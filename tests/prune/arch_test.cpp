@@ -106,6 +106,13 @@ TEST_CASE("RoBERTa, XLM-R, DistilBERT, ELECTRA: slimmed exports load in transfor
       in.attention_mask = ref.at("attention_mask");
       in.token_type_ids = ref.at("token_type_ids");
       torch::NoGradGuard no_grad;
+      // The unpruned export: transformers 4 and 5 load it with their own class of the architecture.
+      const auto fdir = hp::test::scratch_dir(std::string("arch_full_") + type);
+      fs::remove_all(fdir);
+      hp::core::save_bert(model, fdir.string(), dir);
+      const auto full = model.forward(in).logits;
+      CHECK(hp::test::hf_check(py4, fdir, in, full) == 0);
+      if (fs::exists(py5)) CHECK(hp::test::hf_check(py5, fdir, in, full) == 0);
       // Heads only: transformers 4 replays pruned_heads in its own class, and the modeling file does the same
       // (every layer keeps a head: transformers' DistilBERT cannot run a layer without, the modeling file can).
       const hp::core::HeadSet some = {
