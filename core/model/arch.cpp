@@ -7,6 +7,43 @@
 
 namespace hp::core {
 
+namespace {
+
+// DistilBERT's tensor names (every encoder tensor but the embeddings differs from BERT's) and config keys.
+std::vector<ArchKey> distilbert_keys() {
+  return {{"attn.q.w", "transformer.layer.{}.attention.q_lin.weight", true},
+          {"attn.q.b", "transformer.layer.{}.attention.q_lin.bias", true},
+          {"attn.k.w", "transformer.layer.{}.attention.k_lin.weight", true},
+          {"attn.k.b", "transformer.layer.{}.attention.k_lin.bias", true},
+          {"attn.v.w", "transformer.layer.{}.attention.v_lin.weight", true},
+          {"attn.v.b", "transformer.layer.{}.attention.v_lin.bias", true},
+          {"attn.o.w", "transformer.layer.{}.attention.out_lin.weight", true},
+          {"attn.o.b", "transformer.layer.{}.attention.out_lin.bias", true},
+          {"attn.ln.w", "transformer.layer.{}.sa_layer_norm.weight", true},
+          {"attn.ln.b", "transformer.layer.{}.sa_layer_norm.bias", true},
+          {"ffn.in.w", "transformer.layer.{}.ffn.lin1.weight", true},
+          {"ffn.in.b", "transformer.layer.{}.ffn.lin1.bias", true},
+          {"ffn.out.w", "transformer.layer.{}.ffn.lin2.weight", true},
+          {"ffn.out.b", "transformer.layer.{}.ffn.lin2.bias", true},
+          {"ffn.ln.w", "transformer.layer.{}.output_layer_norm.weight", true},
+          {"ffn.ln.b", "transformer.layer.{}.output_layer_norm.bias", true},
+          {"pool.w", "pre_classifier.weight", false},
+          {"pool.b", "pre_classifier.bias", false}};
+}
+
+std::vector<ConfigKey> distilbert_config_keys() {
+  return {{"hidden_size", "dim"},
+          {"num_hidden_layers", "n_layers"},
+          {"num_attention_heads", "n_heads"},
+          {"intermediate_size", "hidden_dim"},
+          {"hidden_dropout_prob", "dropout"},
+          {"attention_probs_dropout_prob", "attention_dropout"},
+          {"hidden_act", "activation"},
+          {"classifier_dropout", "seq_classif_dropout"}};
+}
+
+}  // namespace
+
 const std::vector<Arch>& arch_table() {
   // RoBERTa's and ELECTRA's classification heads: BERT's pooler and classifier under other names.
   const std::vector<ArchKey> dense_out_proj = {{"pool.w", "classifier.dense.weight", false},
@@ -15,20 +52,13 @@ const std::vector<Arch>& arch_table() {
                                                {"cls.b", "classifier.out_proj.bias", false}};
   // RoBERTa and XLM-R: positions after padding_idx (1), one token type, LayerNorm eps 1e-5, no pooler.
   auto roberta = [&](const char* type, const char* name, const char* classifier) {
-    return Arch{type,
-                name,
-                classifier,
-                {"roberta.", "", "0.auto_model."},
-                true,
-                Positions::kAfterPadding,
-                "tanh",
-                true,
-                true,
-                dense_out_proj,
-                {},
-                {"lm_head.", "roberta.pooler.", "pooler."},
-                1,
-                1e-5,
+    return Arch{type,       name,
+                classifier, {"roberta.", "", "0.auto_model."},
+                true,       Positions::kAfterPadding,
+                "tanh",     true,
+                true,       dense_out_proj,
+                {},         {"lm_head.", "roberta.pooler.", "pooler."},
+                1,          1e-5,
                 true};
   };
   static const std::vector<Arch> table = {
@@ -59,32 +89,8 @@ const std::vector<Arch>& arch_table() {
        "relu",
        false,
        false,
-       {{"attn.q.w", "transformer.layer.{}.attention.q_lin.weight", true},
-        {"attn.q.b", "transformer.layer.{}.attention.q_lin.bias", true},
-        {"attn.k.w", "transformer.layer.{}.attention.k_lin.weight", true},
-        {"attn.k.b", "transformer.layer.{}.attention.k_lin.bias", true},
-        {"attn.v.w", "transformer.layer.{}.attention.v_lin.weight", true},
-        {"attn.v.b", "transformer.layer.{}.attention.v_lin.bias", true},
-        {"attn.o.w", "transformer.layer.{}.attention.out_lin.weight", true},
-        {"attn.o.b", "transformer.layer.{}.attention.out_lin.bias", true},
-        {"attn.ln.w", "transformer.layer.{}.sa_layer_norm.weight", true},
-        {"attn.ln.b", "transformer.layer.{}.sa_layer_norm.bias", true},
-        {"ffn.in.w", "transformer.layer.{}.ffn.lin1.weight", true},
-        {"ffn.in.b", "transformer.layer.{}.ffn.lin1.bias", true},
-        {"ffn.out.w", "transformer.layer.{}.ffn.lin2.weight", true},
-        {"ffn.out.b", "transformer.layer.{}.ffn.lin2.bias", true},
-        {"ffn.ln.w", "transformer.layer.{}.output_layer_norm.weight", true},
-        {"ffn.ln.b", "transformer.layer.{}.output_layer_norm.bias", true},
-        {"pool.w", "pre_classifier.weight", false},
-        {"pool.b", "pre_classifier.bias", false}},
-       {{"hidden_size", "dim"},
-        {"num_hidden_layers", "n_layers"},
-        {"num_attention_heads", "n_heads"},
-        {"intermediate_size", "hidden_dim"},
-        {"hidden_dropout_prob", "dropout"},
-        {"attention_probs_dropout_prob", "attention_dropout"},
-        {"hidden_act", "activation"},
-        {"classifier_dropout", "seq_classif_dropout"}},
+       distilbert_keys(),
+       distilbert_config_keys(),
        {"vocab_transform.", "vocab_layer_norm.", "vocab_projector."},
        0,
        1e-12,
