@@ -144,6 +144,7 @@ int run_config(bool list) {
 int real_main(int argc, char** argv) {
   hp::core::init_logging();
   hp::core::ensure_fast_blas(argc, argv);
+  hp::core::apply_isa_cap_to_onednn();  // HEADPRUNE_MAX_ISA, before oneDNN's first kernel
 
   CLI::App app{
       "headprune: find which attention heads of a BERT encoder matter, prune the rest, prove it with curves.\n"

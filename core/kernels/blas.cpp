@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/base/errors.h"  // Error
+#include "core/kernels/isa.h"
 
 namespace hp::core {
 namespace {
@@ -51,10 +52,8 @@ std::string self_exe() {
 
 std::string best_openblas_core() {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq"))
-    return "SkylakeX";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  if (isa::usable(isa::Level::kAvx512)) return "SkylakeX";
+  if (isa::usable(isa::Level::kAvx2)) return "Haswell";
   if (__builtin_cpu_supports("avx")) return "Sandybridge";
   return "";
 }
@@ -98,8 +97,15 @@ void ensure_fast_blas(int argc, char** argv) {
   const char* allow = std::getenv("HEADPRUNE_ALLOW_SLOW_BLAS");
   if (allow && std::string(allow) == "1") return;
   BlasInfo info = detect_blas();
-  if (!info.slow) return;
   bool tried = std::getenv("HEADPRUNE_BLAS_REEXEC") != nullptr;
+  // HEADPRUNE_MAX_ISA below the CPU: OpenBLAS's kernel follows the cap too (it picks the CPU's own otherwise).
+  const std::string best = best_openblas_core();
+  if (isa::cap() < isa::cpu_level() && info.name == "OpenBLAS" && !best.empty() && info.kernel != best && !tried &&
+      !std::getenv("OPENBLAS_CORETYPE")) {
+    setenv("OPENBLAS_CORETYPE", best.c_str(), 1);
+    reexec(argc, argv);
+  }
+  if (!info.slow) return;
   if (info.name == "reference BLAS") {
     for (const char* dir : kOpenblasDirs) {
       std::string candidate = std::string(dir) + "/libblas.so.3";

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/base/errors.h"  // InternalError
+#include "core/kernels/runtime.h"  // apply_isa_cap_to_onednn
 
 namespace hp::core {
 
@@ -25,6 +26,7 @@ struct OneDnn {
 
 const OneDnn& onednn() {
   static const OneDnn lib = [] {
+    apply_isa_cap_to_onednn();  // before oneDNN's first kernel: HEADPRUNE_MAX_ISA caps its sgemm too
     OneDnn d;
     void* handle = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!handle) return d;

@@ -4,25 +4,67 @@
 #include <ATen/autocast_mode.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include <atomic>
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <mutex>
 #include <vector>
 
 #include "core/base/errors.h"  // ConfigError, InternalError
 #include "core/kernels/epilogue.h"
 #include "core/kernels/gemm.h"
+#include "core/kernels/isa.h"
 #include "core/kernels/quantize.h"
+#include "core/kernels/runtime.h"  // apply_isa_cap_to_onednn
 
 namespace hp::core {
 
 namespace {
 
-std::atomic<bool> g_native{true};
+using isa::Level;
 
-bool cpu_has(Precision p) {
-  static const bool vnni = __builtin_cpu_supports("avx512vnni");
-  static const bool bf16 = __builtin_cpu_supports("avx512bf16");
-  return p == Precision::kInt8 ? vnni : p == Precision::kBf16 ? bf16 : true;
+// The int8 product's path: the float32 GEMM on the rounded operands (no AVX2), or oneDNN's u8s8s32 GEMM with
+// weights in ±127 (u8·s8 products summed exactly: VNNI) or ±63 (pair sums in a saturating int16).
+enum class Int8Path { kEmulated, kGemm127, kGemm63 };
+
+Int8Path int8_path() {
+  if (!isa::usable(Level::kAvx2)) return Int8Path::kEmulated;
+  const bool vnni = isa::usable(Level::kAvx512Vnni) || isa::usable(Level::kAvxVnni);
+  return vnni && int8_gemm_exact_at_8_bits() ? Int8Path::kGemm127 : Int8Path::kGemm63;
+}
+
+// The highest usable level whose instructions a precision's kernel multiplies with, for --version.
+Level int8_level() {
+  for (Level l : {Level::kAmx, Level::kAvx512Vnni, Level::kAvx512, Level::kAvxVnni, Level::kAvx2})
+    if (isa::usable(l)) return l;
+  return Level::kScalar;
+}
+
+dnnl_cpu_isa_t onednn_isa(Level l) {
+  switch (l) {
+    case Level::kScalar: return dnnl_cpu_isa_sse41;  // oneDNN's oldest; our own passes run scalar
+    case Level::kAvx2: return dnnl_cpu_isa_avx2;
+    case Level::kAvxVnni: return dnnl_cpu_isa_avx2_vnni;
+    case Level::kAvx512: return dnnl_cpu_isa_avx512_core;
+    case Level::kAvx512Vnni: return dnnl_cpu_isa_avx512_core_vnni;
+    case Level::kAvx512Bf16: return dnnl_cpu_isa_avx512_core_bf16;
+    case Level::kAmx: return dnnl_cpu_isa_avx512_core_amx;
+  }
+  return dnnl_cpu_isa_all;
+}
+
+// ONEDNN_MAX_CPU_ISA's spelling of a level (read by any oneDNN copy loaded later, LibTorch's included).
+const char* onednn_isa_env(Level l) {
+  switch (l) {
+    case Level::kScalar: return "SSE41";
+    case Level::kAvx2: return "AVX2";
+    case Level::kAvxVnni: return "AVX2_VNNI";
+    case Level::kAvx512: return "AVX512_CORE";
+    case Level::kAvx512Vnni: return "AVX512_CORE_VNNI";
+    case Level::kAvx512Bf16: return "AVX512_CORE_BF16";
+    case Level::kAmx: return "AVX512_CORE_AMX";
+  }
+  return "ALL";
 }
 
 std::string onednn_version() {
@@ -91,18 +133,66 @@ Precision precision_setting(const std::string& name, const std::string& key) {
   return p;
 }
 
-bool lowp_native(Precision p) { return cpu_has(p) && g_native.load(std::memory_order_relaxed); }
+void apply_isa_cap_to_onednn() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (!isa::cap_from_environment()) return;
+    const Level cap = isa::cap();
+    setenv("ONEDNN_MAX_CPU_ISA", onednn_isa_env(cap), 0);  // a user's own setting stays
+    dnnl_set_max_cpu_isa(onednn_isa(cap));  // refused (and harmless) once oneDNN has run a kernel
+  });
+}
 
-void set_lowp_native_enabled(bool enabled) { g_native.store(enabled, std::memory_order_relaxed); }
+bool int8_gemm_exact_at_8_bits() {
+  static const bool exact = [] {
+    apply_isa_cap_to_onednn();
+    // 255 · 127 at every k: exact sums need 64770 per pair of k, past int16. Shapes of the GEMM and GEMV paths.
+    for (int64_t M : {1, 33}) {
+      const int64_t N = 16, K = 64;
+      const std::vector<uint8_t> a(static_cast<size_t>(M * K), 255);
+      std::vector<int8_t> b(static_cast<size_t>(N * K), 127);
+      for (int64_t n = 1; n < N; n += 2) std::fill_n(b.begin() + n * K, K, static_cast<int8_t>(-127));
+      std::vector<int32_t> c(static_cast<size_t>(M * N));
+      const int32_t c_offset = 0;
+      if (dnnl_gemm_u8s8s32('N', 'T', 'F', M, N, K, 1.0f, a.data(), K, 0, b.data(), K, 0, 0.0f, c.data(), N,
+                            &c_offset) != dnnl_success)
+        return false;
+      for (int64_t i = 0; i < M * N; ++i)
+        if (c[static_cast<size_t>(i)] != (i % N % 2 ? -1 : 1) * 255 * 127 * K) return false;
+    }
+    return true;
+  }();
+  return exact;
+}
+
+bool lowp_native(Precision p) {
+  if (p == Precision::kInt8) return int8_path() != Int8Path::kEmulated;
+  if (p == Precision::kBf16) return isa::usable(Level::kAvx512Bf16);
+  return true;
+}
+
+int int8_weight_max() { return int8_path() == Int8Path::kGemm63 ? kPortableInt8WeightMax : 127; }
 
 std::string precision_backend(Precision p) {
   const std::string name = precision_name(p);
   if (p == Precision::kFp32) return name + ": " + gemm_backend();
-  const char* isa = p == Precision::kInt8 ? "AVX-512 VNNI" : "AVX512_BF16";
-  if (lowp_native(p))
-    return name + ": oneDNN " + onednn_version() + (p == Precision::kInt8 ? " u8s8s32 GEMM" : " bf16 matmul") + " (" +
-           isa + ")";
-  return name + ": emulated in float32 (" + (cpu_has(p) ? "switched off" : std::string("this CPU has no ") + isa) + ")";
+  const std::string cap = std::string(" under the cap ") + isa::name(isa::cap());
+  if (p == Precision::kBf16) {
+    if (lowp_native(p)) return name + ": oneDNN " + onednn_version() + " bf16 matmul (" + isa::name(Level::kAvx512Bf16) + ")";
+    return name + ": runs as fp32 (no AVX512_BF16" + (isa::cpu_has(Level::kAvx512Bf16) ? cap : " on this CPU") +
+           "; oneDNN " + onednn_version() + " has no bf16 kernel below it, and rounding the operands for the fp32 " +
+           "GEMM would be slower than fp32)";
+  }
+  switch (int8_path()) {
+    case Int8Path::kEmulated:
+      return name + ": emulated in float32 (no AVX2" + (isa::cpu_has(Level::kAvx2) ? cap : " on this CPU") + ")";
+    case Int8Path::kGemm127:
+      return name + ": oneDNN " + onednn_version() + " u8s8s32 GEMM, weights ±127 (" + isa::name(int8_level()) +
+             ": u8·s8 products summed exactly, probed)";
+    case Int8Path::kGemm63: break;
+  }
+  return name + ": oneDNN " + onednn_version() + " u8s8s32 GEMM, weights ±63 (" + isa::name(int8_level()) +
+         ": no VNNI, u8·s8 pair sums saturate int16 at ±127, probed)";
 }
 
 Bf16Autocast::Bf16Autocast(bool on) : on_(on) {
@@ -120,9 +210,10 @@ Bf16Autocast::~Bf16Autocast() {
   if (!was_enabled_) at::autocast::clear_cache();  // the bf16 copies of the weights, made again next step
 }
 
-PackedLinear PackedLinear::pack(const torch::Tensor& w_in, Precision p, const torch::Tensor& smooth) {
+PackedLinear PackedLinear::pack(const torch::Tensor& w_in, Precision p, const torch::Tensor& smooth, int weight_max) {
   TORCH_CHECK(w_in.dim() == 2 && w_in.scalar_type() == torch::kFloat && w_in.device().is_cpu(),
               "PackedLinear::pack: a float32 [N, K] CPU weight, got ", w_in.sizes());
+  apply_isa_cap_to_onednn();
   PackedLinear pl;
   pl.precision_ = p;
   pl.w_ = w_in;
@@ -137,18 +228,21 @@ PackedLinear PackedLinear::pack(const torch::Tensor& w_in, Precision p, const to
       w = (w * smooth.unsqueeze(0)).contiguous();
       pl.inv_smooth_ = (1.0f / smooth).contiguous();
     }
+    pl.weight_max_ = weight_max > 0 ? weight_max : int8_weight_max();
+    TORCH_CHECK(pl.weight_max_ == 127 || pl.weight_max_ == kPortableInt8WeightMax,
+                "PackedLinear::pack: int8 weights in ±127 or ±63, asked for ±", pl.weight_max_);
     pl.q_ = torch::empty({N, K}, torch::kInt8);
     pl.scale_ = torch::empty({N}, torch::kFloat);
     pl.colsum_ = torch::empty({N}, torch::kInt32);
     quant::quantize_weight_rows(w.data_ptr<float>(), N, K, pl.q_.data_ptr<int8_t>(), pl.scale_.data_ptr<float>(),
-                                pl.colsum_.data_ptr<int32_t>());
+                                pl.colsum_.data_ptr<int32_t>(), pl.weight_max_);
     pl.emulated_ = pl.q_.to(torch::kFloat) * pl.scale_.unsqueeze(1);
     return pl;
   }
+  if (!lowp_native(Precision::kBf16) || N == 0 || K == 0) return pl;  // runs as float32 (see the header)
   pl.bf16_ = torch::empty({N, K}, torch::kBFloat16);
   quant::to_bf16_rows(w.data_ptr<float>(), K, N, K, reinterpret_cast<uint16_t*>(pl.bf16_.data_ptr()));
-  pl.emulated_ = pl.bf16_.to(torch::kFloat);
-  if (cpu_has(Precision::kBf16) && N > 0 && K > 0) {
+  {
     auto mm = std::make_shared<Bf16Matmul>();
     mm->weights = dnnl::memory::desc({K, N}, dnnl::memory::data_type::bf16, dnnl::memory::format_tag::ba);
     mm->plain = make_matmul(mm->engine, N, K, mm->weights, false);
@@ -189,8 +283,8 @@ torch::Tensor PackedLinear::linear(const torch::Tensor& x, const torch::Tensor& 
 }
 
 torch::Tensor PackedLinear::dequantized() const {
-  if (precision_ == Precision::kFp32) return w_;
-  return inv_smooth_.defined() ? emulated_ * inv_smooth_.unsqueeze(0) : emulated_;
+  if (precision_ == Precision::kInt8) return inv_smooth_.defined() ? emulated_ * inv_smooth_.unsqueeze(0) : emulated_;
+  return bf16_.defined() ? bf16_.to(torch::kFloat) : w_;
 }
 
 void PackedLinear::apply(torch::Tensor& out, const torch::Tensor& x, bool accumulate, const RowEpilogue& after) const {
@@ -201,7 +295,7 @@ void PackedLinear::apply(torch::Tensor& out, const torch::Tensor& x, bool accumu
   if (out.numel() == 0) return;
   record(x);
   if (precision_ == Precision::kInt8 && x.size(1) > 0) return apply_int8(out, x, accumulate, after);
-  if (precision_ == Precision::kBf16 && x.size(1) > 0) apply_bf16(out, x, accumulate);
+  if (precision_ == Precision::kBf16 && primitive_ && lowp_native(Precision::kBf16)) apply_bf16(out, x, accumulate);
   else accumulate ? accumulate_linear(out, x, w_) : matmul_nt(out, x, w_);
   if (after) after(0, out.size(0));
 }
@@ -215,7 +309,10 @@ void PackedLinear::apply_int8(torch::Tensor& out, const torch::Tensor& x, bool a
   int32_t* zx = scratch(s.zero, M);
   quant::quantize_activation_rows(x.data_ptr<float>(), x.stride(0), M, K, qx, sx, zx,
                                   inv_smooth_.defined() ? inv_smooth_.data_ptr<float>() : nullptr);
-  if (!lowp_native(Precision::kInt8)) {  // the same rounded operands through the float32 GEMM
+  // The same rounded operands through the float32 GEMM without AVX2, and for weights packed in ±127 under a
+  // cap lowered since (tests): the GEMM at hand could saturate their pair sums.
+  const Int8Path path = int8_path();
+  if (path == Int8Path::kEmulated || (path == Int8Path::kGemm63 && weight_max_ > kPortableInt8WeightMax)) {
     auto xd = (torch::from_blob(qx, {M, K}, torch::kUInt8).to(torch::kFloat) -
                torch::from_blob(zx, {M, 1}, torch::kInt32).to(torch::kFloat)) *
               torch::from_blob(sx, {M, 1}, torch::kFloat);
@@ -242,11 +339,6 @@ void PackedLinear::apply_bf16(torch::Tensor& out, const torch::Tensor& x, bool a
   const int64_t M = x.size(0), K = x.size(1), N = w_.size(0);
   uint16_t* xr = scratch(xb, M * K);
   quant::to_bf16_rows(x.data_ptr<float>(), x.stride(0), M, K, xr);
-  if (!lowp_native(Precision::kBf16) || !primitive_) {
-    const auto xe = torch::from_blob(xr, {M, K}, torch::kBFloat16).to(torch::kFloat);
-    accumulate ? accumulate_linear(out, xe, emulated_) : matmul_nt(out, xe, emulated_);
-    return;
-  }
   auto& mm = *static_cast<Bf16Matmul*>(primitive_.get());
   using dt = dnnl::memory::data_type;
   const dnnl::memory src({{M, K}, dt::bf16, {K, 1}}, mm.engine, xr);

@@ -1,6 +1,7 @@
-// int8 and bf16 conversions of the inference linears (see core/kernels/quantize.h). The AVX-512 and the
-// portable paths do the same float operations in the same order (no fused multiply-add), so their results
-// are bit-identical; tests compare them with the switch of core/kernels/simd.h.
+// int8 and bf16 conversions of the inference linears (see core/kernels/quantize.h), each with an AVX-512, an
+// AVX2 and a portable path chosen by core/kernels/isa.h. The paths do the same float operations in the same
+// order (no fused multiply-add), so they agree; tests run each path the CPU has against the hand computations
+// and the documented bound (never bit for bit across paths).
 #include "core/kernels/quantize.h"
 
 #include <ATen/Parallel.h>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/kernels/simd_avx2.h"
 #include "core/kernels/simd_avx512.h"
 
 namespace hp::core::quant {
@@ -61,6 +63,27 @@ HP_AVX512 RowRange range_avx512(const float* x, const float* c, int64_t K) {
   return r;
 }
 
+HP_AVX2 inline __m256 load_scaled8(const float* x, const float* c, int64_t k, __m256i m) {
+  const __m256 v = simd::load8(x + k, m);
+  return c ? _mm256_mul_ps(v, simd::load8(c + k, m)) : v;
+}
+
+// Masked-off lanes load 0, which the range holds anyway (lo ≤ 0 ≤ hi).
+HP_AVX2 RowRange range_avx2(const float* x, const float* c, int64_t K) {
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; k += 8) {
+    const __m256 v = load_scaled8(x, c, k, simd::lanes8(K - k));
+    lo = _mm256_min_ps(lo, v);
+    hi = _mm256_max_ps(hi, v);
+    bad = _mm256_add_ps(bad, _mm256_mul_ps(v, _mm256_setzero_ps()));  // NaN once any value is NaN or ±inf
+  }
+  RowRange r;
+  r.lo = simd::reduce_min(lo);
+  r.hi = simd::reduce_max(hi);
+  r.finite = !std::isnan(simd::reduce_add(bad));
+  return r;
+}
+
 // The row's scale and zero point from its range; scale NaN for a row holding NaN or ±inf.
 void row_params(const RowRange& r, float* scale, int32_t* zero) {
   if (!r.finite) {
@@ -95,6 +118,26 @@ HP_AVX512 void quantize_row_avx512(const float* x, const float* c, int64_t K, fl
   }
 }
 
+HP_AVX2 void quantize_row_avx2(const float* x, const float* c, int64_t K, float inv, float zero, uint8_t* q) {
+  const __m256 vinv = _mm256_set1_ps(inv), vz = _mm256_set1_ps(zero), v0 = _mm256_setzero_ps(),
+               v255 = _mm256_set1_ps(255.0f);
+  for (int64_t k = 0; k < K; k += 8) {
+    const __m256i m = simd::lanes8(K - k);
+    __m256 v = _mm256_round_ps(_mm256_mul_ps(load_scaled8(x, c, k, m), vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm256_min_ps(v255, _mm256_max_ps(v0, _mm256_add_ps(v, vz)));
+    const __m256i i = _mm256_cvtps_epi32(v);  // whole numbers in [0, 255]: exact
+    const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+    const __m128i b = _mm_packus_epi16(w, w);
+    if (K - k >= 8) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(q + k), b);
+    } else {
+      alignas(16) uint8_t tail[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(tail), b);
+      std::memcpy(q + k, tail, static_cast<size_t>(K - k));
+    }
+  }
+}
+
 void dequantize_row_portable(const int32_t* c, float* y, int64_t N, float sm, int32_t z, const float* sn,
                              const int32_t* colsum, bool accumulate) {
   for (int64_t n = 0; n < N; ++n) {
@@ -115,6 +158,20 @@ HP_AVX512 void dequantize_row_avx512(const int32_t* c, float* y, int64_t N, floa
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(ci), _mm512_mul_ps(vs, _mm512_maskz_loadu_ps(m, sn + n)));
     if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + n), v);
     _mm512_mask_storeu_ps(y + n, m, v);
+  }
+}
+
+HP_AVX2 void dequantize_row_avx2(const int32_t* c, float* y, int64_t N, float sm, int32_t z, const float* sn,
+                                 const int32_t* colsum, bool accumulate) {
+  const __m256 vs = _mm256_set1_ps(sm);
+  const __m256i vz = _mm256_set1_epi32(z);
+  for (int64_t n = 0; n < N; n += 8) {
+    const __m256i m = simd::lanes8(N - n);
+    const __m256i ci = _mm256_sub_epi32(_mm256_maskload_epi32(c + n, m),
+                                        _mm256_mullo_epi32(vz, _mm256_maskload_epi32(colsum + n, m)));
+    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(ci), _mm256_mul_ps(vs, simd::load8(sn + n, m)));
+    if (accumulate) v = _mm256_add_ps(simd::load8(y + n, m), v);
+    simd::store8(y + n, m, v);
   }
 }
 
@@ -148,15 +205,16 @@ float bf16_to_float(uint16_t v) {
   return f;
 }
 
-void quantize_weight_rows(const float* w, int64_t N, int64_t K, int8_t* q, float* scale, int32_t* colsum) {
+void quantize_weight_rows(const float* w, int64_t N, int64_t K, int8_t* q, float* scale, int32_t* colsum, int qmax) {
+  const float top = static_cast<float>(qmax);
   for (int64_t n = 0; n < N; ++n) {
     const float* row = w + n * K;
     float amax = 0.0f;
     for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(row[k]));
-    const float s = amax > 0.0f ? amax / 127.0f : 1.0f;
+    const float s = amax > 0.0f ? amax / top : 1.0f;
     int32_t sum = 0;
     for (int64_t k = 0; k < K; ++k) {
-      const auto v = static_cast<int8_t>(std::min(127.0f, std::max(-127.0f, std::nearbyint(row[k] / s))));
+      const auto v = static_cast<int8_t>(std::min(top, std::max(-top, std::nearbyint(row[k] / s))));
       q[n * K + k] = v;
       sum += v;
     }
@@ -167,18 +225,22 @@ void quantize_weight_rows(const float* w, int64_t N, int64_t K, int8_t* q, float
 
 void quantize_activation_rows(const float* x, int64_t ldx, int64_t M, int64_t K, uint8_t* q, float* scale,
                               int32_t* zero, const float* col_mul) {
-  const bool vec = simd::use_avx512();
+  const isa::Level path = isa::vector_path();
   at::parallel_for(0, M, grain_rows(K), [&](int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
       const float* row = x + m * ldx;
-      row_params(vec ? range_avx512(row, col_mul, K) : range_portable(row, col_mul, K), scale + m, zero + m);
+      row_params(path == isa::Level::kAvx512 ? range_avx512(row, col_mul, K)
+                 : path == isa::Level::kAvx2 ? range_avx2(row, col_mul, K)
+                                             : range_portable(row, col_mul, K),
+                 scale + m, zero + m);
       uint8_t* out = q + m * K;
       if (std::isnan(scale[m])) {
         std::memset(out, 0, static_cast<size_t>(K));
         continue;
       }
       const float inv = 1.0f / scale[m], z = static_cast<float>(zero[m]);
-      if (vec) quantize_row_avx512(row, col_mul, K, inv, z, out);
+      if (path == isa::Level::kAvx512) quantize_row_avx512(row, col_mul, K, inv, z, out);
+      else if (path == isa::Level::kAvx2) quantize_row_avx2(row, col_mul, K, inv, z, out);
       else quantize_row_portable(row, col_mul, K, inv, z, out);
     }
   });
@@ -187,15 +249,13 @@ void quantize_activation_rows(const float* x, int64_t ldx, int64_t M, int64_t K,
 void dequantize_rows(const int32_t* c, int64_t ldc, float* y, int64_t ldy, int64_t M, int64_t N,
                      const float* row_scale, const int32_t* row_zero, const float* col_scale, const int32_t* colsum,
                      bool accumulate, const std::function<void(int64_t, int64_t)>& after) {
-  const bool vec = simd::use_avx512();
+  const isa::Level path = isa::vector_path();
+  const auto row = path == isa::Level::kAvx512 ? dequantize_row_avx512
+                   : path == isa::Level::kAvx2 ? dequantize_row_avx2
+                                               : dequantize_row_portable;
   at::parallel_for(0, M, grain_rows(N), [&](int64_t begin, int64_t end) {
-    for (int64_t m = begin; m < end; ++m) {
-      if (vec)
-        dequantize_row_avx512(c + m * ldc, y + m * ldy, N, row_scale[m], row_zero[m], col_scale, colsum, accumulate);
-      else
-        dequantize_row_portable(c + m * ldc, y + m * ldy, N, row_scale[m], row_zero[m], col_scale, colsum,
-                                accumulate);
-    }
+    for (int64_t m = begin; m < end; ++m)
+      row(c + m * ldc, y + m * ldy, N, row_scale[m], row_zero[m], col_scale, colsum, accumulate);
     if (after) after(begin, end);
   });
 }

@@ -8,6 +8,7 @@
 
 #include "core/kernels/blas.h"
 #include "core/kernels/gemm.h"
+#include "core/kernels/isa.h"
 #include "core/kernels/lowp_gemm.h"
 
 namespace hp::core {
@@ -25,7 +26,7 @@ std::string runtime_summary() {
   if (!b.kernel.empty()) s += " (kernel " + b.kernel + ")";
   if (!b.library.empty()) s += " from " + b.library;
   s += " | GEMM " + gemm_backend() + " | " + precision_backend(Precision::kBf16) + " | " +
-       precision_backend(Precision::kInt8) + " | threads " + std::to_string(thread_count());
+       precision_backend(Precision::kInt8) + " | threads " + std::to_string(thread_count()) + " | " + isa::summary();
   return s;
 }
 

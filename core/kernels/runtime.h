@@ -10,7 +10,13 @@ namespace hp::core {
 void set_threads(int n);
 int thread_count();
 
-// One line for --version and logs: "LibTorch 1.13.1 | BLAS OpenBLAS (SkylakeX) … | GEMM oneDNN 2.6.3 sgemm | threads 2".
+// One line for --version and logs: "LibTorch 1.13.1 | BLAS OpenBLAS (SkylakeX) … | GEMM oneDNN 2.6.3 sgemm |
+// bf16: … | int8: … | threads 2 | ISA: CPU avx2 …, cap …": each precision's path and why (core/kernels/lowp_gemm.h).
 std::string runtime_summary();
+
+// Passes HEADPRUNE_MAX_ISA (core/kernels/isa.h) on to oneDNN (dnnl_set_max_cpu_isa, and ONEDNN_MAX_CPU_ISA for a
+// copy loaded later) before its first kernel; called by main and by the first product, idempotent. Defined in
+// core/kernels/lowp_gemm.cpp, beside the other oneDNN calls.
+void apply_isa_cap_to_onednn();
 
 }  // namespace hp::core

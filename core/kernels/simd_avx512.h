@@ -1,6 +1,7 @@
 // AVX-512 helpers shared by the hand-written kernels (core/kernels/attention_kernel.cpp, core/kernels/epilogue.cpp).
 // Include only from .cpp files: every function carries the target attribute, so those files build with
-// the project's portable flags, and callers enter them only after use_avx512() (the CPU has it, the switch is on).
+// the project's portable flags, and callers enter them only after use_avx512() (core/kernels/isa.h: the CPU has
+// it and HEADPRUNE_MAX_ISA allows it).
 #pragma once
 
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_ps / _pd, GCC bug 105593).
@@ -8,19 +9,14 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
-#include "core/kernels/simd.h"  // enabled()
+#include "core/kernels/isa.h"
 
 #define HP_AVX512 __attribute__((target("avx512f")))
 
 namespace hp::core::simd {
 
-inline bool cpu_has_avx512f() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
-}
-
-// Whether an AVX-512 routine may run: the CPU has it and the switch of core/kernels/simd.h is on.
-inline bool use_avx512() { return cpu_has_avx512f() && enabled(); }
+// Whether an AVX-512 routine may run: the float32 passes' path is AVX-512 (core/kernels/isa.h).
+inline bool use_avx512() { return isa::vector_path() == isa::Level::kAvx512; }
 
 // The first n of 16 lanes (all for n ≥ 16, none for n ≤ 0): masked loads and stores of row tails.
 HP_AVX512 inline __mmask16 lanes(long n) {

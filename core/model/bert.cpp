@@ -80,9 +80,10 @@ std::vector<uint32_t> Bert::packed_weight_versions() const {
   return v;
 }
 
-void Bert::set_precision(Precision prec) {
+void Bert::set_precision(Precision prec, int int8_weight_max) {
   std::lock_guard<std::mutex> lock(*pack_mutex_);
   precision_ = prec;
+  int8_weight_max_ = int8_weight_max;
   packed_versions_.clear();  // packed by the next ensure_packs
 }
 
@@ -115,7 +116,7 @@ PackedLinear Bert::pack_linear(const torch::Tensor& w, torch::Tensor& act_max) c
     return pl;
   }
   const bool smooth = precision_ == Precision::kInt8 && act_max.defined();
-  return PackedLinear::pack(w, precision_, smooth ? smoothing_factors(w, act_max) : torch::Tensor());
+  return PackedLinear::pack(w, precision_, smooth ? smoothing_factors(w, act_max) : torch::Tensor(), int8_weight_max_);
 }
 
 void Bert::ensure_packs() const {

@@ -115,8 +115,10 @@ class Bert {
   std::map<std::string, torch::Tensor>& mutable_parameters() { return params_; }
   // The precision of the inference forward's linears (no autograd, not training; core/kernels/lowp_gemm.h):
   // packs every encoder linear and the pooler from the current weights. Autograd forwards (training, the
-  // criteria, LRP) and the classifier stay float32.
-  void set_precision(Precision p);
+  // criteria, LRP) and the classifier stay float32. `int8_weight_max` (int8 only): the weights' range, 0 for the
+  // one this CPU's int8 path takes (int8_weight_max() of core/kernels/lowp_gemm.h), kPortableInt8WeightMax for
+  // the arithmetic of the int8 ONNX export.
+  void set_precision(Precision p, int int8_weight_max = 0);
   Precision precision() const { return precision_; }
   // int8 calibration (SmoothQuant, Xiao et al. 2023): runs `feed` — inference forwards over calibration
   // examples, under no-grad — with every packed linear at float32, recording the largest |input| per channel of
@@ -178,6 +180,7 @@ class Bert {
   std::map<std::string, torch::Tensor> params_;
   std::vector<LayerRefs> layers_;
   Precision precision_ = Precision::kFp32;
+  int int8_weight_max_ = 0;  // 0: the int8 path's own (set_precision)
   mutable std::vector<LayerPacks> packs_;
   mutable PackedLinear pooler_;
   mutable std::vector<uint32_t> packed_versions_;
