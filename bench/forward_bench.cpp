@@ -66,6 +66,7 @@ struct Options {
   bool profile = true;
   bool blas_forward = false;
   bool aten_epilogues = false;
+  bool no_kernels = false;
 };
 
 // One timed thing of a round: a GEMM at a BERT-base shape or a whole forward.
@@ -142,8 +143,9 @@ hp::core::EncoderInput random_input(const hp::core::BertConfig& cfg, long B, lon
   return in;
 }
 
-// The forward as the product runs it, or with one piece switched back to ATen for comparison.
-enum class Variant { kProduct, kBlasLinears, kAtenEpilogues };
+// The forward as the product runs it, or with pieces switched back to ATen for comparison: kNoKernels is the
+// fallback of the scalar path (the BLAS attention loop and ATen's epilogues) with the product's linears.
+enum class Variant { kProduct, kBlasLinears, kAtenEpilogues, kNoKernels };
 
 Timed forward_item(const std::string& label, std::shared_ptr<const hp::core::Bert> model, const Options& o,
                    Variant variant = Variant::kProduct) {
@@ -151,6 +153,7 @@ Timed forward_item(const std::string& label, std::shared_ptr<const hp::core::Ber
   const double flops = hp::eval::forward_flops(model->config(), o.batch, o.seq);
   const char* suffix = variant == Variant::kBlasLinears     ? " (BLAS linears)"
                        : variant == Variant::kAtenEpilogues ? " (ATen epilogues)"
+                       : variant == Variant::kNoKernels     ? " (no kernels: BLAS attention, ATen epilogues)"
                                                             : "";
   char text[160];
   std::snprintf(text, sizeof text, "forward %s%s B=%d S=%d (%.1f GFLOP)", label.c_str(), suffix, o.batch, o.seq,
@@ -160,10 +163,13 @@ Timed forward_item(const std::string& label, std::shared_ptr<const hp::core::Ber
           [model, in, variant] {
             torch::NoGradGuard no_grad;
             hp::core::set_onednn_gemm_enabled(variant != Variant::kBlasLinears);
-            hp::core::set_epilogue_kernels_enabled(variant != Variant::kAtenEpilogues);
+            const bool kernels = variant != Variant::kNoKernels;
+            hp::core::set_epilogue_kernels_enabled(kernels && variant != Variant::kAtenEpilogues);
+            hp::core::set_attention_kernel_enabled(kernels);
             model->forward(in);
             hp::core::set_onednn_gemm_enabled(true);
             hp::core::set_epilogue_kernels_enabled(true);
+            hp::core::set_attention_kernel_enabled(true);
           },
           false,
           {}};
@@ -303,6 +309,9 @@ int main(int argc, char** argv) {
     app.add_flag("--blas-forward", o.blas_forward, "also time BERT-base with its linears on ATen's BLAS");
     app.add_flag("--aten-epilogues", o.aten_epilogues,
                  "also time BERT-base with bias, activation, residual and LayerNorm as ATen ops");
+    app.add_flag("--no-kernels", o.no_kernels,
+                 "also time each forward without the SIMD attention kernel and epilogues (the BLAS loop and ATen's "
+                 "ops, as on the scalar path), in the same interleaved rounds");
     CLI11_PARSE(app, argc, argv);
     hp::core::set_threads(o.threads);
     std::printf("runtime: %s\n", hp::core::runtime_summary().c_str());
@@ -315,12 +324,15 @@ int main(int argc, char** argv) {
       items.push_back(forward_item("bert-base", base, o));
       if (o.blas_forward) items.push_back(forward_item("bert-base", base, o, Variant::kBlasLinears));
       if (o.aten_epilogues) items.push_back(forward_item("bert-base", base, o, Variant::kAtenEpilogues));
+      if (o.no_kernels) items.push_back(forward_item("bert-base", base, o, Variant::kNoKernels));
     }
     if (!o.model.empty() && std::filesystem::exists(o.model + "/config.json")) {
       hp::core::LoadOptions load;
       load.num_labels = 2;
       auto model = std::make_shared<const hp::core::Bert>(hp::core::load_bert(o.model, load));
-      items.push_back(forward_item(std::filesystem::path(o.model).filename().string(), model, o));
+      const std::string name = std::filesystem::path(o.model).filename().string();
+      items.push_back(forward_item(name, model, o));
+      if (o.no_kernels) items.push_back(forward_item(name, model, o, Variant::kNoKernels));
     } else {
       std::printf("forward %s: skipped (no config.json)\n", o.model.c_str());
     }

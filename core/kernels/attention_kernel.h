@@ -1,12 +1,19 @@
-// One (batch, head) pair of attention on raw float rows, with AVX-512 register tiles: the GEMMs of a
-// pair are too small for a BLAS (OpenBLAS packs both operands on every call and reaches ~35 GFLOP/s
-// per core at 128×128×64), and here they stay in L1 together with the softmax.
+// One (batch, head) pair of attention on raw float rows, with SIMD register tiles: the GEMMs of a pair are
+// too small for a BLAS (OpenBLAS packs both operands on every call and reaches ~35 GFLOP/s per core at
+// 128×128×64), and here they stay in L1 together with the softmax.
 //
-// Per pair: P = softmax(scale · Q Kᵀ + ext) row by row, C = P V, in blocks of up to 12 query rows; the
-// softmax of a block runs while its scores are in cache, and the additive mask and the scale are
-// folded into the score tiles' epilogue. Any Sq, S and Dh (tails use masked loads and stores).
-// Portable code never reaches the kernel: callers ask attention_kernel_available() first (the CPU has
-// AVX-512F and the kernel is not switched off) and otherwise use the BLAS loop of core/model/attention.cpp.
+// Per pair: P = softmax(scale · Q Kᵀ + ext) row by row, C = P V, in blocks of query rows; the softmax of
+// a block runs while its scores are in cache, and the additive mask and the scale are folded into the
+// score tiles' epilogue. Any Sq, S and Dh (tails use masked loads and stores).
+//
+// Two kernels side by side behind this one interface, chosen per call from isa::vector_path()
+// (core/kernels/isa.h), as CTranslate2 and ggml keep one kernel per ISA:
+//   core/kernels/attention_avx512.cpp   AVX-512F: tiles of 12 rows × 32 columns (24 of 32 zmm accumulate);
+//   core/kernels/attention_avx2.cpp     AVX2 + FMA: tiles of 6 rows × 16 columns (12 of 16 ymm accumulate).
+// The two round differently (lane count, summation order): they agree with each other and with the BLAS
+// loop to float32 rounding, not bit for bit. Portable code never reaches a kernel: callers ask
+// attention_kernel_available() first (the float32 path is AVX2 or AVX-512 and the kernel is not switched
+// off) and otherwise use the BLAS loop of core/model/attention.cpp.
 #pragma once
 
 #include <cstddef>
@@ -29,16 +36,31 @@ struct AttentionPair {
   int ldc;
 };
 
-// AVX-512F present and not disabled by set_attention_kernel_enabled(false).
+// True when isa::vector_path() is kAvx2 or kAvx512 (the CPU has it and HEADPRUNE_MAX_ISA allows it) and the
+// kernel is not disabled by set_attention_kernel_enabled(false); false on the scalar path.
 bool attention_kernel_available();
 // Tests and benchmarks switch the kernel off to compare with the BLAS loop.
 void set_attention_kernel_enabled(bool enabled);
 
-// Floats of scratch memory attend_pair needs (the packed Kᵀ and one block of probability rows).
+// Floats of scratch memory attend_pair needs on either path (the packed Kᵀ and one block of probability
+// rows).
 std::size_t attention_pair_scratch(int S, int Dh);
-// Computes one pair; only valid when attention_kernel_available().
+// Computes one pair on the kernel of isa::vector_path(); only valid when attention_kernel_available().
 void attend_pair(const AttentionPair& a, float* scratch);
 // Asks the cache for the q, k and v rows of a pair computed next.
 void prefetch_pair(const AttentionPair& a);
+
+// The per-ISA kernels behind attend_pair (call attend_pair, not these). Both pack Kᵀ as [Dh, packed_ld(S)]
+// at the start of the scratch (the AVX2 kernel zeroes the padding columns and reads them; the AVX-512 one
+// masks them), then use up to kMaxBlockRows rows of probabilities after it when a.p is null.
+namespace attention_isa {
+
+constexpr int kMaxBlockRows = 12;  // the larger block of the two (AVX-512: 12 rows; AVX2: 6)
+inline int packed_ld(int S) { return (S + 15) / 16 * 16; }
+
+void attend_avx512(const AttentionPair& a, float* scratch);
+void attend_avx2(const AttentionPair& a, float* scratch);
+
+}  // namespace attention_isa
 
 }  // namespace hp::core

@@ -2,9 +2,12 @@
 // write of the GEMM's output while ATen would take two or three passes:
 // - bias + activation after the FFN input projection (the [tokens, 4·D] intermediate, BERT's largest);
 // - bias + residual + LayerNorm after the attention output and the FFN output projections.
-// AVX-512 only, like core/kernels/attention_kernel.h: callers ask epilogue_kernels_available() first and
-// otherwise keep the ATen ops (core/model/bert.cpp). Rows are processed in parallel (at::parallel_for); each
-// row's arithmetic is fixed, so results do not depend on the thread count.
+// An AVX-512 and an AVX2 + FMA version of each, chosen per call from isa::vector_path() (core/kernels/isa.h),
+// like core/kernels/attention_kernel.h; the two round differently (16 or 8 lanes of partial sums; GELU's 1/d
+// from rcp14 and a Newton step, or a division) and agree to float32 rounding, not bit for bit. Callers ask
+// epilogue_kernels_available() first and otherwise keep the ATen ops (core/model/bert.cpp). Rows are
+// processed in parallel (at::parallel_for); each row's arithmetic is fixed, so results do not depend on the
+// thread count.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +16,8 @@ namespace hp::core {
 
 enum class EpilogueActivation { kGeluErf, kRelu, kNone };  // kNone: the bias only
 
-// AVX-512F present and not disabled by set_epilogue_kernels_enabled(false).
+// True when isa::vector_path() is kAvx2 or kAvx512 (the CPU has it and HEADPRUNE_MAX_ISA allows it) and the
+// kernels are not disabled by set_epilogue_kernels_enabled(false); false on the scalar path.
 bool epilogue_kernels_available();
 // Tests and benchmarks switch the kernels off to compare with the ATen ops.
 void set_epilogue_kernels_enabled(bool enabled);

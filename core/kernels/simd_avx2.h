@@ -95,4 +95,28 @@ HP_AVX2 inline __m256 exp_ps(__m256 x) {
   return _mm256_andnot_ps(zero, _mm256_mul_ps(_mm256_mul_ps(p, a), b));
 }
 
+// exp(x) for x ≤ 0 (or NaN, which stays NaN): softmax's x − max and GELU's −u². The same polynomial as
+// exp_ps (relative error ~1.2e-7), and 0 below −87.3, but n = round(x·log2 e) ∈ [−126, 0] comes from the
+// magic-number addition t = x·log2 e + 1.5·2^23 + 127, whose low bits are n + 127: 2^n is t's bits shifted
+// left by 23, with no rounding instruction, conversion or two-step scale (~20% faster GELU on Zen).
+// Not for x > 0 (2^n would overflow the exponent field).
+HP_AVX2 inline __m256 exp_nonpositive_ps(__m256 x) {
+  const __m256 zero = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ);
+  x = _mm256_max_ps(_mm256_set1_ps(-87.3f), x);  // the constant first: a NaN x stays NaN
+  const __m256 magic = _mm256_set1_ps(12582912.0f + 127.0f);
+  const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
+  const __m256 n = _mm256_sub_ps(t, magic);  // exact: round(x·log2 e)
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256 scale = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t), 23));
+  return _mm256_andnot_ps(zero, _mm256_mul_ps(p, scale));
+}
+
 }  // namespace hp::core::simd

@@ -14,10 +14,11 @@
 
 #include "analysis/attention_pass.h"
 #include "analysis/examples.h"
+#include "analysis/head_stats.h"
 #include "analysis/outputs.h"
 #include "analysis/roles.h"
 #include "core/io/checkpoint.h"
-#include "core/kernels/simd.h"  // set_enabled: both paths
+#include "core/kernels/isa.h"  // ScopedCap: every float32 path
 #include "core/base/files.h"
 #include "core/data/glue.h"
 
@@ -187,14 +188,13 @@ void check_tokens(const analysis::AnalysisInputs& in, const json& ref) {
 
 TEST_CASE("analysis golden: tiny model, pairs, singles and a treebank, equal the Python reference",
           "[analysis][golden]") {
-  // Both paths of every SIMD routine (head distances, attention kernel, epilogues): the AVX-512 one where
-  // the CPU has it, and the portable one that CPUs without it take.
-  const bool simd = GENERATE(true, false);
-  INFO("SIMD routines " << (simd ? "on (where the CPU has AVX-512)" : "off: the portable paths"));
-  core::simd::set_enabled(simd);
-  struct Restore {
-    ~Restore() { core::simd::set_enabled(true); }
-  } restore;
+  // Every float32 path of the SIMD routines (head distances, attention kernel, epilogues) that this CPU has:
+  // scalar (the portable code), AVX2, AVX-512; each against the same goldens and tolerances.
+  const core::isa::Level path = GENERATE(from_range(core::isa::vector_paths()));
+  for (core::isa::Level l : {core::isa::Level::kAvx2, core::isa::Level::kAvx512})
+    if (!core::isa::cpu_has(l)) WARN("this CPU has no " << core::isa::name(l) << ": its path is not tested here");
+  INFO("float32 path " << core::isa::name(path));
+  core::isa::ScopedCap cap(path);
   const json g = load_golden("tiny.json");
   const std::string dir = test::kTinyBert;
   auto model = core::load_bert(dir);
@@ -225,6 +225,57 @@ TEST_CASE("analysis golden: tiny model, pairs, singles and a treebank, equal the
   check_tokens(tb, g["treebank"]);
   compare_section(run_section(model, tb, false, g["treebank"]["settings"]["min_occurrences"]), g["treebank"],
                   "treebank");
+}
+
+// The head distances alone (add_js_divergences: a float32 SIMD log on the AVX2 and AVX-512 paths) on each
+// float32 path against the closed form in double precision from the same smoothed maps, and the paths
+// against each other. n = 20 and 37 leave 8- and 16-float tails after the 32-float (AVX2) and 64-float
+// (AVX-512) blocks. The values are ~n/3 here; float32 logs of n² terms put a path ≤ ~1e-6 from the closed
+// form (8.5e-7 on AVX2), so 5e-6 for each path and between paths.
+TEST_CASE("head distances: Jensen-Shannon on every float32 path equals the double-precision closed form",
+          "[analysis][golden]") {
+  constexpr double kJsTol = 5e-6;
+  for (int n : {20, 37}) {
+    const long stride = n + 3;
+    std::vector<std::vector<float>> maps(5, std::vector<float>(static_cast<size_t>(n) * stride, 0.0f));
+    uint32_t seed = 12345;  // rows of random positive weights, normalised like softmax rows
+    for (auto& m : maps)
+      for (int i = 0; i < n; ++i) {
+        double sum = 0;
+        for (int j = 0; j < n; ++j) {
+          seed = seed * 1664525u + 1013904223u;
+          const double w = std::exp(6.0 * (seed >> 8) / 16777216.0);  // spread over e^0 .. e^6
+          m[i * stride + j] = static_cast<float>(w);
+          sum += w;
+        }
+        for (int j = 0; j < n; ++j) m[i * stride + j] = static_cast<float>(m[i * stride + j] / sum);
+      }
+    const size_t N = maps.size();
+    std::vector<const float*> ptrs;
+    for (const auto& m : maps) ptrs.push_back(m.data());
+    auto smoothed = [&](size_t g, int i, int j) { return 0.001f / n + 0.999f * maps[g][i * stride + j]; };
+    std::vector<double> expect(N * N, 0.0);
+    for (size_t g = 0; g < N; ++g)
+      for (size_t h = 0; h < N; ++h)
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j < n; ++j) {
+            const double p = smoothed(g, i, j), q = smoothed(h, i, j), m = 0.5 * (p + q);
+            expect[g * N + h] += 0.5 * p * std::log(p) + 0.5 * q * std::log(q) - m * std::log(m);
+          }
+    std::vector<std::vector<double>> per_path;
+    for (core::isa::Level path : core::isa::vector_paths()) {
+      core::isa::ScopedCap cap(path);
+      std::vector<double> js(N * N, 0.0);
+      analysis::add_js_divergences(ptrs, stride, n, js);
+      for (size_t k = 0; k < N * N; ++k) {
+        INFO("n " << n << ", path " << core::isa::name(path) << ", pair " << k / N << "," << k % N);
+        CHECK(std::abs(js[k] - expect[k]) <= kJsTol);
+        if (!per_path.empty()) CHECK(std::abs(js[k] - per_path[0][k]) <= kJsTol);
+      }
+      CHECK(js[1] > 0.1);  // distinct maps: the divergence is not vanishing
+      per_path.push_back(js);
+    }
+  }
 }
 
 TEST_CASE("analysis golden: MiniLM on 20 SST-2, 20 MRPC and 20 UD EWT examples equals the Python reference",

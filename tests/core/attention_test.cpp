@@ -1,20 +1,37 @@
 // The parallel attention cores against whole-tensor reference ops (softmax(q kᵀ/√Dh + ext) v): values
-// and gradients, with padded keys and with fewer queries than keys ([CLS] only).
+// and gradients, with padded keys and with fewer queries than keys ([CLS] only). Every float32 path this CPU
+// has (isa::vector_paths(): the BLAS loop on the scalar path, the AVX2 or AVX-512 kernel above it) is run
+// under isa::ScopedCap and compared with the reference and with the other paths, within float32 tolerances,
+// never bit for bit: the paths sum in different orders.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/model/attention.h"
 #include "core/kernels/attention_kernel.h"
+#include "core/kernels/isa.h"
 #include "core/model/bert.h"  // extended_attention_mask
 
 namespace {
+
+namespace isa = hp::core::isa;
 
 constexpr int64_t B = 3, H = 4, S = 9, Dh = 8, D = H * Dh;
 
 torch::Tensor leaf(const torch::Tensor& t) { return t.detach().clone().requires_grad_(true); }
 torch::Tensor heads(const torch::Tensor& t) { return t.view({B, t.size(1), H, Dh}).transpose(1, 2); }
 double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+// isa::vector_paths(), with a warning naming each kernel path this CPU lacks, so a run shows what it skipped.
+std::vector<isa::Level> paths_to_test() {
+  const auto paths = isa::vector_paths();
+  for (isa::Level l : {isa::Level::kAvx2, isa::Level::kAvx512})
+    if (std::find(paths.begin(), paths.end(), l) == paths.end())
+      WARN("this CPU has no " << isa::name(l) << ": its attention kernel is not tested here");
+  return paths;
+}
 
 // Checks the two outputs agree, then backpropagates the same random upstream gradient through both.
 void compare_and_backward(const torch::Tensor& out, const torch::Tensor& expect) {
@@ -56,11 +73,19 @@ void check_attention(int64_t Sq) {
 }  // namespace
 
 TEST_CASE("attention core: values and q/kv gradients equal whole-tensor ops", "[core][attention]") {
-  check_attention(S);
+  for (isa::Level path : paths_to_test()) {
+    isa::ScopedCap cap(path);
+    INFO("float32 path " << isa::name(path));
+    check_attention(S);
+  }
 }
 
 TEST_CASE("attention core: one query row ([CLS] only) equals whole-tensor ops", "[core][attention]") {
-  check_attention(1);
+  for (isa::Level path : paths_to_test()) {
+    isa::ScopedCap cap(path);
+    INFO("float32 path " << isa::name(path));
+    check_attention(1);
+  }
 }
 
 TEST_CASE("given probabilities times values: values and both gradients equal matmul", "[core][attention]") {
@@ -76,39 +101,101 @@ TEST_CASE("given probabilities times values: values and both gradients equal mat
   }
 }
 
-// Odd sizes exercise every edge of the AVX-512 kernel: 16×16 transposes with partial blocks (S = 37,
-// Dh = 40), score tiles narrower than 32 columns, row blocks shorter than 12; with and without the
-// probabilities written out. The BLAS loop (kernel off) must agree too.
-TEST_CASE("attention kernel and BLAS loop equal whole-tensor ops at odd sizes", "[core][attention]") {
+// Tolerances of the kernels against ATen's float32 ops and against each other: the context sums S products
+// of values |v| ≲ 8 in a different order on each path (≤ 4.5e-6 apart here on AVX2), the probabilities are
+// exps of the same scores divided by sums in a different order (≤ 4.8e-7 apart).
+constexpr double kContextTol = 1e-5, kProbTol = 1e-6;
+
+// Odd sizes exercise every edge of both kernels: partial 16×16 (AVX-512) and 8×8 (AVX2) transposes, score
+// tiles narrower than the tile (S = 37: 32 + 5, 16 + 16 + 5; S = 19), value tiles of 8 and 12 columns
+// (Dh = 40, 12), row blocks shorter than 12 and 6 (Sq = 13, 1); whole tiles only (S = Dh = 64); with and
+// without the probabilities written out. The BLAS loop (the scalar path, or the kernel off) must agree too.
+TEST_CASE("attention kernel on every float32 path and the BLAS loop equal whole-tensor ops at odd sizes",
+          "[core][attention]") {
   torch::NoGradGuard no_grad;
   torch::manual_seed(9);
-  constexpr int64_t b = 2, h = 3, s = 37, dh = 40;
-  auto split = [&](const torch::Tensor& t) { return t.view({b, t.size(1), h, dh}).transpose(1, 2); };
-  auto mask = torch::ones({b, s}, torch::kLong);
-  mask[1].narrow(0, s - 5, 5).zero_();
-  const auto ext = hp::core::extended_attention_mask(mask);
-  const auto qkv = torch::randn({b, s, 3 * h * dh}) * 2;
-  const auto k = split(qkv.narrow(2, h * dh, h * dh)), v = split(qkv.narrow(2, 2 * h * dh, h * dh));
-  const bool kernel = hp::core::attention_kernel_available();
-  if (!kernel) WARN("this CPU has no AVX-512F: only the BLAS loop is tested");
-  for (int64_t sq : {s, int64_t{1}, int64_t{13}}) {
-    const auto q = split(qkv.narrow(1, 0, sq).narrow(2, 0, h * dh));
-    auto probs = torch::softmax(torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(double(dh)) + ext, -1);
-    auto expect = torch::matmul(probs, v).transpose(1, 2);  // [b, sq, h, dh]
-    for (bool use_kernel : {true, false}) {
-      if (use_kernel && !kernel) continue;
-      hp::core::set_attention_kernel_enabled(use_kernel);
-      for (bool want_probs : {true, false}) {
-        auto [p, ctx] = hp::core::attention_no_grad(q, k, v, ext, want_probs);
-        INFO("Sq " << sq << ", kernel " << use_kernel << ", probabilities " << want_probs);
-        CHECK(max_diff(ctx, expect) < 1e-5);
-        CHECK(p.defined() == want_probs);
-        if (want_probs) {
-          CHECK(max_diff(p, probs) < 1e-6);
-          CHECK(p[1].narrow(2, s - 5, 5).abs().max().item<double>() == 0.0);  // padded keys: exactly 0
+  const auto paths = paths_to_test();
+  struct Shape {
+    int64_t b, h, s, dh;
+  };
+  for (const Shape& shape : {Shape{2, 3, 37, 40}, Shape{2, 2, 19, 12}, Shape{1, 2, 64, 64}}) {
+    const auto [b, h, s, dh] = shape;
+    auto split = [&](const torch::Tensor& t) { return t.view({b, t.size(1), h, dh}).transpose(1, 2); };
+    auto mask = torch::ones({b, s}, torch::kLong);
+    mask[b - 1].narrow(0, s - 5, 5).zero_();
+    const auto ext = hp::core::extended_attention_mask(mask);
+    const auto qkv = torch::randn({b, s, 3 * h * dh}) * 2;
+    const auto k = split(qkv.narrow(2, h * dh, h * dh)), v = split(qkv.narrow(2, 2 * h * dh, h * dh));
+    for (int64_t sq : {s, int64_t{1}, int64_t{13}}) {
+      const auto q = split(qkv.narrow(1, 0, sq).narrow(2, 0, h * dh));
+      auto probs = torch::softmax(torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(double(dh)) + ext, -1);
+      auto expect = torch::matmul(probs, v).transpose(1, 2);  // [b, sq, h, dh]
+      std::vector<std::pair<std::string, std::pair<torch::Tensor, torch::Tensor>>> results;  // label, (p, ctx)
+      for (isa::Level path : paths) {
+        isa::ScopedCap cap(path);
+        // The scalar path is the BLAS loop (as with the kernel switched off), the others their kernel.
+        CHECK(hp::core::attention_kernel_available() == (path != isa::Level::kScalar));
+        for (bool want_probs : {true, false}) {
+          auto [p, ctx] = hp::core::attention_no_grad(q, k, v, ext, want_probs);
+          INFO("S " << s << ", Dh " << dh << ", Sq " << sq << ", path " << isa::name(path) << ", probabilities "
+                    << want_probs);
+          CHECK(max_diff(ctx, expect) < kContextTol);
+          CHECK(p.defined() == want_probs);
+          if (!want_probs) continue;
+          CHECK(max_diff(p, probs) < kProbTol);
+          CHECK(p[b - 1].narrow(2, s - 5, 5).abs().max().item<double>() == 0.0);  // padded keys: exactly 0
+          results.push_back({isa::name(path), {p, ctx}});
         }
       }
+      {  // the kernel switched off: the BLAS loop whatever the path
+        hp::core::set_attention_kernel_enabled(false);
+        auto [p, ctx] = hp::core::attention_no_grad(q, k, v, ext, true);
+        hp::core::set_attention_kernel_enabled(true);
+        CHECK(max_diff(ctx, expect) < kContextTol);
+        CHECK(max_diff(p, probs) < kProbTol);
+      }
+      for (size_t i = 1; i < results.size(); ++i) {  // each path against the oldest (the BLAS loop)
+        INFO("S " << s << ", Dh " << dh << ", Sq " << sq << ": " << results[i].first << " against "
+                  << results[0].first);
+        CHECK(max_diff(results[i].second.first, results[0].second.first) < kProbTol);
+        CHECK(max_diff(results[i].second.second, results[0].second.second) < kContextTol);
+      }
     }
-    hp::core::set_attention_kernel_enabled(true);
+  }
+}
+
+// attend_pair itself on strided rows whose gaps hold a sentinel: every kernel writes the Sq × S
+// probabilities and the Sq × Dh context and nothing past a row's end (the tails' masks), on each path.
+TEST_CASE("attention kernel writes only inside its rows, on every kernel path", "[core][attention]") {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(10);
+  constexpr int kS = 29, kSq = 11, kDh = 20, kGap = 7;  // 29 = 16 + 13, 11 = 6 + 5, 20 = 16 + 4
+  constexpr float kSentinel = 12345.0f;
+  const auto q = torch::randn({kSq, kDh}), k = torch::randn({kS, kDh}), v = torch::randn({kS, kDh});
+  auto ext = torch::zeros({kS});
+  ext.narrow(0, kS - 3, 3).fill_(-1e4f);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kDh));
+  const auto probs = torch::softmax(torch::matmul(q, k.t()) * scale + ext, -1);
+  const auto expect = torch::matmul(probs, v);
+  for (isa::Level path : paths_to_test()) {
+    if (path == isa::Level::kScalar) continue;  // no kernel
+    isa::ScopedCap cap(path);
+    INFO("path " << isa::name(path));
+    REQUIRE(hp::core::attention_kernel_available());
+    auto p = torch::full({kSq, kS + kGap}, kSentinel), c = torch::full({kSq, kDh + kGap}, kSentinel);
+    std::vector<float> scratch(hp::core::attention_pair_scratch(kS, kDh));
+    hp::core::AttentionPair pair{kSq, kS, kDh, scale, q.data_ptr<float>(), kDh, k.data_ptr<float>(), kDh};
+    pair.v = v.data_ptr<float>();
+    pair.ldv = kDh;
+    pair.ext = ext.data_ptr<float>();
+    pair.p = p.data_ptr<float>();
+    pair.ldp = kS + kGap;
+    pair.c = c.data_ptr<float>();
+    pair.ldc = kDh + kGap;
+    hp::core::attend_pair(pair, scratch.data());
+    CHECK(max_diff(p.narrow(1, 0, kS), probs) < kProbTol);
+    CHECK(max_diff(c.narrow(1, 0, kDh), expect) < kContextTol);
+    CHECK(p.narrow(1, kS, kGap).eq(kSentinel).all().item<bool>());
+    CHECK(c.narrow(1, kDh, kGap).eq(kSentinel).all().item<bool>());
   }
 }
