@@ -2,8 +2,13 @@
 // (config.json, model.safetensors, tokenizer files) plus model.h5 holding the same tensors.
 // Slimmed exports after pruning reuse the same writer (core/io/checkpoint.h save_bert). --dense writes a
 // slimmed model at its original shapes with the removed heads zeroed (prune/slim.h dense_model).
+// The whole export (ONNX files and their checks included) is written into a fresh folder beside --to and renamed
+// into place only when every check passed (core::StagedFolder, #44, #46): --to then holds exactly this export, or,
+// after a failure, what it held before.
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/base/files.h"
 #include "core/data/batching.h"
@@ -21,6 +26,59 @@ namespace hp::cli {
 
 namespace {
 
+namespace fs = std::filesystem;
+
+// The files an export writes (core::save_bert, prune::export_onnx, export_int8 below) and the check files an
+// export before #44 could leave behind. A folder holding only these holds an earlier export, which a new one
+// replaces whole (no stale vocab.txt beside a new vocab.json); a file of any other name is someone else's.
+bool export_file(const std::string& name) {
+  static const std::set<std::string> names = {
+      "config.json", "model.safetensors", "model.h5", "modeling_headprune.py", "vocab.txt", "vocab.json",
+      "merges.txt", "sentencepiece.bpe.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+      "model.onnx", "model.int8.onnx", "int8.json", "README.md", "onnx_check.h5", "onnx_check.json",
+      "onnx_int8_check.h5", "onnx_int8_logits.h5"};
+  return names.count(name) > 0;
+}
+
+// Refuses a --to that holds anything but an earlier export (ConfigError): replacing it would destroy it.
+void check_target(const std::string& out) {
+  std::error_code ec;
+  if (!fs::is_directory(out, ec)) return;  // absent (a file is refused by core::StagedFolder)
+  std::vector<std::string> foreign;
+  for (const auto& e : fs::directory_iterator(out, ec))
+    if (!export_file(e.path().filename().string())) foreign.push_back(e.path().filename().string());
+  if (foreign.empty()) return;
+  std::sort(foreign.begin(), foreign.end());
+  throw ConfigError(out + " is not empty and holds no headprune export (it has '" + foreign.front() + "'" +
+                    (foreign.size() > 1 ? " and " + std::to_string(foreign.size() - 1) + " more" : std::string()) +
+                    ", which an export would replace); pass --to NEW_DIR, or empty the folder");
+}
+
+// Rethrows the exception in flight with the staging folder's path written as the target's in its message: the
+// staging folder is gone when the message is read, and the target is what the user named.
+[[noreturn]] void rethrow_for_target(const std::string& staged, const std::string& target) {
+  auto named = [&](std::string m) {
+    for (size_t at = m.find(staged); at != std::string::npos; at = m.find(staged, at + target.size()))
+      m.replace(at, staged.size(), target);
+    return m;
+  };
+  try {
+    throw;
+  } catch (const ConfigError& e) {
+    throw ConfigError(named(e.what()));
+  } catch (const InputError& e) {
+    throw InputError(named(e.what()));
+  } catch (const CheckpointError& e) {
+    throw CheckpointError(named(e.what()));
+  } catch (const InternalError& e) {
+    throw InternalError(named(e.what()));
+  } catch (const Error& e) {
+    throw Error(named(e.what()));
+  } catch (const fs::filesystem_error& e) {  // a raw one from a writer (copy_file, create_directories)
+    throw InputError(named(e.what()) + "; check that " + target + " is on a writable disk with room");
+  }
+}
+
 // One metric map as "accuracy 0.8842, f1 0.8901".
 std::string format_metrics(const std::map<std::string, double>& m) {
   std::string s;
@@ -28,20 +86,20 @@ std::string format_metrics(const std::map<std::string, double>& m) {
   return s.empty() ? "(no labels)" : s;
 }
 
-// model.int8.onnx checked on the task's evaluation split; its accuracy into int8.json and the model card.
-void export_int8(const core::Config& cfg, const core::Bert& model) {
+// dir/model.int8.onnx checked on the task's evaluation split; its accuracy into int8.json and the model card.
+void export_int8(const core::Config& cfg, const core::Bert& model, const std::string& dir) {
   const core::TaskSpec& task = core::find_task(cfg.data.task);
   const std::string root = core::resolve_data_root(cfg.data.root);
   auto examples = core::read_task(task, root, cfg.eval.split);
   if (cfg.eval.max_examples > 0 && static_cast<size_t>(cfg.eval.max_examples) < examples.size())
     examples.resize(cfg.eval.max_examples);
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
-  const auto tok = core::Tokenizer::from_model_dir(cfg.export_.out);
+  const auto tok = core::Tokenizer::from_model_dir(dir);
   const auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
   bo.batch_size = cfg.eval.batch_size;
   bo.pad_id = tok.pad_id();
-  const auto check = prune::export_onnx_int8(model, cfg.export_.out, task, data, core::make_batches(data, bo));
+  const auto check = prune::export_onnx_int8(model, dir, task, data, core::make_batches(data, bo));
   nlohmann::json j;
   j["task"] = task.name;
   j["split"] = cfg.eval.split;
@@ -52,27 +110,27 @@ void export_int8(const core::Config& cfg, const core::Bert& model) {
   j["same_predictions"] = check.agreement;
   j["max_abs_logit_diff"] = check.max_abs_logit_diff;
   j["tolerance"] = check.tolerance;
-  core::write_file_atomic(cfg.export_.out + "/int8.json", j.dump(2) + "\n");
-  // The model card's int8 section, replaced on a new export.
-  const std::string card = cfg.export_.out + "/README.md", marker = "<!-- headprune int8 -->";
-  std::string text = std::filesystem::exists(card) ? core::read_file(card) : std::string();
+  j["weight_max"] = check.weight_max;
+  core::write_file_atomic(dir + "/int8.json", j.dump(2) + "\n");
+  // The model card's int8 section (after what an in-place export carried over).
+  const std::string card = dir + "/README.md", marker = "<!-- headprune int8 -->";
+  std::string text = fs::exists(card) ? core::read_file(card) : std::string();
   if (const auto at = text.find(marker); at != std::string::npos) text.resize(at);
+  const std::string w = std::to_string(check.weight_max);
   text += marker + "\n## int8\n\n`model.int8.onnx` is `model.onnx` with headprune's int8 linears in standard ONNX " +
-          "operators (weights int8 per output channel, activations uint8 per row, dynamic: no calibration, " +
-          "MatMulInteger; the classifier float32), run by ONNX Runtime. On " + task.name + " " + cfg.eval.split +
-          " (" + std::to_string(check.examples) +
+          "operators (weights int8 in ±" + w + " per output channel (7 bits: exact in ONNX Runtime's AVX2 kernel as " +
+          "on VNNI), activations uint8 per row, dynamic: no calibration, MatMulInteger; the classifier float32), " +
+          "run by ONNX Runtime. On " + task.name + " " + cfg.eval.split + " (" + std::to_string(check.examples) +
           " examples):\n\n| model | metrics |\n|---|---|\n| float32 | " + format_metrics(check.fp32) +
-          " |\n| headprune int8, dynamic (`--precision int8 --calibrate 0`) | " + format_metrics(check.int8) +
+          " |\n| headprune int8, dynamic, weights ±" + w + " | " + format_metrics(check.int8) +
           " |\n| ONNX Runtime int8 (`model.int8.onnx`) | " + format_metrics(check.onnx_int8) + " |\n\n" +
           std::to_string(100 * check.agreement).substr(0, 5) +
           "% of the examples get the same prediction from both int8 models.\n";
   core::write_file_atomic(card, text);
 }
 
-}  // namespace
-
-int run_export(const core::Config& cfg) {
-  if (cfg.export_.out.empty()) throw ConfigError("export.out is empty; pass --to DIR");
+// The model to export: loaded, then slimmed by export.mask or made dense as the config says.
+core::Bert model_to_export(const core::Config& cfg) {
   core::LoadReport report;
   core::LoadOptions load;
   load.seed = cfg.run.seed;
@@ -100,10 +158,40 @@ int run_export(const core::Config& cfg) {
   if (report.classifier_initialized)
     core::log_warn("export", cfg.model.path + " has no classifier; the export carries a fresh one (seed " +
                                  std::to_string(cfg.run.seed) + ")");
-  core::save_bert(model, cfg.export_.out, cfg.model.path, cfg.export_.hdf5);
-  if (cfg.export_.onnx || cfg.export_.int8) prune::export_onnx(model, cfg.export_.out);
-  if (cfg.export_.int8) export_int8(cfg, model);
-  core::log_info("export", "wrote " + cfg.export_.out + (cfg.export_.hdf5 ? " (with model.h5)" : ""));
+  return model;
+}
+
+// Every file of the export into `dir` (the staging folder), checks included.
+void write_export(const core::Config& cfg, const core::Bert& model, const std::string& dir) {
+  core::save_bert(model, dir, cfg.model.path, cfg.export_.hdf5);
+  // An export in place (--to the --model folder) keeps the folder's model card, less its int8 section.
+  std::error_code ec;
+  const std::string card = cfg.model.path + "/README.md", marker = "<!-- headprune int8 -->";
+  if (fs::equivalent(cfg.model.path, cfg.export_.out, ec) && fs::is_regular_file(card, ec)) {
+    std::string text = core::read_file(card);
+    if (const auto at = text.find(marker); at != std::string::npos) text.resize(at);
+    core::write_file_atomic(dir + "/README.md", text);
+  }
+  if (cfg.export_.onnx || cfg.export_.int8) prune::export_onnx(model, dir);
+  if (cfg.export_.int8) export_int8(cfg, model, dir);
+}
+
+}  // namespace
+
+int run_export(const core::Config& cfg) {
+  if (cfg.export_.out.empty()) throw ConfigError("export.out is empty; pass --to DIR");
+  check_target(cfg.export_.out);
+  core::StagedFolder folder(cfg.export_.out);
+  try {
+    write_export(cfg, model_to_export(cfg), folder.path());
+  } catch (const std::exception&) {  // the staging folder goes with `folder`; LibTorch's errors pass as they are
+    core::log_info("export", "nothing written to " + cfg.export_.out);
+    rethrow_for_target(folder.path(), cfg.export_.out);
+  }
+  folder.commit();
+  core::log_info("export", "wrote " + cfg.export_.out + (cfg.export_.hdf5 ? " (with model.h5)" : "") +
+                               (cfg.export_.int8 ? ", model.onnx and model.int8.onnx (checked)"
+                                                 : cfg.export_.onnx ? " and model.onnx (checked)" : ""));
   return 0;
 }
 

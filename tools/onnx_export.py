@@ -3,16 +3,23 @@
 reference Python's torch.onnx (transformers loads the folder, re-pruning from config.pruned_heads), checks
 it in ONNX Runtime against headprune's own logits, and optionally times it.
 
-Usage: onnx_export.py MODEL_DIR REFERENCE.h5 [--out FILE] [--tol 1e-4] [--time OTHER_DIR] [--seq 64]
-       onnx_export.py MODEL_DIR REFERENCE.h5 --int8 --logits-out FILE
+Usage: onnx_export.py MODEL_DIR REFERENCE.h5 [--out FILE] [--tol 1e-4] [--result FILE.json] [--time OTHER_DIR] [--seq 64]
+       onnx_export.py MODEL_DIR REFERENCE.h5 --int8 --logits-out FILE [--weight-max 63]
   REFERENCE.h5 holds input_ids, attention_mask, token_type_ids and headprune's `logits` for them.
+  --result FILE.json: also write the check's outcome there ({"max_abs_diff", "tol", "examples"}), so that the
+  caller can say why an export was refused.
   --time OTHER_DIR: also export OTHER_DIR (e.g. the unpruned model) to a temporary file and print the
   median ONNX Runtime latency of both at batch 1 and 32 (random ids, sequence --seq).
   --int8: MODEL_DIR/model.onnx (written before) rewritten into MODEL_DIR/model.int8.onnx with headprune's int8
-  scheme in standard ONNX operators (weights s8 per output channel; activations u8 per row with a zero point,
-  computed in the graph; MatMulInteger; the classifier float32), run on REFERENCE.h5's rows in length-sorted
-  batches of 32 (each cut to its longest row), its logits written to --logits-out; headprune compares them
-  with its own int8 (prune/onnx.cpp).
+  scheme in standard ONNX operators (weights s8 per output channel in ±--weight-max; activations u8 per row with
+  a zero point, computed in the graph; MatMulInteger; the classifier float32), run on REFERENCE.h5's rows in
+  length-sorted batches of 32 (each cut to its longest row), its logits written to --logits-out; headprune
+  compares them with its own int8 at the same weight range (prune/onnx.cpp).
+  --weight-max 63 (the default, 7 bits) keeps every u8·s8 pair sum within int16 (255·63·2 = 32130 <= 32767), so
+  ONNX Runtime's AVX2 kernel (vpmaddubsw, which saturates its int16 pair sums) computes the exact product, as its
+  VNNI kernel does: the file gives the same numbers on every CPU. 127 (8 bits) saturates on AVX2 CPUs without
+  VNNI (ONNX Runtime issues #6004, #5849, #14642); tools/ort_avx2_model.py checks a file for it. The range is
+  recorded in the graph's metadata_props (headprune.int8_weight_max).
 Exit 0 when max |ONNX Runtime - headprune| <= tol, 1 otherwise; 77 when onnxruntime is not installed.
 The graph has dynamic batch and sequence axes (inputs input_ids, attention_mask, token_type_ids; output
 logits), opset 14.
@@ -96,20 +103,27 @@ def latency_ms(sess, batch: int, seq: int, vocab: int, reps: int = 15) -> float:
     return statistics.median(times)
 
 
-def quantize_weight(w):
-    """headprune's weight scheme (core/kernels/quantize.h) in float32: w [K, N], one scale per column n."""
+# The int8 export's weight range (hp::core::kPortableInt8WeightMax in core/kernels/lowp_gemm.h): 7 bits, so that
+# no u8·s8 pair sum of ONNX Runtime's AVX2 kernel leaves int16.
+PORTABLE_WEIGHT_MAX = 63
+WEIGHT_MAX_KEY = "headprune.int8_weight_max"
+
+
+def quantize_weight(w, weight_max):
+    """headprune's weight scheme (core/kernels/quantize.h) in float32: w [K, N], one scale per column n,
+    s = max|w| / weight_max, q = clamp(rne(w / s), -weight_max, weight_max)."""
     w = w.astype(np.float32)
     amax = np.abs(w).max(axis=0)
-    scale = np.where(amax > 0, amax / np.float32(127), np.float32(1)).astype(np.float32)
-    q = np.clip(np.round(w / scale), -127, 127).astype(np.int8)  # np.round: half to even, as std::nearbyint
+    scale = np.where(amax > 0, amax / np.float32(weight_max), np.float32(1)).astype(np.float32)
+    q = np.clip(np.round(w / scale), -weight_max, weight_max).astype(np.int8)  # np.round: half to even, as std::nearbyint
     return q, scale, q.astype(np.int32).sum(axis=0).astype(np.int32)
 
 
-def per_row_int8_linear(name, x, w, out, inits):
+def per_row_int8_linear(name, x, w, out, inits, weight_max):
     """Nodes computing out = x · w (w [K, N]) as headprune's int8 does: x quantised per row to u8 with its zero
-    point, w per column to s8, MatMulInteger, then (C - z · colsum) · (s_row · s_col) in float32."""
+    point, w per column to s8 in ±weight_max, MatMulInteger, then (C - z · colsum) · (s_row · s_col) in float32."""
     from onnx import helper, numpy_helper
-    q, scale, colsum = quantize_weight(w)
+    q, scale, colsum = quantize_weight(w, weight_max)
     p = name + "/int8/"
     for suffix, value in (("wq", q), ("ws", scale), ("colsum", colsum), ("zero", np.float32(0)),
                           ("one", np.float32(1)), ("u8max", np.float32(255))):
@@ -144,9 +158,10 @@ def per_row_int8_linear(name, x, w, out, inits):
     ]
 
 
-def quantize_per_row(fp32: str, int8: str) -> int:
+def quantize_per_row(fp32: str, int8: str, weight_max: int = PORTABLE_WEIGHT_MAX) -> int:
     """model.int8.onnx from model.onnx: every MatMul of the encoder and the pooler's Gemm with a constant weight
-    becomes headprune's per-row int8 product (the classifier stays float32, as in headprune). Returns their count."""
+    becomes headprune's per-row int8 product with weights in ±weight_max (the classifier stays float32, as in
+    headprune), and the range goes into the graph's metadata_props. Returns the count of linears."""
     import onnx
     from onnx import helper, numpy_helper
     m = onnx.load(fp32)
@@ -170,11 +185,11 @@ def quantize_per_row(fp32: str, int8: str) -> int:
                 continue
             w = w.T if attrs.get("transB", 0) else w
             product = node.name + "/int8/product"
-            nodes += per_row_int8_linear(node.name, node.input[0], w, product, new_inits)
+            nodes += per_row_int8_linear(node.name, node.input[0], w, product, new_inits, weight_max)
             nodes.append(helper.make_node("Add", [product, node.input[2]], [node.output[0]]) if len(node.input) > 2
                          else helper.make_node("Identity", [product], [node.output[0]]))
         else:
-            nodes += per_row_int8_linear(node.name, node.input[0], w, node.output[0], new_inits)
+            nodes += per_row_int8_linear(node.name, node.input[0], w, node.output[0], new_inits, weight_max)
         count += 1
     del m.graph.node[:]
     m.graph.node.extend(nodes)
@@ -183,14 +198,17 @@ def quantize_per_row(fp32: str, int8: str) -> int:
     kept = [i for i in m.graph.initializer if i.name in used]
     del m.graph.initializer[:]
     m.graph.initializer.extend(kept)
+    for prop in [p for p in m.metadata_props if p.key == WEIGHT_MAX_KEY]:
+        m.metadata_props.remove(prop)
+    m.metadata_props.add(key=WEIGHT_MAX_KEY, value=str(weight_max))
     onnx.checker.check_model(m)
     onnx.save(m, int8)
     return count
 
 
-def quantize_int8(model_dir: str, reference: str, logits_out: str) -> int:
+def quantize_int8(model_dir: str, reference: str, logits_out: str, weight_max: int) -> int:
     fp32, int8 = os.path.join(model_dir, "model.onnx"), os.path.join(model_dir, "model.int8.onnx")
-    linears = quantize_per_row(fp32, int8)
+    linears = quantize_per_row(fp32, int8, weight_max)
     sess = session(int8)
     with h5py.File(reference, "r") as f:
         rows = {n: f[n][()].astype(np.int64) for n in NAMES}
@@ -206,7 +224,8 @@ def quantize_int8(model_dir: str, reference: str, logits_out: str) -> int:
         logits[idx] = out
     with h5py.File(logits_out, "w") as f:
         f["logits"] = logits
-    print(f"onnx: wrote {int8} ({linears} linears int8, per row and per channel); ran {len(order)} examples")
+    print(f"onnx: wrote {int8} ({linears} linears int8: activations u8 per row, weights s8 in ±{weight_max} per output "
+          f"channel); ran {len(order)} examples")
     return 0
 
 
@@ -220,9 +239,15 @@ def main() -> int:
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--int8", action="store_true")
     ap.add_argument("--logits-out")
+    ap.add_argument("--weight-max", type=int, default=PORTABLE_WEIGHT_MAX,
+                    help="the int8 weights' range ±N per output channel: 63 (7 bits, exact in ONNX Runtime on every "
+                         "CPU) or 127")
+    ap.add_argument("--result")
     args = ap.parse_args()
     if args.int8:
-        return quantize_int8(args.model_dir, args.reference, args.logits_out)
+        if not 1 <= args.weight_max <= 127:
+            ap.error(f"--weight-max {args.weight_max}: use 1..127 (63: exact in ONNX Runtime's AVX2 kernel)")
+        return quantize_int8(args.model_dir, args.reference, args.logits_out, args.weight_max)
     out = args.out or os.path.join(args.model_dir, "model.onnx")
     export(args.model_dir, out)
     sess = session(out)
@@ -232,6 +257,9 @@ def main() -> int:
     got = sess.run(None, feed_of(sess, feed))[0]
     diff = float(np.abs(got - want).max())
     print(f"onnx: wrote {out}; max |ONNX Runtime - headprune| = {diff:.3g} over {want.shape[0]} examples (tol {args.tol})")
+    if args.result:
+        with open(args.result, "w") as f:
+            json.dump({"max_abs_diff": diff, "tol": args.tol, "examples": int(want.shape[0])}, f)
     if args.time:
         vocab = transformers.AutoConfig.from_pretrained(args.model_dir).vocab_size
         with tempfile.TemporaryDirectory() as tmp:

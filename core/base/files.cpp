@@ -2,9 +2,11 @@
 #include "core/base/files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>  // mkdir
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>  // renameat2, RENAME_EXCHANGE
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -129,6 +131,80 @@ void shared_write(const std::function<void()>& write) {
     ~Depth() { --g_write_depth; }
   } depth;
   g_shared_write(write);
+}
+
+StagedFolder::StagedFolder(const std::string& target) : target_(target) {
+  while (target_.size() > 1 && target_.back() == '/') target_.pop_back();
+  std::error_code ec;
+  if (fs::is_symlink(target_, ec)) target_ = fs::canonical(target_, ec).string();  // the folder it names, link kept
+  const auto st = fs::status(target_, ec);
+  if (fs::exists(st) && !fs::is_directory(st))
+    throw InputError(target_ + ": is not a folder; name a folder (a new one, or an earlier export to replace)");
+  for (const auto& p : missing_parents(target_)) created_.push_back(p.string());
+  const fs::path t(target_);
+  const fs::path parent = t.parent_path();
+  auto fail = [&](const std::string& reason) {
+    discard();
+    throw InputError(target_ + ": cannot create a folder in " + (parent.empty() ? std::string(".") : parent.string()) +
+                     " (" + reason + "); choose a writable location");
+  };
+  if (!parent.empty()) {
+    fs::create_directories(parent, ec);
+    if (ec) fail(ec.message());
+  }
+  // ::mkdir rather than mkdtemp: the name says whose folder it is, and the call is the one libc exports.
+  for (int n = 0;; ++n) {
+    path_ = (parent / ("." + t.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(n)))
+                .string();
+    if (::mkdir(path_.c_str(), 0755) == 0) return;
+    const int err = errno;
+    path_.clear();
+    if (err != EEXIST || n >= 100) fail(std::strerror(err));
+  }
+}
+
+StagedFolder::~StagedFolder() {
+  if (!committed_) discard();
+}
+
+void StagedFolder::discard() noexcept {
+  std::error_code ec;
+  if (!path_.empty()) fs::remove_all(path_, ec);
+  for (const auto& d : created_)  // deepest first; a folder that is not empty (someone else's) stays
+    if (!fs::remove(d, ec)) break;
+}
+
+void StagedFolder::commit() {
+  std::error_code ec;
+  auto fail = [&](const std::string& reason) {
+    throw InputError(target_ + ": cannot put the new content in place from " + path_ + " (" + reason +
+                     "); check the folder is writable");
+  };
+  if (!fs::exists(target_, ec)) {
+    if (::rename(path_.c_str(), target_.c_str()) != 0) fail(std::strerror(errno));
+    path_.clear();
+  } else if (::renameat2(AT_FDCWD, path_.c_str(), AT_FDCWD, target_.c_str(), RENAME_EXCHANGE) != 0) {
+    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) fail(std::strerror(errno));
+    // No exchange on this file system: the old content moves aside first, and back if the second rename fails.
+    const std::string old = path_ + ".old";
+    if (::rename(target_.c_str(), old.c_str()) != 0) fail(std::strerror(errno));
+    if (::rename(path_.c_str(), target_.c_str()) != 0) {
+      const std::string reason = std::strerror(errno);
+      ::rename(old.c_str(), target_.c_str());
+      fail(reason);
+    }
+    path_ = old;
+  }
+  committed_ = true;
+  if (!path_.empty()) fs::remove_all(path_, ec);  // after an exchange: the old content
+  path_.clear();
+  // The renames themselves survive a crash of the machine once the parent folder is synced.
+  const std::string parent = fs::path(target_).parent_path().string();
+  const int fd = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
 }
 
 std::string read_file(const std::string& path) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace hp::core {
 
@@ -35,6 +36,30 @@ long shared_decide(const std::function<long()>& decide);
 using SharedWriteFn = void (*)(const std::function<void()>& write);
 using SharedDecideFn = long (*)(const std::function<long()>& decide);
 void set_shared_write(SharedWriteFn write, SharedDecideFn decide);
+
+// A folder written whole or not at all (a model folder: every file of one export, or the previous content
+// untouched). The content goes into a fresh empty folder beside `target` (same parent, so that the final
+// rename stays on one file system; hidden: .NAME.tmp-PID-N), and commit() puts it in place in one step: a
+// rename where `target` does not exist, else an atomic exchange with it (renameat2 RENAME_EXCHANGE; two renames
+// where the file system lacks it) after which the old content is removed. An uncommitted StagedFolder (a failed
+// check, an exception) removes its folder, and the parent folders it made, when destroyed. `target` itself is
+// never written before commit(). Throws InputError naming `target` and the fix (read-only, not a folder).
+class StagedFolder {
+ public:
+  explicit StagedFolder(const std::string& target);
+  ~StagedFolder();
+  StagedFolder(const StagedFolder&) = delete;
+  StagedFolder& operator=(const StagedFolder&) = delete;
+  const std::string& path() const { return path_; }  // where the content is written until commit()
+  const std::string& target() const { return target_; }
+  void commit();
+
+ private:
+  void discard() noexcept;
+  std::string target_, path_;
+  std::vector<std::string> created_;  // parents of target made for it, deepest first
+  bool committed_ = false;
+};
 
 // Whole file as a string. Throws InputError naming the path.
 std::string read_file(const std::string& path);
