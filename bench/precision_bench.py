@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""headprune at fp32, bf16 and int8 against the other CPU engines on one fine-tuned model, side by side in
-one run, same threads and inputs (#26): dev metric, whole-dev-set time (batches of 32, length-sorted, padded
-to each batch's longest, as `prune eval` does), and latency at batch 1 and 32 x --seq tokens (random ids, no
-padding; the median of runs for at least --min-seconds).
+"""headprune at fp32, bf16 and int8 on every instruction-set path this CPU has (HEADPRUNE_MAX_ISA), against
+the other CPU engines on one fine-tuned model, side by side in one run, same threads and inputs (#26, #46):
+dev metric, whole-dev-set time (batches of 32, length-sorted, padded to each batch's longest, as `prune eval`
+does), and latency at batch 1 and 32 x --seq tokens (random ids, no padding; the median of runs for at least
+--min-seconds), in --rounds interleaved rounds (every engine once per round; the medians over rounds).
 
 Engines: headprune (`prune eval` / `prune bench --precision P`), ONNX Runtime fp32 (headprune's `prune export
 --onnx`) and int8 (onnxruntime.quantization.quantize_dynamic, per channel, s8 weights, u8 activations),
@@ -11,7 +12,7 @@ CTranslate2 int8 (its BertModel converter; unpruned models only) when `ctranslat
 
 Run from the repository root with the reference Python (scripts/setup.sh installs it):
   ~/.cache/headprune/venv/bin/python bench/precision_bench.py --model runs/sst2/finetune/best --task sst2 \
-      [--slim runs/sst2/model] [--threads 2] [--seq 128] [--json out.json]
+      [--slim runs/sst2/model] [--threads 2] [--seq 128] [--isa avx2,avx512_vnni] [--rounds 2] [--json out.json]
 """
 import argparse
 import csv
@@ -24,7 +25,6 @@ import sys
 import tempfile
 import time
 
-os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")  # Debian's OpenBLAS mis-detects some CPUs
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -100,28 +100,63 @@ def latency_ms(forward, vocab, batch, seq, min_seconds):
     return statistics.median(times)
 
 
-def headprune_row(args, model, precision, task):
-    common = [args.prune, "--model", model, "--task", task, "--threads", str(args.threads), "--precision", precision]
+ISA_LEVELS = ["scalar", "avx2", "avx_vnni", "avx512", "avx512_vnni", "avx512_bf16", "amx"]
+
+
+def cpu_isas(prune):
+    """The instruction-set levels this CPU has, from `prune --version`'s ISA line ("ISA: CPU avx2 (has none of
+    avx_vnni, ...)"), and the line itself."""
+    out = subprocess.run([prune, "--version"], check=True, capture_output=True, text=True).stdout
+    m = re.search(r"ISA: CPU (\w+)(?: \(has none of ([\w, ]+)\))?", out)
+    top, missing = m.group(1), set((m.group(2) or "").replace(" ", "").split(","))
+    levels = [lv for lv in ISA_LEVELS[:ISA_LEVELS.index(top) + 1] if lv not in missing]
+    return levels, out
+
+
+def headprune_env(isa):
+    env = dict(os.environ)
+    env["HEADPRUNE_MAX_ISA"] = isa
+    return env
+
+
+def headprune_paths(args, precision, isa):
+    """The line `prune --version` prints for the precision under the cap (its path and why)."""
+    out = subprocess.run([args.prune, "--version"], check=True, capture_output=True, text=True,
+                         env=headprune_env(isa)).stdout
+    m = re.search(precision + r": ([^|]+)", out)
+    return m.group(1).strip() if m else ""
+
+
+def headprune_eval(args, model, precision, task, isa):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "eval.json")
-        subprocess.run([args.prune, "eval"] + common[1:] + ["--batch", "32", "--max-seq-len", str(args.max_len),
-                                                          "--output", out, "--out", tmp],
-                       check=True, capture_output=True, text=True)
+        subprocess.run([args.prune, "eval", "--model", model, "--task", task, "--threads", str(args.threads),
+                        "--precision", precision, "--batch", "32", "--max-seq-len", str(args.max_len),
+                        "--output", out, "--out", tmp],
+                       check=True, capture_output=True, text=True, env=headprune_env(isa))
         with open(out) as f:
             ev = json.load(f)
+    return {"metrics": ev["metrics"], "dev_s": ev["seconds"], "path": headprune_paths(args, precision, isa)}
+
+
+def headprune_latency(args, model, precision, task, isa):
     b = subprocess.run([args.prune, "bench", "--model", model, "--task", task, "--threads", str(args.threads),
                         "--precision", precision,
                         "--seq", str(args.seq), "--set", "bench.batches=[1,32]", "--min-seconds",
-                        str(args.min_seconds)], check=True, capture_output=True, text=True).stdout
+                        str(args.min_seconds)], check=True, capture_output=True, text=True,
+                       env=headprune_env(isa)).stdout
     lat = {int(m.group(1)): float(m.group(2)) for m in re.finditer(r"batch\s+(\d+) x \d+: model\s+([\d.]+) ms", b)}
-    return {"metrics": ev["metrics"], "dev_s": ev["seconds"], "b1_ms": lat[1], "b32_ms": lat[32]}
+    return lat[1], lat[32]
 
 
-def python_row(forward, encoded, labels, regression, n_out, vocab, args):
+def python_eval(forward, encoded, labels, regression, n_out):
     logits, secs = run_dev(forward, encoded, n_out)
-    return {"metrics": metric(logits, labels, regression), "dev_s": secs,
-            "b1_ms": latency_ms(forward, vocab, 1, args.seq, args.min_seconds),
-            "b32_ms": latency_ms(forward, vocab, 32, args.seq, args.min_seconds), "logits": logits}
+    return {"metrics": metric(logits, labels, regression), "dev_s": secs}
+
+
+def python_latency(forward, vocab, args):
+    return (latency_ms(forward, vocab, 1, args.seq, args.min_seconds),
+            latency_ms(forward, vocab, 32, args.seq, args.min_seconds))
 
 
 def ort_forward(path, threads):
@@ -193,11 +228,19 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--max-len", type=int, default=128, help="dev examples' token limit")
     ap.add_argument("--min-seconds", type=float, default=2.0)
+    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds of every engine's latency")
+    ap.add_argument("--isa", default="", help="comma-separated HEADPRUNE_MAX_ISA levels (default: every one "
+                    "this CPU has from avx2 up, and scalar with --scalar)")
+    ap.add_argument("--scalar", action="store_true", help="also the scalar path (slow)")
+    ap.add_argument("--precisions", default="fp32,bf16,int8")
     ap.add_argument("--skip", default="", help="comma-separated engines to leave out: torch,ct2,ort")
     ap.add_argument("--json")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     skip = set(filter(None, args.skip.split(",")))
+    levels, version = cpu_isas(args.prune)
+    isas = args.isa.split(",") if args.isa else [lv for lv in levels if lv != "scalar" or args.scalar]
+    print(version.strip(), flush=True)
 
     texts, labels, regression = read_dev(args.data_root, args.task)
     tok = AutoTokenizer.from_pretrained(args.model)
@@ -206,42 +249,68 @@ def main():
         cfg = json.load(f)
     n_out, vocab = 1 if regression else cfg.get("num_labels", len(cfg.get("id2label", [0, 1]))), cfg["vocab_size"]
     models = [("unpruned", args.model)] + ([("slimmed", args.slim)] if args.slim else [])
-    rows = []
+    rows = []  # (name, isa, result dict, latency function)
     with tempfile.TemporaryDirectory() as tmp:
         for name, model in models:
-            for precision in ("fp32", "bf16", "int8"):
-                rows.append((f"headprune {precision}, {name}", headprune_row(args, model, precision, args.task)))
-                print(rows[-1][0], rows[-1][1], flush=True)
+            for precision in args.precisions.split(","):
+                for isa in isas:
+                    r = headprune_eval(args, model, precision, args.task, isa)
+                    rows.append((f"headprune {precision}, {name}", isa, r,
+                                 lambda m=model, p=precision, i=isa: headprune_latency(args, m, p, args.task, i)))
+                    print(rows[-1][0], isa, r, flush=True)
             if "ort" not in skip:
                 fp32, int8 = onnx_files(args, model, tmp)
                 for label, path in (("fp32", fp32), ("int8 (quantize_dynamic, per channel)", int8)):
-                    row = python_row(ort_forward(path, args.threads), encoded, labels, regression, n_out, vocab, args)
-                    rows.append((f"ONNX Runtime {label}, {name}", row))
-                    print(rows[-1][0], {k: v for k, v in row.items() if k != "logits"}, flush=True)
+                    fwd = ort_forward(path, args.threads)
+                    r = python_eval(fwd, encoded, labels, regression, n_out)
+                    rows.append((f"ONNX Runtime {label}, {name}", "-", r,
+                                 lambda f=fwd: python_latency(f, vocab, args)))
+                    print(rows[-1][0], r, flush=True)
         if "torch" not in skip:
-            row = python_row(torch_dynamic_int8(args.model), encoded, labels, regression, n_out, vocab, args)
-            rows.append((f"PyTorch {torch.__version__.split('+')[0]} dynamic int8 (onednn), unpruned", row))
+            fwd = torch_dynamic_int8(args.model)
+            r = python_eval(fwd, encoded, labels, regression, n_out)
+            rows.append((f"PyTorch {torch.__version__.split('+')[0]} dynamic int8 (onednn), unpruned", "-", r,
+                         lambda f=fwd: python_latency(f, vocab, args)))
         if "ct2" not in skip:
             try:
                 import ctranslate2
-                row = python_row(ctranslate2_int8(args.model, tmp, args.threads), encoded, labels, regression, n_out,
-                                 vocab, args)
-                rows.append((f"CTranslate2 {ctranslate2.__version__} int8, unpruned", row))
+                fwd = ctranslate2_int8(args.model, tmp, args.threads)
+                r = python_eval(fwd, encoded, labels, regression, n_out)
+                rows.append((f"CTranslate2 {ctranslate2.__version__} int8, unpruned", "-", r,
+                             lambda f=fwd: python_latency(f, vocab, args)))
             except ImportError:
                 print("CTranslate2 is not installed: its row is left out", file=sys.stderr)
+        # Latency in interleaved rounds: every engine once per round, so that drift hits them alike.
+        lat = [[] for _ in rows]
+        for k in range(args.rounds):
+            for i, row in enumerate(rows):
+                lat[i].append(row[3]())
+            print(f"round {k + 1}/{args.rounds} done", flush=True)
+        for i, (_, _, r, _) in enumerate(rows):
+            r["b1_ms"] = statistics.median(b1 for b1, _ in lat[i])
+            r["b32_ms"] = statistics.median(b32 for _, b32 in lat[i])
 
-    base = next(r for n, r in rows if n.startswith("ONNX Runtime fp32, unpruned")) if "ort" not in skip else None
+    base = next(r for n, _, r, _ in rows if n.startswith("ONNX Runtime fp32, unpruned")) if "ort" not in skip else None
+    base8 = next((r for n, _, r, _ in rows if n.startswith("ONNX Runtime int8") and n.endswith("unpruned")), None)
     key = "spearman" if regression else "accuracy"
-    print(f"\n{args.task} dev, {len(labels)} examples; {args.threads} threads; latency at {args.seq} tokens\n")
-    print(f"| engine | dev {key} | dev set | batch 32 | batch 1 | vs ONNX Runtime fp32 (batch 32 / batch 1) |")
-    print("|---|---|---|---|---|---|")
-    for name, r in rows:
+    print(f"\n{args.task} dev, {len(labels)} examples; {args.threads} threads; latency at {args.seq} tokens; "
+          f"medians of {args.rounds} interleaved rounds\n")
+    print(f"| engine | ISA cap | dev {key} | dev set | batch 32 | batch 1 | vs ONNX Runtime fp32 (batch 32 / 1) "
+          f"| vs ONNX Runtime int8 (batch 32 / 1) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, isa, r, _ in rows:
         vs = (f"x{base['b32_ms'] / r['b32_ms']:.2f} / x{base['b1_ms'] / r['b1_ms']:.2f}" if base else "")
-        print(f"| {name} | {100 * r['metrics'][key]:.2f} | {r['dev_s']:.2f} s | {r['b32_ms']:.1f} ms | "
-              f"{r['b1_ms']:.2f} ms | {vs} |")
+        vs8 = (f"x{base8['b32_ms'] / r['b32_ms']:.2f} / x{base8['b1_ms'] / r['b1_ms']:.2f}" if base8 else "")
+        print(f"| {name} | {isa} | {100 * r['metrics'][key]:.2f} | {r['dev_s']:.2f} s | {r['b32_ms']:.1f} ms | "
+              f"{r['b1_ms']:.2f} ms | {vs} | {vs8} |")
+    paths = {(n.split(",")[0], isa): r["path"] for n, isa, r, _ in rows if "path" in r}
+    print("\nheadprune's path per precision and cap (prune --version):")
+    for (n, isa), p in sorted(paths.items()):
+        print(f"- {n} under {isa}: {p}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump([{"engine": n, **{k: v for k, v in r.items() if k != "logits"}} for n, r in rows], f, indent=1)
+            json.dump([{"engine": n, "isa": isa, **{k: v for k, v in r.items() if k != "logits"}}
+                       for n, isa, r, _ in rows], f, indent=1)
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ int run_eval(const core::Config& cfg) {
                                   ? torch::Tensor()
                                   : eval::neuron_mask_tensor(masks.neurons);
 
-  eval::calibrate_int8(model, cfg, tok, mask, neuron_mask);
+  const int calibrated = eval::calibrate_int8(model, cfg, tok, mask, neuron_mask);
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
   bo.batch_size = cfg.eval.batch_size;
@@ -95,7 +95,7 @@ int run_eval(const core::Config& cfg) {
   j["tokens"] = r.tokens;
   j["padded_tokens"] = r.padded_tokens;
   j["precision"] = cfg.run.precision;
-  j["calibrated_examples"] = model.int8_calibrated() ? cfg.run.calibrate : 0;
+  j["calibrated_examples"] = calibrated;  // as many as the split held, not as many as asked
   j["runtime"] = core::runtime_summary();
   j["config"] = core::dump_yaml(cfg);
   core::write_file_atomic(out, j.dump(2) + "\n");

@@ -67,7 +67,7 @@ int run_infer(const core::Config& cfg) {
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
   model.set_precision(core::precision_setting(cfg.run.precision));
   auto tok = core::Tokenizer::from_model_dir(cfg.model.path);
-  eval::calibrate_int8(model, cfg, tok);  // int8: on data.task's train split
+  const int calibrated = eval::calibrate_int8(model, cfg, tok);  // int8: on data.task's train split
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
   bo.batch_size = cfg.infer.batch_size;
@@ -115,7 +115,7 @@ int run_infer(const core::Config& cfg) {
     core::TensorMap t{{"logits", logits}, {"lengths", lengths}};
     if (hidden.defined()) t["last_hidden"] = hidden;
     core::write_hdf5(out_path, t, {{"model", cfg.model.path}, {"input", cfg.infer.input}, {"precision", cfg.run.precision},
-                                 {"calibrated_examples", std::to_string(model.int8_calibrated() ? cfg.run.calibrate : 0)}});
+                                 {"calibrated_examples", std::to_string(calibrated)}});
   }
   core::log_info("infer", "wrote " + out_path + " (" + std::to_string(N) + " examples)");
   return 0;

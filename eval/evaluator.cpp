@@ -76,15 +76,15 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
   return r;
 }
 
-void calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Tokenizer& tok,
-                    const torch::Tensor& head_mask, const torch::Tensor& neuron_mask) {
+int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Tokenizer& tok,
+                   const torch::Tensor& head_mask, const torch::Tensor& neuron_mask) {
   const int n = cfg.run.calibrate;
-  if (n <= 0 || model.precision() != core::Precision::kInt8) return;
+  if (n <= 0 || model.precision() != core::Precision::kInt8) return 0;
   const core::TaskSpec& task = core::find_task(cfg.data.task);
   const auto splits = task.split_names();
   if (std::find(splits.begin(), splits.end(), "train") == splits.end()) {
     core::log_info("calibrate", task.name + " has no train split to calibrate on: int8 stays dynamic");
-    return;
+    return 0;
   }
   std::vector<core::Example> examples;
   try {
@@ -94,6 +94,11 @@ void calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Toke
                      task.name + "'s train split; pass --calibrate 0 for dynamic int8 without it)");
   }
   if (examples.size() > static_cast<size_t>(n)) examples.resize(static_cast<size_t>(n));
+  if (examples.size() < static_cast<size_t>(n))
+    core::log_warn("calibrate", "run.calibrate = " + std::to_string(n) + " but " + task.name + "'s train split holds " +
+                                    std::to_string(examples.size()) + " examples: calibrating on all " +
+                                    std::to_string(examples.size()) + " (pass --calibrate " +
+                                    std::to_string(examples.size()) + " or fewer to silence this)");
   const auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
   bo.pad_id = tok.pad_id();
@@ -113,6 +118,7 @@ void calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Toke
   core::log_info("calibrate", fmt::format("int8 calibrated on {} {} train examples in {:.1f} s (SmoothQuant, α 0.5)",
                                           examples.size(), task.name,
                                           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+  return static_cast<int>(examples.size());
 }
 
 }  // namespace hp::eval

@@ -39,8 +39,9 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
 
 // run.calibrate: when the model runs at int8 and run.calibrate = n > 0, calibrates its int8 products
 // (core::Bert::calibrate_int8) on the first n examples of data.task's train split (data.root, data.max_seq_len),
-// under the given masks, and logs one line. Otherwise nothing.
-void calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Tokenizer& tok,
+// under the given masks, and logs one line. Otherwise nothing. Returns how many examples it calibrated on (0 when
+// it did not): fewer than n when the split holds fewer, with a warning naming both counts.
+int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Tokenizer& tok,
                     const torch::Tensor& head_mask = {}, const torch::Tensor& neuron_mask = {});
 
 // Predictions from logits: argmax, or logits[:, 0] for regression. logits: [N, C].

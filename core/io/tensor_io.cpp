@@ -156,7 +156,7 @@ TensorMap read_torch_bin(const std::string& path) {
     // Pre-1.6 torch.save files are a bare pickle stream, which starts with the PROTO opcode 0x80.
     if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80) {
       fail(path, "legacy (pre-1.6) torch.save format, which headprune cannot read",
-           "re-save it with torch>=1.6: torch.save(torch.load(p), p), or convert it to safetensors");
+           "convert it without running its pickle: with torch>=1.13, safetensors.torch.save_file(torch.load(p, weights_only=True), 'model.safetensors') beside it (weights_only refuses code in the file; a plain torch.load would run it)");
     }
     fail(path, "not a torch.save zip archive (" + std::to_string(bytes.size()) + " bytes)",
          "the file is truncated or not a pytorch_model.bin; " + std::string(kCorruptFix));

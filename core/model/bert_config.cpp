@@ -233,6 +233,19 @@ BertConfig parse_bert_config(const std::string& text, const std::string& path) {
     throw CheckpointError(path + ": hidden_size " + std::to_string(c.hidden_size) +
                           " is not divisible by num_attention_heads " + std::to_string(c.num_attention_heads) +
                           "; fix config.json");
+  // Positions that cannot hold [CLS] a [SEP] are config.json's fault, whatever --max-seq-len asks for. RoBERTa's
+  // positions start after padding_idx (core/io/checkpoint.h, check_max_seq_len).
+  const int offset = arch_of(c.model_type).positions == Positions::kAfterPadding ? c.pad_token_id + 1 : 0;
+  if (c.max_position_embeddings - offset < 3)
+    throw CheckpointError(path + ": max_position_embeddings = " + std::to_string(c.max_position_embeddings) +
+                          " leaves " + std::to_string(std::max(c.max_position_embeddings - offset, 0)) +
+                          " usable positions" +
+                          (offset ? " (" + c.model_type + "'s positions start after padding_idx " +
+                                        std::to_string(c.pad_token_id) + ")"
+                                  : std::string()) +
+                          ", fewer than the shortest input's 3 ([CLS] a [SEP]); set it to at least " +
+                          std::to_string(offset + 3) + " in config.json (" +
+                          (offset ? "roberta-base has 514" : "bert-base has 512") + ")");
   for (const auto& [l, heads] : c.pruned_heads)
     for (int h : heads)
       if (l < 0 || l >= c.num_hidden_layers || h < 0 || h >= c.num_attention_heads)
