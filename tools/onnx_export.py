@@ -34,6 +34,12 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # no tools/__pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tools/, also when run by runpy.run_path
+from hf_private import use_private_hf_home  # noqa: E402
+
+use_private_hf_home()  # nothing left in ~/.cache/huggingface (a slimmed FFN loads through remote code)
+
 import h5py
 import numpy as np
 import torch

@@ -2,6 +2,7 @@
 #include "core/base/process.h"
 
 #include <cstdlib>
+#include <filesystem>
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -41,6 +42,15 @@ std::string python_reference(PythonRef which) {
   const char* home = std::getenv("HOME");
   const std::string dir = cache ? std::string(cache) : std::string(home ? home : "") + "/.cache/headprune";
   return dir + (v5 ? "/venv-v5/bin/python" : "/venv/bin/python");
+}
+
+std::string python_reference_incomplete(const std::string& python, PythonRef which) {
+  namespace fs = std::filesystem;
+  if (which != PythonRef::kTransformers5) return "";
+  const fs::path venv = fs::path(python).parent_path().parent_path();  // VENV/bin/python -> VENV
+  if (venv.filename() != "venv-v5" || fs::exists(venv / kVenvCompleteMarker)) return "";
+  return "the transformers 5 venv " + venv.string() + " is incomplete (no " + kVenvCompleteMarker +
+         ": scripts/setup.sh --v5 is still installing it, or was interrupted)";
 }
 
 std::string format_command(const std::vector<std::string>& argv) {

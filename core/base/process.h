@@ -18,6 +18,19 @@ int run_program(const std::vector<std::string>& argv, bool quiet = false);
 enum class PythonRef { kTransformers4, kTransformers5 };
 std::string python_reference(PythonRef which = PythonRef::kTransformers4);
 
+// The file scripts/setup_python.sh --v5 writes into its venv last, once torch, transformers and h5py import
+// there: a venv-v5 folder without it is still being installed, or its install was interrupted (#44).
+inline constexpr const char* kVenvCompleteMarker = ".headprune-complete";
+
+// Why the reference Python `python` of kind `which` is not ready to be run, or "" when it is (or is absent:
+// callers test that first). Only kTransformers5 at setup's place (a venv folder named venv-v5) can be found
+// incomplete: its bin/python exists without kVenvCompleteMarker beside bin/. One clause, naming the venv.
+std::string python_reference_incomplete(const std::string& python, PythonRef which);
+
+// The exit status of tools/hf_check.py (and the other reference scripts that say so) when its Python cannot
+// import what it needs (torch, transformers, h5py): the venv is broken, not the model.
+inline constexpr int kPythonCannotImport = 3;
+
 // `argv` as one line for messages, each argument single-quoted where it needs it (never executed).
 std::string format_command(const std::vector<std::string>& argv);
 

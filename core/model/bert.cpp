@@ -99,6 +99,8 @@ namespace {
 // the second smallest (to 0.4) on STS-B.
 constexpr double kSmoothAlpha = 0.5;
 
+}  // namespace
+
 // s_k = max|x_k|^α / max_n |w_nk|^(1−α); 1 where a channel gives no finite positive factor.
 torch::Tensor smoothing_factors(const torch::Tensor& w, const torch::Tensor& act_max) {
   const auto s =
@@ -106,7 +108,13 @@ torch::Tensor smoothing_factors(const torch::Tensor& w, const torch::Tensor& act
   return torch::where(torch::isfinite(s) & (s > 0), s, torch::ones_like(s)).contiguous();
 }
 
-}  // namespace
+const PackedLinear& Bert::inference_pack(int l, int which) const {
+  ensure_packs();
+  HP_CHECK(l >= 0 && l < static_cast<int>(packs_.size()) && which >= 0 && which < 4,
+           "inference_pack(" << l << ", " << which << ")");
+  const LayerPacks& p = packs_[l];
+  return which == 0 ? p.qkv : which == 1 ? p.o : which == 2 ? p.in : p.out;
+}
 
 PackedLinear Bert::pack_linear(const torch::Tensor& w, torch::Tensor& act_max) const {
   if (calibrating_) {

@@ -84,6 +84,11 @@ torch::Tensor head_activation_backward(const std::string& act, const torch::Tens
 // HF's additive attention mask: 0 where attended, float32 min where padded. mask: [B, S] → [B, 1, 1, S].
 torch::Tensor extended_attention_mask(const torch::Tensor& attention_mask);
 
+// SmoothQuant's per-input-channel factors of calibrated int8 for a weight w [N, K] from calibration's
+// act_max [K] (max |x_k| over the calibration examples): s_k = max|x_k|^α / max_n |w_nk|^(1−α), α = 0.5
+// (kSmoothAlpha in bert.cpp); 1 where a channel gives no finite positive factor. PackedLinear::pack takes them.
+torch::Tensor smoothing_factors(const torch::Tensor& w, const torch::Tensor& act_max);
+
 class Bert {
  public:
   // `params` are keyed by HF names without prefix (core/model/bert_keys.h); shapes must already be checked.
@@ -127,6 +132,12 @@ class Bert {
   // Kept across set_precision and weight changes; calibrating again replaces it.
   void calibrate_int8(const std::function<void()>& feed);
   bool int8_calibrated() const { return !act_max_.empty(); }
+  // What calibration recorded, for tests: per layer the max |input| per channel of qkv, o, in, out, then the
+  // pooler's (empty before calibrate_int8).
+  const std::vector<torch::Tensor>& int8_activation_max() const { return act_max_; }
+  // For tests: layer l's inference pack `which` (0 qkv, 1 o, 2 in, 3 out) as the next inference forward
+  // multiplies it (packed now from the current weights, precision and calibration where they changed).
+  const PackedLinear& inference_pack(int l, int which) const;
   void set_training(bool training) { training_ = training; }
   bool is_training() const { return training_; }
 

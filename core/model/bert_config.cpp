@@ -186,9 +186,12 @@ BertConfig parse_bert_config(const std::string& text, const std::string& path) {
     for (const auto& f : kIntFields) read_int_field(j, f, c, path);
     for (const auto& f : kRealFields) read_real_field(j, f, c, path);
     c.sinusoidal_pos_embds = get_or(j, "sinusoidal_pos_embds", false, path);
-    c.classifier_dropout = get_or(j, config_key(arch, "classifier_dropout"), -1.0, path);
-    if (c.classifier_dropout >= 1.0 || !std::isfinite(c.classifier_dropout))
-      throw CheckpointError(path + ": classifier_dropout = " + std::to_string(c.classifier_dropout) +
+    // Absent or null: -1, the head takes hidden_dropout_prob. A value given must lie in [0, 1), as for
+    // nn.Dropout (a negative one was taken for "unset" before, #44).
+    const char* cd_key = config_key(arch, "classifier_dropout");
+    c.classifier_dropout = get_or(j, cd_key, -1.0, path);
+    if (j.contains(cd_key) && !j[cd_key].is_null() && !(c.classifier_dropout >= 0 && c.classifier_dropout < 1))
+      throw CheckpointError(path + ": " + cd_key + " = " + j[cd_key].dump() +
                             " is outside [0, 1); fix config.json (null: use hidden_dropout_prob)");
     c.hidden_act = get_or<std::string>(j, config_key(arch, "hidden_act"), "gelu", path);
     if (!supported_activation(c.hidden_act))

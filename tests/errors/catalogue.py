@@ -256,6 +256,9 @@ add("cfg-eps-negative", "layer_norm_eps -1", config(layer_norm_eps=-1), 1,
     "error: $SCRATCH/model/config.json: layer_norm_eps = -1 is outside (0, 1); fix config.json")
 add("cfg-dropout-range", "hidden_dropout_prob 1.5", config(hidden_dropout_prob=1.5), 1,
     "error: $SCRATCH/model/config.json: hidden_dropout_prob = 1.5 is outside [0, 1); fix config.json")
+add("cfg-classifier-dropout-negative", "classifier_dropout -0.1 (was taken for null: hidden_dropout_prob)",
+    config(classifier_dropout=-0.1), 1, "error: $SCRATCH/model/config.json: classifier_dropout = -0.1 is outside "
+    "[0, 1); fix config.json (null: use hidden_dropout_prob)")
 add("cfg-fractional", "intermediate_size 37.5", config(intermediate_size=37.5), 1,
     "error: $SCRATCH/model/config.json: intermediate_size = 37.5 is not an integer; fix config.json")
 add("cfg-pad-id", "pad_token_id not below vocab_size", config(pad_token_id=98), 1,
@@ -661,6 +664,9 @@ def gated_train(*flags):
 add("train-target-flops-range", "prune train --target-flops 1.5 (a fraction to keep)", gated_train("--target-flops", "1.5"),
     2, "error: gates.target_flops = 1.5; use a fraction of the encoder to keep in (0, 1), e.g. 0.5, or 0 (off)",
     nothing_under("run"))
+add("train-warmup-ratio-range", "prune train --target-heads with gates.target_warmup_ratio 2 (the refused run left "
+    "its folder with config.resolved.yaml)", gated_train("--target-heads", "3", "--set", "gates.target_warmup_ratio=2"),
+    2, "error: gates.target_warmup_ratio = 2, must be in [0, 1]; use e.g. 0.5", nothing_under("run"))
 add("train-two-targets", "prune train --target-heads and --target-flops together",
     gated_train("--target-heads", "3", "--target-flops", "0.5"), 2,
     "error: more than one of gates.target_heads, target_flops and target_params is set; give one target",
@@ -837,6 +843,35 @@ add("run-out-disk-full", "a pruning run whose --out is on a full disk (left an e
                "prune.eval_split=mismatched", "--set", "train.train_split=matched"), 1, "error: $SCRATCH/run/state/config.yaml: cannot write $SCRATCH/run/state/config.yaml.tmp (No space left on "
     "device); free disk space or choose a writable folder",
     env=lambda s: {"HP_FAIL_OP": "write", "HP_FAIL_PREFIX": s + "/run"})
+
+
+def python_without_torch(s):
+    """$SCRATCH/python: a Python that runs but cannot import torch or h5py (the system one without its
+    site-packages), as bin/python of a venv whose pip install has not finished."""
+    with open(s + "/python", "w") as f:
+        f.write('#!/bin/sh\nexec /usr/bin/python3 -S "$@"\n')
+    os.chmod(s + "/python", 0o755)
+
+
+def verified_run(s):
+    """A small pruning run of the tiny model to its export and Hugging Face checks (stage 7)."""
+    python_without_torch(s)
+    return budget_run("--target-heads", "3", "--method", "taylor", "--criteria", "taylor", "--recover-steps", "0",
+                      "--set", "train.train_split=matched", "--set", "train.eval_split=mismatched", "--set",
+                      "prune.rank_split=matched", "--set", "prune.eval_split=mismatched", "--rank-examples", "12",
+                      "--schedule", "0,50,100", "--set", "prune.latency=false")(s)
+
+
+add("prune-hf5-broken", "a pruning run whose optional transformers 5 Python cannot import torch (a half-installed "
+    "venv-v5 failed stage 7 of every run; skipped since)", verified_run, 0, "",
+    warning="stage 7: the transformers 5 Python reference $SCRATCH/python cannot import what tools/hf_check.py "
+    "needs (the line above names the module); skipping its Hugging Face check; rerun `scripts/setup.sh --v5`",
+    env=lambda s: {"HP_PYTHON_V5": s + "/python"}, keeps_work=True)
+add("prune-hf4-broken", "a pruning run whose transformers 4 reference Python cannot import torch (was: \"Hugging "
+    "Face transformers does not reproduce the slimmed export\"; its finished stages are kept)", verified_run, 1,
+    "error: stage 7: the Python reference $SCRATCH/python cannot import what tools/hf_check.py needs (the line "
+    "above names the module); rerun scripts/setup.sh, or skip the Hugging Face checks with --set prune.verify=false",
+    env=lambda s: {"HP_PYTHON": s + "/python"}, keeps_work=True)
 
 OWNER = "pid 4242 on testhost, since 2026-01-01 00:00:00 UTC"
 HOLDERS = {}  # scratch folder -> the process holding its run's lock

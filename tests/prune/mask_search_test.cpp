@@ -246,6 +246,34 @@ TEST_CASE("mask tuning on the tiny model: fits improve, folded scales = scaled m
   CHECK(tuned < untuned);
 }
 
+TEST_CASE("mask tuning fits real tokens only: padded batches give the scales of the same examples unpadded",
+          "[prune][kwon][tuning]") {
+  // The golden batch's 4 examples (7, 15, 17 and 10 tokens) in one batch padded to 17, and one example per batch
+  // (no padding): the fit sums over real tokens, so the scales agree; padding rows, if they entered the fit,
+  // would add rows of their own (their hidden states are not zero) and move them (#44: a planted bug passed).
+  auto g = core::read_hdf5(test::kTinyBertH5);
+  const auto model = core::load_bert(test::kTinyBert);
+  const auto data = test::golden_dataset(g);
+  const auto padded = prune::make_rank_data(core::find_task("mnli"), data, 4, 0);
+  const auto single = prune::make_rank_data(core::find_task("mnli"), data, 1, 0);
+  REQUIRE(padded.batches.size() == 1);
+  REQUIRE(padded.batches[0].attention_mask.sum().item<long>() < padded.batches[0].attention_mask.numel());
+  const auto grads = prune::mask_gradients(model, single);
+  const auto keep = prune::rearrange(
+      prune::search_budget(prune::fisher_diagonal(grads.heads), prune::fisher_diagonal(grads.neurons), {40, 2}, 200),
+      grads);
+  for (bool cls_last_layer : {true, false}) {
+    INFO("cls_last_layer " << cls_last_layer);
+    prune::TuningOptions opts;
+    opts.cls_last_layer = cls_last_layer;
+    const auto a = prune::tune_masks(model, keep, padded, opts), b = prune::tune_masks(model, keep, single, opts);
+    CHECK((a.heads - b.heads).abs().max().item<double>() <= 1e-4);
+    CHECK((a.neurons - b.neurons).abs().max().item<double>() <= 1e-4);
+    // The fit moved the kept units' scales off 1, so a change would show.
+    CHECK((a.heads - prune::unit_scales(keep).heads).abs().max().item<double>() > 1e-2);
+  }
+}
+
 TEST_CASE("baselines: a unit's weight magnitude by hand, random scores from the seed", "[prune][kwon][search]") {
   const auto model = core::load_bert(test::kTinyBert);
   const auto m = prune::magnitude_importance(model);

@@ -109,6 +109,14 @@ TEST_CASE("every settings range check holds at its bounds, just inside and just 
       {"gates.zeta", "1", false},          {"gates.zeta", "1.000001", true},
       {"gates.lambda", "0", true},         {"gates.lambda", "-1e-9", false},
       {"gates.lr", "0", false},            {"gates.lr", "1e-9", true},
+      {"gates.target_warmup_ratio", "0", true}, {"gates.target_warmup_ratio", "-1e-9", false},
+      {"gates.target_warmup_ratio", "1", true}, {"gates.target_warmup_ratio", "1.000001", false},
+      {"gates.lagrangian_lr", "0", false}, {"gates.lagrangian_lr", "1e-9", true},
+      // Open fractions (0, 1) with 0 = off: both edges and just inside (#44: 1.0 accepted went unseen).
+      {"gates.target_flops", "0", true},   {"gates.target_flops", "-1e-9", false},
+      {"gates.target_flops", "1", false},  {"gates.target_flops", "0.999999", true},
+      {"gates.target_params", "0", true},  {"gates.target_params", "-1e-9", false},
+      {"gates.target_params", "1", false}, {"gates.target_params", "0.999999", true},
       {"prune.target_heads", "8", true},   {"prune.target_heads", "9", false},
       {"prune.rank_examples", "0", true},  {"prune.rank_examples", "-1", false},
       {"prune.rank_batch_size", "1", true}, {"prune.rank_batch_size", "0", false},
@@ -122,6 +130,8 @@ TEST_CASE("every settings range check holds at its bounds, just inside and just 
       {"prune.target_flops", "0", true},   {"prune.target_flops", "-1e-9", false},
       {"prune.target_flops", "1", false},  {"prune.target_flops", "0.999999", true},
       {"prune.target_params", "1", false}, {"prune.target_params", "1e-9", true},
+      {"prune.target_params", "0", true},  {"prune.target_params", "-1e-9", false},
+      {"prune.target_params", "0.999999", true},
       {"prune.target_latency", "0", true}, {"prune.target_latency", "-1e-9", false},
       {"prune.latency_batch", "1", true},  {"prune.latency_batch", "0", false},
       {"prune.latency_seq", "0", true},    {"prune.latency_seq", "-1", false},
@@ -170,6 +180,9 @@ TEST_CASE("every config.json range check holds at its bounds, just inside and ju
       {"hidden_dropout_prob", "1", false}, {"hidden_dropout_prob", "0.999999", true},
       {"attention_probs_dropout_prob", "0", true}, {"attention_probs_dropout_prob", "-1e-9", false},
       {"attention_probs_dropout_prob", "1", false}, {"attention_probs_dropout_prob", "0.999999", true},
+      {"classifier_dropout", "0", true},   {"classifier_dropout", "-1e-9", false},
+      {"classifier_dropout", "1", false},  {"classifier_dropout", "0.999999", true},
+      {"classifier_dropout", "null", true},  // unset: the head takes hidden_dropout_prob
   };
   for (const auto& e : edges) {
     INFO(e.key << " = " << e.value << (e.accepted ? " must be accepted" : " must be refused"));

@@ -11,6 +11,7 @@
 
 #include "core/io/checkpoint.h"
 #include "core/base/files.h"
+#include "core/base/process.h"
 #include "core/io/tensor_io.h"
 #include "eval/evaluator.h"
 #include "eval/flops.h"
@@ -127,6 +128,9 @@ TEST_CASE("transformers 5 loads the slimmed export, narrow and 0-width FFNs too,
   const std::string py = HP_REF_PYTHON_V5;
   if (!std::filesystem::exists(py))
     return hp::test::skip("no transformers 5 reference at " + py + " (scripts/setup_python.sh --v5 makes it, ~6 GB)");
+  // A venv that setup is still installing (or whose install was interrupted) is not one to test against.
+  if (const auto why = hp::core::python_reference_incomplete(py, hp::core::PythonRef::kTransformers5); !why.empty())
+    return hp::test::skip(why + "; rerun scripts/setup.sh --v5");
   auto g = hp::core::read_hdf5(kTinyBertH5);
   auto model = hp::core::load_bert(kTinyBert);
   torch::NoGradGuard no_grad;
