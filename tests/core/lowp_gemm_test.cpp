@@ -111,6 +111,21 @@ TEST_CASE("int8 activations: per-row range with zero inside it, against a hand c
   }
 }
 
+TEST_CASE("int8 activations: the zero point rounds half to even, on every path", "[core][lowp]") {
+  // Each row spans 15.9375 = 255/16, so s = 1/16 exactly and −lo/s is exact: 2.5 (a tie: 2, not 3), 3.5 (a tie:
+  // 4, not 3) and 37.7 (38, not 37). Truncation, floor or adding 0.5 before the cast each change a code.
+  const auto x = torch::tensor(std::vector<float>{-0.15625f, 15.78125f, -0.21875f, 15.71875f, -2.35625f, 13.58125f})
+                     .view({3, 2});
+  for (isa::Level path : isa::vector_paths()) {
+    isa::ScopedCap cap(path);
+    INFO("path " << isa::name(path));
+    const RowQuant r = quantize_rows(x);
+    CHECK(r.zero == std::vector<int32_t>{2, 4, 38});
+    CHECK(r.q == std::vector<uint8_t>{0, 254, 0, 255, 0, 255});  // 252.5 → 252 + 2; 251.5 → 252 + 4, clamped
+    for (float sc : r.scale) CHECK(sc == 0.0625f);
+  }
+}
+
 TEST_CASE("every quantisation path agrees with the portable one: codes within one step, scales and outputs",
           "[core][lowp]") {
   torch::manual_seed(3);
