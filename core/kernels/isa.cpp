@@ -1,8 +1,11 @@
 // cpuid and HEADPRUNE_MAX_ISA (see core/kernels/isa.h).
 #include "core/kernels/isa.h"
 
+#include <cpuid.h>
+
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 
 #include "core/base/errors.h"  // ConfigError
@@ -14,23 +17,51 @@ namespace {
 constexpr std::array<const char*, 7> kNames = {"scalar",      "avx2",        "avx_vnni", "avx512",
                                                "avx512_vnni", "avx512_bf16", "amx"};
 
+// The CPU's features from cpuid itself (GCC's and clang's __builtin_cpu_supports know different subsets of
+// these names), each instruction set counted only when the OS saves its registers (XCR0).
+struct Features {
+  bool avx2 = false, avx512 = false, avx_vnni = false, avx512_vnni = false, avx512_bf16 = false, amx = false;
+};
+
+uint64_t xcr0() {
+  uint32_t lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+Features read_features() {
+  Features f;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(1, 0, &a, &b, &c, &d)) return f;
+  const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28), f16c = c & (1u << 29);
+  if (!osxsave || !avx) return f;
+  const uint64_t xcr = xcr0();
+  const bool ymm_state = (xcr & 0x6) == 0x6, zmm_state = (xcr & 0xE6) == 0xE6, tile_state = (xcr & 0x60000) == 0x60000;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
+  const uint32_t b7 = b, c7 = c, d7 = d;
+  unsigned a71 = 0;
+  if (a >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) a71 = a;
+  f.avx2 = ymm_state && fma && f16c && (b7 & (1u << 5));
+  // AVX-512 F, DQ, BW, VL (oneDNN's avx512_core).
+  f.avx512 = f.avx2 && zmm_state && (b7 & (1u << 16)) && (b7 & (1u << 17)) && (b7 & (1u << 30)) && (b7 & (1u << 31));
+  f.avx_vnni = f.avx2 && (a71 & (1u << 4));
+  f.avx512_vnni = f.avx512 && (c7 & (1u << 11));
+  f.avx512_bf16 = f.avx512_vnni && (a71 & (1u << 5));
+  // AMX-BF16, AMX-TILE, AMX-INT8, and the OS saving the tile state.
+  f.amx = f.avx512_bf16 && tile_state && (d7 & (1u << 22)) && (d7 & (1u << 24)) && (d7 & (1u << 25));
+  return f;
+}
+
 bool cpu_has_uncached(Level l) {
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  static const Features f = read_features();
   switch (l) {
     case Level::kScalar: return true;
-    case Level::kAvx2: return avx2;
-    case Level::kAvxVnni: return avx2 && __builtin_cpu_supports("avxvnni");
-    case Level::kAvx512: return avx512;
-    case Level::kAvx512Vnni: return avx512 && __builtin_cpu_supports("avx512vnni");
-    case Level::kAvx512Bf16:
-      return avx512 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
-    case Level::kAmx:
-      return avx512 && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16") &&
-             __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8") &&
-             __builtin_cpu_supports("amx-bf16");
+    case Level::kAvx2: return f.avx2;
+    case Level::kAvxVnni: return f.avx_vnni;
+    case Level::kAvx512: return f.avx512;
+    case Level::kAvx512Vnni: return f.avx512_vnni;
+    case Level::kAvx512Bf16: return f.avx512_bf16;
+    case Level::kAmx: return f.amx;
   }
   return false;
 }

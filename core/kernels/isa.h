@@ -24,8 +24,8 @@ bool parse(const std::string& text, Level* out);
 // "scalar, avx2, avx_vnni, avx512, avx512_vnni, avx512_bf16, amx": for error messages.
 std::string all_names();
 
-// The CPU has every instruction of the level (cpuid through __builtin_cpu_supports; AMX also needs
-// the kernel's permission for the tile state, which oneDNN asks for itself):
+// The CPU has every instruction of the level (cpuid, and XCR0 saying the OS saves the level's registers; AMX
+// also needs the kernel's permission for the tile data, which oneDNN asks for itself):
 //   avx2: AVX2, FMA, F16C;  avx_vnni: + AVX-VNNI;  avx512: + AVX-512 F, BW, DQ, VL;  avx512_vnni: + VNNI;
 //   avx512_bf16: + AVX512_BF16;  amx: + AMX-TILE, AMX-INT8, AMX-BF16.
 bool cpu_has(Level l);

@@ -258,7 +258,7 @@ void PackedLinear::record(const torch::Tensor& x) const {
 }
 
 torch::Tensor PackedLinear::linear(const torch::Tensor& x, const torch::Tensor& b) const {
-  if (precision_ == Precision::kFp32) {
+  if (precision_ == Precision::kFp32 || (precision_ == Precision::kBf16 && !primitive_)) {  // bf16 run as fp32 too
     record(x);  // (the other precisions record in apply)
     return linear_no_grad(x, w_, b);
   }

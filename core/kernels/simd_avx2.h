@@ -1,7 +1,7 @@
 // AVX2 + FMA helpers shared by the hand-written kernels' AVX2 paths (the 256-bit twins of
 // core/kernels/simd_avx512.h). Include only from .cpp files: every function carries the target attribute, so
-// those files build with the project's portable flags, and callers enter them only after use_avx2()
-// (core/kernels/isa.h: the float32 passes' path is AVX2).
+// those files build with the project's portable flags, and callers enter them only when isa::vector_path()
+// (core/kernels/isa.h) says the float32 passes' path is AVX2.
 #pragma once
 
 #include <immintrin.h>
@@ -13,9 +13,6 @@
 #define HP_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace hp::core::simd {
-
-// Whether an AVX2 routine may run: the float32 passes' path is AVX2 (no AVX-512, or capped below it).
-inline bool use_avx2() { return isa::vector_path() == isa::Level::kAvx2; }
 
 // A lane mask of the first n of 8 lanes (all for n ≥ 8, none for n ≤ 0), for _mm256_maskload/maskstore.
 HP_AVX2 inline __m256i lanes8(long n) {
@@ -70,33 +67,8 @@ HP_AVX2 inline float reduce_min(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// exp(x), the same Cephes polynomial as simd_avx512.h's exp_ps (relative error ~1e-7); 0 below −87.3, NaN
-// stays NaN. 2^n is built in the exponent bits (n in [−126, 128] after the clamp).
-HP_AVX2 inline __m256 exp_ps(__m256 x) {
-  const __m256 zero = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ);
-  x = _mm256_min_ps(_mm256_set1_ps(88.7f), _mm256_max_ps(_mm256_set1_ps(-87.3f), x));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  // p · 2^n in two steps (2^(n/2) twice), so n = 128 (x near 88.7) does not overflow the exponent field.
-  const __m256i ni = _mm256_cvtps_epi32(n);
-  const __m256i half = _mm256_srai_epi32(ni, 1);
-  const __m256 a = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, _mm256_set1_epi32(127)), 23));
-  const __m256 b =
-      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(ni, half), _mm256_set1_epi32(127)), 23));
-  return _mm256_andnot_ps(zero, _mm256_mul_ps(_mm256_mul_ps(p, a), b));
-}
-
-// exp(x) for x ≤ 0 (or NaN, which stays NaN): softmax's x − max and GELU's −u². The same polynomial as
-// exp_ps (relative error ~1.2e-7), and 0 below −87.3, but n = round(x·log2 e) ∈ [−126, 0] comes from the
+// exp(x) for x ≤ 0 (or NaN, which stays NaN): softmax's x − max and GELU's −u². The same Cephes polynomial as
+// simd_avx512.h's exp_ps (relative error ~1.2e-7), and 0 below −87.3, but n = round(x·log2 e) ∈ [−126, 0] comes from the
 // magic-number addition t = x·log2 e + 1.5·2^23 + 127, whose low bits are n + 127: 2^n is t's bits shifted
 // left by 23, with no rounding instruction, conversion or two-step scale (~20% faster GELU on Zen).
 // Not for x > 0 (2^n would overflow the exponent field).

@@ -276,7 +276,9 @@ TEST_CASE("bf16 linears: within bf16's rounding bound where native, float32 itse
       CHECK(err.max().item<double>() > 1e-4);  // bf16, not the float32 product
     } else {
       CHECK_THAT(hp::core::precision_backend(Precision::kBf16), Catch::Contains("runs as fp32"));
-      CHECK(torch::allclose(y, fp32, 1e-6, 1e-6));
+      // float32 itself: the same product up to float32 summation order (K · u ≈ 6e-6 of Σ|x||w|).
+      const auto abs_product = x.abs().to(torch::kDouble).matmul(w.abs().to(torch::kDouble).t());
+      CHECK(((y - fp32).abs().to(torch::kDouble) <= 1e-5 * abs_product).all().item<bool>());
     }
     auto init = torch::randn({33, 40});
     auto acc = init.clone();
