@@ -123,7 +123,7 @@ def headprune_paths(args, precision, isa):
     """The line `prune --version` prints for the precision under the cap (its path and why)."""
     out = subprocess.run([args.prune, "--version"], check=True, capture_output=True, text=True,
                          env=headprune_env(isa)).stdout
-    m = re.search(precision + r": ([^|]+)", out)
+    m = re.search((r"GEMM " if precision == "fp32" else precision + r": ") + r"([^|]+)", out)
     return m.group(1).strip() if m else ""
 
 
@@ -170,15 +170,18 @@ def ort_forward(path, threads):
 
 
 def onnx_files(args, model, tmp):
-    """model.onnx through headprune's export (checked in ONNX Runtime), and its dynamic int8 quantisation."""
+    """model.onnx and headprune's int8 graph model.int8.onnx (weights ±63) through `prune export --int8` (both
+    checked in ONNX Runtime; --onnx alone with --latency-only), and ONNX Runtime's own dynamic int8
+    quantisation of model.onnx."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
     out = os.path.join(tmp, os.path.basename(os.path.normpath(model)))
-    subprocess.run([args.prune, "export", "--model", model, "--to", out, "--onnx", "--threads", str(args.threads)],
+    what = ["--onnx"] if args.latency_only else ["--int8", "--task", args.task]
+    subprocess.run([args.prune, "export", "--model", model, "--to", out, "--threads", str(args.threads)] + what,
                    check=True, capture_output=True, text=True)
     fp32 = os.path.join(out, "model.onnx")
-    int8 = os.path.join(out, "model.int8.onnx")
-    quantize_dynamic(fp32, int8, per_channel=True, weight_type=QuantType.QInt8)
-    return fp32, int8
+    ort_int8 = os.path.join(tmp, os.path.basename(os.path.normpath(model)) + ".ort_dynamic.onnx")
+    quantize_dynamic(fp32, ort_int8, per_channel=True, weight_type=QuantType.QInt8)
+    return fp32, ort_int8, None if args.latency_only else os.path.join(out, "model.int8.onnx")
 
 
 def torch_dynamic_int8(model_dir):
@@ -234,10 +237,15 @@ def main():
     ap.add_argument("--scalar", action="store_true", help="also the scalar path (slow)")
     ap.add_argument("--precisions", default="fp32,bf16,int8")
     ap.add_argument("--skip", default="", help="comma-separated engines to leave out: torch,ct2,ort")
+    ap.add_argument("--latency-only", action="store_true", help="no dev-set runs: the latency columns alone")
     ap.add_argument("--json")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     skip = set(filter(None, args.skip.split(",")))
+    if args.latency_only:  # the dev-set columns stay empty
+        globals()["headprune_eval"] = lambda a, m, p, t, i: {"metrics": {}, "dev_s": float("nan"),
+                                                               "path": headprune_paths(a, p, i)}
+        globals()["python_eval"] = lambda *_: {"metrics": {}, "dev_s": float("nan")}
     levels, version = cpu_isas(args.prune)
     isas = args.isa.split(",") if args.isa else [lv for lv in levels if lv != "scalar" or args.scalar]
     print(version.strip(), flush=True)
@@ -259,8 +267,11 @@ def main():
                                  lambda m=model, p=precision, i=isa: headprune_latency(args, m, p, args.task, i)))
                     print(rows[-1][0], isa, r, flush=True)
             if "ort" not in skip:
-                fp32, int8 = onnx_files(args, model, tmp)
-                for label, path in (("fp32", fp32), ("int8 (quantize_dynamic, per channel)", int8)):
+                fp32, int8, hp_int8 = onnx_files(args, model, tmp)
+                for label, path in (("fp32", fp32), ("int8 (quantize_dynamic, per channel)", int8),
+                                    ("int8 of headprune's export (model.int8.onnx, weights ±63)", hp_int8)):
+                    if path is None:
+                        continue
                     fwd = ort_forward(path, args.threads)
                     r = python_eval(fwd, encoded, labels, regression, n_out)
                     rows.append((f"ONNX Runtime {label}, {name}", "-", r,
@@ -291,7 +302,8 @@ def main():
             r["b32_ms"] = statistics.median(b32 for _, b32 in lat[i])
 
     base = next(r for n, _, r, _ in rows if n.startswith("ONNX Runtime fp32, unpruned")) if "ort" not in skip else None
-    base8 = next((r for n, _, r, _ in rows if n.startswith("ONNX Runtime int8") and n.endswith("unpruned")), None)
+    base8 = next((r for n, _, r, _ in rows if n.startswith("ONNX Runtime int8 (quantize_dynamic")
+                  and n.endswith("unpruned")), None)
     key = "spearman" if regression else "accuracy"
     print(f"\n{args.task} dev, {len(labels)} examples; {args.threads} threads; latency at {args.seq} tokens; "
           f"medians of {args.rounds} interleaved rounds\n")
@@ -301,7 +313,8 @@ def main():
     for name, isa, r, _ in rows:
         vs = (f"x{base['b32_ms'] / r['b32_ms']:.2f} / x{base['b1_ms'] / r['b1_ms']:.2f}" if base else "")
         vs8 = (f"x{base8['b32_ms'] / r['b32_ms']:.2f} / x{base8['b1_ms'] / r['b1_ms']:.2f}" if base8 else "")
-        print(f"| {name} | {isa} | {100 * r['metrics'][key]:.2f} | {r['dev_s']:.2f} s | {r['b32_ms']:.1f} ms | "
+        dev = f"{100 * r['metrics'][key]:.2f}" if key in r["metrics"] else "-"
+        print(f"| {name} | {isa} | {dev} | {r['dev_s']:.2f} s | {r['b32_ms']:.1f} ms | "
               f"{r['b1_ms']:.2f} ms | {vs} | {vs8} |")
     paths = {(n.split(",")[0], isa): r["path"] for n, isa, r, _ in rows if "path" in r}
     print("\nheadprune's path per precision and cap (prune --version):")
