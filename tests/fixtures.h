@@ -2,8 +2,10 @@
 // tests/CMakeLists.txt) is spelled here once. tests/golden/README.md describes the goldens and their models.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace hp::test {
 
@@ -37,6 +39,14 @@ inline const std::string kSharedVocab = kSourceDir + "/../shared/vocab";
 // A scratch folder for one test's files, inside this build tree (HP_BINARY_DIR/test_tmp/NAME; its parent is
 // created): checkouts and builds on one machine never share one, and a cached fixture (a pruning run that
 // several tests read) cannot come from another checkout's sources.
+// The names in a folder (not its subfolders' contents), sorted: what a test expects a command to leave there.
+inline std::vector<std::string> file_names(const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 inline std::filesystem::path scratch_dir(const std::string& name) {
   const auto root = std::filesystem::path(HP_BINARY_DIR) / "test_tmp";
   std::filesystem::create_directories(root);

@@ -19,6 +19,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using hp::test::file_names;
 using hp::test::kTinyBert;
 using hp::test::run_command;
 using hp::test::run_prune;
@@ -32,12 +33,6 @@ std::map<std::string, std::string> snapshot(const fs::path& dir) {
   return out;
 }
 
-std::vector<std::string> names(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // An executable script at `path` with `text`.
 void script(const fs::path& path, const std::string& text) {
@@ -70,8 +65,8 @@ TEST_CASE("prune export over an earlier export replaces it whole: no stale token
   CHECK(!fs::exists(root / "out" / "tokenizer.json"));
   r = run_prune("export --model " + kTinyBert + " --to " + (root / "fresh").string());
   REQUIRE(r.code == 0);
-  CHECK(names(root / "out") == names(root / "fresh"));  // exactly one export's files
-  CHECK(names(root) == std::vector<std::string>{"fresh", "other", "out"});
+  CHECK(file_names(root / "out") == file_names(root / "fresh"));  // exactly one export's files
+  CHECK(file_names(root) == std::vector<std::string>{"fresh", "other", "out"});
 }
 
 TEST_CASE("prune export refuses a folder that holds files of no export, and changes nothing in it", "[cli][export]") {
@@ -140,7 +135,7 @@ TEST_CASE("prune export --int8: a failed check leaves nothing, a passing one wri
                                        "predictions (need 99.5%), max |logit difference| "));
   CHECK_THAT(r.output, Catch::Contains("; export without --int8 (model.onnx alone), or compare headprune's int8 on "
                                        "your data with `prune eval --precision int8 --calibrate 0`"));
-  CHECK(names(root) == std::vector<std::string>{"python"});  // no out/, no temporary folder
+  CHECK(file_names(root) == std::vector<std::string>{"python"});  // no out/, no temporary folder
 
   r = run_prune(int8_args(out));
   REQUIRE(r.code == 0);

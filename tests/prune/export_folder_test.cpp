@@ -18,6 +18,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using hp::test::file_names;
 
 void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
@@ -29,12 +30,6 @@ std::vector<std::string> leftovers(const fs::path& parent, const std::string& na
   return out;
 }
 
-std::vector<std::string> listing(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 }  // namespace
 
@@ -49,7 +44,7 @@ TEST_CASE("StagedFolder: the content appears at the target whole at commit, not 
     CHECK(!fs::exists(target));
     folder.commit();
   }
-  CHECK(listing(target) == std::vector<std::string>{"config.json"});
+  CHECK(file_names(target) == std::vector<std::string>{"config.json"});
   CHECK(leftovers(target.parent_path(), "out").empty());
 }
 
@@ -65,7 +60,7 @@ TEST_CASE("StagedFolder: an earlier folder is replaced whole, no file of it left
   write(fs::path(folder.path()) / "config.json", "new\n");
   CHECK(hp::core::read_file((target / "config.json").string()) == "old\n");  // untouched until commit
   folder.commit();
-  CHECK(listing(target) == std::vector<std::string>{"config.json", "vocab.json"});
+  CHECK(file_names(target) == std::vector<std::string>{"config.json", "vocab.json"});
   CHECK(hp::core::read_file((target / "config.json").string()) == "new\n");
   CHECK(leftovers(root, "out").empty());
 }
@@ -86,12 +81,12 @@ TEST_CASE("StagedFolder: a failure before commit leaves the target as it was, no
     }
     CHECK(leftovers(root, "kept").empty());
   }
-  CHECK(listing(root) == std::vector<std::string>{"kept"});  // new/deeper were made for it and removed again
+  CHECK(file_names(root) == std::vector<std::string>{"kept"});  // new/deeper were made for it and removed again
   CHECK(hp::core::read_file((root / "kept" / "config.json").string()) == "earlier\n");
   // A file where the folder belongs is refused before anything is written.
   write(root / "file", "x");
   CHECK_THROWS_AS(hp::core::StagedFolder((root / "file").string()), hp::InputError);
-  CHECK(listing(root) == std::vector<std::string>{"file", "kept"});
+  CHECK(file_names(root) == std::vector<std::string>{"file", "kept"});
 }
 
 TEST_CASE("a failed int8 ONNX check leaves no model.int8.onnx and no check file, and says which criterion failed",
@@ -110,7 +105,7 @@ TEST_CASE("a failed int8 ONNX check leaves no model.int8.onnx and no check file,
   } catch (const hp::InputError& e) {
     return hp::test::skip(std::string("the ONNX check: ") + e.what());
   }
-  const auto before = listing(dir);
+  const auto before = file_names(dir);
   std::string message;
   try {
     hp::prune::export_onnx_int8(model, dir.string(), hp::core::find_task("mnli_subset"), data,
@@ -124,6 +119,6 @@ TEST_CASE("a failed int8 ONNX check leaves no model.int8.onnx and no check file,
   CHECK_THAT(message, Catch::Contains("% the same predictions (need 101%)"));
   CHECK_THAT(message, Catch::EndsWith("; export without --int8 (model.onnx alone), or compare headprune's int8 on "
                                       "your data with `prune eval --precision int8 --calibrate 0`"));
-  CHECK(listing(dir) == before);  // model.int8.onnx, onnx_int8_check.h5 and onnx_int8_logits.h5 all gone
+  CHECK(file_names(dir) == before);  // model.int8.onnx, onnx_int8_check.h5 and onnx_int8_logits.h5 all gone
   CHECK(fs::exists(dir / "model.onnx"));
 }
