@@ -164,6 +164,67 @@ void check_ffn_widths(const BertConfig& c, const std::string& path) {
                             std::to_string(c.intermediate_size) + " (intermediate_size); fix config.json");
 }
 
+// id2label / num_labels, and what an export records of its shape: pruned_heads and intermediate_sizes.
+void read_labels_and_layout(const json& j, BertConfig& c, const std::string& path) {
+  if (j.contains("id2label") && j["id2label"].is_object()) {
+    c.id2label.resize(j["id2label"].size());
+    for (auto& [k, v] : j["id2label"].items()) {
+      const long idx = integer_key(k);
+      if (idx < 0 || idx >= static_cast<long>(c.id2label.size()))
+        throw CheckpointError(path + ": id2label has id '" + k + "'; use the ids 0.." +
+                              std::to_string(c.id2label.size() - 1));
+      c.id2label[static_cast<size_t>(idx)] = v.get<std::string>();
+    }
+    c.num_labels = static_cast<int>(c.id2label.size());
+  }
+  c.num_labels = get_or(j, "num_labels", c.num_labels, path);
+  if (c.num_labels < 1 || c.num_labels > 1'000'000)
+    throw CheckpointError(path + ": num_labels = " + std::to_string(c.num_labels) +
+                          " is outside 1..1000000; fix config.json");
+  if (j.contains("pruned_heads") && j["pruned_heads"].is_object())
+    for (auto& [k, v] : j["pruned_heads"].items()) {
+      const long layer = integer_key(k);
+      if (layer < 0)
+        throw CheckpointError(path + ": pruned_heads key '" + k + "' is not a layer number; fix config.json");
+      auto heads = v.get<std::vector<int>>();
+      std::sort(heads.begin(), heads.end());
+      c.pruned_heads[static_cast<int>(layer)] = heads;
+    }
+  if (j.contains("intermediate_sizes") && !j["intermediate_sizes"].is_null())
+    c.intermediate_sizes = j["intermediate_sizes"].get<std::vector<int>>();
+}
+
+// The checks across keys, once every key is read.
+void check_consistency(const BertConfig& c, const std::string& path) {
+  if (c.pad_token_id >= c.vocab_size)
+    throw CheckpointError(path + ": pad_token_id " + std::to_string(c.pad_token_id) + " is not below vocab_size " +
+                          std::to_string(c.vocab_size) + "; fix config.json");
+  if (c.num_attention_heads <= 0 || c.hidden_size % c.num_attention_heads != 0)
+    throw CheckpointError(path + ": hidden_size " + std::to_string(c.hidden_size) +
+                          " is not divisible by num_attention_heads " + std::to_string(c.num_attention_heads) +
+                          "; fix config.json");
+  // Positions that cannot hold [CLS] a [SEP] are config.json's fault, whatever --max-seq-len asks for. RoBERTa's
+  // positions start after padding_idx (core/io/checkpoint.h, check_max_seq_len).
+  const int offset = arch_of(c.model_type).positions == Positions::kAfterPadding ? c.pad_token_id + 1 : 0;
+  if (c.max_position_embeddings - offset < 3)
+    throw CheckpointError(path + ": max_position_embeddings = " + std::to_string(c.max_position_embeddings) +
+                          " leaves " + std::to_string(std::max(c.max_position_embeddings - offset, 0)) +
+                          " usable positions" +
+                          (offset ? " (" + c.model_type + "'s positions start after padding_idx " +
+                                        std::to_string(c.pad_token_id) + ")"
+                                  : std::string()) +
+                          ", fewer than the shortest input's 3 ([CLS] a [SEP]); set it to at least " +
+                          std::to_string(offset + 3) + " in config.json (" +
+                          (offset ? "roberta-base has 514" : "bert-base has 512") + ")");
+  for (const auto& [l, heads] : c.pruned_heads)
+    for (int h : heads)
+      if (l < 0 || l >= c.num_hidden_layers || h < 0 || h >= c.num_attention_heads)
+        throw CheckpointError(path + ": pruned_heads names layer " + std::to_string(l) + " head " + std::to_string(h) +
+                              ", outside the model's " + std::to_string(c.num_hidden_layers) + " x " +
+                              std::to_string(c.num_attention_heads) + " heads; fix config.json");
+  check_ffn_widths(c, path);
+}
+
 }  // namespace
 
 BertConfig parse_bert_config(const std::string& text, const std::string& path) {
@@ -199,63 +260,12 @@ BertConfig parse_bert_config(const std::string& text, const std::string& path) {
     std::string pos = get_or<std::string>(j, "position_embedding_type", "absolute", path);
     if (pos != "absolute")
       throw CheckpointError(path + ": position_embedding_type '" + pos + "' is not supported; only \"absolute\"");
-    if (j.contains("id2label") && j["id2label"].is_object()) {
-      c.id2label.resize(j["id2label"].size());
-      for (auto& [k, v] : j["id2label"].items()) {
-        const long idx = integer_key(k);
-        if (idx < 0 || idx >= static_cast<long>(c.id2label.size()))
-          throw CheckpointError(path + ": id2label has id '" + k + "'; use the ids 0.." +
-                                std::to_string(c.id2label.size() - 1));
-        c.id2label[static_cast<size_t>(idx)] = v.get<std::string>();
-      }
-      c.num_labels = static_cast<int>(c.id2label.size());
-    }
-    c.num_labels = get_or(j, "num_labels", c.num_labels, path);
-    if (c.num_labels < 1 || c.num_labels > 1'000'000)
-      throw CheckpointError(path + ": num_labels = " + std::to_string(c.num_labels) +
-                            " is outside 1..1000000; fix config.json");
-    if (j.contains("pruned_heads") && j["pruned_heads"].is_object())
-      for (auto& [k, v] : j["pruned_heads"].items()) {
-        const long layer = integer_key(k);
-        if (layer < 0)
-          throw CheckpointError(path + ": pruned_heads key '" + k + "' is not a layer number; fix config.json");
-        auto heads = v.get<std::vector<int>>();
-        std::sort(heads.begin(), heads.end());
-        c.pruned_heads[static_cast<int>(layer)] = heads;
-      }
-    if (j.contains("intermediate_sizes") && !j["intermediate_sizes"].is_null())
-      c.intermediate_sizes = j["intermediate_sizes"].get<std::vector<int>>();
+    read_labels_and_layout(j, c, path);
   } catch (const json::exception& e) {
     throw CheckpointError(path + ": a key has the wrong type (" + std::string(e.what()) +
                           "); compare with HF BertConfig");
   }
-  if (c.pad_token_id >= c.vocab_size)
-    throw CheckpointError(path + ": pad_token_id " + std::to_string(c.pad_token_id) + " is not below vocab_size " +
-                          std::to_string(c.vocab_size) + "; fix config.json");
-  if (c.num_attention_heads <= 0 || c.hidden_size % c.num_attention_heads != 0)
-    throw CheckpointError(path + ": hidden_size " + std::to_string(c.hidden_size) +
-                          " is not divisible by num_attention_heads " + std::to_string(c.num_attention_heads) +
-                          "; fix config.json");
-  // Positions that cannot hold [CLS] a [SEP] are config.json's fault, whatever --max-seq-len asks for. RoBERTa's
-  // positions start after padding_idx (core/io/checkpoint.h, check_max_seq_len).
-  const int offset = arch_of(c.model_type).positions == Positions::kAfterPadding ? c.pad_token_id + 1 : 0;
-  if (c.max_position_embeddings - offset < 3)
-    throw CheckpointError(path + ": max_position_embeddings = " + std::to_string(c.max_position_embeddings) +
-                          " leaves " + std::to_string(std::max(c.max_position_embeddings - offset, 0)) +
-                          " usable positions" +
-                          (offset ? " (" + c.model_type + "'s positions start after padding_idx " +
-                                        std::to_string(c.pad_token_id) + ")"
-                                  : std::string()) +
-                          ", fewer than the shortest input's 3 ([CLS] a [SEP]); set it to at least " +
-                          std::to_string(offset + 3) + " in config.json (" +
-                          (offset ? "roberta-base has 514" : "bert-base has 512") + ")");
-  for (const auto& [l, heads] : c.pruned_heads)
-    for (int h : heads)
-      if (l < 0 || l >= c.num_hidden_layers || h < 0 || h >= c.num_attention_heads)
-        throw CheckpointError(path + ": pruned_heads names layer " + std::to_string(l) + " head " + std::to_string(h) +
-                              ", outside the model's " + std::to_string(c.num_hidden_layers) + " x " +
-                              std::to_string(c.num_attention_heads) + " heads; fix config.json");
-  check_ffn_widths(c, path);
+  check_consistency(c, path);
   return c;
 }
 
