@@ -77,6 +77,13 @@ void Optimizer::set_step(long step) {
 void Optimizer::zero_grad() { adamw_->zero_grad(); }
 
 double Optimizer::step() {
+  // A parameter the loss did not reach this step (the layer-distillation map when no layer matched) steps with a
+  // zero gradient, as it does after any earlier step (zero_grad keeps zeros) and in a data-parallel run (the
+  // all-reduce fills every gradient). Skipping it only when no step gave it a gradient yet made the first step
+  // after a resume differ from the uninterrupted run's (#44 item 9).
+  for (auto& group : adamw_->param_groups())
+    for (auto& p : group.params())
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
   double norm = 0;
   if (!clip_params_.empty()) {
     if (cfg_.grad_clip > 0) norm = torch::nn::utils::clip_grad_norm_(clip_params_, cfg_.grad_clip);

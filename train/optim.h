@@ -43,7 +43,8 @@ class Optimizer {
   double lr() const { return lr_; }
   void zero_grad();
   // Clips the model parameters' global gradient norm to cfg.grad_clip (0 = off; the gate parameters
-  // are not clipped) and takes one AdamW step. Returns the norm before clipping.
+  // are not clipped) and takes one AdamW step, in which a parameter without a gradient steps as with a zero one
+  // (so a resumed run steps as the uninterrupted one). Returns the norm before clipping.
   double step();
 
   // Names of the model parameters in `group` (for tests and logs).

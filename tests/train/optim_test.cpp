@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
+#include <map>
 
 #include "core/io/checkpoint.h"  // load_bert
 #include "fixtures.h"
@@ -97,4 +99,44 @@ TEST_CASE("gradient clipping bounds the global L2 norm and reports the norm befo
   CHECK(hp::train::grad_norm({a, b}) == Approx(1.0).epsilon(1e-6));
   CHECK(a.grad()[0].item<float>() == Approx(0.6).epsilon(1e-6));
   CHECK(b.grad()[0].item<float>() == Approx(0.8).epsilon(1e-6));
+}
+
+TEST_CASE("a step in which a parameter gets no gradient is the same after a resume as without one", "[train]") {
+  // Two parameters; the second gets no gradient in step 2 (no path from the loss, like the layer-distillation map
+  // in a step where no layer matched). The optimizer that ran step 1 and one loaded from its saved state must
+  // take the same step 2 (#44 item 9: a resumed gates run left the map behind by one step).
+  hp::core::TrainConfig cfg;
+  cfg.lr_peak = 0.1;
+  cfg.lr_warmup_ratio = 0;
+  cfg.grad_clip = 0;
+  auto make = [] {
+    return std::map<std::string, torch::Tensor>{{"a.weight", torch::tensor({1.0f, 2.0f}).requires_grad_()},
+                                                {"b.weight", torch::tensor({3.0f}).requires_grad_()}};
+  };
+  auto loss_step = [](Optimizer& opt, std::map<std::string, torch::Tensor>& p, bool both, long step) {
+    opt.zero_grad();
+    opt.set_step(step);
+    auto loss = p["a.weight"].pow(2).sum();
+    if (both) loss = loss + p["b.weight"].sum();
+    loss.backward();
+    opt.step();
+  };
+  auto run = make();
+  Optimizer opt(cfg, run, {}, 0.1, 10);
+  loss_step(opt, run, true, 0);
+  const auto dir = hp::test::scratch_dir("hp_optim_resume");
+  std::filesystem::create_directories(dir);
+  const std::string saved = (dir / "optimizer.pt").string();
+  opt.save(saved);
+  auto resumed = make();  // a fresh process: the weights as saved, no gradients yet
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& [name, t] : resumed) t.copy_(run[name]);
+  }
+  Optimizer opt2(cfg, resumed, {}, 0.1, 10);
+  opt2.load(saved);
+  loss_step(opt, run, false, 1);
+  loss_step(opt2, resumed, false, 1);
+  CHECK(torch::equal(run["a.weight"], resumed["a.weight"]));
+  CHECK(torch::equal(run["b.weight"], resumed["b.weight"]));  // without the fix: 3 - 0.1 - ... vs left where it was
 }
