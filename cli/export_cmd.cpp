@@ -51,7 +51,7 @@ void check_target(const std::string& out) {
   std::sort(foreign.begin(), foreign.end());
   throw ConfigError(out + " is not empty and holds no headprune export (it has '" + foreign.front() + "'" +
                     (foreign.size() > 1 ? " and " + std::to_string(foreign.size() - 1) + " more" : std::string()) +
-                    ", which an export would replace); pass --to NEW_DIR, or empty the folder");
+                    ", which an export would replace); pass --to NEW_DIR, empty the folder, or add --force to replace it");
 }
 
 // Rethrows the exception in flight with the staging folder's path written as the target's in its message: the
@@ -163,7 +163,7 @@ core::Bert model_to_export(const core::Config& cfg) {
 
 // Every file of the export into `dir` (the staging folder), checks included.
 void write_export(const core::Config& cfg, const core::Bert& model, const std::string& dir) {
-  core::save_bert(model, dir, cfg.model.path, cfg.export_.hdf5);
+  core::write_bert_files(model, dir, cfg.model.path, cfg.export_.hdf5);
   // An export in place (--to the --model folder) keeps the folder's model card, less its int8 section.
   std::error_code ec;
   const std::string card = cfg.model.path + "/README.md", marker = "<!-- headprune int8 -->";
@@ -180,7 +180,7 @@ void write_export(const core::Config& cfg, const core::Bert& model, const std::s
 
 int run_export(const core::Config& cfg) {
   if (cfg.export_.out.empty()) throw ConfigError("export.out is empty; pass --to DIR");
-  check_target(cfg.export_.out);
+  if (!cfg.export_.force) check_target(cfg.export_.out);
   core::StagedFolder folder(cfg.export_.out);
   try {
     write_export(cfg, model_to_export(cfg), folder.path());

@@ -2,11 +2,13 @@
 #include "core/base/files.h"
 
 #include <fcntl.h>
+#include <signal.h>  // kill(pid, 0): is a staging folder's writer alive
 #include <sys/stat.h>  // mkdir
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>  // renameat2, RENAME_EXCHANGE
+#include <cstdlib>  // strtol
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -133,6 +135,47 @@ void shared_write(const std::function<void()>& write) {
   g_shared_write(write);
 }
 
+namespace {
+// A staging folder's writer pid when `name` is one (".NAME.tmp-PID-N", or its ".old"), else 0.
+long staging_pid(const std::string& name) {
+  const size_t at = name.rfind(".tmp-");
+  if (name.size() < 2 || name[0] != '.' || at == std::string::npos || at == 0) return 0;
+  char* end = nullptr;
+  const long pid = std::strtol(name.c_str() + at + 5, &end, 10);
+  return end && *end == '-' ? pid : 0;
+}
+
+bool writer_gone(long pid) {
+  return pid > 0 && pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+// Removes the staging folders of `target` (.NAME.tmp-PID-N, and their .old) whose writer is no longer running: a
+// run killed while it wrote one leaves it behind, and the next writer of the same target clears it.
+void remove_stale_staging(const fs::path& target) {
+  const fs::path parent = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  const std::string prefix = "." + target.filename().string() + ".tmp-";
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && writer_gone(staging_pid(name))) stale.push_back(e.path());
+  }
+  for (const auto& p : stale) fs::remove_all(p, ec);
+}
+}  // namespace
+
+void remove_stale_staging_under(const std::string& dir) {
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_directory(ec) || !writer_gone(staging_pid(it->path().filename().string()))) continue;
+    stale.push_back(it->path());
+    it.disable_recursion_pending();
+  }
+  for (const auto& p : stale) fs::remove_all(p, ec);
+}
+
 StagedFolder::StagedFolder(const std::string& target) : target_(target) {
   while (target_.size() > 1 && target_.back() == '/') target_.pop_back();
   std::error_code ec;
@@ -152,6 +195,7 @@ StagedFolder::StagedFolder(const std::string& target) : target_(target) {
     fs::create_directories(parent, ec);
     if (ec) fail(ec.message());
   }
+  remove_stale_staging(t);
   // ::mkdir rather than mkdtemp: the name says whose folder it is, and the call is the one libc exports.
   for (int n = 0;; ++n) {
     path_ = (parent / ("." + t.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(n)))

@@ -43,7 +43,8 @@ void set_shared_write(SharedWriteFn write, SharedDecideFn decide);
 // rename where `target` does not exist, else an atomic exchange with it (renameat2 RENAME_EXCHANGE; two renames
 // where the file system lacks it) after which the old content is removed. An uncommitted StagedFolder (a failed
 // check, an exception) removes its folder, and the parent folders it made, when destroyed. `target` itself is
-// never written before commit(). Throws InputError naming `target` and the fix (read-only, not a folder).
+// never written before commit(); the staging folders a killed writer of `target` left are removed on construction.
+// Throws InputError naming `target` and the fix (read-only, not a folder).
 class StagedFolder {
  public:
   explicit StagedFolder(const std::string& target);
@@ -60,6 +61,10 @@ class StagedFolder {
   std::vector<std::string> created_;  // parents of target made for it, deepest first
   bool committed_ = false;
 };
+
+// Removes every staging folder of a StagedFolder (.NAME.tmp-PID-N) under `dir` whose writer is no longer running:
+// what a killed run left, cleared when a run takes its folder over.
+void remove_stale_staging_under(const std::string& dir);
 
 // Whole file as a string. Throws InputError naming the path.
 std::string read_file(const std::string& path);

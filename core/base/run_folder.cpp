@@ -191,9 +191,11 @@ void RunLock::lock(const std::string& dir) {
   }
   // Locked. Anything already in the file was written by a run that ended without removing it (killed).
   const std::string previous = read_file(path_);
-  if (!previous.empty())
+  if (!previous.empty()) {
     log_warn("run", dir + ": taking over the lock left by a run that stopped without finishing (" +
                         first_line(previous) + ")");
+    remove_stale_staging_under(dir);  // the model folders it was writing when it stopped
+  }
   const std::string owner = owner_line() + "\n";
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, owner.data(), owner.size(), 0) != static_cast<ssize_t>(owner.size()))
     log_warn("run", path_ + ": cannot record the owner (" + std::strerror(errno) + "); the lock still holds");

@@ -34,7 +34,8 @@ inline constexpr const char* kRunLockFile = "run.lock";
 // that two runs started at once cannot both find it empty. DIR/run.lock holds an flock and the owner's
 // pid, host and start time, and is removed when the run ends (also on an error). A second run gets a
 // ConfigError naming the owner and the fix; the file a killed run leaves holds no flock (the kernel drops
-// it with the process), so it is taken over, with a warning naming the run that left it. Creates DIR, and
+// it with the process), so it is taken over, with a warning naming the run that left it, and the staging
+// folders of the model folders that run was writing are removed. Creates DIR, and
 // removes it again (with any parents it created) when it is still empty as the lock goes: a run refused
 // before it wrote anything leaves no folder behind.
 class RunLock {

@@ -217,16 +217,15 @@ void check_max_seq_len(const BertConfig& cfg, int max_seq_len) {
                       "; use --max-seq-len " + std::to_string(usable) + " or less");
 }
 
-namespace {
-void save_bert_here(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5);
-}
-
 void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5) {
-  shared_write([&] { save_bert_here(model, dir, tokenizer_dir, hdf5); });
+  shared_write([&] {
+    StagedFolder folder(dir);
+    write_bert_files(model, folder.path(), tokenizer_dir, hdf5);
+    folder.commit();
+  });
 }
 
-namespace {
-void save_bert_here(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5) {
+void write_bert_files(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5) {
   fs::create_directories(dir);
   TensorMap out;
   const Arch& arch = arch_of(model.config().model_type);
@@ -241,15 +240,12 @@ void save_bert_here(const Bert& model, const std::string& dir, const std::string
     write_hdf5(dir + "/model.h5", out,
                {{"format", std::string("headprune ") + arch.name + ", Hugging Face tensor names"}});
   write_file_atomic(dir + "/config.json", bert_config_json(model.config()));
-  const std::string modeling = dir + "/modeling_headprune.py";
-  if (model.config().slimmed()) write_file_atomic(modeling, kModelingHeadprunePy);
-  else if (fs::exists(modeling)) fs::remove(modeling);  // a dense model needs no remote code
+  if (model.config().slimmed()) write_file_atomic(dir + "/modeling_headprune.py", kModelingHeadprunePy);
   if (!tokenizer_dir.empty() && fs::absolute(tokenizer_dir) != fs::absolute(dir))
     for (const char* name : {"vocab.txt", "vocab.json", "merges.txt", "sentencepiece.bpe.model", "tokenizer.json",
                              "tokenizer_config.json", "special_tokens_map.json"})
       if (fs::exists(tokenizer_dir + "/" + name))
         fs::copy_file(tokenizer_dir + "/" + name, dir + "/" + name, fs::copy_options::overwrite_existing);
 }
-}  // namespace
 
 }  // namespace hp::core

@@ -39,7 +39,14 @@ void check_max_seq_len(const BertConfig& cfg, int max_seq_len);
 
 // Writes config.json, model.safetensors (keys "bert.*" and "classifier.*") and copies the tokenizer
 // files (vocab.txt, tokenizer_config.json, special_tokens_map.json) from `tokenizer_dir` when given.
-// With `hdf5`, also writes model.h5 holding the same tensors under the same names.
+// With `hdf5`, also writes model.h5 holding the same tensors under the same names. The folder is written whole
+// or not at all (core::StagedFolder): `dir` then holds exactly this model's files, or its previous content
+// untouched after a failure or a kill. Rank 0 alone writes in a data-parallel run.
 void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir = "", bool hdf5 = false);
+
+// The files of save_bert, written into `dir` as it is (a fresh staging folder of the caller's, which adds its
+// own files before it commits).
+void write_bert_files(const Bert& model, const std::string& dir, const std::string& tokenizer_dir = "",
+                      bool hdf5 = false);
 
 }  // namespace hp::core

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>  // getpid
+
 #include "core/base/errors.h"
 #include "core/base/files.h"
 #include "core/io/checkpoint.h"
@@ -87,6 +89,47 @@ TEST_CASE("StagedFolder: a failure before commit leaves the target as it was, no
   write(root / "file", "x");
   CHECK_THROWS_AS(hp::core::StagedFolder((root / "file").string()), hp::InputError);
   CHECK(file_names(root) == std::vector<std::string>{"file", "kept"});
+}
+
+TEST_CASE("StagedFolder: a killed writer's staging folder is removed by the next writer, a live one's kept",
+          "[prune][export][files]") {
+  const auto root = hp::test::scratch_dir("hp_staged_stale");
+  fs::remove_all(root);
+  fs::create_directories(root);
+  // No process has pid 2^22 + 1 (above Linux's pid_max); our own pid is alive.
+  const fs::path dead = root / ".out.tmp-4194305-0", alive = root / (".out.tmp-" + std::to_string(::getpid()) + "-7");
+  const fs::path other = root / ".outer.tmp-4194305-0";  // another target's
+  for (const auto& d : {dead, alive, other}) {
+    fs::create_directories(d);
+    write(d / "model.safetensors", "half");
+  }
+  hp::core::StagedFolder folder((root / "out").string());
+  CHECK(!fs::exists(dead));
+  CHECK(fs::exists(alive));
+  CHECK(fs::exists(other));
+  // A run folder taken over from a killed run: every dead writer's staging folder under it, at any depth.
+  const fs::path deep = root / "recover" / ".best.tmp-4194305-3.old";
+  fs::create_directories(deep / "sub");
+  hp::core::remove_stale_staging_under(root.string());
+  CHECK(!fs::exists(other));
+  CHECK(!fs::exists(deep));
+  CHECK(fs::exists(root / "recover"));
+  CHECK(fs::exists(alive));
+}
+
+TEST_CASE("save_bert over a folder of another model leaves exactly the new model's files", "[prune][export][files]") {
+  const auto root = hp::test::scratch_dir("hp_save_bert_over");
+  fs::remove_all(root);
+  const fs::path out = root / "model";
+  fs::create_directories(out);
+  for (const char* name : {"vocab.json", "merges.txt", "modeling_headprune.py", "config.json"}) write(out / name, "old");
+  auto model = hp::core::load_bert(hp::test::kTinyBert);
+  hp::core::save_bert(model, out.string(), hp::test::kTinyBert);
+  hp::core::save_bert(model, (root / "fresh").string(), hp::test::kTinyBert);
+  CHECK(file_names(out) == file_names(root / "fresh"));
+  CHECK(!fs::exists(out / "vocab.json"));
+  CHECK(hp::core::load_bert(out.string()).config().num_hidden_layers == model.config().num_hidden_layers);
+  CHECK(leftovers(root, "model").empty());
 }
 
 TEST_CASE("a failed int8 ONNX check leaves no model.int8.onnx and no check file, and says which criterion failed",

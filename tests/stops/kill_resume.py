@@ -6,7 +6,7 @@ exactly the outputs of a run that was never interrupted.
         [--model DIR] [--task T] [--extra ARGS]   # defaults: the tiny golden model on a small data root
 
 After every kill, every file of the run folder that a resume could read must be whole: JSON parses,
-safetensors headers and sizes agree (files still named *.tmp are the writer's own and ignored). The final
+safetensors headers and sizes agree (files still named *.tmp, and the staging folders .NAME.tmp-PID-N of a model folder, are the writer's own and ignored). The final
 comparison leaves out only what measures time (examples/s, seconds, latency). Exit 0 when all holds; prints
 each kill's moment and what the folder held then.
 """
@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shlex
 import shutil
 import signal
@@ -25,6 +26,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "errors"))
 import fixtures as fx  # noqa: E402
 
+# A model folder's staging folder (core::StagedFolder: .NAME.tmp-PID-N, and .old after a failed swap): the
+# writer's own, never read by a resume, and removed by the next writer of NAME.
+STAGING = re.compile(r"^\..+\.tmp-\d+-\d+(\.old)?$")
 TIMING = ("examples_per_s", "steps_per_s", "seconds", "latency", "_ms", "hf_check", "elapsed", "speedup",
           "fraction_of_bound")
 
@@ -54,7 +58,8 @@ def whole_files(folder):
     for root, _, files in os.walk(folder):
         for name in files:
             path = os.path.join(root, name)
-            if name.endswith(".tmp") or ".tmp" + os.sep in path + os.sep:
+            parts = os.path.relpath(path, folder).split(os.sep)
+            if name.endswith(".tmp") or ".tmp" + os.sep in path + os.sep or any(STAGING.match(p) for p in parts):
                 continue
             blob = open(path, "rb").read()
             if name.endswith(".json"):
@@ -197,6 +202,9 @@ def main():
                 problems.append(f"{name} differs from the uninterrupted run's")
     if os.path.exists(os.path.join(out, "run.lock")):
         problems.append("run.lock is left after the run finished")
+    left = [os.path.join(r, d) for r, dirs, _ in os.walk(out) for d in dirs if STAGING.match(d)]
+    if left:
+        problems.append(f"staging folders of killed writers are left after the run finished: {left}")
     print(f"{a.kind}: {kills} kills (seed {a.seed}), resumed each time; final outputs "
           f"{'identical to' if not problems else 'NOT identical to'} the uninterrupted run's", flush=True)
     if problems:
