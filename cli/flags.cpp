@@ -58,7 +58,7 @@ const std::vector<Shortcut> kTrainFlags = {
 
 const std::vector<Shortcut> kExportFlags = {
     {"--to", "export.out"}, {"--hdf5", "export.hdf5"}, {"--dense", "export.dense"}, {"--onnx", "export.onnx"},
-    {"--int8", "export.int8"}, {"--mask", "export.mask"}};
+    {"--int8", "export.int8"}, {"--mask", "export.mask"}, {"--force", "export.force"}};
 
 const std::vector<Shortcut> kBenchFlags = {{"--compare", "bench.compare"},
                                            {"--seq", "bench.seq"},

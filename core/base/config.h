@@ -82,9 +82,13 @@ struct ExportConfig {
   bool onnx = false;  // also model.onnx, checked in ONNX Runtime (prune/onnx.h)
   bool int8 = false;  // also model.int8.onnx, checked against headprune's int8 on the eval split
   std::string mask;  // slim to what this mask spec (or file) keeps before writing
+  bool force = false;  // replace an out folder that holds files of no export
   template <class V>
   void visit_fields(V& v) {
     v("out", out, "output folder for the exported Hugging Face checkpoint");
+    v("force", force,
+      "replace the out folder even when it holds files of no headprune export (without it such a folder is refused; "
+      "an earlier export is always replaced whole)");
     v("mask", mask,
       "slim the model first: remove the heads and FFN neurons this mask names (spec or file as eval.mask, e.g. a "
       "gated `prune train` run's head_mask.txt)");

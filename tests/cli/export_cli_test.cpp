@@ -81,8 +81,20 @@ TEST_CASE("prune export refuses a folder that holds files of no export, and chan
   CHECK(r.code == 2);
   CHECK_THAT(r.output, Catch::Contains("error: " + (root / "out").string() +
                                        " is not empty and holds no headprune export (it has 'notes.txt', which an "
-                                       "export would replace); pass --to NEW_DIR, or empty the folder"));
+                                       "export would replace); pass --to NEW_DIR, empty the folder, or add --force to replace it"));
   CHECK(snapshot(root) == before);
+}
+
+TEST_CASE("prune export --force replaces a folder of other files whole", "[cli][export]") {
+  const auto root = hp::test::scratch_dir("hp_cli_export_force");
+  fs::remove_all(root);
+  fs::create_directories(root / "out");
+  std::ofstream(root / "out" / "notes.txt") << "mine\n";
+  const auto r = run_prune("export --model " + kTinyBert + " --force --to " + (root / "out").string());
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  REQUIRE(run_prune("export --model " + kTinyBert + " --to " + (root / "fresh").string()).code == 0);
+  CHECK(file_names(root / "out") == file_names(root / "fresh"));  // no notes.txt: one export's files exactly
 }
 
 TEST_CASE("a failed ONNX check leaves the earlier export untouched and no temporary folder, and says why",

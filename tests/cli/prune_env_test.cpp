@@ -39,14 +39,15 @@ TEST_CASE("the pruning run with HOME empty and a half-installed transformers 5 v
   if (!fs::exists(py)) return skip("no Python reference at " + py.string() + " (scripts/setup.sh installs it)");
   const auto root = scratch_dir("hp_prune_home");
   fs::remove_all(root);
-  const auto home = root / "home", cache = root / "cache", out = root / "run";
+  const auto home = root / "home", cache = root / "cache", out = root / "run", tmp = root / "tmp";
   fs::create_directories(home);
   fs::create_directories(cache);
+  fs::create_directories(tmp);
   // HEADPRUNE_CACHE holds the working transformers 4 venv and a venv-v5 that setup is still installing: its
   // python exists, cannot import torch, and the completion marker is not written yet.
   fs::create_directory_symlink(py.parent_path().parent_path(), cache / "venv");
   write_python_without_torch(cache / "venv-v5" / "bin" / "python");
-  const auto r = run_command("env -u HP_PYTHON -u HP_PYTHON_V5 HOME=" + home.string() +
+  const auto r = run_command("env -u HP_PYTHON -u HP_PYTHON_V5 HOME=" + home.string() + " TMPDIR=" + tmp.string() +
                              " HEADPRUNE_CACHE=" + cache.string() + " " + HP_PRUNE_EXE + " " +
                              tiny_prune_args(out.string()) + " --criteria taylor --target-heads 3 --recover-steps 0");
   INFO(r.output);
@@ -64,6 +65,8 @@ TEST_CASE("the pruning run with HOME empty and a half-installed transformers 5 v
   CHECK_THAT(hf["transformers4_remote_code"].get<std::string>(), Catch::StartsWith("passed"));
   INFO("HOME holds:\n" << listing(home));
   CHECK(fs::is_empty(home));
+  INFO("TMPDIR holds:\n" << listing(tmp));
+  CHECK(fs::is_empty(tmp));  // the run's temporary files (the Python checks') are gone too
   CHECK(fs::is_empty(cache / "venv-v5" / "bin") == false);  // the venv itself untouched
 
   // The same Python once setup marked the venv complete (a broken venv): tools/hf_check.py exits 3 with one

@@ -773,7 +773,7 @@ def int8_read_only(s):
 
 add("export-over-foreign", "prune export --to a folder holding files of no export (they were overwritten, others kept)",
     foreign_out, 2, "error: $SCRATCH/out is not empty and holds no headprune export (it has 'notes.txt', which an "
-    "export would replace); pass --to NEW_DIR, or empty the folder", out_as_before)
+    "export would replace); pass --to NEW_DIR, empty the folder, or add --force to replace it", out_as_before)
 add("export-read-only", "prune export --int8 --to a folder in a read-only folder (was a raw filesystem error)",
     int8_read_only, 1, "error: $SCRATCH/ro/int8: cannot create a folder in $SCRATCH/ro (Read-only file system); "
     "choose a writable location", nothing_under("ro"), env=lambda s: {"HP_FAIL_OP": "open", "HP_FAIL_PREFIX": s + "/ro"})
