@@ -16,7 +16,7 @@ if [[ $target == all ]]; then
   exit 0
 fi
 if [[ ! -x build-fuzz/tests/fuzz/fuzz_$target ]]; then
-  command -v clang++ >/dev/null || { echo "fuzz_$target: skipped, no clang++ (scripts/setup.sh installs it)"; exit 77; }
+  command -v clang++ >/dev/null || { echo "fuzz_$target: skipped, no clang++ (scripts/setup.sh --tests installs it)"; exit 77; }
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DHP_FUZZ=ON >/dev/null
   ninja -C build-fuzz "fuzz_$target" >/dev/null
 fi

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One-command setup on a fresh Debian 12 machine: apt packages (LibTorch, OpenBLAS, build tools),
-# the Python reference and the real model (scripts/setup_python.sh), then a Release build in build/,
-# installed so that `prune` is on the PATH.
-# Re-running is fast and harmless: every step checks before it acts.
-# Usage: scripts/setup.sh [--v5]     (env BUILD_DIR to build elsewhere, HP_PREFIX to install elsewhere than
-#                                     /usr/local, HP_WERROR=ON for CI)
+# the Python reference and the real model (scripts/setup_python.sh), then a Release build in build/ of what the
+# pruning run needs (`prune`), installed so that `prune` is on the PATH. With --tests, also the test binaries,
+# the benchmarks and the clang fuzz targets, and the test-only apt packages (Chromium, clang).
+# Re-running is fast and harmless: every step checks before it acts. Each step prints how long it took.
+# Usage: scripts/setup.sh [--tests] [--v5]   (env BUILD_DIR to build elsewhere, HP_PREFIX to install elsewhere
+#                                             than /usr/local, HP_WERROR=ON for CI)
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,16 +15,34 @@ readonly APT_PKGS=(build-essential cmake ninja-build ccache pkg-config librsvg2-
   libcli11-dev nlohmann-json3-dev libutf8proc-dev libspdlog-dev libfmt-dev libboost-dev zlib1g-dev
   libsentencepiece-dev  # XLM-R's tokenizer (core/text/sentencepiece_model.cpp) runs the SentencePiece library
   libdnnl-dev  # oneDNN's dnnl.h: the prototypes of the sgemm that core/kernels/gemm.cpp dlopens
-  chromium fonts-dejavu-core  # chromium: the report's browser test (tests/report/browser_check.py)
-  clang  # clang: the libFuzzer targets of the file parsers (tests/fuzz, bench/fuzz.sh)
-  libgloo-dev python3-torch)  # Gloo headers for c10d's ProcessGroupGloo; torchrun for the data-parallel tests
+  libgloo-dev python3-torch)  # Gloo headers for c10d's ProcessGroupGloo; torchrun for data-parallel runs
+readonly TEST_APT_PKGS=(chromium fonts-dejavu-core  # chromium: the report's browser test (tests/report/browser_check.py)
+  clang)  # clang: the libFuzzer targets of the file parsers (tests/fuzz, bench/fuzz.sh)
+
+WANT_TESTS=0
+PY_ARGS=()
+for arg in "$@"; do
+  case "$arg" in
+    --tests) WANT_TESTS=1 ;;
+    --v5) PY_ARGS+=(--v5) ;;
+    *) echo "setup: error: unknown option '$arg'; use --tests, --v5 or nothing" >&2; exit 2 ;;
+  esac
+done
 
 step() { echo "[setup] $*"; }
 die() { echo "setup: error: $*" >&2; exit 1; }
+T0=$SECONDS
+T_STEP=$SECONDS
+took() {  # after a step: how long it took, and the time since setup started
+  echo "[setup]   ... $1 took $((SECONDS - T_STEP)) s (setup so far $((SECONDS - T0)) s)"
+  T_STEP=$SECONDS
+}
 
 # 1. apt packages, only when one is missing.
 missing=()
-for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+wanted=("${APT_PKGS[@]}")
+((WANT_TESTS)) && wanted+=("${TEST_APT_PKGS[@]}")
+for p in "${wanted[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
   step "apt: installing ${missing[*]}"
   SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
@@ -33,6 +52,7 @@ if ((${#missing[@]})); then
 else
   step "apt: build packages already installed"
 fi
+took apt
 
 # 2. LibTorch calls whatever libblas.so.3 is selected: make it OpenBLAS (the reference BLAS is ~80x slower).
 blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || true)
@@ -46,13 +66,18 @@ else
 fi
 
 # 3. Python reference (transformers, tokenizers) and the real model linked under checkpoints/.
-"$REPO/scripts/setup_python.sh" "$@"  # --v5: also the transformers 5 venv
+"$REPO/scripts/setup_python.sh" "${PY_ARGS[@]}"  # --v5: also the transformers 5 venv
+took "python venv"
 
-# 4. Release build (ccache keeps rebuilds fast).
-step "build: $BUILD_DIR"
+# 4. Release build (ccache keeps rebuilds fast, see CMakeLists.txt): `prune` and the library it loads, or
+#    everything with --tests.
+targets=(prune hp_spm_shim)
+((WANT_TESTS)) && targets=(all)
+step "build: ${targets[*]} in $BUILD_DIR"
 cmake -S "$REPO" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHP_WERROR="${HP_WERROR:-OFF}" >/dev/null \
   || die "cmake configure failed; see the output above"
-ninja -C "$BUILD_DIR" -j"$(nproc)" || die "build failed; see the compiler output above"
+ninja -C "$BUILD_DIR" -j"$(nproc)" "${targets[@]}" || die "build failed; see the compiler output above"
+took build
 
 # 5. `prune` on the PATH: the binary into $PREFIX/bin, the shipped configs into $PREFIX/share/headprune/configs
 #    (where `prune --config NAME` finds them). HP_PREFIX picks another prefix (its bin/ must be on the PATH).
@@ -61,10 +86,14 @@ SUDO=""; [[ $(id -u) -ne 0 && ! -w "$PREFIX" ]] && SUDO="sudo"
 step "install: $PREFIX/bin/prune, configs in $PREFIX/share/headprune/configs"
 $SUDO cmake --install "$BUILD_DIR" --prefix "$PREFIX" >/dev/null || die "cmake --install into $PREFIX failed; set HP_PREFIX to a writable prefix"
 command -v prune >/dev/null || echo "[setup] note: $PREFIX/bin is not on your PATH; add it (export PATH=\"$PREFIX/bin:\$PATH\")"
+took install
 
-# 6. The parsers' libFuzzer targets (clang, ASan + UBSan, no LibTorch): CTest runs each briefly (fuzz.*).
-step "build: $REPO/build-fuzz (fuzz targets)"
-CC=clang CXX=clang++ cmake -S "$REPO" -B "$REPO/build-fuzz" -G Ninja -DHP_FUZZ=ON >/dev/null \
-  || die "cmake configure of the fuzz targets failed; see the output above"
-ninja -C "$REPO/build-fuzz" -j"$(nproc)" >/dev/null || die "building the fuzz targets failed"
-step "done: prune --help ($PREFIX/bin/prune; the build tree's is $BUILD_DIR/bin/prune)"
+# 6. With --tests: the parsers' libFuzzer targets (clang, ASan + UBSan, no LibTorch): CTest runs each briefly (fuzz.*).
+if ((WANT_TESTS)); then
+  step "build: $REPO/build-fuzz (fuzz targets)"
+  CC=clang CXX=clang++ cmake -S "$REPO" -B "$REPO/build-fuzz" -G Ninja -DHP_FUZZ=ON >/dev/null \
+    || die "cmake configure of the fuzz targets failed; see the output above"
+  ninja -C "$REPO/build-fuzz" -j"$(nproc)" >/dev/null || die "building the fuzz targets failed"
+  took "fuzz build"
+fi
+step "done in $((SECONDS - T0)) s: prune --help ($PREFIX/bin/prune; the build tree's is $BUILD_DIR/bin/prune)"

@@ -346,7 +346,7 @@ def main():
         print(f"SKIP: the websocket-client package is not importable ({WS_IMPORT_ERROR})")
         return 77
     if (binary := find_chromium(args.chromium)) is None:
-        print(f"SKIP: no Chromium ({args.chromium or 'chromium, chromium-browser'}: not found or not executable)")
+        print(f"SKIP: no Chromium ({args.chromium or 'chromium, chromium-browser'}: not found or not executable; scripts/setup.sh --tests installs it)")
         return 77
     report, res = args.report.resolve(), Results()
     if not res.check(report.is_file(), f"the report {report} exists"):
