@@ -16,11 +16,12 @@ For each of roberta, xlm-roberta, distilbert and electra, DIR/<model_type>/ hold
     token_type_ids), and the HF logits computed in float64 on the saved float32 weights: `logits`; with a head
     mask (`head_mask` [L, H], HF's head_mask argument): `logits_head_mask`; after HF's prune_heads of the heads
     in the `pruned` attribute (JSON {layer: [heads]}): `logits_pruned`.
-Every model folder is written once (--if-missing keeps the ones present).
+Every model folder is written once: --if-missing keeps the ones made from the same inputs (tools/fixture_stamp.py).
 """
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -33,6 +34,8 @@ from transformers import (AutoTokenizer, DistilBertConfig, DistilBertForSequence
                           RobertaForSequenceClassification, XLMRobertaConfig, XLMRobertaForSequenceClassification)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import fixture_stamp  # noqa: E402
 REPO = os.path.dirname(HERE)
 LAYERS, HEADS, HIDDEN, FFN, LABELS, MAX_LEN = 3, 4, 32, 37, 3, 64
 HEAD_MASK = [[1, 0, 1, 1], [0, 1, 1, 0], [1, 1, 1, 0]]
@@ -144,16 +147,25 @@ def main():
         "distilbert": lambda: make_distilbert(args.vocab),
         "electra": lambda: make_electra(args.vocab),
     }
+    tokenizer_of = {"roberta": os.path.join(tokenizers, "roberta_tok"),
+                    "xlm-roberta": os.path.join(tokenizers, "xlmr_tok")}
     for seed, (model_type, make) in enumerate(makers.items()):
         folder = os.path.join(args.out, model_type)
-        if args.if_missing and os.path.exists(os.path.join(folder, "reference.h5")):
+        # The input hash (tools/fixture_stamp.py): this script, the tokenizer or vocabulary, the rows, the pins.
+        digest = fixture_stamp.input_hash(
+            [os.path.abspath(__file__), tokenizer_of.get(model_type, args.vocab),
+             os.path.join(args.data, "glue", "SST-2", "dev.tsv"), os.path.join(args.data, "glue", "RTE", "dev.tsv")],
+            extra=[model_type, seed, transformers.__version__, torch.__version__])
+        if args.if_missing and fixture_stamp.is_current(folder, digest):
             continue
+        shutil.rmtree(folder, ignore_errors=True)
         torch.manual_seed(seed)
         model, tok, keep = make()
         perturb(model, seed, keep)
         model.save_pretrained(folder, safe_serialization=True)
         tok.save_pretrained(folder)
         write_reference(folder, model_type, rows)
+        fixture_stamp.write(folder, digest)  # last: the folder is complete
         print(f"make_arch_models: {folder}: {type(model).__name__}, vocab {len(tok)}")
     return 0
 

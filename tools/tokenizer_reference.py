@@ -32,6 +32,8 @@ import os
 import shutil
 import sys
 
+import fixture_stamp
+
 # Truncation lengths checked; 24 makes longest_first (and its tie rule) fire on most pairs.
 MAX_LENS = (128, 24)
 # RoBERTa and XLM-R pairs hold 4 specials, so 128 and 24 leave even budgets, where the tie rule never
@@ -148,6 +150,7 @@ def load_roberta_style(kind, folder):
 def write_roberta_style(args, tmp, manifest):
     """The bpe and spm references (see the docstring). Returns the count of slow spot checks that differ."""
     ref_tok, fast, slow = load_roberta_style(args.kind, args.tokenizer_dir)
+    ref_is_slow = fast is not None  # spm: the slow tokenizer is the reference
     fast = fast or ref_tok
     cls_id, sep_id = ref_tok.cls_token_id, ref_tok.sep_token_id
     counts = {"slow_checked": 0, "slow_mismatches": 0, "fast_differs": 0, "slow_truncation_differs": 0}
@@ -158,7 +161,11 @@ def write_roberta_style(args, tmp, manifest):
         b = [r[2] for r in rows] if col_b is not None else None
         parts_a = ref_tok(a, add_special_tokens=False)["input_ids"]
         parts_b = ref_tok(b, add_special_tokens=False)["input_ids"] if b is not None else None
-        full = encode_all(ref_tok, a, b)["input_ids"]
+        if ref_is_slow:  # its __call__ adds the specials with this very method: called on the pieces, not re-tokenized
+            full = [ref_tok.build_inputs_with_special_tokens(pa, parts_b[k] if b is not None else None)
+                    for k, pa in enumerate(parts_a)]
+        else:
+            full = encode_all(ref_tok, a, b)["input_ids"]
         fast_a = fast(a, add_special_tokens=False)["input_ids"]
         fast_b = fast(b, add_special_tokens=False)["input_ids"] if b is not None else None
         trunc = {m: encode_all(fast, a, b, truncation="longest_first", max_length=m)["input_ids"]
@@ -217,6 +224,7 @@ def write_reference(args, write, manifest):
     write(tmp, manifest)
     with open(os.path.join(tmp, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1, ensure_ascii=False)
+    fixture_stamp.write(tmp, args.digest)
     shutil.rmtree(args.out, ignore_errors=True)
     os.rename(tmp, args.out)  # complete folder appears atomically
     total = sum(manifest["files"].values())
@@ -227,13 +235,30 @@ def write_reference(args, write, manifest):
     return 0
 
 
+def stamp_of(args):
+    """The input hash of this reference (tools/fixture_stamp.py): this script, the data files it reads, the
+    vocabulary or tokenizer folder, the pins and the options."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def pinned(name):
+        try:
+            return f"{name}=={version(name)}"
+        except PackageNotFoundError:
+            return f"{name} absent"
+    inputs = [os.path.abspath(__file__)] + [os.path.join(args.data, rel) for rel, *_ in SOURCES]
+    inputs.append(args.vocab if args.kind == "wordpiece" else args.tokenizer_dir)
+    return fixture_stamp.input_hash(inputs, extra=[args.kind, args.slow_every, pinned("transformers"),
+                                                   pinned("tokenizers"), pinned("sentencepiece")])
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default=os.path.join(root, "..", "shared", "data"))
     p.add_argument("--vocab", default=os.path.join(root, "..", "shared", "vocab"))
     p.add_argument("--out", required=True, help="output folder (e.g. build/tokref)")
-    p.add_argument("--if-missing", action="store_true", help="do nothing when --out is complete")
+    p.add_argument("--if-missing", action="store_true",
+                   help="do nothing when --out is complete and made from the same inputs (tools/fixture_stamp.py)")
     p.add_argument("--optional", action="store_true",
                    help="exit 0 without writing anything when transformers is not installed")
     p.add_argument("--slow-every", type=int, default=97, help="check slow tokenizer on 1/N rows")
@@ -244,9 +269,11 @@ def main():
     if args.kind != "wordpiece" and not args.tokenizer_dir:
         p.error(f"--kind {args.kind} needs --tokenizer-dir (tools/train_tokenizers.py writes one)")
 
-    if args.if_missing and os.path.exists(os.path.join(args.out, "manifest.json")):
-        print(f"tokenizer_reference: {args.out} already complete")
+    digest = stamp_of(args)
+    if args.if_missing and fixture_stamp.is_current(args.out, digest):
+        print(f"tokenizer_reference: {args.out} already made from these inputs ({digest[:12]})")
         return 0
+    args.digest = digest
 
     try:
         import tokenizers
@@ -301,6 +328,7 @@ def main():
     manifest["slow_mismatches"] = n_slow_bad
     with open(os.path.join(tmp, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
+    fixture_stamp.write(tmp, args.digest)
     shutil.rmtree(args.out, ignore_errors=True)
     os.rename(tmp, args.out)  # complete folder appears atomically
     total = sum(manifest["files"].values())

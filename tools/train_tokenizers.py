@@ -29,6 +29,7 @@ import tempfile
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one thread: the trainer's order stays fixed
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fixture_stamp  # noqa: E402
 import tokenizer_reference as ref  # noqa: E402  (SOURCES and the tab-only reader)
 
 ROBERTA_DIR = "roberta_tok"
@@ -89,19 +90,36 @@ def train_spm(texts, tmp):
     os.remove(path)
 
 
-def build(out, name, train, texts):
+def stamp_of(data, name):
+    """The input hash of one tokenizer folder (tools/fixture_stamp.py): the scripts, the GLUE train files, the
+    vocabulary size and the pins."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def pinned(pkg):
+        try:
+            return f"{pkg}=={version(pkg)}"
+        except PackageNotFoundError:
+            return f"{pkg} absent"
+    inputs = [os.path.abspath(__file__), os.path.abspath(ref.__file__)]
+    inputs += [os.path.join(data, rel) for rel, *_ in ref.SOURCES if rel.startswith("glue/") and rel.endswith("/train.tsv")]
+    return fixture_stamp.input_hash(inputs, extra=[name, VOCAB_SIZE, pinned("tokenizers"), pinned("transformers"),
+                                                   pinned("sentencepiece")])
+
+
+def build(out, name, train, texts, digest):
     final = os.path.join(out, name)
     tmp = final + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     train(texts, tmp)
+    fixture_stamp.write(tmp, digest)
     shutil.rmtree(final, ignore_errors=True)
     os.rename(tmp, final)
 
 
 def digest(folder):
     h = hashlib.sha256()
-    for f in sorted(os.listdir(folder)):
+    for f in sorted(x for x in os.listdir(folder) if x != fixture_stamp.STAMP):
         with open(os.path.join(folder, f), "rb") as fh:
             h.update(f.encode() + b"\0" + fh.read())
     return h.hexdigest()[:16]
@@ -112,7 +130,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True, help="folder that receives roberta_tok/ and xlmr_tok/")
     p.add_argument("--data", default=os.path.join(root, "..", "shared", "data"))
-    p.add_argument("--if-missing", action="store_true", help="skip a tokenizer whose folder exists")
+    p.add_argument("--if-missing", action="store_true", help="skip a tokenizer whose folder was made from the same inputs (tools/fixture_stamp.py)")
     p.add_argument("--optional", action="store_true",
                    help="exit 0 without writing anything when tokenizers, transformers or sentencepiece is missing")
     args = p.parse_args(argv)
@@ -125,12 +143,14 @@ def main(argv=None):
         return 0 if args.optional else 1
 
     jobs = [(ROBERTA_DIR, train_bpe), (XLMR_DIR, train_spm)]
-    todo = [(n, t) for n, t in jobs if not (args.if_missing and os.path.isdir(os.path.join(args.out, n)))]
+    digests = {n: stamp_of(args.data, n) for n, _ in jobs}
+    todo = [(n, t) for n, t in jobs
+            if not (args.if_missing and fixture_stamp.is_current(os.path.join(args.out, n), digests[n]))]
     if todo:
         os.makedirs(args.out, exist_ok=True)
         texts = training_text(args.data)
         for name, train in todo:
-            build(args.out, name, train, texts)
+            build(args.out, name, train, texts, digests[name])
     for name, _ in jobs:
         state = "trained" if any(n == name for n, _ in todo) else "exists"
         print(f"train_tokenizers: {os.path.join(args.out, name)} ({state}, {digest(os.path.join(args.out, name))})",
