@@ -54,30 +54,6 @@ void check_target(const std::string& out) {
                     ", which an export would replace); pass --to NEW_DIR, empty the folder, or add --force to replace it");
 }
 
-// Rethrows the exception in flight with the staging folder's path written as the target's in its message: the
-// staging folder is gone when the message is read, and the target is what the user named.
-[[noreturn]] void rethrow_for_target(const std::string& staged, const std::string& target) {
-  auto named = [&](std::string m) {
-    for (size_t at = m.find(staged); at != std::string::npos; at = m.find(staged, at + target.size()))
-      m.replace(at, staged.size(), target);
-    return m;
-  };
-  try {
-    throw;
-  } catch (const ConfigError& e) {
-    throw ConfigError(named(e.what()));
-  } catch (const InputError& e) {
-    throw InputError(named(e.what()));
-  } catch (const CheckpointError& e) {
-    throw CheckpointError(named(e.what()));
-  } catch (const InternalError& e) {
-    throw InternalError(named(e.what()));
-  } catch (const Error& e) {
-    throw Error(named(e.what()));
-  } catch (const fs::filesystem_error& e) {  // a raw one from a writer (copy_file, create_directories)
-    throw InputError(named(e.what()) + "; check that " + target + " is on a writable disk with room");
-  }
-}
 
 // One metric map as "accuracy 0.8842, f1 0.8901".
 std::string format_metrics(const std::map<std::string, double>& m) {
@@ -186,7 +162,7 @@ int run_export(const core::Config& cfg) {
     write_export(cfg, model_to_export(cfg), folder.path());
   } catch (const std::exception&) {  // the staging folder goes with `folder`; LibTorch's errors pass as they are
     core::log_info("export", "nothing written to " + cfg.export_.out);
-    rethrow_for_target(folder.path(), cfg.export_.out);
+    core::rethrow_naming(folder.path(), cfg.export_.out);
   }
   folder.commit();
   core::log_info("export", "wrote " + cfg.export_.out + (cfg.export_.hdf5 ? " (with model.h5)" : "") +

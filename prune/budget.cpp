@@ -479,12 +479,12 @@ FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const Budget
   c.metrics_before_recovery = slim_eval.metrics;
   c.budget = b;
   core::shared_write([&] {
-    core::StagedFolder folder(dir);  // the model and its choice.json appear together
-    core::write_bert_files(slim, folder.path(), ctx.model_dir);
-    nlohmann::json j = {
-        {"heads_mask", core::format_head_mask(c.keep)}, {"budget", b}, {"metrics", c.metrics_before_recovery}};
-    core::write_file_atomic(folder.path() + "/choice.json", j.dump(2) + "\n");
-    folder.commit();
+    core::StagedFolder(dir).write([&](const std::string& staged) {  // the model and its choice.json appear together
+      core::write_bert_files(slim, staged, ctx.model_dir);
+      nlohmann::json j = {
+          {"heads_mask", core::format_head_mask(c.keep)}, {"budget", b}, {"metrics", c.metrics_before_recovery}};
+      core::write_file_atomic(staged + "/choice.json", j.dump(2) + "\n");
+    });
   });
   return c;
 }

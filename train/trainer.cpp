@@ -330,15 +330,15 @@ void Loop::save_best(const torch::Tensor& log_alpha) {
 void Loop::save_best_here(const torch::Tensor& log_alpha) {
   // Staged and swapped in one step: a kill leaves the previous best/ whole, never none (the state may already
   // record this evaluation as the best, and no later one need beat it).
-  core::StagedFolder best(opts_.run_dir + "/best");
-  core::write_bert_files(model_, best.path(), opts_.tokenizer_dir);
-  if (gates_) {
-    core::TensorMap g;
-    for (const auto& [name, t] : gates_->named()) g[name] = t.detach();
-    if (log_alpha.defined()) g["log_alpha"] = log_alpha;  // the heads' at this evaluation
-    core::write_safetensors(best.path() + "/gates.safetensors", g);
-  }
-  best.commit();
+  core::StagedFolder(opts_.run_dir + "/best").write([&](const std::string& dir) {
+    core::write_bert_files(model_, dir, opts_.tokenizer_dir);
+    if (gates_) {
+      core::TensorMap g;
+      for (const auto& [name, t] : gates_->named()) g[name] = t.detach();
+      if (log_alpha.defined()) g["log_alpha"] = log_alpha;  // the heads' at this evaluation
+      core::write_safetensors(dir + "/gates.safetensors", g);
+    }
+  });
 }
 
 void Loop::evaluate_and_keep_best() {

@@ -207,6 +207,43 @@ StagedFolder::StagedFolder(const std::string& target) : target_(target) {
   }
 }
 
+// Rethrows the exception in flight with the staging folder's path written as the target's in its message: the
+// staging folder is gone when the message is read, and the target is what the user named.
+[[noreturn]] void rethrow_naming(const std::string& staged, const std::string& target) {
+  auto named = [&](std::string m) {
+    for (size_t at = m.find(staged); at != std::string::npos; at = m.find(staged, at + target.size()))
+      m.replace(at, staged.size(), target);
+    return m;
+  };
+  try {
+    throw;
+  } catch (const ConfigError& e) {
+    throw ConfigError(named(e.what()));
+  } catch (const InputError& e) {
+    throw InputError(named(e.what()));
+  } catch (const CheckpointError& e) {
+    throw CheckpointError(named(e.what()));
+  } catch (const InternalError& e) {
+    throw InternalError(named(e.what()));
+  } catch (const Error& e) {
+    throw Error(named(e.what()));
+  } catch (const fs::filesystem_error& e) {  // a raw one from a writer (copy_file, create_directories)
+    throw InputError(named(e.what()) + "; check that " + target + " is on a writable disk with room");
+  }
+}
+
+void StagedFolder::write(const std::function<void(const std::string& dir)>& fill) {
+  try {
+    fill(path_);
+  } catch (...) {
+    const std::string staged = path_;
+    discard();
+    path_.clear();
+    rethrow_naming(staged, target_);
+  }
+  commit();
+}
+
 StagedFolder::~StagedFolder() {
   if (!committed_) discard();
 }

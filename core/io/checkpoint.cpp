@@ -218,11 +218,9 @@ void check_max_seq_len(const BertConfig& cfg, int max_seq_len) {
 }
 
 void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5) {
-  shared_write([&] {
-    StagedFolder folder(dir);
-    write_bert_files(model, folder.path(), tokenizer_dir, hdf5);
-    folder.commit();
-  });
+  shared_write([&] { StagedFolder(dir).write([&](const std::string& staged) {
+    write_bert_files(model, staged, tokenizer_dir, hdf5);
+  }); });
 }
 
 void write_bert_files(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5) {

@@ -832,7 +832,7 @@ add("h5-full-model", "a disk that fills in the middle of a pruning run's model.h
                "train.eval_split=mismatched", "--set", "prune.rank_split=matched", "--set",
                "prune.eval_split=mismatched", "--rank-examples", "12", "--schedule", "0,50,100", "--set",
                "prune.latency=false", "--set", "prune.verify=false"), 1, "error: $SCRATCH/run/model/model.h5: cannot write $SCRATCH/run/model/model.h5.tmp (No space left on device); free disk space or choose a writable folder", nothing_of("run/model", "model.h5"),
-    env=filled_after("run/model/model.h5"), keeps_work=True)
+    env=filled_after("run/.model.tmp-*/model.h5*"), keeps_work=True)
 add("h5-full-analysis", "a disk that fills in the middle of `prune analyze`'s analysis.h5 (its finished pass is kept)",
     lambda s: ["analyze", "--model", fx.TINY, "--task", "mnli_subset", "--max-seq-len", "64", "--examples", "24",
                "--batch", "4", "--resamples", "20", "--data-root", fx.glue_root(s), "--out", s + "/an"], 1, "error: $SCRATCH/an/analysis.h5: cannot write $SCRATCH/an/analysis.h5.tmp (No space left on device); free disk space "
