@@ -31,6 +31,18 @@ def input_hash(paths, extra=()):
     return h.hexdigest()
 
 
+def versions(*packages):
+    """"name==version" of each installed package ("name absent" where it is not), for a stamp's `extra`."""
+    from importlib.metadata import PackageNotFoundError, version
+    out = []
+    for name in packages:
+        try:
+            out.append(f"{name}=={version(name)}")
+        except PackageNotFoundError:
+            out.append(f"{name} absent")
+    return out
+
+
 def is_current(folder, digest):
     """True when `folder` holds a stamp equal to `digest` (it was made from these inputs, and completely)."""
     try:

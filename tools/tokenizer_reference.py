@@ -238,17 +238,10 @@ def write_reference(args, write, manifest):
 def stamp_of(args):
     """The input hash of this reference (tools/fixture_stamp.py): this script, the data files it reads, the
     vocabulary or tokenizer folder, the pins and the options."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    def pinned(name):
-        try:
-            return f"{name}=={version(name)}"
-        except PackageNotFoundError:
-            return f"{name} absent"
     inputs = [os.path.abspath(__file__)] + [os.path.join(args.data, rel) for rel, *_ in SOURCES]
     inputs.append(args.vocab if args.kind == "wordpiece" else args.tokenizer_dir)
-    return fixture_stamp.input_hash(inputs, extra=[args.kind, args.slow_every, pinned("transformers"),
-                                                   pinned("tokenizers"), pinned("sentencepiece")])
+    return fixture_stamp.input_hash(inputs, extra=[args.kind, args.slow_every,
+                                                   *fixture_stamp.versions("transformers", "tokenizers", "sentencepiece")])
 
 
 def main():

@@ -93,17 +93,10 @@ def train_spm(texts, tmp):
 def stamp_of(data, name):
     """The input hash of one tokenizer folder (tools/fixture_stamp.py): the scripts, the GLUE train files, the
     vocabulary size and the pins."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    def pinned(pkg):
-        try:
-            return f"{pkg}=={version(pkg)}"
-        except PackageNotFoundError:
-            return f"{pkg} absent"
     inputs = [os.path.abspath(__file__), os.path.abspath(ref.__file__)]
     inputs += [os.path.join(data, rel) for rel, *_ in ref.SOURCES if rel.startswith("glue/") and rel.endswith("/train.tsv")]
-    return fixture_stamp.input_hash(inputs, extra=[name, VOCAB_SIZE, pinned("tokenizers"), pinned("transformers"),
-                                                   pinned("sentencepiece")])
+    return fixture_stamp.input_hash(inputs, extra=[name, VOCAB_SIZE,
+                                                   *fixture_stamp.versions("tokenizers", "transformers", "sentencepiece")])
 
 
 def build(out, name, train, texts, digest):
