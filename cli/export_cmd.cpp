@@ -157,14 +157,13 @@ void write_export(const core::Config& cfg, const core::Bert& model, const std::s
 int run_export(const core::Config& cfg) {
   if (cfg.export_.out.empty()) throw ConfigError("export.out is empty; pass --to DIR");
   if (!cfg.export_.force) check_target(cfg.export_.out);
-  core::StagedFolder folder(cfg.export_.out);
-  try {
-    write_export(cfg, model_to_export(cfg), folder.path());
-  } catch (const std::exception&) {  // the staging folder goes with `folder`; LibTorch's errors pass as they are
+  try {  // StagedFolder::write removes the staging folder and names the target in the error
+    core::StagedFolder(cfg.export_.out).write(
+        [&](const std::string& dir) { write_export(cfg, model_to_export(cfg), dir); });
+  } catch (const std::exception&) {
     core::log_info("export", "nothing written to " + cfg.export_.out);
-    core::rethrow_naming(folder.path(), cfg.export_.out);
+    throw;
   }
-  folder.commit();
   core::log_info("export", "wrote " + cfg.export_.out + (cfg.export_.hdf5 ? " (with model.h5)" : "") +
                                (cfg.export_.int8 ? ", model.onnx and model.int8.onnx (checked)"
                                                  : cfg.export_.onnx ? " and model.onnx (checked)" : ""));

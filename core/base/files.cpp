@@ -209,6 +209,7 @@ StagedFolder::StagedFolder(const std::string& target) : target_(target) {
 
 // Rethrows the exception in flight with the staging folder's path written as the target's in its message: the
 // staging folder is gone when the message is read, and the target is what the user named.
+namespace {
 [[noreturn]] void rethrow_naming(const std::string& staged, const std::string& target) {
   auto named = [&](std::string m) {
     for (size_t at = m.find(staged); at != std::string::npos; at = m.find(staged, at + target.size()))
@@ -231,6 +232,7 @@ StagedFolder::StagedFolder(const std::string& target) : target_(target) {
     throw InputError(named(e.what()) + "; check that " + target + " is on a writable disk with room");
   }
 }
+}  // namespace
 
 void StagedFolder::write(const std::function<void(const std::string& dir)>& fill) {
   try {

@@ -54,7 +54,8 @@ class StagedFolder {
   const std::string& path() const { return path_; }  // where the content is written until commit()
   const std::string& target() const { return target_; }
   void commit();
-  // fill(path()), then commit(); an exception from fill removes the folder and is rethrown as by rethrow_naming.
+  // fill(path()), then commit(). An exception from fill removes the folder and is rethrown with the staging path
+  // written as the target's (a raw filesystem_error as an InputError naming the target and the fix).
   void write(const std::function<void(const std::string& dir)>& fill);
 
  private:
@@ -63,11 +64,6 @@ class StagedFolder {
   std::vector<std::string> created_;  // parents of target made for it, deepest first
   bool committed_ = false;
 };
-
-// Rethrows the exception in flight (call it in a catch block) with `staged` written as `target` in its message:
-// the staging folder is gone when the message is read, and the target is what the user named. A raw
-// filesystem_error becomes an InputError that names the target and the fix.
-[[noreturn]] void rethrow_naming(const std::string& staged, const std::string& target);
 
 // Removes every staging folder of a StagedFolder (.NAME.tmp-PID-N) under `dir` whose writer is no longer running:
 // what a killed run left, cleared when a run takes its folder over.
