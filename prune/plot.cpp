@@ -38,36 +38,61 @@ std::vector<double> ticks(double lo, double hi) {
   return t;
 }
 
-}  // namespace
+// Ticks of a log axis over [lo, hi] (values, not logs): 1, 2 and 5 times the powers of ten inside.
+std::vector<double> log_ticks(double lo, double hi) {
+  std::vector<double> t;
+  for (double mag = std::pow(10.0, std::floor(std::log10(lo))); mag <= hi; mag *= 10)
+    for (double m : {1.0, 2.0, 5.0})
+      if (m * mag >= lo * (1 - 1e-9) && m * mag <= hi * (1 + 1e-9)) t.push_back(m * mag);
+  return t;
+}
 
-std::string svg_line_chart(const LineChart& c) {
-  const double W = 760, H = 480, left = 70, right = 170, top = 40, bottom = 60;
+// The plot area: data ranges and the maps from data to pixels.
+struct Frame {
+  static constexpr double W = 760, H = 480, left = 70, right = 170, top = 40, bottom = 60;
   double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
+  bool log_x = false;
+  double tx(double x) const { return log_x ? std::log10(x) : x; }
+  double px(double x) const { return left + (tx(x) - tx(x0)) / (tx(x1) - tx(x0)) * (W - left - right); }
+  double py(double y) const { return top + (y1 - y) / (y1 - y0) * (H - top - bottom); }
+};
+
+Frame frame_of(const LineChart& c) {
+  Frame f;
+  f.log_x = c.log_x;
   for (const auto& s : c.series)
     for (size_t i = 0; i < s.x.size(); ++i) {
-      x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]);
-      y0 = std::min({y0, s.y[i], s.lo.empty() ? s.y[i] : s.lo[i]});
-      y1 = std::max({y1, s.y[i], s.hi.empty() ? s.y[i] : s.hi[i]});
+      f.x0 = std::min(f.x0, s.x[i]), f.x1 = std::max(f.x1, s.x[i]);
+      f.y0 = std::min({f.y0, s.y[i], s.lo.empty() ? s.y[i] : s.lo[i]});
+      f.y1 = std::max({f.y1, s.y[i], s.hi.empty() ? s.y[i] : s.hi[i]});
     }
-  if (!std::isnan(c.y_ref)) y0 = std::min(y0, c.y_ref), y1 = std::max(y1, c.y_ref);
-  if (x0 > x1) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-  if (x1 == x0) x1 = x0 + 1;
-  const double pad = (y1 - y0) * 0.05 + 1e-9;
-  y0 -= pad, y1 += pad;
-  auto px = [&](double x) { return left + (x - x0) / (x1 - x0) * (W - left - right); };
-  auto py = [&](double y) { return top + (y1 - y) / (y1 - y0) * (H - top - bottom); };
-  std::ostringstream o;
+  if (!std::isnan(c.y_ref)) f.y0 = std::min(f.y0, c.y_ref), f.y1 = std::max(f.y1, c.y_ref);
+  if (f.x0 > f.x1) f.x0 = f.log_x ? 1 : 0, f.x1 = f.log_x ? 10 : 1, f.y0 = 0, f.y1 = 1;
+  if (f.log_x) {  // a little room on both sides, as the linear axis has at its ticks
+    f.x0 = std::max(f.x0, 1e-12) / 1.1, f.x1 = std::max(f.x1, 1e-12) * 1.1;
+  } else if (f.x1 == f.x0) {
+    f.x1 = f.x0 + 1;
+  }
+  const double pad = (f.y1 - f.y0) * 0.05 + 1e-9;
+  f.y0 -= pad, f.y1 += pad;
+  return f;
+}
+
+// Title, grid with tick labels, frame, axis labels and the dashed reference line.
+void draw_axes(std::ostringstream& o, const LineChart& c, const Frame& f) {
+  const double W = Frame::W, H = Frame::H, left = Frame::left, right = Frame::right, top = Frame::top,
+               bottom = Frame::bottom;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << xml_escape(c.title)
     << "</text>\n";
-  for (double t : ticks(x0, x1))
-    o << "<line x1=\"" << px(t) << "\" y1=\"" << top << "\" x2=\"" << px(t) << "\" y2=\"" << H - bottom
-      << "\" stroke=\"#e5e5e5\"/><text x=\"" << px(t) << "\" y=\"" << H - bottom + 16 << "\" text-anchor=\"middle\">"
-      << num(t) << "</text>\n";
-  for (double t : ticks(y0, y1))
-    o << "<line x1=\"" << left << "\" y1=\"" << py(t) << "\" x2=\"" << W - right << "\" y2=\"" << py(t)
-      << "\" stroke=\"#e5e5e5\"/><text x=\"" << left - 6 << "\" y=\"" << py(t) + 4 << "\" text-anchor=\"end\">"
+  for (double t : f.log_x ? log_ticks(f.x0, f.x1) : ticks(f.x0, f.x1))
+    o << "<line x1=\"" << f.px(t) << "\" y1=\"" << top << "\" x2=\"" << f.px(t) << "\" y2=\"" << H - bottom
+      << "\" stroke=\"#e5e5e5\"/><text x=\"" << f.px(t) << "\" y=\"" << H - bottom + 16
+      << "\" text-anchor=\"middle\">" << num(t) << "</text>\n";
+  for (double t : ticks(f.y0, f.y1))
+    o << "<line x1=\"" << left << "\" y1=\"" << f.py(t) << "\" x2=\"" << W - right << "\" y2=\"" << f.py(t)
+      << "\" stroke=\"#e5e5e5\"/><text x=\"" << left - 6 << "\" y=\"" << f.py(t) + 4 << "\" text-anchor=\"end\">"
       << num(t) << "</text>\n";
   o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << W - left - right << "\" height=\""
     << H - top - bottom << "\" fill=\"none\" stroke=\"black\"/>\n";
@@ -75,31 +100,48 @@ std::string svg_line_chart(const LineChart& c) {
     << xml_escape(c.x_label) << "</text>\n<text transform=\"translate(18," << (top + H - bottom) / 2
     << ") rotate(-90)\" text-anchor=\"middle\">" << xml_escape(c.y_label) << "</text>\n";
   if (!std::isnan(c.y_ref))
-    o << "<line x1=\"" << left << "\" y1=\"" << py(c.y_ref) << "\" x2=\"" << W - right << "\" y2=\"" << py(c.y_ref)
-      << "\" stroke=\"black\" stroke-dasharray=\"5,4\"/><text x=\"" << W - right - 4 << "\" y=\"" << py(c.y_ref) - 5
-      << "\" text-anchor=\"end\">" << xml_escape(c.y_ref_label) << "</text>\n";
-  for (size_t k = 0; k < c.series.size(); ++k) {
-    const auto& s = c.series[k];
-    constexpr size_t kN = sizeof kColors / sizeof *kColors;
-    const char* color = kColors[k % kN];
-    // Past the palette (e.g. 12 heads' gates), dashes tell the series apart.
-    const std::string dash = k < kN ? "" : k < 2 * kN ? " stroke-dasharray=\"6,3\"" : " stroke-dasharray=\"2,2\"";
-    if (!s.lo.empty() && s.x.size() > 1) {
-      o << "<polygon fill=\"" << color << "\" fill-opacity=\"0.15\" stroke=\"none\" points=\"";
-      for (size_t i = 0; i < s.x.size(); ++i) o << px(s.x[i]) << "," << py(s.hi[i]) << " ";
-      for (size_t i = s.x.size(); i-- > 0;) o << px(s.x[i]) << "," << py(s.lo[i]) << " ";
-      o << "\"/>\n";
-    }
-    o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\"" << dash << " points=\"";
-    for (size_t i = 0; i < s.x.size(); ++i) o << px(s.x[i]) << "," << py(s.y[i]) << " ";
+    o << "<line x1=\"" << left << "\" y1=\"" << f.py(c.y_ref) << "\" x2=\"" << W - right << "\" y2=\""
+      << f.py(c.y_ref) << "\" stroke=\"black\" stroke-dasharray=\"5,4\"/><text x=\"" << W - right - 4 << "\" y=\""
+      << f.py(c.y_ref) - 5 << "\" text-anchor=\"end\">" << xml_escape(c.y_ref_label) << "</text>\n";
+}
+
+// Series k: its band, line (unless markers only), points and legend entry.
+void draw_series(std::ostringstream& o, const Series& s, size_t k, const Frame& f) {
+  constexpr size_t kN = sizeof kColors / sizeof *kColors;
+  const char* color = kColors[k % kN];
+  // Past the palette (e.g. 12 heads' gates), dashes tell the series apart.
+  const std::string dash = k < kN ? "" : k < 2 * kN ? " stroke-dasharray=\"6,3\"" : " stroke-dasharray=\"2,2\"";
+  if (!s.lo.empty() && s.x.size() > 1) {
+    o << "<polygon fill=\"" << color << "\" fill-opacity=\"0.15\" stroke=\"none\" points=\"";
+    for (size_t i = 0; i < s.x.size(); ++i) o << f.px(s.x[i]) << "," << f.py(s.hi[i]) << " ";
+    for (size_t i = s.x.size(); i-- > 0;) o << f.px(s.x[i]) << "," << f.py(s.lo[i]) << " ";
     o << "\"/>\n";
-    for (size_t i = 0; i < s.x.size(); ++i)
-      o << "<circle cx=\"" << px(s.x[i]) << "\" cy=\"" << py(s.y[i]) << "\" r=\"3\" fill=\"" << color << "\"/>\n";
-    const double ly = top + 10 + 20 * static_cast<double>(k);
-    o << "<line x1=\"" << W - right + 12 << "\" y1=\"" << ly << "\" x2=\"" << W - right + 36 << "\" y2=\"" << ly
-      << "\" stroke=\"" << color << "\" stroke-width=\"3\"" << dash << "/><text x=\"" << W - right + 42 << "\" y=\""
-      << ly + 4 << "\">" << xml_escape(s.name) << "</text>\n";
   }
+  if (!s.markers_only) {
+    o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\"" << dash << " points=\"";
+    for (size_t i = 0; i < s.x.size(); ++i) o << f.px(s.x[i]) << "," << f.py(s.y[i]) << " ";
+    o << "\"/>\n";
+  }
+  const int r = s.markers_only ? 5 : 3;
+  for (size_t i = 0; i < s.x.size(); ++i)
+    o << "<circle cx=\"" << f.px(s.x[i]) << "\" cy=\"" << f.py(s.y[i]) << "\" r=\"" << r << "\" fill=\"" << color
+      << "\"/>\n";
+  const double ly = Frame::top + 10 + 20 * static_cast<double>(k), lx = Frame::W - Frame::right;
+  if (s.markers_only)
+    o << "<circle cx=\"" << lx + 24 << "\" cy=\"" << ly << "\" r=\"5\" fill=\"" << color << "\"/>";
+  else
+    o << "<line x1=\"" << lx + 12 << "\" y1=\"" << ly << "\" x2=\"" << lx + 36 << "\" y2=\"" << ly << "\" stroke=\""
+      << color << "\" stroke-width=\"3\"" << dash << "/>";
+  o << "<text x=\"" << lx + 42 << "\" y=\"" << ly + 4 << "\">" << xml_escape(s.name) << "</text>\n";
+}
+
+}  // namespace
+
+std::string svg_line_chart(const LineChart& c) {
+  const Frame f = frame_of(c);
+  std::ostringstream o;
+  draw_axes(o, c, f);
+  for (size_t k = 0; k < c.series.size(); ++k) draw_series(o, c.series[k], k, f);
   o << "</svg>\n";
   return o.str();
 }

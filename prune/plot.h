@@ -11,6 +11,7 @@ namespace hp::prune {
 struct Series {
   std::string name;
   std::vector<double> x, y, lo, hi;  // lo/hi: optional interval band (same length as y, or empty)
+  bool markers_only = false;  // points without the line through them (a scatter)
 };
 
 struct LineChart {
@@ -18,6 +19,7 @@ struct LineChart {
   std::vector<Series> series;
   double y_ref = std::numeric_limits<double>::quiet_NaN();  // optional dashed reference line
   std::string y_ref_label;
+  bool log_x = false;  // logarithmic x axis (x > 0), ticks at 1, 2, 5 × powers of ten
 };
 
 struct Heatmap {

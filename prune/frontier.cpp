@@ -1,0 +1,106 @@
+// The frontier's Pareto front and choice (see prune/frontier.h).
+#include "prune/frontier.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+namespace hp::prune {
+
+namespace {
+
+// a dominates b: at least as fast and as accurate, strictly better in one.
+bool dominates(const FrontierPoint& a, const FrontierPoint& b) {
+  return a.speedup >= b.speedup && a.metric >= b.metric && (a.speedup > b.speedup || a.metric > b.metric);
+}
+
+bool same_place(const FrontierPoint& a, const FrontierPoint& b) {
+  return a.speedup == b.speedup && a.metric == b.metric;
+}
+
+// "kwon-search 50% FLOPs int8": the parts a person needs, without the empty ones.
+std::string label(const FrontierPoint& p) {
+  return p.method + (p.budget.empty() ? "" : " " + p.budget) + " " + p.precision;
+}
+
+// Metrics are ratios of counts scaled to points: 91.2 − 1 and 90.2 may differ in the last bit.
+constexpr double kSlack = 1e-9;
+
+}  // namespace
+
+std::vector<std::size_t> pareto_front(const std::vector<FrontierPoint>& points) {
+  std::vector<std::size_t> front;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    bool kept = true;
+    for (std::size_t j = 0; j < points.size() && kept; ++j)
+      kept = !(dominates(points[j], points[i]) || (j < i && same_place(points[j], points[i])));
+    if (kept) front.push_back(i);
+  }
+  std::stable_sort(front.begin(), front.end(),
+                   [&](std::size_t a, std::size_t b) { return points[a].speedup < points[b].speedup; });
+  return front;
+}
+
+std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& points, double baseline,
+                                         double max_drop) {
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const FrontierPoint& p = points[i];
+    if (p.reference || p.metric < baseline - max_drop - kSlack) continue;
+    if (!best || p.speedup > points[*best].speedup ||
+        (p.speedup == points[*best].speedup && p.metric > points[*best].metric))
+      best = i;
+  }
+  return best;
+}
+
+std::string frontier_csv(const Frontier& f) {
+  std::set<std::string> timings;
+  for (const auto& p : f.points)
+    for (const auto& [name, v] : p.speedups) timings.insert(name);
+  const auto front = pareto_front(f.points);
+  std::ostringstream csv;
+  csv << "method,budget,precision,metric,speedup";
+  for (const auto& t : timings) csv << ",speedup_" << t;
+  csv << ",reference,pareto,chosen\n";
+  for (std::size_t i = 0; i < f.points.size(); ++i) {
+    const FrontierPoint& p = f.points[i];
+    csv << p.method << "," << p.budget << "," << p.precision << "," << p.metric << "," << p.speedup;
+    for (const auto& t : timings) {
+      csv << ",";
+      if (const auto it = p.speedups.find(t); it != p.speedups.end()) csv << it->second;
+    }
+    const bool on_front = std::find(front.begin(), front.end(), i) != front.end();
+    csv << "," << p.reference << "," << on_front << "," << (static_cast<int>(i) == f.chosen) << "\n";
+  }
+  return csv.str();
+}
+
+LineChart frontier_chart(const Frontier& f) {
+  LineChart chart;
+  chart.title = f.task + ": " + f.metric + " against measured speedup (" + f.timing + ")";
+  chart.x_label = "speedup over the unpruned fp32 model (x, log scale)";
+  chart.y_label = f.metric + " (" + f.split + ")";
+  chart.log_x = true;
+  chart.y_ref = f.baseline - f.max_drop;
+  std::ostringstream drop;
+  drop << "unpruned fp32 - " << f.max_drop << " point" << (f.max_drop == 1 ? "" : "s");
+  chart.y_ref_label = drop.str();
+  Series front{"Pareto front", {}, {}, {}, {}, false};
+  for (std::size_t i : pareto_front(f.points))
+    front.x.push_back(f.points[i].speedup), front.y.push_back(f.points[i].metric);
+  chart.series.push_back(front);
+  for (const auto& p : f.points) {
+    const std::string name = p.reference ? "ONNX Runtime " + p.precision : p.method + " " + p.precision;
+    auto it = std::find_if(chart.series.begin(), chart.series.end(), [&](const Series& s) { return s.name == name; });
+    if (it == chart.series.end()) it = chart.series.insert(chart.series.end(), {name, {}, {}, {}, {}, true});
+    it->x.push_back(p.speedup), it->y.push_back(p.metric);
+  }
+  if (f.chosen >= 0) {
+    const FrontierPoint& c = f.points.at(static_cast<std::size_t>(f.chosen));
+    chart.series.push_back({"chosen: " + label(c), {c.speedup}, {c.metric}, {}, {}, true});
+  }
+  return chart;
+}
+
+}  // namespace hp::prune

@@ -1,0 +1,58 @@
+// The compression frontier (`prune --max-drop D`, issue #41) as data: every candidate model the run measured —
+// a method at a budget at a precision — with its metric on the evaluation split and its measured speedup over
+// the unpruned fp32 model, the Pareto front over (speedup, metric), and the choice: the fastest candidate whose
+// metric is within D points of the unpruned fp32 model's. ONNX Runtime's rows are reference points: drawn and
+// written, never chosen. Torch-free (the stage that measures the candidates fills these structs).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "prune/plot.h"
+
+namespace hp::prune {
+
+struct FrontierPoint {
+  std::string method;     // "unpruned", "heads: CRITERION", "kwon-search", "gates", "onnxruntime"
+  std::string budget;     // as a person reads it: "36 heads", "50% FLOPs", "" for the unpruned model
+  std::string precision;  // "fp32", "bf16" or "int8"
+  double metric = 0;      // on the evaluation split, in points (accuracy 0.91 → 91)
+  double speedup = 0;     // at the timing chosen on: unpruned fp32 (headprune) time over this candidate's time
+  std::map<std::string, double> speedups;  // every timing measured, e.g. "b1_mean", "b32_128" (the CSV's columns)
+  bool reference = false;  // ONNX Runtime: measured beside, never chosen
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FrontierPoint, method, budget, precision, metric, speedup, speedups,
+                                                reference)
+
+struct Frontier {
+  std::string task, metric, split;  // e.g. "sst2", "accuracy", "dev"
+  std::string timing;               // what `speedup` measures, e.g. "batch 32 x 128 tokens"
+  double baseline = 0;              // the unpruned fp32 model's metric, points
+  double max_drop = 0;              // D
+  std::vector<FrontierPoint> points;
+  int chosen = -1;  // index into points; -1 when none is within max_drop
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Frontier, task, metric, split, timing, baseline, max_drop, points,
+                                                chosen)
+
+// Indices of the points no other point dominates (another at least as fast and at least as accurate, and
+// strictly better in one), by increasing speedup. Of points equal in both, the first is kept. Reference points
+// take part: a candidate that ONNX Runtime beats in both is not on the front.
+std::vector<std::size_t> pareto_front(const std::vector<FrontierPoint>& points);
+
+// The fastest candidate (reference points excluded) whose metric is at least baseline − max_drop (to 1e-9 points); of equally
+// fast ones the more accurate, then the first. nullopt when none is within max_drop.
+std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& points, double baseline, double max_drop);
+
+// frontier.csv: one row per point, the speedup of every timing any point has (empty where it has none), whether
+// it is on the Pareto front and whether it was chosen.
+std::string frontier_csv(const Frontier& f);
+// The metric against the speedup (log x): one marker series per method and precision, ONNX Runtime's points,
+// the Pareto front as a line, the chosen point, and the baseline − D line dashed.
+LineChart frontier_chart(const Frontier& f);
+
+}  // namespace hp::prune

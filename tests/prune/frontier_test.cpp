@@ -1,0 +1,144 @@
+// The frontier's Pareto front and choice (prune/frontier.h) on hand-made points: dominated points dropped,
+// ties (equal speed, equal metric, both), reference (ONNX Runtime) points on the front but never chosen, the
+// fastest candidate within D chosen and none when none is; and the front against a brute-force count on random
+// sets (a point is on the front iff nothing beats it in one coordinate without losing in the other).
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "prune/frontier.h"
+
+using hp::prune::choose_within;
+using hp::prune::FrontierPoint;
+using hp::prune::pareto_front;
+
+namespace {
+
+FrontierPoint pt(double speedup, double metric, bool reference = false) {
+  FrontierPoint p;
+  p.method = reference ? "onnxruntime" : "kwon-search";
+  p.precision = "fp32";
+  p.speedup = speedup, p.metric = metric, p.reference = reference;
+  return p;
+}
+
+using Idx = std::vector<std::size_t>;
+
+}  // namespace
+
+TEST_CASE("the Pareto front drops dominated points and lists the rest by speedup", "[prune][frontier]") {
+  // 0: unpruned (1x, 91); 1: dominated by 2 (slower and worse); 2: 2x at 90.5; 3: 3x at 88; 4: 2.5x at 87
+  // (dominated by 3); 5: 4x at 80.
+  const std::vector<FrontierPoint> pts = {pt(1, 91), pt(1.5, 90), pt(2, 90.5), pt(3, 88), pt(2.5, 87), pt(4, 80)};
+  CHECK(pareto_front(pts) == Idx{0, 2, 3, 5});
+}
+
+TEST_CASE("the Pareto front's ties: equal speed keeps the more accurate, equal metric the faster, equal both "
+          "the first",
+          "[prune][frontier]") {
+  CHECK(pareto_front({pt(2, 89), pt(2, 90)}) == Idx{1});
+  CHECK(pareto_front({pt(2, 90), pt(3, 90)}) == Idx{1});
+  CHECK(pareto_front({pt(2, 90), pt(2, 90), pt(1, 91)}) == Idx{2, 0});
+  CHECK(pareto_front({}).empty());
+}
+
+TEST_CASE("a reference point takes part in the front: a candidate it beats in both is off the front",
+          "[prune][frontier]") {
+  CHECK(pareto_front({pt(1, 91), pt(2, 89), pt(2.5, 90, true)}) == Idx{0, 2});
+}
+
+TEST_CASE("the Pareto front equals a brute-force count on random points", "[prune][frontier]") {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> coarse(0, 5);  // few values: many ties
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<FrontierPoint> pts;
+    for (int k = 0; k < 12; ++k) pts.push_back(pt(1 + coarse(rng) * 0.5, 85 + coarse(rng)));
+    Idx expect;
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      bool beaten = false;
+      for (std::size_t j = 0; j < pts.size(); ++j) {
+        const bool faster = pts[j].speedup > pts[i].speedup, better = pts[j].metric > pts[i].metric;
+        const bool no_slower = pts[j].speedup >= pts[i].speedup, no_worse = pts[j].metric >= pts[i].metric;
+        const bool earlier_twin = j < i && pts[j].speedup == pts[i].speedup && pts[j].metric == pts[i].metric;
+        beaten = beaten || (faster && no_worse) || (better && no_slower) || earlier_twin;
+      }
+      if (!beaten) expect.push_back(i);
+    }
+    std::sort(expect.begin(), expect.end(), [&](auto a, auto b) { return pts[a].speedup < pts[b].speedup; });
+    INFO("trial " << trial);
+    REQUIRE(pareto_front(pts) == expect);
+  }
+}
+
+TEST_CASE("the choice is the fastest candidate within D points of the unpruned model", "[prune][frontier]") {
+  const std::vector<FrontierPoint> pts = {pt(1, 91.0), pt(2, 90.5), pt(3, 90.0), pt(3.5, 89.9), pt(6, 92, true)};
+  SECTION("within 1 point: 3x at exactly −1.0 (the edge is inside), not 3.5x at −1.1") {
+    CHECK(choose_within(pts, 91.0, 1.0) == std::optional<std::size_t>(2));
+  }
+  SECTION("within 0.5 point: 2x") { CHECK(choose_within(pts, 91.0, 0.5) == std::optional<std::size_t>(1)); }
+  SECTION("within 0: only the unpruned model itself") {
+    CHECK(choose_within(pts, 91.0, 0) == std::optional<std::size_t>(0));
+  }
+  SECTION("the reference point is never chosen, though it is the fastest and within D") {
+    CHECK(choose_within(pts, 91.0, 5.0) == std::optional<std::size_t>(3));
+  }
+  SECTION("none within D: nullopt") { CHECK_FALSE(choose_within(pts, 95.0, 1.0).has_value()); }
+  SECTION("the edge holds for metrics that are ratios of counts (513/1000 − 1 point against 503/1000)") {
+    const double base = 513.0 / 1000 * 100, edge = 503.0 / 1000 * 100;
+    REQUIRE(edge < base - 1.0);  // in doubles, exactly 1 point below reads as below the edge
+    CHECK(choose_within({pt(1, base), pt(2, edge)}, base, 1.0) == std::optional<std::size_t>(1));
+  }
+  SECTION("equally fast: the more accurate, then the first") {
+    CHECK(choose_within({pt(2, 90.2), pt(2, 90.4), pt(2, 90.4)}, 91.0, 1.0) == std::optional<std::size_t>(1));
+  }
+}
+
+namespace {
+
+hp::prune::Frontier hand_frontier() {
+  hp::prune::Frontier f;
+  f.task = "sst2", f.metric = "accuracy", f.split = "dev", f.timing = "batch 32 x 128 tokens";
+  f.baseline = 91, f.max_drop = 1;
+  f.points = {pt(1, 91), pt(1.5, 90), pt(3, 90.2), pt(2.4, 91.5, true)};
+  f.points[1].precision = "int8";
+  f.points[0].speedups = {{"b32_128", 1}, {"b1_mean", 1}};
+  f.points[2].speedups = {{"b32_128", 3}};
+  f.chosen = 2;
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("frontier.csv: a row per point with every timing's column, the front and the choice marked",
+          "[prune][frontier]") {
+  const std::string csv = hp::prune::frontier_csv(hand_frontier());
+  CHECK(csv ==
+        "method,budget,precision,metric,speedup,speedup_b1_mean,speedup_b32_128,reference,pareto,chosen\n"
+        "kwon-search,,fp32,91,1,1,1,0,0,0\n"  // dominated by ONNX Runtime (2.4x at 91.5)
+        "kwon-search,,int8,90,1.5,,,0,0,0\n"
+        "kwon-search,,fp32,90.2,3,,3,0,1,1\n"
+        "onnxruntime,,fp32,91.5,2.4,,,1,1,0\n");
+}
+
+TEST_CASE("the frontier chart: log x, the front as a line through its points, a marker series per method and "
+          "precision, ONNX Runtime apart, the choice and the D line",
+          "[prune][frontier]") {
+  const auto chart = hp::prune::frontier_chart(hand_frontier());
+  CHECK(chart.log_x);
+  CHECK(chart.y_ref == Approx(90));
+  REQUIRE(chart.series.size() == 5);
+  CHECK(chart.series[0].name == "Pareto front");
+  CHECK_FALSE(chart.series[0].markers_only);
+  CHECK(chart.series[0].x == std::vector<double>{2.4, 3});
+  CHECK(chart.series[1].name == "kwon-search fp32");
+  CHECK(chart.series[1].x == std::vector<double>{1, 3});
+  CHECK(chart.series[2].name == "kwon-search int8");
+  CHECK(chart.series[3].name == "ONNX Runtime fp32");
+  CHECK(chart.series[4].name == "chosen: kwon-search fp32");
+  CHECK(chart.series[4].y == std::vector<double>{90.2});
+  for (std::size_t k = 1; k < chart.series.size(); ++k) CHECK(chart.series[k].markers_only);
+  // The log axis's ticks: 1 and 2 inside [1/1.1, 3·1.1], not a linear step.
+  const std::string svg = hp::prune::svg_line_chart(chart);
+  CHECK_THAT(svg, Catch::Contains(">1</text>") && Catch::Contains(">2</text>"));
+  CHECK_THAT(svg, !Catch::Contains(">1.5</text>") && !Catch::Contains(">2.5</text>"));
+}
