@@ -9,6 +9,7 @@
 
 #include "core/base/errors.h"
 #include "core/base/log.h"
+#include "core/base/version.h"
 
 namespace hp::cli {
 
@@ -191,7 +192,7 @@ std::vector<std::string> config_dirs() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) dirs.push_back((exe.parent_path().parent_path() / "share" / "headprune" / "configs").string());
-  dirs.push_back(std::string(HP_SOURCE_DIR) + "/configs");
+  dirs.push_back(core::source_dir() + "/configs");
   return dirs;
 }
 

@@ -9,6 +9,7 @@
 #include "core/base/log.h"
 #include "core/base/process.h"
 #include "core/base/strings.h"
+#include "core/base/version.h"
 #include "core/kernels/lowp_gemm.h"
 #include "core/io/tensor_io.h"
 #include "eval/evaluator.h"
@@ -21,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kScript = std::string(HP_SOURCE_DIR) + "/tools/onnx_export.py";
+const std::string kScript = core::source_dir() + "/tools/onnx_export.py";
 
 // The reference Python, or InputError naming the setup step.
 std::string reference_python(const std::string& flag) {

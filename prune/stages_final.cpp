@@ -8,6 +8,7 @@
 #include "core/base/files.h"
 #include "core/base/log.h"
 #include "core/base/process.h"
+#include "core/base/version.h"
 #include "core/dist/distributed.h"
 #include "core/io/tensor_io.h"
 #include "eval/evaluator.h"
@@ -143,7 +144,7 @@ std::map<std::string, std::string> hf_checks(const RunContext& ctx, const core::
   std::map<std::string, std::string> hf;
   const bool verify = ctx.cfg->prune.verify;
   core::shared_write([&] {
-    const std::string script = std::string(HP_SOURCE_DIR) + "/tools/hf_check.py";
+    const std::string script = core::source_dir() + "/tools/hf_check.py";
     const std::string h5 = ctx.cfg->run.out_dir + "/verify_inputs.h5";
     bool inputs_written = false;
     struct HfCheck {
