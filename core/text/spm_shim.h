@@ -1,8 +1,9 @@
 // The C interface of the SentencePiece shim (core/text/spm_shim.cpp, built as its own shared library
 // hp_spm_shim). Debian's libsentencepiece carries and exports its own copy of protobuf, which clashes with the
 // protobuf LibTorch loads (each binds the other's symbols: a crash at start-up). So the library is never linked
-// into our programs: core/text/sentencepiece_model.cpp dlopens this shim with RTLD_LOCAL | RTLD_DEEPBIND, which
-// keeps SentencePiece and its protobuf to themselves. Torch-free, C only across the boundary.
+// into our programs: core/text/sentencepiece_model.cpp loads this shim into a link-map namespace of its own
+// (dlmopen), which keeps SentencePiece and its protobuf to themselves. Torch-free, C only across the boundary;
+// built without sanitizers in a sanitizer build (the namespace has no sanitizer runtime).
 #pragma once
 
 #include <cstddef>
