@@ -17,8 +17,16 @@ if [[ $target == all ]]; then
 fi
 if [[ ! -x build-fuzz/tests/fuzz/fuzz_$target ]]; then
   command -v clang++ >/dev/null || { echo "fuzz_$target: skipped, no clang++ (scripts/setup.sh --tests installs it)"; exit 77; }
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DHP_FUZZ=ON >/dev/null
-  ninja -C build-fuzz "fuzz_$target" >/dev/null
+  # Under ctest -j two fuzz tests may both find the folder unbuilt: one cmake and ninja at a time in it (two at once
+  # broke ninja's log: "premature end of file", a failed test).
+  mkdir -p build-fuzz
+  (
+    flock 9
+    if [[ ! -x build-fuzz/tests/fuzz/fuzz_$target ]]; then
+      CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DHP_FUZZ=ON >/dev/null
+      ninja -C build-fuzz "fuzz_$target" >/dev/null
+    fi
+  ) 9>build-fuzz/.build.lock
 fi
 corpus=build-fuzz/corpus/$target
 seeds=build-fuzz/seeds/$target
