@@ -103,6 +103,31 @@ def encode_all(tok, texts_a, texts_b, **kw):
     return tok(texts_a, texts_b, add_special_tokens=True, **kw)
 
 
+def truncated(tok, a, b, lengths, m):
+    """HF's longest_first encodings at max_length m of the rows whose full encoding (`lengths`, specials
+    included) is longer than m, as {row: input ids (and type ids when the tokenizer gives them)}. A row that fits
+    is not asked: HF's truncation returns a sequence within max_length as it is, so its kept lengths are its
+    whole lengths (the wordpiece path checks that on a sample, check_fitting_rows)."""
+    rows = [k for k, n in enumerate(lengths) if n > m]
+    if not rows:
+        return {}
+    enc = encode_all(tok, [a[k] for k in rows], [b[k] for k in rows] if b is not None else None,
+                     truncation="longest_first", max_length=m)
+    types = enc.get("token_type_ids")
+    return {k: (enc["input_ids"][i], types[i] if types is not None else None) for i, k in enumerate(rows)}
+
+
+def check_fitting_rows(tok, a, b, lengths, m, where, every=97):
+    """The claim truncated() rests on, tested on every `every`th fitting row: HF's truncation leaves it whole."""
+    for k in range(0, len(lengths), every):
+        if lengths[k] <= m:
+            enc = encode_all(tok, [a[k]], [b[k]] if b is not None else None, truncation="longest_first",
+                             max_length=m)["input_ids"][0]
+            whole = encode_all(tok, [a[k]], [b[k]] if b is not None else None)["input_ids"][0]
+            if enc != whole:
+                raise SystemExit(f"{where}:{k}: HF truncation at {m} changed a row of {lengths[k]} ids")
+
+
 def kept_lengths(ids, type_ids, full_ids, full_type_ids, cls_id, sep_id, where):
     """(kept_a, kept_b) of a truncated encoding, checked to be a prefix of the full one."""
     n_a_full = full_type_ids.count(0) - 2
@@ -168,8 +193,8 @@ def write_roberta_style(args, tmp, manifest):
             full = encode_all(ref_tok, a, b)["input_ids"]
         fast_a = fast(a, add_special_tokens=False)["input_ids"]
         fast_b = fast(b, add_special_tokens=False)["input_ids"] if b is not None else None
-        trunc = {m: encode_all(fast, a, b, truncation="longest_first", max_length=m)["input_ids"]
-                 for m in ROBERTA_MAX_LENS}
+        lengths = [len(fa) + (len(fast_b[k]) + 2 if b is not None else 0) + 2 for k, fa in enumerate(fast_a)]
+        trunc = {m: truncated(fast, a, b, lengths, m) for m in ROBERTA_MAX_LENS}
         name = rel.replace("/", "_").rsplit(".", 1)[0] + ".jsonl"
         with open(os.path.join(tmp, name), "w", encoding="utf-8") as out:
             for k, (line, ta, tb) in enumerate(rows):
@@ -184,7 +209,9 @@ def write_roberta_style(args, tmp, manifest):
                         examples.append({"src": where, "text": ta if fa != pa else tb})
                     if len(fa) != len(pa) or (fb is not None and len(fb) != len(pb)):
                         raise SystemExit(f"{where}: fast and slow differ in length; kept lengths unknown")
-                keep = {str(m): roberta_kept(trunc[m][k], fa, fb, cls_id, sep_id, where) for m in ROBERTA_MAX_LENS}
+                whole = roberta_layout(cls_id, sep_id, fa, fb)
+                keep = {str(m): roberta_kept(trunc[m][k][0] if k in trunc[m] else whole, fa, fb, cls_id, sep_id,
+                                             where) for m in ROBERTA_MAX_LENS}
                 rec = {"src": where, "a": ta, "b": tb, "ids": full[k], "type_ids": [0] * len(full[k]),
                        "n": [len(pa), len(pb) if pb is not None else 0], "keep": keep}
                 out.write(json.dumps(rec, ensure_ascii=False) + "\n")
@@ -208,9 +235,11 @@ def check_slow(args, slow, ref_tok, rec, k, counts, where):
             counts["slow_mismatches"] += 1
             print(f"slow/fast differ at {where}: {ta!r} {tb!r}", file=sys.stderr)
     if slow is None and tb is not None:
-        pa = ref_tok(ta, add_special_tokens=False)["input_ids"]
-        pb = ref_tok(tb, add_special_tokens=False)["input_ids"]
+        (n_a, n_b), ids = rec["n"], rec["ids"]
+        pa, pb = ids[1:1 + n_a], ids[n_a + 3:n_a + 3 + n_b]  # <s> a </s></s> b </s>: the reference's own pieces
         for m, (ka, kb) in rec["keep"].items():
+            if n_a + n_b + 4 <= int(m):
+                continue  # fits: neither rule cuts it
             got = ref_tok(ta, tb, truncation="longest_first", max_length=int(m))["input_ids"]
             if got != roberta_layout(ref_tok.cls_token_id, ref_tok.sep_token_id, pa, pb, ka, kb):
                 counts["slow_truncation_differs"] += 1
@@ -298,15 +327,17 @@ def main():
         a = [r[1] for r in rows]
         b = [r[2] for r in rows] if col_b is not None else None
         full = encode_all(fast, a, b)
-        trunc = {m: encode_all(fast, a, b, truncation="longest_first", max_length=m)
-                 for m in MAX_LENS}
+        lengths = [len(ids) for ids in full["input_ids"]]
+        trunc = {m: truncated(fast, a, b, lengths, m) for m in MAX_LENS}
+        for m in MAX_LENS:
+            check_fitting_rows(fast, a, b, lengths, m, rel)
         name = rel.replace("/", "_").rsplit(".", 1)[0] + ".jsonl"
         with open(os.path.join(tmp, name), "w", encoding="utf-8") as out:
             for k, (line, ta, tb) in enumerate(rows):
                 where = f"{rel}:{line}"
                 ids, tt = full["input_ids"][k], full["token_type_ids"][k]
-                keep = {str(m): kept_lengths(trunc[m]["input_ids"][k], trunc[m]["token_type_ids"][k],
-                                             ids, tt, cls_id, sep_id, where) for m in MAX_LENS}
+                keep = {str(m): kept_lengths(*trunc[m].get(k, (ids, tt)), ids, tt, cls_id, sep_id, where)
+                        for m in MAX_LENS}
                 rec = {"src": where, "a": ta, "b": tb, "ids": ids, "type_ids": tt, "keep": keep}
                 out.write(json.dumps(rec, ensure_ascii=False) + "\n")
                 if args.slow_every > 0 and k % args.slow_every == 0:
