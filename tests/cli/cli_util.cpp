@@ -11,7 +11,19 @@
 #include <fstream>
 #include <vector>
 
+#include "skip.h"
+
 namespace hp::test {
+
+void browser_check(const std::filesystem::path& page, const std::string& shots) {
+  if (!std::filesystem::exists(HP_REF_PYTHON))
+    return skip(std::string(HP_REF_PYTHON) + " missing: run scripts/setup.sh for the browser check");
+  auto b = run_command(std::string(HP_REF_PYTHON) + " " + kSourceDir + "/tests/report/browser_check.py " +
+                       page.string() + " --shots " + scratch_dir(shots).string() + " --expect-slim");
+  INFO(b.output);
+  if (b.code == kSkipExitCode) return skip("browser check skipped: " + b.output.substr(0, b.output.find('\n')));
+  CHECK(b.code == 0);
+}
 
 Run run_prune(const std::string& args) { return run_command(std::string(HP_PRUNE_EXE) + " " + args); }
 

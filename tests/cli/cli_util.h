@@ -38,6 +38,10 @@ struct ErrorCase {
 void check_errors(const std::vector<ErrorCase>& cases, const std::string& suffix = "",
                   const std::filesystem::path& written = {});
 
+// tests/report/browser_check.py on the report `page` (screenshots into the scratch folder `shots`); a skip without
+// the reference Python, Chromium or websocket-client.
+void browser_check(const std::filesystem::path& page, const std::string& shots);
+
 // The whole file as a string ("" if missing).
 std::string slurp(const std::filesystem::path& path);
 

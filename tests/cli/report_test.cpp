@@ -88,18 +88,6 @@ struct Fixture {
   }
 };
 
-// tests/report/browser_check.py on `page` (screenshots into the scratch folder `shots`); a skip without the
-// reference Python, Chromium or websocket-client.
-void browser_check(const fs::path& page, const std::string& shots) {
-  if (!fs::exists(HP_REF_PYTHON))
-    return skip(std::string(HP_REF_PYTHON) + " missing: run scripts/setup.sh for the browser check");
-  auto b = run_command(std::string(HP_REF_PYTHON) + " " + kSourceDir + "/tests/report/browser_check.py " +
-                       page.string() + " --shots " + hp::test::scratch_dir(shots).string() + " --expect-slim");
-  INFO(b.output);
-  if (b.code == kSkipExitCode) return skip("browser check skipped: " + b.output.substr(0, b.output.find('\n')));
-  CHECK(b.code == 0);
-}
-
 // The #hp-data object of a page.
 nlohmann::json page_data(const std::string& html) {
   const auto begin = html.find("<script type=\"application/json\" id=\"hp-data\">");
