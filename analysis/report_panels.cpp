@@ -16,6 +16,7 @@
 #include "core/base/xml.h"
 #include "core/io/tensor_io.h"
 #include "prune/budget_report.h"
+#include "prune/frontier.h"
 #include "prune/plot.h"
 
 namespace hp::analysis {
@@ -205,6 +206,27 @@ std::string summary_panel(const ReportFolders& f, const std::vector<std::string>
   return o.str() + (fin.contains("budget") ? "<h3>Budget result</h3>" : "<h3>Exactly-N result</h3>") + table({}, rows);
 }
 
+// A --max-drop run's frontier (summary.json's frontier): every candidate's metric against its measured speedup,
+// the Pareto front, ONNX Runtime's points and the choice; "" without one.
+std::string frontier_figure(const std::string& path, const json& s) {
+  if (!s.contains("frontier")) return "";
+  prune::Frontier f;
+  try {
+    f = s["frontier"].get<prune::Frontier>();
+  } catch (const json::exception& e) {
+    throw InputError(path + ": frontier is not what `prune` writes (" + e.what() +
+                     "); rerun the pruning command that wrote it");
+  }
+  const std::string chosen =
+      f.chosen >= 0 ? "the chosen model (" + prune::frontier_label(f.points.at(static_cast<size_t>(f.chosen))) + ")"
+                    : "no candidate within the limit";
+  return figure("frontier", prune::svg_line_chart(prune::frontier_chart(f)),
+                "Every candidate of `--max-drop` (head counts, budgets, precisions) with ONNX Runtime beside them (" +
+                    f.onnxruntime + "): the " + f.metric + " on " + f.split + " against the speedup over the unpruned "
+                    "fp32 model at " + f.timing + ", log scale; the line is the Pareto front, the dashed line the "
+                    "limit, and " + chosen + " the fastest above it.");
+}
+
 // A budget run's curves (summary.json's budget_curves): the metric against the unit kept and against the
 // measured speedup; "" for a run without a budget.
 std::string budget_figures(const ReportFolders& f) {
@@ -227,7 +249,7 @@ std::string budget_figures(const ReportFolders& f) {
     html += figure("pareto", prune::svg_line_chart(*pareto),
                    "The same points against the speedup measured at batch " + std::to_string(c.latency_batch) +
                        " over the unpruned model: up and to the right is better.");
-  return html;
+  return html + frontier_figure(path, s);
 }
 
 std::string curves_panel(const ReportFolders& f, const core::TensorMap& run) {

@@ -102,6 +102,7 @@ const std::vector<Shortcut> kReportFlags = {
 const std::vector<Shortcut> kPruneFlags = {
     {"--target-heads", "prune.target_heads"},     {"--target-flops", "prune.target_flops"},
     {"--target-params", "prune.target_params"},   {"--target-latency", "prune.target_latency"},
+    {"--max-drop", "prune.max_drop"},
     {"--structures", "prune.structures"},
     {"--criteria", "prune.criteria"},           {"--method", "prune.method"},
     {"--schedule", "prune.schedule"},           {"--iterative", "prune.iterative"},

@@ -69,7 +69,7 @@ std::vector<std::string> variants(const core::PruneConfig& p) {
 }  // namespace
 
 bool budget_mode(const core::PruneConfig& p) {
-  return p.target_flops > 0 || p.target_params > 0 || p.target_latency > 0;
+  return p.target_flops > 0 || p.target_params > 0 || p.target_latency > 0 || p.max_drop > 0;
 }
 
 BudgetUnit budget_unit(const core::PruneConfig& p, const core::BertConfig& arch, double mean_len) {
@@ -233,7 +233,8 @@ namespace {
 // The last step's choice (the scales folded in) slimmed and fine-tuned by prune.curve_recover_steps as stage 6
 // recovers, in RUN_DIR/budget_recover/<step> (resumed when its state is there), evaluated as a curve point of
 // the original model's shape. Once the point is stored only the run's record stays (train_result.json and the
-// config; the models and the optimizer state are removed). Empty when stopped.
+// config; the models and the optimizer state are removed), and best/ when the frontier (prune.max_drop) measures it
+// as a candidate (prune/frontier_stage.h). Empty when stopped.
 std::optional<CurvePoint> recovered_point(RunContext& ctx, const BudgetSearch& s, int step) {
   const core::Config& cfg = *ctx.cfg;
   const std::string sub = "budget_recover/" + std::to_string(step), dir = cfg.run.out_dir + "/" + sub;
@@ -255,7 +256,8 @@ std::optional<CurvePoint> recovered_point(RunContext& ctx, const BudgetSearch& s
   p.mask = core::format_head_mask(s.rearranged.heads);
   core::shared_write([&] {
     ctx.store->save_point(p);
-    for (const auto& heavy : {dir + "/best", dir + "/state", start}) fs::remove_all(heavy);
+    for (const auto& heavy : {dir + "/state", start}) fs::remove_all(heavy);
+    if (cfg.prune.max_drop == 0) fs::remove_all(dir + "/best");
   });
   return p;
 }

@@ -49,7 +49,8 @@ void prepare_latency_budget(RunContext& ctx);
 // After the claim: the table written to the run folder (unless it is there already).
 void save_latency_table(const RunContext& ctx);
 
-// True when the run has a FLOPs, parameter or latency budget.
+// True when the run has a FLOPs, parameter or latency budget, or measures the frontier (prune.max_drop: the budget
+// curves in FLOPs are its candidates).
 bool budget_mode(const core::PruneConfig& p);
 
 // Stage 3 with a budget: the search sample (ctx.search) and its mask gradients. Empty when stopped.

@@ -2,6 +2,7 @@
 #include "prune/frontier.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <sstream>
 
@@ -18,20 +19,22 @@ bool same_place(const FrontierPoint& a, const FrontierPoint& b) {
   return a.speedup == b.speedup && a.metric == b.metric;
 }
 
-// "kwon-search 50% FLOPs int8": the parts a person needs, without the empty ones.
-std::string label(const FrontierPoint& p) {
-  return p.method + (p.budget.empty() ? "" : " " + p.budget) + " " + p.precision;
-}
-
 // Metrics are ratios of counts scaled to points: 91.2 − 1 and 90.2 may differ in the last bit.
 constexpr double kSlack = 1e-9;
 
 }  // namespace
 
+std::string frontier_label(const FrontierPoint& p) {
+  std::string s = p.method;
+  for (const auto* part : {&p.criterion, &p.budget, &p.precision})
+    if (!part->empty()) s += " " + *part;
+  return s;
+}
+
 std::vector<std::size_t> pareto_front(const std::vector<FrontierPoint>& points) {
   std::vector<std::size_t> front;
   for (std::size_t i = 0; i < points.size(); ++i) {
-    bool kept = true;
+    bool kept = std::isfinite(points[i].metric) && std::isfinite(points[i].speedup);
     for (std::size_t j = 0; j < points.size() && kept; ++j)
       kept = !(dominates(points[j], points[i]) || (j < i && same_place(points[j], points[i])));
     if (kept) front.push_back(i);
@@ -46,7 +49,7 @@ std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& point
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < points.size(); ++i) {
     const FrontierPoint& p = points[i];
-    if (p.reference || p.metric < baseline - max_drop - kSlack) continue;
+    if (p.reference || !std::isfinite(p.metric) || p.metric < baseline - max_drop - kSlack) continue;
     if (!best || p.speedup > points[*best].speedup ||
         (p.speedup == points[*best].speedup && p.metric > points[*best].metric))
       best = i;
@@ -60,12 +63,13 @@ std::string frontier_csv(const Frontier& f) {
     for (const auto& [name, v] : p.speedups) timings.insert(name);
   const auto front = pareto_front(f.points);
   std::ostringstream csv;
-  csv << "method,budget,precision,metric,speedup";
+  csv << "method,criterion,budget,precision,heads_kept,flops_kept,metric,speedup";
   for (const auto& t : timings) csv << ",speedup_" << t;
   csv << ",reference,pareto,chosen\n";
   for (std::size_t i = 0; i < f.points.size(); ++i) {
     const FrontierPoint& p = f.points[i];
-    csv << p.method << "," << p.budget << "," << p.precision << "," << p.metric << "," << p.speedup;
+    csv << p.method << "," << p.criterion << "," << p.budget << "," << p.precision << "," << p.heads_kept << ","
+        << p.flops_kept << "," << p.metric << "," << p.speedup;
     for (const auto& t : timings) {
       csv << ",";
       if (const auto it = p.speedups.find(t); it != p.speedups.end()) csv << it->second;
@@ -86,19 +90,21 @@ LineChart frontier_chart(const Frontier& f) {
   std::ostringstream drop;
   drop << "unpruned fp32 - " << f.max_drop << " point" << (f.max_drop == 1 ? "" : "s");
   chart.y_ref_label = drop.str();
-  Series front{"Pareto front", {}, {}, {}, {}, false};
+  Series front{"Pareto front", {}, {}, {}, {}, false, "black", false};
   for (std::size_t i : pareto_front(f.points))
     front.x.push_back(f.points[i].speedup), front.y.push_back(f.points[i].metric);
   chart.series.push_back(front);
   for (const auto& p : f.points) {
-    const std::string name = p.reference ? "ONNX Runtime " + p.precision : p.method + " " + p.precision;
+    const std::string name = p.method == "onnxruntime" ? "ONNX Runtime " + p.precision
+                             : p.criterion.empty()     ? p.method + " " + p.precision
+                                                       : p.method + " " + p.criterion + " " + p.precision;
     auto it = std::find_if(chart.series.begin(), chart.series.end(), [&](const Series& s) { return s.name == name; });
-    if (it == chart.series.end()) it = chart.series.insert(chart.series.end(), {name, {}, {}, {}, {}, true});
+    if (it == chart.series.end()) it = chart.series.insert(chart.series.end(), {name, {}, {}, {}, {}, true, "", false});
     it->x.push_back(p.speedup), it->y.push_back(p.metric);
   }
   if (f.chosen >= 0) {
     const FrontierPoint& c = f.points.at(static_cast<std::size_t>(f.chosen));
-    chart.series.push_back({"chosen: " + label(c), {c.speedup}, {c.metric}, {}, {}, true});
+    chart.series.push_back({"chosen", {c.speedup}, {c.metric}, {}, {}, true, "black", true});
   }
   return chart;
 }

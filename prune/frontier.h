@@ -1,8 +1,8 @@
 // The compression frontier (`prune --max-drop D`, issue #41) as data: every candidate model the run measured —
 // a method at a budget at a precision — with its metric on the evaluation split and its measured speedup over
 // the unpruned fp32 model, the Pareto front over (speedup, metric), and the choice: the fastest candidate whose
-// metric is within D points of the unpruned fp32 model's. ONNX Runtime's rows are reference points: drawn and
-// written, never chosen. Torch-free (the stage that measures the candidates fills these structs).
+// metric is within D points of the unpruned fp32 model's. The unpruned fp32 model and ONNX Runtime's rows are
+// reference points: drawn and written, never chosen. Torch-free (the stage that measures the candidates fills these structs).
 #pragma once
 
 #include <map>
@@ -17,16 +17,23 @@
 namespace hp::prune {
 
 struct FrontierPoint {
-  std::string method;     // "unpruned", "heads: CRITERION", "kwon-search", "gates", "onnxruntime"
+  std::string method;     // "unpruned", "heads" (a criterion's ranking), "kwon-recovered", "kwon-tuned", "onnxruntime"
+  std::string criterion;  // heads: the ranking's criterion
   std::string budget;     // as a person reads it: "36 heads", "50% FLOPs", "" for the unpruned model
   std::string precision;  // "fp32", "bf16" or "int8"
+  int step = -1;          // heads: the schedule's index; kwon: budget_schedule's; -1 for the others
+  int heads_kept = 0;
+  double flops_kept = 1;  // of the unpruned encoder's (FLOPs at the evaluation split's mean length)
   double metric = 0;      // on the evaluation split, in points (accuracy 0.91 → 91)
   double speedup = 0;     // at the timing chosen on: unpruned fp32 (headprune) time over this candidate's time
   std::map<std::string, double> speedups;  // every timing measured, e.g. "b1_mean", "b32_128" (the CSV's columns)
-  bool reference = false;  // ONNX Runtime: measured beside, never chosen
+  bool reference = false;  // the unpruned fp32 model and ONNX Runtime: measured beside, never chosen
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FrontierPoint, method, budget, precision, metric, speedup, speedups,
-                                                reference)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FrontierPoint, method, criterion, budget, precision, step, heads_kept,
+                                                flops_kept, metric, speedup, speedups, reference)
+
+// "heads taylor 36 heads int8": the parts a person needs, without the empty ones.
+std::string frontier_label(const FrontierPoint& p);
 
 struct Frontier {
   std::string task, metric, split;  // e.g. "sst2", "accuracy", "dev"
@@ -35,16 +42,19 @@ struct Frontier {
   double max_drop = 0;              // D
   std::vector<FrontierPoint> points;
   int chosen = -1;  // index into points; -1 when none is within max_drop
+  std::string onnxruntime;  // its reference rows: "onnxruntime 1.18.1", or "skipped: why"
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Frontier, task, metric, split, timing, baseline, max_drop, points,
-                                                chosen)
+                                                chosen, onnxruntime)
 
 // Indices of the points no other point dominates (another at least as fast and at least as accurate, and
-// strictly better in one), by increasing speedup. Of points equal in both, the first is kept. Reference points
+// strictly better in one), by increasing speedup; a point without a finite metric and speedup is on no front. Of
+// points equal in both, the first is kept. Reference points
 // take part: a candidate that ONNX Runtime beats in both is not on the front.
 std::vector<std::size_t> pareto_front(const std::vector<FrontierPoint>& points);
 
-// The fastest candidate (reference points excluded) whose metric is at least baseline − max_drop (to 1e-9 points); of equally
+// The fastest candidate (reference points and undefined metrics, e.g. a correlation of constant predictions,
+// excluded) whose metric is at least baseline − max_drop (to 1e-9 points); of equally
 // fast ones the more accurate, then the first. nullopt when none is within max_drop.
 std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& points, double baseline, double max_drop);
 

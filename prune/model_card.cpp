@@ -63,6 +63,27 @@ std::string base_licence(const std::string& dir) {
   return "";
 }
 
+// With --max-drop: which candidate of the frontier this is, how it scored and how fast it ran against the
+// unpruned fp32 model, and the precision it was chosen at (a setting of the runtime, not of the weights).
+void frontier_text(std::ostringstream& o, const nlohmann::json& s) {
+  if (!s.contains("frontier") || s["frontier"].value("chosen", -1) < 0) return;
+  const auto& f = s["frontier"];
+  const auto& c = f["points"][f["chosen"].get<size_t>()];
+  const std::string precision = c.value("precision", "fp32");
+  o << "\nChosen by `--max-drop " << f.value("max_drop", 0.0) << "` as the fastest of " << f["points"].size()
+    << " measured candidates within " << f.value("max_drop", 0.0) << " point(s) of the unpruned fp32 model "
+    << "(`frontier.csv` in the run folder): " << c.value("method", "")
+    << (c.value("criterion", "").empty() ? "" : " " + c.value("criterion", ""))
+    << (c.value("budget", "").empty() ? "" : ", " + c.value("budget", "")) << ", at " << precision << ": "
+    << f.value("metric", "") << " " << fixed(c.value("metric", 0.0), 2) << " against " << fixed(f.value("baseline", 0.0), 2)
+    << ", " << fixed(c.value("speedup", 0.0), 2) << "× the unpruned fp32 model at " << f.value("timing", "")
+    << " (headprune on this CPU).";
+  if (precision != "fp32")
+    o << " The weights here are float32; run them at " << precision << " as measured: `prune eval --model THIS_FOLDER "
+      << "--precision " << precision << "` (or `infer`, `bench`).";
+  o << "\n";
+}
+
 std::string model_card(const CardInputs& in) {
   const auto& s = in.summary;
   const auto& fin = s.at("final");
@@ -96,6 +117,7 @@ std::string model_card(const CardInputs& in) {
       << " |\n";
   if (fin.contains("metrics") && fin["metrics"].contains(metric))
     o << "| " << kept << " heads (this model) | " << fixed(fin["metrics"][metric].get<double>(), 4) << " |\n";
+  frontier_text(o, s);
   o << "\nParameters: " << fin.value("params", 0L) << " (unpruned " << fin.value("params_unpruned", 0L) << ").\n";
   if (fin.contains("latency"))
     for (const auto& [batch, l] : fin["latency"].items())

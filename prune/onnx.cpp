@@ -200,4 +200,46 @@ Int8ExportCheck export_onnx_int8(const core::Bert& model, const std::string& dir
   return c;
 }
 
+std::optional<OrtReference> ort_reference(const std::string& model_dir, const core::TaskSpec& task,
+                                          const core::EncodedDataset& data, long batch, long seq,
+                                          const std::string& work_dir, std::string* skipped) {
+  const std::string done = work_dir + "/ort.json", logits_h5 = work_dir + "/ort_logits.h5";
+  if (!fs::exists(done)) {
+    const std::string py = core::python_reference();
+    if (!fs::exists(py)) {
+      *skipped = "skipped: no reference Python at " + py + " (scripts/setup.sh makes it)";
+      return std::nullopt;
+    }
+    if (const std::string why = core::python_reference_incomplete(py, core::PythonRef::kTransformers4); !why.empty()) {
+      *skipped = "skipped: " + why;
+      return std::nullopt;
+    }
+    fs::create_directories(work_dir);
+    const std::string inputs = work_dir + "/inputs.h5";
+    core::write_hdf5(inputs, padded_examples(data));
+    const std::vector<std::string> cmd = {py, core::source_dir() + "/tools/ort_reference.py", model_dir, inputs,
+                                          "--batch", std::to_string(batch), "--seq", std::to_string(seq), "--out",
+                                          work_dir};
+    const int rc = core::run_program(cmd);
+    if (rc == 77) {
+      *skipped = "skipped: onnxruntime is not installed in " + py + " (scripts/setup_python.sh installs it)";
+      return std::nullopt;
+    }
+    if (rc != 0 || !fs::exists(done))
+      throw InputError("tools/ort_reference.py failed (exit " + std::to_string(rc) +
+                       ", its output is above); run it by hand to see why: " + core::format_command(cmd));
+    remove_files({inputs, work_dir + "/ort.fp32.onnx", work_dir + "/ort.int8.onnx"});  // ort.json and the logits stay
+  }
+  const auto j = nlohmann::json::parse(core::read_file(done));
+  const auto logits = core::read_hdf5(logits_h5);
+  const bool regression = task.is_regression();
+  OrtReference r;
+  r.fp32 = eval::compute_metrics(task, eval::predictions_from_logits(logits.at("fp32"), regression), data.labels);
+  r.int8 = eval::compute_metrics(task, eval::predictions_from_logits(logits.at("int8"), regression), data.labels);
+  r.fp32_ms = j.at("fp32").at("ms").get<double>();
+  r.int8_ms = j.at("int8").at("ms").get<double>();
+  r.version = j.value("onnxruntime", "");
+  return r;
+}
+
 }  // namespace hp::prune

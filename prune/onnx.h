@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "core/data/batching.h"
@@ -56,5 +57,20 @@ struct Int8CheckLimits {
 Int8ExportCheck export_onnx_int8(const core::Bert& model, const std::string& dir, const core::TaskSpec& task,
                                  const core::EncodedDataset& data, const std::vector<core::Batch>& batches,
                                  const Int8CheckLimits& limits = {});
+
+// The frontier's ONNX Runtime reference points (`prune --max-drop`, tools/ort_reference.py): the model folder
+// `model_dir` exported to ONNX (float32) and quantised by ONNX Runtime's own quantize_dynamic (int8 weights per
+// output channel, u8 activations at run time), each scored on `data` with headprune's metric code and timed at
+// batch x seq (median ms). Its files go to `work_dir`, and a finished reference there is read back (a resumed run
+// does not measure again). Empty, with `skipped` saying why in one clause, when the reference Python is missing or
+// incomplete or has no onnxruntime; any other failure is InputError with the command.
+struct OrtReference {
+  std::map<std::string, double> fp32, int8;  // metrics
+  double fp32_ms = 0, int8_ms = 0;
+  std::string version;  // onnxruntime's
+};
+std::optional<OrtReference> ort_reference(const std::string& model_dir, const core::TaskSpec& task,
+                                          const core::EncodedDataset& data, long batch, long seq,
+                                          const std::string& work_dir, std::string* skipped);
 
 }  // namespace hp::prune

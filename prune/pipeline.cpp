@@ -9,9 +9,11 @@
 #include "core/base/log.h"
 #include "core/base/version.h"
 #include "core/dist/distributed.h"
+#include "core/kernels/lowp_gemm.h"
 #include "eval/flops.h"
 #include "prune/budget.h"
 #include "prune/criteria.h"
+#include "prune/frontier_stage.h"
 #include "prune/model_card.h"
 #include "prune/schedule.h"
 #include "prune/stages.h"
@@ -67,6 +69,31 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
        "starts from the unpruned fine-tuned model");
 }
 
+// --max-drop D: points of the metric in [0, 100), and the frontier alone chooses the method and the budget.
+void validate_frontier(const core::PruneConfig& p) {
+  for (const auto& name : p.frontier_precisions) core::precision_setting(name, "prune.frontier_precisions");
+  if (p.max_drop == 0) return;
+  std::ostringstream d;
+  d << p.max_drop;
+  if (!(p.max_drop > 0 && p.max_drop < 100))
+    throw ConfigError("prune.max_drop = " + d.str() +
+                      "; use the points of the metric the exported model may lose against the unpruned fp32 model, "
+                      "e.g. 1 (0 = off)");
+  const char* target = p.target_heads > 0      ? "target_heads"
+                       : p.target_flops > 0    ? "target_flops"
+                       : p.target_params > 0   ? "target_params"
+                       : p.target_latency > 0  ? "target_latency"
+                                               : nullptr;
+  if (target)
+    throw ConfigError("prune.max_drop and prune." + std::string(target) +
+                      " are both set: --max-drop D measures every budget and picks the fastest within D; give "
+                      "--max-drop D alone, or drop it for a budget of your own");
+  if (p.method != "best")
+    throw ConfigError("prune.method = " + p.method +
+                      " with prune.max_drop: the frontier measures the head criteria and the budget search itself; "
+                      "leave prune.method = best");
+}
+
 }  // namespace
 
 void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& arch) {
@@ -98,6 +125,7 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
   need(p.recover_steps >= 0, "prune.recover_steps must be 0 (off) or positive");
   need(p.curve_recover_steps >= -1, "prune.curve_recover_steps = " + std::to_string(p.curve_recover_steps) +
                                         "; use -1 (= recover_steps), 0 (no recovered line) or a step count");
+  validate_frontier(p);
   validate_budget(p, arch);
   if (p.method != "best" && p.method != "gates" && p.method != "kwon") find_criterion(p.method, "prune.method");
   if (p.target_heads > 0) {
@@ -159,6 +187,40 @@ std::optional<FinalSummary> final_model(RunContext& ctx, CurvesSummary& curves, 
   return f;
 }
 
+// Stage 5 with prune.max_drop: the frontier (into the summary) and its choice as the config stages 5-8 then run
+// under (`chosen`, which ctx points at from here on). False when stopped. When no candidate is within D, the
+// summary is written with the frontier and a ConfigError says which came closest: nothing is exported.
+bool frontier_choice(RunContext& ctx, RunSummary& s, const MaskGradients& grads, std::optional<core::Config>& chosen) {
+  const core::Config& cfg = *ctx.cfg;
+  auto f = measure_frontier(ctx, s.curves, grads);
+  if (!f) return false;
+  s.frontier = *f;
+  if (f->chosen < 0) {
+    write_summary(ctx, s, nullptr);
+    const FrontierPoint* best = nullptr;  // the most accurate candidate that is not the unpruned fp32 model
+    for (const auto& p : f->points)
+      if (!p.reference && !(p.method == "unpruned" && p.precision == "fp32") && (!best || p.metric > best->metric))
+        best = &p;
+    std::ostringstream msg;
+    msg << "prune.max_drop = " << f->max_drop << ": no candidate is within " << f->max_drop << " point(s) of the "
+        << "unpruned fp32 model's " << f->metric << " " << f->baseline;
+    if (best) msg << " (the closest: " << frontier_label(*best) << " at " << best->metric << ")";
+    msg << "; raise --max-drop, or recover longer (prune.curve_recover_steps); " << cfg.run.out_dir
+        << "/frontier.csv lists every candidate, and nothing was exported";
+    throw ConfigError(msg.str());
+  }
+  const FrontierPoint& p = f->points[static_cast<size_t>(f->chosen)];
+  std::ostringstream what;
+  what << "chose " << frontier_label(p) << ": " << f->metric << " " << p.metric << " (unpruned fp32 " << f->baseline
+       << "), x" << p.speedup << " at " << f->timing;
+  log_stage(5, "frontier", what.str());
+  chosen = chosen_config(cfg, *f);
+  ctx.cfg = &*chosen;
+  ctx.curves.opts = &chosen->prune;
+  ctx.curves.precision = core::precision_setting(chosen->run.precision);
+  return true;
+}
+
 }  // namespace
 
 int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
@@ -184,9 +246,12 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
   s.precision = cfg.run.precision;
   s.rank_examples = static_cast<long>(ctx.rank_sets[0].size());
   s.curves = std::move(*curve_summary);
+  std::optional<core::Config> chosen;  // prune.max_drop: the frontier's choice (prune/frontier_stage.h)
+  if (cfg.prune.max_drop > 0 && !frontier_choice(ctx, s, *grads, chosen)) return kInterrupted;  // 5
+  const bool budget = budget_mode(ctx.cfg->prune);
   FinalModels models;
-  if (cfg.prune.target_heads > 0 || grads) {
-    s.final = final_model(ctx, s.curves, models, grads ? &*grads : nullptr);  // 5-8
+  if (ctx.cfg->prune.target_heads > 0 || budget) {
+    s.final = final_model(ctx, s.curves, models, budget ? &*grads : nullptr);  // 5-8
     if (!s.final) return kInterrupted;
   }
   write_summary(ctx, s, &models);  // 9

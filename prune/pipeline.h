@@ -9,7 +9,10 @@
 //   7. export, verify the slimmed checkpoint in RUN_DIR/model, checked against the masked model and in HF
 //   8. measure speed  the slimmed against the unpruned model at batch 1 and 32
 //   9. summary        summary.json (prune/summary.h) and the model card
-// Stages 5-8 run only with prune.target_heads > 0. The stages share one RunContext (prune/stages.h).
+// Stages 5-8 run only with prune.target_heads > 0 or a budget. With prune.max_drop (`--max-drop D`), stage 5 is
+// the frontier (prune/frontier_stage.h): every head count and budget at every native precision measured, the
+// fastest within D chosen, and stages 5-8 then run as for that head count or budget. The stages share one
+// RunContext (prune/stages.h).
 // Every stage records its results atomically; the same command after a kill resumes.
 #pragma once
 

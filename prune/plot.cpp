@@ -34,17 +34,22 @@ std::vector<double> ticks(double lo, double hi) {
   const double raw = span / 5, mag = std::pow(10.0, std::floor(std::log10(raw)));
   const double step = raw / mag < 2 ? 2 * mag : raw / mag < 5 ? 5 * mag : 10 * mag;
   std::vector<double> t;
-  for (double v = std::ceil(lo / step) * step; v <= hi + 1e-9 * span; v += step) t.push_back(v);
+  // Each tick a multiple of the step (no sum that drifts to 5.55e-17 where 0 belongs).
+  for (double k = std::ceil(lo / step); k * step <= hi + 1e-9 * span; ++k) t.push_back(k == 0 ? 0.0 : k * step);
   return t;
 }
 
-// Ticks of a log axis over [lo, hi] (values, not logs): 1, 2 and 5 times the powers of ten inside.
+// Ticks of a log axis over [lo, hi] (values, not logs): 1, 2 and 5 times the powers of ten inside; a range too
+// narrow for three of those gets 1, 1.5, 2, 3, 4, 5 and 7 times them, and a narrower one the linear axis's ticks.
 std::vector<double> log_ticks(double lo, double hi) {
-  std::vector<double> t;
-  for (double mag = std::pow(10.0, std::floor(std::log10(lo))); mag <= hi; mag *= 10)
-    for (double m : {1.0, 2.0, 5.0})
-      if (m * mag >= lo * (1 - 1e-9) && m * mag <= hi * (1 + 1e-9)) t.push_back(m * mag);
-  return t;
+  for (const auto& mantissas : {std::vector<double>{1, 2, 5}, std::vector<double>{1, 1.5, 2, 3, 4, 5, 7}}) {
+    std::vector<double> t;
+    for (double mag = std::pow(10.0, std::floor(std::log10(lo))); mag <= hi; mag *= 10)
+      for (double m : mantissas)
+        if (m * mag >= lo * (1 - 1e-9) && m * mag <= hi * (1 + 1e-9)) t.push_back(m * mag);
+    if (t.size() >= 3) return t;
+  }
+  return ticks(lo, hi);
 }
 
 // The plot area: data ranges and the maps from data to pixels.
@@ -105,10 +110,24 @@ void draw_axes(std::ostringstream& o, const LineChart& c, const Frame& f) {
       << f.py(c.y_ref) - 5 << "\" text-anchor=\"end\">" << xml_escape(c.y_ref_label) << "</text>\n";
 }
 
+// One marker at (x, y): a dot, a square for the second round of the palette's colours (a scatter of many series),
+// or a large open ring.
+void marker(std::ostringstream& o, const Series& s, size_t k, double x, double y, const std::string& color) {
+  constexpr size_t kN = sizeof kColors / sizeof *kColors;
+  if (s.ring)
+    o << "<circle cx=\"" << x << "\" cy=\"" << y << "\" r=\"9\" fill=\"none\" stroke=\"" << color
+      << "\" stroke-width=\"2\"/>";
+  else if (s.markers_only && k >= kN)
+    o << "<rect x=\"" << x - 4.5 << "\" y=\"" << y - 4.5 << "\" width=\"9\" height=\"9\" fill=\"" << color << "\"/>";
+  else
+    o << "<circle cx=\"" << x << "\" cy=\"" << y << "\" r=\"" << (s.markers_only ? 5 : 3) << "\" fill=\"" << color
+      << "\"/>";
+}
+
 // Series k: its band, line (unless markers only), points and legend entry.
 void draw_series(std::ostringstream& o, const Series& s, size_t k, const Frame& f) {
   constexpr size_t kN = sizeof kColors / sizeof *kColors;
-  const char* color = kColors[k % kN];
+  const std::string color = s.color.empty() ? kColors[k % kN] : s.color;
   // Past the palette (e.g. 12 heads' gates), dashes tell the series apart.
   const std::string dash = k < kN ? "" : k < 2 * kN ? " stroke-dasharray=\"6,3\"" : " stroke-dasharray=\"2,2\"";
   if (!s.lo.empty() && s.x.size() > 1) {
@@ -122,16 +141,17 @@ void draw_series(std::ostringstream& o, const Series& s, size_t k, const Frame& 
     for (size_t i = 0; i < s.x.size(); ++i) o << f.px(s.x[i]) << "," << f.py(s.y[i]) << " ";
     o << "\"/>\n";
   }
-  const int r = s.markers_only ? 5 : 3;
-  for (size_t i = 0; i < s.x.size(); ++i)
-    o << "<circle cx=\"" << f.px(s.x[i]) << "\" cy=\"" << f.py(s.y[i]) << "\" r=\"" << r << "\" fill=\"" << color
-      << "\"/>\n";
+  for (size_t i = 0; i < s.x.size(); ++i) marker(o, s, k, f.px(s.x[i]), f.py(s.y[i]), color), o << "\n";
   const double ly = Frame::top + 10 + 20 * static_cast<double>(k), lx = Frame::W - Frame::right;
-  if (s.markers_only)
-    o << "<circle cx=\"" << lx + 24 << "\" cy=\"" << ly << "\" r=\"5\" fill=\"" << color << "\"/>";
-  else
+  if (s.ring) {  // a ring of r 9 does not fit a legend row
+    o << "<circle cx=\"" << lx + 24 << "\" cy=\"" << ly << "\" r=\"5\" fill=\"none\" stroke=\"" << color
+      << "\" stroke-width=\"2\"/>";
+  } else if (s.markers_only) {
+    marker(o, s, k, lx + 24, ly, color);
+  } else {
     o << "<line x1=\"" << lx + 12 << "\" y1=\"" << ly << "\" x2=\"" << lx + 36 << "\" y2=\"" << ly << "\" stroke=\""
       << color << "\" stroke-width=\"3\"" << dash << "/>";
+  }
   o << "<text x=\"" << lx + 42 << "\" y=\"" << ly + 4 << "\">" << xml_escape(s.name) << "</text>\n";
 }
 

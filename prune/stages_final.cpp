@@ -79,20 +79,6 @@ std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
   return choice;
 }
 
-// prune.method "best": the criterion with the highest mean metric over the schedule, random excluded beside
-// others; when random is the only criterion scored, random itself (#44: the heads of an unasked-for taylor
-// ranking were kept, silently), and `why` says so.
-std::string best_criterion(const CurvesSummary& curves, std::string* why) {
-  std::string best;
-  double top = -1e300;
-  for (const auto& [c, a] : curves.areas)
-    if (c != "random" && a > top) top = a, best = c;
-  if (!best.empty()) return best;
-  HP_CHECK(curves.areas.count("random"), "prune.method best: no criterion has a curve");
-  *why = " (the only criterion scored, prune.criteria; \"best\" passes over random only beside others)";
-  return "random";
-}
-
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 // Some layer of `cfg` keeps no head.
@@ -194,6 +180,17 @@ std::map<std::string, std::string> hf_checks(const RunContext& ctx, const core::
 }
 
 }  // namespace
+
+std::string best_criterion(const CurvesSummary& curves, std::string* why) {
+  std::string best;
+  double top = -1e300;
+  for (const auto& [c, a] : curves.areas)
+    if (c != "random" && a > top) top = a, best = c;
+  if (!best.empty()) return best;
+  HP_CHECK(curves.areas.count("random"), "prune.method best: no criterion has a curve");
+  *why = " (the only criterion scored, prune.criteria; \"best\" passes over random only beside others)";
+  return "random";
+}
 
 std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& curves) {
   const core::Config& cfg = *ctx.cfg;

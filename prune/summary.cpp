@@ -53,6 +53,7 @@ nlohmann::json summary_json(const RunSummary& s) {
   const nlohmann::json criteria = criteria_json(s.curves);
   if (!criteria.is_null()) j["criteria"] = criteria;
   if (s.curves.budget) j["budget_curves"] = *s.curves.budget;
+  if (s.frontier) j["frontier"] = *s.frontier;
   if (s.final) j["final"] = final_json(*s.final);
   return j;
 }

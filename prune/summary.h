@@ -13,6 +13,7 @@
 #include "core/model/head_mask.h"
 #include "prune/budget_report.h"
 #include "prune/curves.h"
+#include "prune/frontier.h"
 
 namespace hp::prune {
 
@@ -81,6 +82,7 @@ struct RunSummary {
   long rank_examples = 0;
   CurvesSummary curves;
   std::optional<FinalSummary> final;  // with prune.target_heads > 0
+  std::optional<Frontier> frontier;  // with prune.max_drop > 0 (prune/frontier_stage.h)
   std::vector<std::string> files;
 };
 

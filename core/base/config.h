@@ -243,6 +243,8 @@ struct PruneConfig {
   double target_flops = 0;
   double target_params = 0;
   double target_latency = 0;
+  double max_drop = 0;
+  std::vector<std::string> frontier_precisions = {"fp32", "bf16", "int8"};
   int latency_batch = 32;
   int latency_seq = 0;
   std::vector<std::string> structures = {"heads", "neurons"};
@@ -290,6 +292,13 @@ struct PruneConfig {
     v("target_latency", target_latency,
       "--target-latency MS: the whole model's forward time at latency_batch x latency_seq on this machine, as the "
       "latency table measured into the run folder predicts it (heads and FFN neurons searched as for FLOPs); 0 = off");
+    v("max_drop", max_drop,
+      "--max-drop D: measure the compression frontier (the best head criterion at each schedule count, the budget "
+      "search recovered at each budget_schedule point, each at every precision this CPU runs natively) and export "
+      "the fastest candidate whose metric is within D points of the unpruned fp32 model's, timed at latency_batch "
+      "x latency_seq; 0 = off");
+    v("frontier_precisions", frontier_precisions,
+      "--max-drop: the precisions each candidate is measured at, those of them this CPU runs natively (fp32 always)");
     v("latency_batch", latency_batch, "batch size of the latency table and of the curves' latency measurements");
     v("latency_seq", latency_seq,
       "tokens per sequence of the latency table and of the curves' latency measurements; 0 = data.max_seq_len");

@@ -794,6 +794,25 @@ add("export-int8-differs", "prune export --int8 whose check against headprune's 
     "with `prune eval --precision int8 --calibrate 0`", out_as_before, env=lambda s: {"HP_PYTHON": s + "/python"},
     needs=needs_onnxruntime)
 
+add("frontier-with-target", "--max-drop with a budget of its own (--target-heads N)",
+    budget_run("--max-drop", "1", "--target-heads", "4"), 2,
+    "error: prune.max_drop and prune.target_heads are both set: --max-drop D measures every budget and picks the "
+    "fastest within D; give --max-drop D alone, or drop it for a budget of your own",
+    not_created("run"))
+add("frontier-bad-drop", "--max-drop outside [0, 100)", budget_run("--max-drop", "100"), 2,
+    "error: prune.max_drop = 100; use the points of the metric the exported model may lose against the unpruned fp32 "
+    "model, e.g. 1 (0 = off)",
+    not_created("run"))
+add("frontier-method", "--max-drop with prune.method other than best", budget_run("--max-drop", "1", "--method",
+    "taylor"), 2,
+    "error: prune.method = taylor with prune.max_drop: the frontier measures the head criteria and the budget search "
+    "itself; leave prune.method = best",
+    not_created("run"))
+add("frontier-precision", "prune.frontier_precisions naming no precision",
+    budget_run("--max-drop", "1", "--set", "prune.frontier_precisions=[fp16]"), 2,
+    "error: prune.frontier_precisions = 'fp16'; use fp32, bf16 or int8",
+    not_created("run"))
+
 add("budget-gates-latency", "--method gates with --target-latency (the gates learn FLOPs or parameters)",
     budget_run("--target-latency", "5", "--method", "gates"), 2,
     "error: prune.method = gates with --target-latency: the gates learn a FLOPs or parameter budget; give "

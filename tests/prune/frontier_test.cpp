@@ -4,6 +4,7 @@
 // sets (a point is on the front iff nothing beats it in one coordinate without losing in the other).
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <random>
 
 #include "prune/frontier.h"
@@ -40,6 +41,7 @@ TEST_CASE("the Pareto front's ties: equal speed keeps the more accurate, equal m
   CHECK(pareto_front({pt(2, 90), pt(3, 90)}) == Idx{1});
   CHECK(pareto_front({pt(2, 90), pt(2, 90), pt(1, 91)}) == Idx{2, 0});
   CHECK(pareto_front({}).empty());
+  CHECK(pareto_front({pt(1, 90), pt(2, std::nan(""))}) == Idx{0});
 }
 
 TEST_CASE("a reference point takes part in the front: a candidate it beats in both is off the front",
@@ -88,6 +90,9 @@ TEST_CASE("the choice is the fastest candidate within D points of the unpruned m
     REQUIRE(edge < base - 1.0);  // in doubles, exactly 1 point below reads as below the edge
     CHECK(choose_within({pt(1, base), pt(2, edge)}, base, 1.0) == std::optional<std::size_t>(1));
   }
+  SECTION("an undefined metric (NaN: a correlation of constant predictions) is never within D") {
+    CHECK(choose_within({pt(1, 91.0), pt(9, std::nan(""))}, 91.0, 1.0) == std::optional<std::size_t>(0));
+  }
   SECTION("equally fast: the more accurate, then the first") {
     CHECK(choose_within({pt(2, 90.2), pt(2, 90.4), pt(2, 90.4)}, 91.0, 1.0) == std::optional<std::size_t>(1));
   }
@@ -113,11 +118,12 @@ TEST_CASE("frontier.csv: a row per point with every timing's column, the front a
           "[prune][frontier]") {
   const std::string csv = hp::prune::frontier_csv(hand_frontier());
   CHECK(csv ==
-        "method,budget,precision,metric,speedup,speedup_b1_mean,speedup_b32_128,reference,pareto,chosen\n"
-        "kwon-search,,fp32,91,1,1,1,0,0,0\n"  // dominated by ONNX Runtime (2.4x at 91.5)
-        "kwon-search,,int8,90,1.5,,,0,0,0\n"
-        "kwon-search,,fp32,90.2,3,,3,0,1,1\n"
-        "onnxruntime,,fp32,91.5,2.4,,,1,1,0\n");
+        "method,criterion,budget,precision,heads_kept,flops_kept,metric,speedup,speedup_b1_mean,speedup_b32_128,"
+        "reference,pareto,chosen\n"
+        "kwon-search,,,fp32,0,1,91,1,1,1,0,0,0\n"  // dominated by ONNX Runtime (2.4x at 91.5)
+        "kwon-search,,,int8,0,1,90,1.5,,,0,0,0\n"
+        "kwon-search,,,fp32,0,1,90.2,3,,3,0,1,1\n"
+        "onnxruntime,,,fp32,0,1,91.5,2.4,,,1,1,0\n");
 }
 
 TEST_CASE("the frontier chart: log x, the front as a line through its points, a marker series per method and "
@@ -134,11 +140,45 @@ TEST_CASE("the frontier chart: log x, the front as a line through its points, a 
   CHECK(chart.series[1].x == std::vector<double>{1, 3});
   CHECK(chart.series[2].name == "kwon-search int8");
   CHECK(chart.series[3].name == "ONNX Runtime fp32");
-  CHECK(chart.series[4].name == "chosen: kwon-search fp32");
+  CHECK(chart.series[4].name == "chosen");
+  CHECK(chart.series[4].ring);
   CHECK(chart.series[4].y == std::vector<double>{90.2});
+  hp::prune::FrontierPoint heads = pt(2, 90);
+  heads.method = "heads", heads.criterion = "taylor", heads.budget = "36 heads", heads.precision = "int8";
+  CHECK(hp::prune::frontier_label(heads) == "heads taylor 36 heads int8");
   for (std::size_t k = 1; k < chart.series.size(); ++k) CHECK(chart.series[k].markers_only);
-  // The log axis's ticks: 1 and 2 inside [1/1.1, 3·1.1], not a linear step.
+  // The choice is drawn as a ring, the front as a black line.
   const std::string svg = hp::prune::svg_line_chart(chart);
-  CHECK_THAT(svg, Catch::Contains(">1</text>") && Catch::Contains(">2</text>"));
-  CHECK_THAT(svg, !Catch::Contains(">1.5</text>") && !Catch::Contains(">2.5</text>"));
+  CHECK_THAT(svg, Catch::Contains("r=\"9\" fill=\"none\" stroke=\"black\"") &&
+                      Catch::Contains("<polyline fill=\"none\" stroke=\"black\""));
+}
+
+TEST_CASE("a log x axis: ticks at 1, 2 and 5 times powers of ten over a wide range, finer ones over a narrower "
+          "one, round linear ticks over a narrow one, positions by the logarithm; a zero tick reads 0",
+          "[prune][frontier][plot]") {
+  hp::prune::LineChart c;
+  c.log_x = true;
+  c.series.push_back({"s", {1, 8}, {0, 1}, {}, {}, true, "", false});
+  std::string svg = hp::prune::svg_line_chart(c);
+  CHECK_THAT(svg, Catch::Contains(">1</text>") && Catch::Contains(">2</text>") && Catch::Contains(">5</text>"));
+  CHECK_THAT(svg, !Catch::Contains(">4</text>") && !Catch::Contains(">6</text>"));
+  // 1 and 8 sit at the ends of the axis (less its 10% margins) and 2 ... 5 where their logarithms put them.
+  auto x_of = [&](const std::string& label) {
+    const auto at = svg.find(">" + label + "</text>");
+    REQUIRE(at != std::string::npos);
+    const auto x = svg.rfind("<text x=\"", at);
+    return std::stod(svg.substr(x + 9));
+  };
+  const double x1 = x_of("1"), x2 = x_of("2"), x5 = x_of("5");
+  CHECK((x5 - x2) / (x2 - x1) == Approx(std::log10(2.5) / std::log10(2)).epsilon(1e-3));
+  c.series[0].x = {0.43, 1.28};  // 0.5 and 1 alone of 1-2-5: 0.4, 0.5, 0.7 and 1
+  svg = hp::prune::svg_line_chart(c);
+  CHECK_THAT(svg, Catch::Contains(">0.4</text>") && Catch::Contains(">0.7</text>") && Catch::Contains(">1</text>"));
+  c.series[0].x = {1, 1.3};
+  svg = hp::prune::svg_line_chart(c);
+  CHECK_THAT(svg, Catch::Contains(">1.2</text>") && Catch::Contains(">1.4</text>"));
+  // A tick at zero reads 0: not -0, nor the 5.55e-17 a running sum of steps reaches.
+  c.series[0].y = {-0.61, 0.14};  // padded to [-0.6475, 0.1775]: -0.6 + 3 x 0.2 is -5.55e-17 in doubles
+  svg = hp::prune::svg_line_chart(c);
+  CHECK_THAT(svg, Catch::Contains(">0</text>") && !Catch::Contains(">-0</text>") && !Catch::Contains("e-1"));
 }

@@ -40,3 +40,28 @@ TEST_CASE("model card: licence, heads per layer, metrics, speedup, reproduce com
   in.base_model = (base / "nowhere").string();
   CHECK_THAT(hp::prune::model_card(in), Catch::StartsWith("---\nlicense: other\n") && Catch::Contains("not stated"));
 }
+
+TEST_CASE("model card of a --max-drop run: the candidate chosen, its metric and speedup, the precision to run it at",
+          "[prune][card]") {
+  hp::prune::CardInputs in;
+  in.summary = nlohmann::json::parse(R"({"task": "sst2", "metric": "accuracy", "eval_split": "dev", "heads_total": 8,
+    "final": {"heads_kept": 5, "method": "kwon", "metrics": {"accuracy": 0.9}, "params": 100, "params_unpruned": 120},
+    "frontier": {"metric": "accuracy", "timing": "batch 32 x 128 tokens", "baseline": 91.2, "max_drop": 1, "chosen": 1,
+      "points": [{"method": "unpruned", "precision": "fp32", "metric": 91.2, "speedup": 1, "reference": true},
+                 {"method": "kwon-recovered", "budget": "50% FLOPs", "precision": "int8", "metric": 90.4,
+                  "speedup": 3.456}]}})");
+  in.run_dir = "runs/x";
+  in.kept = {{0, 1, 2}, {0, 1}};
+  in.heads_per_layer = 4;
+  in.version = "9.9.9";
+  std::string card = hp::prune::model_card(in);
+  CHECK_THAT(card, Catch::Contains("Chosen by `--max-drop 1` as the fastest of 2 measured candidates within 1 point(s)"));
+  CHECK_THAT(card, Catch::Contains("kwon-recovered, 50% FLOPs, at int8: accuracy 90.40 against 91.20, 3.46× the "
+                                   "unpruned fp32 model at batch 32 x 128 tokens"));
+  CHECK_THAT(card, Catch::Contains("`prune eval --model THIS_FOLDER --precision int8`"));
+  // At fp32 there is no precision to name; without a choice (or without the frontier) no such paragraph.
+  in.summary["frontier"]["points"][1]["precision"] = "fp32";
+  CHECK_THAT(hp::prune::model_card(in), !Catch::Contains("--precision"));
+  in.summary["frontier"]["chosen"] = -1;
+  CHECK_THAT(hp::prune::model_card(in), !Catch::Contains("Chosen by"));
+}

@@ -1,0 +1,30 @@
+// Stage 5 of the pruning run with prune.max_drop (`prune --config sst2.yaml --max-drop 1`, issue #41): the
+// compression frontier. Every candidate — the unpruned model, the best head criterion's ranking at each count of
+// prune.schedule, the budget search at each point of prune.budget_schedule (recovered as the budget curves
+// recovered it, or tuned when prune.curve_recover_steps = 0) — slimmed, then at each precision this CPU runs
+// natively (fp32, bf16, int8 calibrated on run.calibrate examples): evaluated on the evaluation split and timed at
+// prune.latency_batch x latency_seq in alternating rounds with the unpruned fp32 model. The fastest candidate
+// within max_drop points of the unpruned fp32 model is chosen; stages 6-9 then build, export and check it as for
+// --target-heads N or --target-flops F (chosen_config). Each measurement is stored in RUN_DIR/state/frontier/
+// atomically: a resumed run measures only what is missing. Writes frontier.csv and frontier.svg/.png.
+#pragma once
+
+#include <optional>
+
+#include "core/base/config.h"
+#include "prune/frontier.h"
+#include "prune/mask_search.h"
+#include "prune/stages.h"
+
+namespace hp::prune {
+
+// The frontier, its choice made (chosen = -1 when no candidate is within max_drop); its files are appended to
+// curves.files. Empty when stopped.
+std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves, const MaskGradients& grads);
+
+// The config whose stages 5-8 build the chosen candidate: a head candidate as --target-heads N with its criterion
+// (no recovery: the export is the model measured), a budget candidate as --target-flops F with the search (its
+// recovery as the budget curves recovered it), at the chosen precision.
+core::Config chosen_config(const core::Config& cfg, const Frontier& f);
+
+}  // namespace hp::prune

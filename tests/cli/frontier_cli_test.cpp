@@ -1,0 +1,239 @@
+// The frontier run (`prune --max-drop D`, prune/frontier_stage.h) on the tiny model: every candidate kind at every
+// precision the ISA cap leaves (HEADPRUNE_MAX_ISA=avx2: fp32 and int8, the same on every CPU with AVX2), the
+// choice the fastest within D and exported as the stages 5-8 of a --target-heads or --target-flops run would,
+// a resumed run measuring only what is missing with the same metrics, none within D refused with nothing exported,
+// and the flags that conflict with --max-drop refused in one line.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cli/cli_util.h"
+#include "core/data/batching.h"
+#include "core/data/glue.h"
+#include "core/io/checkpoint.h"
+#include "core/kernels/isa.h"
+#include "core/text/tokenizer.h"
+#include "eval/evaluator.h"
+#include "skip.h"
+
+using hp::test::run_command;
+using hp::test::slurp;
+using hp::test::tiny_prune_args;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// fp32 and int8 on every machine: the cap leaves neither bf16 (AVX512_BF16) nor any other int8 path. `env`: more
+// VAR=value settings.
+hp::test::Run run_capped(const std::string& args, const std::string& env = "") {
+  return run_command("HEADPRUNE_MAX_ISA=avx2 " + env + " " + std::string(HP_PRUNE_EXE) + " " + args);
+}
+
+// The reference Python has onnxruntime (else the ONNX Runtime rows are skipped, and the test checks that).
+bool have_onnxruntime() {
+  return std::filesystem::exists(HP_REF_PYTHON) &&
+         run_command(std::string(HP_REF_PYTHON) + " -c 'import onnxruntime'").code == 0;
+}
+
+std::string frontier_args(const fs::path& out) {
+  return tiny_prune_args(out.string()) +
+         " --criteria taylor --recover-steps 2 --set train.train_split=matched --set train.eval_split=mismatched"
+         " --set train.eval_every=1 --set prune.budget_schedule=100,60,30 --set prune.latency_batch=4";
+}
+
+// label → metric of every point (the measurements a resumed run must repeat; speedups are timings).
+std::map<std::string, double> metrics_by_label(const nlohmann::json& frontier) {
+  std::map<std::string, double> m;
+  for (const auto& p : frontier["points"])
+    m[p["method"].get<std::string>() + " " + p["criterion"].get<std::string>() + " " + p["budget"].get<std::string>() +
+      " " + p["precision"].get<std::string>()] = p["metric"].get<double>();
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest within D exported, resumable",
+          "[cli][prune][frontier]") {
+  if (!hp::core::isa::cpu_has(hp::core::isa::Level::kAvx2)) {
+    hp::test::skip("this CPU has no AVX2: int8 is not native here, and the test's precisions are fp32 and int8");
+    return;
+  }
+  const auto out = hp::test::scratch_dir("hp_prune_frontier");
+  fs::remove_all(out);
+  const std::string args = frontier_args(out) + " --max-drop 50";
+  auto r = run_capped(args);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("stage 5/9 frontier: 6 structures x 2 precisions") &&
+                           Catch::Contains("stage 5/9 frontier: chose "));
+  const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  const auto& f = summary["frontier"];
+  const auto& points = f["points"];
+  // The unpruned model, the taylor ranking at 6, 4 and 2 of 8 heads, the search at 60% and 30%: each at both;
+  // then ONNX Runtime's unpruned model at fp32 and quantize_dynamic's int8, when the reference Python has it.
+  const bool ort = have_onnxruntime();
+  REQUIRE(points.size() == (ort ? 14 : 12));
+  std::map<std::string, int> kinds;
+  for (const auto& p : points) ++kinds[p["method"].get<std::string>() + " " + p["precision"].get<std::string>()];
+  std::map<std::string, int> expect = {{"unpruned fp32", 1}, {"unpruned int8", 1}, {"heads fp32", 3},
+                                       {"heads int8", 3}, {"kwon-recovered fp32", 2}, {"kwon-recovered int8", 2}};
+  if (ort) expect["onnxruntime fp32"] = expect["onnxruntime int8"] = 1;
+  CHECK(kinds == expect);
+  CHECK_THAT(f["onnxruntime"].get<std::string>(), Catch::StartsWith(ort ? "onnxruntime 1." : "skipped: "));
+  for (const auto& p : points)
+    if (p["method"] == "onnxruntime") {
+      CHECK(p["reference"] == true);
+      CHECK(p["speedup"].get<double>() > 0);
+      // ONNX Runtime's fp32 export of the same model scores what headprune's does.
+      if (p["precision"] == "fp32") CHECK(p["metric"].get<double>() == Approx(f["baseline"].get<double>()));
+    }
+  // The baseline is the unpruned fp32 model's metric, that point a reference (never chosen), its speedup 1 by
+  // definition up to timing noise.
+  const double baseline = f["baseline"].get<double>(), D = f["max_drop"].get<double>();
+  for (const auto& p : points)
+    if (p["method"] == "unpruned" && p["precision"] == "fp32") {
+      CHECK(p["reference"] == true);
+      CHECK(p["metric"].get<double>() == baseline);
+    }
+  // The choice: a candidate within D, and none within D faster.
+  const int chosen = f["chosen"].get<int>();
+  REQUIRE(chosen >= 0);
+  const auto& c = points[static_cast<size_t>(chosen)];
+  CHECK(c["reference"] == false);
+  CHECK(c["metric"].get<double>() >= baseline - D);
+  for (const auto& p : points)
+    if (p["reference"] == false && p["metric"].get<double>() >= baseline - D)
+      CHECK(p["speedup"].get<double>() <= c["speedup"].get<double>());
+  // Exported as chosen: its heads (and with the search its FLOPs budget), at its precision.
+  const auto& fin = summary["final"];
+  CHECK(fin["heads_kept"] == c["heads_kept"]);
+  if (c["method"] == "kwon-recovered") CHECK(fin["budget"]["target"].get<double>() == Approx(c["flops_kept"].get<double>()));
+  CHECK(fs::exists(out / "model" / "config.json"));
+  // frontier.csv: a row per point; the picture beside it; the recovered models the candidates were built from.
+  const std::string csv = slurp(out / "frontier.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == static_cast<long>(points.size()) + 1);
+  CHECK(fs::exists(out / "frontier.svg"));
+  CHECK(fs::exists(out / "budget_recover" / "1" / "best" / "config.json"));
+
+  // `prune report` draws it: the figure, its legend (the front, a marker series per kind, the choice), in Chromium.
+  const auto page = out.parent_path() / "hp_prune_frontier.html";
+  auto rep = hp::test::run_prune("report " + out.string() + " --data-root " + hp::test::tiny_data_root() +
+                                 " --max-seq-len 32 --split mismatched --examples 0 --out " + page.string());
+  INFO(rep.output);
+  REQUIRE(rep.code == 0);
+  const std::string html = slurp(page);
+  CHECK_THAT(html, Catch::Contains("id=\"fig-frontier\"") && Catch::Contains(">Pareto front<") &&
+                       Catch::Contains(">heads taylor int8<") && Catch::Contains(">kwon-recovered fp32<") &&
+                       Catch::Contains(">chosen<"));
+  if (ort) CHECK_THAT(html, Catch::Contains(">ONNX Runtime int8<"));
+  hp::test::browser_check(page, "hp_prune_frontier_shots");
+
+  // Killed inside the frontier: some measurements and the results gone; the rerun measures only those, and
+  // every metric is what the first run measured.
+  int removed = 0;
+  for (const auto& e : fs::directory_iterator(out / "state" / "frontier"))
+    if (removed++ % 3 == 0) fs::remove(e.path());
+  for (const char* file : {"summary.json", "frontier.csv"}) fs::remove(out / file);
+  fs::remove_all(out / "model");
+  auto again = run_capped(args);
+  INFO(again.output);
+  REQUIRE(again.code == 0);
+  CHECK_THAT(again.output, Catch::Contains("resuming"));
+  const auto resumed = nlohmann::json::parse(slurp(out / "summary.json"));
+  CHECK(metrics_by_label(resumed["frontier"]) == metrics_by_label(f));
+  CHECK(resumed["frontier"]["baseline"] == f["baseline"]);
+}
+
+// A data root with a small STS-B (train and dev, 40 rows each) in words of the tiny vocab, whose dev scores are the
+// tiny regression model's own predictions (scaled into 0..5): its Spearman correlation there is 1, so that removing
+// any head or neuron costs points (the tiny models' accuracy on 3 classes, at chance, does not move).
+std::string tiny_stsb_root(const fs::path& root) {
+  fs::create_directories(root / "glue" / "STS-B");
+  const std::vector<std::string> a = {"the movie was great", "i love this film", "the actors played badly",
+                                      "it is not very fun", "she hated the story", "we love the old man"};
+  const std::vector<std::string> b = {"it was good", "the plot is boring", "he is funny", "they hate it", "no"};
+  auto write = [&](const std::string& split, const std::vector<float>& scores) {
+    std::ofstream f(root / "glue" / "STS-B" / (split + ".tsv"));
+    f << "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n";
+    f.precision(9);
+    for (int i = 0; i < 40; ++i)
+      f << i << "\tmain\tx\t2012\t" << i << "\tnone\tnone\t" << a[(i * 5 + split[0]) % a.size()] << " .\t"
+        << b[(i * 3) % b.size()] << " !\t" << (scores.empty() ? (i * 37 % 51) / 10.0 : scores[i]) << "\n";
+  };
+  write("train", {});
+  write("dev", {});
+  const auto& task = hp::core::find_task("stsb");
+  const auto model = hp::core::load_bert(hp::test::kTinyBertReg);
+  const auto tok = hp::core::Tokenizer::from_model_dir(hp::test::kTinyBertReg);
+  const auto data = hp::core::encode_examples(tok, hp::core::read_task(task, root.string(), "dev"), 32);
+  hp::core::BatchOptions bo;
+  bo.batch_size = 8;
+  auto pred = hp::eval::evaluate(model, task, data, hp::core::make_batches(data, bo), torch::Tensor()).predictions;
+  const auto [lo, hi] = std::minmax_element(pred.begin(), pred.end());
+  const float min = *lo, span = *hi - *lo;
+  for (auto& v : pred) v = 5 * (v - min) / span;
+  write("dev", pred);
+  return root.string();
+}
+
+TEST_CASE("the frontier run with no candidate within D: one line naming the closest, exit 2, nothing exported",
+          "[cli][prune][frontier]") {
+  const auto out = hp::test::scratch_dir("hp_prune_frontier_none");
+  fs::remove_all(out);
+  // STS-B on the tiny model's regression twin, scored against its own predictions, fp32 only, and D far below
+  // what removing half of the heads or half of the FLOPs costs. No reference Python: the ONNX Runtime rows
+  // are skipped, and the run says so.
+  const std::string args = "--model " + hp::test::kTinyBertReg + " --task stsb --max-seq-len 32 --data-root " +
+                           tiny_stsb_root(out.parent_path() / "hp_prune_frontier_stsb") + " --out " + out.string() +
+                           " --criteria taylor --rank-examples 12 --schedule 0,50,100 --recover-steps 0"
+                           " --set prune.bootstrap=0 --set prune.latency=false --set eval.batch_size=8"
+                           " --set prune.rank_batch_size=4"
+                           " --set prune.budget_schedule=100,50 --set prune.latency_batch=4"
+                           " --max-drop 0.000001 --set prune.frontier_precisions=[fp32]";
+  auto r = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());
+  INFO(r.output);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.output, Catch::Contains("error: prune.max_drop = 1e-06: no candidate is within 1e-06 point(s) of the "
+                                       "unpruned fp32 model's spearman") &&
+                           Catch::Contains("(the closest: ") && Catch::Contains("nothing was exported"));
+  CHECK_THAT(r.output, Catch::Contains("ONNX Runtime's reference rows skipped: no reference Python at"));
+  CHECK(!fs::exists(out / "model"));
+  const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  CHECK(summary["frontier"]["chosen"] == -1);
+  CHECK(summary["frontier"]["points"].size() == 3);  // unpruned, 4 of 8 heads, 50% FLOPs (tuned: no recovery)
+  CHECK_THAT(summary["frontier"]["onnxruntime"].get<std::string>(), Catch::StartsWith("skipped: no reference Python"));
+
+  // Again (resumed: nothing is measured twice) with a Python that has no onnxruntime (tools/ort_reference.py exits
+  // 77 then): skipped, saying so.
+  const auto py = out.parent_path() / "hp_prune_frontier_python";
+  std::ofstream(py) << "#!/bin/sh\nexit 77\n";
+  fs::permissions(py, fs::perms::owner_all);
+  auto again = run_capped(args, "HP_PYTHON=" + py.string());
+  INFO(again.output);
+  CHECK(again.code == 2);
+  CHECK_THAT(again.output, Catch::Contains("resuming") &&
+                               Catch::Contains("ONNX Runtime's reference rows skipped: onnxruntime is not installed in " +
+                                               py.string()));
+}
+
+TEST_CASE("--max-drop with a budget of its own, another method or a bad value: one line, exit 2",
+          "[cli][prune][frontier]") {
+  const auto out = hp::test::scratch_dir("hp_prune_frontier_bad");
+  fs::remove_all(out);
+  const std::string base = tiny_prune_args(out.string());
+  hp::test::check_errors(
+      {
+          {base + " --max-drop 1 --target-heads 4", "prune.max_drop and prune.target_heads are both set", 2},
+          {base + " --max-drop 1 --target-flops 0.5", "prune.max_drop and prune.target_flops are both set", 2},
+          {base + " --max-drop 1 --method taylor", "prune.method = taylor with prune.max_drop", 2},
+          {base + " --max-drop -1", "prune.max_drop = -1; use the points of the metric", 2},
+          {base + " --max-drop 100", "prune.max_drop = 100; use the points of the metric", 2},
+          {base + " --max-drop 1 --set prune.frontier_precisions=[fp16]", "prune.frontier_precisions", 2},
+      },
+      "", out);
+}

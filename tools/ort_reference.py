@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""ONNX Runtime's reference points on the compression frontier (`prune --max-drop D`, prune/frontier_stage.cpp):
+the unpruned model folder exported to ONNX (float32, as tools/onnx_export.py exports) and quantised by ONNX
+Runtime's own quantize_dynamic (int8 weights per output channel, u8 activations quantised at run time), each run
+on the evaluation rows (logits written for headprune to score with its own metric code) and timed at batch x seq
+on random ids (median of --reps runs after one warm-up).
+
+Usage: ort_reference.py MODEL_DIR INPUTS.h5 --batch B --seq S --out DIR [--reps 10]
+  INPUTS.h5: input_ids, attention_mask, token_type_ids [N, S], padded, in dataset order.
+  Writes DIR/ort.fp32.onnx, DIR/ort.int8.onnx (headprune removes them and INPUTS.h5 afterwards), DIR/ort_logits.h5
+  (datasets fp32 and int8, [N, C]) and last
+  DIR/ort.json: {"fp32": {"ms": ...}, "int8": {"ms": ...}, "onnxruntime": version, "threads": n}.
+Exit 77 when onnxruntime is not installed (headprune then says the reference rows were skipped).
+"""
+import argparse
+import json
+import logging
+import os
+import sys
+
+sys.dont_write_bytecode = True  # no tools/__pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import onnx_export  # noqa: E402  (exits 77 without onnxruntime; keeps ~/.cache/huggingface untouched)
+
+import h5py  # noqa: E402
+import transformers  # noqa: E402
+from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model_dir")
+    ap.add_argument("inputs")
+    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--seq", type=int, required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--reps", type=int, default=10)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    fp32, int8 = os.path.join(args.out, "ort.fp32.onnx"), os.path.join(args.out, "ort.int8.onnx")
+    onnx_export.export(args.model_dir, fp32)
+    logging.getLogger().setLevel(logging.ERROR)  # quantize_dynamic advises its pre-processing step on every call
+    quantize_dynamic(fp32, int8, per_channel=True, weight_type=QuantType.QInt8)
+    vocab = transformers.AutoConfig.from_pretrained(args.model_dir).vocab_size
+    result = {"onnxruntime": onnx_export.ort.__version__, "threads": os.cpu_count() or 1}
+    with h5py.File(os.path.join(args.out, "ort_logits.h5"), "w") as f:
+        for name, path in (("fp32", fp32), ("int8", int8)):
+            sess = onnx_export.session(path)
+            f[name] = onnx_export.run_rows(sess, args.inputs)
+            result[name] = {"ms": onnx_export.latency_ms(sess, args.batch, args.seq, vocab, reps=args.reps)}
+            print(f"ort_reference: {name}: {result[name]['ms']:.1f} ms at batch {args.batch} x {args.seq}")
+    with open(os.path.join(args.out, "ort.json.tmp"), "w") as f:
+        json.dump(result, f)
+    os.replace(os.path.join(args.out, "ort.json.tmp"), os.path.join(args.out, "ort.json"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
