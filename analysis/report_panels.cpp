@@ -206,17 +206,22 @@ std::string summary_panel(const ReportFolders& f, const std::vector<std::string>
   return o.str() + (fin.contains("budget") ? "<h3>Budget result</h3>" : "<h3>Exactly-N result</h3>") + table({}, rows);
 }
 
+// summary.json's section `key` as T, or InputError naming the file (`path`) and the section.
+template <class T>
+T summary_part(const std::string& path, const json& s, const char* key) {
+  try {
+    return s.at(key).get<T>();
+  } catch (const json::exception& e) {
+    throw InputError(path + ": " + key + " is not what `prune` writes (" + e.what() +
+                     "); rerun the pruning command that wrote it");
+  }
+}
+
 // A --max-drop run's frontier (summary.json's frontier): every candidate's metric against its measured speedup,
 // the Pareto front, ONNX Runtime's points and the choice; "" without one.
 std::string frontier_figure(const std::string& path, const json& s) {
   if (!s.contains("frontier")) return "";
-  prune::Frontier f;
-  try {
-    f = s["frontier"].get<prune::Frontier>();
-  } catch (const json::exception& e) {
-    throw InputError(path + ": frontier is not what `prune` writes (" + e.what() +
-                     "); rerun the pruning command that wrote it");
-  }
+  const auto f = summary_part<prune::Frontier>(path, s, "frontier");
   const std::string chosen =
       f.chosen >= 0 ? "the chosen model (" + prune::frontier_label(f.points.at(static_cast<size_t>(f.chosen))) + ")"
                     : "no candidate within the limit";
@@ -234,13 +239,7 @@ std::string budget_figures(const ReportFolders& f) {
   if (!fs::exists(path)) return "";
   const json s = read_json(path);
   if (!s.contains("budget_curves")) return "";
-  prune::BudgetCurves c;
-  try {
-    c = s["budget_curves"].get<prune::BudgetCurves>();
-  } catch (const json::exception& e) {
-    throw InputError(path + ": budget_curves is not what `prune` writes (" + e.what() +
-                     "); rerun the pruning command that wrote it");
-  }
+  const auto c = summary_part<prune::BudgetCurves>(path, s, "budget_curves");
   std::string html = figure("budget-curves", prune::svg_line_chart(prune::budget_chart(c)),
                             "The " + c.metric + " on " + c.split + " after each method keeps the heads and FFN neurons "
                             "that fit each budget (Kwon et al. 2022's search, its steps, and baselines at the search's "
