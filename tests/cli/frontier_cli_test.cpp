@@ -221,7 +221,7 @@ TEST_CASE("the frontier run with no candidate within D: one line naming the clos
                                                py.string()));
 }
 
-TEST_CASE("--max-drop with a budget of its own, another method or a bad value: one line, exit 2",
+TEST_CASE("prune --max-drop with a budget of its own, another method or a bad value: one line, exit 2",
           "[cli][prune][frontier]") {
   const auto out = hp::test::scratch_dir("hp_prune_frontier_bad");
   fs::remove_all(out);
