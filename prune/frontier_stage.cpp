@@ -109,6 +109,9 @@ std::vector<core::Precision> native_precisions(const core::PruneConfig& P) {
   return v;
 }
 
+// The name of a timing in FrontierPoint::speedups and frontier.csv: "b32_128".
+std::string timing_key(long batch, long seq) { return "b" + std::to_string(batch) + "_" + std::to_string(seq); }
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -144,10 +147,10 @@ FrontierPoint measure(const RunContext& ctx, const core::Bert& base, const core:
   p.precision = core::precision_name(precision);
   p.metric = 100 * r.metrics.at(ctx.task->primary_metric);
   const long mean = std::max(1L, std::lround(core::mean_length(ctx.eval_data)));
-  const std::string main = "b" + std::to_string(batch) + "_" + std::to_string(seq);
+  const std::string main = timing_key(batch, seq);
   const std::string what = frontier_label(p);
   p.speedups[main] = speedup_against(base, m, batch, seq, what);
-  p.speedups["b1_" + std::to_string(mean)] = speedup_against(base, m, 1, mean, what);
+  p.speedups[timing_key(1, mean)] = speedup_against(base, m, 1, mean, what);
   p.speedup = p.speedups[main];
   return p;
 }
@@ -187,7 +190,7 @@ void add_ort_points(const RunContext& ctx, const core::Bert& base, long batch, l
     p.method = "onnxruntime", p.precision = precision, p.heads_kept = ctx.total_heads;
     p.metric = 100 * metrics.at(ctx.task->primary_metric);
     p.speedup = base_ms / ms;
-    p.speedups["b" + std::to_string(batch) + "_" + std::to_string(seq)] = p.speedup;
+    p.speedups[timing_key(batch, seq)] = p.speedup;
     p.reference = true;
     f.points.push_back(p);
   }
