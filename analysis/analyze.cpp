@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <torch/utils.h>
 
 #include "analysis/attention_pass.h"
 #include "analysis/examples.h"

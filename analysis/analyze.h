@@ -5,7 +5,7 @@
 // The stages below share an AnalyzeContext; cli/analyze_cmd.cpp runs them in order.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <map>
 #include <nlohmann/json.hpp>

@@ -11,6 +11,8 @@
 #include <limits>
 #include <sstream>
 #include <type_traits>
+#include <torch/utils.h>
+#include <torch/autograd.h>
 
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"

@@ -5,7 +5,7 @@
 // atomically every few batches and a restarted pass with the same fingerprint continues from there.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <string>
 #include <vector>

@@ -3,7 +3,7 @@
 // per-token facts the accumulators need (special, [SEP], punctuation, rarest tokens, word boundaries).
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <string>
 #include <vector>

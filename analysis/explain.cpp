@@ -1,7 +1,7 @@
 // `prune explain` (see analysis/explain.h).
 #include "analysis/explain.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>

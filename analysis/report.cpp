@@ -1,7 +1,7 @@
 // `prune report` (see analysis/report.h).
 #include "analysis/report.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <filesystem>
 #include <fstream>

@@ -1,7 +1,7 @@
 // The static panels of `prune report` (see analysis/report_panels.h).
 #include "analysis/report_panels.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cmath>
 #include <filesystem>

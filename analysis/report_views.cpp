@@ -1,7 +1,8 @@
 // Per-example data of the report's attention views (see analysis/report_views.h).
 #include "analysis/report_views.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 #include <zlib.h>
 
 #include <cmath>

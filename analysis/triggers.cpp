@@ -1,7 +1,7 @@
 // `prune triggers` (see analysis/triggers.h).
 #include "analysis/triggers.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <filesystem>

@@ -4,7 +4,8 @@
 // and compares both the time (≥ 20×) and the matrix. Not a test; prints numbers.
 #include <CLI/CLI.hpp>
 #include <sys/resource.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <chrono>

@@ -2,7 +2,7 @@
 // member, core/data/batching.h's default) vs fixed padding to max_seq_len, and a check that both give the
 // same predictions (padding is masked, so they must). Exits 1 if they differ. Not a test.
 #include <CLI/CLI.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <cstdio>

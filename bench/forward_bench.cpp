@@ -2,7 +2,8 @@
 // forward (random BERT-base weights, and the real model folder if present) in GFLOP/s and as a share of
 // that peak, (c) a per-op breakdown of one layer. Python reference: bench/forward_bench.py. Not a test.
 #include <CLI/CLI.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <chrono>

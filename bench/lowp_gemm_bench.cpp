@@ -5,7 +5,8 @@
 // Run: ./build/bench/lowp_gemm_bench [--rounds 7] [--threads 0] [--rows 4096,128]
 #include <CLI/CLI.hpp>
 #include <oneapi/dnnl/dnnl.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <chrono>

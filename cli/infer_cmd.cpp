@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <torch/utils.h>
 
 #include "core/data/batching.h"
 #include "core/data/glue.h"  // read_text_lines

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include <fmt/format.h>
+#include <torch/utils.h>
 
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"  // InputError

@@ -2,7 +2,7 @@
 // task metrics (eval/metrics.h) and throughput. Used by `prune eval`, pruning curves and training.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <map>
 #include <string>

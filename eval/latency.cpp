@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <vector>
+#include <torch/utils.h>
 
 namespace hp::eval {
 

@@ -4,7 +4,7 @@
 // owning log α is gates/head_gates.h; the exact-N Lagrangian is gates/target_controller.h.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 namespace hp::gates {
 

@@ -4,7 +4,7 @@
 // the model applies the gate tensor as its head mask (core/model/bert.h).
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "core/base/config.h"  // GateConfig
 #include "core/model/head_mask.h"  // HeadSet

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <torch/utils.h>
 
 #include "core/base/errors.h"  // ConfigError, CheckpointError, HP_CHECK
 

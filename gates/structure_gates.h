@@ -11,7 +11,7 @@
 // costs per unit. The Lagrangian that holds E[cost] at the target: gates/target_controller.h.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <map>
 #include <string>

@@ -5,7 +5,7 @@
 // HeadGates::top_n.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "core/base/config.h"  // GateConfig
 

@@ -4,6 +4,7 @@
 // Removing a head of layer l leaves layers below l unchanged: their outputs are computed once and each
 // ablation starts at layer l (reuse_lower_layers; off = full forward, for the benchmark).
 #include <cmath>
+#include <torch/utils.h>
 
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"

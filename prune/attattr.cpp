@@ -6,6 +6,8 @@
 // cached input of layer l (the layers below do not depend on α).
 #include <algorithm>
 #include <limits>
+#include <torch/utils.h>
+#include <torch/autograd.h>
 
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <torch/utils.h>
+#include <torch/autograd.h>
 
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"
@@ -38,8 +40,7 @@ long example_count(const RankData& r) {
 
 torch::Tensor per_example_loss(const torch::Tensor& logits, const torch::Tensor& labels, bool regression) {
   if (regression) return (logits.select(1, 0) - labels).pow(2);
-  return torch::nn::functional::cross_entropy(logits, labels.to(torch::kLong),
-                                              torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  return at::cross_entropy_loss(logits, labels.to(torch::kLong), /*weight=*/{}, at::Reduction::None);
 }
 
 RankData make_rank_data(const core::TaskSpec& task, const core::EncodedDataset& data, int batch_size, int pad_id) {

@@ -27,7 +27,7 @@
 //   gates       log α of a gated `prune train` run (prune.gates_run): more open = more important.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <functional>
 #include <string>

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <torch/autograd.h>
 
 #include "core/base/errors.h"
 #include "core/dist/distributed.h"

@@ -13,7 +13,7 @@
 // Budgets are in any additive unit cost: FLOPs at the task's mean length (eval/flops.h), or parameters.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <functional>
 

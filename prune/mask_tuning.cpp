@@ -2,6 +2,7 @@
 #include "prune/mask_tuning.h"
 
 #include <cmath>
+#include <torch/utils.h>
 
 #include "core/base/errors.h"
 #include "core/data/batching.h"

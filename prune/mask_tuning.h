@@ -17,7 +17,7 @@
 // BERT's weights without changing the bias); layer 0's attention is tuned too (they skip it).
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <functional>
 #include <string>

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <torch/utils.h>
 
 #include "core/base/errors.h"
 #include "core/base/files.h"

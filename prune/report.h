@@ -3,7 +3,7 @@
 // (layers × heads heatmaps), and run.h5 (importance matrices, masks per point, curves, the config).
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <map>
 #include <string>

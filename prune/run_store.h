@@ -3,7 +3,7 @@
 // same config reads them back instead of recomputing; a different config is refused.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <map>
 #include <optional>

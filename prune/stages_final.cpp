@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <torch/utils.h>
 
 #include "core/base/errors.h"
 #include "core/base/files.h"

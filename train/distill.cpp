@@ -47,8 +47,7 @@ torch::Tensor LayerDistill::loss(const std::vector<torch::Tensor>& student, cons
   std::vector<std::vector<torch::Tensor>> sse(T);
   std::vector<torch::Tensor> mapped(layers_);
   for (int l = 0; l < layers_; ++l)
-    mapped[l] =
-        torch::nn::functional::linear(student[l + 1], params_.at("distill_map.weight"), params_.at("distill_map.bias"));
+    mapped[l] = torch::linear(student[l + 1], params_.at("distill_map.weight"), params_.at("distill_map.bias"));
   for (int t = 0; t < T; ++t)
     for (int l = 0; l < layers_; ++l)
       sse[t].push_back(((mapped[l] - teacher[teacher_layers_[t] + 1].detach()).pow(2) * mask).sum());

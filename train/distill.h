@@ -3,7 +3,7 @@
 // Used by the fixed-heads fine-tuning of target mode (train/trainer.h).
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <functional>
 #include <map>

@@ -1,6 +1,11 @@
 // AdamW groups, schedule and clipping (see train/optim.h).
 #include "train/optim.h"
 
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim.h>
+#include <torch/serialize.h>
+#include <torch/utils.h>
+
 #include <algorithm>
 #include <cmath>
 

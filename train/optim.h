@@ -3,7 +3,8 @@
 // gradient clipping. The training loop that drives it: train/trainer.h.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/optim.h>
 
 #include <map>
 #include <memory>

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <torch/utils.h>
 
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"  // InputError, ConfigError

@@ -4,7 +4,7 @@
 // The loop that fills them: train/trainer.h.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <fstream>
 #include <map>

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <torch/utils.h>
 
 #include "core/io/checkpoint.h"  // save_bert, load_bert
 #include "core/kernels/lowp_gemm.h"  // Bf16Autocast

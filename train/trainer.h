@@ -4,7 +4,7 @@
 // AdamW + schedule: train/optim.h; KL: train/distill.h; state and logs: train/run_state.h; gates: gates/.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <atomic>
 #include <map>

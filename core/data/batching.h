@@ -2,7 +2,7 @@
 // to its longest member (dynamic padding); results are scattered back to the original order.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <vector>
 

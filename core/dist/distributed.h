@@ -18,7 +18,7 @@
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <atomic>
 #include <functional>

@@ -3,7 +3,7 @@
 
 #include <dlfcn.h>
 #include <malloc.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 #include <unistd.h>
 
 #include <algorithm>

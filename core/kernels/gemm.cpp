@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <torch/autograd.h>
 
 #include "core/base/errors.h"  // InternalError
 #include "core/kernels/runtime.h"  // apply_isa_cap_to_onednn

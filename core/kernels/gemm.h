@@ -5,7 +5,7 @@
 // eval-mode autograd takes linear_frozen.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <string>
 

@@ -18,7 +18,7 @@
 // a model whose weights change repacks (Bert::set_precision), as does one whose cap changes (tests).
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <functional>
 #include <memory>

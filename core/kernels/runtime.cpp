@@ -1,7 +1,9 @@
 // Threads and the runtime line (see core/kernels/runtime.h).
 #include "core/kernels/runtime.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <thread>

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <vector>
+#include <torch/autograd.h>
 
 #include "core/kernels/attention_kernel.h"
 

@@ -8,7 +8,7 @@
 // cores attention attribution on SST-2 went from 18.2 s to 16.0 s (prune_bench).
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <utility>
 

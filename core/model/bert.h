@@ -5,7 +5,7 @@
 // Loading/saving: core/io/checkpoint.h. The key table: core/model/bert_keys.h.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <functional>
 #include <map>

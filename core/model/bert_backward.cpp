@@ -1,5 +1,6 @@
 // ∂loss/∂(attention probabilities) by a hand-written backward (see Bert::attention_grads in core/model/bert.h).
 #include <tuple>
+#include <torch/utils.h>
 
 #include "core/model/attention.h"
 #include "core/model/bert.h"

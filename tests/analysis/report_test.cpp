@@ -3,7 +3,7 @@
 // at their original indices, rollout is computed from the attention shown, the encoding matches Python's
 // zlib + base64, and folders are sorted or refused with one-line errors.
 #include <catch2/catch.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <array>
 #include <cmath>

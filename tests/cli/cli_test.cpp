@@ -10,7 +10,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "core/data/glue.h"
 #include "core/model/head_mask.h"

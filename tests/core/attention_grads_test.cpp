@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <torch/utils.h>
+#include <torch/autograd.h>
 
 #include "core/model/bert.h"
 #include "core/io/checkpoint.h"

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <vector>
+#include <torch/utils.h>
 
 #include "core/model/attention.h"
 #include "core/kernels/attention_kernel.h"

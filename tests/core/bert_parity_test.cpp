@@ -2,7 +2,8 @@
 // tests/golden/make_goldens.py: hidden states, attentions, logits, head masks and head-mask gradients,
 // for a tiny random BERT (safetensors and pytorch_model.bin) and for the real all-MiniLM-L6-v2.
 #include <catch2/catch.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <filesystem>
 

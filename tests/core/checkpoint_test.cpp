@@ -1,7 +1,8 @@
 // Checkpoint folders: save → load round trips, Hugging Face loading our export, and the bad-input
 // catalogue (each a one-line CheckpointError naming the file and the fix).
 #include <catch2/catch.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <filesystem>
 #include <fstream>

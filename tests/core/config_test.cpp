@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <unistd.h>  // getpid
 
 #include "core/base/config.h"
 #include "core/base/errors.h"

@@ -4,7 +4,8 @@
 // and against the other paths, within float32 tolerances, never bit for bit (they sum 8 or 16 lanes, and
 // GELU's 1/d is a division or rcp14 and a Newton step).
 #include <catch2/catch.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <cmath>

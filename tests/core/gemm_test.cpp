@@ -4,6 +4,7 @@
 #include "core/kernels/gemm.h"
 
 #include <cmath>
+#include <torch/utils.h>
 
 namespace {
 

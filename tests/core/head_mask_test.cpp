@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <unistd.h>  // getpid
 
 #include "core/base/errors.h"
 #include "core/model/head_mask.h"

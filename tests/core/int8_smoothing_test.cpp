@@ -4,7 +4,8 @@
 // tests/core/lowp_gemm_test.cpp only check that calibration halves the error, which factors from another
 // formula still do (#44: such a planted bug passed).
 #include <catch2/catch.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 

@@ -3,7 +3,8 @@
 // (AVX-512, AVX2, scalar through core/kernels/isa.h's cap) against float32 and against each other within those
 // bounds (never bit for bit), and the model at each precision.
 #include <catch2/catch.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,9 @@
 // output weights: with the mask at 1, ∂L/∂m_i = Σ_d W2[d, i] · ∂L/∂W2[d, i] (W2's column i meets exactly the
 // neuron's masked activation), an independent way to the same number.
 #include <catch2/catch.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+#include <torch/autograd.h>
 
 #include "core/io/checkpoint.h"
 #include "core/io/tensor_io.h"

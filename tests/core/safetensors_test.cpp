@@ -6,7 +6,8 @@
 #include "skip.h"
 
 #include <torch/serialize.h>  // pickle_save
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
+#include <torch/utils.h>
 
 #include "core/base/errors.h"
 

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <torch/utils.h>
+#include <torch/optim.h>
 
 #include "core/base/errors.h"
 #include "gates/head_gates.h"

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <torch/utils.h>
 
 #include "core/io/checkpoint.h"
 #include "core/io/safetensors.h"

@@ -7,7 +7,9 @@
 #include "fixtures.h"
 #include "golden_data.h"
 #include "skip.h"
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
+#include <torch/autograd.h>
 
 #include <filesystem>
 

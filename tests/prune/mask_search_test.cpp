@@ -4,7 +4,8 @@
 // over every (heads, neurons) split; rearrangement on a hand case; the least-squares systems, built here
 // entry by entry, solved by numpy's lstsq with the same damping; and the folded scales against masking.
 #include <catch2/catch.hpp>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <filesystem>
 #include <fstream>

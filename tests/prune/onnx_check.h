@@ -2,7 +2,8 @@
 // on, and tools/ort_avx2_model.py's report on a written model.int8.onnx.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>

@@ -4,7 +4,8 @@
 
 #include "fixtures.h"
 #include "skip.h"
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cstdlib>
 #include <filesystem>

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <torch/utils.h>
+#include <torch/optim.h>
 
 #include "core/io/checkpoint.h"  // load_bert
 #include "fixtures.h"
