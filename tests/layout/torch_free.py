@@ -7,7 +7,8 @@ compile commands and each source's includes, and holds the lists true both ways:
 
   a source that reaches no torch header (directly or through our headers) but loads the precompiled header
       -> list it under TORCH_FREE (it pays the load for nothing);
-  a source under TORCH_FREE that reaches a torch header -> take it off (it parses the torch headers itself).
+  a source under TORCH_FREE that reaches a torch header -> take it off (it parses the torch headers itself);
+  any source or header that includes <torch/torch.h> -> include the parts it uses (docs/ARCHITECTURE.md).
 
     tests/layout/torch_free.py --build DIR     exit 1 with one line per breach
     tests/layout/torch_free.py --self-test     a torch-free and a torch source, each on the wrong side
@@ -66,6 +67,20 @@ def breaches(commands, root):
     return out
 
 
+def whole_torch_includes(root):
+    """Sources and headers under root that include <torch/torch.h> (the build folders left out)."""
+    out = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(("build", ".")) and d not in ("checkpoints", "runs")]
+        for name in files:
+            if name.endswith((".cpp", ".h")):
+                path = os.path.join(folder, name)
+                if "torch/torch.h" in INCLUDE.findall(open(path, encoding="utf-8", errors="replace").read()):
+                    out.append(f"{os.path.relpath(path, root)}: includes <torch/torch.h>; include the parts it uses "
+                               f"(<torch/types.h>, <torch/utils.h>, <torch/autograd.h>, ...)")
+    return out
+
+
 def compile_commands(build):
     db = subprocess.run(["ninja", "-C", build, "-t", "compdb"], capture_output=True, text=True, check=True)
     return [(e["file"] if os.path.isabs(e["file"]) else os.path.join(e["directory"], e["file"]), e["command"])
@@ -91,7 +106,11 @@ def self_test():
         assert breaches(right, root) == [], breaches(right, root)
         found = breaches(wrong, root)
         assert len(found) == 2 and "list it under TORCH_FREE" in found[0] and "take it off" in found[1], found
-    print("torch_free self-test: both planted breaches found, the right split passes")
+        assert whole_torch_includes(root) == []
+        with open(src("uses.cpp"), "a") as f:
+            f.write("#include <torch/torch.h>\n")
+        assert [l.split(":")[0] for l in whole_torch_includes(root)] == ["a/uses.cpp"], whole_torch_includes(root)
+    print("torch_free self-test: the planted breaches found (each side, <torch/torch.h>), the right split passes")
     return 0
 
 
@@ -105,7 +124,8 @@ def main():
         return self_test()
     if not args.build:
         ap.error("--build DIR is required")
-    found = breaches(compile_commands(args.build), os.path.realpath(args.root))
+    root = os.path.realpath(args.root)
+    found = breaches(compile_commands(args.build), root) + whole_torch_includes(root)
     for line in found:
         print(line)
     return 1 if found else 0
