@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/base/errors.h"
+
 namespace hp::prune {
 
 namespace {
@@ -55,6 +57,28 @@ std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& point
       best = i;
   }
   return best;
+}
+
+std::vector<double> frontier_gate_budgets(const std::vector<std::string>& setting, const Frontier& f) {
+  std::set<double> out;
+  if (setting.size() == 1 && setting[0] == "auto") {
+    for (const auto& p : f.points)
+      if ((p.method == "kwon-recovered" || p.method == "kwon-tuned") && p.precision == "fp32" &&
+          std::isfinite(p.metric) && p.metric >= f.baseline - 2 * f.max_drop - kSlack)
+        out.insert(p.flops_kept);
+    std::vector<double> cheapest(out.begin(), out.end());
+    if (cheapest.size() > 2) cheapest.resize(2);
+    return cheapest;
+  }
+  for (const auto& s : setting) {
+    char* end = nullptr;
+    const double pct = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end != '\0' || !(pct > 0 && pct < 100))
+      throw ConfigError("prune.frontier_gates has '" + s + "'; use FLOPs percents in (0, 100), e.g. [30, 50], or "
+                        "[auto] (alone), or [] for no gates");
+    out.insert(pct / 100);
+  }
+  return {out.begin(), out.end()};
 }
 
 std::string frontier_csv(const Frontier& f) {

@@ -17,11 +17,13 @@
 namespace hp::prune {
 
 struct FrontierPoint {
-  std::string method;     // "unpruned", "heads" (a criterion's ranking), "kwon-recovered", "kwon-tuned", "onnxruntime"
+  std::string method;     // "unpruned", "heads" (a criterion's ranking), "kwon-recovered", "kwon-tuned", "gates",
+                          // "onnxruntime"
   std::string criterion;  // heads: the ranking's criterion
   std::string budget;     // as a person reads it: "36 heads", "50% FLOPs", "" for the unpruned model
   std::string precision;  // "fp32", "bf16" or "int8"
-  int step = -1;          // heads: the schedule's index; kwon: budget_schedule's; -1 for the others
+  int step = -1;          // heads: the schedule's index; kwon: budget_schedule's; gates: the FLOPs percent trained
+                          // to; -1 for the others
   int heads_kept = 0;
   double flops_kept = 1;  // of the unpruned encoder's (FLOPs at the evaluation split's mean length)
   double metric = 0;      // on the evaluation split, in points (accuracy 0.91 → 91)
@@ -57,6 +59,11 @@ std::vector<std::size_t> pareto_front(const std::vector<FrontierPoint>& points);
 // excluded) whose metric is at least baseline − max_drop (to 1e-9 points); of equally
 // fast ones the more accurate, then the first. nullopt when none is within max_drop.
 std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& points, double baseline, double max_drop);
+
+// The FLOPs fractions the gates are trained at, by prune.frontier_gates (`setting`): percents in (0, 100), or
+// [auto]: the two cheapest points of the budget search (kwon-recovered or kwon-tuned, fp32) whose metric is within
+// 2·max_drop of f.baseline; [] none. Ascending, without repeats. ConfigError naming the entry that is neither.
+std::vector<double> frontier_gate_budgets(const std::vector<std::string>& setting, const Frontier& f);
 
 // frontier.csv: one row per point, the speedup of every timing any point has (empty where it has none), whether
 // it is on the Pareto front and whether it was chosen.

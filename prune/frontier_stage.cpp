@@ -99,6 +99,32 @@ std::vector<Candidate> budget_candidates(const RunContext& ctx, const MaskGradie
   return out;
 }
 
+// Hard-Concrete gates on heads, FFN neurons and sublayers to `fraction` of the encoder's FLOPs (CoFi), trained in
+// RUN_DIR/frontier_gates/<percent> as `--method gates --target-flops` trains them in stage 5 (resumed there); the
+// candidate is the gated model slimmed by its mask. Empty when stopped.
+std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction) {
+  const long pct = std::lround(100 * fraction);
+  const std::string sub = frontier_gates_dir(pct), dir = ctx.cfg->run.out_dir + "/" + sub;
+  if (!fs::exists(dir + "/train_result.json")) {
+    log_stage(5, "frontier", "Hard-Concrete gates on heads, FFN neurons and sublayers to " + percent(fraction) +
+                                 " of the encoder's FLOPs, in " + dir);
+    if (!train_in(ctx, gates_budget_config(*ctx.cfg, fraction, 0), sub, ctx.model_dir)) return std::nullopt;
+  }
+  const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
+  const core::StructureMask keep = gated_mask(ctx, tr);
+  Candidate c{{}, "gates-" + std::to_string(pct), [&ctx, dir, keep] {
+                return slim_model(core::load_bert(dir + "/best", ctx.load), keep.heads, keep.neurons);
+              }};
+  c.point.method = "gates", c.point.step = static_cast<int>(pct), c.point.heads_kept = core::count_kept(keep.heads);
+  c.point.flops_kept = tr.at("budget").at("kept").get<double>(), c.point.budget = percent(fraction) + " FLOPs";
+  return c;
+}
+
+// fp32 is among prune.frontier_precisions (otherwise only the unpruned model is measured at fp32, as the baseline).
+bool fp32_asked(const core::PruneConfig& P) {
+  return std::count(P.frontier_precisions.begin(), P.frontier_precisions.end(), "fp32") > 0;
+}
+
 // prune.frontier_precisions that this CPU runs natively, fp32 first (always: it is the baseline's).
 std::vector<core::Precision> native_precisions(const core::PruneConfig& P) {
   std::vector<core::Precision> v = {core::Precision::kFp32};
@@ -196,28 +222,13 @@ void add_ort_points(const RunContext& ctx, const core::Bert& base, long batch, l
   }
 }
 
-}  // namespace
-
-std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves, const MaskGradients& grads) {
-  const core::Config& cfg = *ctx.cfg;
-  if (core::dist::active())
-    throw ConfigError("prune.max_drop times every candidate on one machine: run --max-drop without torchrun or "
-                      "srun (one process), or give a budget of your own (--target-flops F) to a data-parallel run");
-  auto cands = head_candidates(ctx, curves);
-  for (auto& c : budget_candidates(ctx, grads)) cands.push_back(std::move(c));
-  const auto precisions = native_precisions(cfg.prune);
-  const long batch = cfg.prune.latency_batch, seq = ctx.curves.latency_seq;
+// Every candidate at every precision, evaluated and timed (or read back from RUN_DIR/state/frontier/), appended to
+// f.points; the unpruned fp32 model sets f.baseline. False when stopped.
+bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vector<Candidate>& cands,
+                 const std::vector<core::Precision>& precisions, Frontier& f) {
+  if (cands.empty()) return true;
+  const long batch = ctx.cfg->prune.latency_batch, seq = ctx.curves.latency_seq;
   const std::string dir = ctx.store->dir() + "/state/frontier";
-  log_stage(5, "frontier",
-            std::to_string(cands.size()) + " structures x " + std::to_string(precisions.size()) +
-                " precisions, each evaluated and timed at batch " + std::to_string(batch) + " x " +
-                std::to_string(seq) + " tokens against the unpruned fp32 model");
-  Frontier f;
-  f.task = ctx.task->name, f.metric = ctx.task->primary_metric, f.split = cfg.prune.eval_split;
-  f.timing = "batch " + std::to_string(batch) + " x " + std::to_string(seq) + " tokens";
-  f.max_drop = cfg.prune.max_drop;
-  core::Bert base = *ctx.model;
-  base.set_precision(core::Precision::kFp32);
   core::Progress progress("frontier", static_cast<long>(cands.size() * precisions.size()), "candidates");
   long done = 0;
   for (const auto& c : cands) {
@@ -228,7 +239,9 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
       if (fs::exists(file)) {
         p = read_point(file);
       } else {
-        if (core::dist::stop_requested(ctx.stop)) return std::nullopt;
+        if (precision == core::Precision::kFp32 && c.point.method != "unpruned" && !fp32_asked(ctx.cfg->prune))
+          continue;  // fp32 only as the baseline: prune.frontier_precisions leaves it out
+        if (core::dist::stop_requested(ctx.stop)) return false;
         if (!slim) slim = c.build();
         p = measure(ctx, base, *slim, c.point, precision, batch, seq);
         fs::create_directories(dir);
@@ -245,6 +258,41 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
     }
   }
   progress.finish();
+  return true;
+}
+
+}  // namespace
+
+std::string frontier_gates_dir(long percent) { return "frontier_gates/" + std::to_string(percent); }
+
+std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves, const MaskGradients& grads) {
+  const core::Config& cfg = *ctx.cfg;
+  if (core::dist::active())
+    throw ConfigError("prune.max_drop times every candidate on one machine: run --max-drop without torchrun or "
+                      "srun (one process), or give a budget of your own (--target-flops F) to a data-parallel run");
+  auto cands = head_candidates(ctx, curves);
+  for (auto& c : budget_candidates(ctx, grads)) cands.push_back(std::move(c));
+  const auto precisions = native_precisions(cfg.prune);
+  const long batch = cfg.prune.latency_batch, seq = ctx.curves.latency_seq;
+  log_stage(5, "frontier",
+            std::to_string(cands.size()) + " structures x " + std::to_string(precisions.size()) +
+                " precisions, each evaluated and timed at batch " + std::to_string(batch) + " x " +
+                std::to_string(seq) + " tokens against the unpruned fp32 model");
+  Frontier f;
+  f.task = ctx.task->name, f.metric = ctx.task->primary_metric, f.split = cfg.prune.eval_split;
+  f.timing = "batch " + std::to_string(batch) + " x " + std::to_string(seq) + " tokens";
+  f.max_drop = cfg.prune.max_drop;
+  core::Bert base = *ctx.model;
+  base.set_precision(core::Precision::kFp32);
+  if (!measure_all(ctx, base, cands, precisions, f)) return std::nullopt;
+  // The gates at the budgets prune.frontier_gates names (or the cheapest the search left within 2·D), trained once.
+  std::vector<Candidate> gated;
+  for (const double fraction : frontier_gate_budgets(cfg.prune.frontier_gates, f)) {
+    auto c = gates_candidate(ctx, fraction);
+    if (!c) return std::nullopt;
+    gated.push_back(std::move(*c));
+  }
+  if (!measure_all(ctx, base, gated, precisions, f)) return std::nullopt;
   add_ort_points(ctx, base, batch, seq, f);
   const auto chosen = choose_within(f.points, f.baseline, f.max_drop);
   f.chosen = chosen ? static_cast<int>(*chosen) : -1;
@@ -263,7 +311,10 @@ core::Config chosen_config(const core::Config& cfg, const Frontier& f) {
   core::PruneConfig& P = c.prune;
   P.max_drop = 0;
   c.run.precision = p.precision;
-  if (p.method == "unpruned" || p.method == "heads") {
+  if (p.method == "gates") {  // trained by the frontier in RUN_DIR/frontier_gates_dir(step): stage 5 reads them there
+    P.target_flops = p.step / 100.0;
+    P.method = "gates";
+  } else if (p.method == "unpruned" || p.method == "heads") {
     P.target_heads = p.heads_kept;
     P.method = p.method == "heads" ? p.criterion : "best";
     P.recover_steps = 0;  // the export is the model measured

@@ -1,7 +1,8 @@
 // Stage 5 of the pruning run with prune.max_drop (`prune --config sst2.yaml --max-drop 1`, issue #41): the
 // compression frontier. Every candidate — the unpruned model, the best head criterion's ranking at each count of
 // prune.schedule, the budget search at each point of prune.budget_schedule (recovered as the budget curves
-// recovered it, or tuned when prune.curve_recover_steps = 0) — slimmed, then at each precision this CPU runs
+// recovered it, or tuned when prune.curve_recover_steps = 0), Hard-Concrete gates at the FLOPs budgets of
+// prune.frontier_gates (by default the two cheapest the search left within 2·max_drop) — slimmed, then at each precision this CPU runs
 // natively (fp32, bf16, int8 calibrated on run.calibrate examples): evaluated on the evaluation split and timed at
 // prune.latency_batch x latency_seq in alternating rounds with the unpruned fp32 model. The fastest candidate
 // within max_drop points of the unpruned fp32 model is chosen; stages 6-9 then build, export and check it as for
@@ -24,7 +25,11 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
 
 // The config whose stages 5-8 build the chosen candidate: a head candidate as --target-heads N with its criterion
 // (no recovery: the export is the model measured), a budget candidate as --target-flops F with the search (its
-// recovery as the budget curves recovered it), at the chosen precision.
+// recovery as the budget curves recovered it), gates as --method gates --target-flops F (the gates the frontier
+// trained, in RUN_DIR/frontier_gates_dir: RunContext::gates_sub), at the chosen precision.
 core::Config chosen_config(const core::Config& cfg, const Frontier& f);
+
+// Where the frontier trains the gates at `percent` of the FLOPs, under the run folder.
+std::string frontier_gates_dir(long percent);
 
 }  // namespace hp::prune

@@ -77,11 +77,31 @@ void frontier_text(std::ostringstream& o, const nlohmann::json& s) {
     << (c.value("budget", "").empty() ? "" : ", " + c.value("budget", "")) << ", at " << precision << ": "
     << f.value("metric", "") << " " << fixed(c.value("metric", 0.0), 2) << " against " << fixed(f.value("baseline", 0.0), 2)
     << ", " << fixed(c.value("speedup", 0.0), 2) << "× the unpruned fp32 model at " << f.value("timing", "")
-    << " (headprune on this CPU).";
+    << " (headprune on this CPU)";
+  // Against ONNX Runtime's points of the same run (the unpruned model at fp32 and quantize_dynamic's int8).
+  std::string ort;
+  for (const auto& q : f["points"])
+    if (q.value("method", "") == "onnxruntime" && q.value("speedup", 0.0) > 0)
+      ort += (ort.empty() ? "" : ", ") + fixed(c.value("speedup", 0.0) / q["speedup"].get<double>(), 2) +
+             "× ONNX Runtime " + q.value("precision", "") + " (unpruned)";
+  o << (ort.empty() ? "." : "; " + ort + ".");
   if (precision != "fp32")
     o << " The weights here are float32; run them at " << precision << " as measured: `prune eval --model THIS_FOLDER "
       << "--precision " << precision << "` (or `infer`, `bench`).";
   o << "\n";
+}
+
+// With --max-drop: the ONNX files beside the weights and what their checks found (or why they are missing).
+void onnx_text(std::ostringstream& o, const nlohmann::json& fin, const std::string& metric) {
+  if (!fin.contains("onnx")) return;
+  const auto& x = fin["onnx"];
+  o << "\n`model.onnx` (float32, dynamic batch and sequence): " << x.value("model.onnx", "") << ".\n";
+  if (!x.contains("model.int8.onnx")) return;
+  o << "`model.int8.onnx` (headprune's int8 scheme in standard ONNX operators, for ONNX Runtime): "
+    << x.value("model.int8.onnx", "");
+  if (x.contains("int8_metrics") && x["int8_metrics"].contains(metric))
+    o << "; ONNX Runtime int8 " << metric << " " << fixed(x["int8_metrics"][metric].get<double>(), 4);
+  o << ".\n";
 }
 
 std::string model_card(const CardInputs& in) {
@@ -118,6 +138,7 @@ std::string model_card(const CardInputs& in) {
   if (fin.contains("metrics") && fin["metrics"].contains(metric))
     o << "| " << kept << " heads (this model) | " << fixed(fin["metrics"][metric].get<double>(), 4) << " |\n";
   frontier_text(o, s);
+  onnx_text(o, fin, metric);
   o << "\nParameters: " << fin.value("params", 0L) << " (unpruned " << fin.value("params_unpruned", 0L) << ").\n";
   if (fin.contains("latency"))
     for (const auto& [batch, l] : fin["latency"].items())

@@ -72,6 +72,7 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
 // --max-drop D: points of the metric in [0, 100), and the frontier alone chooses the method and the budget.
 void validate_frontier(const core::PruneConfig& p) {
   for (const auto& name : p.frontier_precisions) core::precision_setting(name, "prune.frontier_precisions");
+  frontier_gate_budgets(p.frontier_gates, Frontier{});  // ConfigError naming a bad entry
   if (p.max_drop == 0) return;
   std::ostringstream d;
   d << p.max_drop;
@@ -216,6 +217,8 @@ bool frontier_choice(RunContext& ctx, RunSummary& s, const MaskGradients& grads,
   log_stage(5, "frontier", what.str());
   chosen = chosen_config(cfg, *f);
   ctx.cfg = &*chosen;
+  ctx.export_onnx = true;
+  if (p.method == "gates") ctx.gates_sub = frontier_gates_dir(p.step);
   ctx.curves.opts = &chosen->prune;
   ctx.curves.precision = core::precision_setting(chosen->run.precision);
   return true;

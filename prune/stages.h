@@ -59,6 +59,10 @@ struct RunContext {
   std::unique_ptr<RunStore> store;  // the claimed run folder
   std::optional<LatencyTable> latency_table;  // with a latency budget (prune/budget.h)
   const std::atomic<bool>* stop = nullptr;  // Ctrl-C or a rank's stop: return 130 after the current unit
+  // A --max-drop run's choice: stage 7 also writes model.onnx, and model.int8.onnx when int8 was chosen; gates
+  // chosen are those the frontier trained (RUN_DIR/<gates_sub>).
+  bool export_onnx = false;
+  std::string gates_sub = "gates";
 
   // Stage 2, fine-tune: the model every later stage starts from, and the data encoded for it.
   std::string model_dir;
@@ -72,6 +76,12 @@ struct RunContext {
   core::EncodedDataset search_set;
   RankData search;
 };
+
+// Hard-Concrete gates on heads, FFN neurons and sublayers (CoFi) to a FLOPs or parameter budget: `cfg` with the
+// gates' targets set, distilling from the unpruned model when recovery would (in place of stage 6's recovery).
+core::Config gates_budget_config(const core::Config& cfg, double target_flops, double target_params);
+// A gated run's kept heads and FFN neurons, from its train_result.json.
+core::StructureMask gated_mask(const RunContext& ctx, const nlohmann::json& train_result);
 
 // Stage 1. Validates prune.* against the architecture, reads both splits (a task without data fails
 // with nothing written), then claims the run folder.

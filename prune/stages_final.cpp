@@ -9,12 +9,14 @@
 #include "core/base/files.h"
 #include "core/base/log.h"
 #include "core/base/process.h"
+#include "core/base/strings.h"
 #include "core/base/version.h"
 #include "core/dist/distributed.h"
 #include "core/io/tensor_io.h"
 #include "eval/evaluator.h"
 #include "eval/flops.h"
 #include "eval/latency.h"
+#include "prune/onnx.h"
 #include "prune/slim.h"
 #include "core/model/arch.h"
 #include "prune/stages.h"
@@ -48,14 +50,12 @@ BudgetSummary gated_budget(const nlohmann::json& tr, const core::StructureMask& 
 // Empty when stopped.
 std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
   const core::Config& cfg = *ctx.cfg;
-  const std::string dir = cfg.run.out_dir + "/gates";
+  const std::string dir = cfg.run.out_dir + "/" + ctx.gates_sub;
   const bool budget = cfg.prune.target_flops > 0 || cfg.prune.target_params > 0;
   if (!fs::exists(dir + "/train_result.json")) {
     core::Config c = cfg;
     if (budget) {
-      c.gates.target_flops = cfg.prune.target_flops, c.gates.target_params = cfg.prune.target_params;
-      c.gates.distill =
-          cfg.gates.distill || cfg.prune.recover_distill;  // in place of stage 6's recovery, as it distils
+      c = gates_budget_config(cfg, cfg.prune.target_flops, cfg.prune.target_params);
       log_stage(5, "choose",
                 "Hard-Concrete gates on heads, FFN neurons and sublayers to " +
                     std::to_string(std::lround(100 * (c.gates.target_flops + c.gates.target_params))) +
@@ -64,13 +64,12 @@ std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
       c.gates.target_heads = n;
       log_stage(5, "choose N", "Hard-Concrete gates in target mode to " + std::to_string(n) + " heads");
     }
-    if (!train_in(ctx, c, "gates", ctx.model_dir)) return std::nullopt;
+    if (!train_in(ctx, c, ctx.gates_sub, ctx.model_dir)) return std::nullopt;
   }
   const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
   FinalChoice choice;
   choice.method = "gates";
-  const core::StructureMask keep = core::parse_mask(tr.at("mask").get<std::string>(), ctx.arch.num_hidden_layers,
-                                                    ctx.arch.max_heads(), ctx.arch.intermediate_size);
+  const core::StructureMask keep = gated_mask(ctx, tr);
   choice.keep = keep.heads;
   if (budget) {
     choice.neurons = keep.neurons;
@@ -245,6 +244,59 @@ bool recover(RunContext& ctx, FinalChoice& choice) {
   return true;
 }
 
+namespace {
+
+// A --max-drop run's ONNX files in `dir` beside the export of `model` (float32 weights): model.onnx, and
+// model.int8.onnx when the frontier chose int8, each checked in ONNX Runtime as `prune export --onnx` / `--int8`
+// check them (prune/onnx.h). Without the reference Python or onnxruntime both are skipped with the reason, as the
+// frontier's ONNX Runtime points are; an int8 file that fails its check is not written (the reason logged and
+// kept): the export itself, run at int8 by headprune, is what the frontier measured.
+OnnxFiles export_onnx_files(const RunContext& ctx, const core::Bert& model, const std::string& dir) {
+  OnnxFiles o;
+  auto skip = [&](const std::string& why) {
+    o.fp32 = "skipped: " + why;
+    if (ctx.cfg->run.precision == "int8") o.int8 = o.fp32;
+    core::log_warn("export", "model.onnx " + o.fp32);
+    return o;
+  };
+  const std::string py = core::python_reference();
+  if (!fs::exists(py)) return skip("no reference Python at " + py + " (scripts/setup.sh makes it)");
+  if (const std::string why = core::python_reference_incomplete(py, core::PythonRef::kTransformers4); !why.empty())
+    return skip(why);
+  try {
+    export_onnx(model, dir);
+  } catch (const InputError& e) {  // onnxruntime is not installed (the Python was checked above)
+    return skip(e.what());
+  }
+  o.fp32 = "checked: ONNX Runtime's logits equal headprune's (max |difference| <= 1e-4)";
+  if (ctx.cfg->run.precision != "int8") return o;
+  try {
+    const Int8ExportCheck c = export_onnx_int8(model, dir, *ctx.task, ctx.eval_data, ctx.curves.eval_batches);
+    o.int8 = "checked: the same prediction on " + core::format_number("%.4g", 100 * c.agreement) + "% of " +
+             std::to_string(c.examples) + " examples as headprune's int8 with the same weights (+-" +
+             std::to_string(c.weight_max) + ")";
+    o.int8_metrics = c.onnx_int8;
+  } catch (const InternalError& e) {  // the check failed; export_onnx_int8 left no model.int8.onnx
+    o.int8 = std::string("not written: ") + e.what();
+    core::log_warn("export", "model.int8.onnx " + o.int8);
+  }
+  return o;
+}
+
+}  // namespace
+
+core::Config gates_budget_config(const core::Config& cfg, double target_flops, double target_params) {
+  core::Config c = cfg;
+  c.gates.target_flops = target_flops, c.gates.target_params = target_params;
+  c.gates.distill = cfg.gates.distill || cfg.prune.recover_distill;
+  return c;
+}
+
+core::StructureMask gated_mask(const RunContext& ctx, const nlohmann::json& train_result) {
+  return core::parse_mask(train_result.at("mask").get<std::string>(), ctx.arch.num_hidden_layers,
+                          ctx.arch.max_heads(), ctx.arch.intermediate_size);
+}
+
 FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalSummary& final) {
   const core::Config& cfg = *ctx.cfg;
   if (cfg.prune.target_heads > 0 && core::count_kept(choice.keep) != cfg.prune.target_heads)
@@ -268,6 +320,7 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
     throw InternalError("slimmed export differs from the masked model by " +
                         std::to_string(final.slim_vs_masked_max_abs_logit_diff) + " (> 1e-5)");
   final.hf_check = hf_checks(ctx, reloaded, out_model);
+  if (ctx.export_onnx && core::dist::is_main()) final.onnx = export_onnx_files(ctx, reloaded, out_model);
   final.metrics = slim_eval.metrics;
   return m;
 }

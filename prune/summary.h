@@ -63,6 +63,13 @@ struct LatencySummary {
 };
 
 // summary.json's "final" section.
+// A --max-drop run's ONNX files beside the export, each "checked …", "skipped: why" or "not written: why".
+struct OnnxFiles {
+  std::string fp32;  // model.onnx
+  std::string int8;  // model.int8.onnx, when int8 was chosen (else empty)
+  std::map<std::string, double> int8_metrics;  // ONNX Runtime's on the evaluation split, when written
+};
+
 struct FinalSummary {
   double slim_vs_masked_max_abs_logit_diff = 0;
   std::map<std::string, std::string> hf_check;  // check → "passed (…)" or "skipped (…)"
@@ -73,6 +80,7 @@ struct FinalSummary {
   std::string model_dir = "model";
   long params = 0, params_unpruned = 0;
   std::optional<BudgetSummary> budget;  // with a FLOPs or parameter budget
+  std::optional<OnnxFiles> onnx;  // with prune.max_drop
 };
 
 struct RunSummary {

@@ -245,6 +245,7 @@ struct PruneConfig {
   double target_latency = 0;
   double max_drop = 0;
   std::vector<std::string> frontier_precisions = {"fp32", "bf16", "int8"};
+  std::vector<std::string> frontier_gates = {"auto"};
   int latency_batch = 32;
   int latency_seq = 0;
   std::vector<std::string> structures = {"heads", "neurons"};
@@ -298,7 +299,12 @@ struct PruneConfig {
       "the fastest candidate whose metric is within D points of the unpruned fp32 model's, timed at latency_batch "
       "x latency_seq; 0 = off");
     v("frontier_precisions", frontier_precisions,
-      "--max-drop: the precisions each candidate is measured at, those of them this CPU runs natively (fp32 always)");
+      "--max-drop: the precisions each candidate is measured at, those of them this CPU runs natively; the unpruned "
+      "model is measured at fp32 in any case (the baseline)");
+    v("frontier_gates", frontier_gates,
+      "--max-drop: the FLOPs budgets (percent) at which Hard-Concrete gates on heads, FFN neurons and sublayers "
+      "(CoFi) are trained as candidates; [auto] = the two cheapest budget_schedule points whose search candidate "
+      "scored within 2 x max_drop of the unpruned model; [] = none");
     v("latency_batch", latency_batch, "batch size of the latency table and of the curves' latency measurements");
     v("latency_seq", latency_seq,
       "tokens per sequence of the latency table and of the curves' latency measurements; 0 = data.max_seq_len");

@@ -43,7 +43,8 @@ bool have_onnxruntime() {
 std::string frontier_args(const fs::path& out) {
   return tiny_prune_args(out.string()) +
          " --criteria taylor --recover-steps 2 --set train.train_split=matched --set train.eval_split=mismatched"
-         " --set train.eval_every=1 --set prune.budget_schedule=100,60,30 --set prune.latency_batch=4";
+         " --set train.eval_every=1 --set prune.budget_schedule=100,60,30 --set prune.latency_batch=4"
+         " --set train.max_steps=12 --set gates.lr=0.5";
 }
 
 // label → metric of every point (the measurements a resumed run must repeat; speedups are timings).
@@ -74,14 +75,16 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
   const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
   const auto& f = summary["frontier"];
   const auto& points = f["points"];
-  // The unpruned model, the taylor ranking at 6, 4 and 2 of 8 heads, the search at 60% and 30%: each at both;
-  // then ONNX Runtime's unpruned model at fp32 and quantize_dynamic's int8, when the reference Python has it.
+  // The unpruned model, the taylor ranking at 6, 4 and 2 of 8 heads, the search at 60% and 30%, the gates at the
+  // two cheapest budgets the search left within 2·D (here all: 30% and 60%): each at both; then ONNX Runtime's
+  // unpruned model at fp32 and quantize_dynamic's int8, when the reference Python has it.
   const bool ort = have_onnxruntime();
-  REQUIRE(points.size() == (ort ? 14 : 12));
+  REQUIRE(points.size() == (ort ? 18 : 16));
   std::map<std::string, int> kinds;
   for (const auto& p : points) ++kinds[p["method"].get<std::string>() + " " + p["precision"].get<std::string>()];
   std::map<std::string, int> expect = {{"unpruned fp32", 1}, {"unpruned int8", 1}, {"heads fp32", 3},
-                                       {"heads int8", 3}, {"kwon-recovered fp32", 2}, {"kwon-recovered int8", 2}};
+                                       {"heads int8", 3}, {"kwon-recovered fp32", 2}, {"kwon-recovered int8", 2},
+                                       {"gates fp32", 2},   {"gates int8", 2}};
   if (ort) expect["onnxruntime fp32"] = expect["onnxruntime int8"] = 1;
   CHECK(kinds == expect);
   CHECK_THAT(f["onnxruntime"].get<std::string>(), Catch::StartsWith(ort ? "onnxruntime 1." : "skipped: "));
@@ -113,12 +116,21 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
   const auto& fin = summary["final"];
   CHECK(fin["heads_kept"] == c["heads_kept"]);
   if (c["method"] == "kwon-recovered") CHECK(fin["budget"]["target"].get<double>() == Approx(c["flops_kept"].get<double>()));
+  if (c["method"] == "gates") CHECK(fin["method"] == "gates");  // the gates the frontier trained, not trained again
   CHECK(fs::exists(out / "model" / "config.json"));
+  // Its ONNX files, checked in ONNX Runtime (or skipped, saying why): model.onnx, model.int8.onnx only at int8.
+  const auto& onnx = fin["onnx"];
+  CHECK_THAT(onnx["model.onnx"].get<std::string>(), Catch::StartsWith(ort ? "checked: " : "skipped: "));
+  CHECK(fs::exists(out / "model" / "model.onnx") == ort);
+  CHECK(onnx.contains("model.int8.onnx") == (c["precision"] == "int8"));
   // frontier.csv: a row per point; the picture beside it; the recovered models the candidates were built from.
   const std::string csv = slurp(out / "frontier.csv");
   CHECK(std::count(csv.begin(), csv.end(), '\n') == static_cast<long>(points.size()) + 1);
   CHECK(fs::exists(out / "frontier.svg"));
   CHECK(fs::exists(out / "budget_recover" / "1" / "best" / "config.json"));
+  for (const char* pct : {"30", "60"}) CHECK(fs::exists(out / "frontier_gates" / pct / "train_result.json"));
+  CHECK_THAT(r.output, Catch::Contains("stage 5/9 frontier: Hard-Concrete gates on heads, FFN neurons and sublayers "
+                                       "to 30% of the encoder's FLOPs"));
 
   // `prune report` draws it: the figure, its legend (the front, a marker series per kind, the choice), in Chromium.
   const auto page = out.parent_path() / "hp_prune_frontier.html";
@@ -137,7 +149,7 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
   // every metric is what the first run measured.
   int removed = 0;
   for (const auto& e : fs::directory_iterator(out / "state" / "frontier"))
-    if (removed++ % 3 == 0) fs::remove(e.path());
+    if (e.is_regular_file() && removed++ % 3 == 0) fs::remove(e.path());
   for (const char* file : {"summary.json", "frontier.csv"}) fs::remove(out / file);
   fs::remove_all(out / "model");
   auto again = run_capped(args);
@@ -219,6 +231,56 @@ TEST_CASE("the frontier run with no candidate within D: one line naming the clos
   CHECK_THAT(again.output, Catch::Contains("resuming") &&
                                Catch::Contains("ONNX Runtime's reference rows skipped: onnxruntime is not installed in " +
                                                py.string()));
+}
+
+TEST_CASE("the frontier run choosing int8: model.int8.onnx checked in ONNX Runtime beside the export, or skipped",
+          "[cli][prune][frontier]") {
+  if (!hp::core::isa::cpu_has(hp::core::isa::Level::kAvx2)) {
+    hp::test::skip("this CPU has no AVX2: int8 is not native here");
+    return;
+  }
+  const auto out = hp::test::scratch_dir("hp_prune_frontier_int8");
+  fs::remove_all(out);
+  // int8 only: every candidate but the unpruned fp32 reference is int8, so the choice is.
+  const std::string args = tiny_prune_args(out.string()) +
+                           " --criteria taylor --recover-steps 0 --set prune.bootstrap=0"
+                           " --set prune.budget_schedule=100,50 --set prune.latency_batch=4"
+                           " --max-drop 50 --set prune.frontier_precisions=[int8] --set prune.frontier_gates=[]";
+  const bool ort = have_onnxruntime();
+  auto r = run_capped(args);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  const auto& f = summary["frontier"];
+  CHECK(f["points"][f["chosen"].get<size_t>()]["precision"] == "int8");
+  const auto& onnx = summary["final"]["onnx"];
+  const std::string card = slurp(out / "model" / "README.md");
+  CHECK_THAT(card, Catch::Contains("`model.int8.onnx` (headprune's int8 scheme"));
+  if (!ort) {
+    CHECK_THAT(onnx["model.int8.onnx"].get<std::string>(), Catch::StartsWith("skipped: "));
+    CHECK(!fs::exists(out / "model" / "model.int8.onnx"));
+    return;
+  }
+  CHECK_THAT(onnx["model.onnx"].get<std::string>(), Catch::StartsWith("checked: "));
+  CHECK_THAT(onnx["model.int8.onnx"].get<std::string>(), Catch::StartsWith("checked: the same prediction on "));
+  CHECK(fs::file_size(out / "model" / "model.int8.onnx") > 1000);
+  CHECK(onnx["int8_metrics"].contains("accuracy"));
+  CHECK_THAT(card, Catch::Contains("; ONNX Runtime int8 accuracy "));
+
+  // Resumed without the reference Python (the measurements are in the run folder): exported again, both ONNX files
+  // skipped with the reason.
+  fs::remove_all(out / "model");
+  fs::remove(out / "summary.json");
+  auto again = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());
+  INFO(again.output);
+  REQUIRE(again.code == 0);
+  CHECK_THAT(again.output, Catch::Contains("resuming") && Catch::Contains("model.onnx skipped: no reference Python at"));
+  const auto s2 = nlohmann::json::parse(slurp(out / "summary.json"));
+  CHECK_THAT(s2["final"]["onnx"]["model.onnx"].get<std::string>(), Catch::StartsWith("skipped: no reference Python"));
+  CHECK_THAT(s2["final"]["onnx"]["model.int8.onnx"].get<std::string>(), Catch::StartsWith("skipped: no reference"));
+  CHECK(fs::exists(out / "model" / "config.json"));
+  CHECK(!fs::exists(out / "model" / "model.onnx"));
+  CHECK(!fs::exists(out / "model" / "model.int8.onnx"));
 }
 
 TEST_CASE("prune --max-drop with a budget of its own, another method or a bad value: one line, exit 2",

@@ -812,6 +812,11 @@ add("frontier-precision", "prune.frontier_precisions naming no precision",
     budget_run("--max-drop", "1", "--set", "prune.frontier_precisions=[fp16]"), 2,
     "error: prune.frontier_precisions = 'fp16'; use fp32, bf16 or int8",
     not_created("run"))
+add("frontier-gates", "prune.frontier_gates with a budget outside (0, 100) or auto beside a number",
+    budget_run("--max-drop", "1", "--set", "prune.frontier_gates=[auto,50]"), 2,
+    "error: prune.frontier_gates has 'auto'; use FLOPs percents in (0, 100), e.g. [30, 50], or [auto] (alone), or [] "
+    "for no gates",
+    not_created("run"))
 
 add("budget-gates-latency", "--method gates with --target-latency (the gates learn FLOPs or parameters)",
     budget_run("--target-latency", "5", "--method", "gates"), 2,

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/base/errors.h"
 #include "prune/frontier.h"
 
 using hp::prune::choose_within;
@@ -113,6 +114,31 @@ hp::prune::Frontier hand_frontier() {
 }
 
 }  // namespace
+
+TEST_CASE("the gates' budgets: [auto] the two cheapest search points within 2·D at fp32, or the percents asked",
+          "[prune][frontier]") {
+  using hp::prune::frontier_gate_budgets;
+  hp::prune::Frontier f;
+  f.baseline = 90, f.max_drop = 1;
+  auto search = [](double flops, double metric, const char* precision = "fp32", const char* method = "kwon-recovered") {
+    FrontierPoint p = pt(1 / flops, metric);
+    p.method = method, p.precision = precision, p.flops_kept = flops;
+    return p;
+  };
+  // 70% at 89.5, 60% at 88.0 (exactly 2·D below: in), 50% at 87.9 (out), 40% at int8 89 (not fp32), 30% by heads at 89
+  // (not the search), 80% tuned at 89.9.
+  f.points = {search(0.7, 89.5), search(0.6, 88.0), search(0.5, 87.9), search(0.4, 89, "int8"),
+              search(0.3, 89, "fp32", "heads"), search(0.8, 89.9, "fp32", "kwon-tuned")};
+  CHECK(frontier_gate_budgets({"auto"}, f) == std::vector<double>{0.6, 0.7});
+  f.points.resize(1);
+  CHECK(frontier_gate_budgets({"auto"}, f) == std::vector<double>{0.7});
+  f.points.clear();
+  CHECK(frontier_gate_budgets({"auto"}, f).empty());
+  CHECK(frontier_gate_budgets({}, f).empty());
+  CHECK(frontier_gate_budgets({"50", "30", "50"}, f) == std::vector<double>{0.3, 0.5});
+  for (const char* bad : {"0", "100", "-5", "fifty", "", "auto"})
+    CHECK_THROWS_AS(frontier_gate_budgets({"30", bad}, f), hp::ConfigError);
+}
 
 TEST_CASE("frontier.csv: a row per point with every timing's column, the front and the choice marked",
           "[prune][frontier]") {

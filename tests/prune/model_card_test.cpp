@@ -57,11 +57,38 @@ TEST_CASE("model card of a --max-drop run: the candidate chosen, its metric and 
   std::string card = hp::prune::model_card(in);
   CHECK_THAT(card, Catch::Contains("Chosen by `--max-drop 1` as the fastest of 2 measured candidates within 1 point(s)"));
   CHECK_THAT(card, Catch::Contains("kwon-recovered, 50% FLOPs, at int8: accuracy 90.40 against 91.20, 3.46× the "
-                                   "unpruned fp32 model at batch 32 x 128 tokens"));
+                                   "unpruned fp32 model at batch 32 x 128 tokens (headprune on this CPU)."));
+  // With ONNX Runtime's points: the speedup over each (3.456 / 1.2 and 3.456 / 2.4).
+  in.summary["frontier"]["points"].push_back(
+      {{"method", "onnxruntime"}, {"precision", "fp32"}, {"speedup", 1.2}, {"reference", true}});
+  in.summary["frontier"]["points"].push_back(
+      {{"method", "onnxruntime"}, {"precision", "int8"}, {"speedup", 2.4}, {"reference", true}});
+  CHECK_THAT(hp::prune::model_card(in), Catch::Contains("(headprune on this CPU); 2.88× ONNX Runtime fp32 (unpruned), "
+                                                        "1.44× ONNX Runtime int8 (unpruned)."));
   CHECK_THAT(card, Catch::Contains("`prune eval --model THIS_FOLDER --precision int8`"));
   // At fp32 there is no precision to name; without a choice (or without the frontier) no such paragraph.
   in.summary["frontier"]["points"][1]["precision"] = "fp32";
   CHECK_THAT(hp::prune::model_card(in), !Catch::Contains("--precision"));
   in.summary["frontier"]["chosen"] = -1;
   CHECK_THAT(hp::prune::model_card(in), !Catch::Contains("Chosen by"));
+}
+
+TEST_CASE("model card of a --max-drop run: its ONNX files and what their checks found", "[prune][card]") {
+  hp::prune::CardInputs in;
+  in.summary = nlohmann::json::parse(R"({"task": "sst2", "metric": "accuracy", "eval_split": "dev", "heads_total": 8,
+    "final": {"heads_kept": 5, "method": "kwon", "metrics": {"accuracy": 0.9}, "params": 100, "params_unpruned": 120,
+      "onnx": {"model.onnx": "checked: same logits", "model.int8.onnx": "checked: same predictions",
+               "int8_metrics": {"accuracy": 0.8934}}}})");
+  in.kept = {{0, 1, 2}, {0, 1}};
+  in.heads_per_layer = 4;
+  std::string card = hp::prune::model_card(in);
+  CHECK_THAT(card, Catch::Contains("`model.onnx` (float32, dynamic batch and sequence): checked: same logits.\n"));
+  CHECK_THAT(card, Catch::Contains("`model.int8.onnx` (headprune's int8 scheme in standard ONNX operators, for ONNX "
+                                   "Runtime): checked: same predictions; ONNX Runtime int8 accuracy 0.8934.\n"));
+  // At fp32 only model.onnx; a run without --max-drop names neither.
+  in.summary["final"]["onnx"].erase("model.int8.onnx");
+  card = hp::prune::model_card(in);
+  CHECK_THAT(card, Catch::Contains("`model.onnx`") && !Catch::Contains("model.int8.onnx"));
+  in.summary["final"].erase("onnx");
+  CHECK_THAT(hp::prune::model_card(in), !Catch::Contains("model.onnx"));
 }
