@@ -234,13 +234,13 @@ bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vecto
   for (const auto& c : cands) {
     std::optional<core::Bert> slim;  // built once for its precisions, when one is missing
     for (const auto precision : precisions) {
+      if (precision == core::Precision::kFp32 && c.point.method != "unpruned" && !fp32_asked(ctx.cfg->prune))
+        continue;  // fp32 only as the baseline (not read back either): prune.frontier_precisions leaves it out
       const std::string file = dir + "/" + c.key + "-" + core::precision_name(precision) + ".json";
       FrontierPoint p;
       if (fs::exists(file)) {
         p = read_point(file);
       } else {
-        if (precision == core::Precision::kFp32 && c.point.method != "unpruned" && !fp32_asked(ctx.cfg->prune))
-          continue;  // fp32 only as the baseline: prune.frontier_precisions leaves it out
         if (core::dist::stop_requested(ctx.stop)) return false;
         if (!slim) slim = c.build();
         p = measure(ctx, base, *slim, c.point, precision, batch, seq);
