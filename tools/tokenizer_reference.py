@@ -18,7 +18,8 @@ under --data, encodes them with one HF tokenizer and writes one JSON line per in
   spm                  XLMRobertaTokenizer (slow: the SentencePiece library, as the C++ code) of
                        --tokenizer-dir (xlmr_tok); layout as bpe. The kept lengths are those of
                        XLMRobertaTokenizerFast (tokenizers' longest_first rule, which the C++ follows; the slow
-                       tokenizer gives the odd piece to the other input, counted as slow_truncation_differs).
+                       tokenizer gives the odd piece to the other input, counted as slow_truncation_differs
+                       on every --slow-every'th pair row).
                        Every text is also encoded by the fast tokenizer: it differs from the slow one where
                        the Unigram lattice has two segmentations of equal score (runs of one character:
                        "zzzzzzzzz" -> slow zz zz z zz zz, fast z zz zz zz zz; "8000" -> slow 8 00 0, fast
@@ -172,6 +173,30 @@ def load_roberta_style(kind, folder):
     return slow, XLMRobertaTokenizerFast.from_pretrained(folder), None
 
 
+def pieces(ref_tok, ref_is_slow, texts, every, where):
+    """The reference's ids of each text without specials. spm: XLMRobertaTokenizer's own steps done in a batch
+    (SentencePiece's EncodeAsPieces, then its _convert_token_to_id: fairseq's fixed ids, else the SentencePiece id
+    + fairseq_offset, 0 -> <unk>) for texts holding none of its added tokens (those go through the tokenizer),
+    and the tokenizer itself on every `every`th text, which must agree: 30 s of per-text Python less."""
+    if not ref_is_slow:
+        return ref_tok(texts, add_special_tokens=False)["input_ids"]
+    sp, fixed, offset = ref_tok.sp_model, ref_tok.fairseq_tokens_to_ids, ref_tok.fairseq_offset
+    added = [t for t in ref_tok.get_added_vocab() if t]
+    unk = ref_tok.unk_token_id
+    out = []
+    for k, piece_list in enumerate(sp.encode(texts, out_type=str)):
+        if any(t in texts[k] for t in added):
+            out.append(ref_tok(texts[k], add_special_tokens=False)["input_ids"])
+            continue
+        ids = [fixed[p] if p in fixed else (sp.PieceToId(p) + offset if sp.PieceToId(p) else unk)
+               for p in piece_list]
+        if every > 0 and k % every == 0 and ids != ref_tok(texts[k], add_special_tokens=False)["input_ids"]:
+            raise SystemExit(f"{where}: row {k}: SentencePiece's batch path differs from XLMRobertaTokenizer; "
+                             "fix pieces() in tools/tokenizer_reference.py")
+        out.append(ids)
+    return out
+
+
 def write_roberta_style(args, tmp, manifest):
     """The bpe and spm references (see the docstring). Returns the count of slow spot checks that differ."""
     ref_tok, fast, slow = load_roberta_style(args.kind, args.tokenizer_dir)
@@ -184,15 +209,18 @@ def write_roberta_style(args, tmp, manifest):
         rows = list(read_rows(os.path.join(args.data, rel), header, col_a, col_b))
         a = [r[1] for r in rows]
         b = [r[2] for r in rows] if col_b is not None else None
-        parts_a = ref_tok(a, add_special_tokens=False)["input_ids"]
-        parts_b = ref_tok(b, add_special_tokens=False)["input_ids"] if b is not None else None
+        parts_a = pieces(ref_tok, ref_is_slow, a, args.slow_every, rel)
+        parts_b = pieces(ref_tok, ref_is_slow, b, args.slow_every, rel) if b is not None else None
         if ref_is_slow:  # its __call__ adds the specials with this very method: called on the pieces, not re-tokenized
             full = [ref_tok.build_inputs_with_special_tokens(pa, parts_b[k] if b is not None else None)
                     for k, pa in enumerate(parts_a)]
         else:
             full = encode_all(ref_tok, a, b)["input_ids"]
-        fast_a = fast(a, add_special_tokens=False)["input_ids"]
-        fast_b = fast(b, add_special_tokens=False)["input_ids"] if b is not None else None
+        if ref_is_slow:
+            fast_a = fast(a, add_special_tokens=False)["input_ids"]
+            fast_b = fast(b, add_special_tokens=False)["input_ids"] if b is not None else None
+        else:  # bpe: the reference is the fast tokenizer, whose pieces are parts_a and parts_b already
+            fast_a, fast_b = parts_a, parts_b
         lengths = [len(fa) + (len(fast_b[k]) + 2 if b is not None else 0) + 2 for k, fa in enumerate(fast_a)]
         trunc = {m: truncated(fast, a, b, lengths, m) for m in ROBERTA_MAX_LENS}
         name = rel.replace("/", "_").rsplit(".", 1)[0] + ".jsonl"
@@ -226,7 +254,8 @@ def write_roberta_style(args, tmp, manifest):
 
 
 def check_slow(args, slow, ref_tok, rec, k, counts, where):
-    """bpe: the slow tokenizer on 1/--slow-every rows. spm (slow is the reference): its truncation rule."""
+    """bpe: the slow tokenizer on 1/--slow-every rows. spm (slow is the reference): its own truncation rule on
+    1/--slow-every pair rows (a count for the manifest, not a check: the C++ follows the fast tokenizer's rule)."""
     ta, tb = rec["a"], rec["b"]
     if slow is not None and args.slow_every > 0 and k % args.slow_every == 0:
         counts["slow_checked"] += 1
@@ -234,7 +263,7 @@ def check_slow(args, slow, ref_tok, rec, k, counts, where):
         if s["input_ids"] != rec["ids"]:
             counts["slow_mismatches"] += 1
             print(f"slow/fast differ at {where}: {ta!r} {tb!r}", file=sys.stderr)
-    if slow is None and tb is not None:
+    if slow is None and tb is not None and args.slow_every > 0 and k % args.slow_every == 0:
         (n_a, n_b), ids = rec["n"], rec["ids"]
         pa, pb = ids[1:1 + n_a], ids[n_a + 3:n_a + 3 + n_b]  # <s> a </s></s> b </s>: the reference's own pieces
         for m, (ka, kb) in rec["keep"].items():
