@@ -125,7 +125,7 @@ TEST_CASE("a checkpoint pruned by Hugging Face's own prune_heads loads and equal
 }
 
 TEST_CASE("transformers 5 loads the slimmed export, narrow and 0-width FFNs too, through its modeling file (optional venv)",
-          "[prune][slim][hf5]") {
+          "[prune][slim][.hf5]") {
   const std::string py = HP_REF_PYTHON_V5;
   if (!std::filesystem::exists(py))
     return hp::test::skip("no transformers 5 reference at " + py + " (scripts/setup_python.sh --v5 makes it, ~6 GB)");
