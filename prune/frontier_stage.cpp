@@ -146,12 +146,13 @@ double median(std::vector<double> v) {
 // Unpruned fp32 time over the candidate's: the median over 3 alternating rounds (each model's median time in the
 // round) of the round's ratio, so that a passing slowdown of the machine lands on one round, not on one model. A
 // spread of more than x2 between the rounds' ratios means the machine was busy: said once per measurement.
-double speedup_against(const core::Bert& base, const core::Bert& model, long batch, long seq, const std::string& what) {
+double speedup_against(const core::Bert& base, const core::Bert& model, long batch, long seq, const std::string& what,
+                       double seconds) {
   const auto in = eval::synthetic_input(base.config(), batch, seq);
   std::vector<double> ratios;
   for (int round = 0; round < 3; ++round) {
-    const double b = eval::measure_latency(base, in, 1, 3, 0.3).median_ms;
-    ratios.push_back(b / eval::measure_latency(model, in, 1, 3, 0.3).median_ms);
+    const double b = eval::measure_latency(base, in, 1, 3, seconds).median_ms;
+    ratios.push_back(b / eval::measure_latency(model, in, 1, 3, seconds).median_ms);
   }
   const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
   if (*hi > 2 * *lo) {
@@ -175,8 +176,9 @@ FrontierPoint measure(const RunContext& ctx, const core::Bert& base, const core:
   const long mean = std::max(1L, std::lround(core::mean_length(ctx.eval_data)));
   const std::string main = timing_key(batch, seq);
   const std::string what = frontier_label(p);
-  p.speedups[main] = speedup_against(base, m, batch, seq, what);
-  p.speedups[timing_key(1, mean)] = speedup_against(base, m, 1, mean, what);
+  const double seconds = ctx.cfg->prune.frontier_time;
+  p.speedups[main] = speedup_against(base, m, batch, seq, what, seconds);
+  p.speedups[timing_key(1, mean)] = speedup_against(base, m, 1, mean, what, seconds);
   p.speedup = p.speedups[main];
   return p;
 }
@@ -197,7 +199,8 @@ void add_ort_points(const RunContext& ctx, const core::Bert& base, long batch, l
   const std::string dir = ctx.store->dir() + "/state/frontier/ort", base_file = dir + "/headprune.json";
   const auto in = eval::synthetic_input(base.config(), batch, seq);
   const bool fresh = !fs::exists(base_file);
-  const double before = fresh ? eval::measure_latency(base, in, 1, 3, 0.3).median_ms : 0;
+  const double seconds = ctx.cfg->prune.frontier_time;
+  const double before = fresh ? eval::measure_latency(base, in, 1, 3, seconds).median_ms : 0;
   std::string skipped;
   const auto r = ort_reference(ctx.model_dir, *ctx.task, ctx.eval_data, batch, seq, dir, &skipped);
   if (!r) {
@@ -206,7 +209,7 @@ void add_ort_points(const RunContext& ctx, const core::Bert& base, long batch, l
     return;
   }
   if (fresh) {
-    const double ms = (before + eval::measure_latency(base, in, 1, 3, 0.3).median_ms) / 2;
+    const double ms = (before + eval::measure_latency(base, in, 1, 3, seconds).median_ms) / 2;
     core::write_file_atomic(base_file, nlohmann::json{{"fp32_ms", ms}}.dump() + "\n");
   }
   const double base_ms = nlohmann::json::parse(core::read_file(base_file)).at("fp32_ms").get<double>();

@@ -73,6 +73,11 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
 void validate_frontier(const core::PruneConfig& p) {
   for (const auto& name : p.frontier_precisions) core::precision_setting(name, "prune.frontier_precisions");
   frontier_gate_budgets(p.frontier_gates, Frontier{});  // ConfigError naming a bad entry
+  if (!(p.frontier_time > 0 && p.frontier_time <= 60)) {
+    std::ostringstream t;
+    t << p.frontier_time;
+    throw ConfigError("prune.frontier_time = " + t.str() + "; use seconds in (0, 60], e.g. 0.3");
+  }
   if (p.max_drop == 0) return;
   std::ostringstream d;
   d << p.max_drop;

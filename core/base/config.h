@@ -246,6 +246,7 @@ struct PruneConfig {
   double max_drop = 0;
   std::vector<std::string> frontier_precisions = {"fp32", "bf16", "int8"};
   std::vector<std::string> frontier_gates = {"auto"};
+  double frontier_time = 0.3;
   int latency_batch = 32;
   int latency_seq = 0;
   std::vector<std::string> structures = {"heads", "neurons"};
@@ -305,6 +306,9 @@ struct PruneConfig {
       "--max-drop: the FLOPs budgets (percent) at which Hard-Concrete gates on heads, FFN neurons and sublayers "
       "(CoFi) are trained as candidates; [auto] = the two cheapest budget_schedule points whose search candidate "
       "scored within 2 x max_drop of the unpruned model; [] = none");
+    v("frontier_time", frontier_time,
+      "--max-drop: seconds each model is timed for (3 runs at least) in each of the 3 rounds that alternate a "
+      "candidate with the unpruned model, per timing; longer gives steadier speedups, shorter a faster frontier");
     v("latency_batch", latency_batch, "batch size of the latency table and of the curves' latency measurements");
     v("latency_seq", latency_seq,
       "tokens per sequence of the latency table and of the curves' latency measurements; 0 = data.max_seq_len");

@@ -44,7 +44,7 @@ std::string frontier_args(const fs::path& out) {
   return tiny_prune_args(out.string()) +
          " --criteria taylor --recover-steps 2 --set train.train_split=matched --set train.eval_split=mismatched"
          " --set train.eval_every=1 --set prune.budget_schedule=100,60,30 --set prune.latency_batch=4"
-         " --set train.max_steps=12 --set gates.lr=0.5";
+         " --set train.max_steps=12 --set gates.lr=0.5 --set prune.frontier_time=0.02";
 }
 
 // label → metric of every point (the measurements a resumed run must repeat; speedups are timings).
@@ -206,7 +206,7 @@ TEST_CASE("the frontier run with no candidate within D: one line naming the clos
                            " --set prune.bootstrap=0 --set prune.latency=false --set eval.batch_size=8"
                            " --set prune.rank_batch_size=4"
                            " --set prune.budget_schedule=100,50 --set prune.latency_batch=4"
-                           " --max-drop 0.000001 --set prune.frontier_precisions=[fp32]";
+                           " --max-drop 0.000001 --set prune.frontier_precisions=[fp32] --set prune.frontier_time=0.02";
   auto r = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());
   INFO(r.output);
   CHECK(r.code == 2);
@@ -296,6 +296,8 @@ TEST_CASE("prune --max-drop with a budget of its own, another method or a bad va
           {base + " --max-drop -1", "prune.max_drop = -1; use the points of the metric", 2},
           {base + " --max-drop 100", "prune.max_drop = 100; use the points of the metric", 2},
           {base + " --max-drop 1 --set prune.frontier_precisions=[fp16]", "prune.frontier_precisions", 2},
+          {base + " --max-drop 1 --set prune.frontier_time=0", "prune.frontier_time = 0; use seconds in (0, 60]", 2},
+          {base + " --max-drop 1 --set prune.frontier_time=60.5", "prune.frontier_time = 60.5; use seconds in (0, 60]", 2},
       },
       "", out);
 }

@@ -803,6 +803,10 @@ add("frontier-bad-drop", "--max-drop outside [0, 100)", budget_run("--max-drop",
     "error: prune.max_drop = 100; use the points of the metric the exported model may lose against the unpruned fp32 "
     "model, e.g. 1 (0 = off)",
     not_created("run"))
+add("frontier-bad-time", "prune.frontier_time outside (0, 60]", budget_run("--max-drop", "1", "--set",
+    "prune.frontier_time=0"), 2,
+    "error: prune.frontier_time = 0; use seconds in (0, 60], e.g. 0.3",
+    not_created("run"))
 add("frontier-method", "--max-drop with prune.method other than best", budget_run("--max-drop", "1", "--method",
     "taylor"), 2,
     "error: prune.method = taylor with prune.max_drop: the frontier measures the head criteria and the budget search "
