@@ -188,8 +188,7 @@ def pieces(ref_tok, ref_is_slow, texts, every, where):
         if any(t in texts[k] for t in added):
             out.append(ref_tok(texts[k], add_special_tokens=False)["input_ids"])
             continue
-        ids = [fixed[p] if p in fixed else (sp.PieceToId(p) + offset if sp.PieceToId(p) else unk)
-               for p in piece_list]
+        ids = [fixed[p] if p in fixed else (i + offset if (i := sp.PieceToId(p)) else unk) for p in piece_list]
         if every > 0 and k % every == 0 and ids != ref_tok(texts[k], add_special_tokens=False)["input_ids"]:
             raise SystemExit(f"{where}: row {k}: SentencePiece's batch path differs from XLMRobertaTokenizer; "
                              "fix pieces() in tools/tokenizer_reference.py")
@@ -214,12 +213,10 @@ def write_roberta_style(args, tmp, manifest):
         if ref_is_slow:  # its __call__ adds the specials with this very method: called on the pieces, not re-tokenized
             full = [ref_tok.build_inputs_with_special_tokens(pa, parts_b[k] if b is not None else None)
                     for k, pa in enumerate(parts_a)]
-        else:
-            full = encode_all(ref_tok, a, b)["input_ids"]
-        if ref_is_slow:
             fast_a = fast(a, add_special_tokens=False)["input_ids"]
             fast_b = fast(b, add_special_tokens=False)["input_ids"] if b is not None else None
         else:  # bpe: the reference is the fast tokenizer, whose pieces are parts_a and parts_b already
+            full = encode_all(ref_tok, a, b)["input_ids"]
             fast_a, fast_b = parts_a, parts_b
         lengths = [len(fa) + (len(fast_b[k]) + 2 if b is not None else 0) + 2 for k, fa in enumerate(fast_a)]
         trunc = {m: truncated(fast, a, b, lengths, m) for m in ROBERTA_MAX_LENS}
