@@ -12,7 +12,7 @@ struct Series {
   std::string name;
   std::vector<double> x, y, lo, hi;  // lo/hi: optional interval band (same length as y, or empty)
   bool markers_only = false;  // points without the line through them (a scatter)
-  std::string color;  // e.g. "black"; empty: the palette's colour of the series' place
+  std::string color = {};  // e.g. "black"; empty: the palette's colour of the series' place
   bool ring = false;  // markers as large open rings (to mark a chosen point over others)
 };
 
