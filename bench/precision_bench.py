@@ -5,7 +5,8 @@ dev metric, whole-dev-set time (batches of 32, length-sorted, padded to each bat
 does), and latency at batch 1 and 32 x --seq tokens (random ids, no padding; the median of runs for at least
 --min-seconds), in --rounds interleaved rounds (every engine once per round; the medians over rounds).
 
-Engines: headprune (`prune eval` / `prune bench --precision P`), ONNX Runtime fp32 (headprune's `prune export
+Engines: headprune (`prune eval` / `prune bench --precision P`), transformers fp32 (the folder as
+AutoModelForSequenceClassification runs it), ONNX Runtime fp32 (headprune's `prune export
 --onnx`) and int8 (onnxruntime.quantization.quantize_dynamic, per channel, s8 weights, u8 activations),
 PyTorch 1.13 dynamic int8 (torch.ao.quantization.quantize_dynamic on nn.Linear, engine onednn) and
 CTranslate2 int8 (its BertModel converter; unpruned models only) when `ctranslate2` is installed.
@@ -29,6 +30,7 @@ import time
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from scipy import stats  # noqa: E402
+import transformers  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
 # task: (folder, text columns, label column, regression)
@@ -184,6 +186,19 @@ def onnx_files(args, model, tmp):
     return fp32, ort_int8, None if args.latency_only else os.path.join(out, "model.int8.onnx")
 
 
+def transformers_fp32(model_dir):
+    """The folder as transformers runs it (fp32, eager PyTorch): the user's own baseline, and the check that a
+    slimmed export's speed-up holds outside headprune (#41)."""
+    from transformers import AutoModelForSequenceClassification
+    m = AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=True).eval()
+
+    def forward(ids, mask, types):
+        with torch.no_grad():
+            return m(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
+                     token_type_ids=torch.from_numpy(types)).logits.numpy()
+    return forward
+
+
 def torch_dynamic_int8(model_dir):
     from transformers import AutoModelForSequenceClassification
     torch.backends.quantized.engine = "onednn"
@@ -236,7 +251,7 @@ def main():
                     "this CPU has from avx2 up, and scalar with --scalar)")
     ap.add_argument("--scalar", action="store_true", help="also the scalar path (slow)")
     ap.add_argument("--precisions", default="fp32,bf16,int8")
-    ap.add_argument("--skip", default="", help="comma-separated engines to leave out: torch,ct2,ort")
+    ap.add_argument("--skip", default="", help="comma-separated engines to leave out: hf,torch,ct2,ort")
     ap.add_argument("--latency-only", action="store_true", help="no dev-set runs: the latency columns alone")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -266,6 +281,12 @@ def main():
                     rows.append((f"headprune {precision}, {name}", isa, r,
                                  lambda m=model, p=precision, i=isa: headprune_latency(args, m, p, args.task, i)))
                     print(rows[-1][0], isa, r, flush=True)
+            if "hf" not in skip:
+                fwd = transformers_fp32(model)
+                r = python_eval(fwd, encoded, labels, regression, n_out)
+                rows.append((f"transformers {transformers.__version__} fp32, {name}", "-", r,
+                             lambda f=fwd: python_latency(f, vocab, args)))
+                print(rows[-1][0], r, flush=True)
             if "ort" not in skip:
                 fp32, int8, hp_int8 = onnx_files(args, model, tmp)
                 for label, path in (("fp32", fp32), ("int8 (quantize_dynamic, per channel)", int8),

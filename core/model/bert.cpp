@@ -101,8 +101,10 @@ constexpr double kSmoothAlpha = 0.5;
 
 }  // namespace
 
-// s_k = max|x_k|^α / max_n |w_nk|^(1−α); 1 where a channel gives no finite positive factor.
+// s_k = max|x_k|^α / max_n |w_nk|^(1−α); 1 where a channel gives no finite positive factor, and everywhere for a
+// linear with no output rows (a slimmed sublayer with no head or neuron left: nothing to balance against).
 torch::Tensor smoothing_factors(const torch::Tensor& w, const torch::Tensor& act_max) {
+  if (w.size(0) == 0) return torch::ones({w.size(1)}, torch::kFloat);
   const auto s =
       act_max.clamp_min(1e-5).pow(kSmoothAlpha) / w.abs().amax(0).clamp_min(1e-5).pow(1.0 - kSmoothAlpha);
   return torch::where(torch::isfinite(s) & (s > 0), s, torch::ones_like(s)).contiguous();

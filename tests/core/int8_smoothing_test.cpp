@@ -28,6 +28,10 @@ TEST_CASE("calibrated int8: smoothing factors s_k = max|x_k|^0.5 / max_n |w_nk|^
   REQUIRE(s.sizes() == torch::IntArrayRef{4});
   const std::vector<float> want = {1.5f, 4.0f, 2.0f, 2.0f};
   for (int k = 0; k < 4; ++k) CHECK(s[k].item<float>() == Approx(want[k]).epsilon(1e-6));
+  // A linear with no output rows (a slimmed sublayer with no head or FFN neuron left): 1 for every input channel.
+  const auto none = hp::core::smoothing_factors(torch::zeros({0, 4}), act_max);
+  REQUIRE(none.sizes() == torch::IntArrayRef{4});
+  CHECK(torch::equal(none, torch::ones({4})));
 }
 
 namespace {

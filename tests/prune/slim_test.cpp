@@ -405,3 +405,27 @@ TEST_CASE("a closed sublayer gate removes its whole sublayer from the export (Co
   if (!std::filesystem::exists(py)) return hp::test::skip("the Hugging Face check: no Python reference at " + py);
   CHECK(hp::test::hf_check(py, dir, in, masked, "--remote-code") == 0);
 }
+
+TEST_CASE("calibrated int8 on a slimmed model with an empty attention and an empty FFN: logits near float32",
+          "[prune][slim][lowp]") {
+  // The frontier's 40%-FLOPs SST-2 candidate had such sublayers: calibration stopped with LibTorch's amax() error.
+  torch::NoGradGuard no_grad;
+  const auto model = hp::core::load_bert(kTinyBert);
+  hp::core::NeuronSet neurons(2, std::vector<bool>(37, true));
+  neurons[0].assign(37, false);  // layer 1: no FFN neuron
+  auto slim = hp::prune::slim_model(model, {{true, false, true, false}, {false, false, false, false}}, neurons);
+  hp::core::EncoderInput in;
+  torch::manual_seed(3);
+  in.input_ids = torch::randint(5, slim.config().vocab_size, {4, 16});
+  in.attention_mask = torch::ones({4, 16}, torch::kLong);
+  const auto fp32 = slim.forward(in).logits;
+  slim.set_precision(hp::core::Precision::kInt8);
+  slim.calibrate_int8([&] { slim.forward(in); });
+  REQUIRE(slim.int8_calibrated());
+  const auto int8 = slim.forward(in).logits;
+  const double err = (int8 - fp32).pow(2).mean().sqrt().item<double>();
+  const double scale = fp32.pow(2).mean().sqrt().item<double>();
+  INFO("RMS error " << err << " against RMS logit " << scale);
+  CHECK(err > 0);
+  CHECK(err < 0.05 * scale);
+}
