@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Reproduces the README's frontier tables (#41): `prune --max-drop DROP` on a fine-tuned all-MiniLM-L6-v2 (BASE, e.g.
+# `prune train --config configs/sst2.yaml --out runs/sst2_ft`), timed at batch 32 x 128 tokens, with the candidates
+# trimmed to keep the run near half an hour on 2 cores: the taylor ranking at 6 head counts (SCHEDULE, percent
+# pruned), the retraining-free search at 4 FLOPs budgets (BUDGETS) each recovered by 150 steps, and the gates at the
+# two cheapest budgets the search left within 2·DROP, trained as in bench/cofi_table.sh (12,800 examples: one epoch
+# with the gates, one with the structure fixed). A finished run is kept (summary.json); a killed one resumes.
+# Prints the frontier (every point, the front and the choice) and the run's wall time.
+# Usage: bench/frontier_table.sh   (env PRUNE, TASK = sst2, BASE = runs/$TASK_ft/best, OUT = runs/frontier_$TASK,
+#                                   DROP = 1, SCHEDULE, BUDGETS, EXTRA = more flags)
+set -euo pipefail
+PRUNE="${PRUNE:-build/bin/prune}"
+TASK="${TASK:-sst2}"
+BASE="${BASE:-runs/${TASK}_ft/best}"
+OUT="${OUT:-runs/frontier_$TASK}"
+DROP="${DROP:-1}"
+SCHEDULE="${SCHEDULE:-0,25,50,60,70,80}"
+BUDGETS="${BUDGETS:-100,70,50,40,30}"
+read -r -a extra <<< "${EXTRA:-}"
+[[ -f "$BASE/config.json" ]] || { echo "frontier_table: $BASE not found; fine-tune first (or set BASE)" >&2; exit 1; }
+if [[ ! -f "$OUT/summary.json" ]]; then
+  args=(--config "configs/$TASK.yaml" --model "$BASE" --max-drop "$DROP" --criteria taylor --schedule "$SCHEDULE"
+        --set "prune.budget_schedule=[$BUDGETS]" --set prune.curve_recover_steps=150 --set prune.latency_seq=128
+        --set train.max_train_examples=12800 --set train.max_steps=0 --set train.epochs=1 --set train.eval_every=100
+        "${extra[@]}" --out "$OUT")
+  echo "+ $PRUNE ${args[*]}" >&2
+  t0=$(date +%s.%N)
+  rc=0
+  "$PRUNE" "${args[@]}" || rc=$?
+  # Exit 2 with a summary: no candidate within DROP (the table still shows the frontier).
+  [[ $rc -eq 0 || ( $rc -eq 2 && -f "$OUT/summary.json" ) ]] || exit "$rc"
+  awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { print a - b }' > "$OUT/wall_seconds"
+fi
+
+/usr/bin/python3 - "$OUT" <<'PYEOF'
+import json, pathlib, sys
+out = pathlib.Path(sys.argv[1])
+f = json.loads((out / "summary.json").read_text())["frontier"]
+pts = f["points"]
+def dominated(p):  # the Pareto front among the candidates (the references are never chosen)
+    return any(q is not p and not q["reference"] and q["metric"] >= p["metric"] and q["speedup"] >= p["speedup"]
+               and (q["metric"] > p["metric"] or q["speedup"] > p["speedup"]) for q in pts)
+wall = (out / "wall_seconds").read_text().strip() if (out / "wall_seconds").exists() else "nan"
+print(f"{f['task']} {f['split']} {f['metric']}: unpruned fp32 {f['baseline']:.2f}, D = {f['max_drop']:g}; speed-up "
+      f"over unpruned fp32 (headprune) at {f['timing']}; ONNX Runtime: {f['onnxruntime']}; run "
+      f"{float(wall) / 60:.1f} min\n")
+print("| candidate | precision | heads | FLOPs kept | " + f["metric"] + " | Δ | speed-up | batch 1 | |")
+print("|---|---|---|---|---|---|---|---|---|")
+for p in sorted(range(len(pts)), key=lambda k: -pts[k]["speedup"]):
+    q = pts[p]
+    name = " ".join(x for x in (q["method"], q["criterion"], q["budget"]) if x)
+    mark = "**chosen**" if p == f["chosen"] else ("reference" if q["reference"] else
+                                                  ("front" if not dominated(q) else ""))
+    b1 = next((f"×{v:.2f}" for k, v in q["speedups"].items() if k.startswith("b1")), "–")
+    print(f"| {name} | {q['precision']} | {q['heads_kept']} | {100 * q['flops_kept']:.0f}% | {q['metric']:.2f} | "
+          f"{q['metric'] - f['baseline']:+.2f} | ×{q['speedup']:.2f} | {b1} | {mark} |")
+PYEOF
