@@ -33,25 +33,23 @@ if [[ ! -f "$OUT/summary.json" ]]; then
 fi
 
 /usr/bin/python3 - "$OUT" <<'PYEOF'
-import json, pathlib, sys
+import csv, json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
 f = json.loads((out / "summary.json").read_text())["frontier"]
-pts = f["points"]
-def dominated(p):  # the Pareto front among the candidates (the references are never chosen)
-    return any(q is not p and not q["reference"] and q["metric"] >= p["metric"] and q["speedup"] >= p["speedup"]
-               and (q["metric"] > p["metric"] or q["speedup"] > p["speedup"]) for q in pts)
+rows = list(csv.DictReader((out / "frontier.csv").open()))  # the run's own Pareto front and choice
+b1 = next((k for k in rows[0] if k.startswith("speedup_b1_")), None)
 wall = (out / "wall_seconds").read_text().strip() if (out / "wall_seconds").exists() else "nan"
 print(f"{f['task']} {f['split']} {f['metric']}: unpruned fp32 {f['baseline']:.2f}, D = {f['max_drop']:g}; speed-up "
       f"over unpruned fp32 (headprune) at {f['timing']}; ONNX Runtime: {f['onnxruntime']}; run "
       f"{float(wall) / 60:.1f} min\n")
 print("| candidate | precision | heads | FLOPs kept | " + f["metric"] + " | Δ | speed-up | batch 1 | |")
 print("|---|---|---|---|---|---|---|---|---|")
-for p in sorted(range(len(pts)), key=lambda k: -pts[k]["speedup"]):
-    q = pts[p]
-    name = " ".join(x for x in (q["method"], q["criterion"], q["budget"]) if x)
-    mark = "**chosen**" if p == f["chosen"] else ("reference" if q["reference"] else
-                                                  ("front" if not dominated(q) else ""))
-    b1 = next((f"×{v:.2f}" for k, v in q["speedups"].items() if k.startswith("b1")), "–")
-    print(f"| {name} | {q['precision']} | {q['heads_kept']} | {100 * q['flops_kept']:.0f}% | {q['metric']:.2f} | "
-          f"{q['metric'] - f['baseline']:+.2f} | ×{q['speedup']:.2f} | {b1} | {mark} |")
+for r in sorted(rows, key=lambda r: -float(r["speedup"])):
+    name = " ".join(x for x in (r["method"], r["criterion"], r["budget"]) if x)
+    mark = ("**chosen**" if r["chosen"] == "1" else "reference" if r["reference"] == "1" else
+            "front" if r["pareto"] == "1" else "")
+    one = f"×{float(r[b1]):.2f}" if b1 and r[b1] else "–"
+    print(f"| {name} | {r['precision']} | {r['heads_kept']} | {100 * float(r['flops_kept']):.0f}% | "
+          f"{float(r['metric']):.2f} | {round(float(r['metric']) - f['baseline'], 2) + 0.0:+.2f} | ×{float(r['speedup']):.2f} | {one} | "
+          f"{mark} |")
 PYEOF

@@ -186,12 +186,13 @@ def onnx_files(args, model, tmp):
     return fp32, ort_int8, None if args.latency_only else os.path.join(out, "model.int8.onnx")
 
 
-def transformers_fp32(model_dir):
-    """The folder as transformers runs it (fp32, eager PyTorch): the user's own baseline, and the check that a
-    slimmed export's speed-up holds outside headprune (#41)."""
+def hf_model(model_dir):
     from transformers import AutoModelForSequenceClassification
-    m = AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=True).eval()
+    return AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=True).eval()
 
+
+def torch_forward(m):
+    """A transformers model as the engines' forward(ids, mask, types) -> logits."""
     def forward(ids, mask, types):
         with torch.no_grad():
             return m(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
@@ -199,17 +200,16 @@ def transformers_fp32(model_dir):
     return forward
 
 
-def torch_dynamic_int8(model_dir):
-    from transformers import AutoModelForSequenceClassification
-    torch.backends.quantized.engine = "onednn"
-    m = AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=True).eval()
-    q = torch.ao.quantization.quantize_dynamic(m, {torch.nn.Linear}, dtype=torch.qint8)
+def transformers_fp32(model_dir):
+    """The folder as transformers runs it (fp32, eager PyTorch): the user's own baseline, and the check that a
+    slimmed export's speed-up holds outside headprune (#41)."""
+    return torch_forward(hf_model(model_dir))
 
-    def forward(ids, mask, types):
-        with torch.no_grad():
-            return q(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
-                     token_type_ids=torch.from_numpy(types)).logits.numpy()
-    return forward
+
+def torch_dynamic_int8(model_dir):
+    torch.backends.quantized.engine = "onednn"
+    return torch_forward(torch.ao.quantization.quantize_dynamic(hf_model(model_dir), {torch.nn.Linear},
+                                                                dtype=torch.qint8))
 
 
 def ctranslate2_int8(model_dir, tmp, threads):
