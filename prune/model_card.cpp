@@ -47,6 +47,12 @@ void kept_table(std::ostringstream& o, const CardInputs& in, const nlohmann::jso
   }
 }
 
+// ", int8 against unpruned fp32" when stage 8 timed the two at different precisions (a --max-drop int8 choice).
+std::string card_precisions(const nlohmann::json& l) {
+  const std::string slim = l.value("slim_precision", ""), unpruned = l.value("unpruned_precision", "");
+  return slim == unpruned ? "" : ", " + slim + " against unpruned " + unpruned;
+}
+
 }  // namespace
 
 std::string base_licence(const std::string& dir) {
@@ -143,7 +149,7 @@ std::string model_card(const CardInputs& in) {
   if (fin.contains("latency"))
     for (const auto& [batch, l] : fin["latency"].items())
       o << "Measured speedup at " << batch << " (sequence " << l.value("seq", 0)
-        << ", headprune on CPU): " << fixed(l.value("speedup", 0.0), 2) << "× ("
+        << ", headprune on CPU" << card_precisions(l) << "): " << fixed(l.value("speedup", 0.0), 2) << "× ("
         << fixed(l.value("unpruned_ms", 0.0), 1) << " → " << fixed(l.value("slim_ms", 0.0), 1) << " ms; FLOP bound "
         << fixed(l.value("flop_bound", 0.0), 2) << "×).\n";
   o << "\n## Loading\n\n```python\nfrom transformers import AutoModelForSequenceClassification\n"

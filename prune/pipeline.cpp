@@ -144,6 +144,13 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
 
 namespace {
 
+// " (int8 over unpruned fp32)" when stage 8 timed the two models at different precisions (a --max-drop run's
+// int8 choice), else empty.
+std::string speed_precisions(const LatencySummary& l) {
+  if (l.unpruned_precision == l.slim_precision) return "";
+  return " (" + l.slim_precision + " over unpruned " + l.unpruned_precision + ")";
+}
+
 // Stage 9: summary.json (and the exported model's card), and the one result line on stdout.
 void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* models) {
   const core::Config& cfg = *ctx.cfg;
@@ -158,7 +165,7 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
                              : std::string())
                 << " (" << f.method << (f.criterion.empty() ? "" : " " + f.criterion) << "): " << s.metric << " "
                 << f.metrics.at(s.metric) << "; speedup x" << f.latency.at("batch32").speedup
-                << " at batch 32 (FLOP bound x" << f.latency.at("batch32").flop_bound << "), x"
+                << speed_precisions(f.latency.at("batch32")) << " at batch 32 (FLOP bound x" << f.latency.at("batch32").flop_bound << "), x"
                 << f.latency.at("batch1").speedup << " at batch 1; slimmed model in " << cfg.run.out_dir << "/model\n";
     s.files.push_back("model/");
     const core::BertConfig& slim = models->slim->config();
@@ -226,6 +233,8 @@ bool frontier_choice(RunContext& ctx, RunSummary& s, const MaskGradients& grads,
   if (p.method == "gates") ctx.gates_sub = frontier_gates_dir(p.step);
   ctx.curves.opts = &chosen->prune;
   ctx.curves.precision = core::precision_setting(chosen->run.precision);
+  ctx.speed_baseline = core::Precision::kFp32;  // stage 8 against the frontier's baseline
+  s.precision = chosen->run.precision;  // the export's, as summary.json's "precision" says of a plain run
   return true;
 }
 

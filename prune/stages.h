@@ -63,6 +63,9 @@ struct RunContext {
   // chosen are those the frontier trained (RUN_DIR/<gates_sub>).
   bool export_onnx = false;
   std::string gates_sub = "gates";
+  // Stage 8 times the unpruned model at this precision (unset: run.precision, as the slimmed one): after the
+  // frontier, fp32, its baseline, so that the speedup printed is the one the frontier chose by.
+  std::optional<core::Precision> speed_baseline;
 
   // Stage 2, fine-tune: the model every later stage starts from, and the data encoded for it.
   std::string model_dir;

@@ -329,8 +329,6 @@ std::map<std::string, LatencySummary> measure_speed(const RunContext& ctx, const
   std::map<std::string, LatencySummary> lat;
   if (!core::dist::is_main()) return lat;  // ranks timing at once on one machine would share its cores
   const long seq = ctx.cfg->data.max_seq_len;
-  log_stage(8, "measure speed",
-            "the slimmed against the unpruned model at batch 1 and 32, " + std::to_string(seq) + " tokens");
   // Side by side: three alternating rounds of each model, the median of each model's round medians, so that
   // a passing slowdown of the machine does not land on one model only (one round each measured ×1.50 where
   // `prune bench` measured ×1.80 for the same pair).
@@ -338,9 +336,17 @@ std::map<std::string, LatencySummary> measure_speed(const RunContext& ctx, const
     std::sort(v.begin(), v.end());
     return v[1];
   };
-  // Both at run.precision: copies share the weights and pack their own.
+  // Both at run.precision (the unpruned one at fp32 after the frontier): copies share the weights and pack their own.
   core::Bert unpruned = *ctx.model, slim = *models.slim;
-  unpruned.set_precision(ctx.curves.precision);
+  const core::Precision base_precision = ctx.speed_baseline.value_or(ctx.curves.precision);
+  const std::string precisions = base_precision == ctx.curves.precision
+                                     ? ""
+                                     : std::string(" (") + core::precision_name(ctx.curves.precision) + " against " +
+                                           core::precision_name(base_precision) + ")";
+  log_stage(8, "measure speed",
+            "the slimmed against the unpruned model" + precisions + " at batch 1 and 32, " + std::to_string(seq) +
+                " tokens");
+  unpruned.set_precision(base_precision);
   slim.set_precision(ctx.curves.precision);
   for (long batch : {1L, 32L}) {
     auto in = eval::synthetic_input(ctx.arch, batch, seq);
@@ -351,6 +357,8 @@ std::map<std::string, LatencySummary> measure_speed(const RunContext& ctx, const
     }
     LatencySummary l;
     l.seq = seq;
+    l.unpruned_precision = core::precision_name(unpruned.precision());  // as timed
+    l.slim_precision = core::precision_name(slim.precision());
     l.unpruned_ms = median3(base);
     l.slim_ms = median3(small);
     l.speedup = l.unpruned_ms / l.slim_ms;

@@ -23,7 +23,8 @@ nlohmann::json final_json(const FinalSummary& f) {
   for (const auto& [batch, l] : f.latency)
     j["latency"][batch] = {
         {"seq", l.seq},         {"unpruned_ms", l.unpruned_ms}, {"slim_ms", l.slim_ms},
-        {"speedup", l.speedup}, {"flop_bound", l.flop_bound},   {"fraction_of_bound", l.fraction_of_bound}};
+        {"speedup", l.speedup}, {"flop_bound", l.flop_bound},   {"fraction_of_bound", l.fraction_of_bound},
+        {"unpruned_precision", l.unpruned_precision}, {"slim_precision", l.slim_precision}};
   j["heads_kept"] = f.heads_kept;
   j["mask"] = f.mask;
   j["method"] = f.method;

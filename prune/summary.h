@@ -60,6 +60,8 @@ struct FinalChoice {
 struct LatencySummary {
   long seq = 0;
   double unpruned_ms = 0, slim_ms = 0, speedup = 0, flop_bound = 0, fraction_of_bound = 0;
+  // "fp32", "int8", …: the same but after a --max-drop run's int8 choice (timed against unpruned fp32)
+  std::string unpruned_precision = {}, slim_precision = {};
 };
 
 // summary.json's "final" section.

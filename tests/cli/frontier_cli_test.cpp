@@ -256,6 +256,16 @@ TEST_CASE("the frontier run choosing int8: model.int8.onnx checked in ONNX Runti
   const auto& onnx = summary["final"]["onnx"];
   const std::string card = slurp(out / "model" / "README.md");
   CHECK_THAT(card, Catch::Contains("`model.int8.onnx` (headprune's int8 scheme"));
+  // Stage 8 times the int8 export against the unpruned fp32 model, the frontier's baseline, and says so.
+  CHECK(summary["precision"] == "int8");
+  for (const char* batch : {"batch1", "batch32"}) {
+    const auto& l = summary["final"]["latency"][batch];
+    CHECK(l["unpruned_precision"] == "fp32");
+    CHECK(l["slim_precision"] == "int8");
+  }
+  CHECK_THAT(r.output, Catch::Contains("stage 8/9 measure speed: the slimmed against the unpruned model (int8 against "
+                                       "fp32)") && Catch::Contains(" (int8 over unpruned fp32) at batch 32"));
+  CHECK_THAT(card, Catch::Contains("headprune on CPU, int8 against unpruned fp32): "));
   if (!ort) {
     CHECK_THAT(onnx["model.int8.onnx"].get<std::string>(), Catch::StartsWith("skipped: "));
     CHECK(!fs::exists(out / "model" / "model.int8.onnx"));

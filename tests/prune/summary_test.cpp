@@ -48,7 +48,7 @@ TEST_CASE("summary.json: the final section, criterion only when one ranked the h
   f.heads_kept = 3, f.mask = "0:1,2;1:0,1,3", f.method = "gates";
   f.metrics = {{"accuracy", 0.75}};
   f.hf_check = {{"transformers4", "skipped (verify off)"}};
-  f.latency["batch32"] = {64, 10.0, 5.0, 2.0, 2.5, 0.8};
+  f.latency["batch32"] = {64, 10.0, 5.0, 2.0, 2.5, 0.8, "fp32", "int8"};
   f.params = 100, f.params_unpruned = 150;
   s.final = f;
   auto j = hp::prune::summary_json(s);
@@ -63,7 +63,9 @@ TEST_CASE("summary.json: the final section, criterion only when one ranked the h
                                                            {"slim_ms", 5.0},
                                                            {"speedup", 2.0},
                                                            {"flop_bound", 2.5},
-                                                           {"fraction_of_bound", 0.8}}));
+                                                           {"fraction_of_bound", 0.8},
+                                                           {"unpruned_precision", "fp32"},
+                                                           {"slim_precision", "int8"}}));
   CHECK(fin.at("hf_check").at("transformers4") == "skipped (verify off)");
   CHECK(fin.at("params") == 100);
   s.final->method = "criterion", s.final->criterion = "taylor";
