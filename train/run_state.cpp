@@ -11,7 +11,9 @@
 #include <torch/utils.h>
 
 #include "core/dist/distributed.h"
+#include "core/base/config.h"  // config_diff
 #include "core/base/errors.h"  // InputError, ConfigError
+#include "core/base/log.h"
 #include "core/base/files.h"  // write_file_atomic, read_file
 #include "eval/results_schema.h"
 
@@ -30,28 +32,6 @@ const char* const kHistoryPrefix = "history/";
 
 torch::Tensor stack_or_empty(const std::vector<torch::Tensor>& v) {
   return v.empty() ? torch::Tensor() : torch::stack(v).to(torch::kFloat64);
-}
-
-// "section.key" -> "value" for each "  key: value  # help" line of a dump_yaml text.
-std::map<std::string, std::string> yaml_values(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(text);
-  std::string line, section;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    if (line[0] != ' ') {
-      section = line.substr(0, line.find(':'));
-      continue;
-    }
-    size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string key = line.substr(2, colon - 2);
-    std::string value = line.substr(colon + 1);
-    size_t hash = value.find("  # ");
-    if (hash != std::string::npos) value = value.substr(0, hash);
-    out[section + "." + key] = value.empty() ? value : value.substr(1);
-  }
-  return out;
 }
 
 }  // namespace
@@ -84,19 +64,6 @@ std::string config_hash(const std::string& text) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
-}
-
-std::vector<std::string> changed_keys(const std::string& saved_yaml, const std::string& current_yaml) {
-  auto a = yaml_values(saved_yaml), b = yaml_values(current_yaml);
-  std::vector<std::string> out;
-  for (const auto& [key, value] : b) {
-    auto it = a.find(key);
-    if (it == a.end()) out.push_back(key + ": (absent) -> " + value);
-    else if (it->second != value) out.push_back(key + ": " + it->second + " -> " + value);
-  }
-  for (const auto& [key, value] : a)
-    if (!b.count(key)) out.push_back(key + ": " + value + " -> (absent)");
-  return out;
 }
 
 torch::Tensor cpu_rng_state() {
@@ -214,12 +181,14 @@ RunState read_run_state(const std::string& run_dir, core::Bert& model) {
 
 void check_resume_config(const std::string& run_dir, const RunState& s, const std::string& current_yaml) {
   if (config_hash(current_yaml) == s.config_hash) return;
-  auto changed = changed_keys(s.config_yaml, current_yaml);
-  std::string list;
-  for (size_t i = 0; i < changed.size(); ++i) list += (i ? ", " : "") + changed[i];
-  throw ConfigError(state_dir(run_dir) + ": config differs from the interrupted run (" +
-                    (list.empty() ? std::string("hash ") + s.config_hash : list) +
-                    "); resume with the same config, or start a new run in another --out folder");
+  const auto diff = core::config_diff(s.config_yaml, current_yaml);
+  if (!diff.changed.empty())
+    throw ConfigError(state_dir(run_dir) + ": config differs from the interrupted run (" +
+                      core::join_list(diff.changed) +
+                      "); resume with the same config, or start a new run in another --out folder");
+  if (!diff.added_at_default.empty())
+    core::log_warn("train", state_dir(run_dir) + " was saved by a build without " +
+                                core::join_list(diff.added_at_default) + "; resuming with the default, as it ran");
 }
 
 MetricsLog::MetricsLog(const std::string& path, long keep_until_step) {

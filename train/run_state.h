@@ -54,9 +54,6 @@ struct RunState {
 // FNV-1a 64 of `text`, as 16 hex digits.
 std::string config_hash(const std::string& text);
 
-// "section.key: old -> new" for every line that differs between two dump_yaml texts.
-std::vector<std::string> changed_keys(const std::string& saved_yaml, const std::string& current_yaml);
-
 // The default CPU generator's state (uint8 tensor) and its inverse.
 torch::Tensor cpu_rng_state();
 void set_cpu_rng_state(const torch::Tensor& state);

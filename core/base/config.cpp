@@ -369,4 +369,50 @@ void validate(const Config& cfg) {
   need(r.text_b.empty() || !r.text.empty(), "report.text_b is set without report.text; pass --text too");
 }
 
+namespace {
+
+// "section.key" -> "value" for each "  key: value  # help" line of a dump_yaml text.
+std::map<std::string, std::string> yaml_values(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line[0] != ' ') {
+      section = line.substr(0, line.find(':'));
+      continue;
+    }
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(2, colon - 2);
+    std::string value = line.substr(colon + 1);
+    size_t hash = value.find("  # ");
+    if (hash != std::string::npos) value = value.substr(0, hash);
+    out[section + "." + key] = value.empty() ? value : value.substr(1);
+  }
+  return out;
+}
+
+}  // namespace
+
+ConfigDiff config_diff(const std::string& saved, const std::string& current) {
+  const auto a = yaml_values(saved), b = yaml_values(current), defaults = yaml_values(dump_yaml(Config{}));
+  ConfigDiff d;
+  for (const auto& [key, value] : b) {
+    const auto it = a.find(key), def = defaults.find(key);
+    if (it == a.end() && def != defaults.end() && def->second == value) d.added_at_default.push_back(key);
+    else if (it == a.end()) d.changed.push_back(key + ": (absent) -> " + value);
+    else if (it->second != value) d.changed.push_back(key + ": " + it->second + " -> " + value);
+  }
+  for (const auto& [key, value] : a)
+    if (!b.count(key)) d.changed.push_back(key + ": " + value + " -> (absent)");
+  return d;
+}
+
+std::string join_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+  return out;
+}
+
 }  // namespace hp::core

@@ -527,6 +527,17 @@ void apply_set(Config& cfg, const std::string& assignment);
 // The configuration as YAML (every field, with its help as a comment).
 std::string dump_yaml(const Config& cfg);
 
+// How the dump_yaml text an interrupted run saved and this run's differ, value by value (help comments aside):
+// `changed` as "section.key: old -> new" ("(absent)" on the side without the key); apart from it, the keys only
+// `current` has, at their defaults (Config{}): added by a later build of headprune, so the interrupted run ran as
+// their defaults do and may resume. A run resumes when `changed` is empty.
+struct ConfigDiff {
+  std::vector<std::string> changed, added_at_default;
+};
+ConfigDiff config_diff(const std::string& saved, const std::string& current);
+// "a, b, c".
+std::string join_list(const std::vector<std::string>& items);
+
 // Markdown reference of every key: path, default, help.
 std::string config_doc();
 

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/config.h"  // config_diff
 #include "core/base/errors.h"  // ConfigError, InputError
 #include "core/base/files.h"  // read_file
 #include "core/base/log.h"
@@ -88,10 +89,14 @@ bool claim_here(const std::string& dir, RunKind kind, const std::string& config_
     if (held->kind != kind)
       throw ConfigError(dir + " holds a " + held->name + ", not a " + name + "; pass --out NEW_DIR");
     const std::string old = read_file(dir + "/" + held->record);
-    if (old != config_yaml)
-      throw ConfigError(dir + " holds another " + name + " (its config differs at " +
-                        first_difference(old, config_yaml) + "); pass --out NEW_DIR, or delete " + dir +
-                        " to start over");
+    if (old == config_yaml) return true;
+    const auto diff = config_diff(old, config_yaml);
+    if (!diff.changed.empty())
+      throw ConfigError(dir + " holds another " + name + " (its config differs: " + join_list(diff.changed) +
+                        "); pass --out NEW_DIR, or delete " + dir + " to start over");
+    if (!diff.added_at_default.empty())
+      log_warn("run", dir + " was started by a build without " + join_list(diff.added_at_default) +
+                          "; resuming with the default, as it ran");
     return true;
   }
   throw ConfigError(dir + " is not empty and holds no " + name + " (no " + row(kind).record + "); pass --out NEW_DIR");

@@ -2,11 +2,13 @@
 // with file:line:col, and validate().
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <unistd.h>  // getpid
 
 #include "core/base/config.h"
 #include "core/base/errors.h"
+#include "core/base/run_folder.h"
 
 using Catch::Contains;
 
@@ -63,4 +65,62 @@ TEST_CASE("config_doc lists every key once", "[core][config]") {
     INFO(f.path);
     CHECK(doc.find("`" + f.path + "`") != std::string::npos);
   }
+}
+
+namespace {
+// `text` without the line of key `name` (e.g. "max_drop:"): a config saved by a build before the key existed.
+std::string without_line(const std::string& text, const std::string& name) {
+  const auto at = text.find("\n  " + name);
+  REQUIRE(at != std::string::npos);
+  return text.substr(0, at) + text.substr(text.find('\n', at + 1));
+}
+}  // namespace
+
+TEST_CASE("config_diff: changed values by key, keys a later build added at their defaults apart", "[core][config]") {
+  using hp::core::config_diff;
+  hp::core::Config cfg;
+  cfg.data.task = "mrpc";
+  const std::string now = hp::core::dump_yaml(cfg);
+  CHECK(config_diff(now, now).changed.empty());
+  CHECK(config_diff(now, now).added_at_default.empty());
+  // Saved before prune.max_drop existed; this run has it at its default: resumable, the key named.
+  const std::string before = without_line(now, "max_drop:");
+  REQUIRE(before.size() < now.size());
+  auto d = config_diff(before, now);
+  CHECK(d.changed.empty());
+  CHECK(d.added_at_default == std::vector<std::string>{"prune.max_drop"});
+  // The same key set away from its default is a change: the interrupted run did not run with it.
+  cfg.prune.max_drop = 1;
+  d = config_diff(before, hp::core::dump_yaml(cfg));
+  CHECK(d.changed == std::vector<std::string>{"prune.max_drop: (absent) -> 1"});
+  CHECK(d.added_at_default.empty());
+  // A changed value, and a key the current build no longer has.
+  cfg = hp::core::Config{};
+  cfg.data.task = "sst2";
+  d = config_diff(now, without_line(hp::core::dump_yaml(cfg), "max_drop:"));
+  CHECK(d.changed == std::vector<std::string>{"data.task: \"mrpc\" -> \"sst2\"", "prune.max_drop: 0 -> (absent)"});
+  // Help comments are not values: a build that rewords one still resumes.
+  std::string reworded = now;
+  const auto help = reworded.find("  # ");
+  reworded.insert(help + 4, "reworded ");
+  d = config_diff(now, reworded);
+  CHECK(d.changed.empty());
+  CHECK(d.added_at_default.empty());
+}
+
+TEST_CASE("a pruning run folder started before a key existed resumes with the key at its default", "[core][config]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = "/tmp/hp_cfg_" + std::to_string(getpid()) + "_run";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "state");
+  hp::core::Config cfg;
+  const std::string now = hp::core::dump_yaml(cfg);
+  std::ofstream(dir / "state" / "config.yaml") << without_line(now, "max_drop:");
+  std::ofstream(dir / "curves.csv") << "x\n";  // finished work: not a fresh folder
+  using hp::core::RunKind;
+  CHECK(hp::core::claim_run_folder(dir.string(), RunKind::kPruning, now));  // resumed
+  cfg.prune.max_drop = 1;
+  CHECK_THROWS_WITH(hp::core::claim_run_folder(dir.string(), RunKind::kPruning, hp::core::dump_yaml(cfg)),
+                    Contains("holds another pruning run (its config differs: prune.max_drop: (absent) -> 1)"));
+  fs::remove_all(dir);
 }

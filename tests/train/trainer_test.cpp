@@ -170,7 +170,7 @@ TEST_CASE("resume after K steps equals uninterrupted training bit for bit", "[tr
   auto other = tiny_model();
   o2.stop_after_steps = 0;
   o2.resume = true;
-  o2.config_yaml = "cfg2";
+  o2.config_yaml = "cfg\n  lr: 2  # h\n";
   CHECK_THROWS_AS(hp::train::train_model(s.tc, s.gc, s.rc, other, data, o2), hp::ConfigError);
 
   auto resumed = tiny_model();  // fresh weights: the state must overwrite all of them
@@ -205,6 +205,29 @@ TEST_CASE("resume refuses a changed config and names the keys", "[train]") {
   auto again = tiny_model();
   CHECK_THROWS_WITH(hp::train::train_model(s.tc, s.gc, s.rc, again, data, o),
                     Contains("train.lr_peak: 0.003 -> 0.001") && Contains("config differs"));
+}
+
+TEST_CASE("resume takes a key a later build added at its default, and refuses it set otherwise", "[train]") {
+  Setup s;
+  s.tc.max_steps = 3;
+  auto data = s.data();
+  auto model = tiny_model();
+  hp::train::TrainOptions o;
+  o.run_dir = fresh_dir("resume_added_key");
+  o.config_yaml = "train:\n  epochs: 8  # n\n";  // saved before train.max_steps existed
+  o.stop_after_steps = 2;
+  REQUIRE(hp::train::train_model(s.tc, s.gc, s.rc, model, data, o).interrupted);
+  o.resume = true;
+  o.stop_after_steps = 0;
+  o.config_yaml = "train:\n  epochs: 8  # n\n  max_steps: 5  # new\n";  // not the default (0)
+  auto refused = tiny_model();
+  CHECK_THROWS_WITH(hp::train::train_model(s.tc, s.gc, s.rc, refused, data, o),
+                    Contains("train.max_steps: (absent) -> 5") && Contains("config differs"));
+  o.config_yaml = "train:\n  epochs: 8  # n\n  max_steps: 0  # new\n";  // its default: the run ran as it says
+  auto resumed = tiny_model();
+  const auto r = hp::train::train_model(s.tc, s.gc, s.rc, resumed, data, o);
+  CHECK_FALSE(r.interrupted);
+  CHECK(r.steps == 3);
 }
 
 TEST_CASE("bad train and gates values give a ConfigError naming the key", "[train]") {
