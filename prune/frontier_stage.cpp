@@ -232,16 +232,27 @@ bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vecto
   if (cands.empty()) return true;
   const long batch = ctx.cfg->prune.latency_batch, seq = ctx.curves.latency_seq;
   const std::string dir = ctx.store->dir() + "/state/frontier";
-  core::Progress progress("frontier", static_cast<long>(cands.size() * precisions.size()), "candidates");
-  long done = 0;
+  // fp32 only as the baseline where prune.frontier_precisions leaves it out (not read back either).
+  auto wanted = [&](const Candidate& c, core::Precision precision) {
+    return precision != core::Precision::kFp32 || c.point.method == "unpruned" || fp32_asked(ctx.cfg->prune);
+  };
+  auto file_of = [&](const Candidate& c, core::Precision precision) {
+    return dir + "/" + c.key + "-" + core::precision_name(precision) + ".json";
+  };
+  long total = 0, stored = 0;  // those measured before a resume count as done, outside the rate
+  for (const auto& c : cands)
+    for (const auto precision : precisions)
+      if (wanted(c, precision)) ++total, stored += fs::exists(file_of(c, precision));
+  core::Progress progress("frontier", total, "candidates", stored);
+  long done = stored;
   for (const auto& c : cands) {
     std::optional<core::Bert> slim;  // built once for its precisions, when one is missing
     for (const auto precision : precisions) {
-      if (precision == core::Precision::kFp32 && c.point.method != "unpruned" && !fp32_asked(ctx.cfg->prune))
-        continue;  // fp32 only as the baseline (not read back either): prune.frontier_precisions leaves it out
-      const std::string file = dir + "/" + c.key + "-" + core::precision_name(precision) + ".json";
+      if (!wanted(c, precision)) continue;
+      const std::string file = file_of(c, precision);
       FrontierPoint p;
-      if (fs::exists(file)) {
+      const bool measured = !fs::exists(file);
+      if (!measured) {
         p = read_point(file);
       } else {
         if (core::dist::stop_requested(ctx.stop)) return false;
@@ -255,6 +266,7 @@ bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vecto
         p.reference = true;  // the baseline of the metric and of the speedups: quantised, it is a candidate
       }
       f.points.push_back(p);
+      if (!measured) continue;
       std::ostringstream line;
       line << frontier_label(p) << ": " << p.metric << ", x" << p.speedup;
       progress.update(++done, line.str());

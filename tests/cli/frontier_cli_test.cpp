@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 
 #include "cli/cli_util.h"
@@ -156,6 +157,14 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
   INFO(again.output);
   REQUIRE(again.code == 0);
   CHECK_THAT(again.output, Catch::Contains("resuming"));
+  // Only the removed ones measured, and the progress counts (and times) those alone: "[frontier] done: N candidates"
+  // for the structures, then for the gates.
+  const int missing = (removed + 2) / 3;
+  int measured = 0;
+  const std::regex done_line(R"(\[frontier\] done: (\d+) candidates)");
+  for (std::sregex_iterator m(again.output.begin(), again.output.end(), done_line), end; m != end; ++m)
+    measured += std::stoi((*m)[1]);
+  CHECK(measured == missing);
   const auto resumed = nlohmann::json::parse(slurp(out / "summary.json"));
   CHECK(metrics_by_label(resumed["frontier"]) == metrics_by_label(f));
   CHECK(resumed["frontier"]["baseline"] == f["baseline"]);
