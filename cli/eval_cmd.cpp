@@ -68,14 +68,15 @@ int run_eval(const core::Config& cfg) {
   torch::Tensor neuron_mask = core::count_kept(masks.neurons) == mc.num_hidden_layers * mc.max_ffn_width()
                                   ? torch::Tensor()
                                   : eval::neuron_mask_tensor(masks.neurons);
+  const torch::Tensor layer_mask = eval::layer_mask_tensor(masks.layers);
 
-  const int calibrated = eval::calibrate_int8(model, cfg, tok, mask, neuron_mask);
+  const int calibrated = eval::calibrate_int8(model, cfg, tok, mask, neuron_mask, layer_mask);
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
   bo.batch_size = cfg.eval.batch_size;
   bo.pad_id = tok.pad_id();
   auto batches = core::make_batches(data, bo);
-  auto r = eval::evaluate(model, task, data, batches, mask, /*show_progress=*/true, neuron_mask);
+  auto r = eval::evaluate(model, task, data, batches, mask, /*show_progress=*/true, neuron_mask, layer_mask);
 
   nlohmann::json j;
   j["task"] = task.name;
@@ -87,6 +88,8 @@ int run_eval(const core::Config& cfg) {
   j["heads_total"] = mc.total_heads();
   j["neurons_kept"] = kept_of_present(masks.neurons, [&](int l) { return mc.ffn_width(l); });
   j["neurons_total"] = mc.total_neurons();
+  j["layers_kept"] = core::count_kept_layers(masks.layers, mc.num_hidden_layers);
+  j["layers_total"] = mc.num_hidden_layers;
   j["classifier_initialized"] = report.classifier_initialized;
   j["metrics"] = r.metrics;
   j["examples"] = r.examples;

@@ -119,8 +119,9 @@ core::Bert model_to_export(const core::Config& cfg) {
                         "unpruned model the mask was made for");
     const core::StructureMask keep = core::parse_mask(cfg.export_.mask, arch.num_hidden_layers, arch.max_heads(),
                                                       arch.intermediate_size, "export.mask");
-    model = prune::slim_model(model, keep.heads, keep.neurons);
-    core::log_info("export", "slimmed to " + std::to_string(model.config().total_heads()) + " heads and " +
+    model = prune::slim_model(model, keep.heads, keep.neurons, keep.layers);
+    core::log_info("export", "slimmed to " + std::to_string(model.config().num_hidden_layers) + " layers, " +
+                                 std::to_string(model.config().total_heads()) + " heads and " +
                                  std::to_string(model.config().total_neurons()) + " FFN neurons (export.mask)");
   }
   if (cfg.export_.dense) {

@@ -26,6 +26,13 @@ torch::Tensor head_mask_tensor(const core::HeadSet& keep) {
   return mask;
 }
 
+torch::Tensor layer_mask_tensor(const std::vector<bool>& keep) {
+  if (keep.empty()) return {};
+  auto t = torch::ones({static_cast<long>(keep.size())});
+  for (size_t l = 0; l < keep.size(); ++l) t[static_cast<long>(l)] = keep[l] ? 1.0 : 0.0;
+  return t;
+}
+
 std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool regression) {
   auto p = regression ? logits.select(1, 0).contiguous() : logits.argmax(1).to(torch::kFloat32).contiguous();
   return std::vector<float>(p.data_ptr<float>(), p.data_ptr<float>() + p.numel());
@@ -33,7 +40,7 @@ std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool reg
 
 EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const core::EncodedDataset& data,
                     const std::vector<core::Batch>& batches, const torch::Tensor& head_mask, bool show_progress,
-                    const torch::Tensor& neuron_mask) {
+                    const torch::Tensor& neuron_mask, const torch::Tensor& layer_mask) {
   torch::NoGradGuard no_grad;
   EvalResult r;
   r.examples = static_cast<long>(data.size());
@@ -49,6 +56,7 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
     core::EncoderInput in = core::encoder_input(b);
     in.head_mask = head_mask;
     in.neuron_mask = neuron_mask;
+    in.layer_mask = layer_mask;
     in.cls_only = true;
     auto logits = model.forward(in).logits;
     r.logits.index_copy_(0, torch::tensor(b.index, torch::kLong), logits);
@@ -78,7 +86,8 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
 }
 
 int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Tokenizer& tok,
-                   const torch::Tensor& head_mask, const torch::Tensor& neuron_mask) {
+                   const torch::Tensor& head_mask, const torch::Tensor& neuron_mask,
+                   const torch::Tensor& layer_mask) {
   const int n = cfg.run.calibrate;
   if (n <= 0 || model.precision() != core::Precision::kInt8) return 0;
   const core::TaskSpec& task = core::find_task(cfg.data.task);
@@ -112,6 +121,7 @@ int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Token
       core::EncoderInput in = core::encoder_input(b);
       in.head_mask = head_mask;
       in.neuron_mask = neuron_mask;
+      in.layer_mask = layer_mask;
       in.cls_only = true;
       model.forward(in);
     }

@@ -45,14 +45,43 @@ std::vector<torch::Tensor> kept_rows(const std::vector<std::vector<bool>>& keep,
   return rows;
 }
 
+// The model without the layers `keep_layers` removes, the rest numbered 0, 1, … in their order (their heads,
+// widths and tensors with them). Shares storage with `model`.
+core::Bert drop_layers(const core::Bert& model, const std::vector<bool>& keep_layers) {
+  const core::BertConfig& from = model.config();
+  core::BertConfig cfg = from;
+  cfg.pruned_heads.clear();
+  cfg.intermediate_sizes.clear();
+  std::map<std::string, torch::Tensor> params;
+  const auto keys = core::model_keys(from);
+  for (const auto& spec : keys)
+    if (!spec.per_layer) params[spec.hf] = model.parameters().at(spec.hf);
+  int to = 0;
+  for (int l = 0; l < from.num_hidden_layers; ++l) {
+    if (!core::layer_kept(keep_layers, l)) continue;
+    for (const auto& spec : keys)
+      if (spec.per_layer) params[core::hf_key(spec, to)] = model.parameters().at(core::hf_key(spec, l));
+    if (auto it = from.pruned_heads.find(l); it != from.pruned_heads.end()) cfg.pruned_heads[to] = it->second;
+    if (!from.intermediate_sizes.empty()) cfg.intermediate_sizes.push_back(from.intermediate_sizes[l]);
+    ++to;
+  }
+  HP_CHECK(to > 0, "slim_model: every layer removed");
+  cfg.num_hidden_layers = to;
+  if (!cfg.ffn_slimmed()) cfg.intermediate_sizes.clear();
+  return core::Bert(cfg, std::move(params));
+}
+
 }  // namespace
 
-core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep, const core::NeuronSet& keep_neurons) {
+core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep, const core::NeuronSet& keep_neurons,
+                      const std::vector<bool>& keep_layers) {
   core::BertConfig cfg = model.config();
   const int L = cfg.num_hidden_layers;
   HP_CHECK(static_cast<int>(keep.size()) == L, "slim_model: keep has " << keep.size() << " layers, model " << L);
   HP_CHECK(keep_neurons.empty() || static_cast<int>(keep_neurons.size()) == L,
            "slim_model: keep_neurons has " << keep_neurons.size() << " layers, model " << L);
+  HP_CHECK(keep_layers.empty() || static_cast<int>(keep_layers.size()) == L,
+           "slim_model: keep_layers has " << keep_layers.size() << " layers, model " << L);
   std::vector<int> heads(L), widths(L);
   for (int l = 0; l < L; ++l) {
     heads[l] = cfg.heads_in_layer(l);
@@ -75,7 +104,8 @@ core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep, const 
   cfg.intermediate_sizes.clear();
   for (int l = 0; l < L; ++l) cfg.intermediate_sizes.push_back(static_cast<int>(neuron_rows[l].numel()));
   if (!cfg.ffn_slimmed()) cfg.intermediate_sizes.clear();
-  return core::Bert(cfg, std::move(params));
+  core::Bert slim(cfg, std::move(params));
+  return core::count_kept_layers(keep_layers, L) < L ? drop_layers(slim, keep_layers) : slim;
 }
 
 core::Bert dense_model(const core::Bert& slim) {

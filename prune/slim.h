@@ -4,7 +4,10 @@
 // only the attention output bias on its residual path; with 0 neurons, only the FFN output bias.
 // config.pruned_heads records the removed heads by their original indices (Hugging Face re-prunes from it);
 // config.intermediate_sizes the FFN width per layer; core/io/checkpoint.h also writes heads_per_layer.
-// dense_model goes back to the original shapes with the removed heads and neurons zeroed.
+// Removed layers (a "layers:" mask group) leave the stack: the rest are numbered 0, 1, … in their order, and
+// config.json's num_hidden_layers, pruned_heads and intermediate_sizes follow them.
+// dense_model goes back to the original shapes with the removed heads and neurons zeroed (removed layers stay
+// removed: no zero weights make a post-LayerNorm layer the identity).
 #pragma once
 
 #include "core/model/bert.h"
@@ -14,8 +17,9 @@ namespace hp::prune {
 
 // keep[l][h] indexes the heads present in `model` (position h of layer l); entries past a layer's head count
 // are ignored. keep_neurons[l][i] likewise the FFN neurons present in layer l; empty = keep every neuron.
-// The result shares no storage with `model`.
-core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep, const core::NeuronSet& keep_neurons = {});
+// keep_layers[l] = false removes layer l (empty = keep every layer). The result shares no storage with `model`.
+core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep, const core::NeuronSet& keep_neurons = {},
+                      const std::vector<bool>& keep_layers = {});
 
 // The dense fallback of a slimmed model (`prune export --dense`): the original shapes, with each removed
 // head's query, key and value rows and biases and its output-projection columns zero, and no

@@ -22,6 +22,7 @@ The reference environment (scripts/setup_python.sh) pins transformers 4.40.2; `-
 """
 import argparse
 import inspect
+import json
 import os
 import sys
 import tempfile
@@ -44,12 +45,15 @@ except ImportError as e:
 
 
 def load(model_dir, remote_code):
-    if remote_code:
+    with open(os.path.join(model_dir, "config.json")) as f:
+        has_modeling_file = "auto_map" in json.load(f)
+    if remote_code and has_modeling_file:
         model = AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=True)
     else:
-        # eager attention: the default (SDPA) returns no attention maps
+        # eager attention: the default (SDPA) returns no attention maps. A folder without the modeling file (a
+        # model with whole layers removed and nothing narrower) is transformers' own class with remote code too.
         model = AutoModelForSequenceClassification.from_pretrained(model_dir, attn_implementation="eager",
-                                                                   trust_remote_code=False)
+                                                                   trust_remote_code=remote_code)
     return model.eval()
 
 

@@ -397,8 +397,22 @@ Bert::Masks Bert::check_masks(const EncoderInput& in) const {
     if (!m.requires_grad() && m.eq(1).all().item<bool>()) return torch::Tensor();
     return m;
   };
-  return {check(in.head_mask, cfg_.max_heads(), "head_mask"),
-          check(in.neuron_mask, cfg_.max_ffn_width(), "neuron_mask")};
+  torch::Tensor layers = in.layer_mask;
+  if (layers.defined()) {
+    TORCH_CHECK(layers.dim() == 1 && layers.size(0) == cfg_.num_hidden_layers, "layer_mask must be [",
+                cfg_.num_hidden_layers, "], got ", layers.sizes());
+    if (!layers.requires_grad() && layers.eq(1).all().item<bool>()) layers = torch::Tensor();
+  }
+  return {check(in.head_mask, cfg_.max_heads(), "head_mask"), check(in.neuron_mask, cfg_.max_ffn_width(), "neuron_mask"),
+          layers};
+}
+
+void Bert::skipped_layer(int l, const torch::Tensor& x, EncoderOutput& out, const EncoderInput& in) const {
+  const auto B = x.size(0), S = x.size(1);
+  const auto Sq = in.cls_only && l == cfg_.num_hidden_layers - 1 ? 1 : S;
+  if (in.want_attention) out.attentions.push_back(torch::zeros({B, 0, Sq, S}));
+  if (in.want_context) out.contexts.push_back(torch::zeros({B, 0, Sq, cfg_.head_dim()}));
+  if (in.want_ffn) out.ffn_inputs.push_back(x), out.ffn_acts.push_back(torch::zeros({B, S, 0}));
 }
 
 EncoderOutput Bert::forward(const EncoderInput& in) const {
@@ -429,7 +443,16 @@ EncoderOutput Bert::forward(const EncoderInput& in) const {
   const int end = in.end_layer < 0 ? cfg_.num_hidden_layers : in.end_layer;
   TORCH_CHECK(end >= first && end <= cfg_.num_hidden_layers, "end_layer ", in.end_layer, " out of range");
   for (int l = first; l < end; ++l) {
-    x = layer_forward(l, x, ext, masks, out, in);
+    const torch::Tensor z = masks.layers.defined() ? masks.layers[l] : torch::Tensor();
+    if (z.defined() && !z.requires_grad() && z.item<double>() == 0) {
+      skipped_layer(l, x, out, in);  // the identity
+    } else if (z.defined() && (z.requires_grad() || z.item<double>() != 1)) {
+      auto y = layer_forward(l, x, ext, masks, out, in);
+      const auto base = y.size(1) == x.size(1) ? x : x.narrow(1, 0, y.size(1));  // a cls_only last layer
+      x = base + z * (y - base);
+    } else {
+      x = layer_forward(l, x, ext, masks, out, in);
+    }
     if (in.want_hidden) out.hidden_states.push_back(x);
   }
   out.last_hidden = x;

@@ -32,6 +32,12 @@ struct EncoderInput {
   // or [B, L, Imax]; undefined = all ones. A 0 removes the neuron exactly (its activation never reaches the
   // output matrix). Differentiable: d loss / d neuron_mask is the neurons' mask gradient (Kwon et al. 2022).
   torch::Tensor neuron_mask;
+  // [L] gate per layer: layer l's output is x + z_l · (layer_l(x) − x), so 0 makes the layer the identity (both
+  // sublayers and their LayerNorms skipped: what removing it from the stack does) and 1 leaves it; undefined = all
+  // ones. A 0 that needs no gradient skips the layer's work; the per-layer lists of EncoderOutput then hold
+  // empty entries for it ([B, 0, Sq, S] attention, [B, 0, Sq, Dh] contexts, [B, S, 0] FFN activations, the
+  // input itself as the FFN input and hidden state). Differentiable.
+  torch::Tensor layer_mask;
   bool want_attention = false;  // fill EncoderOutput::attentions
   bool want_context = false;  // fill EncoderOutput::contexts
   bool want_hidden = false;  // fill EncoderOutput::hidden_states
@@ -153,7 +159,7 @@ class Bert {
   };
   // Masks as forward() normalised them (undefined when all ones and not differentiated).
   struct Masks {
-    torch::Tensor heads, neurons;
+    torch::Tensor heads, neurons, layers;
   };
   torch::Tensor layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask, const Masks& masks,
                               EncoderOutput& out, const EncoderInput& in) const;
@@ -161,6 +167,8 @@ class Bert {
   torch::Tensor ffn_block(int l, const torch::Tensor& attn, const torch::Tensor& neuron_mask, EncoderOutput& out,
                           const EncoderInput& in, bool inference) const;
   Masks check_masks(const EncoderInput& in) const;
+  // Layer l skipped by a layer mask of 0 (no gradient): the placeholders of its EncoderOutput lists.
+  void skipped_layer(int l, const torch::Tensor& x, EncoderOutput& out, const EncoderInput& in) const;
   torch::Tensor activation(torch::Tensor x, bool lrp, bool in_place) const;
   // linear(x, w, b) + residual; dropout (at rate `dropout`) on the linear when training. With `inference` (no autograd,
   // not training) in one fused pass plus an accumulating GEMM.

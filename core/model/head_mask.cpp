@@ -69,7 +69,9 @@ std::pair<std::string, std::string> spec_text(const std::string& spec, const std
 }  // namespace
 
 StructureMask parse_mask(const std::string& spec_in, int layers, int heads, int neurons, const std::string& where_in) {
-  StructureMask m{HeadSet(layers, std::vector<bool>(heads, true)), NeuronSet(layers, std::vector<bool>(neurons, true))};
+  StructureMask m{HeadSet(layers, std::vector<bool>(heads, true)), NeuronSet(layers, std::vector<bool>(neurons, true)),
+                  {}};
+  std::vector<bool> kept_layers(layers, true);
   const auto [spec, where] = spec_text(spec_in, where_in);
   std::stringstream groups(spec);
   std::string group;
@@ -80,22 +82,34 @@ StructureMask parse_mask(const std::string& spec_in, int layers, int heads, int 
     size_t colon = group.find(':');
     if (colon == std::string::npos)
       throw ConfigError(where + ": '" + group + "' has no ':'; write layer:head,head e.g. \"2:0,3\"");
-    const bool ffn = group[0] == 'f';
+    const bool whole = strip(group.substr(0, colon)) == "layers";
+    const bool ffn = !whole && group[0] == 'f';
     if (ffn && neurons == 0)
       throw ConfigError(where + ": '" + group + "' masks FFN neurons; this takes head groups only (layer:heads)");
-    int l = parse_index(group.substr(ffn ? 1 : 0, colon - (ffn ? 1 : 0)), layers, "layer", where, group);
+    const int l = whole ? -1 : parse_index(group.substr(ffn ? 1 : 0, colon - (ffn ? 1 : 0)), layers, "layer", where, group);
+    std::vector<bool>& row = whole ? kept_layers : ffn ? m.neurons[l] : m.heads[l];
+    const char* unit = whole ? "layer" : ffn ? "neuron" : "head";
     std::stringstream entries(group.substr(colon + 1));
     std::string entry;
     int named = 0;
     while (std::getline(entries, entry, ',')) {
       if (strip(entry).empty()) continue;
-      mask_entry(entry, ffn ? m.neurons[l] : m.heads[l], ffn ? "neuron" : "head", where, group);
+      mask_entry(entry, row, unit, where, group);
       ++named;
     }
     if (named == 0)
-      throw ConfigError(where + ": '" + group + "' names no " + (ffn ? "neurons" : "heads") + " after the ':'; write " +
-                        (ffn ? "f2:0-511" : "2:0,3") + ", or leave the group out to keep the whole layer");
+      throw ConfigError(where + ": '" + group + "' names no " + unit + "s after the ':'; write " +
+                        (whole ? "layers:1,3" : ffn ? "f2:0-511" : "2:0,3") +
+                        (whole ? ", or leave the group out to keep every layer" : ", or leave the group out to keep the whole layer"));
     ++groups_read;
+  }
+  if (count_kept_layers(kept_layers, layers) < layers) {
+    if (count_kept_layers(kept_layers, layers) == 0)
+      throw ConfigError(where + ": the \"layers:\" group removes all " + std::to_string(layers) +
+                        " layers; keep at least one");
+    for (int l = 0; l < layers; ++l)
+      if (!kept_layers[l]) m.heads[l].assign(heads, false), m.neurons[l].assign(neurons, false);
+    m.layers = std::move(kept_layers);
   }
   // An empty file is what a gates run that kept every head writes (head_mask.txt): accepted, and said.
   if (groups_read == 0 && where != where_in)
@@ -104,36 +118,56 @@ StructureMask parse_mask(const std::string& spec_in, int layers, int heads, int 
   return m;
 }
 
+namespace {
+
+// "0-511,600" for the false entries of `row` ("" when none).
+std::string masked_ranges(const std::vector<bool>& row) {
+  std::string ranges;
+  for (size_t i = 0; i < row.size(); ++i) {
+    if (row[i]) continue;
+    size_t j = i;
+    while (j + 1 < row.size() && !row[j + 1]) ++j;
+    ranges += (ranges.empty() ? "" : ",") + std::to_string(i) + (j > i ? "-" + std::to_string(j) : "");
+    i = j;
+  }
+  return ranges;
+}
+
+}  // namespace
+
 std::string format_mask(const StructureMask& mask) {
-  std::string out = format_head_mask(mask.heads);
+  std::string out;
+  for (size_t l = 0; l < mask.heads.size(); ++l) {
+    if (!layer_kept(mask.layers, l)) continue;
+    std::string heads;
+    for (size_t h = 0; h < mask.heads[l].size(); ++h)
+      if (!mask.heads[l][h]) heads += (heads.empty() ? "" : ",") + std::to_string(h);
+    if (!heads.empty()) out += (out.empty() ? "" : ";") + std::to_string(l) + ":" + heads;
+  }
   for (size_t l = 0; l < mask.neurons.size(); ++l) {
-    std::string ranges;
-    const auto& row = mask.neurons[l];
-    for (size_t i = 0; i < row.size(); ++i) {
-      if (row[i]) continue;
-      size_t j = i;
-      while (j + 1 < row.size() && !row[j + 1]) ++j;
-      ranges += (ranges.empty() ? "" : ",") + std::to_string(i) + (j > i ? "-" + std::to_string(j) : "");
-      i = j;
-    }
+    const std::string ranges = layer_kept(mask.layers, l) ? masked_ranges(mask.neurons[l]) : "";
     if (!ranges.empty()) out += (out.empty() ? "" : ";") + ("f" + std::to_string(l)) + ":" + ranges;
   }
+  if (const std::string ranges = masked_ranges(mask.layers); !ranges.empty())
+    out += (out.empty() ? "" : ";") + ("layers:" + ranges);
   return out;
 }
 
 HeadSet parse_head_mask(const std::string& spec_in, int layers, int heads, const std::string& where_in) {
-  return parse_mask(spec_in, layers, heads, 0, where_in).heads;
+  StructureMask m = parse_mask(spec_in, layers, heads, 0, where_in);
+  if (!m.layers.empty())
+    throw ConfigError(where_in + ": '" + spec_in + "' removes whole layers (\"layers:\"); this takes head groups only "
+                      "(layer:heads)");
+  return m.heads;
 }
 
-std::string format_head_mask(const HeadSet& keep) {
-  std::string out;
-  for (size_t l = 0; l < keep.size(); ++l) {
-    std::string heads;
-    for (size_t h = 0; h < keep[l].size(); ++h)
-      if (!keep[l][h]) heads += (heads.empty() ? "" : ",") + std::to_string(h);
-    if (!heads.empty()) out += (out.empty() ? "" : ";") + std::to_string(l) + ":" + heads;
-  }
-  return out;
+std::string format_head_mask(const HeadSet& keep) { return format_mask({keep, {}, {}}); }
+
+int count_kept_layers(const std::vector<bool>& layers, int total) {
+  if (layers.empty()) return total;
+  int n = 0;
+  for (bool k : layers) n += k;
+  return n;
 }
 
 int count_kept(const HeadSet& keep) {
@@ -144,7 +178,12 @@ int count_kept(const HeadSet& keep) {
 }
 
 double structure_cost(const StructureMask& keep, const UnitCosts& costs) {
-  return costs.head * count_kept(keep.heads) + costs.neuron * count_kept(keep.neurons);
+  double cost = 0;
+  for (size_t l = 0; l < keep.heads.size(); ++l)
+    if (layer_kept(keep.layers, l))
+      cost += costs.head * count_kept({keep.heads[l]}) +
+              (l < keep.neurons.size() ? costs.neuron * count_kept({keep.neurons[l]}) : 0.0);
+  return cost;
 }
 
 }  // namespace hp::core

@@ -51,3 +51,24 @@ TEST_CASE("FFN neuron groups and ranges: parse, print back, refused where only h
   REQUIRE_THROWS_WITH(hp::core::parse_mask("f2:1", 2, 4, 10), Contains("layer 2 is out of range"));
   REQUIRE_THROWS_WITH(hp::core::parse_head_mask("f0:1", 2, 4), Contains("masks FFN neurons; this takes head groups"));
 }
+
+TEST_CASE("whole layers: a \"layers:\" group removes them with their heads and neurons; printed back; refusals",
+          "[core][mask][layers]") {
+  const auto m = hp::core::parse_mask("layers:1,3-4;0:2;f0:1-2", 6, 4, 10);
+  CHECK(m.layers == std::vector<bool>{true, false, true, false, false, true});
+  CHECK(hp::core::count_kept_layers(m.layers, 6) == 3);
+  CHECK(hp::core::count_kept(m.heads) == 3 * 4 - 1);  // a removed layer's heads go with it
+  CHECK(hp::core::count_kept(m.neurons) == 3 * 10 - 2);
+  CHECK(hp::core::format_mask(m) == "0:2;f0:1-2;layers:1,3-4");  // its heads and neurons are not listed again
+  const auto back = hp::core::parse_mask(hp::core::format_mask(m), 6, 4, 10);
+  CHECK(back.layers == m.layers);
+  CHECK(back.heads == m.heads);
+  CHECK(back.neurons == m.neurons);
+  CHECK(hp::core::parse_mask("0:1", 6, 4, 10).layers.empty());  // nothing removed: every layer kept
+  // Costs count the units of kept layers only: 11 heads × 3 + 28 neurons × 1.
+  CHECK(hp::core::structure_cost(m, {3, 1}) == 11 * 3 + 28);
+  REQUIRE_THROWS_WITH(hp::core::parse_mask("layers:6", 6, 4, 10), Contains("layer 6 is out of range"));
+  REQUIRE_THROWS_WITH(hp::core::parse_mask("layers:0-5", 6, 4, 10), Contains("removes all 6 layers; keep at least one"));
+  REQUIRE_THROWS_WITH(hp::core::parse_mask("layers:", 6, 4, 10), Contains("names no layers after the ':'"));
+  REQUIRE_THROWS_WITH(hp::core::parse_head_mask("layers:2", 6, 4), Contains("removes whole layers"));
+}

@@ -429,3 +429,113 @@ TEST_CASE("calibrated int8 on a slimmed model with an empty attention and an emp
   CHECK(err > 0);
   CHECK(err < 0.05 * scale);
 }
+
+TEST_CASE("removed layers: masked (layer mask 0) = slimmed and renumbered = saved = HF 4 and 5 = dense = ONNX",
+          "[prune][slim][layers][minilm]") {
+  if (!std::filesystem::exists(hp::test::kMiniLM + "/config.json"))
+    return hp::test::skip("MiniLM is absent (" + hp::test::kMiniLM + "); run scripts/setup.sh");
+  hp::core::LoadOptions lo;
+  lo.num_labels = 2;  // a fresh classifier from seed 42: the check is of the encoder's arithmetic
+  const auto model = hp::core::load_bert(hp::test::kMiniLM, lo);
+  const auto& c = model.config();
+  torch::NoGradGuard no_grad;
+  auto in = hp::eval::synthetic_input(c, 3, 40, 7);
+  in.attention_mask[1].slice(0, 30).fill_(0);
+  // Layers 1 and 4 removed; layer 2 loses head 3, layer 5 its odd heads and every fifth neuron, layer 3 keeps
+  // a 700-neuron prefix. After renumbering: 0 ← 0, 1 ← 2, 2 ← 3, 3 ← 5.
+  const auto m = hp::core::parse_mask("layers:1,4;2:3;5:1,3,5,7,9,11", c.num_hidden_layers, c.num_attention_heads,
+                                      c.intermediate_size);
+  auto neurons = m.neurons;
+  for (int i = 0; i < c.intermediate_size; ++i) neurons[3][i] = i < 700, neurons[5][i] = i % 5 != 2;
+  auto masked_in = in;
+  masked_in.head_mask = hp::eval::head_mask_tensor(m.heads);
+  masked_in.neuron_mask = hp::eval::neuron_mask_tensor(neurons);
+  masked_in.layer_mask = hp::eval::layer_mask_tensor(m.layers);
+  const auto masked = model.forward(masked_in).logits;
+  auto no_layers = masked_in;
+  no_layers.layer_mask = torch::Tensor();
+  CHECK(max_abs_diff(model.forward(no_layers).logits, masked) > 1e-3);  // the layer mask matters
+  // The gate's interpolation x + z·(layer(x) − x) at z = 0 with a gradient is the skip, and z has a gradient.
+  auto soft_in = masked_in;
+  soft_in.layer_mask = masked_in.layer_mask.clone().requires_grad_(true);
+  {
+    torch::AutoGradMode grad_on(true);
+    const auto soft = model.forward(soft_in).logits;
+    CHECK(max_abs_diff(soft, masked) <= 1e-5);
+    soft.sum().backward();
+    CHECK(soft_in.layer_mask.grad().abs().sum().item<double>() > 0);
+  }
+
+  const auto slim = hp::prune::slim_model(model, m.heads, neurons, m.layers);
+  CHECK(slim.config().num_hidden_layers == 4);
+  CHECK(slim.config().pruned_heads == std::map<int, std::vector<int>>{{1, {3}}, {3, {1, 3, 5, 7, 9, 11}}});
+  CHECK(slim.config().intermediate_sizes == std::vector<int>{1536, 1536, 700, 1229});
+  // Layer 3 of the export is layer 5 of the model: its LayerNorm moved with it.
+  CHECK(max_abs_diff(slim.parameters().at("encoder.layer.3.output.LayerNorm.weight"),
+                     model.parameters().at("encoder.layer.5.output.LayerNorm.weight")) == 0);
+  CHECK(max_abs_diff(slim.forward(in).logits, masked) <= 1e-5);
+  // Parameters and FLOPs by hand: two whole layers (12 heads, 1536 neurons and 6·D of biases and LayerNorms
+  // each), 7 heads and 836 + 307 neurons of kept layers.
+  const long D = c.hidden_size;
+  const long layer_params = 12 * hp::eval::head_parameters(c) + 1536 * hp::eval::neuron_parameters(c) + 6 * D;
+  CHECK(hp::eval::parameter_count(slim.config()) ==
+        hp::eval::parameter_count(c) - 2 * layer_params - 7 * hp::eval::head_parameters(c) -
+            (836 + 307) * hp::eval::neuron_parameters(c));
+  CHECK(hp::eval::forward_flops(slim.config(), 1, 40) ==
+        Approx(hp::eval::forward_flops(c, 1, 40) - (2 * 12 + 7) * hp::eval::head_flops(c, 40) -
+               (2 * 1536 + 836 + 307) * hp::eval::neuron_flops(c, 40)));
+
+  const auto dir = hp::test::scratch_dir("hp_slim_layers");
+  std::filesystem::remove_all(dir);
+  hp::core::save_bert(slim, dir.string(), hp::test::kMiniLM);
+  CHECK(hp::core::read_bert_config((dir / "config.json").string()).num_hidden_layers == 4);
+  CHECK(max_abs_diff(hp::core::load_bert(dir.string()).forward(in).logits, masked) <= 1e-5);
+  const auto dense = hp::prune::dense_model(slim);
+  CHECK(dense.config().num_hidden_layers == 4);  // removed layers stay removed
+  CHECK(dense.parameters().at("encoder.layer.3.intermediate.dense.weight").sizes() ==
+        model.parameters().at("encoder.layer.5.intermediate.dense.weight").sizes());
+  CHECK(max_abs_diff(dense.forward(in).logits, masked) <= 1e-5);
+  const auto dense_dir = hp::test::scratch_dir("hp_slim_layers_dense");
+  std::filesystem::remove_all(dense_dir);
+  hp::core::save_bert(dense, dense_dir.string(), hp::test::kMiniLM);
+
+  const std::string py = HP_REF_PYTHON;
+  if (!std::filesystem::exists(py)) return hp::test::skip("the Hugging Face check: no Python reference at " + py);
+  CHECK(hp::test::hf_check(py, dir, in, masked, "--remote-code") == 0);
+  CHECK(hp::test::hf_check(py, dense_dir, in, masked) == 0);  // transformers 4's own BERT, 4 layers
+  try {
+    hp::prune::export_onnx(slim, dir.string());  // throws when ONNX Runtime's logits differ by > 1e-4
+    CHECK(std::filesystem::file_size(dir / "model.onnx") > 1000);
+  } catch (const hp::InputError& e) {
+    hp::test::skip(std::string("the ONNX check: ") + e.what());
+  }
+  const std::string py5 = HP_REF_PYTHON_V5;
+  if (!std::filesystem::exists(py5) ||
+      !hp::core::python_reference_incomplete(py5, hp::core::PythonRef::kTransformers5).empty())
+    return hp::test::skip("the transformers 5 check: no complete reference at " + py5);
+  CHECK(hp::test::hf_check(py5, dir, in, masked, "--remote-code") == 0);
+  CHECK(hp::test::hf_check(py5, dense_dir, in, masked) == 0);
+}
+
+TEST_CASE("a layer-only removal exports a plain BERT: no modeling file, transformers' own class loads it",
+          "[prune][slim][layers]") {
+  auto g = hp::core::read_hdf5(kTinyBertH5);
+  auto model = hp::core::load_bert(kTinyBert);
+  torch::NoGradGuard no_grad;
+  const auto in = golden_input(g);
+  auto masked_in = in;
+  masked_in.layer_mask = torch::tensor({0.0f, 1.0f});
+  const auto masked = model.forward(masked_in).logits;
+  const auto slim = hp::prune::slim_model(model, {{true, true, true, true}, {true, true, true, true}}, {}, {false, true});
+  CHECK(!slim.config().slimmed());
+  CHECK(max_abs_diff(slim.parameters().at("encoder.layer.0.attention.self.query.weight"),
+                     model.parameters().at("encoder.layer.1.attention.self.query.weight")) == 0);
+  CHECK(max_abs_diff(slim.forward(in).logits, masked) <= 1e-5);
+  const auto dir = hp::test::scratch_dir("hp_slim_layer_only");
+  std::filesystem::remove_all(dir);
+  hp::core::save_bert(slim, dir.string(), kTinyBert);
+  CHECK(!std::filesystem::exists(dir / "modeling_headprune.py"));
+  const std::string py = HP_REF_PYTHON;
+  if (!std::filesystem::exists(py)) return hp::test::skip("the Hugging Face check: no Python reference at " + py);
+  CHECK(hp::test::hf_check(py, dir, in, masked) == 0);
+}
