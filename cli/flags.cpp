@@ -103,6 +103,7 @@ const std::vector<Shortcut> kPruneFlags = {
     {"--target-heads", "prune.target_heads"},     {"--target-flops", "prune.target_flops"},
     {"--target-params", "prune.target_params"},   {"--target-latency", "prune.target_latency"},
     {"--max-drop", "prune.max_drop"},
+    {"--target-layers", "prune.target_layers"}, {"--layer-choice", "prune.layer_choice"},
     {"--structures", "prune.structures"},
     {"--criteria", "prune.criteria"},           {"--method", "prune.method"},
     {"--schedule", "prune.schedule"},           {"--iterative", "prune.iterative"},

@@ -14,6 +14,7 @@
 #include "prune/budget.h"
 #include "prune/criteria.h"
 #include "prune/frontier_stage.h"
+#include "prune/layer_drop.h"
 #include "prune/model_card.h"
 #include "prune/schedule.h"
 #include "prune/stages.h"
@@ -100,6 +101,22 @@ void validate_frontier(const core::PruneConfig& p) {
                       "leave prune.method = best");
 }
 
+// --target-layers N: alone, 1..L-1 layers, a known choice.
+void validate_layers(const core::PruneConfig& p, const core::BertConfig& arch) {
+  const int L = arch.num_hidden_layers;
+  if (p.target_layers == 0) return;
+  if (p.target_layers < 0 || p.target_layers >= L)
+    throw ConfigError("prune.target_layers = " + std::to_string(p.target_layers) + " but the model has " +
+                      std::to_string(L) + " layers; use 1.." + std::to_string(L - 1) + " (or 0 for off)");
+  const char* other = p.target_heads > 0 ? "target_heads" : budget_mode(p) ? "a FLOPs, parameter or latency budget"
+                      : p.max_drop > 0   ? "max_drop"
+                                         : nullptr;
+  if (other)
+    throw ConfigError("prune.target_layers and " + std::string(p.target_heads > 0 || p.max_drop > 0 ? "prune." : "") +
+                      other + " are both set; give --target-layers N alone (it drops whole layers, then recovers)");
+  keep_layers(p.layer_choice, std::vector<double>(L, 0.0), p.target_layers);  // ConfigError for an unknown choice
+}
+
 }  // namespace
 
 void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& arch) {
@@ -133,6 +150,7 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
                                         "; use -1 (= recover_steps), 0 (no recovered line) or a step count");
   validate_frontier(p);
   validate_budget(p, arch);
+  validate_layers(p, arch);
   if (p.method != "best" && p.method != "gates" && p.method != "kwon") find_criterion(p.method, "prune.method");
   if (p.target_heads > 0) {
     const int reachable = total - max_prunable(all_heads(arch), p.min_heads_per_layer);
@@ -183,13 +201,17 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
 std::optional<FinalSummary> final_model(RunContext& ctx, CurvesSummary& curves, FinalModels& models,
                                         const MaskGradients* grads) {
   const bool gated_budget = grads && ctx.cfg->prune.method == "gates";
-  auto choice = grads && !gated_budget ? std::optional<FinalChoice>(choose_budget(ctx, *grads)) : choose_heads(ctx, curves);
+  const bool layers = ctx.cfg->prune.target_layers > 0;
+  auto choice = layers                   ? std::optional<FinalChoice>(choose_layers(ctx, *grads))
+                : grads && !gated_budget ? std::optional<FinalChoice>(choose_budget(ctx, *grads))
+                                         : choose_heads(ctx, curves);
   if (!choice || !recover(ctx, *choice)) return std::nullopt;
   FinalSummary f;
   models = export_and_verify(ctx, *choice, f);
   f.latency = measure_speed(ctx, models);
   f.heads_kept = core::count_kept(choice->keep);
-  f.mask = core::format_head_mask(choice->keep);
+  f.mask = layers ? core::format_mask({choice->keep, {}, choice->layers}) : core::format_head_mask(choice->keep);
+  f.layers = choice->layer_drop;
   f.method = choice->method;
   f.criterion = choice->criterion;
   f.metrics_before_recovery = choice->metrics_before_recovery;
@@ -247,10 +269,11 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
   if (!fine_tune(ctx)) return kInterrupted;  // 2
   const auto importance = score(ctx);  // 3
   if (!importance) return kInterrupted;
-  std::optional<MaskGradients> grads;  // with a FLOPs or parameter budget (prune/budget.h)
-  if (budget_mode(cfg.prune) && !(grads = budget_gradients(ctx))) return kInterrupted;
+  std::optional<MaskGradients> grads;  // with a FLOPs or parameter budget (prune/budget.h) or --target-layers
+  const bool layers = cfg.prune.target_layers > 0;
+  if ((budget_mode(cfg.prune) || layers) && !(grads = budget_gradients(ctx))) return kInterrupted;
   auto curve_summary = curves(ctx, *importance);  // 4
-  if (!curve_summary || (grads && !budget_curves(ctx, *grads, *curve_summary))) return kInterrupted;
+  if (!curve_summary || (grads && !layers && !budget_curves(ctx, *grads, *curve_summary))) return kInterrupted;
 
   RunSummary s;
   s.task = ctx.task->name;
@@ -267,8 +290,8 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
   if (cfg.prune.max_drop > 0 && !frontier_choice(ctx, s, *grads, chosen)) return kInterrupted;  // 5
   const bool budget = budget_mode(ctx.cfg->prune);
   FinalModels models;
-  if (ctx.cfg->prune.target_heads > 0 || budget) {
-    s.final = final_model(ctx, s.curves, models, budget ? &*grads : nullptr);  // 5-8
+  if (ctx.cfg->prune.target_heads > 0 || budget || layers) {
+    s.final = final_model(ctx, s.curves, models, budget || layers ? &*grads : nullptr);  // 5-8
     if (!s.final) return kInterrupted;
   }
   write_summary(ctx, s, &models);  // 9

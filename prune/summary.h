@@ -44,9 +44,23 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BudgetSummary, unit, target, kep
                                                 neurons_total, heads_per_layer, ffn_widths, metrics_by_step, seconds,
                                                 folded_vs_scaled_max_abs_logit_diff, latency)
 
+// --target-layers N (prune/layer_drop.h): the layers each choice keeps (original indices) and its metrics with the
+// others removed, before recovery; which one was exported; each layer's block-Fisher loss.
+struct LayerChoice {
+  std::vector<int> kept;
+  std::map<std::string, double> metrics;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LayerChoice, kept, metrics)
+struct LayerDropSummary {
+  std::string choice;
+  std::map<std::string, LayerChoice> choices;  // "fisher", "top", "alternate"
+  std::vector<double> fisher_loss;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LayerDropSummary, choice, choices, fisher_loss)
+
 // Stages 5 and 6: which heads stay, by what method, and the model (after recovery) they stay in.
 struct FinalChoice {
-  std::string method;  // "criterion", "gates" or "kwon"
+  std::string method;  // "criterion", "gates", "kwon" or "layers"
   std::string criterion;  // the ranking used; empty for gates and kwon
   core::HeadSet keep;
   core::NeuronSet neurons;  // gates under a budget: the FFN neurons kept (masked in model_dir); empty = all
@@ -54,6 +68,8 @@ struct FinalChoice {
   bool slimmed = false;  // kwon: model_dir holds the slimmed model with the tuning scales folded in
   std::map<std::string, double> metrics_before_recovery;  // empty for gates
   std::optional<BudgetSummary> budget;  // kwon, and gates under a budget
+  std::vector<bool> layers;  // --target-layers: keep[l] of the unpruned model's layers; empty = all kept
+  std::optional<LayerDropSummary> layer_drop;
 };
 
 // Stage 8, one batch size.
@@ -83,6 +99,7 @@ struct FinalSummary {
   long params = 0, params_unpruned = 0;
   std::optional<BudgetSummary> budget;  // with a FLOPs or parameter budget
   std::optional<OnnxFiles> onnx;  // with prune.max_drop
+  std::optional<LayerDropSummary> layers;  // with prune.target_layers
 };
 
 struct RunSummary {

@@ -240,6 +240,8 @@ struct PruneConfig {
   std::string attattr_riemann = "right";
   std::string attattr_target = "gold";
   int target_heads = 0;
+  int target_layers = 0;
+  std::string layer_choice = "fisher";
   double target_flops = 0;
   double target_params = 0;
   double target_latency = 0;
@@ -286,6 +288,13 @@ struct PruneConfig {
     v("attattr_riemann", attattr_riemann, "attention attribution: right (Hao et al.'s formula), left or midpoint");
     v("attattr_target", attattr_target, "attention attribution: output attributed, gold label or predicted class");
     v("target_heads", target_heads, "--target-heads N: end with a slimmed model of exactly N heads; 0 = curves only");
+    v("target_layers", target_layers,
+      "--target-layers N: end with a slimmed model of exactly N whole layers, the others dropped (both sublayers) "
+      "and the rest recovered by recover_steps of distillation (oBERT's and FastFormers' first step); 0 = off");
+    v("layer_choice", layer_choice,
+      "--target-layers: which layers stay: fisher (the smallest block-Fisher loss of removing a layer's heads and "
+      "FFN neurons, Kwon et al.'s mask gradients, dropped first), top (drop the last layers) or alternate (drop "
+      "every other layer from the top); all three are evaluated and reported, this one is exported");
     v("target_flops", target_flops,
       "--target-flops F: keep this fraction of the unpruned encoder's FLOPs (heads and FFN neurons, searched "
       "retraining-free as Kwon et al. 2022); 0 = off");

@@ -399,6 +399,70 @@ TEST_CASE("the pruning run with a FLOPs budget: search, curves, slimmed export w
   CHECK(resumed["final"]["metrics"] == f["metrics"]);
 }
 
+TEST_CASE("prune --target-layers N: three layer choices evaluated, the chosen one slimmed, recovered, exported",
+          "[cli][prune][layers]") {
+  const auto out = hp::test::scratch_dir("hp_prune_layers");
+  std::filesystem::remove_all(out);
+  const std::string args = tiny_prune_args(out.string()) +
+                           " --criteria taylor --target-layers 1 --recover-steps 2 --set train.train_split=matched"
+                           " --set train.eval_split=mismatched --set train.eval_every=1";
+  auto r = run_prune(args);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("keep 1 of 2 layers by fisher"));
+  const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  const auto& f = summary["final"];
+  CHECK(f["method"] == "layers");
+  CHECK(f["criterion"] == "fisher");
+  const auto& d = f["layers"];
+  REQUIRE(d["fisher_loss"].size() == 2);
+  // fisher keeps the layer whose removal the mask gradients say costs more; top and alternate drop layer 1.
+  const int fisher_kept = d["fisher_loss"][0].get<double>() >= d["fisher_loss"][1].get<double>() ? 0 : 1;
+  CHECK(d["choices"]["fisher"]["kept"] == std::vector<int>{fisher_kept});
+  CHECK(d["choices"]["top"]["kept"] == std::vector<int>{0});
+  CHECK(d["choices"]["alternate"]["kept"] == std::vector<int>{0});
+  CHECK(f["metrics_before_recovery"] == d["choices"]["fisher"]["metrics"]);
+  CHECK(f["mask"] == "layers:" + std::to_string(1 - fisher_kept));
+  const auto cfg = nlohmann::json::parse(slurp(out / "model" / "config.json"));
+  CHECK(cfg["num_hidden_layers"] == 1);
+  CHECK((!cfg.contains("pruned_heads") || cfg["pruned_heads"].empty()));
+  CHECK(f["slim_vs_masked_max_abs_logit_diff"].get<double>() <= 1e-5);
+  // One whole layer of the tiny model's parameters left: 4 heads, 37 neurons and 6 x 32 biases and LayerNorms.
+  const long layer_params = 4 * (4 * 32 * 8 + 3 * 8) + 37 * (2 * 32 + 1) + 6 * 32;
+  CHECK(f["params"].get<long>() == f["params_unpruned"].get<long>() - layer_params);
+  CHECK(nlohmann::json::parse(slurp(out / "recover" / "train_result.json"))["steps"] == 2);
+  if (std::filesystem::exists(HP_REF_PYTHON))
+    CHECK_THAT(f["hf_check"]["transformers4"].get<std::string>(), Catch::StartsWith("passed"));
+
+  // Resumed after stage 5: the choice is read back, not made again, and the run ends the same.
+  std::filesystem::remove(out / "summary.json");
+  auto again = run_prune(args);
+  INFO(again.output);
+  REQUIRE(again.code == 0);
+  CHECK_THAT(again.output, !Catch::Contains("keep 1 of 2 layers by"));
+  const auto resumed = nlohmann::json::parse(slurp(out / "summary.json"));
+  CHECK(resumed["final"]["layers"] == d);
+  CHECK(resumed["final"]["metrics"] == f["metrics"]);
+}
+
+TEST_CASE("prune --target-layers with a bad count, a bad choice or another target: one line, exit 2",
+          "[cli][prune][layers][bad]") {
+  const auto out = hp::test::scratch_dir("hp_prune_layers_bad");
+  std::filesystem::remove_all(out);
+  const std::string base = tiny_prune_args(out.string()) + " --criteria taylor";
+  for (const auto& [extra, want] : std::vector<std::pair<std::string, std::string>>{
+           {" --target-layers 2", "prune.target_layers = 2 but the model has 2 layers; use 1..1"},
+           {" --target-layers 1 --layer-choice middle", "prune.layer_choice = 'middle'; use fisher, top or alternate"},
+           {" --target-layers 1 --target-heads 4", "prune.target_layers and prune.target_heads are both set"},
+           {" --target-layers 1 --target-flops 0.5", "a FLOPs, parameter or latency budget are both set"}}) {
+    INFO(extra);
+    const auto r = run_prune(base + extra);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains(want));
+    CHECK(!std::filesystem::exists(out / "state"));
+  }
+}
+
 TEST_CASE("the pruning run with a latency budget: the table measured, or reused from the folder, and the target met",
           "[cli][prune][budget][latency]") {
   const auto first = hp::test::scratch_dir("hp_prune_latency_a"), out = hp::test::scratch_dir("hp_prune_latency_b");
