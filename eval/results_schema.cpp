@@ -22,6 +22,8 @@ const std::vector<DatasetSpec>& run_h5_datasets() {
        "a FLOPs or parameter target's FFN neuron gates: mean P(open) over each layer's, at each evaluation"},
       {Dataset::kGateMhaPOpen, "gates/mha_p_open", "[E, L]", "P(open) of each attention sublayer's coarse gate, likewise"},
       {Dataset::kGateFfnPOpen, "gates/ffn_p_open", "[E, L]", "P(open) of each FFN sublayer's coarse gate, likewise"},
+      {Dataset::kGateLayerPOpen, "gates/layer_p_open", "[E, L]",
+       "P(open) of each whole layer's gate (gates.layer_gates), likewise"},
   };
   return table;
 }
@@ -37,6 +39,7 @@ std::string prefix(Dataset kind) {
     case Dataset::kGateNeuronPOpen: return "gates/neuron_p_open";
     case Dataset::kGateMhaPOpen: return "gates/mha_p_open";
     case Dataset::kGateFfnPOpen: return "gates/ffn_p_open";
+    case Dataset::kGateLayerPOpen: return "gates/layer_p_open";
   }
   return "";
 }

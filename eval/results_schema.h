@@ -20,11 +20,13 @@ enum class Dataset {
   kGatePOpen,
   kGateNeuronPOpen,
   kGateMhaPOpen,
-  kGateFfnPOpen
+  kGateFfnPOpen,
+  kGateLayerPOpen
 };
 // The gate trajectories of a training run: one tensor per evaluation, stacked (the names are whole keys).
 inline constexpr Dataset kGateTrajectories[] = {Dataset::kGateLogAlpha, Dataset::kGatePOpen, Dataset::kGateNeuronPOpen,
-                                                Dataset::kGateMhaPOpen, Dataset::kGateFfnPOpen};
+                                                Dataset::kGateMhaPOpen, Dataset::kGateFfnPOpen,
+                                                Dataset::kGateLayerPOpen};
 struct DatasetSpec {
   Dataset kind;
   const char* pattern;

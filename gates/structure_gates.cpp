@@ -27,11 +27,12 @@ StructureGates::StructureGates(const core::GateConfig& cfg, int layers, int head
     mha_la_ = torch::full({layers}, cfg.log_alpha_init, torch::kFloat32).requires_grad_(true);
     ffn_la_ = torch::full({layers}, cfg.log_alpha_init, torch::kFloat32).requires_grad_(true);
   }
+  if (cfg.layer_gates) layer_la_ = torch::full({layers}, cfg.log_alpha_init, torch::kFloat32).requires_grad_(true);
 }
 
 std::vector<torch::Tensor> StructureGates::parameters() const {
   std::vector<torch::Tensor> p = {heads_.log_alpha()};
-  for (const auto& t : {neuron_la_, mha_la_, ffn_la_})
+  for (const auto& t : {neuron_la_, mha_la_, ffn_la_, layer_la_})
     if (t.defined()) p.push_back(t);
   return p;
 }
@@ -40,6 +41,7 @@ std::map<std::string, torch::Tensor> StructureGates::named() const {
   std::map<std::string, torch::Tensor> m = {{"log_alpha", heads_.log_alpha()}};
   if (neuron_la_.defined()) m["neuron_log_alpha"] = neuron_la_;
   if (mha_la_.defined()) m["mha_log_alpha"] = mha_la_, m["ffn_log_alpha"] = ffn_la_;
+  if (layer_la_.defined()) m["layer_log_alpha"] = layer_la_;
   return m;
 }
 
@@ -51,7 +53,7 @@ void StructureGates::load(const std::map<std::string, torch::Tensor>& saved) {
       throw CheckpointError("gate parameters: '" + name + "' is " +
                             (it == saved.end() ? std::string("missing") : "of another shape") +
                             "; resume or read a run made with the same gate settings (gates.neuron_group, "
-                            "gates.sublayer_gates, the target)");
+                            "gates.sublayer_gates, gates.layer_gates, the target)");
     t.copy_(it->second);
   }
 }
@@ -85,6 +87,7 @@ GateMasks StructureGates::sample(long batch) const {
   }
   m.heads = combine(m.heads, mha, 1);
   m.neurons = combine(m.neurons, ffn, group_);
+  if (has_layers()) m.layers = hard_concrete_sample(layer_la_, cfg_.beta, lim, hard_concrete_noise(layer_la_.sizes(), opts));
   return m;
 }
 
@@ -97,6 +100,7 @@ GateMasks StructureGates::deterministic() const {
   if (has_sublayers()) mha = hard_concrete_mean(mha_la_, lim), ffn = hard_concrete_mean(ffn_la_, lim);
   m.heads = combine(m.heads, mha, 1);
   m.neurons = combine(hard_concrete_mean(neuron_la_, lim), ffn, group_);
+  if (has_layers()) m.layers = hard_concrete_mean(layer_la_, lim);
   return m;
 }
 
@@ -109,6 +113,10 @@ torch::Tensor StructureGates::expected_cost(const core::UnitCosts& costs) const 
     heads = heads * p_open(mha_la_).to(torch::kFloat64);
     neurons = neurons * p_open(ffn_la_).to(torch::kFloat64);
   }
+  if (has_layers()) {
+    const auto p_layer = p_open(layer_la_).to(torch::kFloat64);
+    heads = heads * p_layer, neurons = neurons * p_layer;
+  }
   return costs.head * heads.sum() + costs.neuron * neurons.sum();
 }
 
@@ -118,8 +126,17 @@ core::StructureMask StructureGates::keep_within(const core::UnitCosts& costs, do
   auto f64 = [&](const torch::Tensor& la) { return p_open(la.detach()).to(torch::kFloat64).contiguous(); };
   const torch::Tensor ph = f64(heads_.log_alpha());
   const torch::Tensor pn = has_neurons() ? f64(neuron_la_) : torch::Tensor();
-  const torch::Tensor pm = has_sublayers() ? f64(mha_la_) : torch::ones({L}, torch::kFloat64);
-  const torch::Tensor pf = has_sublayers() ? f64(ffn_la_) : torch::ones({L}, torch::kFloat64);
+  // A layer whose test-time gate is 0 is removed; the others' units are scored with P(layer) too.
+  const torch::Tensor pl = has_layers() ? f64(layer_la_) : torch::ones({L}, torch::kFloat64);
+  const torch::Tensor pm = ((has_sublayers() ? f64(mha_la_) : torch::ones({L}, torch::kFloat64)) * pl).contiguous();
+  const torch::Tensor pf = ((has_sublayers() ? f64(ffn_la_) : torch::ones({L}, torch::kFloat64)) * pl).contiguous();
+  std::vector<bool> layer_open(L, true);
+  if (has_layers()) {
+    const auto closed = (hard_concrete_mean(layer_la_.detach(), heads_.limits()) == 0).contiguous();
+    for (int l = 0; l < L; ++l) layer_open[l] = !closed[l].item<bool>();
+    // Every layer closed: the most probable one stays (a model needs one).
+    if (std::count(layer_open.begin(), layer_open.end(), true) == 0) layer_open[pl.argmax().item<long>()] = true;
+  }
   const int G = has_neurons() ? neurons_ / group_ : 0;
   const double *h_p = ph.data_ptr<double>(), *m_p = pm.data_ptr<double>(), *f_p = pf.data_ptr<double>();
   const double* n_p = G ? pn.data_ptr<double>() : nullptr;
@@ -141,8 +158,9 @@ core::StructureMask StructureGates::keep_within(const core::UnitCosts& costs, do
   if (has_neurons()) keep.neurons.assign(L, std::vector<bool>(neurons_, false));  // head-only: no FFN part
   double spent = 0;
   const double slack = 1e-9 * std::max(1.0, std::abs(budget));
+  auto layer_of = [&](long u) { return static_cast<int>(u < static_cast<long>(L) * H ? u / H : (u - L * H) / G); };
   for (long u : order) {
-    if (spent + cost[u] > budget + slack) continue;
+    if (!layer_open[layer_of(u)] || spent + cost[u] > budget + slack) continue;
     spent += cost[u];
     if (u < static_cast<long>(L) * H) {
       keep.heads[u / H][u % H] = true;
@@ -152,6 +170,7 @@ core::StructureMask StructureGates::keep_within(const core::UnitCosts& costs, do
       for (int i = 0; i < group_; ++i) keep.neurons[l][j * group_ + i] = true;
     }
   }
+  if (std::count(layer_open.begin(), layer_open.end(), false) > 0) keep.layers = layer_open;
   return keep;
 }
 
@@ -163,6 +182,9 @@ torch::Tensor StructureGates::mha_p_open() const {
 }
 torch::Tensor StructureGates::ffn_p_open() const {
   return has_sublayers() ? p_open(ffn_la_.detach()) : torch::Tensor();
+}
+torch::Tensor StructureGates::layer_p_open() const {
+  return has_layers() ? p_open(layer_la_.detach()) : torch::Tensor();
 }
 
 }  // namespace hp::gates

@@ -3,7 +3,11 @@
 // masks — one per attention sublayer and one per FFN sublayer, multiplied with the fine ones. The constraint of
 // a budget target is the EXPECTED cost under the gates' open probabilities (P(g ≠ 0), Louizos et al. eq. 12):
 //
-//   E[cost] = Σ_l  P(mha_l) · Σ_h P(head_lh) · c_head  +  P(ffn_l) · Σ_j P(group_lj) · g · c_neuron
+//   E[cost] = Σ_l  P(layer_l) · [ P(mha_l) · Σ_h P(head_lh) · c_head  +  P(ffn_l) · Σ_j P(group_lj) · g · c_neuron ]
+//
+// The layer gates (gates.layer_gates; P(layer_l) = 1 without them) are one more coarse mask, on the whole layer:
+// the forward mixes the layer with the identity, x + z_l · (layer_l(x) − x) (core/model/bert.h's layer mask), so a
+// closed one removes the layer's LayerNorms too, which closing both sublayers does not; its units' costs go with it.
 //
 // with the unit costs of the retraining-free search (eval/flops.h: FLOPs at the task's mean length, or
 // parameters), so a gated run and the search spend one budget. CoFi counts parameters the same way (its
@@ -27,6 +31,7 @@ namespace hp::gates {
 // with per-example head gates), neurons [L, I] — undefined without neuron gates.
 struct GateMasks {
   torch::Tensor heads, neurons;
+  torch::Tensor layers = {};  // [L] (EncoderInput::layer_mask); undefined without layer gates
 };
 
 class StructureGates {
@@ -40,20 +45,23 @@ class StructureGates {
   const HeadGates& heads() const { return heads_; }
   bool has_neurons() const { return neuron_la_.defined(); }
   bool has_sublayers() const { return mha_la_.defined(); }
+  bool has_layers() const { return layer_la_.defined(); }
   int layers() const { return heads_.layers(); }
   int neurons() const { return neurons_; }  // I; 0 without neuron gates
   int group() const { return group_; }
 
-  // Every log α, in a fixed order: heads [L, H], then neuron groups [L, I/g], attention [L], FFN [L] sublayers.
+  // Every log α, in a fixed order: heads [L, H], then neuron groups [L, I/g], attention [L], FFN [L] sublayers,
+  // layers [L].
   std::vector<torch::Tensor> parameters() const;
-  // The same by name ("log_alpha", "neuron_log_alpha", "mha_log_alpha", "ffn_log_alpha") for checkpoints and
+  // The same by name ("log_alpha", "neuron_log_alpha", "mha_log_alpha", "ffn_log_alpha", "layer_log_alpha") for
+  // checkpoints and
   // run state; load() copies such a map back (CheckpointError naming a missing or misshapen entry).
   std::map<std::string, torch::Tensor> named() const;
   void load(const std::map<std::string, torch::Tensor>& saved);
 
   // Training gates from the global torch RNG: the head draw first (exactly HeadGates::sample, so head-only
-  // runs keep their random stream), then neuron groups, then the sublayers. The coarse gates multiply the
-  // fine ones; a neuron group's gate is repeated over its g neurons.
+  // runs keep their random stream), then neuron groups, then the sublayers, then the layers. The sublayer gates
+  // multiply the fine ones; a neuron group's gate is repeated over its g neurons; the layer gates are apart.
   GateMasks sample(long batch) const;
   // Test-time gates (eq. 13), the same products.
   GateMasks deterministic() const;
@@ -62,9 +70,11 @@ class StructureGates {
   torch::Tensor expected_cost(const core::UnitCosts& costs) const;
 
   // The deterministic structure that spends at most `budget`: every unit is scored by its open probability
-  // times its sublayer's (P(unit) · P(sublayer), float64), and the units are taken in decreasing score (ties in
-  // index order, heads before neurons), each one that still fits. It lands below the budget by less than the
-  // cheapest unit not taken (a neuron group) unless every unit fits. Head-only gates: heads only, neurons empty.
+  // times its sublayer's and layer's (P(unit) · P(sublayer) · P(layer), float64), and the units are taken in
+  // decreasing score (ties in index order, heads before neurons), each one that still fits. It lands below the
+  // budget by less than the cheapest unit not taken (a neuron group) unless every unit fits. With layer gates, a
+  // layer whose test-time gate is 0 is removed (`layers`) and none of its units taken. Head-only gates: heads
+  // only, neurons empty.
   core::StructureMask keep_within(const core::UnitCosts& costs, double budget) const;
 
   // Per-layer summaries of P(g ≠ 0) for run.h5: the mean over a layer's neuron groups, and the coarse gates'
@@ -72,6 +82,7 @@ class StructureGates {
   torch::Tensor neuron_p_open_by_layer() const;
   torch::Tensor mha_p_open() const;
   torch::Tensor ffn_p_open() const;
+  torch::Tensor layer_p_open() const;
 
  private:
   torch::Tensor p_open(const torch::Tensor& la) const;
@@ -80,6 +91,7 @@ class StructureGates {
   int neurons_ = 0, group_ = 1;
   torch::Tensor neuron_la_;  // [L, I/g]
   torch::Tensor mha_la_, ffn_la_;  // [L]
+  torch::Tensor layer_la_;  // [L]
 };
 
 // The checks of StructureGates' constructor for an FFN of `neurons`: gates.neuron_group divides it, no per-example

@@ -35,12 +35,20 @@ std::string budget_text(const nlohmann::json& b) {
 // The table of what each layer keeps: its heads, and with a FLOPs or parameter budget its FFN neurons.
 void kept_table(std::ostringstream& o, const CardInputs& in, const nlohmann::json& fin) {
   const bool budget = fin.contains("budget");
+  // --target-layers: the unpruned model's index of each layer kept.
+  const nlohmann::json was = fin.contains("layers") ? fin["layers"]["choices"][fin["layers"].value("choice", "")]["kept"]
+                                                    : nlohmann::json();
+  if (!was.is_null()) {
+    o << "Whole layers kept: " << was.size() << " of the unpruned model's, " << was.dump()
+      << " (numbered 0, 1, … here); the others were removed.\n\n";
+  }
   o << "## Heads" << (budget ? " and FFN neurons" : "") << " kept\n\n| layer | heads kept | original indices |"
     << (budget ? " FFN neurons kept |\n|---|---|---|---|\n" : "\n|---|---|---|\n");
   for (size_t l = 0; l < in.kept.size(); ++l) {
     std::string idx;
     for (int h : in.kept[l]) idx += (idx.empty() ? "" : ", ") + std::to_string(h);
-    o << "| " << l << " | " << in.kept[l].size() << " of " << in.heads_per_layer << " | "
+    o << "| " << l << (l < was.size() ? " (was " + std::to_string(was[l].get<int>()) + ")" : std::string()) << " | "
+      << in.kept[l].size() << " of " << in.heads_per_layer << " | "
       << (idx.empty() ? "none" : idx) << " |";
     if (budget) o << " " << fin["budget"]["ffn_widths"][l].get<int>() << " of " << in.intermediate_size << " |";
     o << "\n";

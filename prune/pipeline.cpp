@@ -55,9 +55,19 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
   need(!(p.method == "gates" && p.target_latency > 0),
        "prune.method = gates with --target-latency: the gates learn a FLOPs or parameter budget; give --target-flops F "
        "or --target-params F, or prune.method = kwon");
-  need(!p.structures.empty(), "prune.structures is empty; use heads, neurons or both");
-  for (const auto& s : p.structures)
-    need(s == "heads" || s == "neurons", "prune.structures has '" + s + "'; use heads, neurons or both");
+  need(!p.structures.empty(), "prune.structures is empty; use heads, neurons or both (and layers for the gates)");
+  bool heads_or_neurons = false, layers = false;
+  for (const auto& s : p.structures) {
+    need(s == "heads" || s == "neurons" || s == "layers",
+         "prune.structures has '" + s + "'; use heads, neurons or both (and layers for the gates)");
+    heads_or_neurons |= s != "layers", layers |= s == "layers";
+  }
+  need(heads_or_neurons, "prune.structures is [layers] alone; the budget is spent over heads and neurons: use "
+                         "heads,neurons,layers (or --target-layers N to drop whole layers alone)");
+  need(!(layers && budget_mode(p) && p.method != "gates"),
+       "prune.structures has layers with prune.method = " + p.method +
+           ": the retraining-free search (kwon) removes heads and FFN neurons; whole layers are learned by the gates "
+           "(--method gates) or dropped by --target-layers N");
   need(p.search_examples >= 0,
        "prune.search_examples = " + std::to_string(p.search_examples) + "; use 0 (all) or a count");
   need(p.tuning_damping >= 0, "prune.tuning_damping must be 0 or positive");

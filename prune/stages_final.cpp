@@ -57,7 +57,8 @@ std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
     if (budget) {
       c = gates_budget_config(cfg, cfg.prune.target_flops, cfg.prune.target_params);
       log_stage(5, "choose",
-                "Hard-Concrete gates on heads, FFN neurons and sublayers to " +
+                std::string("Hard-Concrete gates on heads, FFN neurons, sublayers") +
+                    (c.gates.layer_gates ? " and layers" : "") + " to " +
                     std::to_string(std::lround(100 * (c.gates.target_flops + c.gates.target_params))) +
                     "% of the encoder's " + (c.gates.target_params > 0 ? "parameters" : "FLOPs"));
     } else {
@@ -73,6 +74,7 @@ std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
   choice.keep = keep.heads;
   if (budget) {
     choice.neurons = keep.neurons;
+    choice.layers = keep.layers;
     choice.budget = gated_budget(tr, keep, core::mean_length(ctx.eval_data));
   }
   choice.model_dir = dir + "/best";
@@ -289,6 +291,8 @@ core::Config gates_budget_config(const core::Config& cfg, double target_flops, d
   core::Config c = cfg;
   c.gates.target_flops = target_flops, c.gates.target_params = target_params;
   c.gates.distill = cfg.gates.distill || cfg.prune.recover_distill;
+  const auto& st = cfg.prune.structures;
+  c.gates.layer_gates = cfg.gates.layer_gates || std::find(st.begin(), st.end(), "layers") != st.end();
   return c;
 }
 
@@ -305,7 +309,7 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
   FinalModels m;
   m.masked.emplace(core::load_bert(choice.model_dir, ctx.load));
   // A budget's model is slimmed already (stage 5 checked it against masking with the scales).
-  m.slim.emplace(choice.slimmed ? *m.masked : slim_model(*m.masked, choice.keep, choice.neurons));
+  m.slim.emplace(choice.slimmed ? *m.masked : slim_model(*m.masked, choice.keep, choice.neurons, choice.layers));
   const std::string out_model = cfg.run.out_dir + "/model";
   log_stage(7, "export, verify", "the slimmed model to " + out_model);
   core::save_bert(*m.slim, out_model, cfg.model.path, /*hdf5=*/true);
@@ -313,7 +317,8 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
   const auto masked_eval =
       eval::evaluate(*m.masked, *ctx.task, ctx.eval_data, ctx.curves.eval_batches,
                      choice.slimmed ? torch::Tensor() : eval::head_mask_tensor(choice.keep), false,
-                     choice.neurons.empty() ? torch::Tensor() : eval::neuron_mask_tensor(choice.neurons));
+                     choice.neurons.empty() ? torch::Tensor() : eval::neuron_mask_tensor(choice.neurons),
+                     choice.slimmed ? torch::Tensor() : eval::layer_mask_tensor(choice.layers));
   const auto slim_eval = eval::evaluate(reloaded, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, torch::Tensor());
   final.slim_vs_masked_max_abs_logit_diff = max_abs_diff(masked_eval.logits, slim_eval.logits);
   if (cfg.prune.verify && final.slim_vs_masked_max_abs_logit_diff > 1e-5)

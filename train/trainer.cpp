@@ -160,7 +160,8 @@ gates::GateMasks Loop::eval_mask() const {
   if (target_mode_) {
     const core::StructureMask keep = target_structure();
     return {eval::head_mask_tensor(keep.heads),
-            keep.neurons.empty() ? torch::Tensor() : eval::neuron_mask_tensor(keep.neurons)};
+            keep.neurons.empty() ? torch::Tensor() : eval::neuron_mask_tensor(keep.neurons),
+            eval::layer_mask_tensor(keep.layers)};
   }
   return {gates_->deterministic().heads.detach(), {}};
 }
@@ -172,13 +173,20 @@ void Loop::set_trainable(bool encoder) {
     t.requires_grad_(encoder && !(fixed_positions && name == "embeddings.position_embeddings.weight"));
 }
 
-// Per layer: does its attention sublayer keep a head under `head_mask` ([L, H] or [B, L, H]; undefined = all)?
-std::vector<bool> alive_layers(const torch::Tensor& head_mask) {
-  if (!head_mask.defined()) return {};
-  const torch::Tensor m = head_mask.dim() == 3 ? head_mask.abs().sum(0) : head_mask.abs();
-  const torch::Tensor any = (m.sum(1) > 0).contiguous();
+// Per layer: does its attention sublayer keep a head under `head_mask` ([L, H] or [B, L, H]; undefined = all), and
+// is the layer itself there under `layer_mask` ([L]; undefined = all)? Empty when both are undefined.
+std::vector<bool> alive_layers(const torch::Tensor& head_mask, const torch::Tensor& layer_mask) {
   std::vector<bool> alive;
-  for (long l = 0; l < any.size(0); ++l) alive.push_back(any[l].item<bool>());
+  if (head_mask.defined()) {
+    const torch::Tensor m = head_mask.dim() == 3 ? head_mask.abs().sum(0) : head_mask.abs();
+    const torch::Tensor any = (m.sum(1) > 0).contiguous();
+    for (long l = 0; l < any.size(0); ++l) alive.push_back(any[l].item<bool>());
+  }
+  if (layer_mask.defined()) {
+    if (alive.empty()) alive.assign(layer_mask.size(0), true);
+    for (long l = 0; l < layer_mask.size(0); ++l)
+      if (layer_mask[l].item<double>() == 0) alive[l] = false;
+  }
   return alive;
 }
 
@@ -210,10 +218,10 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
   }
   core::EncoderInput in = core::encoder_input(local);
   if (fixed_.heads.defined()) {
-    in.head_mask = fixed_.heads, in.neuron_mask = fixed_.neurons;
+    in.head_mask = fixed_.heads, in.neuron_mask = fixed_.neurons, in.layer_mask = fixed_.layers;
   } else if (gates_) {
     const gates::GateMasks g = gates_->sample(B);  // every rank draws the whole batch's noise, as one process does
-    in.head_mask = g.heads, in.neuron_mask = g.neurons;
+    in.head_mask = g.heads, in.neuron_mask = g.neurons, in.layer_mask = g.layers;
     if (in.head_mask.dim() == 3) in.head_mask = in.head_mask.narrow(0, lo, hi - lo);  // per-example gates
   }
   const bool hidden = r.distilling && layer_distill_;
@@ -244,7 +252,7 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
     if (hidden) {
       // Already this rank's share of the whole batch's mean (its errors over the whole batch's token count).
       r.layer = layer_distill_->loss(out.hidden_states, teacher.hidden_states, local.attention_mask,
-                                     alive_layers(in.head_mask), nullptr, [](torch::Tensor& t) {
+                                     alive_layers(in.head_mask, in.layer_mask), nullptr, [](torch::Tensor& t) {
                                        if (core::dist::active())
                                          core::dist::all_reduce_sum(t, "the layer distillation");
                                      });
@@ -345,7 +353,8 @@ void Loop::save_best_here(const torch::Tensor& log_alpha) {
 void Loop::evaluate_and_keep_best() {
   model_.set_training(false);
   const gates::GateMasks mask = eval_mask();
-  auto r = eval::evaluate(model_, *data_.task, *data_.eval, eval_batches_, mask.heads, false, mask.neurons);
+  auto r = eval::evaluate(model_, *data_.task, *data_.eval, eval_batches_, mask.heads, false, mask.neurons,
+                          mask.layers);
   model_.set_training(true);
   record("eval/step", static_cast<double>(s_.step));
   for (const auto& [name, value] : r.metrics) record("eval/" + name, value);
@@ -364,6 +373,7 @@ void Loop::evaluate_and_keep_best() {
       traj[res::prefix(res::Dataset::kGateMhaPOpen)].push_back(gates_->mha_p_open());
       traj[res::prefix(res::Dataset::kGateFfnPOpen)].push_back(gates_->ffn_p_open());
     }
+    if (gates_->has_layers()) traj[res::prefix(res::Dataset::kGateLayerPOpen)].push_back(gates_->layer_p_open());
   }
   const double m = r.metrics.at(data_.task->primary_metric);
   core::log_info("train", "step " + std::to_string(s_.step) + " " + data_.task->primary_metric + " " +
@@ -486,6 +496,7 @@ void Loop::fix_structure() {
     for (const auto& row : keep.heads) what += " " + std::to_string(core::count_kept({row}));
     what += ", FFN widths";
     for (const auto& row : keep.neurons) what += " " + std::to_string(core::count_kept({row}));
+    if (!keep.layers.empty()) what += ", " + core::format_mask({{}, {}, keep.layers});  // "layers:1,4" removed
   }
   core::log_info("train", "phase 2: fine-tuning with " + std::to_string(core::count_kept(keep.heads)) + " heads" +
                               (budget_mode_ ? " and " + std::to_string(core::count_kept(keep.neurons)) + " FFN neurons"
@@ -523,6 +534,7 @@ TrainResult Loop::finish() {
   const core::StructureMask keep = final_keep();
   r.final_keep = keep.heads;
   r.final_neurons = keep.neurons;
+  r.final_layers = keep.layers;
   r.heads_kept = core::count_kept(r.final_keep);
   r.heads_total = L_ * H_;
   if (budget_mode_) {
@@ -541,7 +553,9 @@ TrainResult Loop::finish() {
   core::Bert best = core::load_bert(opts_.run_dir + "/best", lo);
   torch::Tensor mask = r.heads_kept == r.heads_total ? torch::Tensor() : eval::head_mask_tensor(r.final_keep);
   torch::Tensor neurons = keep.neurons.empty() ? torch::Tensor() : eval::neuron_mask_tensor(keep.neurons);
-  r.final_metrics = eval::evaluate(best, *data_.task, *data_.eval, eval_batches_, mask, false, neurons).metrics;
+  r.final_metrics = eval::evaluate(best, *data_.task, *data_.eval, eval_batches_, mask, false, neurons,
+                                   eval::layer_mask_tensor(keep.layers))
+                        .metrics;
   if (gates_) core::write_file_atomic(opts_.run_dir + "/head_mask.txt", core::format_mask(keep) + "\n");
   core::write_hdf5(opts_.run_dir + "/run.h5", s_.history.to_tensors(),
                    {{"seed", std::to_string(rc_.seed)},

@@ -178,6 +178,7 @@ struct GateConfig {
   double target_params = 0;  // the same with an encoder-parameter budget
   int neuron_group = 1;  // FFN neurons per gate under a FLOPs or parameter target
   bool sublayer_gates = true;  // one more gate per attention and per FFN sublayer (CoFi's coarse masks)
+  bool layer_gates = false;  // one more gate per whole layer: closed, the layer leaves the stack
   double target_warmup_ratio = 0.5;  // fraction of steps over which the target goes from all heads to N
   double lagrangian_lr = 0.01;  // learning rate of the multipliers λ1, λ2 (gradient ascent)
   bool finetune_after = true;  // after fixing exactly N heads, fine-tune with them fixed
@@ -205,6 +206,10 @@ struct GateConfig {
     v("neuron_group", neuron_group, "FFN neurons sharing one gate under target_flops or target_params (1 = per neuron)");
     v("sublayer_gates", sublayer_gates,
       "under target_flops or target_params also one gate per attention and per FFN sublayer (CoFi's coarse masks)");
+    v("layer_gates", layer_gates,
+      "under target_flops or target_params: one more gate per whole layer, mixing it with the identity "
+      "(x + z·(layer(x) − x)); a layer whose test-time gate is 0 leaves the stack, and its units with it "
+      "(prune --structures heads,neurons,layers sets it for the gates)");
     v("target_warmup_ratio", target_warmup_ratio,
       "fraction of steps over which the target falls linearly to its value (all heads, or 100%, at the start)");
     v("lagrangian_lr", lagrangian_lr, "learning rate of the Lagrange multipliers (gradient ascent)");

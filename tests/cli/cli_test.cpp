@@ -433,6 +433,10 @@ TEST_CASE("prune --target-layers N: three layer choices evaluated, the chosen on
   CHECK(nlohmann::json::parse(slurp(out / "recover" / "train_result.json"))["steps"] == 2);
   if (std::filesystem::exists(HP_REF_PYTHON))
     CHECK_THAT(f["hf_check"]["transformers4"].get<std::string>(), Catch::StartsWith("passed"));
+  const std::string card = slurp(out / "model" / "README.md");
+  const std::string was = std::to_string(fisher_kept);
+  CHECK_THAT(card, Catch::Contains("Whole layers kept: 1 of the unpruned model's, [" + was + "]") &&
+                       Catch::Contains("| 0 (was " + was + ") | 4 of 4 |"));
 
   // Resumed after stage 5: the choice is read back, not made again, and the run ends the same.
   std::filesystem::remove(out / "summary.json");

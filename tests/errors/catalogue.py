@@ -465,6 +465,8 @@ add("mask-neuron-range", "a mask naming FFN neuron 37 of 37", eval_with("--mask"
 
 add("mask-index-huge", "a head index past 32 bits (was called \"not a number\")", eval_with("--mask", "1:99999999999"),
     2, "error: --mask: '1:99999999999': head 99999999999 is out of range; the model has 4 heads (0..3)")
+add("mask-layers-all", "a \"layers:\" group removing every layer", eval_with("--mask", "layers:0-1"), 2,
+    "error: --mask: the \"layers:\" group removes all 2 layers; keep at least one")
 add("mask-group-empty", "a group naming no heads (`--mask '0:'` meant no mask, silently)", eval_with("--mask", "0:"),
     2, "error: --mask: '0:' names no heads after the ':'; write 2:0,3, or leave the group out to keep the whole layer")
 
@@ -489,6 +491,19 @@ add("budget-two-targets", "--target-heads and --target-flops together", budget_r
     "error: prune.target_heads and a FLOPs, parameter or latency budget are both set; give --target-heads N or "
     "--target-flops F",
     not_created("run"))
+add("layers-count", "--target-layers as many as the model has (nothing would be dropped)",
+    budget_run("--target-layers", "2"), 2,
+    "error: prune.target_layers = 2 but the model has 2 layers; use 1..1 (or 0 for off)", not_created("run"))
+add("layers-choice", "--layer-choice naming no known choice", budget_run("--target-layers", "1", "--layer-choice",
+    "middle"), 2, "error: prune.layer_choice = 'middle'; use fisher, top or alternate", not_created("run"))
+add("layers-in-search", "--structures with layers for the retraining-free search, which removes heads and neurons only",
+    budget_run("--target-flops", "0.5", "--structures", "heads,neurons,layers"), 2,
+    "error: prune.structures has layers with prune.method = best: the retraining-free search (kwon) removes heads "
+    "and FFN neurons; whole layers are learned by the gates (--method gates) or dropped by --target-layers N",
+    not_created("run"))
+add("layers-with-budget", "--target-layers with a FLOPs budget", budget_run("--target-layers", "1", "--target-flops",
+    "0.5"), 2, "error: prune.target_layers and a FLOPs, parameter or latency budget are both set; give "
+    "--target-layers N alone (it drops whole layers, then recovers)", not_created("run"))
 def foreign_folder(s):
     """--out names a folder holding a file of no run, beside a latency table put there to be reused."""
     os.makedirs(s + "/run", exist_ok=True)

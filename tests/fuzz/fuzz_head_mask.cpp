@@ -1,5 +1,5 @@
-// Mask specs ("2:0,3;5:11", "f2:0-511"), against a 12 x 12 model with 64 FFN neurons per layer, and their
-// round trip through format_mask (and format_head_mask for the head-only form).
+// Mask specs ("2:0,3;5:11", "f2:0-511", "layers:1,3-4"), against a 12 x 12 model with 64 FFN neurons per layer,
+// and their round trip through format_mask (and format_head_mask for the head-only form).
 #include <string>
 
 #include "core/model/head_mask.h"
@@ -11,7 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   hp::fuzz::expect_clean([&] {
     const auto m = hp::core::parse_mask(spec, 12, 12, 64);
     const auto back = hp::core::parse_mask(hp::core::format_mask(m), 12, 12, 64);
-    if (back.heads != m.heads || back.neurons != m.neurons) __builtin_trap();
+    if (back.heads != m.heads || back.neurons != m.neurons || back.layers != m.layers) __builtin_trap();
   });
   hp::fuzz::expect_clean([&] {
     const auto keep = hp::core::parse_head_mask(spec, 12, 12);

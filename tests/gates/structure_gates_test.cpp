@@ -157,3 +157,77 @@ TEST_CASE("structure gates refuse a group that does not divide the FFN and per-e
   saved.erase("ffn_log_alpha");
   CHECK_THROWS_WITH(g.load(saved), Contains("'ffn_log_alpha' is missing"));
 }
+
+TEST_CASE("layer gates: the expected cost by hand, a closed layer removed with its units, the same draws before them",
+          "[gates][layers]") {
+  auto c = cfg();
+  c.layer_gates = true;
+  hp::gates::StructureGates g(c, /*layers=*/3, /*heads=*/4, /*neurons=*/6);
+  REQUIRE(g.has_layers());
+  set_log_alpha(g);
+  const hp::core::UnitCosts costs{5.0, 0.75};
+  torch::Tensor e = g.expected_cost(costs);
+  e.backward();
+  const auto named = g.named();
+  auto at = [&](const char* name, long l, long i = -1) {
+    const auto t = named.at(name).detach();
+    return i < 0 ? t[l].item<double>() : t[l][i].item<double>();
+  };
+  double expect = 0;
+  for (int l = 0; l < 3; ++l) {
+    double heads = 0, neurons = 0;
+    for (int h = 0; h < 4; ++h) heads += p_open(at("log_alpha", l, h), c);
+    for (int j = 0; j < 6; ++j) neurons += p_open(at("neuron_log_alpha", l, j), c);
+    const double pm = p_open(at("mha_log_alpha", l), c), pf = p_open(at("ffn_log_alpha", l), c);
+    const double pl = p_open(at("layer_log_alpha", l), c);
+    const double layer_cost = pm * heads * costs.head + pf * neurons * costs.neuron;
+    expect += pl * layer_cost;
+    CHECK(named.at("layer_log_alpha").grad()[l].item<double>() == Approx(layer_cost * pl * (1 - pl)).epsilon(1e-5));
+  }
+  CHECK(e.item<double>() == Approx(expect).epsilon(1e-6));
+
+  // Layer 1 closed (its test-time gate 0): removed, none of its units taken, the budget spent on the others.
+  {
+    torch::NoGradGuard no_grad;
+    named.at("layer_log_alpha").fill_(4.0);
+    named.at("layer_log_alpha")[1] = -6.0;
+  }
+  const auto d = g.deterministic();
+  REQUIRE(d.layers.defined());
+  CHECK(d.layers[1].item<double>() == 0.0);
+  CHECK(d.layers[0].item<double>() == 1.0);
+  const double total = 3 * (4 * costs.head + 6 * costs.neuron);
+  const auto keep = g.keep_within(costs, 0.6 * total);
+  CHECK(keep.layers == std::vector<bool>{true, false, true});
+  CHECK(hp::core::count_kept({keep.heads[1]}) + hp::core::count_kept({keep.neurons[1]}) == 0);
+  CHECK(hp::core::structure_cost(keep, costs) <= 0.6 * total + 1e-9);
+  CHECK(0.6 * total - hp::core::structure_cost(keep, costs) < costs.neuron);
+  CHECK(hp::core::format_mask(keep).find("layers:1") != std::string::npos);
+  // The whole budget: still none of the closed layer's units, every unit of the others.
+  const auto all = g.keep_within(costs, total);
+  CHECK(hp::core::count_kept({all.heads[1]}) + hp::core::count_kept({all.neurons[1]}) == 0);
+  CHECK(hp::core::count_kept(all.heads) == 8);
+  CHECK(hp::core::count_kept(all.neurons) == 12);
+  // Every layer closed: the most probable one stays.
+  {
+    torch::NoGradGuard no_grad;
+    named.at("layer_log_alpha").copy_(torch::tensor({-9.0f, -7.0f, -8.0f}));
+  }
+  CHECK(g.keep_within(costs, total).layers == std::vector<bool>{false, true, false});
+
+  // The draws before the layer gates are those of gates without them (same seed): heads, neurons, sublayers.
+  auto c0 = cfg();
+  hp::gates::StructureGates g0(c0, 3, 4, 6), g1(c, 3, 4, 6);
+  torch::manual_seed(11);
+  const auto s0 = g0.sample(2);
+  torch::manual_seed(11);
+  const auto s1 = g1.sample(2);
+  CHECK(torch::equal(s0.heads, s1.heads));
+  CHECK(torch::equal(s0.neurons, s1.neurons));
+  CHECK(!s0.layers.defined());
+  REQUIRE(s1.layers.defined());
+  CHECK(s1.layers.sizes() == torch::IntArrayRef({3}));
+  auto saved = g1.named();
+  saved.erase("layer_log_alpha");
+  CHECK_THROWS_WITH(g1.load(saved), Contains("'layer_log_alpha' is missing"));
+}

@@ -406,6 +406,43 @@ TEST_CASE("a closed sublayer gate removes its whole sublayer from the export (Co
   CHECK(hp::test::hf_check(py, dir, in, masked, "--remote-code") == 0);
 }
 
+TEST_CASE("a closed layer gate removes its layer from the export, renumbered; the gated forward already skipped it",
+          "[prune][slim][gates][layers]") {
+  auto g = hp::core::read_hdf5(kTinyBertH5);
+  auto model = hp::core::load_bert(kTinyBert);
+  const auto in = golden_input(g);
+  hp::core::GateConfig gc;
+  gc.target_flops = 0.5;
+  gc.layer_gates = true;
+  hp::gates::StructureGates gates(gc, 2, 4, 37);
+  torch::NoGradGuard no_grad;
+  gates.named().at("layer_log_alpha")[0] = -8.0;  // layer 0 closed
+  const auto costs = hp::eval::unit_costs(model.config(), false, 8.0);
+  const double total = hp::eval::total_cost(model.config(), costs);
+  const auto keep = gates.keep_within(costs, total);  // the whole budget: only the closed layer goes
+  CHECK(keep.layers == std::vector<bool>{false, true});
+  CHECK(hp::core::count_kept(keep.heads) == 4);
+  // The gated forward (test-time gates) has layer 0's gate at exactly 0: that layer is already the identity.
+  auto gated_in = in;
+  const auto d = gates.deterministic();
+  gated_in.head_mask = d.heads, gated_in.neuron_mask = d.neurons, gated_in.layer_mask = d.layers;
+  gated_in.want_hidden = true;
+  const auto gated = model.forward(gated_in);
+  CHECK(d.layers[0].item<double>() == 0);
+  CHECK(max_abs_diff(gated.hidden_states[1], gated.hidden_states[0]) == 0);
+  CHECK(max_abs_diff(gated.hidden_states[2], gated.hidden_states[1]) > 1e-3);
+
+  const auto slim = hp::prune::slim_model(model, keep.heads, keep.neurons, keep.layers);
+  CHECK(slim.config().num_hidden_layers == 1);
+  CHECK(max_abs_diff(slim.parameters().at("encoder.layer.0.output.LayerNorm.bias"),
+                     model.parameters().at("encoder.layer.1.output.LayerNorm.bias")) == 0);
+  auto masked_in = in;
+  masked_in.head_mask = hp::eval::head_mask_tensor(keep.heads);
+  masked_in.neuron_mask = hp::eval::neuron_mask_tensor(keep.neurons);
+  masked_in.layer_mask = hp::eval::layer_mask_tensor(keep.layers);
+  CHECK(max_abs_diff(slim.forward(in).logits, model.forward(masked_in).logits) <= 1e-5);
+}
+
 TEST_CASE("calibrated int8 on a slimmed model with an empty attention and an empty FFN: logits near float32",
           "[prune][slim][lowp]") {
   // The frontier's 40%-FLOPs SST-2 candidate had such sublayers: calibration stopped with LibTorch's amax() error.

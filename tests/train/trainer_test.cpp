@@ -392,3 +392,45 @@ TEST_CASE("budget targets are checked: one target, a fraction in (0, 1)", "[trai
   g.target_heads = 36;
   CHECK_THROWS_WITH(hp::train::validate_train_config(tc, g, 72), Contains("more than one of gates.target_heads"));
 }
+
+TEST_CASE("a FLOPs target with layer gates: a closed layer leaves the structure, its units with it; resumed the same",
+          "[train][layers]") {
+  Setup s = budget_setup(0.5);
+  s.gc.layer_gates = true;
+  auto data = s.data();
+  auto model = tiny_model();
+  auto teacher = tiny_model();
+  hp::train::TrainOptions o;
+  o.run_dir = fresh_dir("budget_layers");
+  o.config_yaml = "budget_layers";
+  o.teacher = &teacher;
+  auto r = hp::train::train_model(s.tc, s.gc, s.rc, model, data, o);
+  REQUIRE(r.steps == 60);
+  const auto keep = hp::core::parse_mask(o.run_dir + "/head_mask.txt", 2, 4, 37);
+  CHECK(keep.layers == r.final_layers);
+  CHECK(keep.heads == r.final_keep);
+  const auto costs = hp::eval::unit_costs(model.config(), false, hp::core::mean_length(s.dev));
+  const double kept = hp::core::structure_cost(keep, costs) / hp::eval::total_cost(model.config(), costs);
+  CHECK(kept <= 0.5 + 1e-12);
+  CHECK(kept == Approx(r.budget_kept));
+  auto h5 = hp::core::read_hdf5(o.run_dir + "/run.h5");
+  REQUIRE(h5.count("gates/layer_p_open"));
+  CHECK(h5.at("gates/layer_p_open").size(1) == 2);
+  const auto gates = hp::core::read_safetensors(o.run_dir + "/best/gates.safetensors");
+  CHECK(gates.at("layer_log_alpha").sizes() == torch::IntArrayRef({2}));
+  // The final model, masked by the structure (a removed layer skipped), scores what the trainer reported.
+  auto best = hp::core::load_bert(o.run_dir + "/best", hp::core::LoadOptions{});
+  auto batches = hp::core::make_batches(s.dev, hp::core::BatchOptions{});
+  auto m = hp::eval::evaluate(best, hp::core::find_task("mnli"), s.dev, batches, hp::eval::head_mask_tensor(keep.heads),
+                              false, hp::eval::neuron_mask_tensor(keep.neurons), hp::eval::layer_mask_tensor(keep.layers));
+  CHECK(m.metrics.at("accuracy") == Approx(r.final_metrics.at("accuracy")));
+  // Stopped in phase 1: the layer gates come back with the rest.
+  const auto [r1, r2] = run_and_resume(s, "budget_layers_resume", 30, 60);
+  CHECK(r1.final_layers == r2.final_layers);
+  CHECK(r1.final_neurons == r2.final_neurons);
+  CHECK(r1.final_metrics == r2.final_metrics);
+  hp::core::TrainConfig tc;
+  hp::core::GateConfig g;
+  g.layer_gates = true;
+  CHECK_THROWS_WITH(hp::train::validate_train_config(tc, g, 8), Contains("gates.layer_gates = true without"));
+}
