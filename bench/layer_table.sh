@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduces the README's whole-layer table (all-MiniLM-L6-v2 fine-tuned on TASK, 6 layers): the pruning run with
-# --target-layers N for each N of LAYERS (default "3 2 4") and each --layer-choice of CHOICES (default "fisher top
+# --target-layers N for each N of LAYERS (default "3 2") and each --layer-choice of CHOICES (default "fisher top
 # alternate"), one run folder each, RECOVER recovery steps (default 150, as the FLOPs-budget table) distilling from
 # the unpruned model. Each row: the layers kept, the metric with the others removed (before recovery) and after
 # recovery, the FLOPs kept, the measured speedup at batch 32 and 1 (stage 8, side by side), and the run time.
@@ -15,7 +15,7 @@ CONFIG="${CONFIG:-configs/$TASK.yaml}"
 RECOVER="${RECOVER:-150}"
 [[ -f "$BASE/config.json" ]] || {
   echo "layer_table: $BASE not found; fine-tune first: prune train --config $CONFIG --out ${BASE%/best}" >&2; exit 1; }
-LAYERS="${LAYERS:-3 2 4}"
+LAYERS="${LAYERS:-3 2}"
 CHOICES="${CHOICES:-fisher top alternate}"
 first_choice() { echo "$CHOICES" | awk '{print $1}'; }
 # A choice that keeps the same layers as the first choice's finished run of this N is that run: not run again.

@@ -63,12 +63,9 @@ int run_eval(const core::Config& cfg) {
   const core::StructureMask masks =
       core::parse_mask(cfg.eval.mask, mc.num_hidden_layers, mc.max_heads(), mc.max_ffn_width());
   const core::HeadSet& keep = masks.heads;
-  torch::Tensor mask =
-      core::count_kept(keep) == mc.num_hidden_layers * mc.max_heads() ? torch::Tensor() : eval::head_mask_tensor(keep);
-  torch::Tensor neuron_mask = core::count_kept(masks.neurons) == mc.num_hidden_layers * mc.max_ffn_width()
-                                  ? torch::Tensor()
-                                  : eval::neuron_mask_tensor(masks.neurons);
-  const torch::Tensor layer_mask = eval::layer_mask_tensor(masks.layers);
+  // All-ones masks cost nothing: the forward drops them (core/model/bert.h).
+  const torch::Tensor mask = eval::head_mask_tensor(keep), neuron_mask = eval::neuron_mask_tensor(masks.neurons),
+                      layer_mask = eval::layer_mask_tensor(masks.layers);
 
   const int calibrated = eval::calibrate_int8(model, cfg, tok, mask, neuron_mask, layer_mask);
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
