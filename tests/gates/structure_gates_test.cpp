@@ -36,6 +36,12 @@ void set_log_alpha(hp::gates::StructureGates& g) {
   }
 }
 
+// Entry [l] (or [l][i]) of the log α named `name`.
+double log_alpha_at(const std::map<std::string, torch::Tensor>& named, const char* name, long l, long i = -1) {
+  const auto t = named.at(name).detach();
+  return i < 0 ? t[l].item<double>() : t[l][i].item<double>();
+}
+
 }  // namespace
 
 TEST_CASE("expected cost and its gradient equal a hand computation on the tiny model", "[gates]") {
@@ -51,10 +57,7 @@ TEST_CASE("expected cost and its gradient equal a hand computation on the tiny m
     torch::Tensor e = g.expected_cost(costs);
     e.backward();
     const auto named = g.named();
-    auto at = [&](const char* name, long l, long i = -1) {
-      const auto t = named.at(name).detach();
-      return i < 0 ? t[l].item<double>() : t[l][i].item<double>();
-    };
+    auto at = [&](const char* name, long l, long i = -1) { return log_alpha_at(named, name, l, i); };
     double expect = 0;
     for (int l = 0; l < 2; ++l) {
       double heads = 0, neurons = 0;
@@ -169,10 +172,7 @@ TEST_CASE("layer gates: the expected cost by hand, a closed layer removed with i
   torch::Tensor e = g.expected_cost(costs);
   e.backward();
   const auto named = g.named();
-  auto at = [&](const char* name, long l, long i = -1) {
-    const auto t = named.at(name).detach();
-    return i < 0 ? t[l].item<double>() : t[l][i].item<double>();
-  };
+  auto at = [&](const char* name, long l, long i = -1) { return log_alpha_at(named, name, l, i); };
   double expect = 0;
   for (int l = 0; l < 3; ++l) {
     double heads = 0, neurons = 0;

@@ -9,6 +9,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <utility>
 
 #include "core/io/checkpoint.h"
 #include "core/base/files.h"
@@ -38,6 +40,21 @@ hp::core::EncoderInput golden_input(hp::core::TensorMap& g) {
 }
 
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+// MiniLM with a fresh classifier (seed 42: the checks are of the encoder's arithmetic) and 3 synthetic examples of
+// 40 tokens, the second padded after 30; empty (the test skipped) when MiniLM is absent.
+std::optional<std::pair<hp::core::Bert, hp::core::EncoderInput>> minilm_and_input() {
+  if (!std::filesystem::exists(hp::test::kMiniLM + "/config.json")) {
+    hp::test::skip("MiniLM is absent (" + hp::test::kMiniLM + "); run scripts/setup.sh");
+    return std::nullopt;
+  }
+  hp::core::LoadOptions lo;
+  lo.num_labels = 2;
+  auto model = hp::core::load_bert(hp::test::kMiniLM, lo);
+  auto in = hp::eval::synthetic_input(model.config(), 3, 40, 7);
+  in.attention_mask[1].slice(0, 30).fill_(0);
+  return std::make_pair(std::move(model), in);
+}
 
 }  // namespace
 
@@ -316,15 +333,11 @@ TEST_CASE("FFN neurons: masked model = slimmed model = its saved folder = HF (re
 
 TEST_CASE("FFN neurons on MiniLM: masked = slimmed = saved = HF (remote code) = dense export, 0-width sublayers",
           "[prune][slim][neurons][minilm]") {
-  if (!std::filesystem::exists(hp::test::kMiniLM + "/config.json"))
-    return hp::test::skip("MiniLM is absent (" + hp::test::kMiniLM + "); run scripts/setup.sh");
-  hp::core::LoadOptions lo;
-  lo.num_labels = 2;  // a fresh classifier from seed 42: the check is of the encoder's arithmetic
-  const auto model = hp::core::load_bert(hp::test::kMiniLM, lo);
+  auto mi = minilm_and_input();
+  if (!mi) return;
+  const auto& [model, in] = *mi;
   const auto& c = model.config();
-  torch::NoGradGuard no_grad;
-  auto in = hp::eval::synthetic_input(c, 3, 40, 7);
-  in.attention_mask[1].slice(0, 30).fill_(0);  // padding in one example
+  torch::NoGradGuard no_grad;  // padding in one example
   // Heads: every other head, none in layer 5 (its attention sublayer skipped); neurons: a scattered set in
   // even layers, a prefix in odd ones, none in layer 3 (its FFN sublayer skipped).
   hp::core::HeadSet heads(c.num_hidden_layers, std::vector<bool>(c.num_attention_heads, false));
@@ -469,15 +482,11 @@ TEST_CASE("calibrated int8 on a slimmed model with an empty attention and an emp
 
 TEST_CASE("removed layers: masked (layer mask 0) = slimmed and renumbered = saved = HF 4 and 5 = dense = ONNX",
           "[prune][slim][layers][minilm]") {
-  if (!std::filesystem::exists(hp::test::kMiniLM + "/config.json"))
-    return hp::test::skip("MiniLM is absent (" + hp::test::kMiniLM + "); run scripts/setup.sh");
-  hp::core::LoadOptions lo;
-  lo.num_labels = 2;  // a fresh classifier from seed 42: the check is of the encoder's arithmetic
-  const auto model = hp::core::load_bert(hp::test::kMiniLM, lo);
+  auto mi = minilm_and_input();
+  if (!mi) return;
+  const auto& [model, in] = *mi;
   const auto& c = model.config();
   torch::NoGradGuard no_grad;
-  auto in = hp::eval::synthetic_input(c, 3, 40, 7);
-  in.attention_mask[1].slice(0, 30).fill_(0);
   // Layers 1 and 4 removed; layer 2 loses head 3, layer 5 its odd heads and every fifth neuron, layer 3 keeps
   // a 700-neuron prefix. After renumbering: 0 ← 0, 1 ← 2, 2 ← 3, 3 ← 5.
   const auto m = hp::core::parse_mask("layers:1,4;2:3;5:1,3,5,7,9,11", c.num_hidden_layers, c.num_attention_heads,
