@@ -28,6 +28,21 @@ long kept_of_present(const std::vector<std::vector<bool>>& keep, const std::func
   return n;
 }
 
+// The first eval.max_examples (0: all) of the evaluated split; InputError when it has no labels.
+std::vector<core::Example> labelled_examples(const core::TaskSpec& task, const core::Config& cfg) {
+  const std::string root = core::resolve_data_root(cfg.data.root);
+  auto examples = core::read_task(task, root, cfg.eval.split);
+  if (!examples.front().has_label)
+    throw InputError(task.name + " split '" + cfg.eval.split +
+                     "' has no labels, so there is nothing to score; use "
+                     "--split dev, or `prune infer` for predictions on unlabelled text");
+  if (cfg.eval.max_examples > 0 && static_cast<size_t>(cfg.eval.max_examples) < examples.size())
+    examples.resize(cfg.eval.max_examples);
+  core::log_info("eval",
+                 task.name + "/" + cfg.eval.split + ": " + std::to_string(examples.size()) + " examples from " + root);
+  return examples;
+}
+
 }  // namespace
 
 int run_eval(const core::Config& cfg) {
@@ -38,16 +53,7 @@ int run_eval(const core::Config& cfg) {
                               : cfg.eval.output;
   if (core::shared_decide([&] { return core::claim_result_file(out, "config", core::dump_yaml(cfg)) ? 1L : 0L; }))
     core::log_info("eval", out + " holds this evaluation already: it is redone");
-  std::string root = core::resolve_data_root(cfg.data.root);
-  auto examples = core::read_task(task, root, cfg.eval.split);
-  if (!examples.front().has_label)
-    throw InputError(task.name + " split '" + cfg.eval.split +
-                     "' has no labels, so there is nothing to score; use "
-                     "--split dev, or `prune infer` for predictions on unlabelled text");
-  if (cfg.eval.max_examples > 0 && static_cast<size_t>(cfg.eval.max_examples) < examples.size())
-    examples.resize(cfg.eval.max_examples);
-  core::log_info("eval",
-                 task.name + "/" + cfg.eval.split + ": " + std::to_string(examples.size()) + " examples from " + root);
+  const auto examples = labelled_examples(task, cfg);
 
   core::LoadReport report;
   core::LoadOptions load = core::task_load_options(task, cfg.run.seed);
@@ -66,6 +72,7 @@ int run_eval(const core::Config& cfg) {
   // All-ones masks cost nothing: the forward drops them (core/model/bert.h).
   const torch::Tensor mask = eval::head_mask_tensor(keep), neuron_mask = eval::neuron_mask_tensor(masks.neurons),
                       layer_mask = eval::layer_mask_tensor(masks.layers);
+  const int layers_kept = core::count_kept_layers(masks.layers, mc.num_hidden_layers);
 
   const int calibrated = eval::calibrate_int8(model, cfg, tok, mask, neuron_mask, layer_mask);
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
@@ -85,7 +92,7 @@ int run_eval(const core::Config& cfg) {
   j["heads_total"] = mc.total_heads();
   j["neurons_kept"] = kept_of_present(masks.neurons, [&](int l) { return mc.ffn_width(l); });
   j["neurons_total"] = mc.total_neurons();
-  j["layers_kept"] = core::count_kept_layers(masks.layers, mc.num_hidden_layers);
+  j["layers_kept"] = layers_kept;
   j["layers_total"] = mc.num_hidden_layers;
   j["classifier_initialized"] = report.classifier_initialized;
   j["metrics"] = r.metrics;
@@ -100,8 +107,11 @@ int run_eval(const core::Config& cfg) {
   j["config"] = core::dump_yaml(cfg);
   core::write_file_atomic(out, j.dump(2) + "\n");
 
-  std::cout << task.name << " " << cfg.eval.split << " (" << r.examples << " examples, " << heads_kept << "/"
-            << mc.total_heads() << " heads, "
+  std::cout << task.name << " " << cfg.eval.split << " (" << r.examples << " examples, "
+            << (layers_kept < mc.num_hidden_layers
+                    ? std::to_string(layers_kept) + "/" + std::to_string(mc.num_hidden_layers) + " layers, "
+                    : std::string())
+            << heads_kept << "/" << mc.total_heads() << " heads, "
             << cfg.run.precision << (model.int8_calibrated() ? ", calibrated" : "") << ")";
   for (const auto& [name, value] : r.metrics) std::cout << "  " << name << " " << value;
   std::cout << "  |  " << r.examples_per_s << " examples/s\n";

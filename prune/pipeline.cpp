@@ -186,7 +186,11 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
   if (s.final) {
     const FinalSummary& f = *s.final;
     if (core::dist::is_main())
-      std::cout << s.task << " " << s.eval_split << ": " << f.heads_kept << "/" << s.heads_total << " heads"
+      std::cout << s.task << " " << s.eval_split << ": "
+                << (f.layers ? std::to_string(f.layers->choices.at(f.layers->choice).kept.size()) + "/" +
+                                   std::to_string(ctx.arch.num_hidden_layers) + " layers, "
+                             : std::string())
+                << f.heads_kept << "/" << s.heads_total << " heads"
                 << (f.budget ? ", " + std::to_string(f.budget->neurons_kept) + "/" +
                                    std::to_string(f.budget->neurons_total) + " FFN neurons, " +
                                    std::to_string(std::lround(f.budget->kept * 100)) + "% of " + f.budget->unit

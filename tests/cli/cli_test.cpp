@@ -409,7 +409,8 @@ TEST_CASE("prune --target-layers N: three layer choices evaluated, the chosen on
   auto r = run_prune(args);
   INFO(r.output);
   REQUIRE(r.code == 0);
-  CHECK_THAT(r.output, Catch::Contains("keep 1 of 2 layers by fisher"));
+  CHECK_THAT(r.output, Catch::Contains("keep 1 of 2 layers by fisher") &&
+                           Catch::Contains("mismatched: 1/2 layers, 4/8 heads (layers fisher)"));
   const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
   const auto& f = summary["final"];
   CHECK(f["method"] == "layers");
