@@ -184,6 +184,14 @@ void load_view_inputs(ReportContext& ctx) {
   ctx.model.emplace(core::load_bert(ctx.model_dir, load, &ctx.loaded));
   core::check_max_seq_len(ctx.model->config(), cfg.data.max_seq_len);
   if (!ctx.slim_dir.empty()) ctx.slim.emplace(core::load_bert(ctx.slim_dir, load));
+  if (ctx.slim && ctx.slim->config().num_hidden_layers < ctx.model->config().num_hidden_layers) {
+    // Whole layers removed (--target-layers, layer gates): the views pair each layer with the slimmed model's own.
+    core::log_warn("report", ctx.slim_dir + " keeps " + std::to_string(ctx.slim->config().num_hidden_layers) + " of " +
+                                 std::to_string(ctx.model->config().num_hidden_layers) +
+                                 " layers: the attention views show the unpruned model alone (the run's tables and "
+                                 "curves are drawn)");
+    ctx.slim.reset();
+  }
   ctx.tok.emplace(core::Tokenizer::from_model_dir(ctx.model_dir));
   ctx.views.max_seq_len = cfg.data.max_seq_len;
   ctx.views.tree = cfg.report.trees && !ctx.loaded.classifier_initialized;

@@ -198,12 +198,21 @@ std::string summary_panel(const ReportFolders& f, const std::vector<std::string>
       for (const auto& [loader, result] : fin["hf_check"].items())
         rows.push_back({"Hugging Face check, " + loader, result.get<std::string>()});
   }
-  if (fin.contains("mask")) rows.push_back({"heads removed", fin["mask"].get<std::string>()});
+  const bool layers = fin.contains("layers");
+  if (fin.contains("mask")) rows.push_back({layers ? "removed" : "heads removed", fin["mask"].get<std::string>()});
   if (fin.contains("budget")) {
     auto more = budget_rows(fin["budget"], metric);
     rows.insert(rows.begin() + 2, more.begin(), more.end());
   }
-  return o.str() + (fin.contains("budget") ? "<h3>Budget result</h3>" : "<h3>Exactly-N result</h3>") + table({}, rows);
+  long at = 2;  // --target-layers: each choice's layers and metric with the others removed, before recovery
+  if (layers)
+    for (const auto& [choice, c] : fin["layers"]["choices"].items())
+      rows.insert(rows.begin() + at++, {"layers kept by " + choice, c["kept"].dump() + ", " + metric + " " +
+                                                                     fmt(c["metrics"].value(metric, 0.0)) +
+                                                                     " before recovery"});
+  return o.str() +
+         (fin.contains("budget") ? "<h3>Budget result</h3>" : layers ? "<h3>Whole-layer result</h3>" : "<h3>Exactly-N result</h3>") +
+         table({}, rows);
 }
 
 // summary.json's section `key` as T, or InputError naming the file (`path`) and the section.

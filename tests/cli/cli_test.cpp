@@ -439,6 +439,16 @@ TEST_CASE("prune --target-layers N: three layer choices evaluated, the chosen on
   CHECK_THAT(card, Catch::Contains("Whole layers kept: 1 of the unpruned model's, [" + was + "]") &&
                        Catch::Contains("| 0 (was " + was + ") | 4 of 4 |"));
 
+  // prune report on the run: the whole-layer result; the slimmed model (fewer layers) left out of the views, said.
+  const auto rep = run_prune("report " + out.string() + " --data-root " + tiny_data_root() + " --max-seq-len 32 --out " +
+                             (out / "report.html").string());
+  INFO(rep.output);
+  REQUIRE(rep.code == 0);
+  CHECK_THAT(rep.output, Catch::Contains("keeps 1 of 2 layers: the attention views show the unpruned model alone"));
+  const std::string html = slurp(out / "report.html");
+  CHECK_THAT(html, Catch::Contains("Whole-layer result") && Catch::Contains("layers kept by fisher") &&
+                       Catch::Contains("layers kept by alternate"));
+
   // Resumed after stage 5: the choice is read back, not made again, and the run ends the same.
   std::filesystem::remove(out / "summary.json");
   auto again = run_prune(args);
