@@ -28,21 +28,12 @@
 #include "core/kernels/runtime.h"
 #include "core/model/attention.h"
 #include "core/model/bert.h"
+#include "timing.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_of(const std::function<void()>& f) {
-  const auto start = Clock::now();
-  f();
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using hp::bench::median;
+using hp::bench::seconds_of;
 
 struct Options {
   std::string model = "runs/frontier_sst2/budget_recover/2/best";

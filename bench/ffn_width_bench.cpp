@@ -15,10 +15,13 @@
 #include "eval/flops.h"
 #include "eval/latency.h"
 #include "prune/slim.h"
+#include "timing.h"
 
 using namespace hp;
 
 namespace {
+
+using hp::bench::median;
 
 core::Bert ffn_width(const core::Bert& model, int width) {
   const auto& c = model.config();
@@ -26,11 +29,6 @@ core::Bert ffn_width(const core::Bert& model, int width) {
   core::NeuronSet neurons(c.num_hidden_layers, std::vector<bool>(c.intermediate_size, false));
   for (auto& layer : neurons) std::fill(layer.begin(), layer.begin() + width, true);
   return prune::slim_model(model, heads, neurons);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace

@@ -27,8 +27,12 @@
 #include "core/kernels/epilogue.h"
 #include "core/kernels/gemm.h"
 #include "eval/flops.h"
+#include "timing.h"
 
 namespace {
+
+using hp::bench::median;
+using hp::bench::seconds_of;
 
 using Clock = std::chrono::steady_clock;
 
@@ -43,17 +47,6 @@ double median_seconds(const std::function<void()>& f, int warmup, int reps) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
-}
-
-double seconds_of(const std::function<void()>& f) {
-  auto start = Clock::now();
-  f();
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 struct Options {
