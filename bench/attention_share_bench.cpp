@@ -41,6 +41,66 @@ struct Options {
   int batch = 32, seq = 128, reps = 7, threads = 0, pairs = 64;
 };
 
+// (b): every layer's attention core at its head count, on q, k, v laid out as the forward makes them (views of one
+// [B, S, 3, H, Dh] product). `pairs_total` gets the model's (example, head) pairs.
+std::function<void()> attention_cores(const hp::core::BertConfig& c, long B, long S, long* pairs_total) {
+  std::vector<std::vector<torch::Tensor>> qkv;
+  *pairs_total = 0;
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const long H = c.heads_in_layer(l);
+    *pairs_total += B * H;
+    if (H == 0) continue;
+    const auto t = torch::randn({B, S, 3, H, c.head_dim()});
+    qkv.push_back({t.select(2, 0).transpose(1, 2), t.select(2, 1).transpose(1, 2), t.select(2, 2).transpose(1, 2)});
+  }
+  const auto ext = torch::zeros({B, 1, 1, S});
+  return [qkv, ext] {
+    torch::NoGradGuard no_grad;
+    for (const auto& l : qkv) hp::core::attention_no_grad(l[0], l[1], l[2], ext, false);
+  };
+}
+
+// (c): `n` (example, head) pairs, QKᵀ [S, Dh]·[S, Dh]ᵀ and P·V [S, S]·[Dh, S]ᵀ through PackedLinear at `p`, the
+// right-hand operand packed (quantised) inside the timing, as a per-forward scheme must.
+std::function<void()> pair_products(int n, long S, long Dh, hp::core::Precision p) {
+  std::vector<torch::Tensor> qs, ks, ps, vts;
+  for (int i = 0; i < n; ++i) {
+    qs.push_back(torch::randn({S, Dh}));
+    ks.push_back(torch::randn({S, Dh}));
+    ps.push_back(torch::softmax(torch::randn({S, S}), -1));
+    vts.push_back(torch::randn({Dh, S}));
+  }
+  return [=] {
+    torch::NoGradGuard no_grad;
+    for (int i = 0; i < n; ++i) {
+      auto scores = torch::empty({S, S});
+      hp::core::PackedLinear::pack(ks[i], p).apply(scores, qs[i], false);
+      auto ctx = torch::empty({S, Dh});
+      hp::core::PackedLinear::pack(vts[i], p).apply(ctx, ps[i], false);
+    }
+  };
+}
+
+// Medians in ms of the forward, the cores and the products scaled to the model's pairs.
+struct Result {
+  double forward, cores, fp32, int8;
+};
+
+void print_report(const Options& o, const hp::core::BertConfig& c, long pairs_total, const Result& t) {
+  std::printf("model %s: %d layers, %ld (example, head) pairs at B=%d S=%d, linears at %s, ISA %s\n", o.model.c_str(),
+              c.num_hidden_layers, pairs_total, o.batch, o.seq, o.precision.c_str(), hp::core::isa::summary().c_str());
+  std::printf("forward: %.1f ms (median of %d)\n", t.forward, o.reps);
+  std::printf("attention cores (QK^T, softmax, AV; the forward's kernel): %.1f ms = %.1f%% of the forward\n", t.cores,
+              100 * t.cores / t.forward);
+  std::printf("attention products through PackedLinear, scaled from %d pairs: fp32 %.1f ms, int8 %.1f ms: int8 x%.2f\n",
+              o.pairs, t.fp32, t.int8, t.fp32 / t.int8);
+  const double f = t.cores / t.forward, r = t.fp32 / t.int8, need = 1 - 1 / 1.15;
+  std::printf("bound: the attention cores x%.2f faster (the products' int8 gain applied to the whole core) -> "
+              "forward x%.3f; forward x1.15 needs the cores x%s faster\n",
+              r, 1 / (1 - f + f / r),
+              f > need ? hp::core::format_number("%.2f", f / (f - need)).c_str() : "inf (share too small)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +116,7 @@ int main(int argc, char** argv) {
     app.add_option("--threads", o.threads, "intra-op threads; 0 = all cores");
     app.add_option("--pairs", o.pairs, "(example, head) pairs timed in (c), scaled to the model's count");
     CLI11_PARSE(app, argc, argv);
+    o.pairs = std::max(1, o.pairs);
     hp::core::set_threads(o.threads);
     std::printf("runtime: %s\n", hp::core::runtime_summary().c_str());
     hp::core::LoadOptions load;
@@ -63,79 +124,26 @@ int main(int argc, char** argv) {
     hp::core::Bert model = hp::core::load_bert(o.model, load);
     model.set_precision(hp::core::precision_setting(o.precision));
     const auto& c = model.config();
-    const long B = o.batch, S = o.seq, Dh = c.head_dim();
     torch::manual_seed(0);
     hp::core::EncoderInput in;
-    in.input_ids = torch::randint(1000, c.vocab_size, {B, S}, torch::kLong);
-    in.attention_mask = torch::ones({B, S}, torch::kLong);
-    const auto ext = torch::zeros({B, 1, 1, S});
-    // Per layer, q, k, v as the forward makes them: views of one [B, S, 3, H, Dh] product.
-    std::vector<std::vector<torch::Tensor>> qkv;
+    in.input_ids = torch::randint(1000, c.vocab_size, {o.batch, o.seq}, torch::kLong);
+    in.attention_mask = torch::ones({o.batch, o.seq}, torch::kLong);
     long pairs_total = 0;
-    for (int l = 0; l < c.num_hidden_layers; ++l) {
-      const long H = c.heads_in_layer(l);
-      pairs_total += B * H;
-      if (H == 0) continue;
-      const auto t = torch::randn({B, S, 3, H, Dh});
-      qkv.push_back({t.select(2, 0).transpose(1, 2), t.select(2, 1).transpose(1, 2), t.select(2, 2).transpose(1, 2)});
-    }
-    // (c): `pairs` (example, head) pairs: QKᵀ [S, Dh]·[S, Dh]ᵀ and P·V [S, S]·[Dh, S]ᵀ through PackedLinear, the
-    // right-hand operand packed (quantised) inside the timing, as a per-forward scheme must.
-    const int n = std::max(1, o.pairs);
-    std::vector<torch::Tensor> qs, ks, ps, vts;
-    for (int i = 0; i < n; ++i) {
-      qs.push_back(torch::randn({S, Dh}));
-      ks.push_back(torch::randn({S, Dh}));
-      ps.push_back(torch::softmax(torch::randn({S, S}), -1));
-      vts.push_back(torch::randn({Dh, S}));
-    }
-    auto products = [&](hp::core::Precision p) {
-      return [&, p] {
-        torch::NoGradGuard no_grad;
-        for (int i = 0; i < n; ++i) {
-          auto scores = torch::empty({S, S});
-          hp::core::PackedLinear::pack(ks[i], p).apply(scores, qs[i], false);
-          auto ctx = torch::empty({S, Dh});
-          hp::core::PackedLinear::pack(vts[i], p).apply(ctx, ps[i], false);
-        }
-      };
-    };
-    struct Item {
-      const char* label;
-      std::function<void()> run;
-      std::vector<double> times;
-    };
-    std::vector<Item> items = {
-        {"forward", [&] {
-           torch::NoGradGuard no_grad;
-           model.forward(in);
-         }, {}},
-        {"attention cores", [&] {
-           torch::NoGradGuard no_grad;
-           for (const auto& l : qkv) hp::core::attention_no_grad(l[0], l[1], l[2], ext, false);
-         }, {}},
-        {"products fp32 (PackedLinear)", products(hp::core::Precision::kFp32), {}},
-        {"products int8 (PackedLinear, packing included)", products(hp::core::Precision::kInt8), {}},
-    };
-    for (auto& it : items) it.run();  // warm-up
-    for (int r = 0; r < o.reps; ++r)
-      for (auto& it : items) it.times.push_back(seconds_of(it.run));
-    const double fwd = median(items[0].times), att = median(items[1].times);
-    const double scale = static_cast<double>(pairs_total) / n;  // (c) per pair → the model's pairs
-    const double p32 = median(items[2].times) * scale, p8 = median(items[3].times) * scale;
-    std::printf("model %s: %d layers, %ld (example, head) pairs at B=%ld S=%ld, linears at %s, ISA %s\n",
-                o.model.c_str(), c.num_hidden_layers, pairs_total, B, S, o.precision.c_str(),
-                hp::core::isa::summary().c_str());
-    std::printf("forward: %.1f ms (median of %d)\n", 1e3 * fwd, o.reps);
-    std::printf("attention cores (QK^T, softmax, AV; the forward's kernel): %.1f ms = %.1f%% of the forward\n", 1e3 * att,
-                100 * att / fwd);
-    std::printf("attention products through PackedLinear, scaled from %d pairs: fp32 %.1f ms, int8 %.1f ms: int8 x%.2f\n",
-                n, 1e3 * p32, 1e3 * p8, p32 / p8);
-    const double f = att / fwd, r = p32 / p8;
-    std::printf("bound: the attention cores x%.2f faster (the products' int8 gain applied to the whole core) -> "
-                "forward x%.3f; forward x1.15 needs the cores x%s faster\n",
-                r, 1 / (1 - f + f / r), f > 1 - 1 / 1.15 ? hp::core::format_number("%.2f", f / (f - (1 - 1 / 1.15))).c_str()
-                                                         : "inf (share too small)");
+    std::vector<std::function<void()>> items = {
+        [&] {
+          torch::NoGradGuard no_grad;
+          model.forward(in);
+        },
+        attention_cores(c, o.batch, o.seq, &pairs_total),
+        pair_products(o.pairs, o.seq, c.head_dim(), hp::core::Precision::kFp32),
+        pair_products(o.pairs, o.seq, c.head_dim(), hp::core::Precision::kInt8)};
+    std::vector<std::vector<double>> times(items.size());
+    for (auto& run : items) run();  // warm-up
+    for (int r = 0; r < o.reps; ++r)  // interleaved rounds
+      for (size_t i = 0; i < items.size(); ++i) times[i].push_back(seconds_of(items[i]));
+    const double scale = 1e3 * static_cast<double>(pairs_total) / o.pairs;  // (c) per pair → the model's pairs, ms
+    print_report(o, c, pairs_total,
+                 {1e3 * median(times[0]), 1e3 * median(times[1]), median(times[2]) * scale, median(times[3]) * scale});
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
