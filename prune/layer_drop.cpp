@@ -68,14 +68,11 @@ std::vector<int> kept_indices(const std::vector<bool>& keep) {
   return kept;
 }
 
-// The structure of keeping `layers` whole: every head and neuron of a kept layer, none of a removed one.
-core::StructureMask whole_layers(const core::BertConfig& arch, const std::vector<bool>& layers) {
-  core::StructureMask m{core::HeadSet(arch.num_hidden_layers), core::NeuronSet(arch.num_hidden_layers), layers};
-  for (int l = 0; l < arch.num_hidden_layers; ++l) {
-    m.heads[l].assign(arch.heads_in_layer(l), layers[l]);
-    m.neurons[l].assign(arch.ffn_width(l), layers[l]);
-  }
-  return m;
+// Every head of a kept layer, none of a removed one.
+core::HeadSet heads_of_layers(const core::BertConfig& arch, const std::vector<bool>& layers) {
+  core::HeadSet heads(arch.num_hidden_layers);
+  for (int l = 0; l < arch.num_hidden_layers; ++l) heads[l].assign(arch.heads_in_layer(l), layers[l]);
+  return heads;
 }
 
 std::string join_ints(const std::vector<int>& v) {
@@ -90,7 +87,7 @@ FinalChoice choice_of(const RunContext& ctx, const LayerDropSummary& d, const st
   c.criterion = d.choice;
   c.layers.assign(ctx.arch.num_hidden_layers, false);
   for (int l : d.choices.at(d.choice).kept) c.layers[l] = true;
-  c.keep = whole_layers(ctx.arch, c.layers).heads;
+  c.keep = heads_of_layers(ctx.arch, c.layers);
   c.metrics_before_recovery = d.choices.at(d.choice).metrics;
   c.model_dir = dir;
   c.slimmed = true;

@@ -444,9 +444,10 @@ EncoderOutput Bert::forward(const EncoderInput& in) const {
   TORCH_CHECK(end >= first && end <= cfg_.num_hidden_layers, "end_layer ", in.end_layer, " out of range");
   for (int l = first; l < end; ++l) {
     const torch::Tensor z = masks.layers.defined() ? masks.layers[l] : torch::Tensor();
-    if (z.defined() && !z.requires_grad() && z.item<double>() == 0) {
+    const double fixed = !z.defined() ? 1.0 : z.requires_grad() ? -1.0 : z.item<double>();  // -1: differentiated
+    if (fixed == 0) {
       skipped_layer(l, x, out, in);  // the identity
-    } else if (z.defined() && (z.requires_grad() || z.item<double>() != 1)) {
+    } else if (fixed != 1) {
       auto y = layer_forward(l, x, ext, masks, out, in);
       const auto base = y.size(1) == x.size(1) ? x : x.narrow(1, 0, y.size(1));  // a cls_only last layer
       x = base + z * (y - base);
