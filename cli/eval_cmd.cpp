@@ -1,4 +1,5 @@
 // `prune eval`: task metrics and throughput of a model folder on a GLUE split, heads optionally masked.
+#include <cmath>
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -67,20 +68,23 @@ int run_eval(const core::Config& cfg) {
   auto tok = core::Tokenizer::from_model_dir(cfg.model.path);
   const auto& mc = model.config();
   const core::StructureMask masks =
-      core::parse_mask(cfg.eval.mask, mc.num_hidden_layers, mc.max_heads(), mc.max_ffn_width());
+      core::parse_mask(cfg.eval.mask, mc.num_hidden_layers, mc.max_heads(), mc.max_ffn_width(), "eval.mask",
+                       mc.hidden_size);
   const core::HeadSet& keep = masks.heads;
   // All-ones masks cost nothing: the forward drops them (core/model/bert.h).
   const torch::Tensor mask = eval::head_mask_tensor(keep), neuron_mask = eval::neuron_mask_tensor(masks.neurons),
-                      layer_mask = eval::layer_mask_tensor(masks.layers);
+                      layer_mask = eval::layer_mask_tensor(masks.layers),
+                      hidden_mask = eval::hidden_mask_tensor(masks.hidden);
   const int layers_kept = core::count_kept_layers(masks.layers, mc.num_hidden_layers);
 
-  const int calibrated = eval::calibrate_int8(model, cfg, tok, mask, neuron_mask, layer_mask);
+  const int calibrated = eval::calibrate_int8(model, cfg, tok, mask, neuron_mask, layer_mask, hidden_mask);
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
   bo.batch_size = cfg.eval.batch_size;
   bo.pad_id = tok.pad_id();
   auto batches = core::make_batches(data, bo);
-  auto r = eval::evaluate(model, task, data, batches, mask, /*show_progress=*/true, neuron_mask, layer_mask);
+  auto r = eval::evaluate(model, task, data, batches, mask, /*show_progress=*/true, neuron_mask, layer_mask,
+                          hidden_mask);
 
   nlohmann::json j;
   j["task"] = task.name;
@@ -94,6 +98,8 @@ int run_eval(const core::Config& cfg) {
   j["neurons_total"] = mc.total_neurons();
   j["layers_kept"] = layers_kept;
   j["layers_total"] = mc.num_hidden_layers;
+  j["hidden_kept"] = static_cast<long>(std::lround(core::hidden_fraction(masks.hidden) * mc.hidden_size));
+  j["hidden_total"] = mc.hidden_size;
   j["classifier_initialized"] = report.classifier_initialized;
   j["metrics"] = r.metrics;
   j["examples"] = r.examples;

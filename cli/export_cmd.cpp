@@ -118,11 +118,12 @@ core::Bert model_to_export(const core::Config& cfg) {
                         ", which is slimmed already (pruned_heads or intermediate_sizes in its config.json); pass the "
                         "unpruned model the mask was made for");
     const core::StructureMask keep = core::parse_mask(cfg.export_.mask, arch.num_hidden_layers, arch.max_heads(),
-                                                      arch.intermediate_size, "export.mask");
-    model = prune::slim_model(model, keep.heads, keep.neurons, keep.layers);
+                                                      arch.intermediate_size, "export.mask", arch.hidden_size);
+    model = prune::slim_model(model, keep);
     core::log_info("export", "slimmed to " + std::to_string(model.config().num_hidden_layers) + " layers, " +
-                                 std::to_string(model.config().total_heads()) + " heads and " +
-                                 std::to_string(model.config().total_neurons()) + " FFN neurons (export.mask)");
+                                 std::to_string(model.config().total_heads()) + " heads, " +
+                                 std::to_string(model.config().total_neurons()) + " FFN neurons and " +
+                                 std::to_string(model.config().hidden_size) + " hidden channels (export.mask)");
   }
   if (cfg.export_.dense) {
     const int removed =

@@ -40,7 +40,8 @@ std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool reg
 
 EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const core::EncodedDataset& data,
                     const std::vector<core::Batch>& batches, const torch::Tensor& head_mask, bool show_progress,
-                    const torch::Tensor& neuron_mask, const torch::Tensor& layer_mask) {
+                    const torch::Tensor& neuron_mask, const torch::Tensor& layer_mask,
+                    const torch::Tensor& hidden_mask) {
   torch::NoGradGuard no_grad;
   EvalResult r;
   r.examples = static_cast<long>(data.size());
@@ -57,6 +58,7 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
     in.head_mask = head_mask;
     in.neuron_mask = neuron_mask;
     in.layer_mask = layer_mask;
+    in.hidden_mask = hidden_mask;
     in.cls_only = true;
     auto logits = model.forward(in).logits;
     r.logits.index_copy_(0, torch::tensor(b.index, torch::kLong), logits);
@@ -87,7 +89,7 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
 
 int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Tokenizer& tok,
                    const torch::Tensor& head_mask, const torch::Tensor& neuron_mask,
-                   const torch::Tensor& layer_mask) {
+                   const torch::Tensor& layer_mask, const torch::Tensor& hidden_mask) {
   const int n = cfg.run.calibrate;
   if (n <= 0 || model.precision() != core::Precision::kInt8) return 0;
   const core::TaskSpec& task = core::find_task(cfg.data.task);
@@ -122,6 +124,7 @@ int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Token
       in.head_mask = head_mask;
       in.neuron_mask = neuron_mask;
       in.layer_mask = layer_mask;
+      in.hidden_mask = hidden_mask;
       in.cls_only = true;
       model.forward(in);
     }

@@ -33,11 +33,14 @@ torch::Tensor head_mask_tensor(const core::HeadSet& keep);
 inline torch::Tensor neuron_mask_tensor(const core::NeuronSet& keep) { return head_mask_tensor(keep); }
 // [L] float gates for layers (EncoderInput::layer_mask): 1 kept, 0 removed; undefined for an empty list.
 torch::Tensor layer_mask_tensor(const std::vector<bool>& keep);
+// [D] float gates for hidden channels (EncoderInput::hidden_mask), the same way.
+inline torch::Tensor hidden_mask_tensor(const std::vector<bool>& keep) { return layer_mask_tensor(keep); }
 
 // Runs the model over `batches` of `data` (eval mode, no grad). The masks may be undefined.
 EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const core::EncodedDataset& data,
                     const std::vector<core::Batch>& batches, const torch::Tensor& head_mask, bool show_progress = false,
-                    const torch::Tensor& neuron_mask = {}, const torch::Tensor& layer_mask = {});
+                    const torch::Tensor& neuron_mask = {}, const torch::Tensor& layer_mask = {},
+                    const torch::Tensor& hidden_mask = {});
 
 // run.calibrate: when the model runs at int8 and run.calibrate = n > 0, calibrates its int8 products
 // (core::Bert::calibrate_int8) on the first n examples of data.task's train split (data.root, data.max_seq_len),
@@ -45,7 +48,7 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
 // it did not): fewer than n when the split holds fewer, with a warning naming both counts.
 int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Tokenizer& tok,
                     const torch::Tensor& head_mask = {}, const torch::Tensor& neuron_mask = {},
-                    const torch::Tensor& layer_mask = {});
+                    const torch::Tensor& layer_mask = {}, const torch::Tensor& hidden_mask = {});
 
 // Predictions from logits: argmax, or logits[:, 0] for regression. logits: [N, C].
 std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool regression);

@@ -31,8 +31,8 @@ double encoder_flops(const core::BertConfig& cfg, long S) {
 }
 
 double forward_flops(const core::BertConfig& cfg, long B, long S) {
-  const double D = cfg.hidden_size;
-  const double per_seq = encoder_flops(cfg, S) + 2.0 * D * D + 2.0 * D * cfg.num_labels;  // pooler on [CLS], classifier
+  const double D = cfg.hidden_size, P = cfg.classifier_width();
+  const double per_seq = encoder_flops(cfg, S) + 2.0 * D * P + 2.0 * P * cfg.num_labels;  // pooler on [CLS], classifier
   return per_seq * B;
 }
 
@@ -56,9 +56,17 @@ long head_parameters(const core::BertConfig& cfg) {
 long neuron_parameters(const core::BertConfig& cfg) { return 2L * cfg.hidden_size + 1; }
 
 core::UnitCosts unit_costs(const core::BertConfig& cfg, bool parameters, double mean_length) {
-  if (parameters) return {static_cast<double>(head_parameters(cfg)), static_cast<double>(neuron_parameters(cfg))};
-  const long S = std::max(1L, std::lround(mean_length));
-  return {head_flops(cfg, S), neuron_flops(cfg, S)};
+  const double D = cfg.hidden_size, Dh = cfg.head_dim();
+  core::UnitCosts c;
+  if (parameters) {
+    c.head = static_cast<double>(head_parameters(cfg)), c.neuron = static_cast<double>(neuron_parameters(cfg));
+    c.head_hidden = 4 * D * Dh, c.neuron_hidden = 2 * D;  // the weights; the Q, K, V biases and a neuron's stay
+  } else {
+    const double S = static_cast<double>(std::max(1L, std::lround(mean_length)));
+    c.head = head_flops(cfg, static_cast<long>(S)), c.neuron = neuron_flops(cfg, static_cast<long>(S));
+    c.head_hidden = 2.0 * S * D * Dh * 4, c.neuron_hidden = c.neuron;  // not the scores and context
+  }
+  return c;
 }
 
 double total_cost(const core::BertConfig& cfg, const core::UnitCosts& costs) {

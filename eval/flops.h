@@ -35,7 +35,8 @@ long head_parameters(const core::BertConfig& cfg);
 long neuron_parameters(const core::BertConfig& cfg);
 
 // A budget's unit costs: one head's and one FFN neuron's FLOPs at `mean_length` tokens (rounded, at least 1), or
-// with `parameters` their parameters.
+// with `parameters` their parameters, with the parts proportional to the hidden width (UnitCosts::head_hidden: a
+// head's four projections; neuron_hidden: all of a neuron's FLOPs, its two weight vectors' parameters).
 core::UnitCosts unit_costs(const core::BertConfig& cfg, bool parameters, double mean_length);
 // The unpruned model's units together: costs.head × all heads + costs.neuron × all FFN neurons (a budget's 100%).
 double total_cost(const core::BertConfig& cfg, const core::UnitCosts& costs);

@@ -71,10 +71,45 @@ core::Bert drop_layers(const core::Bert& model, const std::vector<bool>& keep_la
   return core::Bert(cfg, std::move(params));
 }
 
+// The model without the hidden channels `keep_hidden` removes (every tensor's kHidden axis, and kEmbed where the
+// embeddings are the hidden width). Shares no storage with `model`.
+core::Bert drop_hidden(const core::Bert& model, const std::vector<bool>& keep_hidden) {
+  core::BertConfig cfg = model.config();
+  HP_CHECK(static_cast<int>(keep_hidden.size()) == cfg.hidden_size,
+           "slim_model: keep_hidden has " << keep_hidden.size() << " channels, model " << cfg.hidden_size);
+  std::vector<int64_t> idx;
+  for (size_t c = 0; c < keep_hidden.size(); ++c)
+    if (keep_hidden[c]) idx.push_back(static_cast<int64_t>(c));
+  HP_CHECK(!idx.empty(), "slim_model: every hidden channel removed");
+  const auto rows = torch::tensor(idx, torch::kLong);
+  const bool embeddings_too = cfg.embedding_width() == cfg.hidden_size;  // no projection between them
+  std::map<std::string, torch::Tensor> params;
+  for (const auto& spec : core::model_keys(cfg)) {
+    for (int l = 0; l < (spec.per_layer ? cfg.num_hidden_layers : 1); ++l) {
+      const std::string key = core::hf_key(spec, l);
+      torch::Tensor t = model.parameters().at(key).detach();
+      for (core::Dim d : {core::Dim::kHidden, core::Dim::kEmbed}) {
+        const int axis = core::axis_of(spec, d);
+        if (axis >= 0 && (d == core::Dim::kHidden || embeddings_too)) t = t.index_select(axis, rows);
+      }
+      params[key] = t.contiguous().clone();
+    }
+  }
+  cfg.attention_head_size = cfg.head_dim();
+  cfg.classifier_hidden_size = cfg.classifier_width();
+  cfg.hidden_size = static_cast<int>(idx.size());
+  if (cfg.embedding_size > 0 && embeddings_too) cfg.embedding_size = cfg.hidden_size;
+  return core::Bert(cfg, std::move(params));
+}
+
 }  // namespace
 
+core::Bert slim_model(const core::Bert& model, const core::StructureMask& keep) {
+  return slim_model(model, keep.heads, keep.neurons, keep.layers, keep.hidden);
+}
+
 core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep, const core::NeuronSet& keep_neurons,
-                      const std::vector<bool>& keep_layers) {
+                      const std::vector<bool>& keep_layers, const std::vector<bool>& keep_hidden) {
   core::BertConfig cfg = model.config();
   const int L = cfg.num_hidden_layers;
   HP_CHECK(static_cast<int>(keep.size()) == L, "slim_model: keep has " << keep.size() << " layers, model " << L);
@@ -105,11 +140,18 @@ core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep, const 
   for (int l = 0; l < L; ++l) cfg.intermediate_sizes.push_back(static_cast<int>(neuron_rows[l].numel()));
   if (!cfg.ffn_slimmed()) cfg.intermediate_sizes.clear();
   core::Bert slim(cfg, std::move(params));
-  return core::count_kept_layers(keep_layers, L) < L ? drop_layers(slim, keep_layers) : slim;
+  if (core::count_kept_layers(keep_layers, L) < L) slim = drop_layers(slim, keep_layers);
+  if (core::hidden_fraction(keep_hidden) < 1) slim = drop_hidden(slim, keep_hidden);
+  return slim;
 }
 
 core::Bert dense_model(const core::Bert& slim) {
   core::BertConfig cfg = slim.config();
+  if (cfg.hidden_slimmed())
+    throw ConfigError("the dense export cannot hold a model whose hidden channels were removed (" +
+                      std::to_string(cfg.hidden_size) + " of " + std::to_string(cfg.classifier_width()) +
+                      " kept): a LayerNorm over zero channels would count them; export it slimmed (it loads with "
+                      "trust_remote_code=True) or leave the hidden dimension out of the structures");
   const int L = cfg.num_hidden_layers, Dh = cfg.head_dim();
   std::vector<torch::Tensor> head_rows(L), neuron_rows(L);  // per layer: where present units go in the full axis
   for (int l = 0; l < L; ++l) {

@@ -6,6 +6,10 @@
 // config.intermediate_sizes the FFN width per layer; core/io/checkpoint.h also writes heads_per_layer.
 // Removed layers (a "layers:" mask group) leave the stack: the rest are numbered 0, 1, … in their order, and
 // config.json's num_hidden_layers, pruned_heads and intermediate_sizes follow them.
+// Removed hidden channels (a "hidden:" mask group) leave every tensor with a hidden axis: the embeddings (unless
+// an embedding projection, ELECTRA's, maps to the hidden width: then its output rows), every projection's input
+// columns or output rows, the LayerNorms and the classification head's input columns. config.json's hidden_size
+// becomes the channels kept and stores head_dim and classifier_hidden_size (core/model/bert_config.h).
 // dense_model goes back to the original shapes with the removed heads and neurons zeroed (removed layers stay
 // removed: no zero weights make a post-LayerNorm layer the identity).
 #pragma once
@@ -17,9 +21,12 @@ namespace hp::prune {
 
 // keep[l][h] indexes the heads present in `model` (position h of layer l); entries past a layer's head count
 // are ignored. keep_neurons[l][i] likewise the FFN neurons present in layer l; empty = keep every neuron.
-// keep_layers[l] = false removes layer l (empty = keep every layer). The result shares no storage with `model`.
+// keep_layers[l] = false removes layer l (empty = keep every layer); keep_hidden[c] = false hidden channel c
+// (empty = keep every channel). The result shares no storage with `model`.
 core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep, const core::NeuronSet& keep_neurons = {},
-                      const std::vector<bool>& keep_layers = {});
+                      const std::vector<bool>& keep_layers = {}, const std::vector<bool>& keep_hidden = {});
+// The same from a parsed mask (core/model/head_mask.h).
+core::Bert slim_model(const core::Bert& model, const core::StructureMask& keep);
 
 // The dense fallback of a slimmed model (`prune export --dense`): the original shapes, with each removed
 // head's query, key and value rows and biases and its output-projection columns zero, and no
@@ -27,7 +34,8 @@ core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep, const 
 // context is zero whatever it attends to, and its zero output columns add nothing: the logits are the
 // slimmed model's. FFN neurons are interchangeable (the block is a sum over them), so a slimmed layer's
 // neurons go first and the rest of intermediate_size is zero: their GELU(0 + 0) = 0 meets zero output
-// columns. No speedup. A model without removed heads or neurons comes back unchanged.
+// columns. No speedup. A model without removed heads or neurons comes back unchanged. A model without some hidden
+// channels has no dense form (a LayerNorm over zero channels would count them): ConfigError saying so.
 core::Bert dense_model(const core::Bert& slim);
 
 }  // namespace hp::prune

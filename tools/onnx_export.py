@@ -56,10 +56,12 @@ NAMES = ["input_ids", "attention_mask", "token_type_ids"]
 
 
 def load(model_dir: str):
-    """A folder with per-layer FFN widths (config.json's intermediate_sizes) loads through headprune's
-    modeling file beside it; any other through transformers' own class of its model_type."""
+    """A folder with per-layer FFN widths (config.json's intermediate_sizes) or removed hidden channels
+    (classifier_hidden_size) loads through headprune's modeling file beside it; any other through transformers'
+    own class of its model_type."""
     with open(os.path.join(model_dir, "config.json")) as f:
-        if "intermediate_sizes" in json.load(f):
+        config = json.load(f)
+        if "intermediate_sizes" in config or "classifier_hidden_size" in config:
             return AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=True)
     return AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=False)
 

@@ -183,7 +183,15 @@ torch::Tensor Bert::activation(torch::Tensor x, bool lrp, bool in_place) const {
   return x * gate.detach();
 }
 
-torch::Tensor Bert::norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool lrp) const {
+torch::Tensor Bert::norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool lrp,
+                         const Masks* masks) const {
+  if (masks && masks->hidden.defined()) {
+    // Over the kept channels only (CoFi's LayerNorm over the remaining hidden dimensions), 0 at the others.
+    const auto& keep = masks->hidden_keep;
+    auto centred = (x - (x * keep).sum(-1, true) / masks->hidden_kept) * keep;
+    auto sigma = (centred.pow(2).sum(-1, true) / masks->hidden_kept + cfg_.layer_norm_eps).sqrt();
+    return centred / (lrp ? sigma.detach() : sigma) * w + b * keep;
+  }
   if (!lrp) return torch::layer_norm(x, {x.size(-1)}, w, b, cfg_.layer_norm_eps);
   // LRP: centring is linear; the scale 1/σ is held constant (Ali et al. 2022's LN rule).
   auto centred = x - x.mean(-1, true);
@@ -199,7 +207,9 @@ torch::Tensor position_ids(const torch::Tensor& input_ids, Positions from, int p
   return torch::cumsum(real, 1) * real + pad;
 }
 
-torch::Tensor Bert::embed(const EncoderInput& in) const {
+torch::Tensor Bert::embed(const EncoderInput& in) const { return embed(in, check_masks(in)); }
+
+torch::Tensor Bert::embed(const EncoderInput& in, const Masks& masks) const {
   const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
   const Arch& arch = arch_of(cfg_.model_type);
   auto positions = position_ids(in.input_ids, arch.positions, cfg_.pad_token_id);
@@ -210,11 +220,12 @@ torch::Tensor Bert::embed(const EncoderInput& in) const {
     x = x + torch::embedding(p("embeddings.token_type_embeddings.weight"), types);
   }
   x = x + torch::embedding(p("embeddings.position_embeddings.weight"), positions);
-  x = norm(x, p("embeddings.LayerNorm.weight"), p("embeddings.LayerNorm.bias"), in.lrp_rules);
+  const bool projected = cfg_.embedding_width() != cfg_.hidden_size;  // ELECTRA: up to the encoder's width
+  x = norm(x, p("embeddings.LayerNorm.weight"), p("embeddings.LayerNorm.bias"), in.lrp_rules,
+           projected ? nullptr : &masks);
   x = torch::dropout(x, cfg_.hidden_dropout_prob, training_);
-  if (cfg_.embedding_width() != cfg_.hidden_size)  // ELECTRA: up to the encoder's width
-    x = torch::linear(x, p("embeddings_project.weight"), p("embeddings_project.bias"));
-  return x;
+  if (projected) x = torch::linear(x, p("embeddings_project.weight"), p("embeddings_project.bias"));
+  return masks.hidden.defined() ? x * masks.hidden : x;
 }
 
 torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask, const Masks& masks,
@@ -235,7 +246,7 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
   torch::Tensor attn;
   if (H == 0) {
     // No heads left: the attention block adds only the output bias before the residual LayerNorm.
-    attn = norm(xq + w.o_b, w.ln1_w, w.ln1_b, in.lrp_rules);
+    attn = norm(xq + (masks.hidden.defined() ? w.o_b * masks.hidden : w.o_b), w.ln1_w, w.ln1_b, in.lrp_rules, &masks);
     if (in.want_attention) out.attentions.push_back(torch::zeros({B, 0, Sq, S}));
     if (in.want_context) out.contexts.push_back(torch::zeros({B, 0, Sq, Dh}));
   } else {
@@ -284,13 +295,14 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
     // DistilBERT drops nothing out of its attention output (core/model/arch.h).
     const double attn_dropout = arch_of(cfg_.model_type).attention_output_dropout ? cfg_.hidden_dropout_prob : 0.0;
     attn = add_norm(ctx, weight_of(l, &LayerPacks::o, w.o_w, inference), w.o_b, xq, w.ln1_w, w.ln1_b, inference,
-                    in.lrp_rules, attn_dropout);
+                    in.lrp_rules, attn_dropout, masks);
   }
-  return ffn_block(l, attn, masks.neurons, out, in, inference);
+  return ffn_block(l, attn, masks, out, in, inference);
 }
 
-torch::Tensor Bert::ffn_block(int l, const torch::Tensor& attn, const torch::Tensor& neuron_mask, EncoderOutput& out,
+torch::Tensor Bert::ffn_block(int l, const torch::Tensor& attn, const Masks& masks, EncoderOutput& out,
                               const EncoderInput& in, bool inference) const {
+  const torch::Tensor& neuron_mask = masks.neurons;
   const LayerRefs& w = layers_[l];
   const int I = cfg_.ffn_width(l);
   const bool lrp = in.lrp_rules;
@@ -298,7 +310,7 @@ torch::Tensor Bert::ffn_block(int l, const torch::Tensor& attn, const torch::Ten
   // No neurons left: the FFN block adds only its output bias before the residual LayerNorm.
   if (I == 0) {
     if (in.want_ffn) out.ffn_acts.push_back(torch::zeros({attn.size(0), attn.size(1), 0}));
-    return norm(attn + w.out_b, w.ln2_w, w.ln2_b, lrp);
+    return norm(attn + (masks.hidden.defined() ? w.out_b * masks.hidden : w.out_b), w.ln2_w, w.ln2_b, lrp, &masks);
   }
   auto inter = ffn_in(attn, weight_of(l, &LayerPacks::in, w.in_w, inference), w.in_b, inference, lrp);  // [B, S, I]
   if (in.want_ffn) out.ffn_acts.push_back(inter);
@@ -306,7 +318,7 @@ torch::Tensor Bert::ffn_block(int l, const torch::Tensor& attn, const torch::Ten
     inter = inter * (neuron_mask.dim() == 3 ? neuron_mask.select(1, l).narrow(1, 0, I).unsqueeze(1)
                                             : neuron_mask[l].narrow(0, 0, I));
   return add_norm(inter, weight_of(l, &LayerPacks::out, w.out_w, inference), w.out_b, attn, w.ln2_w, w.ln2_b, inference,
-                  lrp, cfg_.hidden_dropout_prob);
+                  lrp, cfg_.hidden_dropout_prob, masks);
 }
 
 namespace {
@@ -352,8 +364,12 @@ torch::Tensor Bert::ffn_in(const torch::Tensor& x, const PackedLinear& pw, const
 
 torch::Tensor Bert::add_norm(const torch::Tensor& x, const PackedLinear& pw, const torch::Tensor& b,
                              const torch::Tensor& residual, const torch::Tensor& ln_w, const torch::Tensor& ln_b,
-                             bool inference, bool lrp, double dropout) const {
+                             bool inference, bool lrp, double dropout, const Masks& masks) const {
   const torch::Tensor& w = pw.weight();
+  if (masks.hidden.defined()) {
+    auto y = inference ? pw.linear(x, b) : torch::dropout(linear_frozen(x, w, b), dropout, training_);
+    return norm(y * masks.hidden + residual, ln_w, ln_b, lrp, &masks);
+  }
   if (!inference || !epilogue_ready({&x, &residual, &w, &b, &ln_w, &ln_b}))
     return norm(linear_plus(x, pw, b, residual, inference, dropout), ln_w, ln_b, lrp);
   // The GEMM writes x·wᵀ; one pass then adds bias and residual and normalises each row.
@@ -403,8 +419,22 @@ Bert::Masks Bert::check_masks(const EncoderInput& in) const {
                 cfg_.num_hidden_layers, "], got ", layers.sizes());
     if (!layers.requires_grad() && layers.eq(1).all().item<bool>()) layers = torch::Tensor();
   }
-  return {check(in.head_mask, cfg_.max_heads(), "head_mask"), check(in.neuron_mask, cfg_.max_ffn_width(), "neuron_mask"),
+  Masks m{check(in.head_mask, cfg_.max_heads(), "head_mask"), check(in.neuron_mask, cfg_.max_ffn_width(), "neuron_mask"),
           layers};
+  m.hidden = in.hidden_mask;
+  if (m.hidden.defined()) {
+    TORCH_CHECK(m.hidden.dim() == 1 && m.hidden.size(0) == cfg_.hidden_size, "hidden_mask must be [",
+                cfg_.hidden_size, "], got ", m.hidden.sizes());
+    if (!m.hidden.requires_grad() && m.hidden.eq(1).all().item<bool>()) {
+      m.hidden = torch::Tensor();
+      return m;
+    }
+    m.hidden = m.hidden.to(torch::kFloat32);
+    m.hidden_keep = m.hidden.detach().ne(0).to(torch::kFloat32);
+    m.hidden_kept = m.hidden_keep.sum().item<double>();
+    TORCH_CHECK(m.hidden_kept > 0, "hidden_mask removes every hidden channel");
+  }
+  return m;
 }
 
 void Bert::skipped_layer(int l, const torch::Tensor& x, EncoderOutput& out, const EncoderInput& in) const {
@@ -437,7 +467,7 @@ EncoderOutput Bert::forward(const EncoderInput& in) const {
                 "start_hidden must be [", B, ", ", S, ", D] when start_layer > 0");
     x = in.start_hidden;
   } else {
-    x = embed(in);
+    x = embed(in, masks);
   }
   if (in.want_hidden) out.hidden_states.push_back(x);
   const int end = in.end_layer < 0 ? cfg_.num_hidden_layers : in.end_layer;

@@ -38,6 +38,12 @@ struct EncoderInput {
   // empty entries for it ([B, 0, Sq, S] attention, [B, 0, Sq, Dh] contexts, [B, S, 0] FFN activations, the
   // input itself as the FFN input and hidden state). Differentiable.
   torch::Tensor layer_mask;
+  // [D] gate per hidden channel, shared by every layer (CoFi's z_hidden): the embeddings' output and every
+  // sublayer's output (before its residual sum) are multiplied by it, and every LayerNorm normalises over the
+  // channels whose gate is not 0 and outputs 0 at the others. So at 0/1 values the model is the one whose 0
+  // channels are removed from every tensor (prune/slim.h). Undefined = all ones. Differentiable. With an embedding
+  // projection (ELECTRA) the projection's output is multiplied and the embeddings' LayerNorm is left whole.
+  torch::Tensor hidden_mask;
   bool want_attention = false;  // fill EncoderOutput::attentions
   bool want_context = false;  // fill EncoderOutput::contexts
   bool want_hidden = false;  // fill EncoderOutput::hidden_states
@@ -157,15 +163,18 @@ class Bert {
     PackedLinear qkv, o, in, out;
     torch::Tensor qkv_b;
   };
-  // Masks as forward() normalised them (undefined when all ones and not differentiated).
+  // Masks as forward() normalised them (undefined when all ones and not differentiated). hidden_keep: 1 where the
+  // hidden gate is not 0 (the channels a LayerNorm normalises over), hidden_kept their number.
   struct Masks {
-    torch::Tensor heads, neurons, layers;
+    torch::Tensor heads, neurons, layers, hidden, hidden_keep;
+    double hidden_kept = 0;
   };
   torch::Tensor layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask, const Masks& masks,
                               EncoderOutput& out, const EncoderInput& in) const;
   // The FFN sublayer of layer l on the attention block's output: LayerNorm(attn + W2·mask·act(W1·attn)).
-  torch::Tensor ffn_block(int l, const torch::Tensor& attn, const torch::Tensor& neuron_mask, EncoderOutput& out,
+  torch::Tensor ffn_block(int l, const torch::Tensor& attn, const Masks& masks, EncoderOutput& out,
                           const EncoderInput& in, bool inference) const;
+  torch::Tensor embed(const EncoderInput& in, const Masks& masks) const;
   Masks check_masks(const EncoderInput& in) const;
   // Layer l skipped by a layer mask of 0 (no gradient): the placeholders of its EncoderOutput lists.
   void skipped_layer(int l, const torch::Tensor& x, EncoderOutput& out, const EncoderInput& in) const;
@@ -183,16 +192,19 @@ class Bert {
   PackedLinear pack_linear(const torch::Tensor& w, torch::Tensor& act_max) const;
   torch::Tensor linear_plus(const torch::Tensor& x, const PackedLinear& w, const torch::Tensor& b,
                             const torch::Tensor& residual, bool inference, double dropout) const;
-  torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool lrp) const;
+  // LayerNorm; with masks.hidden over the kept channels only, 0 at the others.
+  torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, bool lrp,
+                     const Masks* masks = nullptr) const;
   // activation(linear(x, w, b)). With `inference`, gelu or relu and AVX-512: a GEMM, then bias and
   // activation in one pass (core/kernels/epilogue.h).
   torch::Tensor ffn_in(const torch::Tensor& x, const PackedLinear& w, const torch::Tensor& b, bool inference,
                        bool lrp) const;
   // norm(linear_plus(...)). With `inference` and AVX-512: a GEMM, then bias, residual and LayerNorm in
   // one pass (core/kernels/epilogue.h).
+  // With masks.hidden: norm(residual + hidden · linear(x)), unfused.
   torch::Tensor add_norm(const torch::Tensor& x, const PackedLinear& w, const torch::Tensor& b,
                          const torch::Tensor& residual, const torch::Tensor& ln_w, const torch::Tensor& ln_b,
-                         bool inference, bool lrp, double dropout) const;
+                         bool inference, bool lrp, double dropout, const Masks& masks) const;
   const torch::Tensor& p(const std::string& name) const;
 
   BertConfig cfg_;

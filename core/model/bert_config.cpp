@@ -86,6 +86,8 @@ const IntField kIntFields[] = {
     {"max_position_embeddings", &BertConfig::max_position_embeddings, 1, 1'048'576, false},
     {"type_vocab_size", &BertConfig::type_vocab_size, 1, 1'000'000, false},
     {"pad_token_id", &BertConfig::pad_token_id, 0, 9'999'999, false},
+    {"head_dim", &BertConfig::attention_head_size, 1, 65'536, false},
+    {"classifier_hidden_size", &BertConfig::classifier_hidden_size, 1, 65'536, false},
 };
 
 // Floating-point fields, each in [0, 1) or, when `positive`, in (0, 1).
@@ -199,7 +201,11 @@ void check_consistency(const BertConfig& c, const std::string& path) {
   if (c.pad_token_id >= c.vocab_size)
     throw CheckpointError(path + ": pad_token_id " + std::to_string(c.pad_token_id) + " is not below vocab_size " +
                           std::to_string(c.vocab_size) + "; fix config.json");
-  if (c.num_attention_heads <= 0 || c.hidden_size % c.num_attention_heads != 0)
+  if (c.hidden_slimmed() && c.attention_head_size == 0)
+    throw CheckpointError(path + ": classifier_hidden_size " + std::to_string(c.classifier_hidden_size) +
+                          " differs from hidden_size " + std::to_string(c.hidden_size) +
+                          " (hidden channels removed) but head_dim is missing; add the head size (e.g. 64)");
+  if (c.num_attention_heads <= 0 || (c.attention_head_size == 0 && c.hidden_size % c.num_attention_heads != 0))
     throw CheckpointError(path + ": hidden_size " + std::to_string(c.hidden_size) +
                           " is not divisible by num_attention_heads " + std::to_string(c.num_attention_heads) +
                           "; fix config.json");
@@ -294,6 +300,8 @@ json layout_json(const BertConfig& c, const Arch& arch) {
   const json sizes = {{"vocab_size", c.vocab_size},
                       {"embedding_size", c.embedding_width()},
                       {"hidden_size", c.hidden_size},
+                      {"head_dim", c.head_dim()},
+                      {"classifier_hidden_size", c.classifier_width()},
                       {"num_hidden_layers", c.num_hidden_layers},
                       {"num_attention_heads", c.num_attention_heads},
                       {"intermediate_size", c.intermediate_size},
@@ -330,6 +338,7 @@ std::string bert_config_json(const BertConfig& c) {
   j[key("num_hidden_layers")] = c.num_hidden_layers;
   j[key("num_attention_heads")] = c.num_attention_heads;
   j[key("intermediate_size")] = c.intermediate_size;
+  if (c.hidden_slimmed()) j["head_dim"] = c.head_dim(), j["classifier_hidden_size"] = c.classifier_width();
   j["max_position_embeddings"] = c.max_position_embeddings;
   if (arch.token_types) j["type_vocab_size"] = c.type_vocab_size;
   j["pad_token_id"] = c.pad_token_id;

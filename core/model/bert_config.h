@@ -34,9 +34,21 @@ struct BertConfig {
   // Empty = every layer has intermediate_size. config.json's "intermediate_sizes" (ours; HF's BERT has one
   // width, so such a folder loads through the modeling file written beside it).
   std::vector<int> intermediate_sizes;
+  // A model whose hidden channels were removed (CoFi's hidden dimension): hidden_size is the channels kept, so
+  // the head size and the classification head's inner width (BERT's pooler output; its input is hidden_size)
+  // stay what they were and are stored: config.json's "head_dim" and "classifier_hidden_size" (ours; 0 = the
+  // usual hidden_size / num_attention_heads and hidden_size).
+  int attention_head_size = 0;
+  int classifier_hidden_size = 0;
 
   int embedding_width() const { return embedding_size > 0 ? embedding_size : hidden_size; }
-  int head_dim() const { return num_attention_heads ? hidden_size / num_attention_heads : 0; }
+  int head_dim() const {
+    return attention_head_size > 0 ? attention_head_size : num_attention_heads ? hidden_size / num_attention_heads : 0;
+  }
+  // The classification head's inner width (the pooler's output).
+  int classifier_width() const { return classifier_hidden_size > 0 ? classifier_hidden_size : hidden_size; }
+  // Hidden channels removed: hidden_size is narrower than the head's inner width.
+  bool hidden_slimmed() const { return classifier_width() != hidden_size; }
   // Heads present in layer l after pruning.
   int heads_in_layer(int l) const;
   // Original indices of the heads present in layer l, ascending.
@@ -50,7 +62,9 @@ struct BertConfig {
   // Some neurons removed: a layer's FFN tensors are narrower than intermediate_size.
   bool ffn_slimmed() const { return total_neurons() < num_hidden_layers * intermediate_size; }
   // Some heads or neurons removed: the checkpoint's tensors are narrower than the config's sizes say.
-  bool slimmed() const { return total_heads() < num_hidden_layers * num_attention_heads || ffn_slimmed(); }
+  bool slimmed() const {
+    return total_heads() < num_hidden_layers * num_attention_heads || ffn_slimmed() || hidden_slimmed();
+  }
 };
 
 // Reads and validates config.json: every size range-checked before anything is allocated. Missing required

@@ -96,9 +96,9 @@ const std::vector<KeySpec>& bert_key_table() {
       {"ffn.out.b", "encoder.layer.{}.output.dense.bias", true, {D::kHidden}, A::kNone, Part::kEncoder, true},
       {"ffn.ln.w", "encoder.layer.{}.output.LayerNorm.weight", true, {D::kHidden}, A::kNone, Part::kEncoder, true},
       {"ffn.ln.b", "encoder.layer.{}.output.LayerNorm.bias", true, {D::kHidden}, A::kNone, Part::kEncoder, true},
-      {"pool.w", "pooler.dense.weight", false, {D::kHidden, D::kHidden}, A::kNone, Part::kPooler, false},
-      {"pool.b", "pooler.dense.bias", false, {D::kHidden}, A::kNone, Part::kPooler, false},
-      {"cls.w", "classifier.weight", false, {D::kLabels, D::kHidden}, A::kNone, Part::kClassifier, false},
+      {"pool.w", "pooler.dense.weight", false, {D::kPooled, D::kHidden}, A::kNone, Part::kPooler, false},
+      {"pool.b", "pooler.dense.bias", false, {D::kPooled}, A::kNone, Part::kPooler, false},
+      {"cls.w", "classifier.weight", false, {D::kLabels, D::kPooled}, A::kNone, Part::kClassifier, false},
       {"cls.b", "classifier.bias", false, {D::kLabels}, A::kNone, Part::kClassifier, false},
   };
   return table;
@@ -126,6 +126,7 @@ std::vector<long> key_shape(const KeySpec& spec, const BertConfig& cfg, int laye
       case Dim::kHidden: shape.push_back(cfg.hidden_size); break;
       case Dim::kInter: shape.push_back(cfg.ffn_width(layer)); break;
       case Dim::kHeads: shape.push_back(static_cast<long>(cfg.heads_in_layer(layer)) * cfg.head_dim()); break;
+      case Dim::kPooled: shape.push_back(cfg.classifier_width()); break;
       case Dim::kLabels: shape.push_back(cfg.num_labels); break;
     }
   }

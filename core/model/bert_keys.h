@@ -15,7 +15,9 @@ struct Arch;
 
 // Symbolic dimensions. kEmbed = the embeddings' width (ELECTRA's embedding_size; hidden_size elsewhere). kHeads = this layer's heads × head_dim (shrinks when heads are pruned); kInter = this
 // layer's FFN width (shrinks when neurons are pruned).
-enum class Dim { kVocab, kPositions, kTypes, kEmbed, kHidden, kInter, kHeads, kLabels };
+// kPooled = the classification head's inner width (BERT's pooler output; hidden_size unless hidden channels were
+// removed: BertConfig::classifier_width).
+enum class Dim { kVocab, kPositions, kTypes, kEmbed, kHidden, kInter, kHeads, kPooled, kLabels };
 // Which axis of a tensor indexes heads: rows (Q/K/V weight and bias), columns (output projection).
 enum class HeadAxis { kNone, kRows, kCols };
 // Encoder keys carry the checkpoint's prefix ("bert." or none); classifier keys never do.

@@ -68,10 +68,11 @@ std::pair<std::string, std::string> spec_text(const std::string& spec, const std
 
 }  // namespace
 
-StructureMask parse_mask(const std::string& spec_in, int layers, int heads, int neurons, const std::string& where_in) {
+StructureMask parse_mask(const std::string& spec_in, int layers, int heads, int neurons, const std::string& where_in,
+                         int hidden) {
   StructureMask m{HeadSet(layers, std::vector<bool>(heads, true)), NeuronSet(layers, std::vector<bool>(neurons, true)),
                   {}};
-  std::vector<bool> kept_layers(layers, true);
+  std::vector<bool> kept_layers(layers, true), kept_hidden(static_cast<size_t>(hidden), true);
   const auto [spec, where] = spec_text(spec_in, where_in);
   std::stringstream groups(spec);
   std::string group;
@@ -83,12 +84,18 @@ StructureMask parse_mask(const std::string& spec_in, int layers, int heads, int 
     if (colon == std::string::npos)
       throw ConfigError(where + ": '" + group + "' has no ':'; write layer:head,head e.g. \"2:0,3\"");
     const bool whole = strip(group.substr(0, colon)) == "layers";
-    const bool ffn = !whole && group[0] == 'f';
+    const bool channels = strip(group.substr(0, colon)) == "hidden";
+    const bool ffn = !whole && !channels && group[0] == 'f';
     if (ffn && neurons == 0)
       throw ConfigError(where + ": '" + group + "' masks FFN neurons; this takes head groups only (layer:heads)");
-    const int l = whole ? -1 : parse_index(group.substr(ffn ? 1 : 0, colon - (ffn ? 1 : 0)), layers, "layer", where, group);
-    std::vector<bool>& row = whole ? kept_layers : ffn ? m.neurons[l] : m.heads[l];
-    const char* unit = whole ? "layer" : ffn ? "neuron" : "head";
+    if (channels && hidden == 0)
+      throw ConfigError(where + ": '" + group + "' removes hidden channels; this takes " +
+                        (neurons == 0 ? "head groups only (layer:heads)" : "heads, neurons and layers only"));
+    const int l = whole || channels ? -1
+                                    : parse_index(group.substr(ffn ? 1 : 0, colon - (ffn ? 1 : 0)), layers, "layer",
+                                                  where, group);
+    std::vector<bool>& row = whole ? kept_layers : channels ? kept_hidden : ffn ? m.neurons[l] : m.heads[l];
+    const char* unit = whole ? "layer" : channels ? "hidden channel" : ffn ? "neuron" : "head";
     std::stringstream entries(group.substr(colon + 1));
     std::string entry;
     int named = 0;
@@ -99,8 +106,10 @@ StructureMask parse_mask(const std::string& spec_in, int layers, int heads, int 
     }
     if (named == 0)
       throw ConfigError(where + ": '" + group + "' names no " + unit + "s after the ':'; write " +
-                        (whole ? "layers:1,3" : ffn ? "f2:0-511" : "2:0,3") +
-                        (whole ? ", or leave the group out to keep every layer" : ", or leave the group out to keep the whole layer"));
+                        (whole ? "layers:1,3" : channels ? "hidden:0-63" : ffn ? "f2:0-511" : "2:0,3") +
+                        (whole      ? ", or leave the group out to keep every layer"
+                         : channels ? ", or leave the group out to keep every channel"
+                                    : ", or leave the group out to keep the whole layer"));
     ++groups_read;
   }
   if (count_kept_layers(kept_layers, layers) < layers) {
@@ -110,6 +119,12 @@ StructureMask parse_mask(const std::string& spec_in, int layers, int heads, int 
     for (int l = 0; l < layers; ++l)
       if (!kept_layers[l]) m.heads[l].assign(heads, false), m.neurons[l].assign(neurons, false);
     m.layers = std::move(kept_layers);
+  }
+  if (count_kept_layers(kept_hidden, hidden) < hidden) {
+    if (count_kept_layers(kept_hidden, hidden) == 0)
+      throw ConfigError(where + ": the \"hidden:\" group removes all " + std::to_string(hidden) +
+                        " hidden channels; keep at least one");
+    m.hidden = std::move(kept_hidden);
   }
   // An empty file is what a gates run that kept every head writes (head_mask.txt): accepted, and said.
   if (groups_read == 0 && where != where_in)
@@ -150,7 +165,21 @@ std::string format_mask(const StructureMask& mask) {
   }
   if (const std::string ranges = masked_ranges(mask.layers); !ranges.empty())
     out += (out.empty() ? "" : ";") + ("layers:" + ranges);
+  if (const std::string ranges = masked_ranges(mask.hidden); !ranges.empty())
+    out += (out.empty() ? "" : ";") + ("hidden:" + ranges);
   return out;
+}
+
+std::string describe_counts(const StructureMask& keep) {
+  std::string what = "heads per layer";
+  for (const auto& row : keep.heads) what += " " + std::to_string(count_kept({row}));
+  what += ", FFN widths";
+  for (const auto& row : keep.neurons) what += " " + std::to_string(count_kept({row}));
+  if (!keep.layers.empty()) what += ", " + format_mask({{}, {}, keep.layers});  // "layers:1,4" removed
+  if (!keep.hidden.empty())
+    what += ", " + std::to_string(count_kept({keep.hidden})) + "/" + std::to_string(keep.hidden.size()) +
+            " hidden channels";
+  return what;
 }
 
 HeadSet parse_head_mask(const std::string& spec_in, int layers, int heads, const std::string& where_in) {
@@ -177,7 +206,12 @@ int count_kept(const HeadSet& keep) {
   return n;
 }
 
-double structure_cost(const StructureMask& keep, const UnitCosts& costs) {
+double hidden_fraction(const std::vector<bool>& hidden) {
+  return hidden.empty() ? 1.0 : static_cast<double>(count_kept_layers(hidden, 0)) / static_cast<double>(hidden.size());
+}
+
+double structure_cost(const StructureMask& keep, const UnitCosts& full) {
+  const UnitCosts costs = full.at_hidden(hidden_fraction(keep.hidden));
   double cost = 0;
   for (size_t l = 0; l < keep.heads.size(); ++l)
     if (layer_kept(keep.layers, l))

@@ -161,3 +161,36 @@ TEST_CASE("prune export --int8: a failed check leaves nothing, a passing one wri
   for (const char* f : {"onnx_check.h5", "onnx_check.json", "onnx_int8_check.h5", "onnx_int8_logits.h5"})
     CHECK(!fs::exists(root / "out" / f));
 }
+
+TEST_CASE("prune export --mask with hidden channels and a layer: the export scores what the masked model does; "
+          "--dense refuses it in one line",
+          "[cli][export][hidden]") {
+  const auto dir = hp::test::scratch_dir("hp_cli_export_hidden");
+  fs::remove_all(dir);
+  const std::string mask = "layers:1;0:2;hidden:0-3,10";
+  auto e = run_prune("export --model " + kTinyBert + " --mask \"" + mask + "\" --to " + (dir / "slim").string());
+  INFO(e.output);
+  REQUIRE(e.code == 0);
+  const auto cfg = nlohmann::json::parse(hp::test::slurp(dir / "slim" / "config.json"));
+  const auto full = nlohmann::json::parse(hp::test::slurp(fs::path(kTinyBert) / "config.json"));
+  CHECK(cfg["hidden_size"] == full["hidden_size"].get<int>() - 5);
+  CHECK(cfg["classifier_hidden_size"] == full["hidden_size"]);
+  CHECK(cfg["num_hidden_layers"] == 1);
+  const std::string data = " --task mnli_subset --data-root " + hp::test::tiny_data_root() + " --max-seq-len 32";
+  auto eval = [&](const std::string& model, const std::string& extra, const std::string& name) {
+    const std::string out = (dir / name).string();
+    auto r = run_prune("eval --model " + model + data + " --split mismatched" + extra + " --output " + out);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(hp::test::slurp(out));
+  };
+  const auto masked = eval(kTinyBert, " --mask \"" + mask + "\"", "masked.json");
+  const auto slim = eval((dir / "slim").string(), "", "slim.json");
+  CHECK(masked["metrics"] == slim["metrics"]);
+  CHECK(masked["hidden_kept"] == slim["hidden_total"]);
+  CHECK(masked["mask"] == "0:2;layers:1;hidden:0-3,10");  // printed back in the spec's order
+  auto dense = run_prune("export --model " + (dir / "slim").string() + " --dense --to " + (dir / "dense").string());
+  CHECK(dense.code == 2);
+  CHECK_THAT(dense.output, Catch::Contains("the dense export cannot hold a model whose hidden channels were removed"));
+  CHECK(!fs::exists(dir / "dense"));
+}

@@ -14,6 +14,7 @@
 #include "core/io/safetensors.h"
 #include "core/io/tensor_io.h"
 #include "core/model/arch.h"
+#include "eval/evaluator.h"
 #include "fixtures.h"
 #include "prune/onnx.h"
 #include "prune/slim.h"
@@ -92,7 +93,7 @@ TEST_CASE("RoBERTa, XLM-R, DistilBERT, ELECTRA: logits, head masks and slimming 
   }
 }
 
-TEST_CASE("RoBERTa, XLM-R, DistilBERT, ELECTRA: slimmed exports load in transformers 4 and 5 and run in ONNX Runtime",
+TEST_CASE("RoBERTa, XLM-R, DistilBERT, ELECTRA: slimmed exports (hidden channels too) load in transformers 4 and 5 and run in ONNX Runtime",
           "[.arch][prune]") {
   const std::string py4 = HP_REF_PYTHON, py5 = HP_REF_PYTHON_V5;
   for (const char* type : {"roberta", "xlm-roberta", "distilbert", "electra"}) {
@@ -126,16 +127,26 @@ TEST_CASE("RoBERTa, XLM-R, DistilBERT, ELECTRA: slimmed exports load in transfor
       CHECK(hp::test::hf_check(py4, hdir, in, want) == 0);
       CHECK(hp::test::hf_check(py4, hdir, in, want, "--remote-code") == 0);
       CHECK(hp::test::hf_check(py4, hdir, in, model.forward(in).logits, "--remote-code") != 0);  // it can fail
-      // Heads and FFN neurons: per-layer widths through the modeling file, layer 1's heads and layer 2's FFN gone.
+      // Heads, FFN neurons and hidden channels through the modeling file, layer 1's heads and layer 2's FFN gone.
       const hp::core::HeadSet keep = {
           {true, false, true, false}, {false, false, false, false}, {true, true, false, true}};
       hp::core::NeuronSet neurons(cfg.num_hidden_layers, std::vector<bool>(cfg.intermediate_size, true));
       for (int i = 0; i < cfg.intermediate_size; ++i) neurons[0][i] = i % 3 != 0, neurons[2][i] = false;
-      const auto narrow = hp::prune::slim_model(model, keep, neurons);
+      // And every third hidden channel (with ELECTRA's embedding projection, its output rows): the masked model's
+      // logits.
+      std::vector<bool> hidden(static_cast<size_t>(cfg.hidden_size), true);
+      for (size_t ch = 0; ch < hidden.size(); ch += 3) hidden[ch] = false;
+      const auto narrow = hp::prune::slim_model(model, keep, neurons, {}, hidden);
+      CHECK(narrow.config().hidden_size == cfg.hidden_size - (cfg.hidden_size + 2) / 3);
+      auto masked_in = in;
+      masked_in.head_mask = hp::eval::head_mask_tensor(keep);
+      masked_in.neuron_mask = hp::eval::neuron_mask_tensor(neurons);
+      masked_in.hidden_mask = hp::eval::hidden_mask_tensor(hidden);
       const auto ndir = hp::test::scratch_dir(std::string("arch_neurons_") + type);
       fs::remove_all(ndir);
       hp::core::save_bert(narrow, ndir.string(), dir);
       const auto nwant = narrow.forward(in).logits;
+      CHECK(max_diff(nwant, model.forward(masked_in).logits) <= 1e-5);
       CHECK(hp::test::hf_check(py4, ndir, in, nwant, "--remote-code") == 0);
       if (fs::exists(py5)) {
         CHECK(hp::test::hf_check(py5, hdir, in, want, "--remote-code") == 0);

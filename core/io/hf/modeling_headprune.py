@@ -15,7 +15,10 @@ neurons were removed: per-layer FFN widths (`config.intermediate_sizes`) need th
   positions start, token types or none, the classification head's activation and dropout, and the sizes in
   BERT's names. The modules below are built at exactly those names, so the checkpoint loads as saved.
 - Layer l keeps the heads that `config.pruned_heads[l]` does not name (`config.heads_per_layer[l]` of
-  them), each of size hidden_size / num_attention_heads. A layer with 0 heads skips attention: its block adds
+  them), each of size `head_dim` (hidden_size / num_attention_heads unless hidden channels were removed).
+- A model whose hidden channels were removed has hidden_size = the channels kept: every tensor with a hidden
+  axis is that narrow, and the classification head maps them to its own width, `classifier_hidden_size` (the
+  original hidden size). The plain transformers classes cannot build such a model; this file can. A layer with 0 heads skips attention: its block adds
   only the output bias before the residual LayerNorm.
 - Layer l's FFN has `config.intermediate_sizes[l]` neurons (all `intermediate_size` when the key is absent). A
   layer with 0 neurons skips the FFN: its block adds only the output bias before the residual LayerNorm.
@@ -73,6 +76,12 @@ def ffn_widths(config):
     return [int(w) for w in widths]
 
 
+def head_dim(config):
+    """The size of one attention head: sizes.head_dim, else hidden_size / num_attention_heads."""
+    size = layout(config)["sizes"]
+    return int(size.get("head_dim") or size["hidden_size"] // size["num_attention_heads"])
+
+
 def _place(root, path, module):
     """Puts `module` at the dotted `path` under `root`, making plain containers on the way."""
     *parents, last = path.split(".")
@@ -92,7 +101,8 @@ def build_modules(root, config, prefix, inside):
     the per-model units), e.g. "attn.q", "emb.ln"."""
     lay, kept, widths = layout(config), kept_heads(config), ffn_widths(config)
     size = lay["sizes"]
-    d, e, dh = size["hidden_size"], size["embedding_size"], size["hidden_size"] // size["num_attention_heads"]
+    d, e, dh = size["hidden_size"], size["embedding_size"], head_dim(config)
+    c = size.get("classifier_hidden_size", d)
     eps = size["layer_norm_eps"]
 
     def make(unit, l):
@@ -109,7 +119,7 @@ def build_modules(root, config, prefix, inside):
             "attn.ln": lambda: nn.LayerNorm(d, eps=eps),
             "ffn.in": lambda: nn.Linear(d, width), "ffn.out": lambda: nn.Linear(width, d),
             "ffn.ln": lambda: nn.LayerNorm(d, eps=eps),
-            "pool": lambda: nn.Linear(d, d), "cls": lambda: nn.Linear(d, size["num_labels"]),
+            "pool": lambda: nn.Linear(d, c), "cls": lambda: nn.Linear(c, size["num_labels"]),
         }[unit]()
 
     units = {}
@@ -162,7 +172,7 @@ class HeadpruneEncoder:
             x = units["emb.proj"][0](x)
         additive = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
         hidden, attentions = (x,), ()
-        dh = size["hidden_size"] // size["num_attention_heads"]
+        dh = head_dim(self.config)
         for l in range(size["num_hidden_layers"]):
             heads = units["attn.q"][l].out_features // dh
             if heads == 0:
@@ -233,8 +243,7 @@ def _make_classes(arch, config_class, prefix):
             return self.units["emb.word"][0]
 
         def _prune_heads(self, heads_to_prune):
-            size = layout(self.config)["sizes"]
-            _prune(self.units, self.kept, size["hidden_size"] // size["num_attention_heads"], heads_to_prune)
+            _prune(self.units, self.kept, head_dim(self.config), heads_to_prune)
 
         def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                     output_attentions=None, output_hidden_states=None, return_dict=None, **kwargs):
