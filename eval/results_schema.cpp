@@ -24,6 +24,8 @@ const std::vector<DatasetSpec>& run_h5_datasets() {
       {Dataset::kGateFfnPOpen, "gates/ffn_p_open", "[E, L]", "P(open) of each FFN sublayer's coarse gate, likewise"},
       {Dataset::kGateLayerPOpen, "gates/layer_p_open", "[E, L]",
        "P(open) of each whole layer's gate (gates.layer_gates), likewise"},
+      {Dataset::kGateHiddenPOpen, "gates/hidden_p_open", "[E, D]",
+       "P(open) of each hidden channel's gate (gates.hidden_gates), likewise"},
   };
   return table;
 }
@@ -40,6 +42,7 @@ std::string prefix(Dataset kind) {
     case Dataset::kGateMhaPOpen: return "gates/mha_p_open";
     case Dataset::kGateFfnPOpen: return "gates/ffn_p_open";
     case Dataset::kGateLayerPOpen: return "gates/layer_p_open";
+    case Dataset::kGateHiddenPOpen: return "gates/hidden_p_open";
   }
   return "";
 }

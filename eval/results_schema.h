@@ -21,12 +21,13 @@ enum class Dataset {
   kGateNeuronPOpen,
   kGateMhaPOpen,
   kGateFfnPOpen,
-  kGateLayerPOpen
+  kGateLayerPOpen,
+  kGateHiddenPOpen
 };
 // The gate trajectories of a training run: one tensor per evaluation, stacked (the names are whole keys).
 inline constexpr Dataset kGateTrajectories[] = {Dataset::kGateLogAlpha, Dataset::kGatePOpen, Dataset::kGateNeuronPOpen,
                                                 Dataset::kGateMhaPOpen, Dataset::kGateFfnPOpen,
-                                                Dataset::kGateLayerPOpen};
+                                                Dataset::kGateLayerPOpen, Dataset::kGateHiddenPOpen};
 struct DatasetSpec {
   Dataset kind;
   const char* pattern;

@@ -18,7 +18,7 @@ void validate_structure_gates(const core::GateConfig& cfg, int neurons) {
         "once per batch; set gates.per_example: false");
 }
 
-StructureGates::StructureGates(const core::GateConfig& cfg, int layers, int heads, int neurons)
+StructureGates::StructureGates(const core::GateConfig& cfg, int layers, int heads, int neurons, int hidden)
     : cfg_(cfg), heads_(cfg, layers, heads), neurons_(neurons), group_(cfg.neuron_group) {
   if (neurons <= 0) return;
   validate_structure_gates(cfg, neurons);
@@ -28,11 +28,13 @@ StructureGates::StructureGates(const core::GateConfig& cfg, int layers, int head
     ffn_la_ = torch::full({layers}, cfg.log_alpha_init, torch::kFloat32).requires_grad_(true);
   }
   if (cfg.layer_gates) layer_la_ = torch::full({layers}, cfg.log_alpha_init, torch::kFloat32).requires_grad_(true);
+  if (cfg.hidden_gates && hidden > 0)
+    hidden_la_ = torch::full({hidden}, cfg.log_alpha_init, torch::kFloat32).requires_grad_(true);
 }
 
 std::vector<torch::Tensor> StructureGates::parameters() const {
   std::vector<torch::Tensor> p = {heads_.log_alpha()};
-  for (const auto& t : {neuron_la_, mha_la_, ffn_la_, layer_la_})
+  for (const auto& t : {neuron_la_, mha_la_, ffn_la_, layer_la_, hidden_la_})
     if (t.defined()) p.push_back(t);
   return p;
 }
@@ -42,6 +44,7 @@ std::map<std::string, torch::Tensor> StructureGates::named() const {
   if (neuron_la_.defined()) m["neuron_log_alpha"] = neuron_la_;
   if (mha_la_.defined()) m["mha_log_alpha"] = mha_la_, m["ffn_log_alpha"] = ffn_la_;
   if (layer_la_.defined()) m["layer_log_alpha"] = layer_la_;
+  if (hidden_la_.defined()) m["hidden_log_alpha"] = hidden_la_;
   return m;
 }
 
@@ -53,7 +56,7 @@ void StructureGates::load(const std::map<std::string, torch::Tensor>& saved) {
       throw CheckpointError("gate parameters: '" + name + "' is " +
                             (it == saved.end() ? std::string("missing") : "of another shape") +
                             "; resume or read a run made with the same gate settings (gates.neuron_group, "
-                            "gates.sublayer_gates, gates.layer_gates, the target)");
+                            "gates.sublayer_gates, gates.layer_gates, gates.hidden_gates, the target)");
     t.copy_(it->second);
   }
 }
@@ -88,6 +91,8 @@ GateMasks StructureGates::sample(long batch) const {
   m.heads = combine(m.heads, mha, 1);
   m.neurons = combine(m.neurons, ffn, group_);
   if (has_layers()) m.layers = hard_concrete_sample(layer_la_, cfg_.beta, lim, hard_concrete_noise(layer_la_.sizes(), opts));
+  if (has_hidden())
+    m.hidden = hard_concrete_sample(hidden_la_, cfg_.beta, lim, hard_concrete_noise(hidden_la_.sizes(), opts));
   return m;
 }
 
@@ -101,6 +106,7 @@ GateMasks StructureGates::deterministic() const {
   m.heads = combine(m.heads, mha, 1);
   m.neurons = combine(hard_concrete_mean(neuron_la_, lim), ffn, group_);
   if (has_layers()) m.layers = hard_concrete_mean(layer_la_, lim);
+  if (has_hidden()) m.hidden = hard_concrete_mean(hidden_la_, lim);
   return m;
 }
 
@@ -117,11 +123,32 @@ torch::Tensor StructureGates::expected_cost(const core::UnitCosts& costs) const 
     const auto p_layer = p_open(layer_la_).to(torch::kFloat64);
     heads = heads * p_layer, neurons = neurons * p_layer;
   }
-  return costs.head * heads.sum() + costs.neuron * neurons.sum();
+  if (!has_hidden()) return costs.head * heads.sum() + costs.neuron * neurons.sum();
+  // The costs at the expected fraction of hidden channels open (UnitCosts::at_hidden, differentiable in it).
+  const torch::Tensor r = p_open(hidden_la_).to(torch::kFloat64).mean();
+  return (costs.head - costs.head_hidden * (1 - r)) * heads.sum() +
+         (costs.neuron - costs.neuron_hidden * (1 - r)) * neurons.sum();
 }
 
-core::StructureMask StructureGates::keep_within(const core::UnitCosts& costs, double budget) const {
+std::vector<bool> StructureGates::keep_hidden() const {
+  if (!has_hidden()) return {};
   torch::NoGradGuard no_grad;
+  const torch::Tensor p = p_open(hidden_la_.detach()).to(torch::kFloat64).contiguous();
+  const long D = p.size(0);
+  const long kept = std::clamp(std::lround(p.sum().item<double>()), 1L, D);
+  std::vector<long> order(static_cast<size_t>(D));
+  std::iota(order.begin(), order.end(), 0L);
+  const double* pp = p.data_ptr<double>();
+  std::stable_sort(order.begin(), order.end(), [&](long a, long b) { return pp[a] > pp[b]; });
+  std::vector<bool> keep(static_cast<size_t>(D), false);
+  for (long i = 0; i < kept; ++i) keep[static_cast<size_t>(order[static_cast<size_t>(i)])] = true;
+  return kept < D ? keep : std::vector<bool>{};
+}
+
+core::StructureMask StructureGates::keep_within(const core::UnitCosts& full_costs, double budget) const {
+  torch::NoGradGuard no_grad;
+  const std::vector<bool> hidden = keep_hidden();
+  const core::UnitCosts costs = full_costs.at_hidden(core::hidden_fraction(hidden));
   const int L = layers(), H = heads_.heads();
   auto f64 = [&](const torch::Tensor& la) { return p_open(la.detach()).to(torch::kFloat64).contiguous(); };
   const torch::Tensor ph = f64(heads_.log_alpha());
@@ -171,6 +198,7 @@ core::StructureMask StructureGates::keep_within(const core::UnitCosts& costs, do
     }
   }
   if (std::count(layer_open.begin(), layer_open.end(), false) > 0) keep.layers = layer_open;
+  keep.hidden = hidden;
   return keep;
 }
 
@@ -185,6 +213,9 @@ torch::Tensor StructureGates::ffn_p_open() const {
 }
 torch::Tensor StructureGates::layer_p_open() const {
   return has_layers() ? p_open(layer_la_.detach()) : torch::Tensor();
+}
+torch::Tensor StructureGates::hidden_p_open() const {
+  return has_hidden() ? p_open(hidden_la_.detach()) : torch::Tensor();
 }
 
 }  // namespace hp::gates

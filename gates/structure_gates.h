@@ -9,6 +9,12 @@
 // the forward mixes the layer with the identity, x + z_l · (layer_l(x) − x) (core/model/bert.h's layer mask), so a
 // closed one removes the layer's LayerNorms too, which closing both sublayers does not; its units' costs go with it.
 //
+// The hidden gates (gates.hidden_gates) are one gate per hidden channel, shared by every layer (CoFi's z_hidden;
+// core/model/bert.h's hidden mask). Every head's projections and every neuron's weights are as wide as the hidden
+// dimension, so their costs scale with the expected fraction of channels open, r = Σ_c P(hidden_c) / D:
+// c_head → c_head − c_head_hidden · (1 − r), c_neuron → c_neuron · r (UnitCosts::at_hidden), E[cost] being
+// linear in r for fixed unit probabilities (the gates are independent).
+//
 // with the unit costs of the retraining-free search (eval/flops.h: FLOPs at the task's mean length, or
 // parameters), so a gated run and the search spend one budget. CoFi counts parameters the same way (its
 // expected size multiplies the coarse and fine open probabilities); the FLOPs form is the same sum with FLOP
@@ -32,6 +38,7 @@ namespace hp::gates {
 struct GateMasks {
   torch::Tensor heads, neurons;
   torch::Tensor layers = {};  // [L] (EncoderInput::layer_mask); undefined without layer gates
+  torch::Tensor hidden = {};  // [D] (EncoderInput::hidden_mask); undefined without hidden gates
 };
 
 class StructureGates {
@@ -39,28 +46,30 @@ class StructureGates {
   // Head gates always (HeadGates, with its checks). With `neurons` = I > 0 also FFN gates in groups of
   // cfg.neuron_group (which must divide I) and, with cfg.sublayer_gates, the two coarse gates per layer.
   // ConfigError naming the key for a bad neuron_group, or per_example with neuron gates.
-  StructureGates(const core::GateConfig& cfg, int layers, int heads, int neurons = 0);
+  // With cfg.hidden_gates and `hidden` = D > 0 (and neuron gates) also one gate per hidden channel.
+  StructureGates(const core::GateConfig& cfg, int layers, int heads, int neurons = 0, int hidden = 0);
 
   HeadGates& heads() { return heads_; }
   const HeadGates& heads() const { return heads_; }
   bool has_neurons() const { return neuron_la_.defined(); }
   bool has_sublayers() const { return mha_la_.defined(); }
   bool has_layers() const { return layer_la_.defined(); }
+  bool has_hidden() const { return hidden_la_.defined(); }
   int layers() const { return heads_.layers(); }
   int neurons() const { return neurons_; }  // I; 0 without neuron gates
   int group() const { return group_; }
 
   // Every log α, in a fixed order: heads [L, H], then neuron groups [L, I/g], attention [L], FFN [L] sublayers,
-  // layers [L].
+  // layers [L], hidden channels [D].
   std::vector<torch::Tensor> parameters() const;
-  // The same by name ("log_alpha", "neuron_log_alpha", "mha_log_alpha", "ffn_log_alpha", "layer_log_alpha") for
-  // checkpoints and
+  // The same by name ("log_alpha", "neuron_log_alpha", "mha_log_alpha", "ffn_log_alpha", "layer_log_alpha",
+  // "hidden_log_alpha") for checkpoints and
   // run state; load() copies such a map back (CheckpointError naming a missing or misshapen entry).
   std::map<std::string, torch::Tensor> named() const;
   void load(const std::map<std::string, torch::Tensor>& saved);
 
   // Training gates from the global torch RNG: the head draw first (exactly HeadGates::sample, so head-only
-  // runs keep their random stream), then neuron groups, then the sublayers, then the layers. The sublayer gates
+  // runs keep their random stream), then neuron groups, then the sublayers, then the layers, then the hidden channels. The sublayer gates
   // multiply the fine ones; a neuron group's gate is repeated over its g neurons; the layer gates are apart.
   GateMasks sample(long batch) const;
   // Test-time gates (eq. 13), the same products.
@@ -73,8 +82,9 @@ class StructureGates {
   // times its sublayer's and layer's (P(unit) · P(sublayer) · P(layer), float64), and the units are taken in
   // decreasing score (ties in index order, heads before neurons), each one that still fits. It lands below the
   // budget by less than the cheapest unit not taken (a neuron group) unless every unit fits. With layer gates, a
-  // layer whose test-time gate is 0 is removed (`layers`) and none of its units taken. Head-only gates: heads
-  // only, neurons empty.
+  // layer whose test-time gate is 0 is removed (`layers`) and none of its units taken. With hidden gates the
+  // channels are chosen first: the round(Σ_c P(hidden_c)) most probable (at least one), as CoFi fixes its
+  // z_hidden; the units are then costed at that width. Head-only gates: heads only, neurons empty.
   core::StructureMask keep_within(const core::UnitCosts& costs, double budget) const;
 
   // Per-layer summaries of P(g ≠ 0) for run.h5: the mean over a layer's neuron groups, and the coarse gates'
@@ -83,6 +93,9 @@ class StructureGates {
   torch::Tensor mha_p_open() const;
   torch::Tensor ffn_p_open() const;
   torch::Tensor layer_p_open() const;
+  torch::Tensor hidden_p_open() const;  // [D]
+  // The hidden channels keep_within keeps (empty without hidden gates or when it keeps them all).
+  std::vector<bool> keep_hidden() const;
 
  private:
   torch::Tensor p_open(const torch::Tensor& la) const;
@@ -92,6 +105,7 @@ class StructureGates {
   torch::Tensor neuron_la_;  // [L, I/g]
   torch::Tensor mha_la_, ffn_la_;  // [L]
   torch::Tensor layer_la_;  // [L]
+  torch::Tensor hidden_la_;  // [D]
 };
 
 // The checks of StructureGates' constructor for an FFN of `neurons`: gates.neuron_group divides it, no per-example

@@ -113,7 +113,7 @@ std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction) {
   const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
   const core::StructureMask keep = gated_mask(ctx, tr);
   Candidate c{{}, "gates-" + std::to_string(pct), [&ctx, dir, keep] {
-                return slim_model(core::load_bert(dir + "/best", ctx.load), keep.heads, keep.neurons, keep.layers);
+                return slim_model(core::load_bert(dir + "/best", ctx.load), keep);
               }};
   c.point.method = "gates", c.point.step = static_cast<int>(pct), c.point.heads_kept = core::count_kept(keep.heads);
   c.point.flops_kept = tr.at("budget").at("kept").get<double>(), c.point.budget = percent(fraction) + " FLOPs";

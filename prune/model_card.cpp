@@ -172,7 +172,12 @@ std::string model_card(const CardInputs& in) {
   if (own.find("cannot run a layer without heads") != std::string::npos)
     o << "A layer of this model keeps no head, which transformers' own class of this architecture cannot run, so "
          "transformers 4.x needs `trust_remote_code=True` too.\n";
-  if (fin.contains("budget"))
+  if (own.find("removed hidden channels") != std::string::npos)
+    o << "This model also removed hidden channels: its hidden size is narrower than its attention heads and "
+         "classification head (`config.head_dim`, `config.classifier_hidden_size`), which Hugging Face's own classes "
+         "cannot build, so transformers 4.x needs `trust_remote_code=True` too, and there is no dense fallback (a "
+         "LayerNorm over zero channels would count them).\n";
+  else if (fin.contains("budget"))
     o << "This model also removed FFN neurons: its layers have their own FFN widths (`config.intermediate_sizes`), "
          "which Hugging Face's own BERT cannot build, so transformers 4.x needs `trust_remote_code=True` too; the "
          "dense fallback loads everywhere.\n";

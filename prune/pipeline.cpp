@@ -55,19 +55,24 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
   need(!(p.method == "gates" && p.target_latency > 0),
        "prune.method = gates with --target-latency: the gates learn a FLOPs or parameter budget; give --target-flops F "
        "or --target-params F, or prune.method = kwon");
-  need(!p.structures.empty(), "prune.structures is empty; use heads, neurons or both (and layers for the gates)");
-  bool heads_or_neurons = false, layers = false;
+  need(!p.structures.empty(),
+       "prune.structures is empty; use heads, neurons or both (and layers, hidden for the gates)");
+  bool heads_or_neurons = false;
+  std::string gates_only;  // the first of layers and hidden named
   for (const auto& s : p.structures) {
-    need(s == "heads" || s == "neurons" || s == "layers",
-         "prune.structures has '" + s + "'; use heads, neurons or both (and layers for the gates)");
-    heads_or_neurons |= s != "layers", layers |= s == "layers";
+    need(s == "heads" || s == "neurons" || s == "layers" || s == "hidden",
+         "prune.structures has '" + s + "'; use heads, neurons or both (and layers, hidden for the gates)");
+    heads_or_neurons |= s == "heads" || s == "neurons";
+    if ((s == "layers" || s == "hidden") && gates_only.empty()) gates_only = s;
   }
-  need(heads_or_neurons, "prune.structures is [layers] alone; the budget is spent over heads and neurons: use "
-                         "heads,neurons,layers (or --target-layers N to drop whole layers alone)");
-  need(!(layers && budget_mode(p) && p.method != "gates"),
-       "prune.structures has layers with prune.method = " + p.method +
-           ": the retraining-free search (kwon) removes heads and FFN neurons; whole layers are learned by the gates "
-           "(--method gates) or dropped by --target-layers N");
+  need(heads_or_neurons, "prune.structures is [" + gates_only +
+                             "] alone; the budget is spent over heads and neurons: use heads,neurons," + gates_only +
+                             (gates_only == "layers" ? " (or --target-layers N to drop whole layers alone)" : ""));
+  need(gates_only.empty() || !budget_mode(p) || p.method == "gates",
+       "prune.structures has " + gates_only + " with prune.method = " + p.method +
+           ": the retraining-free search (kwon) removes heads and FFN neurons; whole layers and hidden channels are "
+           "learned by the gates (--method gates)" +
+           (gates_only == "layers" ? std::string(", or layers dropped by --target-layers N") : std::string()));
   need(p.search_examples >= 0,
        "prune.search_examples = " + std::to_string(p.search_examples) + "; use 0 (all) or a count");
   need(p.tuning_damping >= 0, "prune.tuning_damping must be 0 or positive");
@@ -193,6 +198,10 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
                 << f.heads_kept << "/" << s.heads_total << " heads"
                 << (f.budget ? ", " + std::to_string(f.budget->neurons_kept) + "/" +
                                    std::to_string(f.budget->neurons_total) + " FFN neurons, " +
+                                   (f.budget->hidden_total ? std::to_string(f.budget->hidden_kept) + "/" +
+                                                                 std::to_string(f.budget->hidden_total) +
+                                                                 " hidden channels, "
+                                                           : std::string()) +
                                    std::to_string(std::lround(f.budget->kept * 100)) + "% of " + f.budget->unit
                              : std::string())
                 << " (" << f.method << (f.criterion.empty() ? "" : " " + f.criterion) << "): " << s.metric << " "

@@ -40,6 +40,8 @@ BudgetSummary gated_budget(const nlohmann::json& tr, const core::StructureMask& 
     b.neurons_total += static_cast<int>(keep.neurons[l].size());
   }
   b.neurons_kept = core::count_kept(keep.neurons);
+  if (!keep.hidden.empty())
+    b.hidden_kept = core::count_kept({keep.hidden}), b.hidden_total = static_cast<int>(keep.hidden.size());
   b.metrics_by_step["gates"] = tr.at("final_metrics").get<std::map<std::string, double>>();
   b.seconds["gates"] = tr.at("train_seconds").get<double>();
   return b;
@@ -58,7 +60,8 @@ std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
       c = gates_budget_config(cfg, cfg.prune.target_flops, cfg.prune.target_params);
       log_stage(5, "choose",
                 std::string("Hard-Concrete gates on heads, FFN neurons, sublayers") +
-                    (c.gates.layer_gates ? " and layers" : "") + " to " +
+                    (c.gates.layer_gates ? ", layers" : "") + (c.gates.hidden_gates ? ", hidden channels" : "") +
+                    " to " +
                     std::to_string(std::lround(100 * (c.gates.target_flops + c.gates.target_params))) +
                     "% of the encoder's " + (c.gates.target_params > 0 ? "parameters" : "FLOPs"));
     } else {
@@ -75,6 +78,7 @@ std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
   if (budget) {
     choice.neurons = keep.neurons;
     choice.layers = keep.layers;
+    choice.hidden = keep.hidden;
     choice.budget = gated_budget(tr, keep, core::mean_length(ctx.eval_data));
   }
   choice.model_dir = dir + "/best";
@@ -108,6 +112,8 @@ void write_verify_inputs(const RunContext& ctx, const core::Bert& reloaded, cons
 
 // Why transformers' own class cannot load the export (so only the remote-code checks apply), or "".
 std::string own_class_not_applicable(const core::BertConfig& c) {
+  if (c.hidden_slimmed())
+    return "not applicable (removed hidden channels need the modeling file: see the remote-code checks)";
   if (c.ffn_slimmed())
     return "not applicable (per-layer FFN widths need the modeling file: see the remote-code checks)";
   if (!core::arch_of(c.model_type).hf_runs_headless_layers && c.max_heads() > 0 && headless_layer(c))
@@ -293,12 +299,14 @@ core::Config gates_budget_config(const core::Config& cfg, double target_flops, d
   c.gates.distill = cfg.gates.distill || cfg.prune.recover_distill;
   const auto& st = cfg.prune.structures;
   c.gates.layer_gates = cfg.gates.layer_gates || std::find(st.begin(), st.end(), "layers") != st.end();
+  c.gates.hidden_gates = cfg.gates.hidden_gates || std::find(st.begin(), st.end(), "hidden") != st.end();
   return c;
 }
 
 core::StructureMask gated_mask(const RunContext& ctx, const nlohmann::json& train_result) {
   return core::parse_mask(train_result.at("mask").get<std::string>(), ctx.arch.num_hidden_layers,
-                          ctx.arch.max_heads(), ctx.arch.intermediate_size);
+                          ctx.arch.max_heads(), ctx.arch.intermediate_size, "train_result.json's mask",
+                          ctx.arch.hidden_size);
 }
 
 FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalSummary& final) {
@@ -309,7 +317,8 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
   FinalModels m;
   m.masked.emplace(core::load_bert(choice.model_dir, ctx.load));
   // A budget's model is slimmed already (stage 5 checked it against masking with the scales).
-  m.slim.emplace(choice.slimmed ? *m.masked : slim_model(*m.masked, choice.keep, choice.neurons, choice.layers));
+  m.slim.emplace(choice.slimmed ? *m.masked
+                                : slim_model(*m.masked, choice.keep, choice.neurons, choice.layers, choice.hidden));
   const std::string out_model = cfg.run.out_dir + "/model";
   log_stage(7, "export, verify", "the slimmed model to " + out_model);
   core::save_bert(*m.slim, out_model, cfg.model.path, /*hdf5=*/true);
@@ -318,7 +327,8 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
       eval::evaluate(*m.masked, *ctx.task, ctx.eval_data, ctx.curves.eval_batches,
                      choice.slimmed ? torch::Tensor() : eval::head_mask_tensor(choice.keep), false,
                      choice.neurons.empty() ? torch::Tensor() : eval::neuron_mask_tensor(choice.neurons),
-                     choice.slimmed ? torch::Tensor() : eval::layer_mask_tensor(choice.layers));
+                     choice.slimmed ? torch::Tensor() : eval::layer_mask_tensor(choice.layers),
+                     choice.slimmed ? torch::Tensor() : eval::hidden_mask_tensor(choice.hidden));
   const auto slim_eval = eval::evaluate(reloaded, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, torch::Tensor());
   final.slim_vs_masked_max_abs_logit_diff = max_abs_diff(masked_eval.logits, slim_eval.logits);
   if (cfg.prune.verify && final.slim_vs_masked_max_abs_logit_diff > 1e-5)

@@ -32,6 +32,8 @@ struct BudgetSummary {
   double target = 0, kept = 0;  // fractions of the unpruned encoder's (latency: of the whole model's, predicted)
   double mean_length = 0;  // tokens, the FLOPs' sequence length
   int neurons_kept = 0, neurons_total = 0;
+  // Gates with hidden gates: the hidden channels kept of the model's (0 and 0 otherwise).
+  int hidden_kept = 0, hidden_total = 0;
   std::vector<int> heads_per_layer, ffn_widths;
   std::map<std::string, std::map<std::string, double>> metrics_by_step;  // "search", "rearranged", "tuned" → metrics
   std::map<std::string, double> seconds;  // "gradients", "search", "rearrange", "tuning"
@@ -41,7 +43,7 @@ struct BudgetSummary {
   std::map<std::string, double> latency;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BudgetSummary, unit, target, kept, mean_length, neurons_kept,
-                                                neurons_total, heads_per_layer, ffn_widths, metrics_by_step, seconds,
+                                                neurons_total, hidden_kept, hidden_total, heads_per_layer, ffn_widths, metrics_by_step, seconds,
                                                 folded_vs_scaled_max_abs_logit_diff, latency)
 
 // --target-layers N (prune/layer_drop.h): the layers each choice keeps (original indices) and its metrics with the
@@ -68,7 +70,8 @@ struct FinalChoice {
   bool slimmed = false;  // kwon: model_dir holds the slimmed model with the tuning scales folded in
   std::map<std::string, double> metrics_before_recovery;  // empty for gates
   std::optional<BudgetSummary> budget;  // kwon, and gates under a budget
-  std::vector<bool> layers;  // --target-layers: keep[l] of the unpruned model's layers; empty = all kept
+  std::vector<bool> layers;  // --target-layers or layer gates: keep[l] of the unpruned model's layers; empty = all
+  std::vector<bool> hidden;  // hidden gates: keep[c] of the hidden channels; empty = all kept
   std::optional<LayerDropSummary> layer_drop;
 };
 

@@ -66,7 +66,7 @@ void write_result(const core::Config& cfg, const TaskRun& run, const core::TaskS
   j["steps"] = r.steps;
   j["heads_kept"] = r.heads_kept;
   j["heads_total"] = r.heads_total;
-  j["mask"] = core::format_mask({r.final_keep, r.final_neurons, r.final_layers});
+  j["mask"] = core::format_mask({r.final_keep, r.final_neurons, r.final_layers, r.final_hidden});
   if (!r.budget_unit.empty()) {
     int neurons = 0;
     for (const auto& row : r.final_neurons) neurons += static_cast<int>(std::count(row.begin(), row.end(), true));

@@ -58,7 +58,7 @@ class Loop {
       costs_ = eval::unit_costs(mc, gc.target_params > 0, core::mean_length(*data.eval));
       total_cost_ = eval::total_cost(mc, costs_);
       const double target = gc.target_params > 0 ? gc.target_params : gc.target_flops;
-      gates_ = std::make_unique<gates::StructureGates>(gc, L_, H_, mc.intermediate_size);
+      gates_ = std::make_unique<gates::StructureGates>(gc, L_, H_, mc.intermediate_size, mc.hidden_size);
       // The target falls from where the gates start (P(open) of a unit times its sublayer's: 89% of the cost at the
       // default log α 2.0, β 0.33), not from 100%, so that the multipliers do not first push the gates open.
       const double start = constrained().item<double>();
@@ -161,7 +161,7 @@ gates::GateMasks Loop::eval_mask() const {
     const core::StructureMask keep = target_structure();
     return {eval::head_mask_tensor(keep.heads),
             keep.neurons.empty() ? torch::Tensor() : eval::neuron_mask_tensor(keep.neurons),
-            eval::layer_mask_tensor(keep.layers)};
+            eval::layer_mask_tensor(keep.layers), eval::hidden_mask_tensor(keep.hidden)};
   }
   return {gates_->deterministic().heads.detach(), {}};
 }
@@ -219,9 +219,10 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
   core::EncoderInput in = core::encoder_input(local);
   if (fixed_.heads.defined()) {
     in.head_mask = fixed_.heads, in.neuron_mask = fixed_.neurons, in.layer_mask = fixed_.layers;
+    in.hidden_mask = fixed_.hidden;
   } else if (gates_) {
     const gates::GateMasks g = gates_->sample(B);  // every rank draws the whole batch's noise, as one process does
-    in.head_mask = g.heads, in.neuron_mask = g.neurons, in.layer_mask = g.layers;
+    in.head_mask = g.heads, in.neuron_mask = g.neurons, in.layer_mask = g.layers, in.hidden_mask = g.hidden;
     if (in.head_mask.dim() == 3) in.head_mask = in.head_mask.narrow(0, lo, hi - lo);  // per-example gates
   }
   const bool hidden = r.distilling && layer_distill_;
@@ -354,7 +355,7 @@ void Loop::evaluate_and_keep_best() {
   model_.set_training(false);
   const gates::GateMasks mask = eval_mask();
   auto r = eval::evaluate(model_, *data_.task, *data_.eval, eval_batches_, mask.heads, false, mask.neurons,
-                          mask.layers);
+                          mask.layers, mask.hidden);
   model_.set_training(true);
   record("eval/step", static_cast<double>(s_.step));
   for (const auto& [name, value] : r.metrics) record("eval/" + name, value);
@@ -374,6 +375,7 @@ void Loop::evaluate_and_keep_best() {
       traj[res::prefix(res::Dataset::kGateFfnPOpen)].push_back(gates_->ffn_p_open());
     }
     if (gates_->has_layers()) traj[res::prefix(res::Dataset::kGateLayerPOpen)].push_back(gates_->layer_p_open());
+    if (gates_->has_hidden()) traj[res::prefix(res::Dataset::kGateHiddenPOpen)].push_back(gates_->hidden_p_open());
   }
   const double m = r.metrics.at(data_.task->primary_metric);
   core::log_info("train", "step " + std::to_string(s_.step) + " " + data_.task->primary_metric + " " +
@@ -491,12 +493,8 @@ void Loop::fix_structure() {
   const core::StructureMask keep = target_structure();
   std::string what = "masked " + core::format_head_mask(keep.heads);
   if (budget_mode_) {  // the neuron spec runs to thousands of numbers: counts per layer here, the spec in head_mask.txt
-    what = core::format_number("%.2f%% of the encoder's cost; heads per layer",
-                               100 * core::structure_cost(keep, costs_) / total_cost_);
-    for (const auto& row : keep.heads) what += " " + std::to_string(core::count_kept({row}));
-    what += ", FFN widths";
-    for (const auto& row : keep.neurons) what += " " + std::to_string(core::count_kept({row}));
-    if (!keep.layers.empty()) what += ", " + core::format_mask({{}, {}, keep.layers});  // "layers:1,4" removed
+    what = core::format_number("%.2f%% of the encoder's cost; ", 100 * core::structure_cost(keep, costs_) / total_cost_) +
+           core::describe_counts(keep);
   }
   core::log_info("train", "phase 2: fine-tuning with " + std::to_string(core::count_kept(keep.heads)) + " heads" +
                               (budget_mode_ ? " and " + std::to_string(core::count_kept(keep.neurons)) + " FFN neurons"
@@ -535,6 +533,7 @@ TrainResult Loop::finish() {
   r.final_keep = keep.heads;
   r.final_neurons = keep.neurons;
   r.final_layers = keep.layers;
+  r.final_hidden = keep.hidden;
   r.heads_kept = core::count_kept(r.final_keep);
   r.heads_total = L_ * H_;
   if (budget_mode_) {
@@ -554,7 +553,7 @@ TrainResult Loop::finish() {
   torch::Tensor mask = r.heads_kept == r.heads_total ? torch::Tensor() : eval::head_mask_tensor(r.final_keep);
   torch::Tensor neurons = keep.neurons.empty() ? torch::Tensor() : eval::neuron_mask_tensor(keep.neurons);
   r.final_metrics = eval::evaluate(best, *data_.task, *data_.eval, eval_batches_, mask, false, neurons,
-                                   eval::layer_mask_tensor(keep.layers))
+                                   eval::layer_mask_tensor(keep.layers), eval::hidden_mask_tensor(keep.hidden))
                         .metrics;
   if (gates_) core::write_file_atomic(opts_.run_dir + "/head_mask.txt", core::format_mask(keep) + "\n");
   core::write_hdf5(opts_.run_dir + "/run.h5", s_.history.to_tensors(),

@@ -49,6 +49,7 @@ struct TrainResult {
   core::HeadSet final_keep;  // heads kept (all, without gates)
   core::NeuronSet final_neurons;  // FFN neurons kept under a FLOPs or parameter target; empty otherwise (all kept)
   std::vector<bool> final_layers;  // layers kept under layer gates (gates.layer_gates); empty = all kept
+  std::vector<bool> final_hidden;  // hidden channels kept under hidden gates (gates.hidden_gates); empty = all kept
   int heads_kept = 0, heads_total = 0;
   // Under gates.target_flops or target_params: "FLOPs" or "parameters", the target and the fraction the final
   // structure keeps (of the encoder's cost in that unit), and the unit costs it was counted with.

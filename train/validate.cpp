@@ -62,6 +62,9 @@ void validate_train_config(const core::TrainConfig& t, const core::GateConfig& g
   need(!g.layer_gates || g.target_flops > 0 || g.target_params > 0,
        "gates.layer_gates = true without gates.target_flops or target_params: the layer gates join the FFN and "
        "sublayer gates of a budget; give --target-flops F (or drop the key)");
+  need(!g.hidden_gates || g.target_flops > 0 || g.target_params > 0,
+       "gates.hidden_gates = true without gates.target_flops or target_params: the hidden gates join the FFN and "
+       "sublayer gates of a budget; give --target-flops F (or drop the key)");
   need(g.finetune_epochs >= 1 || !g.finetune_after ||
            (g.target_heads == 0 && g.target_flops == 0 && g.target_params == 0),
        "gates.finetune_epochs = " + std::to_string(g.finetune_epochs) + "; use >= 1, or gates.finetune_after: false");

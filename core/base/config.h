@@ -179,6 +179,7 @@ struct GateConfig {
   int neuron_group = 1;  // FFN neurons per gate under a FLOPs or parameter target
   bool sublayer_gates = true;  // one more gate per attention and per FFN sublayer (CoFi's coarse masks)
   bool layer_gates = false;  // one more gate per whole layer: closed, the layer leaves the stack
+  bool hidden_gates = false;  // one gate per hidden channel shared by every layer (CoFi's z_hidden)
   double target_warmup_ratio = 0.5;  // fraction of steps over which the target goes from all heads to N
   double lagrangian_lr = 0.01;  // learning rate of the multipliers λ1, λ2 (gradient ascent)
   bool finetune_after = true;  // after fixing exactly N heads, fine-tune with them fixed
@@ -210,6 +211,10 @@ struct GateConfig {
       "under target_flops or target_params: one more gate per whole layer, mixing it with the identity "
       "(x + z·(layer(x) − x)); a layer whose test-time gate is 0 leaves the stack, and its units with it "
       "(prune --structures heads,neurons,layers sets it for the gates)");
+    v("hidden_gates", hidden_gates,
+      "under target_flops or target_params: one gate per hidden channel, shared by every layer (CoFi's z_hidden); "
+      "its expected width scales every head's projections and every neuron in the cost, and the channels it closes "
+      "leave every tensor of the export (prune --structures heads,neurons,hidden sets it for the gates)");
     v("target_warmup_ratio", target_warmup_ratio,
       "fraction of steps over which the target falls linearly to its value (all heads, or 100%, at the start)");
     v("lagrangian_lr", lagrangian_lr, "learning rate of the Lagrange multipliers (gradient ascent)");

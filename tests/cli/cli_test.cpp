@@ -626,6 +626,45 @@ TEST_CASE("the pruning run with --method gates under a FLOPs budget: CoFi gates 
   for (const char* key : {"gates/neuron_p_open", "gates/mha_p_open", "gates/ffn_p_open"}) CHECK(h5.count(key));
 }
 
+TEST_CASE("the pruning run with gates over heads, neurons, hidden channels and layers: the channels closed leave the "
+          "export, which transformers loads with remote code",
+          "[cli][prune][budget][hidden]") {
+  const auto out = hp::test::scratch_dir("hp_prune_gates_hidden");
+  std::filesystem::remove_all(out);
+  const std::string args = tiny_prune_args(out.string()) +
+                           " --criteria taylor --target-flops 0.3 --method gates --structures heads,neurons,hidden,layers"
+                           " --set train.train_split=matched --set train.eval_split=mismatched --set train.max_steps=24"
+                           " --set gates.lr=0.5 --set prune.budget_schedule=[100,30] --set prune.curve_recover_steps=0";
+  auto r = run_prune(args);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("Hard-Concrete gates on heads, FFN neurons, sublayers, layers, hidden channels"));
+  const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  const auto& f = summary["final"];
+  const auto& b = f["budget"];
+  const auto tr = nlohmann::json::parse(slurp(out / "gates" / "train_result.json"));
+  const auto full = nlohmann::json::parse(slurp(std::filesystem::path(kTinyBert) / "config.json"));
+  const int D = full["hidden_size"];
+  const auto keep = hp::core::parse_mask(tr["mask"].get<std::string>(), 2, 4, 37, "train_result.json", D);
+  REQUIRE(!keep.hidden.empty());  // the gates closed hidden channels: the structure this test is about
+  const int kept = hp::core::count_kept({keep.hidden});
+  CHECK(b["hidden_kept"] == kept);
+  CHECK(b["hidden_total"] == D);
+  CHECK_THAT(r.output, Catch::Contains(std::to_string(kept) + "/" + std::to_string(D) + " hidden channels"));
+  CHECK(b["kept"].get<double>() <= 0.3 + 1e-12);
+  const auto cfg = nlohmann::json::parse(slurp(out / "model" / "config.json"));
+  CHECK(cfg["hidden_size"] == kept);
+  CHECK(cfg["classifier_hidden_size"] == D);
+  CHECK(f["slim_vs_masked_max_abs_logit_diff"].get<double>() <= 1e-5);
+  if (std::filesystem::exists(HP_REF_PYTHON)) {
+    CHECK_THAT(f["hf_check"]["transformers4_remote_code"].get<std::string>(), Catch::StartsWith("passed"));
+    CHECK_THAT(f["hf_check"]["transformers4"].get<std::string>(), Catch::Contains("removed hidden channels"));
+  }
+  const auto h5 = hp::core::read_hdf5((out / "gates" / "run.h5").string());
+  CHECK(h5.count("gates/hidden_p_open"));
+  CHECK(h5.count("gates/layer_p_open"));
+}
+
 TEST_CASE("prune train --target-flops, then export --mask: the slimmed export scores what the masked model does",
           "[cli][budget]") {
   const auto dir = hp::test::scratch_dir("hp_train_budget_export");

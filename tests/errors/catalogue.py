@@ -499,7 +499,13 @@ add("layers-choice", "--layer-choice naming no known choice", budget_run("--targ
 add("layers-in-search", "--structures with layers for the retraining-free search, which removes heads and neurons only",
     budget_run("--target-flops", "0.5", "--structures", "heads,neurons,layers"), 2,
     "error: prune.structures has layers with prune.method = best: the retraining-free search (kwon) removes heads "
-    "and FFN neurons; whole layers are learned by the gates (--method gates) or dropped by --target-layers N",
+    "and FFN neurons; whole layers and hidden channels are learned by the gates (--method gates), or layers dropped "
+    "by --target-layers N",
+    not_created("run"))
+add("hidden-in-search", "--structures with hidden for the retraining-free search, which removes heads and neurons "
+    "only", budget_run("--target-flops", "0.5", "--structures", "heads,neurons,hidden"), 2,
+    "error: prune.structures has hidden with prune.method = best: the retraining-free search (kwon) removes heads "
+    "and FFN neurons; whole layers and hidden channels are learned by the gates (--method gates)",
     not_created("run"))
 add("layers-with-budget", "--target-layers with a FLOPs budget", budget_run("--target-layers", "1", "--target-flops",
     "0.5"), 2, "error: prune.target_layers and a FLOPs, parameter or latency budget are both set; give "

@@ -47,7 +47,7 @@ TEST_CASE("results schema: the table documents every kind once, with a prefix it
     CHECK(kinds.insert(d.kind).second);
     CHECK(std::string(d.pattern).rfind(r::prefix(d.kind), 0) == 0);
   }
-  CHECK(kinds.size() == 10);
+  CHECK(kinds.size() == 11);
   // Every gate trajectory is one whole key that parses back to its kind.
   for (auto d : r::kGateTrajectories) {
     CHECK(kinds.count(d));

@@ -231,3 +231,76 @@ TEST_CASE("layer gates: the expected cost by hand, a closed layer removed with i
   saved.erase("layer_log_alpha");
   CHECK_THROWS_WITH(g1.load(saved), Contains("'layer_log_alpha' is missing"));
 }
+
+TEST_CASE("hidden gates: the expected cost and its gradient by hand, the channels kept, the budget at that width",
+          "[gates][hidden]") {
+  auto c = cfg();
+  c.layer_gates = c.hidden_gates = true;
+  hp::gates::StructureGates g(c, /*layers=*/2, /*heads=*/3, /*neurons=*/4, /*hidden=*/5);
+  REQUIRE(g.has_hidden());
+  set_log_alpha(g);
+  // A head costs 9 of which 6 scale with the hidden width; a neuron 2, all of it.
+  const hp::core::UnitCosts costs{9.0, 2.0, 6.0, 2.0};
+  torch::Tensor e = g.expected_cost(costs);
+  e.backward();
+  const auto named = g.named();
+  auto at = [&](const char* name, long l, long i = -1) { return log_alpha_at(named, name, l, i); };
+  double r = 0;
+  for (int ch = 0; ch < 5; ++ch) r += p_open(at("hidden_log_alpha", ch), c) / 5;
+  double heads = 0, neurons = 0;  // E[open heads], E[open neurons] over the layers (with their coarse gates)
+  for (int l = 0; l < 2; ++l) {
+    double h = 0, n = 0;
+    for (int k = 0; k < 3; ++k) h += p_open(at("log_alpha", l, k), c);
+    for (int j = 0; j < 4; ++j) n += p_open(at("neuron_log_alpha", l, j), c);
+    const double pl = p_open(at("layer_log_alpha", l), c);
+    heads += pl * p_open(at("mha_log_alpha", l), c) * h;
+    neurons += pl * p_open(at("ffn_log_alpha", l), c) * n;
+  }
+  CHECK(e.item<double>() == Approx((9.0 - 6.0 * (1 - r)) * heads + 2.0 * r * neurons).epsilon(1e-6));
+  for (int ch = 0; ch < 5; ++ch) {  // ∂E/∂la_c = (6 · heads + 2 · neurons) / 5 · p(1 − p)
+    const double p = p_open(at("hidden_log_alpha", ch), c);
+    CHECK(named.at("hidden_log_alpha").grad()[ch].item<double>() ==
+          Approx((6.0 * heads + 2.0 * neurons) / 5 * p * (1 - p)).epsilon(1e-5));
+  }
+
+  // Channels kept: the round(Σ P) most probable. Two nearly closed, three open → 3 kept, and the budget is spent at
+  // 3/5 of the width: every unit fits a budget of the whole model's cost at that width.
+  {
+    torch::NoGradGuard no_grad;
+    named.at("hidden_log_alpha").copy_(torch::tensor({6.0f, -9.0f, 6.0f, 6.0f, -9.0f}));
+    named.at("layer_log_alpha").fill_(6.0);
+  }
+  CHECK(g.keep_hidden() == std::vector<bool>{true, false, true, true, false});
+  const auto narrow = costs.at_hidden(3.0 / 5);
+  CHECK(narrow.head == Approx(9.0 - 6.0 * 0.4));
+  CHECK(narrow.neuron == Approx(2.0 * 0.6));
+  const double width_total = 2 * (3 * narrow.head + 4 * narrow.neuron);
+  const auto keep = g.keep_within(costs, width_total);
+  CHECK(keep.hidden == std::vector<bool>{true, false, true, true, false});
+  CHECK(hp::core::count_kept(keep.heads) == 6);
+  CHECK(hp::core::count_kept(keep.neurons) == 8);
+  CHECK(hp::core::structure_cost(keep, costs) == Approx(width_total));
+  CHECK(hp::core::format_mask(keep) == "hidden:1,4");
+  // Half of that: within one unit below it.
+  const auto half = g.keep_within(costs, 0.5 * width_total);
+  CHECK(hp::core::structure_cost(half, costs) <= 0.5 * width_total + 1e-9);
+  CHECK(0.5 * width_total - hp::core::structure_cost(half, costs) < narrow.head);
+  // Every channel open: none removed.
+  {
+    torch::NoGradGuard no_grad;
+    named.at("hidden_log_alpha").fill_(6.0);
+  }
+  CHECK(g.keep_hidden().empty());
+  // The draws before the hidden gates are those of gates without them (same seed).
+  auto c0 = cfg();
+  c0.layer_gates = true;
+  hp::gates::StructureGates g0(c0, 2, 3, 4, 5), g1(c, 2, 3, 4, 5);
+  CHECK(!g0.has_hidden());
+  torch::manual_seed(13);
+  const auto s0 = g0.sample(2);
+  torch::manual_seed(13);
+  const auto s1 = g1.sample(2);
+  CHECK(torch::equal(s0.layers, s1.layers));
+  REQUIRE(s1.hidden.defined());
+  CHECK(s1.hidden.sizes() == torch::IntArrayRef({5}));
+}

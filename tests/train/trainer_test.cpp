@@ -434,3 +434,48 @@ TEST_CASE("a FLOPs target with layer gates: a closed layer leaves the structure,
   g.layer_gates = true;
   CHECK_THROWS_WITH(hp::train::validate_train_config(tc, g, 8), Contains("gates.layer_gates = true without"));
 }
+
+TEST_CASE("a FLOPs target with hidden gates: the channels kept leave the structure at the budget; resumed the same",
+          "[train][hidden]") {
+  Setup s = budget_setup(0.5);
+  s.gc.hidden_gates = true;
+  s.gc.distill_hidden = 1;  // CoFi's layer distillation reads the masked hidden states
+  auto data = s.data();
+  auto model = tiny_model();
+  auto teacher = tiny_model();
+  const int D = model.config().hidden_size;
+  hp::train::TrainOptions o;
+  o.run_dir = fresh_dir("budget_hidden");
+  o.config_yaml = "budget_hidden";
+  o.teacher = &teacher;
+  auto r = hp::train::train_model(s.tc, s.gc, s.rc, model, data, o);
+  REQUIRE(r.steps == 60);
+  const auto keep = hp::core::parse_mask(o.run_dir + "/head_mask.txt", 2, 4, 37, "head_mask.txt", D);
+  CHECK(!r.final_hidden.empty());  // the gates closed some channels (26 of 32 kept)
+  CHECK(keep.hidden == r.final_hidden);
+  CHECK(keep.heads == r.final_keep);
+  const auto costs = hp::eval::unit_costs(model.config(), false, hp::core::mean_length(s.dev));
+  const double kept = hp::core::structure_cost(keep, costs) / hp::eval::total_cost(model.config(), costs);
+  CHECK(kept <= 0.5 + 1e-12);
+  CHECK(kept == Approx(r.budget_kept));
+  auto h5 = hp::core::read_hdf5(o.run_dir + "/run.h5");
+  REQUIRE(h5.count("gates/hidden_p_open"));
+  CHECK(h5.at("gates/hidden_p_open").size(1) == D);
+  const auto gates = hp::core::read_safetensors(o.run_dir + "/best/gates.safetensors");
+  CHECK(gates.at("hidden_log_alpha").sizes() == torch::IntArrayRef({D}));
+  // The final model masked by the structure (hidden channels too) scores what the trainer reported.
+  auto best = hp::core::load_bert(o.run_dir + "/best", hp::core::LoadOptions{});
+  auto batches = hp::core::make_batches(s.dev, hp::core::BatchOptions{});
+  auto m = hp::eval::evaluate(best, hp::core::find_task("mnli"), s.dev, batches, hp::eval::head_mask_tensor(keep.heads),
+                              false, hp::eval::neuron_mask_tensor(keep.neurons), hp::eval::layer_mask_tensor(keep.layers),
+                              hp::eval::hidden_mask_tensor(keep.hidden));
+  CHECK(m.metrics.at("accuracy") == Approx(r.final_metrics.at("accuracy")));
+  const auto [r1, r2] = run_and_resume(s, "budget_hidden_resume", 30, 60);
+  CHECK(r1.final_hidden == r2.final_hidden);
+  CHECK(r1.final_neurons == r2.final_neurons);
+  CHECK(r1.final_metrics == r2.final_metrics);
+  hp::core::TrainConfig tc;
+  hp::core::GateConfig g;
+  g.hidden_gates = true;
+  CHECK_THROWS_WITH(hp::train::validate_train_config(tc, g, 8), Contains("gates.hidden_gates = true without"));
+}
