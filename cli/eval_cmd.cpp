@@ -118,6 +118,8 @@ int run_eval(const core::Config& cfg) {
                     ? std::to_string(layers_kept) + "/" + std::to_string(mc.num_hidden_layers) + " layers, "
                     : std::string())
             << heads_kept << "/" << mc.total_heads() << " heads, "
+            << (masks.hidden.empty() ? std::string()
+                                     : j["hidden_kept"].dump() + "/" + std::to_string(mc.hidden_size) + " hidden channels, ")
             << cfg.run.precision << (model.int8_calibrated() ? ", calibrated" : "") << ")";
   for (const auto& [name, value] : r.metrics) std::cout << "  " << name << " " << value;
   std::cout << "  |  " << r.examples_per_s << " examples/s\n";

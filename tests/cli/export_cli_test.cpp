@@ -185,6 +185,7 @@ TEST_CASE("prune export --mask with hidden channels and a layer: the export scor
     return nlohmann::json::parse(hp::test::slurp(out));
   };
   const auto masked = eval(kTinyBert, " --mask \"" + mask + "\"", "masked.json");
+  CHECK(masked["hidden_kept"] == full["hidden_size"].get<int>() - 5);
   const auto slim = eval((dir / "slim").string(), "", "slim.json");
   CHECK(masked["metrics"] == slim["metrics"]);
   CHECK(masked["hidden_kept"] == slim["hidden_total"]);
