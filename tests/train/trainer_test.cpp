@@ -311,6 +311,16 @@ TEST_CASE("target mode resumed inside the fixed-heads phase equals the uninterru
 namespace {
 
 // A FLOPs target of `fraction` on the tiny model (8 heads, 2 × 37 FFN neurons), distilling from `teacher`.
+// The dev accuracy of RUN_DIR/best under `keep` (heads, FFN neurons, layers and hidden channels masked).
+double masked_accuracy(const Setup& s, const std::string& run_dir, const hp::core::StructureMask& keep) {
+  auto best = hp::core::load_bert(run_dir + "/best", hp::core::LoadOptions{});
+  auto batches = hp::core::make_batches(s.dev, hp::core::BatchOptions{});
+  return hp::eval::evaluate(best, hp::core::find_task("mnli"), s.dev, batches, hp::eval::head_mask_tensor(keep.heads),
+                            false, hp::eval::neuron_mask_tensor(keep.neurons), hp::eval::layer_mask_tensor(keep.layers),
+                            hp::eval::hidden_mask_tensor(keep.hidden))
+      .metrics.at("accuracy");
+}
+
 Setup budget_setup(double fraction) {
   Setup s;
   s.tc.epochs = 4;  // phase 1: 48 steps, phase 2: 12 steps
@@ -419,11 +429,7 @@ TEST_CASE("a FLOPs target with layer gates: a closed layer leaves the structure,
   const auto gates = hp::core::read_safetensors(o.run_dir + "/best/gates.safetensors");
   CHECK(gates.at("layer_log_alpha").sizes() == torch::IntArrayRef({2}));
   // The final model, masked by the structure (a removed layer skipped), scores what the trainer reported.
-  auto best = hp::core::load_bert(o.run_dir + "/best", hp::core::LoadOptions{});
-  auto batches = hp::core::make_batches(s.dev, hp::core::BatchOptions{});
-  auto m = hp::eval::evaluate(best, hp::core::find_task("mnli"), s.dev, batches, hp::eval::head_mask_tensor(keep.heads),
-                              false, hp::eval::neuron_mask_tensor(keep.neurons), hp::eval::layer_mask_tensor(keep.layers));
-  CHECK(m.metrics.at("accuracy") == Approx(r.final_metrics.at("accuracy")));
+  CHECK(masked_accuracy(s, o.run_dir, keep) == Approx(r.final_metrics.at("accuracy")));
   // Stopped in phase 1: the layer gates come back with the rest.
   const auto [r1, r2] = run_and_resume(s, "budget_layers_resume", 30, 60);
   CHECK(r1.final_layers == r2.final_layers);
@@ -464,12 +470,7 @@ TEST_CASE("a FLOPs target with hidden gates: the channels kept leave the structu
   const auto gates = hp::core::read_safetensors(o.run_dir + "/best/gates.safetensors");
   CHECK(gates.at("hidden_log_alpha").sizes() == torch::IntArrayRef({D}));
   // The final model masked by the structure (hidden channels too) scores what the trainer reported.
-  auto best = hp::core::load_bert(o.run_dir + "/best", hp::core::LoadOptions{});
-  auto batches = hp::core::make_batches(s.dev, hp::core::BatchOptions{});
-  auto m = hp::eval::evaluate(best, hp::core::find_task("mnli"), s.dev, batches, hp::eval::head_mask_tensor(keep.heads),
-                              false, hp::eval::neuron_mask_tensor(keep.neurons), hp::eval::layer_mask_tensor(keep.layers),
-                              hp::eval::hidden_mask_tensor(keep.hidden));
-  CHECK(m.metrics.at("accuracy") == Approx(r.final_metrics.at("accuracy")));
+  CHECK(masked_accuracy(s, o.run_dir, keep) == Approx(r.final_metrics.at("accuracy")));
   const auto [r1, r2] = run_and_resume(s, "budget_hidden_resume", 30, 60);
   CHECK(r1.final_hidden == r2.final_hidden);
   CHECK(r1.final_neurons == r2.final_neurons);
