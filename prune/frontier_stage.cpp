@@ -99,16 +99,20 @@ std::vector<Candidate> budget_candidates(const RunContext& ctx, const MaskGradie
   return out;
 }
 
-// Hard-Concrete gates on heads, FFN neurons and sublayers to `fraction` of the encoder's FLOPs (CoFi), trained in
+// Hard-Concrete gates on heads, FFN neurons and sublayers (and the layers and hidden channels prune.structures
+// names) to `fraction` of the encoder's FLOPs (CoFi), trained in
 // RUN_DIR/frontier_gates/<percent> as `--method gates --target-flops` trains them in stage 5 (resumed there); the
 // candidate is the gated model slimmed by its mask. Empty when stopped.
 std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction) {
   const long pct = std::lround(100 * fraction);
   const std::string sub = frontier_gates_dir(pct), dir = ctx.cfg->run.out_dir + "/" + sub;
   if (!fs::exists(dir + "/train_result.json")) {
-    log_stage(5, "frontier", "Hard-Concrete gates on heads, FFN neurons and sublayers to " + percent(fraction) +
-                                 " of the encoder's FLOPs, in " + dir);
-    if (!train_in(ctx, gates_budget_config(*ctx.cfg, fraction, 0), sub, ctx.model_dir)) return std::nullopt;
+    const core::Config c = gates_budget_config(*ctx.cfg, fraction, 0);
+    log_stage(5, "frontier",
+              std::string("Hard-Concrete gates on heads, FFN neurons and sublayers") +
+                  (c.gates.layer_gates ? ", layers" : "") + (c.gates.hidden_gates ? ", hidden channels" : "") +
+                  " to " + percent(fraction) + " of the encoder's FLOPs, in " + dir);
+    if (!train_in(ctx, c, sub, ctx.model_dir)) return std::nullopt;
   }
   const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
   const core::StructureMask keep = gated_mask(ctx, tr);
@@ -336,6 +340,10 @@ core::Config chosen_config(const core::Config& cfg, const Frontier& f) {
   } else {
     P.target_flops = p.flops_kept;
     P.method = "kwon";
+    // The search removes heads and neurons: the structures only gates learn are not its.
+    P.structures.erase(std::remove_if(P.structures.begin(), P.structures.end(),
+                                      [](const std::string& s) { return s == "layers" || s == "hidden"; }),
+                       P.structures.end());
     P.recover_steps = p.method == "kwon-recovered" ? (P.curve_recover_steps < 0 ? P.recover_steps
                                                                                   : P.curve_recover_steps)
                                                    : 0;

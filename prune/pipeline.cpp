@@ -68,7 +68,8 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
   need(heads_or_neurons, "prune.structures is [" + gates_only +
                              "] alone; the budget is spent over heads and neurons: use heads,neurons," + gates_only +
                              (gates_only == "layers" ? " (or --target-layers N to drop whole layers alone)" : ""));
-  need(gates_only.empty() || !budget_mode(p) || p.method == "gates",
+  // --max-drop: the frontier's gated candidates learn them; its search candidates remove heads and neurons.
+  need(gates_only.empty() || !budget_mode(p) || p.method == "gates" || p.max_drop > 0,
        "prune.structures has " + gates_only + " with prune.method = " + p.method +
            ": the retraining-free search (kwon) removes heads and FFN neurons; whole layers and hidden channels are "
            "learned by the gates (--method gates)" +

@@ -320,3 +320,30 @@ TEST_CASE("prune --max-drop with a budget of its own, another method or a bad va
       },
       "", out);
 }
+
+TEST_CASE("the frontier run with hidden channels and layers among the structures: its gated candidate learns them",
+          "[cli][prune][frontier][hidden]") {
+  const auto out = hp::test::scratch_dir("hp_prune_frontier_hidden");
+  fs::remove_all(out);
+  const std::string args = frontier_args(out) +
+                           " --max-drop 50 --structures heads,neurons,hidden,layers --set prune.frontier_gates=[30]"
+                           " --set prune.frontier_precisions=[fp32]";
+  auto r = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());  // no ONNX Runtime rows: not their test
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("Hard-Concrete gates on heads, FFN neurons and sublayers, layers, hidden "
+                                       "channels to 30% of the encoder's FLOPs"));
+  const auto tr = nlohmann::json::parse(slurp(out / "frontier_gates" / "30" / "train_result.json"));
+  const auto full = nlohmann::json::parse(slurp(fs::path(hp::test::kTinyBert) / "config.json"));
+  const auto keep = hp::core::parse_mask(tr["mask"].get<std::string>(), 2, 4, 37, "train_result.json",
+                                         full["hidden_size"].get<int>());
+  CHECK(!keep.hidden.empty());  // the gates removed hidden channels
+  const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  const auto& points = summary["frontier"]["points"];
+  const auto gates = std::find_if(points.begin(), points.end(), [](const auto& p) { return p["method"] == "gates"; });
+  REQUIRE(gates != points.end());
+  CHECK((*gates)["flops_kept"].get<double>() <= 0.3 + 1e-12);
+  // The search's candidates are searched over heads and neurons as before: their points are there too.
+  CHECK(std::any_of(points.begin(), points.end(), [](const auto& p) { return p["method"] == "kwon-recovered"; }));
+  CHECK(fs::exists(out / "model" / "config.json"));
+}
