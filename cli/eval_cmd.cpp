@@ -68,7 +68,7 @@ int run_eval(const core::Config& cfg) {
   auto tok = core::Tokenizer::from_model_dir(cfg.model.path);
   const auto& mc = model.config();
   const core::StructureMask masks =
-      core::parse_mask(cfg.eval.mask, mc.num_hidden_layers, mc.max_heads(), mc.max_ffn_width(), "eval.mask",
+      core::parse_mask(cfg.eval.mask, mc.num_hidden_layers, mc.max_heads(), mc.max_ffn_width(), "--mask",
                        mc.hidden_size);
   const core::HeadSet& keep = masks.heads;
   // All-ones masks cost nothing: the forward drops them (core/model/bert.h).

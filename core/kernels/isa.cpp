@@ -1,6 +1,7 @@
 // cpuid and HEADPRUNE_MAX_ISA (see core/kernels/isa.h).
 #include "core/kernels/isa.h"
 
+#include <algorithm>
 #include <cpuid.h>
 
 #include <array>
@@ -76,8 +77,15 @@ Level initial_cap() {
   return l;
 }
 
+// HEADPRUNE_MAX_ISA's level (or the CPU's), read once: the ceiling of every later cap, since oneDNN was capped there
+// when it started (core/kernels/lowp_gemm.cpp) and cannot be raised again.
+Level ceiling() {
+  static const Level c = initial_cap();
+  return c;
+}
+
 std::atomic<int>& cap_storage() {
-  static std::atomic<int> c{static_cast<int>(initial_cap())};
+  static std::atomic<int> c{static_cast<int>(ceiling())};
   return c;
 }
 
@@ -123,7 +131,7 @@ bool cap_from_environment() {
   return env && *env;
 }
 
-void set_cap(Level l) { cap_storage().store(static_cast<int>(l), std::memory_order_relaxed); }
+void set_cap(Level l) { cap_storage().store(static_cast<int>(std::min(l, ceiling())), std::memory_order_relaxed); }
 
 Level vector_path() {
   if (usable(Level::kAvx512)) return Level::kAvx512;

@@ -33,7 +33,8 @@ bool cpu_has(Level l);
 Level cpu_level();
 
 // HEADPRUNE_MAX_ISA, read once (a bad value throws ConfigError naming the variable and the choices), or
-// the CPU's level; lowered or restored by set_cap().
+// the CPU's level; lowered or restored by set_cap(), never raised above HEADPRUNE_MAX_ISA (oneDNN took that cap
+// when it started: a path above it would ask oneDNN for kernels it no longer creates).
 Level cap();
 // Whether HEADPRUNE_MAX_ISA set the cap (for --version).
 bool cap_from_environment();
@@ -50,7 +51,8 @@ std::vector<Level> vector_paths();
 // One line for --version: "ISA: CPU avx2 (no AVX-512, no AVX-VNNI), cap avx2 (HEADPRUNE_MAX_ISA) | SIMD passes avx2".
 std::string summary();
 
-// While alive: the cap lowered to `l` (never raised above the CPU); restored on exit. Tests and benchmarks.
+// While alive: the cap lowered to `l` (never raised above the CPU or HEADPRUNE_MAX_ISA); restored on exit. Tests and
+// benchmarks.
 class ScopedCap {
  public:
   explicit ScopedCap(Level l) : saved_(cap()) { set_cap(l); }

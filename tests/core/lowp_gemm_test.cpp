@@ -445,3 +445,20 @@ TEST_CASE("precision names: the three, and a config error naming the key otherwi
   CHECK_FALSE(hp::core::parse_precision("fp16", &p));
   CHECK_THROWS_WITH(hp::core::precision_setting("fp16"), "run.precision = 'fp16'; use fp32, bf16 or int8");
 }
+
+TEST_CASE("HEADPRUNE_MAX_ISA is a ceiling: a scoped cap lowers the path, never raises it past the variable",
+          "[core][lowp]") {
+  // Run plainly (no variable: the ceiling is the CPU's level) and by core.kernels_onednn_avx2 (HEADPRUNE_MAX_ISA=avx2,
+  // where oneDNN was capped at avx2 when it started and creates no kernel above it).
+  const isa::Level ceiling = isa::cap();
+  {
+    isa::ScopedCap up(isa::Level::kAmx);
+    CHECK(isa::cap() == ceiling);
+    CHECK((!isa::usable(isa::Level::kAmx) || ceiling == isa::Level::kAmx));
+  }
+  {
+    isa::ScopedCap down(isa::Level::kScalar);
+    CHECK(isa::cap() == isa::Level::kScalar);
+  }
+  CHECK(isa::cap() == ceiling);
+}
