@@ -549,16 +549,9 @@ TEST_CASE("removed layers: masked (layer mask 0) = slimmed and renumbered = save
   if (!std::filesystem::exists(py)) return hp::test::skip("the Hugging Face check: no Python reference at " + py);
   CHECK(hp::test::hf_check(py, dir, in, masked, "--remote-code") == 0);
   CHECK(hp::test::hf_check(py, dense_dir, in, masked) == 0);  // transformers 4's own BERT, 4 layers
-  try {
-    hp::prune::export_onnx(slim, dir.string());  // throws when ONNX Runtime's logits differ by > 1e-4
-    CHECK(std::filesystem::file_size(dir / "model.onnx") > 1000);
-  } catch (const hp::InputError& e) {
-    hp::test::skip(std::string("the ONNX check: ") + e.what());
-  }
-  const std::string py5 = HP_REF_PYTHON_V5;
-  if (!std::filesystem::exists(py5) ||
-      !hp::core::python_reference_incomplete(py5, hp::core::PythonRef::kTransformers5).empty())
-    return hp::test::skip("the transformers 5 check: no complete reference at " + py5);
+  hp::test::onnx_check_or_skip(slim, dir);
+  const std::string py5 = hp::test::transformers5_or_skip();
+  if (py5.empty()) return;
   CHECK(hp::test::hf_check(py5, dir, in, masked, "--remote-code") == 0);
   CHECK(hp::test::hf_check(py5, dense_dir, in, masked) == 0);
 }

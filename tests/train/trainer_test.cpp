@@ -321,6 +321,38 @@ double masked_accuracy(const Setup& s, const std::string& run_dir, const hp::cor
       .metrics.at("accuracy");
 }
 
+// A gated run of `s` on the tiny model (a tiny teacher) in RUN_DIR `name`, checked in what every structure shares:
+// head_mask.txt = the result, on the budget, the masked final model scoring what the trainer reported, and the
+// structure's gates (`gate` = "layer" or "hidden", `size` of them) in run.h5 and best/gates.safetensors.
+struct GatedRun {
+  hp::train::TrainResult r;
+  hp::core::StructureMask keep;
+};
+GatedRun gated_run(const Setup& s, const std::string& name, const std::string& gate, long size) {
+  auto data = s.data();
+  auto model = tiny_model();
+  auto teacher = tiny_model();
+  hp::train::TrainOptions o;
+  o.run_dir = fresh_dir(name);
+  o.config_yaml = name;
+  o.teacher = &teacher;
+  GatedRun g{hp::train::train_model(s.tc, s.gc, s.rc, model, data, o), {}};
+  REQUIRE(g.r.steps == 60);
+  g.keep = hp::core::parse_mask(o.run_dir + "/head_mask.txt", 2, 4, 37, "head_mask.txt", model.config().hidden_size);
+  CHECK(g.keep.heads == g.r.final_keep);
+  const auto costs = hp::eval::unit_costs(model.config(), false, hp::core::mean_length(s.dev));
+  const double kept = hp::core::structure_cost(g.keep, costs) / hp::eval::total_cost(model.config(), costs);
+  CHECK(kept <= 0.5 + 1e-12);
+  CHECK(kept == Approx(g.r.budget_kept));
+  auto h5 = hp::core::read_hdf5(o.run_dir + "/run.h5");
+  REQUIRE(h5.count("gates/" + gate + "_p_open"));
+  CHECK(h5.at("gates/" + gate + "_p_open").size(1) == size);
+  const auto gates = hp::core::read_safetensors(o.run_dir + "/best/gates.safetensors");
+  CHECK(gates.at(gate + "_log_alpha").sizes() == torch::IntArrayRef({size}));
+  CHECK(masked_accuracy(s, o.run_dir, g.keep) == Approx(g.r.final_metrics.at("accuracy")));
+  return g;
+}
+
 Setup budget_setup(double fraction) {
   Setup s;
   s.tc.epochs = 4;  // phase 1: 48 steps, phase 2: 12 steps
@@ -407,38 +439,17 @@ TEST_CASE("a FLOPs target with layer gates: a closed layer leaves the structure,
           "[train][layers]") {
   Setup s = budget_setup(0.5);
   s.gc.layer_gates = true;
-  auto data = s.data();
-  auto model = tiny_model();
-  auto teacher = tiny_model();
-  hp::train::TrainOptions o;
-  o.run_dir = fresh_dir("budget_layers");
-  o.config_yaml = "budget_layers";
-  o.teacher = &teacher;
-  auto r = hp::train::train_model(s.tc, s.gc, s.rc, model, data, o);
-  REQUIRE(r.steps == 60);
-  const auto keep = hp::core::parse_mask(o.run_dir + "/head_mask.txt", 2, 4, 37);
-  CHECK(keep.layers == r.final_layers);
-  CHECK(keep.heads == r.final_keep);
-  const auto costs = hp::eval::unit_costs(model.config(), false, hp::core::mean_length(s.dev));
-  const double kept = hp::core::structure_cost(keep, costs) / hp::eval::total_cost(model.config(), costs);
-  CHECK(kept <= 0.5 + 1e-12);
-  CHECK(kept == Approx(r.budget_kept));
-  auto h5 = hp::core::read_hdf5(o.run_dir + "/run.h5");
-  REQUIRE(h5.count("gates/layer_p_open"));
-  CHECK(h5.at("gates/layer_p_open").size(1) == 2);
-  const auto gates = hp::core::read_safetensors(o.run_dir + "/best/gates.safetensors");
-  CHECK(gates.at("layer_log_alpha").sizes() == torch::IntArrayRef({2}));
-  // The final model, masked by the structure (a removed layer skipped), scores what the trainer reported.
-  CHECK(masked_accuracy(s, o.run_dir, keep) == Approx(r.final_metrics.at("accuracy")));
+  const GatedRun g = gated_run(s, "budget_layers", "layer", 2);
+  CHECK(g.keep.layers == g.r.final_layers);
   // Stopped in phase 1: the layer gates come back with the rest.
   const auto [r1, r2] = run_and_resume(s, "budget_layers_resume", 30, 60);
   CHECK(r1.final_layers == r2.final_layers);
   CHECK(r1.final_neurons == r2.final_neurons);
   CHECK(r1.final_metrics == r2.final_metrics);
   hp::core::TrainConfig tc;
-  hp::core::GateConfig g;
-  g.layer_gates = true;
-  CHECK_THROWS_WITH(hp::train::validate_train_config(tc, g, 8), Contains("gates.layer_gates = true without"));
+  hp::core::GateConfig gc;
+  gc.layer_gates = true;
+  CHECK_THROWS_WITH(hp::train::validate_train_config(tc, gc, 8), Contains("gates.layer_gates = true without"));
 }
 
 TEST_CASE("a FLOPs target with hidden gates: the channels kept leave the structure at the budget; resumed the same",
@@ -446,37 +457,15 @@ TEST_CASE("a FLOPs target with hidden gates: the channels kept leave the structu
   Setup s = budget_setup(0.5);
   s.gc.hidden_gates = true;
   s.gc.distill_hidden = 1;  // CoFi's layer distillation reads the masked hidden states
-  auto data = s.data();
-  auto model = tiny_model();
-  auto teacher = tiny_model();
-  const int D = model.config().hidden_size;
-  hp::train::TrainOptions o;
-  o.run_dir = fresh_dir("budget_hidden");
-  o.config_yaml = "budget_hidden";
-  o.teacher = &teacher;
-  auto r = hp::train::train_model(s.tc, s.gc, s.rc, model, data, o);
-  REQUIRE(r.steps == 60);
-  const auto keep = hp::core::parse_mask(o.run_dir + "/head_mask.txt", 2, 4, 37, "head_mask.txt", D);
-  CHECK(!r.final_hidden.empty());  // the gates closed some channels (26 of 32 kept)
-  CHECK(keep.hidden == r.final_hidden);
-  CHECK(keep.heads == r.final_keep);
-  const auto costs = hp::eval::unit_costs(model.config(), false, hp::core::mean_length(s.dev));
-  const double kept = hp::core::structure_cost(keep, costs) / hp::eval::total_cost(model.config(), costs);
-  CHECK(kept <= 0.5 + 1e-12);
-  CHECK(kept == Approx(r.budget_kept));
-  auto h5 = hp::core::read_hdf5(o.run_dir + "/run.h5");
-  REQUIRE(h5.count("gates/hidden_p_open"));
-  CHECK(h5.at("gates/hidden_p_open").size(1) == D);
-  const auto gates = hp::core::read_safetensors(o.run_dir + "/best/gates.safetensors");
-  CHECK(gates.at("hidden_log_alpha").sizes() == torch::IntArrayRef({D}));
-  // The final model masked by the structure (hidden channels too) scores what the trainer reported.
-  CHECK(masked_accuracy(s, o.run_dir, keep) == Approx(r.final_metrics.at("accuracy")));
+  const GatedRun g = gated_run(s, "budget_hidden", "hidden", 32);
+  CHECK(!g.r.final_hidden.empty());  // the gates closed some channels (26 of 32 kept)
+  CHECK(g.keep.hidden == g.r.final_hidden);
   const auto [r1, r2] = run_and_resume(s, "budget_hidden_resume", 30, 60);
   CHECK(r1.final_hidden == r2.final_hidden);
   CHECK(r1.final_neurons == r2.final_neurons);
   CHECK(r1.final_metrics == r2.final_metrics);
   hp::core::TrainConfig tc;
-  hp::core::GateConfig g;
-  g.hidden_gates = true;
-  CHECK_THROWS_WITH(hp::train::validate_train_config(tc, g, 8), Contains("gates.hidden_gates = true without"));
+  hp::core::GateConfig gc;
+  gc.hidden_gates = true;
+  CHECK_THROWS_WITH(hp::train::validate_train_config(tc, gc, 8), Contains("gates.hidden_gates = true without"));
 }
