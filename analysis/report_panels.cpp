@@ -374,28 +374,29 @@ std::string headmap_panel(const ReportFolders& f) {
                    "Clark et al.'s head map: multidimensional scaling of the Jensen–Shannon divergences between heads' attention.");
 }
 
-// The sublayer gates and the mean neuron gate per layer of a gated run under a budget, as one chart; empty for a
-// head-only gated run.
-std::string structure_gates_chart(const core::TensorMap& run, const std::string& file,
-                                  const std::vector<double>& steps) {
+// Per-layer gate trajectories of a gated run under a budget ([E, L] datasets, one line per layer and kind), and with
+// `hidden` the mean over the hidden-channel gates, as one chart titled `what`; empty when the run has none of them.
+std::string structure_gates_chart(const core::TensorMap& run, const std::string& file, const std::vector<double>& steps,
+                                  const std::string& what,
+                                  const std::vector<std::pair<results::Dataset, const char*>>& kinds, bool hidden) {
   prune::LineChart c;
-  c.title = file + ": sublayer and FFN neuron gates, P(open)";
+  c.title = file + ": " + what + ", P(open)";
   c.x_label = steps.empty() ? "evaluation" : "step";
   c.y_label = "P(open)";
-  const std::pair<results::Dataset, const char*> kinds[] = {{results::Dataset::kGateMhaPOpen, "attention"},
-                                                            {results::Dataset::kGateFfnPOpen, "FFN"},
-                                                            {results::Dataset::kGateNeuronPOpen, "neurons"}};
+  auto add = [&](const std::string& name, const torch::Tensor& p) {  // p: [E]
+    prune::Series s{name, {}, values(p), {}, {}};
+    for (size_t e = 0; e < s.y.size(); ++e)
+      s.x.push_back(steps.size() == s.y.size() ? steps[e] : static_cast<double>(e));
+    c.series.push_back(std::move(s));
+  };
   for (const auto& [kind, label] : kinds) {
     const auto it = run.find(results::prefix(kind));
     if (it == run.end()) continue;
     const auto p = it->second.to(torch::kFloat64);  // [E, L]
-    for (long l = 0; l < p.size(1); ++l) {
-      prune::Series s{"layer " + std::to_string(l) + " " + label, {}, values(p.select(1, l)), {}, {}};
-      for (size_t e = 0; e < s.y.size(); ++e)
-        s.x.push_back(steps.size() == s.y.size() ? steps[e] : static_cast<double>(e));
-      c.series.push_back(std::move(s));
-    }
+    for (long l = 0; l < p.size(1); ++l) add("layer " + std::to_string(l) + " " + label, p.select(1, l));
   }
+  if (const auto it = run.find(results::prefix(results::Dataset::kGateHiddenPOpen)); hidden && it != run.end())
+    add("hidden (mean)", it->second.to(torch::kFloat64).mean(1));  // [E, D] → [E]; a short label fits the legend
   return c.series.empty() ? std::string() : prune::svg_line_chart(c);
 }
 
@@ -424,11 +425,22 @@ std::string gates_panel(const ReportFolders& f) {
                   "Probability that each Hard-Concrete gate of layer " + std::to_string(l) +
                       " is non-zero, at each evaluation.");
     }
-    const std::string structures = structure_gates_chart(run, file, steps);
+    const std::string structures = structure_gates_chart(
+        run, file, steps, "sublayer and FFN neuron gates",
+        {{results::Dataset::kGateMhaPOpen, "attention"}, {results::Dataset::kGateFfnPOpen, "FFN"},
+         {results::Dataset::kGateNeuronPOpen, "neurons"}},
+        false);
     if (!structures.empty())
       o << figure("gates-" + std::to_string(k) + "-structures", structures,
                   "A FLOPs or parameter target's other gates (CoFi): each layer's attention and FFN sublayer gate, and "
                   "the mean over its FFN neuron gates; P(open) at each evaluation.");
+    const std::string coarse = structure_gates_chart(run, file, steps, "layer and hidden-channel gates",
+                                                     {{results::Dataset::kGateLayerPOpen, "whole layer"}}, true);
+    if (!coarse.empty())
+      o << figure("gates-" + std::to_string(k) + "-layers", coarse,
+                  "Each whole layer's gate (gates.layer_gates: closed, the layer leaves the stack) and the mean over "
+                  "the hidden-channel gates (gates.hidden_gates, one per channel shared by every layer); P(open) at "
+                  "each evaluation.");
     ++k;
   }
   return o.str();

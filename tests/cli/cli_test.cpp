@@ -663,6 +663,14 @@ TEST_CASE("the pruning run with gates over heads, neurons, hidden channels and l
   const auto h5 = hp::core::read_hdf5((out / "gates" / "run.h5").string());
   CHECK(h5.count("gates/hidden_p_open"));
   CHECK(h5.count("gates/layer_p_open"));
+  // The report draws the layer gates and the mean hidden-channel gate beside the sublayer gates.
+  auto rep = run_prune("report " + out.string() + " --data-root " + tiny_data_root() + " --max-seq-len 32 --out " +
+                       (out / "report.html").string());
+  INFO(rep.output);
+  REQUIRE(rep.code == 0);
+  const std::string html = slurp(out / "report.html");
+  CHECK_THAT(html, Catch::Contains("layer 1 whole layer") && Catch::Contains("hidden (mean)") &&
+                       Catch::Contains("layer and hidden-channel gates, P(open)"));
 }
 
 TEST_CASE("prune train --target-flops, then export --mask: the slimmed export scores what the masked model does",
