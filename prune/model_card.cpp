@@ -163,16 +163,23 @@ std::string model_card(const CardInputs& in) {
   o << "\n## Loading\n\n```python\nfrom transformers import AutoModelForSequenceClassification\n"
     << "model = AutoModelForSequenceClassification.from_pretrained(\"path/to/this/folder\", trust_remote_code=True)\n```\n\n"
     << "transformers 5.x builds the narrower layers from `modeling_headprune.py` in this folder (named by "
-       "`auto_map` in config.json), hence `trust_remote_code=True`. transformers 4.x also loads it without remote "
-       "code: its own class of the architecture re-prunes the heads listed in `config.pruned_heads`. With `output_attentions=True`, layer l "
-       "returns [batch, kept heads, seq, seq]: the kept heads of the table above, in that order. Loaders that "
-       "run no remote code and ignore `pruned_heads` need the dense fallback (original shapes, removed heads "
-       "zeroed, same logits, no speedup): `prune export --model THIS_FOLDER --dense --to DENSE_FOLDER`.\n";
+       "`auto_map` in config.json), hence `trust_remote_code=True`. ";
   const std::string own = fin.contains("hf_check") ? fin["hf_check"].value("transformers4", "") : "";
+  const bool hidden = own.find("removed hidden channels") != std::string::npos;  // no own class, no dense form
+  if (!hidden)
+    o << "transformers 4.x also loads it without remote code: its own class of the architecture re-prunes the heads "
+         "listed in `config.pruned_heads`. ";
+  o << "With `output_attentions=True`, layer l returns [batch, kept heads, seq, seq]: the kept heads of the table "
+       "above, in that order.";
+  if (!hidden)
+    o << " Loaders that run no remote code and ignore `pruned_heads` need the dense fallback (original shapes, "
+         "removed heads zeroed, same logits, no speedup): `prune export --model THIS_FOLDER --dense --to "
+         "DENSE_FOLDER`.";
+  o << "\n";
   if (own.find("cannot run a layer without heads") != std::string::npos)
     o << "A layer of this model keeps no head, which transformers' own class of this architecture cannot run, so "
          "transformers 4.x needs `trust_remote_code=True` too.\n";
-  if (own.find("removed hidden channels") != std::string::npos)
+  if (hidden)
     o << "This model also removed hidden channels: its hidden size is narrower than its attention heads and "
          "classification head (`config.head_dim`, `config.classifier_hidden_size`), which Hugging Face's own classes "
          "cannot build, so transformers 4.x needs `trust_remote_code=True` too, and there is no dense fallback (a "

@@ -37,8 +37,17 @@ TEST_CASE("model card: licence, heads per layer, metrics, speedup, reproduce com
                        Catch::Contains("| 3 heads (this model) | 0.8750 |"));
   CHECK_THAT(card, Catch::Contains("1.38× (287.8 → 208.5 ms; FLOP bound 1.21×)"));
   CHECK_THAT(card, Catch::Contains("prune --config runs/x/config.resolved.yaml") && Catch::Contains("headprune 9.9.9"));
+  CHECK_THAT(card, Catch::Contains("transformers 4.x also loads it without remote code") &&
+                       Catch::Contains("need the dense fallback"));
   in.base_model = (base / "nowhere").string();
   CHECK_THAT(hp::prune::model_card(in), Catch::StartsWith("---\nlicense: other\n") && Catch::Contains("not stated"));
+  // Hidden channels removed (the run's own-class check says so): remote code in both, and no dense fallback offered.
+  in.summary["final"]["hf_check"]["transformers4"] =
+      "not applicable (removed hidden channels need the modeling file: see the remote-code checks)";
+  const std::string narrow = hp::prune::model_card(in);
+  CHECK_THAT(narrow, Catch::Contains("This model also removed hidden channels") &&
+                         Catch::Contains("there is no dense fallback"));
+  CHECK_THAT(narrow, !Catch::Contains("also loads it without remote code") && !Catch::Contains("--dense"));
 }
 
 TEST_CASE("model card of a --max-drop run: the candidate chosen, its metric and speedup, the precision to run it at",
