@@ -204,7 +204,8 @@ void check_consistency(const BertConfig& c, const std::string& path) {
   if (c.hidden_slimmed() && c.attention_head_size == 0)
     throw CheckpointError(path + ": classifier_hidden_size " + std::to_string(c.classifier_hidden_size) +
                           " differs from hidden_size " + std::to_string(c.hidden_size) +
-                          " (hidden channels removed) but head_dim is missing; add the head size (e.g. 64)");
+                          " (hidden channels removed) but head_dim is missing; add head_dim (the unpruned model's hidden_size / "
+                          "num_attention_heads)");
   if (c.num_attention_heads <= 0 || (c.attention_head_size == 0 && c.hidden_size % c.num_attention_heads != 0))
     throw CheckpointError(path + ": hidden_size " + std::to_string(c.hidden_size) +
                           " is not divisible by num_attention_heads " + std::to_string(c.num_attention_heads) +

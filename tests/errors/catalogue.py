@@ -246,6 +246,12 @@ add("cfg-heads-negative", "num_attention_heads -4", config(num_attention_heads=-
     "error: $SCRATCH/model/config.json: num_attention_heads = -4 is outside 1..4096; fix config.json")
 add("cfg-not-divisible", "hidden_size not divisible by num_attention_heads", config(num_attention_heads=5), 1,
     "error: $SCRATCH/model/config.json: hidden_size 32 is not divisible by num_attention_heads 5; fix config.json")
+add("cfg-hidden-no-head-dim", "classifier_hidden_size beside a narrower hidden_size (hidden channels removed) without "
+    "head_dim", config(classifier_hidden_size=64), 1,
+    "error: $SCRATCH/model/config.json: classifier_hidden_size 64 differs from hidden_size 32 (hidden channels "
+    "removed) but head_dim is missing; add head_dim (the unpruned model's hidden_size / num_attention_heads)")
+add("cfg-head-dim-zero", "head_dim 0", config(head_dim=0), 1,
+    "error: $SCRATCH/model/config.json: head_dim = 0 is outside 1..65536; fix config.json")
 add("cfg-hidden-huge", "hidden_size 10^9 (refused before allocating)", config(hidden_size=10**9), 1,
     "error: $SCRATCH/model/config.json: hidden_size = 1000000000 is outside 1..65536; fix config.json")
 add("cfg-layers-huge", "num_hidden_layers 10^7", config(num_hidden_layers=10**7), 1,
