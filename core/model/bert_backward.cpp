@@ -84,15 +84,19 @@ torch::Tensor classifier_forward_backward(EncoderOutput& out, const std::string&
   return head_activation_backward(head_act, dlogits.mm(cls_w), z).mm(pool_w).unsqueeze(1);
 }
 
+// Plain inputs: no masks, no start layer or hidden, no overridden probabilities, no LRP rules.
+bool plain_input(const EncoderInput& in) {
+  return !in.head_mask.defined() && !in.neuron_mask.defined() && !in.layer_mask.defined() &&
+         !in.hidden_mask.defined() && in.start_layer == 0 && !in.start_hidden.defined() && in.override_layer < 0 &&
+         !in.lrp_rules;
+}
+
 }  // namespace
 
 Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
                                            const std::function<torch::Tensor(const torch::Tensor&)>& dloss) const {
   TORCH_CHECK(!training_, "attention_grads: the model must be in eval mode (no dropout)");
-  TORCH_CHECK(!in.head_mask.defined() && !in.neuron_mask.defined() && !in.layer_mask.defined() &&
-                  !in.hidden_mask.defined() && in.start_layer == 0 &&
-                  !in.start_hidden.defined() && in.override_layer < 0 && !in.lrp_rules,
-              "attention_grads: plain inputs only (no masks, start layer, override or LRP rules)");
+  TORCH_CHECK(plain_input(in), "attention_grads: plain inputs only (no masks, start layer, override or LRP rules)");
   torch::NoGradGuard no_grad;
   const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
   const int L = cfg_.num_hidden_layers, Dh = cfg_.head_dim();

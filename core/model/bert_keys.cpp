@@ -7,11 +7,14 @@
 
 namespace hp::core {
 
-const std::vector<KeySpec>& bert_key_table() {
-  using D = Dim;
-  using A = HeadAxis;
-  // The order is the order of model.safetensors written by export; keep it stable.
-  static const std::vector<KeySpec> table = {
+namespace {
+
+using D = Dim;
+using A = HeadAxis;
+
+// The embeddings (and ELECTRA's projection up to the encoder's width).
+std::vector<KeySpec> embedding_keys() {
+  return {
       {"emb.word", "embeddings.word_embeddings.weight", false, {D::kVocab, D::kEmbed}, A::kNone, Part::kEncoder, true},
       {"emb.pos",
        "embeddings.position_embeddings.weight",
@@ -32,6 +35,12 @@ const std::vector<KeySpec>& bert_key_table() {
       // ELECTRA: embeddings narrower than the encoder, projected up after their LayerNorm.
       {"emb.proj.w", "embeddings_project.weight", false, {D::kHidden, D::kEmbed}, A::kNone, Part::kEncoder, true},
       {"emb.proj.b", "embeddings_project.bias", false, {D::kHidden}, A::kNone, Part::kEncoder, true},
+  };
+}
+
+// One encoder layer's tensors ("{}" = the layer index).
+std::vector<KeySpec> layer_keys() {
+  return {
       {"attn.q.w",
        "encoder.layer.{}.attention.self.query.weight",
        true,
@@ -96,11 +105,28 @@ const std::vector<KeySpec>& bert_key_table() {
       {"ffn.out.b", "encoder.layer.{}.output.dense.bias", true, {D::kHidden}, A::kNone, Part::kEncoder, true},
       {"ffn.ln.w", "encoder.layer.{}.output.LayerNorm.weight", true, {D::kHidden}, A::kNone, Part::kEncoder, true},
       {"ffn.ln.b", "encoder.layer.{}.output.LayerNorm.bias", true, {D::kHidden}, A::kNone, Part::kEncoder, true},
+  };
+}
+
+// The classification head: BERT's pooler and classifier.
+std::vector<KeySpec> head_keys() {
+  return {
       {"pool.w", "pooler.dense.weight", false, {D::kPooled, D::kHidden}, A::kNone, Part::kPooler, false},
       {"pool.b", "pooler.dense.bias", false, {D::kPooled}, A::kNone, Part::kPooler, false},
       {"cls.w", "classifier.weight", false, {D::kLabels, D::kPooled}, A::kNone, Part::kClassifier, false},
       {"cls.b", "classifier.bias", false, {D::kLabels}, A::kNone, Part::kClassifier, false},
   };
+}
+
+}  // namespace
+
+const std::vector<KeySpec>& bert_key_table() {
+  // The order is the order of model.safetensors written by export; keep it stable.
+  static const std::vector<KeySpec> table = [] {
+    std::vector<KeySpec> t = embedding_keys();
+    for (auto part : {layer_keys(), head_keys()}) t.insert(t.end(), part.begin(), part.end());
+    return t;
+  }();
   return table;
 }
 
