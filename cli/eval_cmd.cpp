@@ -1,5 +1,4 @@
 // `prune eval`: task metrics and throughput of a model folder on a GLUE split, heads optionally masked.
-#include <cmath>
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -98,7 +97,7 @@ int run_eval(const core::Config& cfg) {
   j["neurons_total"] = mc.total_neurons();
   j["layers_kept"] = layers_kept;
   j["layers_total"] = mc.num_hidden_layers;
-  j["hidden_kept"] = static_cast<long>(std::lround(core::hidden_fraction(masks.hidden) * mc.hidden_size));
+  j["hidden_kept"] = masks.hidden.empty() ? mc.hidden_size : core::count_kept({masks.hidden});
   j["hidden_total"] = mc.hidden_size;
   j["classifier_initialized"] = report.classifier_initialized;
   j["metrics"] = r.metrics;

@@ -10,8 +10,9 @@ namespace hp::prune {
 
 namespace {
 
-// A detached copy of the model's parameters, with f(tensor, axis, layer) applied to every per-layer tensor
-// that has dimension `dim` (the heads' kHeads or the neurons' kInter) on that axis.
+// A detached copy of the model's parameters, with f(tensor, axis, layer) applied to every tensor that has dimension
+// `dim` (the heads' kHeads, the neurons' kInter, the hidden channels' kHidden) on that axis; `layer` is 0 for the
+// tensors outside the layers.
 template <class F>
 std::map<std::string, torch::Tensor> map_axis(const core::Bert& model, core::Dim dim, F f,
                                               std::map<std::string, torch::Tensor> params = {}) {
@@ -19,8 +20,8 @@ std::map<std::string, torch::Tensor> map_axis(const core::Bert& model, core::Dim
     for (const auto& [name, t] : model.parameters()) params[name] = t.detach().clone();
   for (const auto& spec : core::model_keys(model.config())) {
     const int axis = core::axis_of(spec, dim);
-    if (!spec.per_layer || axis < 0) continue;
-    for (int l = 0; l < model.config().num_hidden_layers; ++l) {
+    if (axis < 0) continue;
+    for (int l = 0; l < (spec.per_layer ? model.config().num_hidden_layers : 1); ++l) {
       auto& t = params.at(core::hf_key(spec, l));
       t = f(t, static_cast<int64_t>(axis), l);
     }
@@ -77,27 +78,15 @@ core::Bert drop_hidden(const core::Bert& model, const std::vector<bool>& keep_hi
   core::BertConfig cfg = model.config();
   HP_CHECK(static_cast<int>(keep_hidden.size()) == cfg.hidden_size,
            "slim_model: keep_hidden has " << keep_hidden.size() << " channels, model " << cfg.hidden_size);
-  std::vector<int64_t> idx;
-  for (size_t c = 0; c < keep_hidden.size(); ++c)
-    if (keep_hidden[c]) idx.push_back(static_cast<int64_t>(c));
-  HP_CHECK(!idx.empty(), "slim_model: every hidden channel removed");
-  const auto rows = torch::tensor(idx, torch::kLong);
+  const torch::Tensor rows = kept_rows({keep_hidden}, {cfg.hidden_size}, 1, false)[0];
+  HP_CHECK(rows.numel() > 0, "slim_model: every hidden channel removed");
+  auto select = [&rows](const torch::Tensor& t, int64_t dim, int) { return t.index_select(dim, rows).contiguous(); };
+  auto params = map_axis(model, core::Dim::kHidden, select);
   const bool embeddings_too = cfg.embedding_width() == cfg.hidden_size;  // no projection between them
-  std::map<std::string, torch::Tensor> params;
-  for (const auto& spec : core::model_keys(cfg)) {
-    for (int l = 0; l < (spec.per_layer ? cfg.num_hidden_layers : 1); ++l) {
-      const std::string key = core::hf_key(spec, l);
-      torch::Tensor t = model.parameters().at(key).detach();
-      for (core::Dim d : {core::Dim::kHidden, core::Dim::kEmbed}) {
-        const int axis = core::axis_of(spec, d);
-        if (axis >= 0 && (d == core::Dim::kHidden || embeddings_too)) t = t.index_select(axis, rows);
-      }
-      params[key] = t.contiguous().clone();
-    }
-  }
+  if (embeddings_too) params = map_axis(model, core::Dim::kEmbed, select, std::move(params));
   cfg.attention_head_size = cfg.head_dim();
   cfg.classifier_hidden_size = cfg.classifier_width();
-  cfg.hidden_size = static_cast<int>(idx.size());
+  cfg.hidden_size = static_cast<int>(rows.numel());
   if (cfg.embedding_size > 0 && embeddings_too) cfg.embedding_size = cfg.hidden_size;
   return core::Bert(cfg, std::move(params));
 }

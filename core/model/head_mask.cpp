@@ -120,8 +120,8 @@ StructureMask parse_mask(const std::string& spec_in, int layers, int heads, int 
       if (!kept_layers[l]) m.heads[l].assign(heads, false), m.neurons[l].assign(neurons, false);
     m.layers = std::move(kept_layers);
   }
-  if (count_kept_layers(kept_hidden, hidden) < hidden) {
-    if (count_kept_layers(kept_hidden, hidden) == 0)
+  if (count_kept({kept_hidden}) < hidden) {
+    if (count_kept({kept_hidden}) == 0)
       throw ConfigError(where + ": the \"hidden:\" group removes all " + std::to_string(hidden) +
                         " hidden channels; keep at least one");
     m.hidden = std::move(kept_hidden);
@@ -207,7 +207,7 @@ int count_kept(const HeadSet& keep) {
 }
 
 double hidden_fraction(const std::vector<bool>& hidden) {
-  return hidden.empty() ? 1.0 : static_cast<double>(count_kept_layers(hidden, 0)) / static_cast<double>(hidden.size());
+  return hidden.empty() ? 1.0 : static_cast<double>(count_kept({hidden})) / static_cast<double>(hidden.size());
 }
 
 double structure_cost(const StructureMask& keep, const UnitCosts& full) {
