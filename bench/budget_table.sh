@@ -12,6 +12,8 @@
 # FLOPS picks the runs (default "0.5 0.7 0.6 0.4"; without 0.5, only their rows are printed), CURVES the 0.5 run's
 # prune.budget_schedule (default the config's 100 ... 30; on MRPC each point takes ~3.5 min here, most of it mask
 # tuning at 128 tokens).
+# STRUCTURES names what the search may remove (--structures; default the config's heads,neurons): with hidden, a
+# column of hidden channels kept.
 # Usage: TASK=mrpc bench/budget_table.sh   (env PRUNE, BASE = fine-tuned model, OUT = runs folder, CONFIG)
 set -euo pipefail
 TASK="${TASK:-sst2}"
@@ -27,7 +29,9 @@ for f in $FLOPS; do
   [[ -f "$dir/summary.json" ]] && continue
   extra=(--set "prune.curve_recover_steps=${CURVE_RECOVER:-0}")
   [[ -n "${CURVES:-}" ]] && extra+=(--set "prune.budget_schedule=$CURVES")
-  [[ "$f" == 0.5 ]] || extra=(--set "prune.budget_schedule=[100]" --set prune.curve_recover_steps=0)
+  [[ -n "${STRUCTURES:-}" ]] && extra+=(--structures "$STRUCTURES")
+  [[ "$f" == 0.5 ]] || extra=(--set "prune.budget_schedule=[100]" --set prune.curve_recover_steps=0
+                              ${STRUCTURES:+--structures "$STRUCTURES"})
   echo "+ $PRUNE --config $CONFIG --model $BASE --criteria taylor --schedule 0,50,100 --target-flops $f ${extra[*]} --out $dir" >&2
   t0=$(date +%s.%N)
   "$PRUNE" --config "$CONFIG" --model "$BASE" --criteria taylor --schedule 0,50,100 --target-flops "$f" "${extra[@]}" \
@@ -45,9 +49,9 @@ if [[ $LATENCY != 0 && ! -f "$dir/summary.json" ]]; then
 fi
 
 /usr/bin/python3 - "$OUT" "$LATENCY" "$FLOPS" <<'PYEOF'
-import json, sys, pathlib
+import json, os, sys, pathlib
 out = pathlib.Path(sys.argv[1])
-runs = [f for f in ("0.7", "0.6", "0.5", "0.4") if f in sys.argv[3].split()]
+runs = [f for f in ("0.7", "0.6", "0.5", "0.4", "0.3") if f in sys.argv[3].split()]
 summaries = {f: json.loads((out / f"flops{f}" / "summary.json").read_text()) for f in runs}
 s0 = summaries.get("0.5")
 first = next(iter(summaries.values()))
@@ -56,9 +60,12 @@ first = next(iter(summaries.values()))
 unpruned = next(p["mean"] for p in first["budget_curves"]["points"]
                 if p["heads_kept"] == first["heads_total"] and p.get("kept_fraction", 1) >= 1 - 1e-9)
 print(f"{first['task']}: {first['metric']} on {first['eval_split']}, unpruned {100 * unpruned:.1f}")
-print("| FLOPs kept (target → kept) | heads | FFN neurons | search | + rearrangement | + mask tuning | + recovery |"
+hidden = "hidden" in os.environ.get("STRUCTURES", "") or any(
+    s["final"]["budget"].get("hidden_total", 0) > 0 for s in summaries.values())
+print("| FLOPs kept (target → kept) | heads | FFN neurons |" + (" hidden channels |" if hidden else "") +
+      " search | + rearrangement | + mask tuning | + recovery |"
       " batch 32 | batch 1 | search time (gradients + search + rearrangement + tuning) | run time |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if hidden else ""))
 for f in runs:
     s = summaries[f]
     fin, b, m = s["final"], s["final"]["budget"], s["metric"]
@@ -67,8 +74,10 @@ for f in runs:
     sec = b["seconds"]
     search_s = sum(sec.get(k, 0) for k in ("gradients", "search", "rearrange", "tuning"))
     wall = float((out / f"flops{f}" / "wall_seconds").read_text()) / 60
+    width = b.get("hidden_kept", 0)
+    channels = f"| {width}/{b['hidden_total']} " if width else f"| all "
     print(f"| {float(f):.0%} → {b['kept']:.1%} | {fin['heads_kept']}/{s['heads_total']} | {b['neurons_kept']}/{b['neurons_total']} "
-          f"| {step['search']:.1f} | {step['rearranged']:.1f} | {step['tuned']:.1f} | {100 * fin['metrics'][m]:.1f} "
+          + (channels if hidden else "") + f"| {step['search']:.1f} | {step['rearranged']:.1f} | {step['tuned']:.1f} | {100 * fin['metrics'][m]:.1f} "
           f"| ×{lat['batch32']['speedup']:.2f} (bound ×{lat['batch32']['flop_bound']:.2f}) | ×{lat['batch1']['speedup']:.2f} "
           f"| {search_s:.0f} s ({sec.get('gradients', 0):.0f} + {sec['search']:.1f} + {sec['rearrange']:.1f} + {sec['tuning']:.0f}) "
           f"| {wall:.1f} min |")

@@ -43,6 +43,7 @@ Prunable prunable_of(const core::PruneConfig& p) {
   for (const auto& name : p.structures) {
     if (name == "heads") s.heads = true;
     else if (name == "neurons") s.neurons = true;
+    else if (name == "hidden") s.hidden = true;
   }
   return s;
 }
@@ -190,30 +191,39 @@ std::optional<MaskGradients> budget_gradients(RunContext& ctx) {
                                          cfg.data.max_seq_len);
   ctx.search = make_rank_data(*ctx.task, ctx.search_set, P.rank_batch_size, ctx.tok->pad_id());
   const std::string path = cfg.run.out_dir + "/state/mask_gradients.h5";
-  if (!fs::exists(path)) {
+  const bool hidden = prunable_of(P).hidden;
+  // A run folder scored before hidden channels were searched lacks theirs: scored again, whole.
+  if (!fs::exists(path) || (hidden && !core::read_hdf5(path).count("hidden"))) {
     log_stage(3, "score",
               "mask gradients of every head and FFN neuron on " + std::to_string(ctx.search_set.size()) + " " +
                   P.rank_split + " examples (Kwon et al. 2022)");
     if (core::dist::stop_requested(ctx.stop)) return std::nullopt;
     core::Progress progress("gradients", static_cast<long>(ctx.search.batches.size()), "batches");
     const auto start = std::chrono::steady_clock::now();
-    const auto g = mask_gradients(*ctx.model, ctx.search, [&](long done, long) { progress.update(done); });
+    const auto g =
+        mask_gradients(*ctx.model, ctx.search, [&](long done, long) { progress.update(done); }, hidden);
     progress.finish();
-    core::shared_write([&] {
-      core::write_hdf5(path, {{"heads", g.heads}, {"neurons", g.neurons}},
-                       {{"seconds", std::to_string(seconds_since(start))}});
-    });
+    std::map<std::string, torch::Tensor> sets = {{"heads", g.heads}, {"neurons", g.neurons}};
+    if (hidden) sets["hidden"] = g.hidden;
+    core::shared_write(
+        [&] { core::write_hdf5(path, sets, {{"seconds", std::to_string(seconds_since(start))}}); });
   }
   auto t = core::read_hdf5(path);  // what every reader, a resumed run included, sees
-  return MaskGradients{t.at("heads").to(torch::kFloat64), t.at("neurons").to(torch::kFloat64)};
+  MaskGradients g{t.at("heads").to(torch::kFloat64), t.at("neurons").to(torch::kFloat64)};
+  if (hidden) g.hidden = t.at("hidden").to(torch::kFloat64);
+  return g;
 }
 
 BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const BudgetUnit& unit, double fraction) {
   const core::PruneConfig& P = ctx.cfg->prune;
   BudgetSearch s;
   auto t = std::chrono::steady_clock::now();
-  s.searched = search_budget(fisher_diagonal(grads.heads), fisher_diagonal(grads.neurons), unit.costs,
-                             unit.budget(fraction), prunable_of(P));
+  const Prunable may = prunable_of(P);
+  s.searched = may.hidden ? search_budget_hidden(fisher_diagonal(grads.heads), fisher_diagonal(grads.neurons),
+                                                 fisher_diagonal(grads.hidden), unit.costs, unit.budget(fraction),
+                                                 may, hidden_widths(ctx.arch.hidden_size, P.hidden_widths))
+                          : search_budget(fisher_diagonal(grads.heads), fisher_diagonal(grads.neurons), unit.costs,
+                                          unit.budget(fraction), may);
   s.seconds["search"] = seconds_since(t);
   t = std::chrono::steady_clock::now();
   s.rearranged = P.rearrange ? rearrange(s.searched, grads) : s.searched;
@@ -241,8 +251,7 @@ std::optional<CurvePoint> recovered_point(RunContext& ctx, const BudgetSearch& s
   const std::string start = dir + ".start";
   if (!fs::exists(dir + "/state"))
     core::shared_write([&] {
-      core::save_bert(slim_model(fold_scales(*ctx.model, s.scales), s.rearranged.heads, s.rearranged.neurons), start,
-                      ctx.model_dir);
+      core::save_bert(slim_model(fold_scales(*ctx.model, s.scales), s.rearranged), start, ctx.model_dir);
     });
   if (!train_in(ctx, recovery_config(cfg, curve_recover_steps(cfg.prune)), sub, start, {}, ctx.model_dir))
     return std::nullopt;
@@ -275,12 +284,17 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
   const BudgetSearch s = search_at(ctx, grads, unit, fraction);
   const auto magnitude = magnitude_importance(*ctx.model);
   const auto random = random_unit_importance(ctx.arch, seed);
-  // The baselines keep as many heads and neurons as the search chose; only which ones differ.
+  // The baselines keep as many heads and neurons as the search chose, and its hidden channels; only which heads
+  // and neurons differ.
   const long n_heads = core::count_kept(s.searched.heads), n_neurons = core::count_kept(s.searched.neurons);
-  const StructureKeep by_taylor =
-      top_units(taylor_importance(grads.heads), taylor_importance(grads.neurons), n_heads, n_neurons);
-  const StructureKeep by_magnitude = top_units(magnitude.heads, magnitude.neurons, n_heads, n_neurons);
-  const StructureKeep by_random = top_units(random.heads, random.neurons, n_heads, n_neurons);
+  auto baseline = [&](const torch::Tensor& heads, const torch::Tensor& neurons) {
+    StructureKeep k = top_units(heads, neurons, n_heads, n_neurons);
+    k.hidden = s.searched.hidden;
+    return k;
+  };
+  const StructureKeep by_taylor = baseline(taylor_importance(grads.heads), taylor_importance(grads.neurons));
+  const StructureKeep by_magnitude = baseline(magnitude.heads, magnitude.neurons);
+  const StructureKeep by_random = baseline(random.heads, random.neurons);
   for (const auto& name : names) {
     // A resumed step keeps what it stored (a recovery is not trained twice).
     if (auto stored = ctx.store->load_point(name, seed, step)) {
@@ -299,7 +313,7 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
                        : name == "random-search"    ? by_random
                                                     : s.rearranged;
     const core::Bert model = name == "kwon-tuned" ? fold_scales(*ctx.model, s.scales) : *ctx.model;
-    CurvePoint p = evaluate_point(ctx.curves, model, name, seed, step, keep.heads, keep.neurons);
+    CurvePoint p = evaluate_point(ctx.curves, model, name, seed, step, keep);
     core::shared_write([&] { ctx.store->save_point(p); });
     points.push_back(std::move(p));
   }
@@ -432,6 +446,8 @@ void describe(const StructureKeep& keep, BudgetSummary& b) {
     b.ffn_widths.push_back(core::count_kept({keep.neurons[l]}));
   }
   b.neurons_kept = core::count_kept(keep.neurons);
+  if (!keep.hidden.empty())
+    b.hidden_kept = core::count_kept({keep.hidden}), b.hidden_total = static_cast<int>(keep.hidden.size());
 }
 
 // A latency budget's outcome: the target, the table's prediction for `slim` and its measured time (rank 0).
@@ -463,15 +479,16 @@ FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const Budget
   b.seconds = s.seconds;
   const auto attrs = core::read_hdf5_attrs(ctx.cfg->run.out_dir + "/state/mask_gradients.h5");
   if (attrs.count("seconds")) b.seconds["gradients"] = std::stod(attrs.at("seconds"));
+  const torch::Tensor hidden = eval::hidden_mask_tensor(s.rearranged.hidden);  // undefined when all kept
   auto metrics_of = [&](const MaskScales& scales) {
     return eval::evaluate(*ctx.model, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, scales.heads, false,
-                          scales.neurons);
+                          scales.neurons, torch::Tensor(), hidden);
   };
   b.metrics_by_step["search"] = metrics_of(unit_scales(s.searched)).metrics;
   b.metrics_by_step["rearranged"] = metrics_of(unit_scales(s.rearranged)).metrics;
   const auto scaled = metrics_of(s.scales);
   b.metrics_by_step["tuned"] = scaled.metrics;
-  const core::Bert slim = slim_model(fold_scales(*ctx.model, s.scales), s.rearranged.heads, s.rearranged.neurons);
+  const core::Bert slim = slim_model(fold_scales(*ctx.model, s.scales), s.rearranged);
   const auto slim_eval = eval::evaluate(slim, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, torch::Tensor());
   b.folded_vs_scaled_max_abs_logit_diff = (slim_eval.logits - scaled.logits).abs().max().item<double>();
   if (ctx.cfg->prune.verify && b.folded_vs_scaled_max_abs_logit_diff > 1e-4)
@@ -485,6 +502,7 @@ FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const Budget
       core::write_bert_files(slim, staged, ctx.model_dir);
       nlohmann::json j = {
           {"heads_mask", core::format_head_mask(c.keep)}, {"budget", b}, {"metrics", c.metrics_before_recovery}};
+      if (!s.rearranged.hidden.empty()) j["hidden_mask"] = core::format_mask({{}, {}, {}, s.rearranged.hidden});
       core::write_file_atomic(staged + "/choice.json", j.dump(2) + "\n");
     });
   });
@@ -506,7 +524,9 @@ FinalChoice choose_budget(RunContext& ctx, const MaskGradients& grads) {
     c.metrics_before_recovery = j.at("metrics").get<std::map<std::string, double>>();
   } else {
     log_stage(5, "choose",
-              "the heads and FFN neurons that fit " + percent(unit.target) + " of the encoder's " + unit.name +
+              std::string(prunable_of(ctx.cfg->prune).hidden ? "the heads, FFN neurons and hidden channels"
+                                                             : "the heads and FFN neurons") +
+                  " that fit " + percent(unit.target) + " of the encoder's " + unit.name +
                   " (search, rearrangement, mask tuning on " + std::to_string(ctx.search_set.size()) + " examples)");
     c = run_search(ctx, grads, unit, dir);
   }
@@ -514,7 +534,11 @@ FinalChoice choose_budget(RunContext& ctx, const MaskGradients& grads) {
   core::log_info("prune",
                  "kept " + std::to_string(core::count_kept(c.keep)) + "/" + std::to_string(ctx.total_heads) +
                      " heads and " + std::to_string(b.neurons_kept) + "/" + std::to_string(b.neurons_total) +
-                     " neurons: " + percent(b.kept) +
+                     " neurons" +
+                     (b.hidden_total > 0 ? " and " + std::to_string(b.hidden_kept) + "/" +
+                                               std::to_string(b.hidden_total) + " hidden channels"
+                                         : std::string()) +
+                     ": " + percent(b.kept) +
                      (b.unit == "latency" ? " of the model's latency (predicted)" : " of the encoder's " + b.unit) + "; " + ctx.task->primary_metric +
                      " search " + std::to_string(b.metrics_by_step.at("search").at(ctx.task->primary_metric)) +
                      ", rearranged " + std::to_string(b.metrics_by_step.at("rearranged").at(ctx.task->primary_metric)) +

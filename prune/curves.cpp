@@ -60,7 +60,13 @@ torch::Tensor importance_at(const CurveInputs& in, const Criterion& crit, int se
 
 CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const std::string& criterion, int seed,
                           int step, const core::HeadSet& keep, const core::NeuronSet& neurons) {
-  core::Bert slim = slim_model(model, keep, neurons);
+  return evaluate_point(in, model, criterion, seed, step, core::StructureMask{keep, neurons});
+}
+
+CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const std::string& criterion, int seed,
+                          int step, const core::StructureMask& structure) {
+  const core::HeadSet& keep = structure.heads;
+  core::Bert slim = slim_model(model, structure);
   slim.set_precision(in.precision);
   auto r = eval::evaluate(slim, *in.task, *in.eval, in.eval_batches, torch::Tensor());
   CurvePoint p;

@@ -39,6 +39,9 @@ torch::Tensor score_unpruned(const CurveInputs& in, const Criterion& crit, int s
 // and the FFN neurons `neurons` (empty = all), evaluated on the evaluation split; FLOPs at its mean length.
 CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const std::string& criterion, int seed,
                           int step, const core::HeadSet& keep, const core::NeuronSet& neurons = {});
+// The same for a whole structure (its layers and hidden channels removed too).
+CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const std::string& criterion, int seed,
+                          int step, const core::StructureMask& keep);
 
 
 // One criterion's curve for one seed; `rank` is that seed's ranking data. Stops early (fewer points)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <torch/autograd.h>
 
@@ -12,7 +13,7 @@
 namespace hp::prune {
 
 MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
-                             const std::function<void(long, long)>& progress) {
+                             const std::function<void(long, long)>& progress, bool hidden) {
   for (const auto& [name, t] : model.parameters())
     HP_CHECK(!t.requires_grad(), "mask_gradients needs a model without trainable tensors (" << name << ")");
   const auto& cfg = model.config();
@@ -20,6 +21,7 @@ MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
   const long n = static_cast<long>(sample.batches.size());
   auto heads = torch::zeros({n, cfg.num_hidden_layers, cfg.max_heads()}, torch::kFloat64);
   auto neurons = torch::zeros({n, cfg.num_hidden_layers, cfg.max_ffn_width()}, torch::kFloat64);
+  auto channels = hidden ? torch::zeros({n, cfg.hidden_size}, torch::kFloat64) : torch::Tensor();
   for (long i = 0; i < n; ++i) {
     if (progress) progress(i, n);
     if (!core::dist::mine(i)) continue;  // data-parallel: every world-th batch, summed below
@@ -28,15 +30,19 @@ MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
     in.head_mask = torch::ones({cfg.num_hidden_layers, cfg.max_heads()}, torch::requires_grad());
     in.neuron_mask = torch::ones({cfg.num_hidden_layers, cfg.max_ffn_width()}, torch::requires_grad());
     in.cls_only = true;
+    std::vector<torch::Tensor> wrt = {in.head_mask, in.neuron_mask};
+    if (hidden) wrt.push_back(in.hidden_mask = torch::ones({cfg.hidden_size}, torch::requires_grad()));
     const auto loss = per_example_loss(model.forward(in).logits, b.labels, regression).mean();
-    const auto g = torch::autograd::grad({loss}, {in.head_mask, in.neuron_mask});
+    const auto g = torch::autograd::grad({loss}, wrt);
     heads[i] = g[0].to(torch::kFloat64);
     neurons[i] = g[1].to(torch::kFloat64);
+    if (hidden) channels[i] = g[2].to(torch::kFloat64);
   }
   if (progress) progress(n, n);
   core::dist::all_reduce_sum(heads, "the mask gradients");
   core::dist::all_reduce_sum(neurons, "the mask gradients");
-  return {heads, neurons};
+  if (hidden) core::dist::all_reduce_sum(channels, "the mask gradients");
+  return {heads, neurons, channels};
 }
 
 torch::Tensor fisher_diagonal(const torch::Tensor& grads) { return grads.pow(2).sum(0); }
@@ -108,6 +114,70 @@ StructureKeep search_budget(const torch::Tensor& head_importance, const torch::T
           keep_of(neurons, best_neurons, neuron_importance.size(0), neuron_importance.size(1))};
 }
 
+namespace {
+
+// Σ of `importance` over the kept units of `keep` ([rows][cols] against [rows, cols]).
+double kept_importance(const torch::Tensor& importance, const std::vector<std::vector<bool>>& keep) {
+  const auto v = importance.to(torch::kFloat64).contiguous();
+  const double* d = v.data_ptr<double>();
+  const long cols = v.size(1);
+  double sum = 0;
+  for (size_t r = 0; r < keep.size(); ++r)
+    for (size_t c = 0; c < keep[r].size(); ++c)
+      if (keep[r][c]) sum += d[static_cast<long>(r) * cols + static_cast<long>(c)];
+  return sum;
+}
+
+}  // namespace
+
+StructureKeep search_budget_hidden(const torch::Tensor& head_importance, const torch::Tensor& neuron_importance,
+                                   const torch::Tensor& hidden_importance, const UnitCosts& costs, double budget,
+                                   Prunable prunable, const std::vector<long>& widths) {
+  const long D = hidden_importance.size(0);
+  HP_CHECK(!widths.empty(), "search_budget_hidden: no width to try");
+  const auto channels = ranked(hidden_importance);
+  const auto hidden_sum = hidden_importance.to(torch::kFloat64).contiguous();
+  std::optional<StructureKeep> best;
+  double best_total = 0;
+  std::string refused;
+  for (const long w : widths) {
+    HP_CHECK(w >= 1 && w <= D, "search_budget_hidden: width " << w << " outside 1.." << D);
+    StructureKeep keep;
+    try {
+      keep = search_budget(head_importance, neuron_importance, costs.at_hidden(static_cast<double>(w) / D), budget,
+                           prunable);
+    } catch (const ConfigError& e) {
+      refused = e.what();
+      continue;
+    }
+    double total = kept_importance(head_importance, keep.heads) + kept_importance(neuron_importance, keep.neurons);
+    for (long k = 0; k < w; ++k) total += hidden_sum[channels[k]].item<double>();
+    if (w < D) keep.hidden = keep_of(channels, w, 1, D).front();
+    if (!best || total > best_total) best = std::move(keep), best_total = total;
+  }
+  if (!best) throw ConfigError(refused + " (at every hidden width tried, down to " + std::to_string(widths.back()) + ")");
+  return *best;
+}
+
+std::vector<long> hidden_widths(long hidden, const std::vector<int>& configured) {
+  std::vector<long> w;
+  for (int c : configured) {
+    if (c < 1 || c > hidden)
+      throw ConfigError("prune.hidden_widths has " + std::to_string(c) + "; use channel counts in 1.." +
+                        std::to_string(hidden) + " (the model's hidden_size), or [] for " + std::to_string(hidden) +
+                        " down to " + std::to_string(std::max(1L, hidden / 4)) + " in steps of " +
+                        std::to_string(std::max(1L, hidden / 32)));
+    w.push_back(c);
+  }
+  if (w.empty()) {
+    const long step = std::max(1L, hidden / 32);
+    for (long k = hidden; k >= std::max(1L, hidden / 4); k -= step) w.push_back(k);
+  }
+  std::sort(w.rbegin(), w.rend());
+  w.erase(std::unique(w.begin(), w.end()), w.end());
+  return w;
+}
+
 std::vector<bool> greedy_rearrange(const std::vector<bool>& keep, const torch::Tensor& grads) {
   const long U = static_cast<long>(keep.size());
   const long removed_count = U - std::count(keep.begin(), keep.end(), true);
@@ -156,7 +226,8 @@ double layers_loss(const std::vector<std::vector<bool>>& keep, const torch::Tens
 }  // namespace
 
 StructureKeep rearrange(const StructureKeep& keep, const MaskGradients& grads) {
-  return {rearrange_layers(keep.heads, grads.heads), rearrange_layers(keep.neurons, grads.neurons)};
+  return {rearrange_layers(keep.heads, grads.heads), rearrange_layers(keep.neurons, grads.neurons), keep.layers,
+          keep.hidden};
 }
 
 double block_fisher_loss(const StructureKeep& keep, const MaskGradients& grads) {

@@ -26,15 +26,17 @@ namespace hp::prune {
 // What stays: heads [L][Hmax] and FFN neurons [L][Imax] (true = kept).
 using StructureKeep = core::StructureMask;
 
-// Per-batch mask gradients: heads [N, L, Hmax], neurons [N, L, Imax], float64 (N = batches).
+// Per-batch mask gradients: heads [N, L, Hmax], neurons [N, L, Imax], float64 (N = batches); hidden [N, D], the
+// gradient of the hidden-channel mask shared by every layer (core::EncoderInput::hidden_mask), when asked for.
 struct MaskGradients {
   torch::Tensor heads, neurons;
+  torch::Tensor hidden = {};  // undefined unless the search may remove hidden channels
 };
 
 // Step 1 on `sample` (its batches as given). `progress(done, total)` after each batch; may be empty. The
-// model's tensors must not require gradients.
+// model's tensors must not require gradients. `hidden`: also the hidden-channel mask's gradients.
 MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
-                             const std::function<void(long, long)>& progress = {});
+                             const std::function<void(long, long)>& progress = {}, bool hidden = false);
 
 // Σ over batches of g²: grads [N, L, U] → [L, U].
 torch::Tensor fisher_diagonal(const torch::Tensor& grads);
@@ -48,6 +50,7 @@ using core::UnitCosts;  // the cost of one head and of one FFN neuron in the bud
 // What a budget may remove (prune.structures).
 struct Prunable {
   bool heads = true, neurons = true;
+  bool hidden = false;
 };
 
 // Step 2: `budget` in the unit of `costs` (e.g. 0.5 × the unpruned encoder's FLOPs). Importances [L, H] and
@@ -56,12 +59,26 @@ struct Prunable {
 StructureKeep search_budget(const torch::Tensor& head_importance, const torch::Tensor& neuron_importance,
                             const UnitCosts& costs, double budget, Prunable prunable = {});
 
+// Step 2 over hidden channels as well (CoFi's hidden dimension, searched retraining-free): for every width w of
+// `widths` (channels kept), the w channels of highest Fisher `hidden_importance` [D] stay and search_budget fills
+// the budget at those costs (UnitCosts::at_hidden(w / D)); the width whose choice keeps the most importance over
+// heads, neurons and hidden channels together wins, i.e. whose removed units have the least diagonal-Fisher
+// estimate of the loss increase, the same objective search_budget maximises at one width. keep.hidden is empty
+// when every channel stays. A width the budget cannot pay one head at is passed over; ConfigError when none can.
+StructureKeep search_budget_hidden(const torch::Tensor& head_importance, const torch::Tensor& neuron_importance,
+                                   const torch::Tensor& hidden_importance, const UnitCosts& costs, double budget,
+                                   Prunable prunable, const std::vector<long>& widths);
+
+// The widths search_budget_hidden tries for `hidden` channels: `configured` (prune.hidden_widths, each checked
+// against 1..hidden), or with none every multiple of hidden / 32 from hidden down to hidden / 4. Decreasing.
+std::vector<long> hidden_widths(long hidden, const std::vector<int>& configured);
+
 // Step 3 for one layer's units: `keep` [U] (its count is kept), `grads` [N, U]. Starting from the lowest-Fisher
 // units removed, each remaining unit in increasing Fisher order joins the removed set and the unit whose
 // departure leaves the smallest ‖Σ g‖² goes back.
 std::vector<bool> greedy_rearrange(const std::vector<bool>& keep, const torch::Tensor& grads);
 
-// Step 3 for every layer, heads and neurons.
+// Step 3 for every layer, heads and neurons (the hidden channels as chosen).
 StructureKeep rearrange(const StructureKeep& keep, const MaskGradients& grads);
 
 // The block-diagonal Fisher objective of a choice: Σ over layers and batches of ‖Σ over removed units g‖²

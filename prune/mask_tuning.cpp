@@ -102,8 +102,9 @@ SublayerFit solve_into(const LstsqSystem& s, const std::vector<long>& kept, torc
 
 // One layer of `model` on `x` with masks; contexts and FFN pieces recorded.
 core::EncoderOutput run_layer(const core::Bert& model, const core::Batch& b, const torch::Tensor& x, int l,
-                              const MaskScales* scales) {
+                              const MaskScales* scales, const torch::Tensor& hidden = {}) {
   core::EncoderInput in = core::encoder_input(b);
+  in.hidden_mask = hidden;
   in.start_layer = l;
   in.end_layer = l + 1;
   in.start_hidden = x;
@@ -151,9 +152,22 @@ MaskScales tune_masks(const core::Bert& model, const StructureKeep& keep, const 
   const int L = cfg.num_hidden_layers;
   MaskScales scales = unit_scales(keep);
   const auto& batches = sample.batches;
+  // Removed hidden channels: the student runs with them masked, and each fit counts the kept channels only
+  // (the targets' and the projections' rows at the others are zeroed).
+  torch::Tensor h;
+  if (!keep.hidden.empty()) {
+    h = torch::zeros({static_cast<long>(keep.hidden.size())});
+    for (size_t c = 0; c < keep.hidden.size(); ++c) h[static_cast<long>(c)] = keep.hidden[c] ? 1.0 : 0.0;
+  }
+  auto rows_kept = [&](const torch::Tensor& t) { return h.defined() ? t * h.unsqueeze(1) : t; };  // [D, K]
+  auto channels_kept = [&](const torch::Tensor& t) { return h.defined() ? t * h : t; };  // [.., D]
   std::vector<torch::Tensor> xs, xt;  // per batch: the student's and the teacher's input to the current layer
-  for (const auto& b : batches) xs.push_back(model.embed(core::encoder_input(b)));
-  xt = xs;
+  for (const auto& b : batches) {
+    core::EncoderInput in = core::encoder_input(b);
+    xt.push_back(model.embed(in));
+    in.hidden_mask = h;
+    xs.push_back(model.embed(in));
+  }
   const auto& p = model.parameters();
   for (int l = 0; l < L; ++l) {
     if (progress) progress(l, L);
@@ -168,11 +182,11 @@ MaskScales tune_masks(const core::Bert& model, const StructureKeep& keep, const 
       ffn_target[i] = ffn_pre_norm(model, l, t);
       next_xt[i] = t.last_hidden;
       if (heads.empty()) continue;
-      const auto s = run_layer(model, batches[i], xs[i], l, &scales);
+      const auto s = run_layer(model, batches[i], xs[i], l, &scales, h);
       const auto residual =
           attention_pre_norm(model, l, xt[i], t) - xs[i] - p.at(layer + "attention.output.dense.bias");
-      attn.add(attention_system(s.contexts[0], p.at(layer + "attention.output.dense.weight"), residual,
-                                fit_rows(batches[i], cls_only), heads));
+      attn.add(attention_system(s.contexts[0], rows_kept(p.at(layer + "attention.output.dense.weight")),
+                                channels_kept(residual), fit_rows(batches[i], cls_only), heads));
     }
     if (!heads.empty()) {
       auto fit = solve_into(attn, heads, scales.heads[l], opts, l, "attention");
@@ -180,16 +194,17 @@ MaskScales tune_masks(const core::Bert& model, const StructureKeep& keep, const 
     }
     LstsqSystem ffn;
     for (size_t i = 0; i < batches.size() && !neurons.empty(); ++i) {
-      const auto s = run_layer(model, batches[i], xs[i], l, &scales);
+      const auto s = run_layer(model, batches[i], xs[i], l, &scales, h);
       const auto residual = ffn_target[i] - s.ffn_inputs[0] - p.at(layer + "output.dense.bias");
-      ffn.add(ffn_system(s.ffn_acts[0], p.at(layer + "output.dense.weight"), residual, fit_rows(batches[i], cls_only),
-                         neurons));
+      ffn.add(ffn_system(s.ffn_acts[0], rows_kept(p.at(layer + "output.dense.weight")), channels_kept(residual),
+                         fit_rows(batches[i], cls_only), neurons));
     }
     if (!neurons.empty()) {
       auto fit = solve_into(ffn, neurons, scales.neurons[l], opts, l, "ffn");
       if (fits) fits->push_back(fit);
     }
-    for (size_t i = 0; i < batches.size(); ++i) xs[i] = run_layer(model, batches[i], xs[i], l, &scales).last_hidden;
+    for (size_t i = 0; i < batches.size(); ++i)
+      xs[i] = run_layer(model, batches[i], xs[i], l, &scales, h).last_hidden;
     xt = std::move(next_xt);
   }
   if (progress) progress(L, L);

@@ -68,7 +68,9 @@ struct SublayerFit {
   std::string skipped;  // non-empty: the scales stayed at 1
 };
 
-// Tunes the scales of `keep` on `sample`. `progress(done, total)` per layer; may be empty.
+// Tunes the scales of `keep` on `sample`. `progress(done, total)` per layer; may be empty. With keep.hidden the
+// student runs with those channels masked and each sublayer's fit counts the kept channels alone (its LayerNorm
+// normalises over them).
 MaskScales tune_masks(const core::Bert& model, const StructureKeep& keep, const RankData& sample,
                       const TuningOptions& opts, std::vector<SublayerFit>* fits = nullptr,
                       const std::function<void(long, long)>& progress = {});

@@ -1,6 +1,7 @@
 // The pruning run (see prune/pipeline.h).
 #include "prune/pipeline.h"
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -56,24 +57,26 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
        "prune.method = gates with --target-latency: the gates learn a FLOPs or parameter budget; give --target-flops F "
        "or --target-params F, or prune.method = kwon");
   need(!p.structures.empty(),
-       "prune.structures is empty; use heads, neurons or both (and layers, hidden for the gates)");
-  bool heads_or_neurons = false;
-  std::string gates_only;  // the first of layers and hidden named
+       "prune.structures is empty; use heads, neurons or both (and hidden, or layers for the gates)");
+  bool heads_or_neurons = false, layers = false;
+  std::string other;  // the first of layers and hidden named
   for (const auto& s : p.structures) {
     need(s == "heads" || s == "neurons" || s == "layers" || s == "hidden",
-         "prune.structures has '" + s + "'; use heads, neurons or both (and layers, hidden for the gates)");
+         "prune.structures has '" + s + "'; use heads, neurons or both (and hidden, or layers for the gates)");
     heads_or_neurons |= s == "heads" || s == "neurons";
-    if ((s == "layers" || s == "hidden") && gates_only.empty()) gates_only = s;
+    layers |= s == "layers";
+    if ((s == "layers" || s == "hidden") && other.empty()) other = s;
   }
-  need(heads_or_neurons, "prune.structures is [" + gates_only +
-                             "] alone; the budget is spent over heads and neurons: use heads,neurons," + gates_only +
-                             (gates_only == "layers" ? " (or --target-layers N to drop whole layers alone)" : ""));
+  need(heads_or_neurons, "prune.structures is [" + other +
+                             "] alone; the budget is spent over heads and neurons: use heads,neurons," + other +
+                             (other == "layers" ? " (or --target-layers N to drop whole layers alone)" : ""));
   // --max-drop: the frontier's gated candidates learn them; its search candidates remove heads and neurons.
-  need(gates_only.empty() || !budget_mode(p) || p.method == "gates" || p.max_drop > 0,
-       "prune.structures has " + gates_only + " with prune.method = " + p.method +
-           ": the retraining-free search (kwon) removes heads and FFN neurons; whole layers and hidden channels are "
-           "learned by the gates (--method gates)" +
-           (gates_only == "layers" ? std::string(", or layers dropped by --target-layers N") : std::string()));
+  need(!layers || !budget_mode(p) || p.method == "gates" || p.max_drop > 0,
+       "prune.structures has layers with prune.method = " + p.method +
+           ": the retraining-free search (kwon) removes heads, FFN neurons and hidden channels; whole layers are "
+           "learned by the gates (--method gates), or dropped by --target-layers N");
+  if (std::find(p.structures.begin(), p.structures.end(), "hidden") != p.structures.end())
+    hidden_widths(arch.hidden_size, p.hidden_widths);  // ConfigError naming a width out of range
   need(p.search_examples >= 0,
        "prune.search_examples = " + std::to_string(p.search_examples) + "; use 0 (all) or a count");
   need(p.tuning_damping >= 0, "prune.tuning_damping must be 0 or positive");

@@ -264,6 +264,7 @@ struct PruneConfig {
   std::vector<std::string> structures = {"heads", "neurons"};
   int search_examples = 2048;
   std::vector<int> budget_schedule = {100, 90, 80, 70, 60, 50, 40, 30};
+  std::vector<int> hidden_widths = {};
   bool rearrange = true;
   bool mask_tuning = true;
   double tuning_damping = 1e-2;
@@ -331,11 +332,17 @@ struct PruneConfig {
     v("latency_batch", latency_batch, "batch size of the latency table and of the curves' latency measurements");
     v("latency_seq", latency_seq,
       "tokens per sequence of the latency table and of the curves' latency measurements; 0 = data.max_seq_len");
-    v("structures", structures, "what a FLOPs, parameter or latency budget may remove: heads, neurons (FFN) or both");
+    v("structures", structures,
+      "what a FLOPs, parameter or latency budget may remove: heads, neurons (FFN), hidden (channels of the hidden "
+      "size, shared by every layer), layers (whole layers: gates only)");
     v("search_examples", search_examples,
       "examples of rank_split whose mask gradients the budget search uses (Kwon et al.: 2048); 0 = all");
     v("budget_schedule", budget_schedule,
       "percent of the budget unit (FLOPs or parameters) kept at each point of the budget curves, decreasing");
+    v("hidden_widths", hidden_widths,
+      "budget search with hidden in structures: the hidden widths (channels kept) tried, the one whose choice keeps "
+      "the most Fisher importance over heads, neurons and channels wins; [] = every multiple of hidden_size/32 from "
+      "hidden_size down to a quarter");
     v("rearrange", rearrange, "budget search: rearrange each layer's mask by its block Fisher (Kwon et al. step 3)");
     v("mask_tuning", mask_tuning,
       "budget search: fit a scale per kept head and neuron by layer-wise least squares (Kwon et al. step 4)");
