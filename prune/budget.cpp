@@ -44,8 +44,21 @@ Prunable prunable_of(const core::PruneConfig& p) {
     if (name == "heads") s.heads = true;
     else if (name == "neurons") s.neurons = true;
     else if (name == "hidden") s.hidden = true;
+    else if (name == "layers") s.layers = true;
   }
   return s;
+}
+
+// "heads, FFN neurons, hidden channels and layers" as the search may remove them.
+std::string searched_structures(Prunable p) {
+  std::vector<std::string> v;
+  if (p.heads) v.push_back("heads");
+  if (p.neurons) v.push_back("FFN neurons");
+  if (p.hidden) v.push_back("hidden channels");
+  if (p.layers) v.push_back("whole layers");
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i == 0 ? "" : i + 1 == v.size() ? " and " : ", ") + v[i];
+  return out;
 }
 
 // Fine-tuning steps of the budget curves' recovered line (0: none).
@@ -191,9 +204,13 @@ std::optional<MaskGradients> budget_gradients(RunContext& ctx) {
                                          cfg.data.max_seq_len);
   ctx.search = make_rank_data(*ctx.task, ctx.search_set, P.rank_batch_size, ctx.tok->pad_id());
   const std::string path = cfg.run.out_dir + "/state/mask_gradients.h5";
-  const bool hidden = prunable_of(P).hidden;
-  // A run folder scored before hidden channels were searched lacks theirs: scored again, whole.
-  if (!fs::exists(path) || (hidden && !core::read_hdf5(path).count("hidden"))) {
+  const bool hidden = prunable_of(P).hidden, layers = prunable_of(P).layers;
+  // A run folder scored before hidden channels or layers were searched lacks theirs: scored again, whole.
+  auto lacks = [&] {
+    const auto stored = core::read_hdf5(path);
+    return (hidden && !stored.count("hidden")) || (layers && !stored.count("layers"));
+  };
+  if (!fs::exists(path) || lacks()) {
     log_stage(3, "score",
               "mask gradients of every head and FFN neuron on " + std::to_string(ctx.search_set.size()) + " " +
                   P.rank_split + " examples (Kwon et al. 2022)");
@@ -201,16 +218,18 @@ std::optional<MaskGradients> budget_gradients(RunContext& ctx) {
     core::Progress progress("gradients", static_cast<long>(ctx.search.batches.size()), "batches");
     const auto start = std::chrono::steady_clock::now();
     const auto g =
-        mask_gradients(*ctx.model, ctx.search, [&](long done, long) { progress.update(done); }, hidden);
+        mask_gradients(*ctx.model, ctx.search, [&](long done, long) { progress.update(done); }, hidden, layers);
     progress.finish();
     std::map<std::string, torch::Tensor> sets = {{"heads", g.heads}, {"neurons", g.neurons}};
     if (hidden) sets["hidden"] = g.hidden;
+    if (layers) sets["layers"] = g.layers;
     core::shared_write(
         [&] { core::write_hdf5(path, sets, {{"seconds", std::to_string(seconds_since(start))}}); });
   }
   auto t = core::read_hdf5(path);  // what every reader, a resumed run included, sees
   MaskGradients g{t.at("heads").to(torch::kFloat64), t.at("neurons").to(torch::kFloat64)};
   if (hidden) g.hidden = t.at("hidden").to(torch::kFloat64);
+  if (layers) g.layers = t.at("layers").to(torch::kFloat64);
   return g;
 }
 
@@ -219,11 +238,9 @@ BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const 
   BudgetSearch s;
   auto t = std::chrono::steady_clock::now();
   const Prunable may = prunable_of(P);
-  s.searched = may.hidden ? search_budget_hidden(fisher_diagonal(grads.heads), fisher_diagonal(grads.neurons),
-                                                 fisher_diagonal(grads.hidden), unit.costs, unit.budget(fraction),
-                                                 may, hidden_widths(ctx.arch.hidden_size, P.hidden_widths))
-                          : search_budget(fisher_diagonal(grads.heads), fisher_diagonal(grads.neurons), unit.costs,
-                                          unit.budget(fraction), may);
+  s.searched = search_structures(fisher_importances(grads), unit.costs, unit.budget(fraction), may,
+                                 may.hidden ? hidden_widths(ctx.arch.hidden_size, P.hidden_widths) : std::vector<long>{},
+                                 layer_counts(ctx.arch.num_hidden_layers, P.layer_counts));
   s.seconds["search"] = seconds_since(t);
   t = std::chrono::steady_clock::now();
   s.rearranged = P.rearrange ? rearrange(s.searched, grads) : s.searched;
@@ -287,9 +304,14 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
   // The baselines keep as many heads and neurons as the search chose, and its hidden channels; only which heads
   // and neurons differ.
   const long n_heads = core::count_kept(s.searched.heads), n_neurons = core::count_kept(s.searched.neurons);
-  auto baseline = [&](const torch::Tensor& heads, const torch::Tensor& neurons) {
+  auto baseline = [&](torch::Tensor heads, torch::Tensor neurons) {
+    for (size_t l = 0; l < s.searched.layers.size(); ++l)  // none of a removed layer's units
+      if (!s.searched.layers[l]) {
+        heads = heads.clone(), neurons = neurons.clone();
+        heads[static_cast<long>(l)].fill_(-1e300), neurons[static_cast<long>(l)].fill_(-1e300);
+      }
     StructureKeep k = top_units(heads, neurons, n_heads, n_neurons);
-    k.hidden = s.searched.hidden;
+    k.layers = s.searched.layers, k.hidden = s.searched.hidden;
     return k;
   };
   const StructureKeep by_taylor = baseline(taylor_importance(grads.heads), taylor_importance(grads.neurons));
@@ -446,8 +468,7 @@ void describe(const StructureKeep& keep, BudgetSummary& b) {
     b.ffn_widths.push_back(core::count_kept({keep.neurons[l]}));
   }
   b.neurons_kept = core::count_kept(keep.neurons);
-  if (!keep.hidden.empty())
-    b.hidden_kept = core::count_kept({keep.hidden}), b.hidden_total = static_cast<int>(keep.hidden.size());
+  count_coarse(keep, b);
 }
 
 // A latency budget's outcome: the target, the table's prediction for `slim` and its measured time (rank 0).
@@ -480,9 +501,10 @@ FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const Budget
   const auto attrs = core::read_hdf5_attrs(ctx.cfg->run.out_dir + "/state/mask_gradients.h5");
   if (attrs.count("seconds")) b.seconds["gradients"] = std::stod(attrs.at("seconds"));
   const torch::Tensor hidden = eval::hidden_mask_tensor(s.rearranged.hidden);  // undefined when all kept
+  const torch::Tensor layers = eval::layer_mask_tensor(s.rearranged.layers);
   auto metrics_of = [&](const MaskScales& scales) {
     return eval::evaluate(*ctx.model, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, scales.heads, false,
-                          scales.neurons, torch::Tensor(), hidden);
+                          scales.neurons, layers, hidden);
   };
   b.metrics_by_step["search"] = metrics_of(unit_scales(s.searched)).metrics;
   b.metrics_by_step["rearranged"] = metrics_of(unit_scales(s.rearranged)).metrics;
@@ -502,7 +524,8 @@ FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const Budget
       core::write_bert_files(slim, staged, ctx.model_dir);
       nlohmann::json j = {
           {"heads_mask", core::format_head_mask(c.keep)}, {"budget", b}, {"metrics", c.metrics_before_recovery}};
-      if (!s.rearranged.hidden.empty()) j["hidden_mask"] = core::format_mask({{}, {}, {}, s.rearranged.hidden});
+      if (!s.rearranged.hidden.empty() || !s.rearranged.layers.empty())
+        j["coarse_mask"] = core::format_mask({{}, {}, s.rearranged.layers, s.rearranged.hidden});
       core::write_file_atomic(staged + "/choice.json", j.dump(2) + "\n");
     });
   });
@@ -524,8 +547,7 @@ FinalChoice choose_budget(RunContext& ctx, const MaskGradients& grads) {
     c.metrics_before_recovery = j.at("metrics").get<std::map<std::string, double>>();
   } else {
     log_stage(5, "choose",
-              std::string(prunable_of(ctx.cfg->prune).hidden ? "the heads, FFN neurons and hidden channels"
-                                                             : "the heads and FFN neurons") +
+              "the " + searched_structures(prunable_of(ctx.cfg->prune)) +
                   " that fit " + percent(unit.target) + " of the encoder's " + unit.name +
                   " (search, rearrangement, mask tuning on " + std::to_string(ctx.search_set.size()) + " examples)");
     c = run_search(ctx, grads, unit, dir);
@@ -535,8 +557,11 @@ FinalChoice choose_budget(RunContext& ctx, const MaskGradients& grads) {
                  "kept " + std::to_string(core::count_kept(c.keep)) + "/" + std::to_string(ctx.total_heads) +
                      " heads and " + std::to_string(b.neurons_kept) + "/" + std::to_string(b.neurons_total) +
                      " neurons" +
-                     (b.hidden_total > 0 ? " and " + std::to_string(b.hidden_kept) + "/" +
+                     (b.hidden_total > 0 ? ", " + std::to_string(b.hidden_kept) + "/" +
                                                std::to_string(b.hidden_total) + " hidden channels"
+                                         : std::string()) +
+                     (b.layers_total > 0 ? ", " + std::to_string(b.layers_kept) + "/" +
+                                               std::to_string(b.layers_total) + " layers"
                                          : std::string()) +
                      ": " + percent(b.kept) +
                      (b.unit == "latency" ? " of the model's latency (predicted)" : " of the encoder's " + b.unit) + "; " + ctx.task->primary_metric +

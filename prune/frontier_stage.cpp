@@ -340,8 +340,6 @@ core::Config chosen_config(const core::Config& cfg, const Frontier& f) {
   } else {
     P.target_flops = p.flops_kept;
     P.method = "kwon";
-    // The search removes heads, neurons and hidden channels: whole layers only gates learn.
-    P.structures.erase(std::remove(P.structures.begin(), P.structures.end(), "layers"), P.structures.end());
     P.recover_steps = p.method == "kwon-recovered" ? (P.curve_recover_steps < 0 ? P.recover_steps
                                                                                   : P.curve_recover_steps)
                                                    : 0;

@@ -13,7 +13,7 @@
 namespace hp::prune {
 
 MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
-                             const std::function<void(long, long)>& progress, bool hidden) {
+                             const std::function<void(long, long)>& progress, bool hidden, bool layers) {
   for (const auto& [name, t] : model.parameters())
     HP_CHECK(!t.requires_grad(), "mask_gradients needs a model without trainable tensors (" << name << ")");
   const auto& cfg = model.config();
@@ -22,6 +22,7 @@ MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
   auto heads = torch::zeros({n, cfg.num_hidden_layers, cfg.max_heads()}, torch::kFloat64);
   auto neurons = torch::zeros({n, cfg.num_hidden_layers, cfg.max_ffn_width()}, torch::kFloat64);
   auto channels = hidden ? torch::zeros({n, cfg.hidden_size}, torch::kFloat64) : torch::Tensor();
+  auto whole = layers ? torch::zeros({n, cfg.num_hidden_layers}, torch::kFloat64) : torch::Tensor();
   for (long i = 0; i < n; ++i) {
     if (progress) progress(i, n);
     if (!core::dist::mine(i)) continue;  // data-parallel: every world-th batch, summed below
@@ -32,17 +33,20 @@ MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
     in.cls_only = true;
     std::vector<torch::Tensor> wrt = {in.head_mask, in.neuron_mask};
     if (hidden) wrt.push_back(in.hidden_mask = torch::ones({cfg.hidden_size}, torch::requires_grad()));
+    if (layers) wrt.push_back(in.layer_mask = torch::ones({cfg.num_hidden_layers}, torch::requires_grad()));
     const auto loss = per_example_loss(model.forward(in).logits, b.labels, regression).mean();
     const auto g = torch::autograd::grad({loss}, wrt);
     heads[i] = g[0].to(torch::kFloat64);
     neurons[i] = g[1].to(torch::kFloat64);
     if (hidden) channels[i] = g[2].to(torch::kFloat64);
+    if (layers) whole[i] = g.back().to(torch::kFloat64);
   }
   if (progress) progress(n, n);
   core::dist::all_reduce_sum(heads, "the mask gradients");
   core::dist::all_reduce_sum(neurons, "the mask gradients");
   if (hidden) core::dist::all_reduce_sum(channels, "the mask gradients");
-  return {heads, neurons, channels};
+  if (layers) core::dist::all_reduce_sum(whole, "the mask gradients");
+  return {heads, neurons, channels, whole};
 }
 
 torch::Tensor fisher_diagonal(const torch::Tensor& grads) { return grads.pow(2).sum(0); }
@@ -130,33 +134,96 @@ double kept_importance(const torch::Tensor& importance, const std::vector<std::v
 
 }  // namespace
 
-StructureKeep search_budget_hidden(const torch::Tensor& head_importance, const torch::Tensor& neuron_importance,
-                                   const torch::Tensor& hidden_importance, const UnitCosts& costs, double budget,
-                                   Prunable prunable, const std::vector<long>& widths) {
-  const long D = hidden_importance.size(0);
-  HP_CHECK(!widths.empty(), "search_budget_hidden: no width to try");
-  const auto channels = ranked(hidden_importance);
-  const auto hidden_sum = hidden_importance.to(torch::kFloat64).contiguous();
+Importances fisher_importances(const MaskGradients& g) {
+  Importances imp{fisher_diagonal(g.heads), fisher_diagonal(g.neurons)};
+  if (g.hidden.defined()) imp.hidden = fisher_diagonal(g.hidden);
+  if (g.layers.defined()) imp.layers = fisher_diagonal(g.layers);
+  return imp;
+}
+
+namespace {
+
+// search_budget over the layers `rows` of the importances, spread back to all L layers (the others all false).
+StructureKeep search_rows(const Importances& imp, const std::vector<long>& rows, const UnitCosts& costs,
+                          double budget, Prunable prunable, double* removed) {
+  const auto idx = torch::tensor(rows, torch::kLong);
+  const auto heads = imp.heads.index_select(0, idx), neurons = imp.neurons.index_select(0, idx);
+  const StructureKeep part = search_budget(heads, neurons, costs, budget, prunable);
+  *removed = heads.to(torch::kFloat64).sum().item<double>() + neurons.to(torch::kFloat64).sum().item<double>() -
+             kept_importance(heads, part.heads) - kept_importance(neurons, part.neurons);
+  const long L = imp.heads.size(0);
+  StructureKeep keep{std::vector<std::vector<bool>>(L, std::vector<bool>(imp.heads.size(1), false)),
+                     std::vector<std::vector<bool>>(L, std::vector<bool>(imp.neurons.size(1), false))};
+  for (size_t r = 0; r < rows.size(); ++r) keep.heads[rows[r]] = part.heads[r], keep.neurons[rows[r]] = part.neurons[r];
+  return keep;
+}
+
+}  // namespace
+
+StructureKeep search_structures(const Importances& imp, const UnitCosts& costs, double budget, Prunable prunable,
+                                const std::vector<long>& widths, const std::vector<long>& layer_counts) {
+  const long L = imp.heads.size(0);
+  const long D = prunable.hidden ? imp.hidden.size(0) : 1;
+  HP_CHECK(!prunable.hidden || !widths.empty(), "search_structures: no width to try");
+  HP_CHECK(!prunable.layers || imp.layers.defined(), "search_structures: no layer importances");
+  HP_CHECK(!prunable.layers || !layer_counts.empty(), "search_structures: no layer count to try");
+  const std::vector<long> tried = prunable.hidden ? widths : std::vector<long>{D};
+  const auto channels = prunable.hidden ? ranked(imp.hidden) : std::vector<long>{};
+  const auto layers = prunable.layers ? ranked(-imp.layers) : std::vector<long>{};  // least important first
+  const double hidden_total = prunable.hidden ? imp.hidden.to(torch::kFloat64).sum().item<double>() : 0;
   std::optional<StructureKeep> best;
-  double best_total = 0;
+  double best_removed = 0;
   std::string refused;
-  for (const long w : widths) {
-    HP_CHECK(w >= 1 && w <= D, "search_budget_hidden: width " << w << " outside 1.." << D);
-    StructureKeep keep;
-    try {
-      keep = search_budget(head_importance, neuron_importance, costs.at_hidden(static_cast<double>(w) / D), budget,
-                           prunable);
-    } catch (const ConfigError& e) {
-      refused = e.what();
-      continue;
+  for (const long n : prunable.layers ? layer_counts : std::vector<long>{L}) {
+    HP_CHECK(n >= 1 && n <= L, "search_structures: " << n << " layers outside 1.." << L);
+    const long k = L - n;  // layers removed
+    std::vector<bool> layer_keep(static_cast<size_t>(L), true);
+    double layers_removed = 0;
+    for (long j = 0; j < k; ++j)
+      layer_keep[layers[j]] = false, layers_removed += imp.layers[layers[j]].item<double>();
+    std::vector<long> rows;
+    for (long l = 0; l < L; ++l)
+      if (layer_keep[l]) rows.push_back(l);
+    for (const long w : tried) {
+      HP_CHECK(w >= 1 && w <= D, "search_structures: width " << w << " outside 1.." << D);
+      double removed = layers_removed, units_removed = 0;
+      StructureKeep keep;
+      try {
+        keep = search_rows(imp, rows, costs.at_hidden(static_cast<double>(w) / D), budget, prunable, &units_removed);
+      } catch (const ConfigError& e) {
+        refused = e.what();
+        continue;
+      }
+      removed += units_removed;
+      if (w < D) {
+        keep.hidden = keep_of(channels, w, 1, D).front();
+        removed += hidden_total;
+        for (long c = 0; c < w; ++c) removed -= imp.hidden[channels[c]].item<double>();
+      }
+      if (k > 0) keep.layers = layer_keep;
+      if (!best || removed < best_removed) best = std::move(keep), best_removed = removed;
     }
-    double total = kept_importance(head_importance, keep.heads) + kept_importance(neuron_importance, keep.neurons);
-    for (long k = 0; k < w; ++k) total += hidden_sum[channels[k]].item<double>();
-    if (w < D) keep.hidden = keep_of(channels, w, 1, D).front();
-    if (!best || total > best_total) best = std::move(keep), best_total = total;
   }
-  if (!best) throw ConfigError(refused + " (at every hidden width tried, down to " + std::to_string(widths.back()) + ")");
+  if (!best)
+    throw ConfigError(refused + (tried.size() > 1 || (L > 1 && prunable.layers)
+                                     ? " (at every hidden width and layer count tried)"
+                                     : ""));
   return *best;
+}
+
+std::vector<long> layer_counts(long layers, const std::vector<int>& configured) {
+  std::vector<long> n;
+  for (int c : configured) {
+    if (c < 1 || c > layers)
+      throw ConfigError("prune.layer_counts has " + std::to_string(c) + "; use layer counts in 1.." +
+                        std::to_string(layers) + " (the model's layers), or [] for every count");
+    n.push_back(c);
+  }
+  if (n.empty())
+    for (long k = layers; k >= 1; --k) n.push_back(k);
+  std::sort(n.rbegin(), n.rend());
+  n.erase(std::unique(n.begin(), n.end()), n.end());
+  return n;
 }
 
 std::vector<long> hidden_widths(long hidden, const std::vector<int>& configured) {

@@ -26,17 +26,19 @@ namespace hp::prune {
 // What stays: heads [L][Hmax] and FFN neurons [L][Imax] (true = kept).
 using StructureKeep = core::StructureMask;
 
-// Per-batch mask gradients: heads [N, L, Hmax], neurons [N, L, Imax], float64 (N = batches); hidden [N, D], the
-// gradient of the hidden-channel mask shared by every layer (core::EncoderInput::hidden_mask), when asked for.
+// Per-batch mask gradients: heads [N, L, Hmax], neurons [N, L, Imax], float64 (N = batches); when asked for, hidden
+// [N, D], the gradient of the hidden-channel mask shared by every layer (core::EncoderInput::hidden_mask), and
+// layers [N, L], of each whole layer's gate (core::EncoderInput::layer_mask: x + z (layer(x) − x)).
 struct MaskGradients {
   torch::Tensor heads, neurons;
-  torch::Tensor hidden = {};  // undefined unless the search may remove hidden channels
+  torch::Tensor hidden = {}, layers = {};  // undefined unless the search may remove hidden channels, layers
 };
 
 // Step 1 on `sample` (its batches as given). `progress(done, total)` after each batch; may be empty. The
-// model's tensors must not require gradients. `hidden`: also the hidden-channel mask's gradients.
+// model's tensors must not require gradients. `hidden`, `layers`: also those masks' gradients.
 MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
-                             const std::function<void(long, long)>& progress = {}, bool hidden = false);
+                             const std::function<void(long, long)>& progress = {}, bool hidden = false,
+                             bool layers = false);
 
 // Σ over batches of g²: grads [N, L, U] → [L, U].
 torch::Tensor fisher_diagonal(const torch::Tensor& grads);
@@ -50,7 +52,7 @@ using core::UnitCosts;  // the cost of one head and of one FFN neuron in the bud
 // What a budget may remove (prune.structures).
 struct Prunable {
   bool heads = true, neurons = true;
-  bool hidden = false;
+  bool hidden = false, layers = false;
 };
 
 // Step 2: `budget` in the unit of `costs` (e.g. 0.5 × the unpruned encoder's FLOPs). Importances [L, H] and
@@ -59,17 +61,33 @@ struct Prunable {
 StructureKeep search_budget(const torch::Tensor& head_importance, const torch::Tensor& neuron_importance,
                             const UnitCosts& costs, double budget, Prunable prunable = {});
 
-// Step 2 over hidden channels as well (CoFi's hidden dimension, searched retraining-free): for every width w of
-// `widths` (channels kept), the w channels of highest Fisher `hidden_importance` [D] stay and search_budget fills
-// the budget at those costs (UnitCosts::at_hidden(w / D)); the width whose choice keeps the most importance over
-// heads, neurons and hidden channels together wins, i.e. whose removed units have the least diagonal-Fisher
-// estimate of the loss increase, the same objective search_budget maximises at one width. keep.hidden is empty
-// when every channel stays. A width the budget cannot pay one head at is passed over; ConfigError when none can.
-StructureKeep search_budget_hidden(const torch::Tensor& head_importance, const torch::Tensor& neuron_importance,
-                                   const torch::Tensor& hidden_importance, const UnitCosts& costs, double budget,
-                                   Prunable prunable, const std::vector<long>& widths);
+// The diagonal Fisher importance of every unit of `grads` (hidden and layers undefined when they are).
+struct Importances {
+  torch::Tensor heads, neurons;  // [L, Hmax], [L, Imax]
+  torch::Tensor hidden = {}, layers = {};  // [D], [L]
+};
+Importances fisher_importances(const MaskGradients& grads);
 
-// The widths search_budget_hidden tries for `hidden` channels: `configured` (prune.hidden_widths, each checked
+// Step 2 over whole layers and hidden channels as well (CoFi's two coarser structures, searched retraining-free).
+// For every count n of `layer_counts` (layers kept; L alone unless prunable.layers) the L − n layers of least
+// Fisher leave the stack, and for
+// every width w of `widths` (channels kept; the whole width alone unless prunable.hidden) the w channels of
+// highest Fisher stay; search_budget then fills the budget over the other layers' heads and neurons at the costs
+// of that width (UnitCosts::at_hidden(w / D); a removed layer's units cost nothing). The (k, w) whose removed
+// units have the least diagonal-Fisher estimate of the loss increase wins: the heads and neurons removed from
+// the layers kept, the channels removed, and each removed layer's own gate (which stands for its units). With
+// every layer and the whole width this is search_budget's own objective. keep.layers and keep.hidden are empty when nothing
+// of theirs goes; a removed layer's heads and neurons are all false. An (n, w) that cannot pay one head is passed
+// over; ConfigError when none can.
+StructureKeep search_structures(const Importances& importance, const UnitCosts& costs, double budget,
+                                Prunable prunable, const std::vector<long>& widths,
+                                const std::vector<long>& layer_counts = {});
+
+// The layer counts search_structures tries for `layers`: `configured` (prune.layer_counts, each checked against
+// 1..layers), or with none every count from layers down to 1. Decreasing.
+std::vector<long> layer_counts(long layers, const std::vector<int>& configured);
+
+// The widths search_structures tries for `hidden` channels: `configured` (prune.hidden_widths, each checked
 // against 1..hidden), or with none every multiple of hidden / 32 from hidden down to hidden / 4. Decreasing.
 std::vector<long> hidden_widths(long hidden, const std::vector<int>& configured);
 

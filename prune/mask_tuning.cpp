@@ -171,6 +171,10 @@ MaskScales tune_masks(const core::Bert& model, const StructureKeep& keep, const 
   const auto& p = model.parameters();
   for (int l = 0; l < L; ++l) {
     if (progress) progress(l, L);
+    if (!core::layer_kept(keep.layers, static_cast<size_t>(l))) {  // gone: the student's input passes through
+      for (size_t i = 0; i < batches.size(); ++i) xt[i] = run_layer(model, batches[i], xt[i], l, nullptr).last_hidden;
+      continue;
+    }
     const bool cls_only = opts.cls_last_layer && l == L - 1;
     const std::string layer = "encoder.layer." + std::to_string(l) + ".";
     const auto heads = kept_units(scales.heads[l], cfg.heads_in_layer(l));

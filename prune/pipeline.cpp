@@ -56,27 +56,22 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
   need(!(p.method == "gates" && p.target_latency > 0),
        "prune.method = gates with --target-latency: the gates learn a FLOPs or parameter budget; give --target-flops F "
        "or --target-params F, or prune.method = kwon");
-  need(!p.structures.empty(),
-       "prune.structures is empty; use heads, neurons or both (and hidden, or layers for the gates)");
-  bool heads_or_neurons = false, layers = false;
+  need(!p.structures.empty(), "prune.structures is empty; use heads, neurons or both (and hidden, layers)");
+  bool heads_or_neurons = false;
   std::string other;  // the first of layers and hidden named
   for (const auto& s : p.structures) {
     need(s == "heads" || s == "neurons" || s == "layers" || s == "hidden",
-         "prune.structures has '" + s + "'; use heads, neurons or both (and hidden, or layers for the gates)");
+         "prune.structures has '" + s + "'; use heads, neurons or both (and hidden, layers)");
     heads_or_neurons |= s == "heads" || s == "neurons";
-    layers |= s == "layers";
     if ((s == "layers" || s == "hidden") && other.empty()) other = s;
   }
   need(heads_or_neurons, "prune.structures is [" + other +
                              "] alone; the budget is spent over heads and neurons: use heads,neurons," + other +
                              (other == "layers" ? " (or --target-layers N to drop whole layers alone)" : ""));
-  // --max-drop: the frontier's gated candidates learn them; its search candidates remove heads and neurons.
-  need(!layers || !budget_mode(p) || p.method == "gates" || p.max_drop > 0,
-       "prune.structures has layers with prune.method = " + p.method +
-           ": the retraining-free search (kwon) removes heads, FFN neurons and hidden channels; whole layers are "
-           "learned by the gates (--method gates), or dropped by --target-layers N");
   if (std::find(p.structures.begin(), p.structures.end(), "hidden") != p.structures.end())
     hidden_widths(arch.hidden_size, p.hidden_widths);  // ConfigError naming a width out of range
+  if (std::find(p.structures.begin(), p.structures.end(), "layers") != p.structures.end())
+    layer_counts(arch.num_hidden_layers, p.layer_counts);
   need(p.search_examples >= 0,
        "prune.search_examples = " + std::to_string(p.search_examples) + "; use 0 (all) or a count");
   need(p.tuning_damping >= 0, "prune.tuning_damping must be 0 or positive");
@@ -198,7 +193,9 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
       std::cout << s.task << " " << s.eval_split << ": "
                 << (f.layers ? std::to_string(f.layers->choices.at(f.layers->choice).kept.size()) + "/" +
                                    std::to_string(ctx.arch.num_hidden_layers) + " layers, "
-                             : std::string())
+                    : f.budget && f.budget->layers_total
+                        ? std::to_string(f.budget->layers_kept) + "/" + std::to_string(f.budget->layers_total) + " layers, "
+                        : std::string())
                 << f.heads_kept << "/" << s.heads_total << " heads"
                 << (f.budget ? ", " + std::to_string(f.budget->neurons_kept) + "/" +
                                    std::to_string(f.budget->neurons_total) + " FFN neurons, " +

@@ -40,8 +40,7 @@ BudgetSummary gated_budget(const nlohmann::json& tr, const core::StructureMask& 
     b.neurons_total += static_cast<int>(keep.neurons[l].size());
   }
   b.neurons_kept = core::count_kept(keep.neurons);
-  if (!keep.hidden.empty())
-    b.hidden_kept = core::count_kept({keep.hidden}), b.hidden_total = static_cast<int>(keep.hidden.size());
+  count_coarse(keep, b);
   b.metrics_by_step["gates"] = tr.at("final_metrics").get<std::map<std::string, double>>();
   b.seconds["gates"] = tr.at("train_seconds").get<double>();
   return b;

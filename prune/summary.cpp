@@ -65,4 +65,12 @@ nlohmann::json summary_json(const RunSummary& s) {
   return j;
 }
 
+void count_coarse(const core::StructureMask& keep, BudgetSummary& b) {
+  if (!keep.hidden.empty())
+    b.hidden_kept = core::count_kept({keep.hidden}), b.hidden_total = static_cast<int>(keep.hidden.size());
+  const int L = static_cast<int>(keep.layers.size());
+  if (L > 0 && core::count_kept_layers(keep.layers, L) < L)
+    b.layers_kept = core::count_kept_layers(keep.layers, L), b.layers_total = L;
+}
+
 }  // namespace hp::prune

@@ -32,8 +32,9 @@ struct BudgetSummary {
   double target = 0, kept = 0;  // fractions of the unpruned encoder's (latency: of the whole model's, predicted)
   double mean_length = 0;  // tokens, the FLOPs' sequence length
   int neurons_kept = 0, neurons_total = 0;
-  // Gates with hidden gates: the hidden channels kept of the model's (0 and 0 otherwise).
+  // The hidden channels and whole layers kept of the model's, when some were removed (else 0 and 0).
   int hidden_kept = 0, hidden_total = 0;
+  int layers_kept = 0, layers_total = 0;
   std::vector<int> heads_per_layer, ffn_widths;
   std::map<std::string, std::map<std::string, double>> metrics_by_step;  // "search", "rearranged", "tuned" → metrics
   std::map<std::string, double> seconds;  // "gradients", "search", "rearrange", "tuning"
@@ -43,8 +44,12 @@ struct BudgetSummary {
   std::map<std::string, double> latency;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BudgetSummary, unit, target, kept, mean_length, neurons_kept,
-                                                neurons_total, hidden_kept, hidden_total, heads_per_layer, ffn_widths, metrics_by_step, seconds,
+                                                neurons_total, hidden_kept, hidden_total, layers_kept, layers_total,
+                                                heads_per_layer, ffn_widths, metrics_by_step, seconds,
                                                 folded_vs_scaled_max_abs_logit_diff, latency)
+
+// The hidden channels and whole layers `keep` removes, into b's counts (left 0 where it removes none).
+void count_coarse(const core::StructureMask& keep, BudgetSummary& b);
 
 // --target-layers N (prune/layer_drop.h): the layers each choice keeps (original indices) and its metrics with the
 // others removed, before recovery; which one was exported; each layer's block-Fisher loss.

@@ -265,6 +265,7 @@ struct PruneConfig {
   int search_examples = 2048;
   std::vector<int> budget_schedule = {100, 90, 80, 70, 60, 50, 40, 30};
   std::vector<int> hidden_widths = {};
+  std::vector<int> layer_counts = {};
   bool rearrange = true;
   bool mask_tuning = true;
   double tuning_damping = 1e-2;
@@ -343,6 +344,9 @@ struct PruneConfig {
       "budget search with hidden in structures: the hidden widths (channels kept) tried, the one whose choice keeps "
       "the most Fisher importance over heads, neurons and channels wins; [] = every multiple of hidden_size/32 from "
       "hidden_size down to a quarter");
+    v("layer_counts", layer_counts,
+      "budget search with layers in structures: the numbers of layers kept tried (the layers of least Fisher of "
+      "their gates leave), the one whose choice keeps the most Fisher importance wins; [] = every count");
     v("rearrange", rearrange, "budget search: rearrange each layer's mask by its block Fisher (Kwon et al. step 3)");
     v("mask_tuning", mask_tuning,
       "budget search: fit a scale per kept head and neuron by layer-wise least squares (Kwon et al. step 4)");

@@ -502,16 +502,14 @@ add("layers-count", "--target-layers as many as the model has (nothing would be 
     "error: prune.target_layers = 2 but the model has 2 layers; use 1..1 (or 0 for off)", not_created("run"))
 add("layers-choice", "--layer-choice naming no known choice", budget_run("--target-layers", "1", "--layer-choice",
     "middle"), 2, "error: prune.layer_choice = 'middle'; use fisher, top or alternate", not_created("run"))
-add("layers-in-search", "--structures with layers for the retraining-free search, which removes heads, neurons and "
-    "hidden channels", budget_run("--target-flops", "0.5", "--structures", "heads,neurons,layers"), 2,
-    "error: prune.structures has layers with prune.method = best: the retraining-free search (kwon) removes heads, "
-    "FFN neurons and hidden channels; whole layers are learned by the gates (--method gates), or dropped by "
-    "--target-layers N",
-    not_created("run"))
 add("hidden-width", "prune.hidden_widths naming more channels than the model has", budget_run(
     "--target-flops", "0.5", "--structures", "heads,neurons,hidden", "--set", "prune.hidden_widths=[24,9999]"), 2,
     "error: prune.hidden_widths has 9999; use channel counts in 1..32 (the model's hidden_size), or [] for 32 down "
     "to 8 in steps of 1",
+    not_created("run"))
+add("layer-count", "prune.layer_counts naming more layers than the model has", budget_run(
+    "--target-flops", "0.5", "--structures", "heads,neurons,layers", "--set", "prune.layer_counts=[3]"), 2,
+    "error: prune.layer_counts has 3; use layer counts in 1..2 (the model's layers), or [] for every count",
     not_created("run"))
 add("layers-with-budget", "--target-layers with a FLOPs budget", budget_run("--target-layers", "1", "--target-flops",
     "0.5"), 2, "error: prune.target_layers and a FLOPs, parameter or latency budget are both set; give "

@@ -1,7 +1,8 @@
-// The retraining-free search over hidden channels (prune/mask_search.h search_budget_hidden, prune/mask_tuning.h
-// with keep.hidden): the hidden mask's gradients against central differences of the loss, the width chosen by
-// hand, the widths tried, and mask tuning with removed channels against a fit built here from the model's own
-// pieces (kept channels only), folded = scaled = slimmed.
+// The retraining-free search over hidden channels and whole layers (prune/mask_search.h search_structures,
+// prune/mask_tuning.h with keep.hidden and keep.layers): the hidden and layer masks' gradients against central
+// differences of the loss, the width and the layers chosen by hand, the widths tried, and mask tuning with removed
+// channels against a fit built here from the model's own pieces (kept channels only), folded = scaled = slimmed,
+// and with a removed layer.
 #include <catch2/catch.hpp>
 #include <torch/types.h>
 #include <torch/utils.h>
@@ -37,26 +38,29 @@ std::vector<bool> every_third_removed(long D) {
 
 }  // namespace
 
-TEST_CASE("hidden-mask gradients: central differences of the batch loss; heads and neurons unchanged",
+TEST_CASE("hidden-mask and layer-mask gradients: central differences of the batch loss; heads and neurons unchanged",
           "[prune][kwon][hidden]") {
   auto g = core::read_hdf5(test::kTinyBertH5);
   const auto model = core::load_bert(test::kTinyBert);
   const auto data = test::golden_dataset(g);
   const auto rank = prune::make_rank_data(core::find_task("mnli"), data, static_cast<int>(data.size()), 0);
   REQUIRE(rank.batches.size() == 1);
-  const auto with = prune::mask_gradients(model, rank, {}, /*hidden=*/true);
+  const auto with = prune::mask_gradients(model, rank, {}, /*hidden=*/true, /*layers=*/true);
   const auto without = prune::mask_gradients(model, rank);
   CHECK(!without.hidden.defined());
+  CHECK(!without.layers.defined());
   REQUIRE(with.hidden.sizes() == torch::IntArrayRef({1, 32}));
+  REQUIRE(with.layers.sizes() == torch::IntArrayRef({1, 2}));
   CHECK((with.heads - without.heads).abs().max().item<double>() <= 1e-6);
   CHECK((with.neurons - without.neurons).abs().max().item<double>() <= 1e-6);
   // The loss as a function of one channel's mask value, by central differences.
   torch::NoGradGuard no_grad;
   const auto& b = rank.batches[0];
-  auto loss_at = [&](long c, double v) {
+  auto loss_at = [&](long c, double v, bool layer = false) {
     core::EncoderInput in = core::encoder_input(b);
-    in.hidden_mask = torch::ones({32});
-    in.hidden_mask[c] = v;
+    auto& mask = layer ? in.layer_mask : in.hidden_mask;
+    mask = torch::ones({layer ? 2 : 32});
+    mask[c] = v;
     in.cls_only = true;
     return prune::per_example_loss(model.forward(in).logits, b.labels, false).mean().item<double>();
   };
@@ -69,7 +73,22 @@ TEST_CASE("hidden-mask gradients: central differences of the batch loss; heads a
     INFO("channel " << c);
     CHECK(with.hidden[0][c].item<double>() == Approx(fd).margin(2e-3 * largest + 1e-5));
   }
+  for (long l = 0; l < 2; ++l) {
+    const double fd = (loss_at(l, 1 + eps, true) - loss_at(l, 1 - eps, true)) / (2 * eps);
+    INFO("layer " << l << ": " << with.layers[0][l].item<double>() << " against " << fd);
+    CHECK(std::abs(fd) > 1e-4);
+    CHECK(with.layers[0][l].item<double>() == Approx(fd).epsilon(1e-2).margin(1e-5));
+  }
 }
+
+namespace {
+
+prune::StructureKeep search(const torch::Tensor& heads, const torch::Tensor& neurons, const torch::Tensor& hidden,
+                            const prune::UnitCosts& costs, double budget, const std::vector<long>& widths) {
+  return prune::search_structures({heads, neurons, hidden}, costs, budget, {true, true, true, false}, widths);
+}
+
+}  // namespace
 
 TEST_CASE("search over hidden widths: the width that keeps the most importance, by hand", "[prune][kwon][hidden]") {
   // One layer, 2 heads, 4 neurons, 4 channels; a head costs 4 and a neuron 2, all of it in proportion to the width
@@ -79,22 +98,19 @@ TEST_CASE("search over hidden widths: the width that keeps the most importance, 
   const auto heads = torch::tensor({5.0, 1.0}).view({1, 2});
   const auto neurons = torch::tensor({2.0, 2.0, 1.0, 1.0}).view({1, 4});
   const prune::UnitCosts costs{4, 2, 4, 2};
-  const auto keep = prune::search_budget_hidden(heads, neurons, torch::tensor({0.5, 10.0, 0.1, 10.0}), costs, 6,
-                                                {}, {4, 3, 2, 1});
+  const auto keep = search(heads, neurons, torch::tensor({0.5, 10.0, 0.1, 10.0}), costs, 6, {4, 3, 2, 1});
   CHECK(keep.hidden == std::vector<bool>{false, true, false, true});
   CHECK(keep.heads == core::HeadSet{{true, false}});
   CHECK(keep.neurons == core::NeuronSet{{true, true, true, true}});
   CHECK(core::structure_cost(keep, costs) == Approx(6));
   // Channels worth more than what their width buys: every channel stays (an empty keep.hidden).
-  const auto whole = prune::search_budget_hidden(heads, neurons, torch::tensor({10.0, 10.0, 10.0, 10.0}), costs, 6,
-                                                 {}, {4, 3, 2, 1});
+  const auto whole = search(heads, neurons, torch::tensor({10.0, 10.0, 10.0, 10.0}), costs, 6, {4, 3, 2, 1});
   CHECK(whole.hidden.empty());
   CHECK(whole.heads == core::HeadSet{{true, false}});
   // A budget that pays one head only at a narrow width: the wider ones are passed over.
-  const auto narrow = prune::search_budget_hidden(heads, neurons, torch::tensor({10.0, 10.0, 10.0, 10.0}), costs,
-                                                  1.5, {}, {4, 3, 1});
+  const auto narrow = search(heads, neurons, torch::tensor({10.0, 10.0, 10.0, 10.0}), costs, 1.5, {4, 3, 1});
   CHECK(core::count_kept({narrow.hidden}) == 1);
-  CHECK_THROWS_AS(prune::search_budget_hidden(heads, neurons, torch::ones({4}), costs, 0.5, {}, {4, 2}), ConfigError);
+  CHECK_THROWS_AS(search(heads, neurons, torch::ones({4}), costs, 0.5, {4, 2}), ConfigError);
 
   const auto widths = prune::hidden_widths(384, {});
   CHECK(widths.size() == 25);
@@ -104,6 +120,36 @@ TEST_CASE("search over hidden widths: the width that keeps the most importance, 
   CHECK(prune::hidden_widths(384, {96, 288, 96}) == std::vector<long>{288, 96});
   CHECK_THROWS_AS(prune::hidden_widths(384, {385}), ConfigError);
   CHECK_THROWS_AS(prune::hidden_widths(384, {0}), ConfigError);
+  CHECK(prune::layer_counts(6, {}) == std::vector<long>{6, 5, 4, 3, 2, 1});
+  CHECK(prune::layer_counts(6, {4, 6, 4}) == std::vector<long>{6, 4});
+  CHECK_THROWS_AS(prune::layer_counts(6, {7}), ConfigError);
+}
+
+TEST_CASE("search over whole layers: a layer leaves when its gate's Fisher is below what its units would lose, "
+          "by hand",
+          "[prune][kwon][hidden]") {
+  // Two layers of one head (cost 4) and two neurons (cost 1); budget 6. Both layers kept: head 0 and layer 0's two
+  // neurons fit (9 of 11), removed 2 (head 1 and layer 1's neurons). Layer 1 removed (its gate's Fisher 0.3): layer
+  // 0's units all fit, removed 0.3, which wins. With layer 1's gate at 5 keeping it wins (2 < 5).
+  const auto heads = torch::tensor({5.0, 1.0}).view({2, 1});
+  const auto neurons = torch::tensor({2.0, 2.0, 0.5, 0.5}).view({2, 2});
+  const prune::Prunable all{true, true, false, true};
+  const auto keep = prune::search_structures({heads, neurons, {}, torch::tensor({10.0, 0.3})}, {4, 1}, 6, all, {}, {2, 1});
+  CHECK(keep.layers == std::vector<bool>{true, false});
+  CHECK(keep.heads == core::HeadSet{{true}, {false}});
+  CHECK(keep.neurons == core::NeuronSet{{true, true}, {false, false}});
+  CHECK(keep.hidden.empty());
+  const auto kept = prune::search_structures({heads, neurons, {}, torch::tensor({10.0, 5.0})}, {4, 1}, 6, all, {}, {2, 1});
+  CHECK(kept.layers.empty());
+  CHECK(kept.heads == core::HeadSet{{true}, {false}});
+  CHECK(kept.neurons == core::NeuronSet{{true, true}, {false, false}});
+  // The least important layer goes first: with layer 0's gate at 0.1 layer 0 goes (0.1 removed; layer 1's units
+  // all fit).
+  const auto first = prune::search_structures({heads, neurons, {}, torch::tensor({0.1, 5.0})}, {4, 1}, 6, all, {}, {2, 1});
+  CHECK(first.layers == std::vector<bool>{false, true});
+  CHECK(first.heads == core::HeadSet{{false}, {true}});
+  // Counts tried as given: with both layers required, none leaves.
+  CHECK(prune::search_structures({heads, neurons, {}, torch::tensor({0.1, 5.0})}, {4, 1}, 6, all, {}, {2}).layers.empty());
 }
 
 TEST_CASE("mask tuning with removed hidden channels: layer 0's attention fit by hand over the kept channels; "
@@ -178,6 +224,50 @@ TEST_CASE("mask tuning with removed hidden channels: layer 0's attention fit by 
   // Closer to the unpruned model than the untuned choice on the sample it was fitted to.
   const auto teacher = model.forward(in).logits;
   const double tuned = (scaled - teacher).pow(2).mean().item<double>();
+  const double untuned = (model.forward(masked_in).logits - teacher).pow(2).mean().item<double>();
+  INFO("logit MSE untuned " << untuned << ", tuned " << tuned);
+  CHECK(tuned < untuned);
+}
+
+TEST_CASE("mask tuning with a removed layer: the next layer fits from the student's input; folded = slimmed",
+          "[prune][kwon][hidden][tuning]") {
+  auto g = core::read_hdf5(test::kTinyBertH5);
+  const auto model = core::load_bert(test::kTinyBertL4);  // 4 layers: layer 1 goes, layer 2 fits all rows
+  const auto data = test::golden_dataset(g);
+  const auto rank = prune::make_rank_data(core::find_task("mnli"), data, static_cast<int>(data.size()), 0);
+  prune::StructureKeep keep{{{true, true, true, true}, {false, false, false, false}, {true, false, true, true},
+                             {true, true, false, true}},
+                            std::vector<std::vector<bool>>(4, std::vector<bool>(37, true))};
+  keep.neurons[1].assign(37, false);
+  for (long i = 0; i < 37; i += 3) keep.neurons[2][i] = keep.neurons[3][i] = false;
+  keep.layers = {true, false, true, true};
+  std::vector<prune::SublayerFit> fits;
+  const auto scales = prune::tune_masks(model, keep, rank, {}, &fits);
+  REQUIRE(fits.size() == 6);  // attention and FFN of layers 0, 2 and 3
+  for (const auto& f : fits) {
+    INFO("layer " << f.layer << " " << f.block << ": " << f.before << " -> " << f.after << " " << f.skipped);
+    CHECK(f.layer != 1);
+    CHECK(f.after <= f.before);
+  }
+  // Layer 2 is the first fitted after the removed layer: its attention fit starts far off (the student's input
+  // lacks layer 1) and the scales take some of it back.
+  const auto first = std::find_if(fits.begin(), fits.end(), [](const auto& f) { return f.layer == 2; });
+  REQUIRE(first != fits.end());
+  CHECK(first->skipped.empty());
+  CHECK(first->after < first->before);
+  torch::NoGradGuard no_grad;
+  core::EncoderInput in = golden_input(g);
+  auto masked_in = in;
+  masked_in.head_mask = eval::head_mask_tensor(keep.heads);
+  masked_in.neuron_mask = eval::neuron_mask_tensor(keep.neurons);
+  masked_in.layer_mask = eval::layer_mask_tensor(keep.layers);
+  const auto folded = prune::fold_scales(model, scales);
+  const auto want = folded.forward(masked_in).logits;
+  const auto slim = prune::slim_model(folded, keep);
+  CHECK(slim.config().num_hidden_layers == 3);
+  CHECK((slim.forward(in).logits - want).abs().max().item<double>() <= 1e-5);
+  const auto teacher = model.forward(in).logits;
+  const double tuned = (want - teacher).pow(2).mean().item<double>();
   const double untuned = (model.forward(masked_in).logits - teacher).pow(2).mean().item<double>();
   INFO("logit MSE untuned " << untuned << ", tuned " << tuned);
   CHECK(tuned < untuned);
