@@ -22,6 +22,7 @@
 #include "prune/mask_tuning.h"
 #include "prune/slim.h"
 #include "skip.h"
+#include "tuning_check.h"
 
 using namespace hp;
 
@@ -223,28 +224,11 @@ TEST_CASE("mask tuning on the tiny model: fits improve, folded scales = scaled m
   // Removed units keep scale 0; kept ones moved off 1 somewhere.
   CHECK(bools(scales.heads) == keep.heads);
   CHECK(bools(scales.neurons) == keep.neurons);
-  torch::NoGradGuard no_grad;
   core::EncoderInput in;
   in.input_ids = g.at("input_ids");
   in.token_type_ids = g.at("token_type_ids");
   in.attention_mask = g.at("attention_mask");
-  auto scaled_in = in;
-  scaled_in.head_mask = scales.heads;
-  scaled_in.neuron_mask = scales.neurons;
-  const auto want = model.forward(scaled_in).logits;
-  const auto folded = prune::fold_scales(model, scales);
-  auto masked_in = in;
-  masked_in.head_mask = eval::head_mask_tensor(keep.heads);
-  masked_in.neuron_mask = eval::neuron_mask_tensor(keep.neurons);
-  CHECK((folded.forward(masked_in).logits - want).abs().max().item<double>() <= 1e-5);
-  const auto slim = prune::slim_model(folded, keep.heads, keep.neurons);
-  CHECK((slim.forward(in).logits - want).abs().max().item<double>() <= 1e-5);
-  // The tuned student is closer to the unpruned model's logits than the untuned one, on the sample it was fit to.
-  const auto teacher = model.forward(in).logits;
-  const double tuned = (want - teacher).pow(2).mean().item<double>();
-  const double untuned = (model.forward(masked_in).logits - teacher).pow(2).mean().item<double>();
-  INFO("logit MSE untuned " << untuned << ", tuned " << tuned);
-  CHECK(tuned < untuned);
+  test::check_tuned(model, keep, scales, in);
 }
 
 TEST_CASE("mask tuning fits real tokens only: padded batches give the scales of the same examples unpadded",

@@ -17,6 +17,7 @@
 #include "prune/mask_search.h"
 #include "prune/mask_tuning.h"
 #include "prune/slim.h"
+#include "tuning_check.h"
 
 using namespace hp;
 
@@ -208,25 +209,8 @@ TEST_CASE("mask tuning with removed hidden channels: layer 0's attention fit by 
   CHECK(scales.heads[0][1].item<double>() == 0);
 
   // Folded into the weights: the 0/1 masks with the channels removed = the scales = the slimmed export.
-  core::EncoderInput in = golden_input(g);
-  auto scaled_in = in;
-  scaled_in.head_mask = scales.heads, scaled_in.neuron_mask = scales.neurons, scaled_in.hidden_mask = h;
-  const auto scaled = model.forward(scaled_in).logits;
-  const auto folded = prune::fold_scales(model, scales);
-  auto masked_in = in;
-  masked_in.head_mask = eval::head_mask_tensor(keep.heads);
-  masked_in.neuron_mask = eval::neuron_mask_tensor(keep.neurons);
-  masked_in.hidden_mask = h;
-  CHECK((folded.forward(masked_in).logits - scaled).abs().max().item<double>() <= 1e-5);
-  const auto slim = prune::slim_model(folded, keep);
+  const auto slim = test::check_tuned(model, keep, scales, golden_input(g));
   CHECK(slim.config().hidden_size == 21);
-  CHECK((slim.forward(in).logits - scaled).abs().max().item<double>() <= 1e-5);
-  // Closer to the unpruned model than the untuned choice on the sample it was fitted to.
-  const auto teacher = model.forward(in).logits;
-  const double tuned = (scaled - teacher).pow(2).mean().item<double>();
-  const double untuned = (model.forward(masked_in).logits - teacher).pow(2).mean().item<double>();
-  INFO("logit MSE untuned " << untuned << ", tuned " << tuned);
-  CHECK(tuned < untuned);
 }
 
 TEST_CASE("mask tuning with a removed layer: the next layer fits from the student's input; folded = slimmed",
@@ -255,20 +239,6 @@ TEST_CASE("mask tuning with a removed layer: the next layer fits from the studen
   REQUIRE(first != fits.end());
   CHECK(first->skipped.empty());
   CHECK(first->after < first->before);
-  torch::NoGradGuard no_grad;
-  core::EncoderInput in = golden_input(g);
-  auto masked_in = in;
-  masked_in.head_mask = eval::head_mask_tensor(keep.heads);
-  masked_in.neuron_mask = eval::neuron_mask_tensor(keep.neurons);
-  masked_in.layer_mask = eval::layer_mask_tensor(keep.layers);
-  const auto folded = prune::fold_scales(model, scales);
-  const auto want = folded.forward(masked_in).logits;
-  const auto slim = prune::slim_model(folded, keep);
+  const auto slim = test::check_tuned(model, keep, scales, golden_input(g));
   CHECK(slim.config().num_hidden_layers == 3);
-  CHECK((slim.forward(in).logits - want).abs().max().item<double>() <= 1e-5);
-  const auto teacher = model.forward(in).logits;
-  const double tuned = (want - teacher).pow(2).mean().item<double>();
-  const double untuned = (model.forward(masked_in).logits - teacher).pow(2).mean().item<double>();
-  INFO("logit MSE untuned " << untuned << ", tuned " << tuned);
-  CHECK(tuned < untuned);
 }
