@@ -130,7 +130,7 @@ Scores score(const core::Bert& model, const core::TaskSpec& task, const core::En
   core::BatchOptions bo;
   bo.batch_size = batch;
   bo.pad_id = pad;
-  const auto r = eval::evaluate(model, task, d, core::make_batches(d, bo), torch::Tensor());
+  const auto r = eval::evaluate(model, task, d, core::make_batches(d, bo));
   Scores s;
   for (size_t i = 0; i < d.size(); ++i) {
     s.accuracy += r.predictions[i] == d.labels[i];

@@ -130,7 +130,7 @@ void compare_pass_with_eval(const Options& o, const hp::core::Bert& model, const
   pi.tag = "bench";
   std::vector<double> evals, passes, ratios;
   for (int r = 0; r < o.reps; ++r) {
-    evals.push_back(hp::eval::evaluate(model, task, in.data, batches, torch::Tensor()).seconds);
+    evals.push_back(hp::eval::evaluate(model, task, in.data, batches).seconds);
     passes.push_back(hp::analysis::run_pass(pi).seconds);
     ratios.push_back(passes.back() / evals.back());
   }
@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
     bo.batch_size = o.batch;
     bo.pad_id = tok.pad_id();
     const auto batches = hp::core::make_batches(in.data, bo);
-    hp::eval::evaluate(model, task, in.data, {batches.front()}, torch::Tensor());  // warm-up
+    hp::eval::evaluate(model, task, in.data, {batches.front()});  // warm-up
 
     std::vector<double> js, rounds;
     for (int r = 0; r < o.reps; ++r) rounds.push_back(time_distances(model, in, batches, js));

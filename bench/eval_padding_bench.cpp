@@ -37,7 +37,7 @@ hp::eval::EvalResult timed_eval(const hp::core::Bert& model, const hp::core::Tas
                                 const hp::core::EncodedDataset& data, const std::vector<hp::core::Batch>& batches,
                                 int reps) {
   std::vector<hp::eval::EvalResult> runs;
-  for (int i = 0; i < reps; ++i) runs.push_back(hp::eval::evaluate(model, task, data, batches, torch::Tensor()));
+  for (int i = 0; i < reps; ++i) runs.push_back(hp::eval::evaluate(model, task, data, batches));
   std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.seconds < b.seconds; });
   return runs[runs.size() / 2];
 }
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     auto fixed_batches = hp::core::make_batches(data, fixed_opts);
 
     // Warm-up: one batch of each shape family, so neither timing pays first-call costs.
-    hp::eval::evaluate(model, task, data, {fixed_batches.front()}, torch::Tensor());
+    hp::eval::evaluate(model, task, data, {fixed_batches.front()});
     auto dyn = timed_eval(model, task, data, dynamic_batches, o.reps);
     auto fix = timed_eval(model, task, data, fixed_batches, o.reps);
     std::printf("examples %ld, batch %d, max_seq_len %d, reps %d\n", dyn.examples, o.batch, o.max_seq_len, o.reps);

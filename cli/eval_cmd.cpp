@@ -71,19 +71,16 @@ int run_eval(const core::Config& cfg) {
                        mc.hidden_size);
   const core::HeadSet& keep = masks.heads;
   // All-ones masks cost nothing: the forward drops them (core/model/bert.h).
-  const torch::Tensor mask = eval::head_mask_tensor(keep), neuron_mask = eval::neuron_mask_tensor(masks.neurons),
-                      layer_mask = eval::layer_mask_tensor(masks.layers),
-                      hidden_mask = eval::hidden_mask_tensor(masks.hidden);
+  const eval::Masks tensors = eval::masks_of(masks);
   const int layers_kept = core::count_kept_layers(masks.layers, mc.num_hidden_layers);
 
-  const int calibrated = eval::calibrate_int8(model, cfg, tok, mask, neuron_mask, layer_mask, hidden_mask);
+  const int calibrated = eval::calibrate_int8(model, cfg, tok, tensors);
   auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
   core::BatchOptions bo;
   bo.batch_size = cfg.eval.batch_size;
   bo.pad_id = tok.pad_id();
   auto batches = core::make_batches(data, bo);
-  auto r = eval::evaluate(model, task, data, batches, mask, /*show_progress=*/true, neuron_mask, layer_mask,
-                          hidden_mask);
+  auto r = eval::evaluate(model, task, data, batches, tensors, /*show_progress=*/true);
 
   nlohmann::json j;
   j["task"] = task.name;

@@ -38,10 +38,21 @@ std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool reg
   return std::vector<float>(p.data_ptr<float>(), p.data_ptr<float>() + p.numel());
 }
 
+Masks masks_of(const core::StructureMask& keep) {
+  return {head_mask_tensor(keep.heads), keep.neurons.empty() ? torch::Tensor() : neuron_mask_tensor(keep.neurons),
+          layer_mask_tensor(keep.layers), hidden_mask_tensor(keep.hidden)};
+}
+
+namespace {
+
+void set_masks(core::EncoderInput& in, const Masks& m) {
+  in.head_mask = m.heads, in.neuron_mask = m.neurons, in.layer_mask = m.layers, in.hidden_mask = m.hidden;
+}
+
+}  // namespace
+
 EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const core::EncodedDataset& data,
-                    const std::vector<core::Batch>& batches, const torch::Tensor& head_mask, bool show_progress,
-                    const torch::Tensor& neuron_mask, const torch::Tensor& layer_mask,
-                    const torch::Tensor& hidden_mask) {
+                    const std::vector<core::Batch>& batches, const Masks& masks, bool show_progress) {
   torch::NoGradGuard no_grad;
   EvalResult r;
   r.examples = static_cast<long>(data.size());
@@ -55,10 +66,7 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
     const auto& b = batches[i];
     if (!core::dist::mine(static_cast<long>(i))) continue;
     core::EncoderInput in = core::encoder_input(b);
-    in.head_mask = head_mask;
-    in.neuron_mask = neuron_mask;
-    in.layer_mask = layer_mask;
-    in.hidden_mask = hidden_mask;
+    set_masks(in, masks);
     in.cls_only = true;
     auto logits = model.forward(in).logits;
     r.logits.index_copy_(0, torch::tensor(b.index, torch::kLong), logits);
@@ -87,9 +95,7 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
   return r;
 }
 
-int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Tokenizer& tok,
-                   const torch::Tensor& head_mask, const torch::Tensor& neuron_mask,
-                   const torch::Tensor& layer_mask, const torch::Tensor& hidden_mask) {
+int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Tokenizer& tok, const Masks& masks) {
   const int n = cfg.run.calibrate;
   if (n <= 0 || model.precision() != core::Precision::kInt8) return 0;
   const core::TaskSpec& task = core::find_task(cfg.data.task);
@@ -121,10 +127,7 @@ int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Token
   model.calibrate_int8([&] {
     for (const auto& b : singles) {  // every rank runs every example, so data-parallel ranks calibrate alike
       core::EncoderInput in = core::encoder_input(b);
-      in.head_mask = head_mask;
-      in.neuron_mask = neuron_mask;
-      in.layer_mask = layer_mask;
-      in.hidden_mask = hidden_mask;
+      set_masks(in, masks);
       in.cls_only = true;
       model.forward(in);
     }

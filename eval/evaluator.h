@@ -36,19 +36,22 @@ torch::Tensor layer_mask_tensor(const std::vector<bool>& keep);
 // [D] float gates for hidden channels (EncoderInput::hidden_mask), the same way.
 inline torch::Tensor hidden_mask_tensor(const std::vector<bool>& keep) { return layer_mask_tensor(keep); }
 
-// Runs the model over `batches` of `data` (eval mode, no grad). The masks may be undefined.
+// The masks of an evaluation (EncoderInput's head, neuron, layer and hidden masks); undefined = all ones.
+struct Masks {
+  torch::Tensor heads = {}, neurons = {}, layers = {}, hidden = {};
+};
+// The 0/1 masks of a structure (neurons, layers and hidden undefined where its lists are empty).
+Masks masks_of(const core::StructureMask& keep);
+
+// Runs the model over `batches` of `data` (eval mode, no grad), with `masks`.
 EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const core::EncodedDataset& data,
-                    const std::vector<core::Batch>& batches, const torch::Tensor& head_mask, bool show_progress = false,
-                    const torch::Tensor& neuron_mask = {}, const torch::Tensor& layer_mask = {},
-                    const torch::Tensor& hidden_mask = {});
+                    const std::vector<core::Batch>& batches, const Masks& masks = {}, bool show_progress = false);
 
 // run.calibrate: when the model runs at int8 and run.calibrate = n > 0, calibrates its int8 products
 // (core::Bert::calibrate_int8) on the first n examples of data.task's train split (data.root, data.max_seq_len),
 // under the given masks, and logs one line. Otherwise nothing. Returns how many examples it calibrated on (0 when
 // it did not): fewer than n when the split holds fewer, with a warning naming both counts.
-int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Tokenizer& tok,
-                    const torch::Tensor& head_mask = {}, const torch::Tensor& neuron_mask = {},
-                    const torch::Tensor& layer_mask = {}, const torch::Tensor& hidden_mask = {});
+int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Tokenizer& tok, const Masks& masks = {});
 
 // Predictions from logits: argmax, or logits[:, 0] for regression. logits: [N, C].
 std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool regression);

@@ -68,7 +68,7 @@ CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const 
   const core::HeadSet& keep = structure.heads;
   core::Bert slim = slim_model(model, structure);
   slim.set_precision(in.precision);
-  auto r = eval::evaluate(slim, *in.task, *in.eval, in.eval_batches, torch::Tensor());
+  auto r = eval::evaluate(slim, *in.task, *in.eval, in.eval_batches);
   CurvePoint p;
   p.criterion = criterion, p.seed = seed, p.step = step;
   p.kept = core::count_kept(keep);

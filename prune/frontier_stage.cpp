@@ -174,7 +174,7 @@ FrontierPoint measure(const RunContext& ctx, const core::Bert& base, const core:
   core::Bert m = slim;
   m.set_precision(precision);
   eval::calibrate_int8(m, *ctx.cfg, *ctx.tok);  // int8 only (run.calibrate examples of the train split)
-  const auto r = eval::evaluate(m, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, torch::Tensor());
+  const auto r = eval::evaluate(m, *ctx.task, ctx.eval_data, ctx.curves.eval_batches);
   p.precision = core::precision_name(precision);
   p.metric = 100 * r.metrics.at(ctx.task->primary_metric);
   const long mean = std::max(1L, std::lround(core::mean_length(ctx.eval_data)));

@@ -165,11 +165,11 @@ Int8ExportCheck export_onnx_int8(const core::Bert& model, const std::string& dir
                                  const core::EncodedDataset& data, const std::vector<core::Batch>& batches,
                                  const Int8CheckLimits& limits) {
   reference_python("--int8");  // before the evaluations: a missing venv is said at once
-  const auto fp32 = eval::evaluate(model, task, data, batches, torch::Tensor());
+  const auto fp32 = eval::evaluate(model, task, data, batches);
   // headprune's int8 with the file's weights (±63, dynamic): the same arithmetic up to float32 rounding.
   core::Bert int8_model = model;
   int8_model.set_precision(core::Precision::kInt8, core::kPortableInt8WeightMax);
-  const auto int8 = eval::evaluate(int8_model, task, data, batches, torch::Tensor());
+  const auto int8 = eval::evaluate(int8_model, task, data, batches);
   core::TensorMap ref = padded_examples(data);
   ref["logits"] = int8.logits;
   const torch::Tensor onnx_logits = onnx_int8_logits(dir, ref);

@@ -210,7 +210,7 @@ std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& cu
   choice.keep = mask_for_count(ctx.curves, find_criterion(choice.criterion), cfg.run.seed, ctx.ranks[0], *ctx.store,
                                ctx.total_heads - n);
   choice.metrics_before_recovery =
-      eval::evaluate(*ctx.model, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, eval::head_mask_tensor(choice.keep))
+      eval::evaluate(*ctx.model, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, {eval::head_mask_tensor(choice.keep)})
           .metrics;
   log_stage(5, "choose N",
             std::to_string(n) + " heads by " + choice.criterion + why + ": " + ctx.task->primary_metric + " " +
@@ -324,11 +324,9 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
   const core::Bert reloaded = core::load_bert(out_model, ctx.load);
   const auto masked_eval =
       eval::evaluate(*m.masked, *ctx.task, ctx.eval_data, ctx.curves.eval_batches,
-                     choice.slimmed ? torch::Tensor() : eval::head_mask_tensor(choice.keep), false,
-                     choice.neurons.empty() ? torch::Tensor() : eval::neuron_mask_tensor(choice.neurons),
-                     choice.slimmed ? torch::Tensor() : eval::layer_mask_tensor(choice.layers),
-                     choice.slimmed ? torch::Tensor() : eval::hidden_mask_tensor(choice.hidden));
-  const auto slim_eval = eval::evaluate(reloaded, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, torch::Tensor());
+                     choice.slimmed ? eval::Masks{}
+                                    : eval::masks_of({choice.keep, choice.neurons, choice.layers, choice.hidden}));
+  const auto slim_eval = eval::evaluate(reloaded, *ctx.task, ctx.eval_data, ctx.curves.eval_batches);
   final.slim_vs_masked_max_abs_logit_diff = max_abs_diff(masked_eval.logits, slim_eval.logits);
   if (cfg.prune.verify && final.slim_vs_masked_max_abs_logit_diff > 1e-5)
     throw InternalError("slimmed export differs from the masked model by " +

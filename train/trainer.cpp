@@ -354,8 +354,8 @@ void Loop::save_best_here(const torch::Tensor& log_alpha) {
 void Loop::evaluate_and_keep_best() {
   model_.set_training(false);
   const gates::GateMasks mask = eval_mask();
-  auto r = eval::evaluate(model_, *data_.task, *data_.eval, eval_batches_, mask.heads, false, mask.neurons,
-                          mask.layers, mask.hidden);
+  auto r = eval::evaluate(model_, *data_.task, *data_.eval, eval_batches_,
+                          {mask.heads, mask.neurons, mask.layers, mask.hidden});
   model_.set_training(true);
   record("eval/step", static_cast<double>(s_.step));
   for (const auto& [name, value] : r.metrics) record("eval/" + name, value);
@@ -550,11 +550,9 @@ TrainResult Loop::finish() {
   core::LoadOptions lo;
   lo.num_labels = model_.config().num_labels;
   core::Bert best = core::load_bert(opts_.run_dir + "/best", lo);
-  torch::Tensor mask = r.heads_kept == r.heads_total ? torch::Tensor() : eval::head_mask_tensor(r.final_keep);
-  torch::Tensor neurons = keep.neurons.empty() ? torch::Tensor() : eval::neuron_mask_tensor(keep.neurons);
-  r.final_metrics = eval::evaluate(best, *data_.task, *data_.eval, eval_batches_, mask, false, neurons,
-                                   eval::layer_mask_tensor(keep.layers), eval::hidden_mask_tensor(keep.hidden))
-                        .metrics;
+  eval::Masks masks = eval::masks_of(keep);
+  if (r.heads_kept == r.heads_total) masks.heads = torch::Tensor();
+  r.final_metrics = eval::evaluate(best, *data_.task, *data_.eval, eval_batches_, masks).metrics;
   if (gates_) core::write_file_atomic(opts_.run_dir + "/head_mask.txt", core::format_mask(keep) + "\n");
   core::write_hdf5(opts_.run_dir + "/run.h5", s_.history.to_tensors(),
                    {{"seed", std::to_string(rc_.seed)},

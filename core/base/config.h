@@ -335,7 +335,7 @@ struct PruneConfig {
       "tokens per sequence of the latency table and of the curves' latency measurements; 0 = data.max_seq_len");
     v("structures", structures,
       "what a FLOPs, parameter or latency budget may remove: heads, neurons (FFN), hidden (channels of the hidden "
-      "size, shared by every layer), layers (whole layers: gates only)");
+      "size, shared by every layer), layers (whole layers)");
     v("search_examples", search_examples,
       "examples of rank_split whose mask gradients the budget search uses (Kwon et al.: 2048); 0 = all");
     v("budget_schedule", budget_schedule,

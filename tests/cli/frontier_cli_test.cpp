@@ -194,7 +194,7 @@ std::string tiny_stsb_root(const fs::path& root) {
   const auto data = hp::core::encode_examples(tok, hp::core::read_task(task, root.string(), "dev"), 32);
   hp::core::BatchOptions bo;
   bo.batch_size = 8;
-  auto pred = hp::eval::evaluate(model, task, data, hp::core::make_batches(data, bo), torch::Tensor()).predictions;
+  auto pred = hp::eval::evaluate(model, task, data, hp::core::make_batches(data, bo)).predictions;
   const auto [lo, hi] = std::minmax_element(pred.begin(), pred.end());
   const float min = *lo, span = *hi - *lo;
   for (auto& v : pred) v = 5 * (v - min) / span;

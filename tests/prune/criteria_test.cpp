@@ -237,10 +237,10 @@ TEST_CASE("loo: reusing lower layers gives the same scores as full passes and a 
   CHECK((with - without).abs().max().item<double>() <= 1e-6);
   CHECK(with[1][2].item<float>() == 0.f);
   // Independent: accuracy with and without head (0, 1) through the evaluator.
-  auto base = eval::evaluate(f.model, *f.task, f.data, f.rank.batches, keep).metrics.at("accuracy");
+  auto base = eval::evaluate(f.model, *f.task, f.data, f.rank.batches, {keep}).metrics.at("accuracy");
   auto k2 = keep.clone();
   k2[0][1] = 0;
-  auto ablated = eval::evaluate(f.model, *f.task, f.data, f.rank.batches, k2).metrics.at("accuracy");
+  auto ablated = eval::evaluate(f.model, *f.task, f.data, f.rank.batches, {k2}).metrics.at("accuracy");
   CHECK(std::abs(with[0][1].item<double>() - (base - ablated)) <= 2e-6);
 }
 

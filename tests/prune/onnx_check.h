@@ -35,7 +35,7 @@ inline hp::core::EncodedDataset int8_check_data(const hp::core::Bert& model, int
   hp::core::BatchOptions bo;
   bo.batch_size = 32;
   const auto fp32 = hp::eval::evaluate(model, hp::core::find_task("mnli_subset"), data,
-                                       hp::core::make_batches(data, bo), torch::Tensor());
+                                       hp::core::make_batches(data, bo));
   data.labels.assign(fp32.predictions.begin(), fp32.predictions.end());
   data.has_labels = true;
   return data;

@@ -139,7 +139,7 @@ TEST_CASE("training lowers the loss and learns the marker rule", "[train]") {
   hp::core::BatchOptions bo;
   bo.batch_size = 64;
   auto batches = hp::core::make_batches(s.train, bo);
-  auto er = hp::eval::evaluate(model, *data.task, s.train, batches, torch::Tensor());
+  auto er = hp::eval::evaluate(model, *data.task, s.train, batches);
   CHECK(er.metrics.at("accuracy") >= 0.95);
 }
 
@@ -315,9 +315,7 @@ namespace {
 double masked_accuracy(const Setup& s, const std::string& run_dir, const hp::core::StructureMask& keep) {
   auto best = hp::core::load_bert(run_dir + "/best", hp::core::LoadOptions{});
   auto batches = hp::core::make_batches(s.dev, hp::core::BatchOptions{});
-  return hp::eval::evaluate(best, hp::core::find_task("mnli"), s.dev, batches, hp::eval::head_mask_tensor(keep.heads),
-                            false, hp::eval::neuron_mask_tensor(keep.neurons), hp::eval::layer_mask_tensor(keep.layers),
-                            hp::eval::hidden_mask_tensor(keep.hidden))
+  return hp::eval::evaluate(best, hp::core::find_task("mnli"), s.dev, batches, hp::eval::masks_of(keep))
       .metrics.at("accuracy");
 }
 
@@ -409,8 +407,7 @@ TEST_CASE("a FLOPs target on the tiny model lands on the budget within one neuro
   // The final model, masked by the structure, scores what the trainer reported.
   auto best = hp::core::load_bert(o.run_dir + "/best", hp::core::LoadOptions{});
   auto batches = hp::core::make_batches(s.dev, hp::core::BatchOptions{});
-  auto m = hp::eval::evaluate(best, hp::core::find_task("mnli"), s.dev, batches, hp::eval::head_mask_tensor(keep.heads),
-                              false, hp::eval::neuron_mask_tensor(keep.neurons));
+  auto m = hp::eval::evaluate(best, hp::core::find_task("mnli"), s.dev, batches, hp::eval::masks_of(keep));
   CHECK(m.metrics.at("accuracy") == Approx(r.final_metrics.at("accuracy")));
 }
 
