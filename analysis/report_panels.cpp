@@ -140,6 +140,9 @@ std::vector<std::vector<std::string>> budget_rows(const json& b, const std::stri
   for (const auto& w : b.value("ffn_widths", json::array())) widths += (widths.empty() ? "" : ", ") + w.dump();
   rows.push_back({"FFN neurons kept", std::to_string(b.value("neurons_kept", 0)) + " of " +
                                           std::to_string(b.value("neurons_total", 0)) + " (per layer: " + widths + ")"});
+  for (const auto& [key, what] : {std::pair<std::string, std::string>{"hidden", "hidden channels kept"}, {"layers", "whole layers kept"}})
+    if (b.value(key + "_total", 0) > 0)
+      rows.push_back({what, std::to_string(b.value(key + "_kept", 0)) + " of " + std::to_string(b.value(key + "_total", 0))});
   for (const char* step : {"search", "rearranged", "tuned"})
     if (b.contains("metrics_by_step") && b["metrics_by_step"].contains(step) &&
         b["metrics_by_step"][step].contains(metric))

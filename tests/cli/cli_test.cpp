@@ -671,6 +671,8 @@ TEST_CASE("the pruning run with gates over heads, neurons, hidden channels and l
   const std::string html = slurp(out / "report.html");
   CHECK_THAT(html, Catch::Contains("layer 1 whole layer") && Catch::Contains("hidden (mean)") &&
                        Catch::Contains("layer and hidden-channel gates, P(open)"));
+  CHECK_THAT(html, Catch::Contains("hidden channels kept") &&
+                       Catch::Contains(std::to_string(kept) + " of " + std::to_string(D)));
 }
 
 TEST_CASE("prune train --target-flops, then export --mask: the slimmed export scores what the masked model does",

@@ -93,6 +93,14 @@ TEST_CASE("the budget search over heads, neurons, hidden channels and layers: th
     CHECK(x[1] < 0.75);  // at width 24 of 32 and 3 of 4 layers: 3/4 of the layers' costs, most scaled by 3/4
   }
 
+  // The report's budget result says what went beside the heads and neurons.
+  auto rep = run_prune("report " + out.string() + " --data-root " + hp::test::tiny_data_root() +
+                       " --max-seq-len 32 --count 2 --out " + (out / "report.html").string());
+  INFO(rep.output);
+  REQUIRE(rep.code == 0);
+  CHECK_THAT(slurp(out / "report.html"), Catch::Contains("hidden channels kept") && Catch::Contains("24 of 32") &&
+                                             Catch::Contains("whole layers kept") && Catch::Contains("3 of 4"));
+
   // Killed after the search: the summary and curves gone; the rerun lands on the same model.
   std::filesystem::remove(out / "summary.json");
   std::filesystem::remove(out / "budget_curves.csv");
