@@ -12,8 +12,8 @@
 # FLOPS picks the runs (default "0.5 0.7 0.6 0.4"; without 0.5, only their rows are printed), CURVES the 0.5 run's
 # prune.budget_schedule (default the config's 100 ... 30; on MRPC each point takes ~3.5 min here, most of it mask
 # tuning at 128 tokens).
-# STRUCTURES names what the search may remove (--structures; default the config's heads,neurons): with hidden, a
-# column of hidden channels kept.
+# STRUCTURES names what the search may remove (--structures; default the config's heads,neurons): with hidden or
+# layers, a column of the hidden channels or whole layers kept.
 # Usage: TASK=mrpc bench/budget_table.sh   (env PRUNE, BASE = fine-tuned model, OUT = runs folder, CONFIG)
 set -euo pipefail
 TASK="${TASK:-sst2}"
@@ -60,12 +60,13 @@ first = next(iter(summaries.values()))
 unpruned = next(p["mean"] for p in first["budget_curves"]["points"]
                 if p["heads_kept"] == first["heads_total"] and p.get("kept_fraction", 1) >= 1 - 1e-9)
 print(f"{first['task']}: {first['metric']} on {first['eval_split']}, unpruned {100 * unpruned:.1f}")
-hidden = "hidden" in os.environ.get("STRUCTURES", "") or any(
-    s["final"]["budget"].get("hidden_total", 0) > 0 for s in summaries.values())
-print("| FLOPs kept (target → kept) | heads | FFN neurons |" + (" hidden channels |" if hidden else "") +
+# A column for the hidden channels and one for the layers kept, when the search may remove them.
+coarse = [k for k in ("hidden", "layers") if k in os.environ.get("STRUCTURES", "") or any(
+    s["final"]["budget"].get(k + "_total", 0) > 0 for s in summaries.values())]
+print("| FLOPs kept (target → kept) | heads | FFN neurons |" + "".join(f" {k} |" for k in coarse) +
       " search | + rearrangement | + mask tuning | + recovery |"
       " batch 32 | batch 1 | search time (gradients + search + rearrangement + tuning) | run time |")
-print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if hidden else ""))
+print("|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(coarse))
 for f in runs:
     s = summaries[f]
     fin, b, m = s["final"], s["final"]["budget"], s["metric"]
@@ -74,10 +75,9 @@ for f in runs:
     sec = b["seconds"]
     search_s = sum(sec.get(k, 0) for k in ("gradients", "search", "rearrange", "tuning"))
     wall = float((out / f"flops{f}" / "wall_seconds").read_text()) / 60
-    width = b.get("hidden_kept", 0)
-    channels = f"| {width}/{b['hidden_total']} " if width else f"| all "
+    kept = "".join(f"| {b[k + '_kept']}/{b[k + '_total']} " if b.get(k + "_total", 0) else "| all " for k in coarse)
     print(f"| {float(f):.0%} → {b['kept']:.1%} | {fin['heads_kept']}/{s['heads_total']} | {b['neurons_kept']}/{b['neurons_total']} "
-          + (channels if hidden else "") + f"| {step['search']:.1f} | {step['rearranged']:.1f} | {step['tuned']:.1f} | {100 * fin['metrics'][m]:.1f} "
+          + kept + f"| {step['search']:.1f} | {step['rearranged']:.1f} | {step['tuned']:.1f} | {100 * fin['metrics'][m]:.1f} "
           f"| ×{lat['batch32']['speedup']:.2f} (bound ×{lat['batch32']['flop_bound']:.2f}) | ×{lat['batch1']['speedup']:.2f} "
           f"| {search_s:.0f} s ({sec.get('gradients', 0):.0f} + {sec['search']:.1f} + {sec['rearrange']:.1f} + {sec['tuning']:.0f}) "
           f"| {wall:.1f} min |")
