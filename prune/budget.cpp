@@ -449,7 +449,9 @@ void add_gates_point(RunContext& ctx, const FinalChoice& choice, CurvesSummary& 
   if (!curves.budget) return;
   const BudgetUnit unit = budget_unit(ctx);
   const core::Bert gated = core::load_bert(choice.model_dir, ctx.load);
-  const CurvePoint p = evaluate_point(ctx.curves, gated, "gates", ctx.cfg->run.seed, 0, choice.keep, choice.neurons);
+  // The whole structure the gates kept: their closed layers and hidden channels are removed too.
+  const CurvePoint p = evaluate_point(ctx.curves, gated, "gates", ctx.cfg->run.seed, 0,
+                                      core::StructureMask{choice.keep, choice.neurons, choice.layers, choice.hidden});
   const Aggregate a =
       aggregate({p}, *ctx.task, ctx.eval_data.labels, ctx.cfg->prune.bootstrap, ctx.cfg->run.seed).at(0);
   BudgetCurves& d = *curves.budget;

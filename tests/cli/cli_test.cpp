@@ -660,6 +660,12 @@ TEST_CASE("the pruning run with gates over heads, neurons, hidden channels and l
     CHECK_THAT(f["hf_check"]["transformers4_remote_code"].get<std::string>(), Catch::StartsWith("passed"));
     CHECK_THAT(f["hf_check"]["transformers4"].get<std::string>(), Catch::Contains("removed hidden channels"));
   }
+  // The gated point on the budget curves is the exported structure: its channels removed, on budget, its score.
+  const auto& points = summary["budget_curves"]["points"];
+  const auto gates = std::find_if(points.begin(), points.end(), [](const auto& p) { return p["method"] == "gates"; });
+  REQUIRE(gates != points.end());
+  CHECK((*gates)["kept_fraction"].get<double>() <= 0.3 + 1e-9);
+  CHECK((*gates)["mean"].get<double>() == Approx(f["metrics"][summary["metric"].get<std::string>()].get<double>()));
   const auto h5 = hp::core::read_hdf5((out / "gates" / "run.h5").string());
   CHECK(h5.count("gates/hidden_p_open"));
   CHECK(h5.count("gates/layer_p_open"));
