@@ -34,12 +34,16 @@ done
 /usr/bin/python3 - "$OUT" "$FLOPS" <<'PYEOF'
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])
-print("| FLOPs kept (target → kept) | heads | FFN neurons | gates (CoFi) | retraining-free: search + tuning |"
+summaries = {f: json.loads((out / f"flops{f}" / "summary.json").read_text()) for f in sys.argv[2].split()}
+# A column of hidden channels kept when a run's gates closed some (--structures ...,hidden).
+hidden = any(s["final"]["budget"].get("hidden_total", 0) > 0 for s in summaries.values())
+print("| FLOPs kept (target → kept) | heads | FFN neurons |" + (" hidden channels |" if hidden else "") +
+      " gates (CoFi) | retraining-free: search + tuning |"
       " + recovery | batch 32 | batch 1 | gated training | run time |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if hidden else ""))
 for f in sys.argv[2].split():
     d = out / f"flops{f}"
-    s = json.loads((d / "summary.json").read_text())
+    s = summaries[f]
     fin, b, m = s["final"], s["final"]["budget"], s["metric"]
     target = float(f)
     near = lambda p: abs(p["kept_fraction"] - target) < 0.005
@@ -49,8 +53,9 @@ for f in sys.argv[2].split():
     lat = fin["latency"]
     wall = float((d / "wall_seconds").read_text()) / 60
     cell = lambda v: f"{100 * v:.1f}" if v is not None else "—"
+    channels = (f"| {b['hidden_kept']}/{b['hidden_total']} " if b.get("hidden_total", 0) else "| all ") if hidden else ""
     print(f"| {target:.0%} → {b['kept']:.1%} | {fin['heads_kept']}/{s['heads_total']} | {b['neurons_kept']}/{b['neurons_total']} "
-          f"| {100 * fin['metrics'][m]:.1f} | {cell(tuned)} | {cell(rec)} "
+          + channels + f"| {100 * fin['metrics'][m]:.1f} | {cell(tuned)} | {cell(rec)} "
           f"| ×{lat['batch32']['speedup']:.2f} (bound ×{lat['batch32']['flop_bound']:.2f}) | ×{lat['batch1']['speedup']:.2f} "
           f"| {b['seconds']['gates'] / 60:.1f} min | {wall:.1f} min |")
 PYEOF
