@@ -204,7 +204,8 @@ std::optional<MaskGradients> budget_gradients(RunContext& ctx) {
                                          cfg.data.max_seq_len);
   ctx.search = make_rank_data(*ctx.task, ctx.search_set, P.rank_batch_size, ctx.tok->pad_id());
   const std::string path = cfg.run.out_dir + "/state/mask_gradients.h5";
-  const bool hidden = prunable_of(P).hidden, layers = prunable_of(P).layers;
+  const Prunable may = prunable_of(P);
+  const bool hidden = may.hidden, layers = may.layers;
   // A run folder scored before hidden channels or layers were searched lacks theirs: scored again, whole.
   auto lacks = [&] {
     const auto stored = core::read_hdf5(path);
@@ -305,11 +306,10 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
   // and neurons differ.
   const long n_heads = core::count_kept(s.searched.heads), n_neurons = core::count_kept(s.searched.neurons);
   auto baseline = [&](torch::Tensor heads, torch::Tensor neurons) {
+    if (!s.searched.layers.empty()) heads = heads.clone(), neurons = neurons.clone();
     for (size_t l = 0; l < s.searched.layers.size(); ++l)  // none of a removed layer's units
-      if (!s.searched.layers[l]) {
-        heads = heads.clone(), neurons = neurons.clone();
+      if (!s.searched.layers[l])
         heads[static_cast<long>(l)].fill_(-1e300), neurons[static_cast<long>(l)].fill_(-1e300);
-      }
     StructureKeep k = top_units(heads, neurons, n_heads, n_neurons);
     k.layers = s.searched.layers, k.hidden = s.searched.hidden;
     return k;

@@ -170,7 +170,12 @@ StructureKeep search_structures(const Importances& imp, const UnitCosts& costs, 
   const std::vector<long> tried = prunable.hidden ? widths : std::vector<long>{D};
   const auto channels = prunable.hidden ? ranked(imp.hidden) : std::vector<long>{};
   const auto layers = prunable.layers ? ranked(-imp.layers) : std::vector<long>{};  // least important first
-  const double hidden_total = prunable.hidden ? imp.hidden.to(torch::kFloat64).sum().item<double>() : 0;
+  // removed_channels[w]: the Fisher of the channels a width w removes (all but the w most important).
+  std::vector<double> removed_channels(static_cast<size_t>(D) + 1, 0.0);
+  if (prunable.hidden) {
+    const auto v = imp.hidden.to(torch::kFloat64).contiguous();
+    for (long w = D - 1; w >= 0; --w) removed_channels[w] = removed_channels[w + 1] + v[channels[w]].item<double>();
+  }
   std::optional<StructureKeep> best;
   double best_removed = 0;
   std::string refused;
@@ -195,11 +200,8 @@ StructureKeep search_structures(const Importances& imp, const UnitCosts& costs, 
         continue;
       }
       removed += units_removed;
-      if (w < D) {
-        keep.hidden = keep_of(channels, w, 1, D).front();
-        removed += hidden_total;
-        for (long c = 0; c < w; ++c) removed -= imp.hidden[channels[c]].item<double>();
-      }
+      removed += removed_channels[w];
+      if (w < D) keep.hidden = keep_of(channels, w, 1, D).front();
       if (k > 0) keep.layers = layer_keep;
       if (!best || removed < best_removed) best = std::move(keep), best_removed = removed;
     }

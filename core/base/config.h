@@ -278,7 +278,14 @@ struct PruneConfig {
   bool latency = true;
   bool verify = true;
   template <class V>
-  void visit_fields(V& v) {
+  void visit_fields(V& v) {  // in the order `prune config --doc` lists them
+    visit_curve_fields(v);
+    visit_budget_fields(v);
+    visit_final_fields(v);
+  }
+  // The head criteria's curves and the exactly-N and whole-layer targets.
+  template <class V>
+  void visit_curve_fields(V& v) {
     v("criteria", criteria,
       "importance criteria to score and plot: confidence, lrp, taylor, attattr, random, loo, gates");
     v("rank_split", rank_split, "split the criteria score heads on (kept apart from eval_split)");
@@ -307,9 +314,13 @@ struct PruneConfig {
       "--target-layers: which layers stay: fisher (the smallest block-Fisher loss of removing a layer's heads and "
       "FFN neurons, Kwon et al.'s mask gradients, dropped first), top (drop the last layers) or alternate (drop "
       "every other layer from the top); all three are evaluated and reported, this one is exported");
+  }
+  // Budgets, the frontier and the retraining-free search.
+  template <class V>
+  void visit_budget_fields(V& v) {
     v("target_flops", target_flops,
-      "--target-flops F: keep this fraction of the unpruned encoder's FLOPs (heads and FFN neurons, searched "
-      "retraining-free as Kwon et al. 2022); 0 = off");
+      "--target-flops F: keep this fraction of the unpruned encoder's FLOPs (the structures of prune.structures, "
+      "searched retraining-free as Kwon et al. 2022); 0 = off");
     v("target_params", target_params,
       "--target-params F: the same budget in encoder parameters (a fraction of the unpruned encoder's); 0 = off");
     v("target_latency", target_latency,
@@ -354,6 +365,10 @@ struct PruneConfig {
     v("curve_recover_steps", curve_recover_steps,
       "budget curves: each point's tuned choice also slimmed and recovered by this many fine-tuning steps (the "
       "kwon-recovered line); -1 = recover_steps, 0 = no such line");
+  }
+  // How the final structure is chosen, recovered and checked.
+  template <class V>
+  void visit_final_fields(V& v) {
     v("method", method,
       "how the kept structure is chosen: best (criterion with the best curve), a criterion name, gates, or kwon "
       "(the budget search; the default with a FLOPs or parameter budget)");

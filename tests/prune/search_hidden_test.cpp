@@ -37,14 +37,27 @@ std::vector<bool> every_third_removed(long D) {
   return keep;
 }
 
+// The golden batch as one rank batch, and the model `dir`.
+struct Golden {
+  std::map<std::string, torch::Tensor> g;
+  core::Bert model;
+  prune::RankData rank;
+};
+Golden golden(const std::string& dir) {
+  auto g = core::read_hdf5(test::kTinyBertH5);
+  const auto data = test::golden_dataset(g);
+  auto rank = prune::make_rank_data(core::find_task("mnli"), data, static_cast<int>(data.size()), 0);
+  return {g, core::load_bert(dir), rank};
+}
+
 }  // namespace
 
 TEST_CASE("hidden-mask and layer-mask gradients: central differences of the batch loss; heads and neurons unchanged",
           "[prune][kwon][hidden]") {
-  auto g = core::read_hdf5(test::kTinyBertH5);
-  const auto model = core::load_bert(test::kTinyBert);
-  const auto data = test::golden_dataset(g);
-  const auto rank = prune::make_rank_data(core::find_task("mnli"), data, static_cast<int>(data.size()), 0);
+  const Golden fixture = golden(test::kTinyBert);
+  const auto &g = fixture.g;
+  const auto &model = fixture.model;
+  const auto &rank = fixture.rank;
   REQUIRE(rank.batches.size() == 1);
   const auto with = prune::mask_gradients(model, rank, {}, /*hidden=*/true, /*layers=*/true);
   const auto without = prune::mask_gradients(model, rank);
@@ -156,10 +169,10 @@ TEST_CASE("search over whole layers: a layer leaves when its gate's Fisher is be
 TEST_CASE("mask tuning with removed hidden channels: layer 0's attention fit by hand over the kept channels; "
           "folded = scaled = slimmed",
           "[prune][kwon][hidden][tuning]") {
-  auto g = core::read_hdf5(test::kTinyBertH5);
-  const auto model = core::load_bert(test::kTinyBert);
-  const auto data = test::golden_dataset(g);
-  const auto rank = prune::make_rank_data(core::find_task("mnli"), data, static_cast<int>(data.size()), 0);
+  const Golden fixture = golden(test::kTinyBert);
+  const auto &g = fixture.g;
+  const auto &model = fixture.model;
+  const auto &rank = fixture.rank;
   REQUIRE(rank.batches.size() == 1);
   prune::StructureKeep keep{{{true, false, true, true}, {true, true, false, true}},
                             {std::vector<bool>(37, true), std::vector<bool>(37, true)}};
@@ -215,10 +228,10 @@ TEST_CASE("mask tuning with removed hidden channels: layer 0's attention fit by 
 
 TEST_CASE("mask tuning with a removed layer: the next layer fits from the student's input; folded = slimmed",
           "[prune][kwon][hidden][tuning]") {
-  auto g = core::read_hdf5(test::kTinyBertH5);
-  const auto model = core::load_bert(test::kTinyBertL4);  // 4 layers: layer 1 goes, layer 2 fits all rows
-  const auto data = test::golden_dataset(g);
-  const auto rank = prune::make_rank_data(core::find_task("mnli"), data, static_cast<int>(data.size()), 0);
+  const Golden fixture = golden(test::kTinyBertL4);  // 4 layers: layer 1 goes, layer 2 fits all rows
+  const auto &g = fixture.g;
+  const auto &model = fixture.model;
+  const auto &rank = fixture.rank;
   prune::StructureKeep keep{{{true, true, true, true}, {false, false, false, false}, {true, false, true, true},
                              {true, true, false, true}},
                             std::vector<std::vector<bool>>(4, std::vector<bool>(37, true))};
