@@ -22,6 +22,7 @@
 #include "core/base/log.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "cli/guides.h"
 
 namespace {
 
@@ -167,6 +168,9 @@ int real_main(int argc, char** argv) {
       app.add_subcommand("config", "print the reference of every config key (--doc), or the shipped configs (--list)");
   config_cmd->add_flag("--doc", doc, "print the Markdown key reference (configs/README.md is generated from it)");
   config_cmd->add_flag("--list", list, "list the shipped configs that --config NAME finds, with their paths");
+  app.footer(guide_footer(""));  // each --help ends with its guide (cli/guides.h)
+  for (const auto& s : subs) apps[s.name]->footer(guide_footer(s.name));
+  config_cmd->footer(guide_footer("config"));
 
   try {
     app.parse(argc, argv);
