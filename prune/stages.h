@@ -48,7 +48,10 @@ struct RunContext {
   RunContext& operator=(const RunContext&) = delete;
 
   // Stage 1, prepare: resolved once, read by every stage.
-  const core::Config* cfg = nullptr;  // validated
+  const core::Config* cfg = nullptr;  // validated: `resolved`, or after the frontier its choice's config
+  core::Config resolved;  // the user's config with the selection slice applied (prune/selection.h)
+  std::string select_split;  // where choices are made, e.g. "train[-1000:]"
+  std::vector<core::Example> select_examples;  // its rows (empty when the task has no such split)
   const core::TaskSpec* task = nullptr;
   core::BertConfig arch;  // model.path's config.json
   int total_heads = 0;
@@ -72,6 +75,8 @@ struct RunContext {
   std::optional<core::Bert> model;
   std::optional<core::Tokenizer> tok;
   core::EncodedDataset eval_data;
+  core::EncodedDataset select_data;  // select_examples encoded, and batched as the evaluation split is
+  std::vector<core::Batch> select_batches;
   std::vector<core::EncodedDataset> rank_sets;  // one per seed
   std::vector<RankData> ranks;  // batches of rank_sets
   CurveInputs curves;  // model, data, schedule for prune/curves.h
