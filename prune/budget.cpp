@@ -282,7 +282,7 @@ void take_best_step(RunContext& ctx, const MaskGradients& grads, FinalChoice& ch
   const std::string dir = ctx.cfg->run.out_dir + "/best_step", marker = dir + "/step.json";
   if (!fs::exists(marker)) {
     const BudgetUnit unit = budget_unit(ctx);
-    const bool recovered = ctx.cfg->prune.recover_steps > 0;
+    const bool recovered = budget_recover_steps(ctx.cfg->prune, unit.target, false) > 0;
     const BestStep b = best_step(ctx, search_at(ctx, grads, unit, unit.target), recovered ? choice.model_dir : "");
     core::shared_write([&] {
       fs::remove_all(dir);
@@ -314,7 +314,7 @@ namespace {
 // the original model's shape. Once the point is stored only the run's record stays (train_result.json and the
 // config; the models and the optimizer state are removed), and best/ when the frontier (prune.max_drop) measures it
 // as a candidate (prune/frontier_stage.h). Empty when stopped.
-std::optional<CurvePoint> recovered_point(RunContext& ctx, const BudgetSearch& s, int step) {
+std::optional<CurvePoint> recovered_point(RunContext& ctx, const BudgetSearch& s, int step, double fraction) {
   const core::Config& cfg = *ctx.cfg;
   const std::string sub = "budget_recover/" + std::to_string(step), dir = cfg.run.out_dir + "/" + sub;
   const std::string start = dir + ".start";
@@ -322,7 +322,8 @@ std::optional<CurvePoint> recovered_point(RunContext& ctx, const BudgetSearch& s
     core::shared_write([&] {
       core::save_bert(slim_model(fold_scales(*ctx.model, s.scales), s.rearranged), start, ctx.model_dir);
     });
-  if (!train_in(ctx, recovery_config(cfg, curve_recover_steps(cfg.prune)), sub, start, {}, ctx.model_dir))
+  if (!train_in(ctx, recovery_config(cfg, budget_recover_steps(cfg.prune, fraction, true)), sub, start, {},
+                ctx.model_dir))
     return std::nullopt;
   const core::Bert recovered = core::load_bert(dir + "/best", ctx.load);
   const core::BertConfig& slim = recovered.config();
@@ -375,7 +376,7 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
       continue;
     }
     if (name == "kwon-recovered") {
-      auto p = recovered_point(ctx, s, step);
+      auto p = recovered_point(ctx, s, step, fraction);
       if (!p) return {};
       points.push_back(std::move(*p));
       continue;
@@ -621,6 +622,13 @@ FinalChoice choose_budget(RunContext& ctx, const MaskGradients& grads) {
                      ", rearranged " + std::to_string(b.metrics_by_step.at("rearranged").at(ctx.task->primary_metric)) +
                      ", tuned " + std::to_string(b.metrics_by_step.at("tuned").at(ctx.task->primary_metric)));
   return c;
+}
+
+int budget_recover_steps(const core::PruneConfig& p, double fraction, bool curves) {
+  const int base = curves ? curve_recover_steps(p) : p.recover_steps;
+  if (base <= 0 || p.recover_scale == "fixed") return base;
+  const long scaled = std::lround(base * (1 - fraction) / 0.5);
+  return static_cast<int>(std::max<long>(scaled, std::max(1, base / 5)));
 }
 
 }  // namespace hp::prune

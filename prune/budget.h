@@ -49,6 +49,12 @@ void prepare_latency_budget(RunContext& ctx);
 // After the claim: the table written to the run folder (unless it is there already).
 void save_latency_table(const RunContext& ctx);
 
+// Fine-tuning steps that recover a budget choice keeping `fraction` of its unit: the budget curves' recovered line
+// (`curves`: prune.curve_recover_steps, -1 = recover_steps) or stage 6 (recover_steps), scaled as
+// prune.recover_scale says (removed: by the fraction removed over one half, at least a fifth; fixed: as is). 0 = no
+// recovery.
+int budget_recover_steps(const core::PruneConfig& p, double fraction, bool curves);
+
 // True when the run has a FLOPs, parameter or latency budget, or measures the frontier (prune.max_drop: the budget
 // curves in FLOPs are its candidates).
 bool budget_mode(const core::PruneConfig& p);

@@ -160,6 +160,9 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
        "prune.min_heads_per_layer = " + std::to_string(p.min_heads_per_layer) + "; use 0.." +
            std::to_string(arch.num_attention_heads));
   need(p.recover_steps >= 0, "prune.recover_steps must be 0 (off) or positive");
+  need(p.recover_scale == "removed" || p.recover_scale == "fixed",
+       "prune.recover_scale = '" + p.recover_scale + "'; use removed (budget points recover longer the more they "
+       "removed) or fixed (prune.recover_steps at every budget)");
   need(p.curve_recover_steps >= -1, "prune.curve_recover_steps = " + std::to_string(p.curve_recover_steps) +
                                         "; use -1 (= recover_steps), 0 (no recovered line) or a step count");
   validate_frontier(p);
@@ -269,7 +272,7 @@ bool frontier_choice(RunContext& ctx, RunSummary& s, const MaskGradients& grads,
         << "unpruned fp32 model's " << f->metric << " " << f->select_baseline << " on the selection slice "
         << f->select_split;
     if (best) msg << " (the closest: " << frontier_label(*best) << " at " << best->select_metric << ")";
-    msg << "; raise --max-drop, or recover longer (prune.curve_recover_steps); " << cfg.run.out_dir
+    msg << "; raise --max-drop, or recover longer (prune.recover_steps); " << cfg.run.out_dir
         << "/frontier.csv lists every candidate, and nothing was exported";
     throw ConfigError(msg.str());
   }

@@ -115,7 +115,9 @@ std::string best_criterion(const CurvesSummary& curves, std::string* why);
 std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& curves);
 
 // The training config of a recovery of `steps` fine-tuning steps (stage 6, and the budget curves' recovered
-// line): no gates, distilling as prune.recover_distill says, evaluated twice.
+// line): no gates, distilling as prune.recover_distill says, evaluated twice, on the whole training split (the
+// selection slice held out): train.max_train_examples and train.epochs, which shape fine-tuning and the gates,
+// leave it alone.
 core::Config recovery_config(const core::Config& cfg, int steps);
 
 // Stage 6. Fine-tunes `choice.model_dir` with the heads fixed (prune.recover_steps; not after gates).

@@ -276,6 +276,7 @@ struct PruneConfig {
   std::string method = "best";
   std::string gates_run;
   int recover_steps = 300;
+  std::string recover_scale = "removed";
   bool recover_distill = true;
   bool finetune = true;
   bool latency = true;
@@ -387,7 +388,14 @@ struct PruneConfig {
       "how the kept structure is chosen: best (criterion with the best curve), a criterion name, gates, or kwon "
       "(the budget search; the default with a FLOPs or parameter budget)");
     v("gates_run", gates_run, "run directory of a gated `prune train` run whose log alpha is the gates criterion");
-    v("recover_steps", recover_steps, "fine-tuning steps with the N heads fixed after pruning; 0 = none");
+    v("recover_steps", recover_steps,
+      "fine-tuning steps with the N heads fixed after pruning, on the whole training split (train.max_train_examples "
+      "and train.epochs shape fine-tuning and the gates, not this); 0 = none");
+    v("recover_scale", recover_scale,
+      "budget choices (the search's curve points, --target-flops F, the frontier's candidates): removed = recover "
+      "for recover_steps x (fraction removed) / 0.5 steps, at least a fifth of them (300 at 50% of the FLOPs, 420 at "
+      "30%, 60 at 90%: a deeper cut has more to rebuild, a shallow one less to lose), or fixed = recover_steps at "
+      "every budget; --target-heads and --target-layers recover for recover_steps");
     v("recover_distill", recover_distill, "distil from the unpruned model during the recovery fine-tuning");
     v("finetune", finetune, "fine-tune first (train section) when the model has no classifier for the task");
     v("latency", latency,

@@ -3,6 +3,7 @@
 // the frontier measured, never rebuilt by a --target-heads or --target-flops run).
 #include <catch2/catch.hpp>
 
+#include "prune/budget.h"
 #include "prune/frontier_stage.h"
 
 using hp::prune::chosen_config;
@@ -48,4 +49,23 @@ TEST_CASE("chosen_config: every kind of candidate keeps its precision and asks f
     CHECK(c.prune.method == "best");
   }
   CHECK(hp::prune::frontier_gates_dir(30) == "frontier_gates/30");
+}
+
+TEST_CASE("budget recoveries: longer the more a point removed (prune.recover_scale = removed), or fixed", "[prune]") {
+  using hp::prune::budget_recover_steps;
+  hp::core::PruneConfig p;  // recover_steps 300, curve_recover_steps -1 (= 300), recover_scale removed
+  CHECK(budget_recover_steps(p, 0.5, false) == 300);
+  CHECK(budget_recover_steps(p, 0.3, false) == 420);
+  CHECK(budget_recover_steps(p, 0.2, true) == 480);
+  CHECK(budget_recover_steps(p, 0.9, false) == 60);  // at least a fifth
+  CHECK(budget_recover_steps(p, 1.0, true) == 60);
+  p.curve_recover_steps = 100;  // the curves' own count, scaled alike; stage 6 keeps recover_steps
+  CHECK(budget_recover_steps(p, 0.3, true) == 140);
+  CHECK(budget_recover_steps(p, 0.3, false) == 420);
+  p.curve_recover_steps = 0;  // no recovered line
+  CHECK(budget_recover_steps(p, 0.3, true) == 0);
+  p.recover_scale = "fixed";
+  CHECK(budget_recover_steps(p, 0.3, false) == 300);
+  p.recover_steps = 0;
+  CHECK(budget_recover_steps(p, 0.3, false) == 0);
 }
