@@ -144,15 +144,7 @@ std::vector<Candidate> model_candidates(const RunContext& ctx) {
   const long S = std::max(1L, std::lround(core::mean_length(ctx.eval_data)));
   for (size_t i = 0; i < ctx.cfg->prune.frontier_models.size(); ++i) {
     const std::string dir = ctx.cfg->prune.frontier_models[i];
-    if (!fs::exists(dir + "/config.json"))
-      throw InputError("prune.frontier_models[" + std::to_string(i) + "] = " + dir +
-                       ": no config.json there; name an exported model folder (a prune run's model/)");
-    const core::BertConfig c = core::read_bert_config(dir + "/config.json");
-    if (c.vocab_size != ctx.arch.vocab_size || c.max_heads() > ctx.arch.max_heads())
-      throw InputError("prune.frontier_models[" + std::to_string(i) + "] = " + dir + ": not a pruned " +
-                       ctx.arch.model_type + " of " + ctx.cfg->model.path + " (vocabulary " +
-                       std::to_string(c.vocab_size) + " against " + std::to_string(ctx.arch.vocab_size) +
-                       "); name an export of this model");
+    const core::BertConfig c = core::read_bert_config(dir + "/config.json");  // checked in stage 1
     Candidate cand{{}, "model-" + std::to_string(i), [&ctx, dir] { return core::load_bert(dir, ctx.load); }};
     cand.point.method = "model", cand.point.model = dir, cand.point.step = static_cast<int>(i);
     cand.point.heads_kept = c.total_heads();
@@ -378,6 +370,22 @@ void save_choice(const RunContext& ctx, const Frontier& f, const std::vector<Can
 }
 
 }  // namespace
+
+void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& arch, const std::string& model) {
+  for (size_t i = 0; i < p.frontier_models.size(); ++i) {
+    const std::string& dir = p.frontier_models[i];
+    const std::string key = "prune.frontier_models[" + std::to_string(i) + "] = " + dir;
+    if (!fs::is_regular_file(dir + "/config.json"))
+      throw InputError(key + ": no config.json there; name an exported model folder (a prune run's model/)");
+    const core::BertConfig c = core::read_bert_config(dir + "/config.json");
+    if (c.model_type != arch.model_type || c.vocab_size != arch.vocab_size ||
+        c.num_hidden_layers > arch.num_hidden_layers || c.max_heads() > arch.max_heads())
+      throw InputError(key + ": not a pruned copy of " + model + " (" + c.model_type + ", vocabulary " +
+                       std::to_string(c.vocab_size) + ", " + std::to_string(c.num_hidden_layers) + " layers against " +
+                       arch.model_type + ", " + std::to_string(arch.vocab_size) + ", " +
+                       std::to_string(arch.num_hidden_layers) + "); name an export of this model");
+  }
+}
 
 std::string frontier_gates_dir(long percent) { return "frontier_gates/" + std::to_string(percent); }
 

@@ -12,6 +12,7 @@
 #include "prune/report.h"
 #include "prune/schedule.h"
 #include "prune/budget.h"
+#include "prune/frontier_stage.h"
 #include "prune/selection.h"
 #include "prune/stages.h"
 #include "train/task_run.h"
@@ -116,6 +117,7 @@ void prepare(RunContext& ctx, const core::Config& user, const std::atomic<bool>*
   ctx.task = &core::find_task(user.data.task);
   ctx.arch = core::read_bert_config(user.model.path + "/config.json");
   validate_prune_config(user.prune, ctx.arch);
+  check_frontier_models(user.prune, ctx.arch, user.model.path);
   core::check_max_seq_len(ctx.arch, user.data.max_seq_len);
   ctx.total_heads = ctx.arch.total_heads();
   ctx.load = core::task_load_options(*ctx.task, user.run.seed);

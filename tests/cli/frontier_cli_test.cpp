@@ -285,14 +285,16 @@ TEST_CASE("the frontier's budget candidate at F and --target-flops F give the sa
            " --set prune.latency_batch=4 --set prune.frontier_time=0.02 --set prune.verify=false";
   };
   const auto frontier = root / "frontier", target = root / "target";
-  auto f = run_capped(args(frontier) + " --set prune.budget_schedule=100,40 --max-drop 50"
-                                       " --set prune.frontier_precisions=[fp32] --set prune.frontier_gates=[]",
-                      "HP_PYTHON=" + (root / "no-python").string());
-  INFO(f.output);
-  REQUIRE(f.code <= 2);  // 2: nothing within D; the candidates are measured either way
   auto t = run_capped(args(target) + " --target-flops 0.4", "HP_PYTHON=" + (root / "no-python").string());
   INFO(t.output);
   REQUIRE(t.code == 0);
+  // The frontier measures that export too (prune.frontier_models), beside its own candidates.
+  auto f = run_capped(args(frontier) + " --set prune.budget_schedule=100,40 --max-drop 50"
+                                       " --set prune.frontier_precisions=[fp32] --set prune.frontier_gates=[]"
+                                       " --set prune.frontier_models=[" + (target / "model").string() + "]",
+                      "HP_PYTHON=" + (root / "no-python").string());
+  INFO(f.output);
+  REQUIRE(f.code <= 2);  // 2: nothing within D; the candidates are measured either way
   // The same step chosen on the same selection slice, the same metric on the evaluation split...
   const auto fstep = nlohmann::json::parse(slurp(frontier / "state" / "frontier" / "kwon-1.step.json"));
   const auto tstep = nlohmann::json::parse(slurp(target / "best_step" / "step.json"));
@@ -300,9 +302,20 @@ TEST_CASE("the frontier's budget candidate at F and --target-flops F give the sa
   CHECK(fstep["select_metrics"] == tstep["select_metrics"]);
   const auto summary = nlohmann::json::parse(slurp(frontier / "summary.json"));
   const auto tsum = nlohmann::json::parse(slurp(target / "summary.json"));
-  for (const auto& p : summary["frontier"]["points"])
-    if (p["method"] == "kwon")
-      CHECK(p["metric"].get<double>() == Approx(100 * tsum["final"]["metrics"]["accuracy"].get<double>()).epsilon(1e-12));
+  const nlohmann::json* kwon = nullptr;
+  const nlohmann::json* model = nullptr;
+  for (const auto& p : summary["frontier"]["points"]) {
+    if (p["method"] == "kwon") kwon = &p;
+    if (p["method"] == "model") model = &p;
+  }
+  REQUIRE(kwon);
+  CHECK((*kwon)["metric"].get<double>() == Approx(100 * tsum["final"]["metrics"]["accuracy"].get<double>()).epsilon(1e-12));
+  // The export measured as a candidate of its own: the same model, so the same metrics on both splits.
+  REQUIRE(model);
+  CHECK((*model)["model"] == (target / "model").string());
+  CHECK((*model)["metric"].get<double>() == Approx((*kwon)["metric"].get<double>()).epsilon(1e-12));
+  CHECK((*model)["select_metric"].get<double>() == Approx((*kwon)["select_metric"].get<double>()).epsilon(1e-12));
+  CHECK((*model)["flops_kept"].get<double>() == Approx(tsum["final"]["budget"]["kept"].get<double>()).epsilon(1e-9));
   // ...and, for the recovered step, the same weights byte for byte (the recovery ran twice, from the same start).
   if (tstep["variant"] == "recovered")
     CHECK(slurp(frontier / "budget_recover" / "1" / "best" / "model.safetensors") ==

@@ -865,6 +865,11 @@ add("select-negative", "prune.select_examples below 0",
     "(0 = off)",
     not_created("run"))
 
+add("frontier-models-not-a-model", "prune.frontier_models naming a folder that holds no model",
+    lambda s: budget_run("--max-drop", "1", *SELECT, "--set", "prune.frontier_models=[" + s + "]")(s), 1,
+    "error: prune.frontier_models[0] = $SCRATCH: no config.json there; name an exported model folder (a prune run's "
+    "model/)",
+    not_created("run"))
 add("recover-scale", "prune.recover_scale neither removed nor fixed",
     budget_run("--target-flops", "0.5", "--set", "prune.recover_scale=more"), 2,
     "error: prune.recover_scale = 'more'; use removed (budget points recover longer the more they removed) or fixed "
