@@ -202,10 +202,10 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
   CHECK(resumed["frontier"]["baseline"] == f["baseline"]);
 }
 
-// A data root with a small STS-B (train and dev, 40 rows each) in words of the tiny vocab, whose dev scores are the
+// A data root with a small STS-B (train and dev, 40 rows each) in words of the tiny vocab, whose scores are the
 // tiny regression model's own predictions (scaled into 0..5): its Spearman correlation there is 1, so that removing
 // any head or neuron costs points (the tiny models' accuracy on 3 classes, at chance, does not move).
-std::string tiny_stsb_root(const fs::path& root, bool own_train = false) {
+std::string tiny_stsb_root(const fs::path& root) {
   fs::create_directories(root / "glue" / "STS-B");
   const std::vector<std::string> a = {"the movie was great", "i love this film", "the actors played badly",
                                       "it is not very fun", "she hated the story", "we love the old man"};
@@ -234,8 +234,20 @@ std::string tiny_stsb_root(const fs::path& root, bool own_train = false) {
     return pred;
   };
   write("dev", own("dev"));
-  if (own_train) write("train", own("train"));
+  write("train", own("train"));
   return root.string();
+}
+
+// prune on the STS-B regression twin (tiny_stsb_root, its train split scored against the model's own predictions
+// too, in folder `data` beside `out`) with choices on that train split, timed at batch 4, fp32 only; `extra`: the
+// test's own flags.
+std::string stsb_args(const fs::path& out, const std::string& data, const std::string& extra) {
+  return "--model " + hp::test::kTinyBertReg + " --task stsb --max-seq-len 32 --data-root " +
+         tiny_stsb_root(out.parent_path() / data) + " --out " + out.string() +
+         " --set prune.select_split=train --criteria taylor --rank-examples 12 --set prune.bootstrap=0"
+         " --set prune.latency=false --set eval.batch_size=8 --set prune.rank_batch_size=4 --set prune.latency_batch=4"
+         " --set prune.frontier_precisions=[fp32] --set prune.frontier_time=0.02 " +
+         extra;
 }
 
 TEST_CASE("a recovery that lowers the selection metric is not the budget candidate: the tuned model is (#58)",
@@ -244,15 +256,10 @@ TEST_CASE("a recovery that lowers the selection metric is not the budget candida
   fs::remove_all(out);
   // STS-B on the regression twin, both splits scored against its own predictions; choices on the train split
   // (Spearman 1 for the unpruned model there), and a recovery at a learning rate (1) that wrecks the model.
-  const std::string args = "--model " + hp::test::kTinyBertReg + " --task stsb --max-seq-len 32 --data-root " +
-                           tiny_stsb_root(out.parent_path() / "hp_prune_frontier_lossy_data", true) + " --out " +
-                           out.string() +
-                           " --criteria taylor --rank-examples 12 --schedule 0,100 --recover-steps 4"
-                           " --set train.lr_peak=1 --set train.lr_warmup_ratio=0 --set prune.select_split=train"
-                           " --set prune.bootstrap=0 --set prune.latency=false --set eval.batch_size=8"
-                           " --set prune.rank_batch_size=4 --set prune.budget_schedule=100,60 --set prune.latency_batch=4"
-                           " --max-drop 99 --set prune.frontier_precisions=[fp32] --set prune.frontier_gates=[]"
-                           " --set prune.frontier_time=0.02";
+  const std::string args = stsb_args(out, "hp_prune_frontier_lossy_data",
+                                     "--schedule 0,100 --recover-steps 4 --set train.lr_peak=1"
+                                     " --set train.lr_warmup_ratio=0 --set prune.budget_schedule=100,60 --max-drop 99"
+                                     " --set prune.frontier_gates=[]");
   auto r = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());
   INFO(r.output);
   REQUIRE(r.code == 0);
@@ -331,13 +338,9 @@ TEST_CASE("the frontier run with no candidate within D: one line naming the clos
   // STS-B on the tiny model's regression twin, scored against its own predictions, fp32 only, and D far below
   // what removing half of the heads or half of the FLOPs costs. No reference Python: the ONNX Runtime rows
   // are skipped, and the run says so.
-  const std::string args = "--model " + hp::test::kTinyBertReg + " --task stsb --max-seq-len 32 --data-root " +
-                           tiny_stsb_root(out.parent_path() / "hp_prune_frontier_stsb", true) + " --out " +
-                           out.string() + " --set prune.select_split=train --criteria taylor --rank-examples 12 --schedule 0,50,100 --recover-steps 0"
-                           " --set prune.bootstrap=0 --set prune.latency=false --set eval.batch_size=8"
-                           " --set prune.rank_batch_size=4"
-                           " --set prune.budget_schedule=100,50 --set prune.latency_batch=4"
-                           " --max-drop 0.000001 --set prune.frontier_precisions=[fp32] --set prune.frontier_time=0.02";
+  const std::string args = stsb_args(out, "hp_prune_frontier_stsb",
+                                     "--schedule 0,50,100 --recover-steps 0 --set prune.budget_schedule=100,50"
+                                     " --max-drop 0.000001");
   auto r = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());
   INFO(r.output);
   CHECK(r.code == 2);
