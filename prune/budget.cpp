@@ -1,5 +1,6 @@
 // The pruning run's budget mode: Kwon et al.'s search in stages 3-5 (see prune/budget.h).
 #include "prune/budget.h"
+#include "prune/best_step.h"
 
 #include <algorithm>
 #include <chrono>
@@ -62,11 +63,6 @@ std::string searched_structures(Prunable p) {
   return out;
 }
 
-// Fine-tuning steps of the budget curves' recovered line (0: none).
-int curve_recover_steps(const core::PruneConfig& p) {
-  return p.curve_recover_steps < 0 ? p.recover_steps : p.curve_recover_steps;
-}
-
 // The curves of the budget run, in plot order: Kwon et al.'s steps (as their flags allow) and their recovery,
 // then the search's head and neuron counts filled by the Taylor importance of the same mask gradients, by
 // weight magnitude and by random scores.
@@ -74,7 +70,7 @@ std::vector<std::string> variants(const core::PruneConfig& p) {
   std::vector<std::string> v = {"kwon-search"};
   if (p.rearrange) v.push_back("kwon-rearranged");
   if (p.mask_tuning) v.push_back("kwon-tuned");
-  if (curve_recover_steps(p) > 0) v.push_back("kwon-recovered");
+  if (budget_recover_steps(p, 0, true) > 0) v.push_back("kwon-recovered");
   v.push_back("taylor-search");
   v.push_back("magnitude-search");
   v.push_back("random-search");
@@ -255,56 +251,6 @@ BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const 
       P.mask_tuning ? tune_masks(*ctx.model, s.rearranged, ctx.search, opts, &s.fits) : unit_scales(s.rearranged);
   s.seconds["tuning"] = seconds_since(t);
   return s;
-}
-
-BestStep best_step(const RunContext& ctx, const BudgetSearch& s, const std::string& recovered_dir) {
-  HP_CHECK(!(ctx.select_data.size() == 0), "best_step: no selection slice");
-  BestStep best;
-  double top = -1e300;
-  auto consider = [&](const std::string& variant, core::Bert model) {
-    model.set_precision(core::Precision::kFp32);
-    const double m =
-        100 * eval::evaluate(model, *ctx.task, ctx.select_data, ctx.select_batches).metrics.at(ctx.task->primary_metric);
-    if (!std::isfinite(m)) return;  // undefined (a correlation of constant predictions): never the best
-    best.select_metrics[variant] = m;
-    if (m >= top) top = m, best.variant = variant, best.model.emplace(std::move(model));
-  };
-  consider("searched", slim_model(*ctx.model, s.searched));
-  consider("rearranged", slim_model(*ctx.model, s.rearranged));
-  consider("tuned", slim_model(fold_scales(*ctx.model, s.scales), s.rearranged));
-  if (!recovered_dir.empty()) consider("recovered", core::load_bert(recovered_dir, ctx.load));
-  if (!best.model) best.variant = "tuned", best.model.emplace(slim_model(fold_scales(*ctx.model, s.scales), s.rearranged));
-  return best;
-}
-
-void take_best_step(RunContext& ctx, const MaskGradients& grads, FinalChoice& choice) {
-  if (ctx.select_data.size() == 0) return;  // no selection slice: the recovered model, as before
-  const std::string dir = ctx.cfg->run.out_dir + "/best_step", marker = dir + "/step.json";
-  if (!fs::exists(marker)) {
-    const BudgetUnit unit = budget_unit(ctx);
-    const bool recovered = budget_recover_steps(ctx.cfg->prune, unit.target, false) > 0;
-    const BestStep b = best_step(ctx, search_at(ctx, grads, unit, unit.target), recovered ? choice.model_dir : "");
-    core::shared_write([&] {
-      fs::remove_all(dir);
-      if (b.variant != "recovered") core::save_bert(*b.model, dir, ctx.model_dir);
-      fs::create_directories(dir);
-      core::write_file_atomic(marker,
-                              nlohmann::json{{"variant", b.variant}, {"select_metrics", b.select_metrics}}.dump(2) + "\n");
-    });
-    std::ostringstream line;
-    line << "the " << b.variant << " model is the best of the search's steps on " << ctx.select_split << " ("
-         << b.select_metrics.at(b.variant) << ")";
-    if (recovered && b.variant != "recovered")
-      line << "; its recovery scored "
-           << (b.select_metrics.count("recovered") ? std::to_string(b.select_metrics.at("recovered")) : "nothing defined");
-    log_stage(6, "recover", line.str());
-  }
-  const auto j = nlohmann::json::parse(core::read_file(marker));
-  if (j.at("variant") != "recovered") choice.model_dir = dir, choice.slimmed = true;
-  if (choice.budget) {
-    choice.budget->selected_step = j.at("variant").get<std::string>();
-    choice.budget->selection_metrics = j.at("select_metrics").get<std::map<std::string, double>>();
-  }
 }
 
 namespace {
@@ -622,13 +568,6 @@ FinalChoice choose_budget(RunContext& ctx, const MaskGradients& grads) {
                      ", rearranged " + std::to_string(b.metrics_by_step.at("rearranged").at(ctx.task->primary_metric)) +
                      ", tuned " + std::to_string(b.metrics_by_step.at("tuned").at(ctx.task->primary_metric)));
   return c;
-}
-
-int budget_recover_steps(const core::PruneConfig& p, double fraction, bool curves) {
-  const int base = curves ? curve_recover_steps(p) : p.recover_steps;
-  if (base <= 0 || p.recover_scale == "fixed") return base;
-  const long scaled = std::lround(base * (1 - fraction) / 0.5);
-  return static_cast<int>(std::max<long>(scaled, std::max(1, base / 5)));
 }
 
 }  // namespace hp::prune

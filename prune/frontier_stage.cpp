@@ -17,6 +17,7 @@
 #include "eval/evaluator.h"
 #include "eval/flops.h"
 #include "eval/latency.h"
+#include "prune/best_step.h"
 #include "prune/budget.h"
 #include "prune/mask_tuning.h"
 #include "prune/onnx.h"
@@ -74,7 +75,7 @@ double train_seconds(const std::string& run_dir) {
 }
 
 // Which step of the search at budget_schedule[step] is the candidate: the best on the selection slice of the
-// search's choice, rearranged, tuned and recovered (prune/budget.h best_step), decided once and kept in
+// search's choice, rearranged, tuned and recovered (prune/best_step.h), decided once and kept in
 // state/frontier/kwon-<step>.step.json with each step's selection metric and the seconds that made it.
 nlohmann::json budget_step_choice(const RunContext& ctx, const MaskGradients& grads, int step, double fraction,
                                   const std::string& recovered) {

@@ -12,6 +12,7 @@
 #include "core/dist/distributed.h"
 #include "core/kernels/lowp_gemm.h"
 #include "eval/flops.h"
+#include "prune/best_step.h"
 #include "prune/budget.h"
 #include "prune/criteria.h"
 #include "prune/frontier_stage.h"

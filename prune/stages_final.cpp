@@ -16,6 +16,7 @@
 #include "eval/evaluator.h"
 #include "eval/flops.h"
 #include "eval/latency.h"
+#include "prune/best_step.h"
 #include "prune/budget.h"
 #include "prune/onnx.h"
 #include "prune/slim.h"

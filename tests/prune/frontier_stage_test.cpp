@@ -3,7 +3,7 @@
 // the frontier measured, never rebuilt by a --target-heads or --target-flops run).
 #include <catch2/catch.hpp>
 
-#include "prune/budget.h"
+#include "prune/best_step.h"
 #include "prune/frontier_stage.h"
 
 using hp::prune::chosen_config;

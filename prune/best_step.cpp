@@ -1,0 +1,80 @@
+// Which of a budget choice's models is kept, and how long it recovers (see prune/best_step.h).
+#include "prune/best_step.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/base/errors.h"
+#include "core/base/files.h"
+#include "core/dist/distributed.h"
+#include "core/io/checkpoint.h"
+#include "eval/evaluator.h"
+#include "prune/mask_tuning.h"
+#include "prune/slim.h"
+
+namespace hp::prune {
+
+namespace fs = std::filesystem;
+
+int budget_recover_steps(const core::PruneConfig& p, double fraction, bool curves) {
+  const int base = curves ? (p.curve_recover_steps < 0 ? p.recover_steps : p.curve_recover_steps) : p.recover_steps;
+  if (base <= 0 || p.recover_scale == "fixed") return base;
+  const long scaled = std::lround(base * (1 - fraction) / 0.5);
+  return static_cast<int>(std::max<long>(scaled, std::max(1, base / 5)));
+}
+
+BestStep best_step(const RunContext& ctx, const BudgetSearch& s, const std::string& recovered_dir) {
+  HP_CHECK(!(ctx.select_data.size() == 0), "best_step: no selection slice");
+  BestStep best;
+  double top = -1e300;
+  auto consider = [&](const std::string& variant, core::Bert model) {
+    model.set_precision(core::Precision::kFp32);
+    const double m =
+        100 * eval::evaluate(model, *ctx.task, ctx.select_data, ctx.select_batches).metrics.at(ctx.task->primary_metric);
+    if (!std::isfinite(m)) return;  // undefined (a correlation of constant predictions): never the best
+    best.select_metrics[variant] = m;
+    if (m >= top) top = m, best.variant = variant, best.model.emplace(std::move(model));
+  };
+  consider("searched", slim_model(*ctx.model, s.searched));
+  consider("rearranged", slim_model(*ctx.model, s.rearranged));
+  consider("tuned", slim_model(fold_scales(*ctx.model, s.scales), s.rearranged));
+  if (!recovered_dir.empty()) consider("recovered", core::load_bert(recovered_dir, ctx.load));
+  if (!best.model) best.variant = "tuned", best.model.emplace(slim_model(fold_scales(*ctx.model, s.scales), s.rearranged));
+  return best;
+}
+
+void take_best_step(RunContext& ctx, const MaskGradients& grads, FinalChoice& choice) {
+  if (ctx.select_data.size() == 0) return;  // no selection slice: the recovered model, as before
+  const std::string dir = ctx.cfg->run.out_dir + "/best_step", marker = dir + "/step.json";
+  if (!fs::exists(marker)) {
+    const BudgetUnit unit = budget_unit(ctx);
+    const bool recovered = budget_recover_steps(ctx.cfg->prune, unit.target, false) > 0;
+    const BestStep b = best_step(ctx, search_at(ctx, grads, unit, unit.target), recovered ? choice.model_dir : "");
+    core::shared_write([&] {
+      fs::remove_all(dir);
+      if (b.variant != "recovered") core::save_bert(*b.model, dir, ctx.model_dir);
+      fs::create_directories(dir);
+      core::write_file_atomic(marker,
+                              nlohmann::json{{"variant", b.variant}, {"select_metrics", b.select_metrics}}.dump(2) + "\n");
+    });
+    std::ostringstream line;
+    line << "the " << b.variant << " model is the best of the search's steps on " << ctx.select_split << " ("
+         << b.select_metrics.at(b.variant) << ")";
+    if (recovered && b.variant != "recovered")
+      line << "; its recovery scored "
+           << (b.select_metrics.count("recovered") ? std::to_string(b.select_metrics.at("recovered")) : "nothing defined");
+    log_stage(6, "recover", line.str());
+  }
+  const auto j = nlohmann::json::parse(core::read_file(marker));
+  if (j.at("variant") != "recovered") choice.model_dir = dir, choice.slimmed = true;
+  if (choice.budget) {
+    choice.budget->selected_step = j.at("variant").get<std::string>();
+    choice.budget->selection_metrics = j.at("select_metrics").get<std::map<std::string, double>>();
+  }
+}
+
+}  // namespace hp::prune
