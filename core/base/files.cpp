@@ -176,8 +176,40 @@ void remove_stale_staging_under(const std::string& dir) {
   for (const auto& p : stale) fs::remove_all(p, ec);
 }
 
+namespace {
+// `p` absolute, with "." and ".." and links resolved as far as it exists.
+fs::path resolved(const std::string& p) {
+  std::error_code ec;
+  auto out = fs::weakly_canonical(fs::absolute(p, ec), ec);
+  return ec ? fs::absolute(p, ec).lexically_normal() : out;
+}
+// Whether `inner` is `outer` or lies under it.
+bool within(const fs::path& inner, const fs::path& outer) {
+  const fs::path rel = inner.lexically_relative(outer);
+  return !rel.empty() && *rel.begin() != "..";
+}
+}  // namespace
+
+void refuse_replacing_inputs(const std::string& target, const std::vector<ReadPath>& inputs) {
+  const fs::path t = resolved(target);
+  std::error_code ec;
+  const fs::path cwd = resolved(fs::current_path(ec).string());
+  if (!ec && within(cwd, t))
+    throw ConfigError(target + (cwd == t ? " is the current folder" : " holds the current folder (" + cwd.string() + ")") +
+                      ", which a folder written whole cannot replace; name a new folder, e.g. " +
+                      (t / "export").lexically_relative(cwd).string() + ", or run from another folder");
+  for (const auto& in : inputs) {
+    if (in.path.empty()) continue;
+    const fs::path p = resolved(in.path);
+    if (p != t && within(p, t))
+      throw ConfigError(target + " holds " + in.label + " (" + in.path + "), which replacing the folder would delete; "
+                        "name a folder outside it");
+  }
+}
+
 StagedFolder::StagedFolder(const std::string& target) : target_(target) {
   while (target_.size() > 1 && target_.back() == '/') target_.pop_back();
+  refuse_replacing_inputs(target_);
   std::error_code ec;
   if (fs::is_symlink(target_, ec)) target_ = fs::canonical(target_, ec).string();  // the folder it names, link kept
   const auto st = fs::status(target_, ec);

@@ -123,13 +123,14 @@ YAML_HEAD = "model:\n  path: $SCRATCH/model\ndata:\n  task: mnli_subset\n  max_s
 E = []  # (id, input, build, exit code, error line, after)
 
 
-def add(id, what, build, code, line, after=None, env=None, warning=None, keeps_work=False, needs=None):
+def add(id, what, build, code, line, after=None, env=None, warning=None, keeps_work=False, needs=None, cwd=None):
     """`warning`: a line that must be printed as a warning too (without the time and tag). `keeps_work`: a run
     that fails after finishing some of its work keeps that work for --resume (every other refused command
     leaves nothing new). `needs`: a function giving the reason to skip the entry (exit 77) on this machine, or
-    None (the reference Python for a check that runs ONNX Runtime)."""
+    None (the reference Python for a check that runs ONNX Runtime). `cwd`: the folder, relative to the scratch
+    folder, that prune runs in (default: the test's own)."""
     E.append({"id": id, "what": what, "build": build, "code": code, "line": line, "after": after, "env": env,
-              "warning": warning, "keeps_work": keeps_work, "needs": needs})
+              "warning": warning, "keeps_work": keeps_work, "needs": needs, "cwd": cwd})
 
 
 # --- safetensors -------------------------------------------------------------------------------------------
@@ -799,6 +800,36 @@ def int8_read_only(s):
 add("export-over-foreign", "prune export --to a folder holding files of no export (they were overwritten, others kept)",
     foreign_out, 2, "error: $SCRATCH/out is not empty and holds no headprune export (it has 'notes.txt', which an "
     "export would replace); pass --to NEW_DIR, empty the folder, or add --force to replace it", out_as_before)
+def hf_folder(s, name="hf"):
+    """A Hugging Face model folder of the user's (the tiny model, no headprune config.json keys) with their own
+    README.md: every file name one an export also writes."""
+    fx.copy_tiny(os.path.join(s, name))
+    with open(os.path.join(s, name, "README.md"), "w") as f:
+        f.write("# my model\n")
+    EARLIER[s] = files_of(os.path.join(s, name))
+    return os.path.join(s, name)
+
+
+def unchanged(relative):
+    return lambda s: None if files_of(os.path.join(s, relative)) == EARLIER.pop(s) else f"{relative} was changed"
+
+
+add("export-over-hf-folder", "prune export --to a Hugging Face model folder that is no export, with its own README.md "
+    "(every name one an export writes: it was replaced whole)",
+    lambda s: ["export", "--model", fx.TINY, "--to", hf_folder(s)], 2,
+    "error: $SCRATCH/hf is not empty and holds no headprune export (its config.json was not written by headprune: no "
+    "'heads_per_layer'), which an export would replace whole; pass --to NEW_DIR, empty the folder, or add --force to "
+    "replace it", unchanged("hf"))
+add("export-force-holds-model", "prune export --force --to a folder that holds --model (it deleted the input)",
+    lambda s: ["export", "--model", hf_folder(s, "work/model"), "--force", "--to", s + "/work"], 2,
+    "error: $SCRATCH/work holds --model ($SCRATCH/work/model), which replacing the folder would delete; name a folder "
+    "outside it", unchanged("work/model"))
+add("export-force-cwd", "prune export --force --to . (the current folder; was a staging folder's name and \"check the "
+    "folder is writable\")",
+    lambda s: (hf_folder(s, "work"), ["export", "--model", fx.TINY, "--force", "--to", "."])[1], 2,
+    "error: . is the current folder, which a folder written whole cannot replace; name a new folder, e.g. export, or "
+    "run from another folder", unchanged("work"), cwd="work")
+
 add("export-read-only", "prune export --int8 --to a folder in a read-only folder (was a raw filesystem error)",
     int8_read_only, 1, "error: $SCRATCH/ro/int8: cannot create a folder in $SCRATCH/ro (Read-only file system); "
     "choose a writable location", nothing_under("ro"), env=lambda s: {"HP_FAIL_OP": "open", "HP_FAIL_PREFIX": s + "/ro"})
@@ -990,7 +1021,8 @@ def run_entry(e):
     if e["env"]:
         env.update(e["env"](s))
         env["LD_PRELOAD"] = FAIL_IO
-    got = subprocess.run([PRUNE, *args], capture_output=True, text=True, env=env, timeout=120)
+    got = subprocess.run([PRUNE, *args], capture_output=True, text=True, env=env, timeout=120,
+                         cwd=os.path.join(s, e["cwd"]) if e["cwd"] else None)
     lines = [l for l in (got.stdout + got.stderr).splitlines() if l.startswith("error: ")]
     line = lines[0].replace(s, "$SCRATCH").replace(fx.REPO + "/", "") if lines else ""
     # The thread limit depends on the machine: written as $MAX_THREADS (4 per core).
