@@ -30,6 +30,19 @@ RunStore::RunStore(std::string dir, const std::string& config_yaml) : lock_(dir)
   if (!resumed_) core::write_file_atomic(dir_ + "/" + core::run_kind_record(core::RunKind::kPruning), config_yaml);
 }
 
+void RunStore::abandon_new_run() const {
+  if (resumed_) return;
+  core::shared_write([&] {
+    std::error_code ec;
+    std::vector<fs::path> wrote;
+    for (const auto& e : fs::directory_iterator(dir_, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name != core::kRunLockFile && name != "latency_table.json") wrote.push_back(e.path());
+    }
+    for (const auto& p : wrote) fs::remove_all(p, ec);
+  });
+}
+
 std::string matrix_json(const torch::Tensor& m) {
   auto t = m.to(torch::kFloat64).contiguous();
   json rows = json::array();

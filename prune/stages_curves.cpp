@@ -118,6 +118,8 @@ void prepare(RunContext& ctx, const core::Config& cfg, const std::atomic<bool>* 
   ctx.data_root = core::resolve_data_root(cfg.data.root);
   ctx.eval_examples = core::read_task(*ctx.task, ctx.data_root, P.eval_split);
   ctx.rank_examples = core::read_task(*ctx.task, ctx.data_root, P.rank_split);
+  if (ctx.eval_examples.empty() || !ctx.eval_examples.front().has_label)
+    throw ConfigError("prune.eval_split = " + P.eval_split + " has no labels; use a labelled split (dev)");
   if (P.rank_split == P.eval_split)
     core::log_warn("prune", "prune.rank_split = eval_split = " + P.eval_split +
                                 ": heads are ranked on the data the curves report");

@@ -501,6 +501,26 @@ add("budget-two-targets", "--target-heads and --target-flops together", budget_r
 add("layers-count", "--target-layers as many as the model has (nothing would be dropped)",
     budget_run("--target-layers", "2"), 2,
     "error: prune.target_layers = 2 but the model has 2 layers; use 1..1 (or 0 for off)", not_created("run"))
+add("layers-with-max-drop", "--target-layers with --max-drop (was \"prune.a FLOPs, parameter or latency budget\")",
+    budget_run("--target-layers", "1", "--max-drop", "1"), 2,
+    "error: prune.target_layers and prune.max_drop are both set; give --target-layers N alone (it drops whole layers, "
+    "then recovers)", not_created("run"))
+add("layers-one-layer-model", "--target-layers on a one-layer model (was \"use 1..0\")",
+    lambda s: (budget_run("--target-layers", "1")(s), fx.copy_tiny(s + "/model", config={"num_hidden_layers": 1}))[0],
+    2,
+    "error: prune.target_layers = 1 but the model has 1 layer, and a model keeps at least one: there is no layer to "
+    "drop; prune heads or neurons instead (--target-heads N or --target-flops F)", not_created("run"))
+add("layer-counts-unused-range", "prune.layer_counts out of range without layers in prune.structures (was found in "
+    "stage 4, after the run folder was claimed)", budget_run("--target-flops", "0.5", "--set", "prune.layer_counts=[9]"),
+    2, "error: prune.layer_counts has 9; use layer counts in 1..2 (the model's layers), or [] for every count",
+    not_created("run"))
+add("late-config-error-new-run", "a config error found after the run folder was claimed (stage 4: a FLOPs budget too "
+    "small for one head); the new run's folder was left, and the corrected command refused it as another config",
+    budget_run("--target-flops", "0.001", "--set", "prune.rank_split=matched", "--set", "prune.eval_split=mismatched",
+               "--rank-examples", "8", "--schedule", "0,50", "--set", "prune.criteria=[random]", "--set",
+               "prune.bootstrap=0", "--set", "prune.latency=false", "--set", "prune.curve_recover_steps=0"), 2,
+    "error: the budget pays for no head (one head costs 32032.000000, the budget is 379.392000); raise the target",
+    not_created("run"))
 add("layers-choice", "--layer-choice naming no known choice", budget_run("--target-layers", "1", "--layer-choice",
     "middle"), 2, "error: prune.layer_choice = 'middle'; use fisher, top or alternate", not_created("run"))
 add("hidden-width", "prune.hidden_widths naming more channels than the model has", budget_run(
@@ -872,6 +892,26 @@ add("frontier-precision", "prune.frontier_precisions naming no precision",
     budget_run("--max-drop", "1", "--set", "prune.frontier_precisions=[fp16]"), 2,
     "error: prune.frontier_precisions = 'fp16'; use fp32, bf16 or int8",
     not_created("run"))
+add("frontier-precision-empty", "prune.frontier_precisions = [] (the run measured no candidate, then said \"raise "
+    "--max-drop\")", budget_run("--max-drop", "1", "--set", "prune.frontier_precisions=[]"), 2,
+    "error: prune.frontier_precisions is empty, so --max-drop would measure no candidate; use fp32, bf16 or int8, e.g. "
+    "[fp32, int8]", not_created("run"))
+add("frontier-precision-capped", "prune.frontier_precisions = [int8] under HEADPRUNE_MAX_ISA=scalar (no precision "
+    "left that runs natively)", budget_run("--max-drop", "1", "--set", "prune.frontier_precisions=[int8]"), 2,
+    "error: prune.frontier_precisions = [int8] has no precision this CPU runs natively (instruction-set cap scalar "
+    "from HEADPRUNE_MAX_ISA), so --max-drop would measure no candidate; add fp32, e.g. [fp32, int8]",
+    not_created("run"), env=lambda s: {"HEADPRUNE_MAX_ISA": "scalar"})
+add("layers-method", "--method gates with --target-layers (the method was ignored)",
+    budget_run("--target-layers", "1", "--method", "gates"), 2,
+    "error: prune.method = gates with --target-layers: whole layers are chosen by prune.layer_choice (fisher, top or "
+    "alternate), not by a method; leave prune.method = best", not_created("run"))
+add("unused-key-warned", "--structures heads,neurons,hidden with --target-heads (accepted, with one warning naming why)",
+    budget_run("--target-heads", "6", "--structures", "heads,neurons,hidden", "--set", "prune.rank_split=matched",
+               "--set", "prune.eval_split=mismatched", "--rank-examples", "8", "--schedule", "0,50", "--set",
+               "prune.criteria=[random]", "--set", "prune.bootstrap=0", "--set", "prune.latency=false",
+               "--recover-steps", "0", "--set", "prune.verify=false"), 0, "",
+    warning="prune.structures is set but this run does not use it: only a FLOPs, parameter or latency budget or "
+    "--max-drop D does", keeps_work=True)
 add("frontier-gates", "prune.frontier_gates with a budget outside (0, 100) or auto beside a number",
     budget_run("--max-drop", "1", "--set", "prune.frontier_gates=[auto,50]"), 2,
     "error: prune.frontier_gates has 'auto'; use FLOPs percents in (0, 100), e.g. [30, 50], or [auto] (alone), or [] "
