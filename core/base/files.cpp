@@ -48,6 +48,16 @@ void commit_output_file(const std::string& tmp, const std::string& path) {
 
 namespace {
 
+// What to do about a failed write, by its cause: "free disk space" helps a full disk, not a read-only one (#61).
+std::string write_fix(int err) {
+  switch (err) {
+    case EROFS: return "the file system is read-only: choose a folder on a writable disk";
+    case EACCES:
+    case EPERM: return "check the folder's permissions, or choose a writable folder";
+    default: return "free disk space or choose a writable folder";  // ENOSPC, EDQUOT, EIO
+  }
+}
+
 // The folders above `path` that do not exist yet, deepest first.
 std::vector<fs::path> missing_parents(const std::string& path) {
   std::vector<fs::path> out;
@@ -66,14 +76,13 @@ void write_bytes_atomic(const std::string& path, const void* bytes, std::size_t 
   // fsync makes the renamed file complete even after a crash of the machine, not only of the process.
   // A failed write leaves nothing behind: not the .tmp, nor the folders made for it.
   auto fail = [&](const char* what, int fd) {
-    const std::string reason = std::strerror(errno);
+    const int err = errno;
     if (fd >= 0) ::close(fd);
     ::unlink(tmp.c_str());
     std::error_code ec;
     for (const auto& d : created)
       if (!fs::remove(d, ec)) break;
-    throw InputError(path + ": cannot " + what + " " + tmp + " (" + reason +
-                     "); free disk space or choose a writable folder");
+    throw InputError(path + ": cannot " + what + " " + tmp + " (" + std::strerror(err) + "); " + write_fix(err));
   };
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("create", -1);

@@ -627,6 +627,12 @@ add("out-read-only", "--output in a read-only folder", read_only_out, 1,
     "error: $SCRATCH/ro/result.json: cannot create its folder $SCRATCH/ro (Read-only file system); choose a writable location",
     no_tmp_left("ro"), env=lambda s: {"HP_FAIL_OP": "open", "HP_FAIL_PREFIX": s + "/ro"})
 
+add("out-read-only-file", "--output in an existing folder on a read-only file system (was \"free disk space\")",
+    lambda s: (os.makedirs(s + "/ro"), read_only_out(s))[1], 1,
+    "error: $SCRATCH/ro/result.json: cannot create $SCRATCH/ro/result.json.tmp (Read-only file system); the file "
+    "system is read-only: choose a folder on a writable disk",
+    no_tmp_left("ro"), env=lambda s: {"HP_FAIL_OP": "open", "HP_FAIL_PREFIX": s + "/ro/"})
+
 
 def disk_full(s):
     """An earlier result in out/, then the same command on a full disk."""
