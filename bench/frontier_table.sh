@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
-# Reproduces the README's frontier tables (#41): `prune --max-drop DROP` on a fine-tuned all-MiniLM-L6-v2 (BASE, e.g.
-# `prune train --config configs/sst2.yaml --out runs/sst2_ft`), timed at batch 32 x 128 tokens, with the candidates
-# trimmed to keep the run near half an hour on 2 cores: the taylor ranking at 6 head counts (SCHEDULE, percent
-# pruned), the retraining-free search at 4 FLOPs budgets (BUDGETS) each recovered by 150 steps, and the gates at the
-# two cheapest budgets the search left within 2·DROP, trained as in bench/cofi_table.sh (12,800 examples: one epoch
-# with the gates, one with the structure fixed). A finished run is kept (summary.json); a killed one resumes.
-# Prints the frontier (every point, the front and the choice) and the run's wall time.
-# Usage: bench/frontier_table.sh   (env PRUNE, TASK = sst2, BASE = runs/$TASK_ft/best, OUT = runs/frontier_$TASK,
-#                                   DROP = 1, SCHEDULE, BUDGETS, EXTRA = more flags)
+# Reproduces the frontier tables (#41, #58): `prune --max-drop DROP` on a fine-tuned all-MiniLM-L6-v2 (BASE, e.g. README
+# command 1's runs/sst2/finetune/best) with the DEFAULTS — every head criterion, the search at every budget_schedule
+# point recovered by prune.recover_steps and taken at the best of its steps on the selection slice, the gates at the
+# two cheapest budgets the search left within 2·DROP — timed at batch 32 x 128 tokens. TRIM=1 trims the candidates
+# (the taylor ranking at 6 head counts, the search at 4 budgets, the gates on 12,800 examples: train.* shapes the
+# gates and fine-tuning only, never the recoveries) to keep the run near half an hour on 2 cores. A finished run is
+# kept (summary.json); a killed one resumes. Prints the frontier (every point, the selection metric the choice read,
+# the step each budget candidate is, its cost, the front and the choice) and the run's wall time.
+# Usage: bench/frontier_table.sh   (env PRUNE, TASK = sst2, BASE = runs/$TASK/finetune/best, OUT = runs/frontier_$TASK,
+#                                   DROP = 1, TRIM = 0, EXTRA = more flags)
 set -euo pipefail
 PRUNE="${PRUNE:-build/bin/prune}"
 TASK="${TASK:-sst2}"
-BASE="${BASE:-runs/${TASK}_ft/best}"
+BASE="${BASE:-runs/$TASK/finetune/best}"
 OUT="${OUT:-runs/frontier_$TASK}"
 DROP="${DROP:-1}"
-SCHEDULE="${SCHEDULE:-0,25,50,60,70,80}"
-BUDGETS="${BUDGETS:-100,70,50,40,30}"
+trim=()
+if [[ "${TRIM:-0}" == 1 ]]; then
+  trim=(--criteria taylor --schedule 0,25,50,60,70,80 --set "prune.budget_schedule=[100,70,50,40,30]"
+        --set train.max_train_examples=12800 --set train.max_steps=0 --set train.epochs=1 --set train.eval_every=100)
+fi
 read -r -a extra <<< "${EXTRA:-}"
 [[ -f "$BASE/config.json" ]] || { echo "frontier_table: $BASE not found; fine-tune first (or set BASE)" >&2; exit 1; }
 if [[ ! -f "$OUT/summary.json" ]]; then
-  args=(--config "configs/$TASK.yaml" --model "$BASE" --max-drop "$DROP" --criteria taylor --schedule "$SCHEDULE"
-        --set "prune.budget_schedule=[$BUDGETS]" --set prune.curve_recover_steps=150 --set prune.latency_seq=128
-        --set train.max_train_examples=12800 --set train.max_steps=0 --set train.epochs=1 --set train.eval_every=100
+  args=(--config "configs/$TASK.yaml" --model "$BASE" --max-drop "$DROP" --set prune.latency_seq=128 "${trim[@]}"
         "${extra[@]}" --out "$OUT")
   echo "+ $PRUNE ${args[*]}" >&2
   t0=$(date +%s.%N)
@@ -42,14 +44,16 @@ wall = (out / "wall_seconds").read_text().strip() if (out / "wall_seconds").exis
 print(f"{f['task']} {f['split']} {f['metric']}: unpruned fp32 {f['baseline']:.2f}, D = {f['max_drop']:g}; speed-up "
       f"over unpruned fp32 (headprune) at {f['timing']}; ONNX Runtime: {f['onnxruntime']}; run "
       f"{float(wall) / 60:.1f} min\n")
-print("| candidate | precision | heads | FLOPs kept | " + f["metric"] + " | Δ | speed-up | batch 1 | |")
-print("|---|---|---|---|---|---|---|---|---|")
+print(f"choices on {f.get('select_split', '?')} (unpruned fp32 {f.get('select_baseline', float('nan')):.2f} there)\n")
+print("| candidate | step | precision | heads | FLOPs kept | " + f["metric"] + " | Δ | selection | speed-up | batch 1 | cost | |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in sorted(rows, key=lambda r: -float(r["speedup"])):
     name = " ".join(x for x in (r["method"], r["criterion"], r["budget"]) if x)
     mark = ("**chosen**" if r["chosen"] == "1" else "reference" if r["reference"] == "1" else
             "front" if r["pareto"] == "1" else "")
     one = f"×{float(r[b1]):.2f}" if b1 and r[b1] else "–"
-    print(f"| {name} | {r['precision']} | {r['heads_kept']} | {100 * float(r['flops_kept']):.0f}% | "
-          f"{float(r['metric']):.2f} | {round(float(r['metric']) - f['baseline'], 2) + 0.0:+.2f} | ×{float(r['speedup']):.2f} | {one} | "
-          f"{mark} |")
+    cost = f"{float(r['cost_s']) / 60:.1f} min" if r.get("cost_s") and float(r["cost_s"]) > 0 else "–"
+    print(f"| {name} | {r.get('variant', '')} | {r['precision']} | {r['heads_kept']} | {100 * float(r['flops_kept']):.0f}% | "
+          f"{float(r['metric']):.2f} | {round(float(r['metric']) - f['baseline'], 2) + 0.0:+.2f} | "
+          f"{float(r.get('select_metric') or 'nan'):.2f} | ×{float(r['speedup']):.2f} | {one} | {cost} | {mark} |")
 PYEOF

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -256,6 +257,56 @@ BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const 
   return s;
 }
 
+BestStep best_step(const RunContext& ctx, const BudgetSearch& s, const std::string& recovered_dir) {
+  HP_CHECK(!(ctx.select_data.size() == 0), "best_step: no selection slice");
+  BestStep best;
+  double top = -1e300;
+  auto consider = [&](const std::string& variant, core::Bert model) {
+    model.set_precision(core::Precision::kFp32);
+    const double m =
+        100 * eval::evaluate(model, *ctx.task, ctx.select_data, ctx.select_batches).metrics.at(ctx.task->primary_metric);
+    if (!std::isfinite(m)) return;  // undefined (a correlation of constant predictions): never the best
+    best.select_metrics[variant] = m;
+    if (m >= top) top = m, best.variant = variant, best.model.emplace(std::move(model));
+  };
+  consider("searched", slim_model(*ctx.model, s.searched));
+  consider("rearranged", slim_model(*ctx.model, s.rearranged));
+  consider("tuned", slim_model(fold_scales(*ctx.model, s.scales), s.rearranged));
+  if (!recovered_dir.empty()) consider("recovered", core::load_bert(recovered_dir, ctx.load));
+  if (!best.model) best.variant = "tuned", best.model.emplace(slim_model(fold_scales(*ctx.model, s.scales), s.rearranged));
+  return best;
+}
+
+void take_best_step(RunContext& ctx, const MaskGradients& grads, FinalChoice& choice) {
+  if (ctx.select_data.size() == 0) return;  // no selection slice: the recovered model, as before
+  const std::string dir = ctx.cfg->run.out_dir + "/best_step", marker = dir + "/step.json";
+  if (!fs::exists(marker)) {
+    const BudgetUnit unit = budget_unit(ctx);
+    const bool recovered = budget_recover_steps(ctx.cfg->prune, unit.target, false) > 0;
+    const BestStep b = best_step(ctx, search_at(ctx, grads, unit, unit.target), recovered ? choice.model_dir : "");
+    core::shared_write([&] {
+      fs::remove_all(dir);
+      if (b.variant != "recovered") core::save_bert(*b.model, dir, ctx.model_dir);
+      fs::create_directories(dir);
+      core::write_file_atomic(marker,
+                              nlohmann::json{{"variant", b.variant}, {"select_metrics", b.select_metrics}}.dump(2) + "\n");
+    });
+    std::ostringstream line;
+    line << "the " << b.variant << " model is the best of the search's steps on " << ctx.select_split << " ("
+         << b.select_metrics.at(b.variant) << ")";
+    if (recovered && b.variant != "recovered")
+      line << "; its recovery scored "
+           << (b.select_metrics.count("recovered") ? std::to_string(b.select_metrics.at("recovered")) : "nothing defined");
+    log_stage(6, "recover", line.str());
+  }
+  const auto j = nlohmann::json::parse(core::read_file(marker));
+  if (j.at("variant") != "recovered") choice.model_dir = dir, choice.slimmed = true;
+  if (choice.budget) {
+    choice.budget->selected_step = j.at("variant").get<std::string>();
+    choice.budget->selection_metrics = j.at("select_metrics").get<std::map<std::string, double>>();
+  }
+}
+
 namespace {
 
 // The last step's choice (the scales folded in) slimmed and fine-tuned by prune.curve_recover_steps as stage 6
@@ -263,7 +314,7 @@ namespace {
 // the original model's shape. Once the point is stored only the run's record stays (train_result.json and the
 // config; the models and the optimizer state are removed), and best/ when the frontier (prune.max_drop) measures it
 // as a candidate (prune/frontier_stage.h). Empty when stopped.
-std::optional<CurvePoint> recovered_point(RunContext& ctx, const BudgetSearch& s, int step) {
+std::optional<CurvePoint> recovered_point(RunContext& ctx, const BudgetSearch& s, int step, double fraction) {
   const core::Config& cfg = *ctx.cfg;
   const std::string sub = "budget_recover/" + std::to_string(step), dir = cfg.run.out_dir + "/" + sub;
   const std::string start = dir + ".start";
@@ -271,7 +322,8 @@ std::optional<CurvePoint> recovered_point(RunContext& ctx, const BudgetSearch& s
     core::shared_write([&] {
       core::save_bert(slim_model(fold_scales(*ctx.model, s.scales), s.rearranged), start, ctx.model_dir);
     });
-  if (!train_in(ctx, recovery_config(cfg, curve_recover_steps(cfg.prune)), sub, start, {}, ctx.model_dir))
+  if (!train_in(ctx, recovery_config(cfg, budget_recover_steps(cfg.prune, fraction, true)), sub, start, {},
+                ctx.model_dir))
     return std::nullopt;
   const core::Bert recovered = core::load_bert(dir + "/best", ctx.load);
   const core::BertConfig& slim = recovered.config();
@@ -324,7 +376,7 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
       continue;
     }
     if (name == "kwon-recovered") {
-      auto p = recovered_point(ctx, s, step);
+      auto p = recovered_point(ctx, s, step, fraction);
       if (!p) return {};
       points.push_back(std::move(*p));
       continue;
@@ -570,6 +622,13 @@ FinalChoice choose_budget(RunContext& ctx, const MaskGradients& grads) {
                      ", rearranged " + std::to_string(b.metrics_by_step.at("rearranged").at(ctx.task->primary_metric)) +
                      ", tuned " + std::to_string(b.metrics_by_step.at("tuned").at(ctx.task->primary_metric)));
   return c;
+}
+
+int budget_recover_steps(const core::PruneConfig& p, double fraction, bool curves) {
+  const int base = curves ? curve_recover_steps(p) : p.recover_steps;
+  if (base <= 0 || p.recover_scale == "fixed") return base;
+  const long scaled = std::lround(base * (1 - fraction) / 0.5);
+  return static_cast<int>(std::max<long>(scaled, std::max(1, base / 5)));
 }
 
 }  // namespace hp::prune

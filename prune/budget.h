@@ -49,6 +49,12 @@ void prepare_latency_budget(RunContext& ctx);
 // After the claim: the table written to the run folder (unless it is there already).
 void save_latency_table(const RunContext& ctx);
 
+// Fine-tuning steps that recover a budget choice keeping `fraction` of its unit: the budget curves' recovered line
+// (`curves`: prune.curve_recover_steps, -1 = recover_steps) or stage 6 (recover_steps), scaled as
+// prune.recover_scale says (removed: by the fraction removed over one half, at least a fifth; fixed: as is). 0 = no
+// recovery.
+int budget_recover_steps(const core::PruneConfig& p, double fraction, bool curves);
+
 // True when the run has a FLOPs, parameter or latency budget, or measures the frontier (prune.max_drop: the budget
 // curves in FLOPs are its candidates).
 bool budget_mode(const core::PruneConfig& p);
@@ -64,6 +70,23 @@ struct BudgetSearch {
   std::map<std::string, double> seconds;  // "search", "rearrange", "tuning"
 };
 BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const BudgetUnit& unit, double fraction);
+
+// The best on the selection slice (prune/selection.h) of one budget choice's steps (#58: a recovery that loses
+// is not taken): the search's choice, rearranged, tuned (the scales folded in), each slimmed, and the recovered
+// model in `recovered_dir` (the best of its evaluations on the same slice; "" when there is none), evaluated at
+// fp32 on ctx.select_data. Of equal ones the later step. `select_metrics`: variant → points.
+struct BestStep {
+  std::string variant;  // "searched", "rearranged", "tuned" or "recovered"
+  std::map<std::string, double> select_metrics;
+  std::optional<core::Bert> model;  // the winner, slimmed
+};
+BestStep best_step(const RunContext& ctx, const BudgetSearch& s, const std::string& recovered_dir);
+
+// Stage 6 with a budget, after the recovery: the choice's model becomes the best of its steps on the selection
+// slice (best_step at the target; the recovered one in choice.model_dir when prune.recover_steps > 0), saved into
+// RUN_DIR/best_step when it is not the recovered one, so that --target-flops F exports what the frontier's budget
+// candidate at F measures. step.json there records the variant and each step's selection metric.
+void take_best_step(RunContext& ctx, const MaskGradients& grads, FinalChoice& choice);
 
 // Stage 4 with a budget: the budget curves (one seed: the search is deterministic given its sample) and their
 // report files, appended to `curves`. `heads` are the head criteria's aggregates, drawn on the same axis.

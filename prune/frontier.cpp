@@ -28,7 +28,7 @@ constexpr double kSlack = 1e-9;
 
 void add_measured(Frontier& f, FrontierPoint p) {
   if (p.method == "unpruned" && p.precision == "fp32") {
-    f.baseline = p.metric;
+    f.baseline = p.metric, f.select_baseline = p.select_metric;
     p.reference = true;  // the baseline of the metric and of the speedups: quantised, it is a candidate
   }
   f.points.push_back(std::move(p));
@@ -54,14 +54,15 @@ std::vector<std::size_t> pareto_front(const std::vector<FrontierPoint>& points) 
   return front;
 }
 
-std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& points, double baseline,
+std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& points, double select_baseline,
                                          double max_drop) {
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < points.size(); ++i) {
     const FrontierPoint& p = points[i];
-    if (p.reference || !std::isfinite(p.metric) || p.metric < baseline - max_drop - kSlack) continue;
+    if (p.reference || !std::isfinite(p.select_metric) || p.select_metric < select_baseline - max_drop - kSlack)
+      continue;
     if (!best || p.speedup > points[*best].speedup ||
-        (p.speedup == points[*best].speedup && p.metric > points[*best].metric))
+        (p.speedup == points[*best].speedup && p.select_metric > points[*best].select_metric))
       best = i;
   }
   return best;
@@ -71,8 +72,8 @@ std::vector<double> frontier_gate_budgets(const std::vector<std::string>& settin
   std::set<double> out;
   if (setting.size() == 1 && setting[0] == "auto") {
     for (const auto& p : f.points)
-      if ((p.method == "kwon-recovered" || p.method == "kwon-tuned") && p.precision == "fp32" &&
-          std::isfinite(p.metric) && p.metric >= f.baseline - 2 * f.max_drop - kSlack)
+      if (p.method == "kwon" && p.precision == "fp32" &&
+          std::isfinite(p.select_metric) && p.select_metric >= f.select_baseline - 2 * f.max_drop - kSlack)
         out.insert(p.flops_kept);
     std::vector<double> cheapest(out.begin(), out.end());
     if (cheapest.size() > 2) cheapest.resize(2);
@@ -97,7 +98,7 @@ std::string frontier_csv(const Frontier& f) {
   std::ostringstream csv;
   csv << "method,criterion,budget,precision,heads_kept,flops_kept,metric,speedup";
   for (const auto& t : timings) csv << ",speedup_" << t;
-  csv << ",reference,pareto,chosen\n";
+  csv << ",select_metric,variant,cost_s,reference,pareto,chosen\n";
   for (std::size_t i = 0; i < f.points.size(); ++i) {
     const FrontierPoint& p = f.points[i];
     csv << p.method << "," << p.criterion << "," << p.budget << "," << p.precision << "," << p.heads_kept << ","
@@ -107,7 +108,7 @@ std::string frontier_csv(const Frontier& f) {
       if (const auto it = p.speedups.find(t); it != p.speedups.end()) csv << it->second;
     }
     const bool on_front = std::find(front.begin(), front.end(), i) != front.end();
-    csv << "," << p.reference << "," << on_front << "," << (static_cast<int>(i) == f.chosen) << "\n";
+    csv << "," << p.select_metric << "," << p.variant << "," << p.cost_s << "," << p.reference << "," << on_front << "," << (static_cast<int>(i) == f.chosen) << "\n";
   }
   return csv.str();
 }
@@ -137,6 +138,25 @@ LineChart frontier_chart(const Frontier& f) {
   if (f.chosen >= 0) {
     const FrontierPoint& c = f.points.at(static_cast<std::size_t>(f.chosen));
     chart.series.push_back({"chosen", {c.speedup}, {c.metric}, {}, {}, true, "black", true});
+  }
+  return chart;
+}
+
+LineChart frontier_cost_chart(const Frontier& f) {
+  LineChart chart;
+  chart.title = f.task + ": what each candidate cost to make, against its " + f.metric;
+  chart.x_label = "seconds of search and training (log scale; the unpruned and head candidates cost none)";
+  chart.y_label = f.metric + " (" + f.split + ")";
+  chart.log_x = true;
+  for (const auto& p : f.points) {
+    if (p.reference || p.precision != "fp32" || !(p.cost_s > 0)) continue;
+    auto it = std::find_if(chart.series.begin(), chart.series.end(), [&](const Series& s) { return s.name == p.method; });
+    if (it == chart.series.end()) it = chart.series.insert(chart.series.end(), {p.method, {}, {}, {}, {}, true, "", false});
+    it->x.push_back(p.cost_s), it->y.push_back(p.metric);
+  }
+  if (f.chosen >= 0) {
+    const FrontierPoint& c = f.points.at(static_cast<std::size_t>(f.chosen));
+    if (c.cost_s > 0) chart.series.push_back({"chosen", {c.cost_s}, {c.metric}, {}, {}, true, "black", true});
   }
   return chart;
 }

@@ -26,13 +26,19 @@ struct FrontierPoint {
                           // to; -1 for the others
   int heads_kept = 0;
   double flops_kept = 1;  // of the unpruned encoder's (FLOPs at the evaluation split's mean length)
-  double metric = 0;      // on the evaluation split, in points (accuracy 0.91 → 91)
+  double metric = 0;      // on the evaluation split, in points (accuracy 0.91 → 91): reported, never chosen on
+  double select_metric = 0;  // on the selection slice (prune/selection.h), in points: what the choice reads
+  std::string variant;    // kwon: the step of the search whose model this is, the best on the selection slice of
+                          // "searched", "rearranged", "tuned", "recovered"; empty for the others
+  std::string model;      // method "model" (prune.frontier_models): the folder measured
+  double cost_s = 0;      // seconds of search and training that made this structure (0: none of its own)
   double speedup = 0;     // at the timing chosen on: unpruned fp32 (headprune) time over this candidate's time
   std::map<std::string, double> speedups;  // every timing measured, e.g. "b1_mean", "b32_128" (the CSV's columns)
   bool reference = false;  // the unpruned fp32 model and ONNX Runtime: measured beside, never chosen
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FrontierPoint, method, criterion, budget, precision, step, heads_kept,
-                                                flops_kept, metric, speedup, speedups, reference)
+                                                flops_kept, metric, select_metric, variant, model, cost_s, speedup,
+                                                speedups, reference)
 
 // Appends a measured point to f.points. Only the unpruned model at fp32 is the baseline (f.baseline, and a reference
 // point, never chosen), whatever else is unpruned among the candidates: the unpruned model quantised, the search's
@@ -45,15 +51,17 @@ std::string frontier_label(const FrontierPoint& p);
 
 struct Frontier {
   std::string task, metric, split;  // e.g. "sst2", "accuracy", "dev"
+  std::string select_split;         // where the choice is made, e.g. "train[-1000:]"
   std::string timing;               // what `speedup` measures, e.g. "batch 32 x 128 tokens"
   double baseline = 0;              // the unpruned fp32 model's metric, points
+  double select_baseline = 0;       // its select_metric: max_drop is measured from here
   double max_drop = 0;              // D
   std::vector<FrontierPoint> points;
   int chosen = -1;  // index into points; -1 when none is within max_drop
   std::string onnxruntime;  // its reference rows: "onnxruntime 1.18.1", or "skipped: why"
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Frontier, task, metric, split, timing, baseline, max_drop, points,
-                                                chosen, onnxruntime)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Frontier, task, metric, split, select_split, timing, baseline,
+                                                select_baseline, max_drop, points, chosen, onnxruntime)
 
 // Indices of the points no other point dominates (another at least as fast and at least as accurate, and
 // strictly better in one), by increasing speedup; a point without a finite metric and speedup is on no front. Of
@@ -62,18 +70,23 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Frontier, task, metric, split, t
 std::vector<std::size_t> pareto_front(const std::vector<FrontierPoint>& points);
 
 // The fastest candidate (reference points and undefined metrics, e.g. a correlation of constant predictions,
-// excluded) whose metric is at least baseline − max_drop (to 1e-9 points); of equally
-// fast ones the more accurate, then the first. nullopt when none is within max_drop.
-std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& points, double baseline, double max_drop);
+// excluded) whose select_metric is at least select_baseline − max_drop (to 1e-9 points); of equally fast ones the
+// more accurate on the selection slice, then the first. The evaluation split's `metric` is never read: it is what
+// the run reports. nullopt when none is within max_drop.
+std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& points, double select_baseline,
+                                         double max_drop);
 
 // The FLOPs fractions the gates are trained at, by prune.frontier_gates (`setting`): percents in (0, 100), or
-// [auto]: the two cheapest points of the budget search (kwon-recovered or kwon-tuned, fp32) whose metric is within
-// 2·max_drop of f.baseline; [] none. Ascending, without repeats. ConfigError naming the entry that is neither.
+// [auto]: the two cheapest points of the budget search (kwon, fp32) whose select_metric is
+// within 2·max_drop of f.select_baseline; [] none. Ascending, without repeats. ConfigError naming the entry that is neither.
 std::vector<double> frontier_gate_budgets(const std::vector<std::string>& setting, const Frontier& f);
 
-// frontier.csv: one row per point, the speedup of every timing any point has (empty where it has none), whether
-// it is on the Pareto front and whether it was chosen.
+// frontier.csv: one row per point, the speedup of every timing any point has (empty where it has none), the
+// selection metric, the variant and the cost in seconds, whether it is on the Pareto front and whether it was chosen.
 std::string frontier_csv(const Frontier& f);
+// What each candidate cost to make (seconds of search and training, log x) against its metric: one marker
+// series per method (fp32 rows only: a precision costs no training), the chosen point ringed.
+LineChart frontier_cost_chart(const Frontier& f);
 // The metric against the speedup (log x): one marker series per method and precision, ONNX Runtime's points,
 // the Pareto front as a line, the chosen point, and the baseline − D line dashed.
 LineChart frontier_chart(const Frontier& f);

@@ -66,35 +66,92 @@ std::vector<Candidate> head_candidates(const RunContext& ctx, const CurvesSummar
   return out;
 }
 
-// The budget search at each point of prune.budget_schedule below 100%: the recovered model the budget curves kept
-// (RUN_DIR/budget_recover/<step>/best), or with prune.curve_recover_steps = 0 the tuned choice folded and slimmed.
+// Seconds of a training run (its train_result.json's train_seconds; 0 when it has none).
+double train_seconds(const std::string& run_dir) {
+  const std::string file = run_dir + "/train_result.json";
+  if (!fs::exists(file)) return 0;
+  return nlohmann::json::parse(core::read_file(file)).value("train_seconds", 0.0);
+}
+
+// Which step of the search at budget_schedule[step] is the candidate: the best on the selection slice of the
+// search's choice, rearranged, tuned and recovered (prune/budget.h best_step), decided once and kept in
+// state/frontier/kwon-<step>.step.json with each step's selection metric and the seconds that made it.
+nlohmann::json budget_step_choice(const RunContext& ctx, const MaskGradients& grads, int step, double fraction,
+                                  const std::string& recovered) {
+  const std::string file = ctx.store->dir() + "/state/frontier/kwon-" + std::to_string(step) + ".step.json";
+  if (fs::exists(file)) return nlohmann::json::parse(core::read_file(file));
+  const BudgetSearch s =
+      search_at(ctx, grads, budget_unit(ctx.cfg->prune, ctx.arch, core::mean_length(ctx.eval_data)), fraction);
+  const BestStep b = best_step(ctx, s, recovered.empty() ? "" : recovered + "/best");
+  double search_s = 0;
+  for (const auto& [name, t] : s.seconds) search_s += t;
+  nlohmann::json j = {{"variant", b.variant}, {"select_metrics", b.select_metrics},
+                      {"cost_s", search_s + (b.variant == "recovered" ? train_seconds(recovered) : 0.0)}};
+  core::shared_write([&] {
+    fs::create_directories(fs::path(file).parent_path());
+    core::write_file_atomic(file, j.dump(2) + "\n");
+  });
+  if (b.variant != "recovered" && !recovered.empty()) {
+    std::ostringstream line;
+    line << percent(fraction) << " FLOPs: the " << b.variant << " model (" << b.select_metrics.at(b.variant)
+         << " on " << ctx.select_split << ") is the candidate; its recovery scored "
+         << (b.select_metrics.count("recovered") ? std::to_string(b.select_metrics.at("recovered")) : "nothing defined")
+         << " there";
+    core::log_info("frontier", line.str());
+  }
+  return j;
+}
+
+// The budget search at each point of prune.budget_schedule below 100%: the best on the selection slice of its
+// steps (budget_step_choice): the recovered model the budget curves kept (RUN_DIR/budget_recover/<step>/best), or
+// the search's own choice, rearranged or tuned, folded and slimmed.
 std::vector<Candidate> budget_candidates(const RunContext& ctx, const MaskGradients& grads) {
   const core::PruneConfig& P = ctx.cfg->prune;
   const bool recovered = (P.curve_recover_steps < 0 ? P.recover_steps : P.curve_recover_steps) > 0;
-  const std::string method = recovered ? "kwon-recovered" : "kwon-tuned";
+  const std::string curve = recovered ? "kwon-recovered" : "kwon-tuned";
   std::vector<Candidate> out;
   for (size_t step = 0; step < P.budget_schedule.size(); ++step) {
     const double fraction = P.budget_schedule[step] / 100.0;
-    const auto stored = ctx.store->load_point(method, ctx.cfg->run.seed, static_cast<int>(step));
+    const auto stored = ctx.store->load_point(curve, ctx.cfg->run.seed, static_cast<int>(step));
     if (fraction >= 1 || !stored) continue;  // 100%, or a point below what one head costs
-    std::function<core::Bert()> build;
-    if (recovered) {
-      const std::string dir = ctx.cfg->run.out_dir + "/budget_recover/" + std::to_string(step) + "/best";
-      if (!fs::exists(dir + "/config.json"))
-        throw InputError(dir + " is missing (the frontier measures the recovered model there); delete " +
-                         ctx.store->dir() + "/state/points/" + method + "* to train it again, or pass a new --out");
-      build = [dir, &ctx] { return core::load_bert(dir, ctx.load); };
-    } else {
-      build = [&ctx, &grads, fraction] {
-        const BudgetSearch s =
-            search_at(ctx, grads, budget_unit(ctx.cfg->prune, ctx.arch, core::mean_length(ctx.eval_data)), fraction);
-        return slim_model(fold_scales(*ctx.model, s.scales), s.rearranged.heads, s.rearranged.neurons);
-      };
-    }
-    Candidate c{{}, method + "-" + std::to_string(step), build};
-    c.point.method = method, c.point.step = static_cast<int>(step), c.point.heads_kept = stored->kept;
+    const std::string dir = recovered ? ctx.cfg->run.out_dir + "/budget_recover/" + std::to_string(step) : "";
+    if (recovered && !fs::exists(dir + "/best/config.json"))
+      throw InputError(dir + "/best is missing (the frontier measures the recovered model there); delete " +
+                       ctx.store->dir() + "/state/points/" + curve + "* to train it again, or pass a new --out");
+    const nlohmann::json choice = budget_step_choice(ctx, grads, static_cast<int>(step), fraction, dir);
+    const std::string variant = choice.at("variant").get<std::string>();
+    Candidate c{{}, "kwon-" + std::to_string(step), [&ctx, &grads, fraction, variant, dir] {
+                  if (variant == "recovered") return core::load_bert(dir + "/best", ctx.load);
+                  const BudgetSearch s = search_at(
+                      ctx, grads, budget_unit(ctx.cfg->prune, ctx.arch, core::mean_length(ctx.eval_data)), fraction);
+                  if (variant == "searched") return slim_model(*ctx.model, s.searched);
+                  if (variant == "rearranged") return slim_model(*ctx.model, s.rearranged);
+                  return slim_model(fold_scales(*ctx.model, s.scales), s.rearranged);
+                }};
+    c.point.method = "kwon", c.point.variant = variant, c.point.step = static_cast<int>(step);
+    c.point.heads_kept = stored->kept, c.point.cost_s = choice.at("cost_s").get<double>();
     c.point.flops_kept = fraction, c.point.budget = percent(fraction) + " FLOPs";
     out.push_back(c);
+  }
+  return out;
+}
+
+// The model folders of prune.frontier_models (a GPU-trained export, another run's model/), each loaded with the
+// task's labels and measured like the run's own: its FLOPs kept counted from its config at the evaluation split's
+// mean length. InputError naming a folder that is not a model of this task and vocabulary.
+std::vector<Candidate> model_candidates(const RunContext& ctx) {
+  std::vector<Candidate> out;
+  const long S = std::max(1L, std::lround(core::mean_length(ctx.eval_data)));
+  for (size_t i = 0; i < ctx.cfg->prune.frontier_models.size(); ++i) {
+    const std::string dir = ctx.cfg->prune.frontier_models[i];
+    const core::BertConfig c = core::read_bert_config(dir + "/config.json");  // checked in stage 1
+    Candidate cand{{}, "model-" + std::to_string(i), [&ctx, dir] { return core::load_bert(dir, ctx.load); }};
+    cand.point.method = "model", cand.point.model = dir, cand.point.step = static_cast<int>(i);
+    cand.point.heads_kept = c.total_heads();
+    cand.point.flops_kept = eval::encoder_flops(c, S) / eval::encoder_flops(ctx.arch, S);
+    cand.point.budget = percent(cand.point.flops_kept) + " FLOPs";
+    cand.point.cost_s = train_seconds(fs::path(dir).parent_path().string());  // a prune run's model/: its run's
+    out.push_back(cand);
   }
   return out;
 }
@@ -121,6 +178,7 @@ std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction) {
               }};
   c.point.method = "gates", c.point.step = static_cast<int>(pct), c.point.heads_kept = core::count_kept(keep.heads);
   c.point.flops_kept = tr.at("budget").at("kept").get<double>(), c.point.budget = percent(fraction) + " FLOPs";
+  c.point.cost_s = tr.value("train_seconds", 0.0);
   return c;
 }
 
@@ -177,6 +235,8 @@ FrontierPoint measure(const RunContext& ctx, const core::Bert& base, const core:
   const auto r = eval::evaluate(m, *ctx.task, ctx.eval_data, ctx.curves.eval_batches);
   p.precision = core::precision_name(precision);
   p.metric = 100 * r.metrics.at(ctx.task->primary_metric);
+  p.select_metric =
+      100 * eval::evaluate(m, *ctx.task, ctx.select_data, ctx.select_batches).metrics.at(ctx.task->primary_metric);
   const long mean = std::max(1L, std::lround(core::mean_length(ctx.eval_data)));
   const std::string main = timing_key(batch, seq);
   const std::string what = frontier_label(p);
@@ -187,10 +247,13 @@ FrontierPoint measure(const RunContext& ctx, const core::Bert& base, const core:
   return p;
 }
 
-// A stored measurement, or InputError naming the file (written atomically, so only a hand can break it).
-FrontierPoint read_point(const std::string& file) {
+// A stored measurement, or InputError naming the file (written atomically, so only a hand can break it); nullopt
+// for one written before the selection slice (#58), which is measured again.
+std::optional<FrontierPoint> read_point(const std::string& file) {
   try {
-    return nlohmann::json::parse(core::read_file(file)).get<FrontierPoint>();
+    const auto j = nlohmann::json::parse(core::read_file(file));
+    if (!j.contains("select_metric")) return std::nullopt;
+    return j.get<FrontierPoint>();
   } catch (const nlohmann::json::exception& e) {
     throw InputError(file + ": not a frontier measurement (" + e.what() + "); delete it and rerun to measure again");
   }
@@ -244,9 +307,14 @@ bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vecto
     return dir + "/" + c.key + "-" + core::precision_name(precision) + ".json";
   };
   long total = 0, stored = 0;  // those measured before a resume count as done, outside the rate
+  std::map<std::string, FrontierPoint> kept;  // the stored measurements a resumed run reuses
   for (const auto& c : cands)
-    for (const auto precision : precisions)
-      if (wanted(c, precision)) ++total, stored += fs::exists(file_of(c, precision));
+    for (const auto precision : precisions) {
+      if (!wanted(c, precision)) continue;
+      ++total;
+      if (const std::string file = file_of(c, precision); fs::exists(file))
+        if (auto p = read_point(file)) kept[file] = *p, ++stored;
+    }
   core::Progress progress("frontier", total, "candidates", stored);
   long done = stored;
   for (const auto& c : cands) {
@@ -255,9 +323,9 @@ bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vecto
       if (!wanted(c, precision)) continue;
       const std::string file = file_of(c, precision);
       FrontierPoint p;
-      const bool measured = !fs::exists(file);
+      const bool measured = !kept.count(file);
       if (!measured) {
-        p = read_point(file);
+        p = kept.at(file);
       } else {
         if (core::dist::stop_requested(ctx.stop)) return false;
         if (!slim) slim = c.build();
@@ -276,7 +344,44 @@ bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vecto
   return true;
 }
 
+// The chosen candidate's model, slimmed and in fp32 weights, into RUN_DIR/frontier_choice (choice.json last, naming
+// the candidate): the model stage 7 exports is the model that was measured, never a rebuilt one (#58). Kept on a
+// resumed run whose choice is the same.
+void save_choice(const RunContext& ctx, const Frontier& f, const std::vector<Candidate>& cands,
+                 const std::vector<Candidate>& gated) {
+  const FrontierPoint& p = f.points.at(static_cast<size_t>(f.chosen));
+  const std::string dir = ctx.cfg->run.out_dir + "/" + kFrontierChoiceDir, marker = dir + "/choice.json";
+  const nlohmann::json want = {{"point", p}};
+  if (fs::exists(marker) && nlohmann::json::parse(core::read_file(marker)).at("point").at("method") == p.method &&
+      nlohmann::json::parse(core::read_file(marker)).at("point").at("step") == p.step)
+    return;
+  const Candidate* c = nullptr;
+  for (const auto* list : {&cands, &gated})
+    for (const auto& k : *list)
+      if (k.point.method == p.method && k.point.step == p.step && k.point.criterion == p.criterion) c = &k;
+  HP_CHECK(c, "frontier: the chosen point " + frontier_label(p) + " has no candidate");
+  fs::remove_all(dir);
+  core::save_bert(c->build(), dir, ctx.model_dir);
+  core::write_file_atomic(marker, want.dump(2) + "\n");
+}
+
 }  // namespace
+
+void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& arch, const std::string& model) {
+  for (size_t i = 0; i < p.frontier_models.size(); ++i) {
+    const std::string& dir = p.frontier_models[i];
+    const std::string key = "prune.frontier_models[" + std::to_string(i) + "] = " + dir;
+    if (!fs::is_regular_file(dir + "/config.json"))
+      throw InputError(key + ": no config.json there; name an exported model folder (a prune run's model/)");
+    const core::BertConfig c = core::read_bert_config(dir + "/config.json");
+    if (c.model_type != arch.model_type || c.vocab_size != arch.vocab_size ||
+        c.num_hidden_layers > arch.num_hidden_layers || c.max_heads() > arch.max_heads())
+      throw InputError(key + ": not a pruned copy of " + model + " (" + c.model_type + ", vocabulary " +
+                       std::to_string(c.vocab_size) + ", " + std::to_string(c.num_hidden_layers) + " layers against " +
+                       arch.model_type + ", " + std::to_string(arch.vocab_size) + ", " +
+                       std::to_string(arch.num_hidden_layers) + "); name an export of this model");
+  }
+}
 
 std::string frontier_gates_dir(long percent) { return "frontier_gates/" + std::to_string(percent); }
 
@@ -285,8 +390,13 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
   if (core::dist::active())
     throw ConfigError("prune.max_drop times every candidate on one machine: run --max-drop without torchrun or "
                       "srun (one process), or give a budget of your own (--target-flops F) to a data-parallel run");
+  if ((ctx.select_data.size() == 0))
+    throw ConfigError("prune.max_drop chooses on the selection slice, and " + ctx.task->name + " has no split '" +
+                      ctx.select_split + "' (train.eval_split); set prune.select_split to a labelled split other "
+                      "than prune.eval_split");
   auto cands = head_candidates(ctx, curves);
   for (auto& c : budget_candidates(ctx, grads)) cands.push_back(std::move(c));
+  for (auto& c : model_candidates(ctx)) cands.push_back(std::move(c));
   const auto precisions = native_precisions(cfg.prune);
   const long batch = cfg.prune.latency_batch, seq = ctx.curves.latency_seq;
   log_stage(5, "frontier",
@@ -295,6 +405,7 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
                 std::to_string(seq) + " tokens against the unpruned fp32 model");
   Frontier f;
   f.task = ctx.task->name, f.metric = ctx.task->primary_metric, f.split = cfg.prune.eval_split;
+  f.select_split = ctx.select_split;
   f.timing = "batch " + std::to_string(batch) + " x " + std::to_string(seq) + " tokens";
   f.max_drop = cfg.prune.max_drop;
   core::Bert base = *ctx.model;
@@ -309,37 +420,55 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
   }
   if (!measure_all(ctx, base, gated, precisions, f)) return std::nullopt;
   add_ort_points(ctx, base, batch, seq, f);
-  const auto chosen = choose_within(f.points, f.baseline, f.max_drop);
+  const auto chosen = choose_within(f.points, f.select_baseline, f.max_drop);
   f.chosen = chosen ? static_cast<int>(*chosen) : -1;
   core::write_file_atomic(cfg.run.out_dir + "/frontier.csv", frontier_csv(f));
   curves.files.push_back("frontier.csv");
-  curves.files.push_back("frontier.svg");
-  if (!write_svg_and_png(cfg.run.out_dir + "/frontier.svg", svg_line_chart(frontier_chart(f))).empty())
-    curves.files.push_back("frontier.png");
+  for (const auto& [name, chart] : {std::pair{"frontier", frontier_chart(f)}, {"frontier_cost", frontier_cost_chart(f)}}) {
+    curves.files.push_back(std::string(name) + ".svg");
+    if (!write_svg_and_png(cfg.run.out_dir + "/" + name + ".svg", svg_line_chart(chart)).empty())
+      curves.files.push_back(std::string(name) + ".png");
+  }
+  if (chosen) save_choice(ctx, f, cands, gated);
   return f;
 }
 
 core::Config chosen_config(const core::Config& cfg, const Frontier& f) {
   HP_CHECK(f.chosen >= 0, "chosen_config: no candidate was chosen");
-  const FrontierPoint& p = f.points.at(static_cast<size_t>(f.chosen));
   core::Config c = cfg;
-  core::PruneConfig& P = c.prune;
-  P.max_drop = 0;
-  c.run.precision = p.precision;
-  if (p.method == "gates") {  // trained by the frontier in RUN_DIR/frontier_gates_dir(step): stage 5 reads them there
-    P.target_flops = p.step / 100.0;
-    P.method = "gates";
-  } else if (p.method == "unpruned" || p.method == "heads") {
-    P.target_heads = p.heads_kept;
-    P.method = p.method == "heads" ? p.criterion : "best";
-    P.recover_steps = 0;  // the export is the model measured
-  } else {
-    P.target_flops = p.flops_kept;
-    P.method = "kwon";
-    P.recover_steps = p.method == "kwon-recovered" ? (P.curve_recover_steps < 0 ? P.recover_steps
-                                                                                  : P.curve_recover_steps)
-                                                   : 0;
+  c.prune.max_drop = 0;
+  c.run.precision = f.points.at(static_cast<size_t>(f.chosen)).precision;
+  return c;
+}
+
+FinalChoice frontier_final_choice(const RunContext& ctx, const Frontier& f) {
+  const FrontierPoint& p = f.points.at(static_cast<size_t>(f.chosen));
+  FinalChoice c;
+  c.method = p.method == "heads" ? "criterion" : p.method;
+  c.criterion = p.criterion;
+  c.model_dir = ctx.cfg->run.out_dir + "/" + kFrontierChoiceDir;
+  c.slimmed = true;
+  const core::BertConfig slim = core::read_bert_config(c.model_dir + "/config.json");
+  for (int l = 0; l < slim.num_hidden_layers; ++l) {
+    std::vector<bool> row(static_cast<size_t>(ctx.arch.num_attention_heads), false);
+    for (int h : slim.kept_heads(l)) row[static_cast<size_t>(h)] = true;
+    c.keep.push_back(row);
   }
+  if (p.method == "unpruned" || p.method == "heads") return c;
+  BudgetSummary b;
+  b.unit = "FLOPs";
+  b.mean_length = core::mean_length(ctx.eval_data);
+  const long S = std::max(1L, std::lround(b.mean_length));
+  b.target = p.method == "model" ? p.flops_kept : p.step >= 0 && p.method == "gates" ? p.step / 100.0 : p.flops_kept;
+  b.kept = eval::encoder_flops(slim, S) / eval::encoder_flops(ctx.arch, S);
+  b.neurons_kept = slim.total_neurons(), b.neurons_total = ctx.arch.num_hidden_layers * ctx.arch.intermediate_size;
+  if (slim.hidden_slimmed()) b.hidden_kept = slim.hidden_size, b.hidden_total = ctx.arch.hidden_size;
+  if (slim.num_hidden_layers < ctx.arch.num_hidden_layers)
+    b.layers_kept = slim.num_hidden_layers, b.layers_total = ctx.arch.num_hidden_layers;
+  for (int l = 0; l < slim.num_hidden_layers; ++l)
+    b.heads_per_layer.push_back(slim.heads_in_layer(l)), b.ffn_widths.push_back(slim.ffn_width(l));
+  b.selected_step = p.variant;
+  c.budget = b;
   return c;
 }
 

@@ -23,13 +23,22 @@ namespace hp::prune {
 // curves.files. Empty when stopped.
 std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves, const MaskGradients& grads);
 
-// The config whose stages 5-8 build the chosen candidate: a head candidate as --target-heads N with its criterion
-// (no recovery: the export is the model measured), a budget candidate as --target-flops F with the search (its
-// recovery as the budget curves recovered it), gates as --method gates --target-flops F (the gates the frontier
-// trained, in RUN_DIR/frontier_gates_dir: RunContext::gates_sub), at the chosen precision.
+// The config stages 7-9 run under after the frontier: the chosen precision, no budget of its own.
 core::Config chosen_config(const core::Config& cfg, const Frontier& f);
+
+// Stage 1, before the run folder is claimed: each folder of prune.frontier_models holds a config.json of the same
+// architecture and vocabulary as `model` (arch), no larger. InputError naming the entry and the fix.
+void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& arch, const std::string& model);
 
 // Where the frontier trains the gates at `percent` of the FLOPs, under the run folder.
 std::string frontier_gates_dir(long percent);
+
+// Where the frontier keeps its chosen candidate's model, under the run folder (choice.json names the candidate).
+inline constexpr const char* kFrontierChoiceDir = "frontier_choice";
+
+// Stages 5-6 after the frontier: the chosen candidate's model as it was measured (RUN_DIR/frontier_choice),
+// slimmed already, its heads (original indices) and, for a budget candidate, its budget counted from its config:
+// nothing is searched, trained or recovered again (#58: MRPC's export, rebuilt, landed 0.27 off the frontier's).
+FinalChoice frontier_final_choice(const RunContext& ctx, const Frontier& f);
 
 }  // namespace hp::prune

@@ -86,7 +86,9 @@ void frontier_text(std::ostringstream& o, const nlohmann::json& s) {
   const std::string precision = c.value("precision", "fp32");
   o << "\nChosen by `--max-drop " << f.value("max_drop", 0.0) << "` as the fastest of " << f["points"].size()
     << " measured candidates within " << f.value("max_drop", 0.0) << " point(s) of the unpruned fp32 model "
+    << (f.value("select_split", "").empty() ? "" : "on " + f.value("select_split", "") + ", rows held out of training, ")
     << "(`frontier.csv` in the run folder): " << c.value("method", "")
+    << (c.value("variant", "").empty() ? "" : " (" + c.value("variant", "") + ")")
     << (c.value("criterion", "").empty() ? "" : " " + c.value("criterion", ""))
     << (c.value("budget", "").empty() ? "" : ", " + c.value("budget", "")) << ", at " << precision << ": "
     << f.value("metric", "") << " " << fixed(c.value("metric", 0.0), 2) << " against " << fixed(f.value("baseline", 0.0), 2)

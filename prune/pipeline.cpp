@@ -192,6 +192,9 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
        "prune.min_heads_per_layer = " + std::to_string(p.min_heads_per_layer) + "; use 0.." +
            std::to_string(arch.num_attention_heads));
   need(p.recover_steps >= 0, "prune.recover_steps must be 0 (off) or positive");
+  need(p.recover_scale == "removed" || p.recover_scale == "fixed",
+       "prune.recover_scale = '" + p.recover_scale + "'; use removed (budget points recover longer the more they "
+       "removed) or fixed (prune.recover_steps at every budget)");
   need(p.curve_recover_steps >= -1, "prune.curve_recover_steps = " + std::to_string(p.curve_recover_steps) +
                                         "; use -1 (= recover_steps), 0 (no recovered line) or a step count");
   validate_frontier(p);
@@ -256,14 +259,17 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
 }
 
 // Stages 5-8 with prune.target_heads = N or a budget: the final model, its checks and speed. Empty when stopped.
+// After the frontier (`frontier` set) its chosen candidate as measured: no search, training or recovery again.
 std::optional<FinalSummary> final_model(RunContext& ctx, CurvesSummary& curves, FinalModels& models,
-                                        const MaskGradients* grads) {
-  const bool gated_budget = grads && ctx.cfg->prune.method == "gates";
+                                        const MaskGradients* grads, const Frontier* frontier) {
+  const bool gated_budget = !frontier && grads && ctx.cfg->prune.method == "gates";
   const bool layers = ctx.cfg->prune.target_layers > 0;
-  auto choice = layers                   ? std::optional<FinalChoice>(choose_layers(ctx, *grads))
+  auto choice = frontier                 ? std::optional<FinalChoice>(frontier_final_choice(ctx, *frontier))
+                : layers                 ? std::optional<FinalChoice>(choose_layers(ctx, *grads))
                 : grads && !gated_budget ? std::optional<FinalChoice>(choose_budget(ctx, *grads))
                                          : choose_heads(ctx, curves);
-  if (!choice || !recover(ctx, *choice)) return std::nullopt;
+  if (!choice || (!frontier && !recover(ctx, *choice))) return std::nullopt;
+  if (!frontier && choice->method == "kwon") take_best_step(ctx, *grads, *choice);
   FinalSummary f;
   models = export_and_verify(ctx, *choice, f);
   f.latency = measure_speed(ctx, models);
@@ -292,25 +298,28 @@ bool frontier_choice(RunContext& ctx, RunSummary& s, const MaskGradients& grads,
     write_summary(ctx, s, nullptr);
     const FrontierPoint* best = nullptr;  // the most accurate candidate that is not the unpruned fp32 model
     for (const auto& p : f->points)
-      if (!p.reference && !(p.method == "unpruned" && p.precision == "fp32") && (!best || p.metric > best->metric))
+      if (!p.reference && !(p.method == "unpruned" && p.precision == "fp32") &&
+          (!best || p.select_metric > best->select_metric))
         best = &p;
     std::ostringstream msg;
     msg << "prune.max_drop = " << f->max_drop << ": no candidate is within " << f->max_drop << " point(s) of the "
-        << "unpruned fp32 model's " << f->metric << " " << f->baseline;
-    if (best) msg << " (the closest: " << frontier_label(*best) << " at " << best->metric << ")";
-    msg << "; raise --max-drop, or recover longer (prune.curve_recover_steps); " << cfg.run.out_dir
+        << "unpruned fp32 model's " << f->metric << " " << f->select_baseline << " on the selection slice "
+        << f->select_split;
+    if (best) msg << " (the closest: " << frontier_label(*best) << " at " << best->select_metric << ")";
+    msg << "; raise --max-drop, or recover longer (prune.recover_steps); " << cfg.run.out_dir
         << "/frontier.csv lists every candidate, and nothing was exported";
     throw ConfigError(msg.str());
   }
   const FrontierPoint& p = f->points[static_cast<size_t>(f->chosen)];
   std::ostringstream what;
-  what << "chose " << frontier_label(p) << ": " << f->metric << " " << p.metric << " (unpruned fp32 " << f->baseline
-       << "), x" << p.speedup << " at " << f->timing;
+  what << "chose " << frontier_label(p) << (p.variant.empty() ? "" : " (" + p.variant + ")") << ": " << f->metric
+       << " " << p.select_metric << " on " << f->select_split << " (unpruned fp32 " << f->select_baseline << "), "
+       << p.metric << " on " << f->split << " (unpruned fp32 " << f->baseline << "), x" << p.speedup << " at "
+       << f->timing;
   log_stage(5, "frontier", what.str());
   chosen = chosen_config(cfg, *f);
   ctx.cfg = &*chosen;
   ctx.export_onnx = true;
-  if (p.method == "gates") ctx.gates_sub = frontier_gates_dir(p.step);
   ctx.curves.opts = &chosen->prune;
   ctx.curves.precision = core::precision_setting(chosen->run.precision);
   ctx.speed_baseline = core::Precision::kFp32;  // stage 8 against the frontier's baseline
@@ -339,7 +348,8 @@ int run_stages(RunContext& ctx, const core::Config& cfg) {
   s.metric = ctx.task->primary_metric;
   s.heads_total = ctx.total_heads;
   s.eval_split = cfg.prune.eval_split;
-  s.rank_split = cfg.prune.rank_split;
+  s.rank_split = ctx.cfg->prune.rank_split;
+  s.select_split = ctx.select_split;
   s.precision = cfg.run.precision;
   s.rank_examples = static_cast<long>(ctx.rank_sets[0].size());
   s.curves = std::move(*curve_summary);
@@ -347,8 +357,9 @@ int run_stages(RunContext& ctx, const core::Config& cfg) {
   if (cfg.prune.max_drop > 0 && !frontier_choice(ctx, s, *grads, chosen)) return kInterrupted;  // 5
   const bool budget = budget_mode(ctx.cfg->prune);
   FinalModels models;
-  if (ctx.cfg->prune.target_heads > 0 || budget || layers) {
-    s.final = final_model(ctx, s.curves, models, budget || layers ? &*grads : nullptr);  // 5-8
+  const Frontier* frontier = s.frontier ? &*s.frontier : nullptr;
+  if (ctx.cfg->prune.target_heads > 0 || budget || layers || frontier) {
+    s.final = final_model(ctx, s.curves, models, budget || layers ? &*grads : nullptr, frontier);  // 5-8
     if (!s.final) return kInterrupted;
   }
   write_summary(ctx, s, &models);  // 9

@@ -1,6 +1,8 @@
 // Run records (see prune/run_store.h).
 #include "prune/run_store.h"
 
+#include <cmath>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -67,6 +69,13 @@ torch::Tensor matrix_from_json(const std::string& text, const std::string& where
   }
 }
 
+namespace {
+
+// JSON has no NaN: nlohmann writes one as null (an undefined correlation, a wrecked model's outputs), read back here.
+double number_or_nan(const json& v) { return v.is_null() ? std::nan("") : v.get<double>(); }
+
+}  // namespace
+
 std::optional<CurvePoint> RunStore::load_point(const std::string& criterion, int seed, int step) const {
   const std::string path = point_file(dir_, criterion, seed, step);
   if (!fs::exists(path)) return std::nullopt;
@@ -75,8 +84,8 @@ std::optional<CurvePoint> RunStore::load_point(const std::string& criterion, int
     CurvePoint p;
     p.criterion = criterion, p.seed = seed, p.step = step;
     p.pruned = j.at("pruned"), p.kept = j.at("kept"), p.mask = j.at("mask");
-    p.metrics = j.at("metrics").get<std::map<std::string, double>>();
-    p.predictions = j.at("predictions").get<std::vector<float>>();
+    for (const auto& [name, v] : j.at("metrics").items()) p.metrics[name] = number_or_nan(v);
+    for (const auto& v : j.at("predictions")) p.predictions.push_back(static_cast<float>(number_or_nan(v)));
     p.params = j.at("params"), p.flops = j.at("flops");
     p.eval_seconds = j.at("eval_seconds"), p.eval_examples_per_s = j.at("eval_examples_per_s");
     p.latency_ms = j.at("latency_ms");

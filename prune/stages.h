@@ -48,7 +48,10 @@ struct RunContext {
   RunContext& operator=(const RunContext&) = delete;
 
   // Stage 1, prepare: resolved once, read by every stage.
-  const core::Config* cfg = nullptr;  // validated
+  const core::Config* cfg = nullptr;  // validated: `resolved`, or after the frontier its choice's config
+  core::Config resolved;  // the user's config with the selection slice applied (prune/selection.h)
+  std::string select_split;  // where choices are made, e.g. "train[-1000:]"
+  std::vector<core::Example> select_examples;  // its rows (empty when the task has no such split)
   const core::TaskSpec* task = nullptr;
   core::BertConfig arch;  // model.path's config.json
   int total_heads = 0;
@@ -72,6 +75,8 @@ struct RunContext {
   std::optional<core::Bert> model;
   std::optional<core::Tokenizer> tok;
   core::EncodedDataset eval_data;
+  core::EncodedDataset select_data;  // select_examples encoded, and batched as the evaluation split is
+  std::vector<core::Batch> select_batches;
   std::vector<core::EncodedDataset> rank_sets;  // one per seed
   std::vector<RankData> ranks;  // batches of rank_sets
   CurveInputs curves;  // model, data, schedule for prune/curves.h
@@ -110,7 +115,9 @@ std::string best_criterion(const CurvesSummary& curves, std::string* why);
 std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& curves);
 
 // The training config of a recovery of `steps` fine-tuning steps (stage 6, and the budget curves' recovered
-// line): no gates, distilling as prune.recover_distill says, evaluated twice.
+// line): no gates, distilling as prune.recover_distill says, evaluated twice, on the whole training split (the
+// selection slice held out): train.max_train_examples and train.epochs, which shape fine-tuning and the gates,
+// leave it alone.
 core::Config recovery_config(const core::Config& cfg, int steps);
 
 // Stage 6. Fine-tunes `choice.model_dir` with the heads fixed (prune.recover_steps; not after gates).

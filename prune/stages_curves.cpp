@@ -12,6 +12,8 @@
 #include "prune/report.h"
 #include "prune/schedule.h"
 #include "prune/budget.h"
+#include "prune/frontier_stage.h"
+#include "prune/selection.h"
 #include "prune/stages.h"
 #include "train/task_run.h"
 
@@ -26,8 +28,9 @@ void log_stage(int number, const std::string& name, const std::string& what) {
 namespace {
 
 // ConfigError unless `split` is one of the task's splits (`key` names the config key).
-void check_split(const core::TaskSpec& task, const std::string& key, const std::string& split) {
+void check_split(const core::TaskSpec& task, const std::string& key, const std::string& spec) {
   const auto names = task.split_names();
+  const std::string split = core::parse_split_spec(spec, key).name;
   if (std::find(names.begin(), names.end(), split) != names.end()) return;
   std::string list;
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
@@ -51,6 +54,13 @@ void load_model_and_data(RunContext& ctx) {
   ctx.model.emplace(core::load_bert(ctx.model_dir, ctx.load));
   ctx.tok.emplace(core::Tokenizer::from_model_dir(ctx.model_dir));
   ctx.eval_data = core::encode_examples(*ctx.tok, ctx.eval_examples, cfg.data.max_seq_len);
+  if (!ctx.select_examples.empty()) {
+    ctx.select_data = core::encode_examples(*ctx.tok, ctx.select_examples, cfg.data.max_seq_len);
+    core::BatchOptions sb;
+    sb.batch_size = cfg.eval.batch_size;
+    sb.pad_id = ctx.tok->pad_id();
+    ctx.select_batches = core::make_batches(ctx.select_data, sb);
+  }
   if (!ctx.eval_data.has_labels)
     throw ConfigError("prune.eval_split = " + P.eval_split + " has no labels; use a labelled split (dev)");
   ctx.rank_sets.reserve(P.seeds);  // ranks point into rank_sets
@@ -102,24 +112,34 @@ bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string&
   return !train::train_task(cfg, run).interrupted;
 }
 
-void prepare(RunContext& ctx, const core::Config& cfg, const std::atomic<bool>* stop) {
-  const core::PruneConfig& P = cfg.prune;
-  ctx.cfg = &cfg;
+void prepare(RunContext& ctx, const core::Config& user, const std::atomic<bool>* stop) {
   ctx.stop = stop;
-  ctx.task = &core::find_task(cfg.data.task);
-  ctx.arch = core::read_bert_config(cfg.model.path + "/config.json");
-  validate_prune_config(P, ctx.arch);
-  core::check_max_seq_len(ctx.arch, cfg.data.max_seq_len);
+  ctx.task = &core::find_task(user.data.task);
+  ctx.arch = core::read_bert_config(user.model.path + "/config.json");
+  validate_prune_config(user.prune, ctx.arch);
+  check_frontier_models(user.prune, ctx.arch, user.model.path);
+  core::check_max_seq_len(ctx.arch, user.data.max_seq_len);
   ctx.total_heads = ctx.arch.total_heads();
-  ctx.load = core::task_load_options(*ctx.task, cfg.run.seed);
+  ctx.load = core::task_load_options(*ctx.task, user.run.seed);
   // Read the data before claiming the output folder: a task without data fails with nothing written.
-  check_split(*ctx.task, "prune.eval_split", P.eval_split);
-  check_split(*ctx.task, "prune.rank_split", P.rank_split);
-  ctx.data_root = core::resolve_data_root(cfg.data.root);
+  check_split(*ctx.task, "prune.eval_split", user.prune.eval_split);
+  check_split(*ctx.task, "prune.rank_split", user.prune.rank_split);
+  ctx.data_root = core::resolve_data_root(user.data.root);
+  // Where the run's choices are made (prune/selection.h): from here on every stage reads the resolved config.
+  Selection sel = resolve_selection(user, *ctx.task, ctx.data_root);
+  ctx.resolved = std::move(sel.cfg);
+  ctx.select_split = sel.split;
+  ctx.cfg = &ctx.resolved;
+  const core::Config& cfg = ctx.resolved;
+  const core::PruneConfig& P = cfg.prune;
   ctx.eval_examples = core::read_task(*ctx.task, ctx.data_root, P.eval_split);
   ctx.rank_examples = core::read_task(*ctx.task, ctx.data_root, P.rank_split);
   if (ctx.eval_examples.empty() || !ctx.eval_examples.front().has_label)
     throw ConfigError("prune.eval_split = " + P.eval_split + " has no labels; use a labelled split (dev)");
+  const auto names = ctx.task->split_names();
+  if (std::count(names.begin(), names.end(), core::parse_split_spec(ctx.select_split).name))
+    ctx.select_examples = core::read_task(*ctx.task, ctx.data_root, ctx.select_split);
+  core::log_info("prune", sel.what);
   if (P.rank_split == P.eval_split)
     core::log_warn("prune", "prune.rank_split = eval_split = " + P.eval_split +
                                 ": heads are ranked on the data the curves report");

@@ -16,6 +16,7 @@
 #include "eval/evaluator.h"
 #include "eval/flops.h"
 #include "eval/latency.h"
+#include "prune/budget.h"
 #include "prune/onnx.h"
 #include "prune/slim.h"
 #include "core/model/arch.h"
@@ -227,18 +228,24 @@ core::Config recovery_config(const core::Config& cfg, int steps) {
   c.gates.distill_temperature = cfg.gates.distill_temperature;
   c.train.max_steps = steps;
   c.train.eval_every = std::max(1, steps / 2);
+  // Its length is prune.recover_steps alone: train.max_train_examples and train.epochs shape fine-tuning and the
+  // gates (#58: bench/frontier_table.sh shortened the gates with them and shortened the recoveries too).
+  c.train.max_train_examples = 0;
   return c;
 }
 
 bool recover(RunContext& ctx, FinalChoice& choice) {
   const core::Config& cfg = *ctx.cfg;
   const core::PruneConfig& P = cfg.prune;
-  if (choice.method == "gates" || P.recover_steps <= 0) return true;
+  // A budget's choice recovers as the budget curves' point at the same fraction does (prune.recover_scale).
+  const int steps =
+      choice.method == "kwon" && choice.budget ? budget_recover_steps(P, choice.budget->target, false) : P.recover_steps;
+  if (choice.method == "gates" || steps <= 0) return true;
   const std::string dir = cfg.run.out_dir + "/recover";
   if (!fs::exists(dir + "/train_result.json")) {
-    const core::Config c = recovery_config(cfg, P.recover_steps);
+    const core::Config c = recovery_config(cfg, steps);
     log_stage(6, "recover",
-              std::to_string(P.recover_steps) + " fine-tuning steps " +
+              std::to_string(steps) + " fine-tuning steps " +
                   (choice.slimmed ? std::string("of the slimmed model")
                                   : "with the " + std::to_string(core::count_kept(choice.keep)) + " heads fixed") +
                   (P.recover_distill ? ", distilling from the unpruned model" : ""));

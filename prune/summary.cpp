@@ -54,6 +54,7 @@ nlohmann::json summary_json(const RunSummary& s) {
                       {"heads_total", s.heads_total},
                       {"eval_split", s.eval_split},
                       {"rank_split", s.rank_split},
+                      {"select_split", s.select_split},
                       {"rank_examples", s.rank_examples},
                       {"precision", s.precision},
                       {"files", s.files}};

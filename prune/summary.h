@@ -42,11 +42,16 @@ struct BudgetSummary {
   // A latency budget: "target", "predicted" (the table's) and "measured" (the slimmed model, on rank 0) in ms,
   // "batch" and "seq" the shape.
   std::map<std::string, double> latency;
+  // The step exported, the best on the selection slice (prune/budget.h best_step: "searched", "rearranged",
+  // "tuned", "recovered"), and each step's metric there in points; empty without a selection slice.
+  std::string selected_step;
+  std::map<std::string, double> selection_metrics;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BudgetSummary, unit, target, kept, mean_length, neurons_kept,
                                                 neurons_total, hidden_kept, hidden_total, layers_kept, layers_total,
                                                 heads_per_layer, ffn_widths, metrics_by_step, seconds,
-                                                folded_vs_scaled_max_abs_logit_diff, latency)
+                                                folded_vs_scaled_max_abs_logit_diff, latency, selected_step,
+                                                selection_metrics)
 
 // The hidden channels and whole layers `keep` removes, into b's counts (left 0 where it removes none).
 void count_coarse(const core::StructureMask& keep, BudgetSummary& b);
@@ -112,6 +117,7 @@ struct FinalSummary {
 
 struct RunSummary {
   std::string task, model, finetuned_model, metric, eval_split, rank_split;
+  std::string select_split;  // where the run's choices were made (prune/selection.h)
   std::string precision = "fp32";  // run.precision: of the curve points and the speed measurement
   int heads_total = 0;
   long rank_examples = 0;

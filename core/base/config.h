@@ -237,6 +237,8 @@ struct PruneConfig {
   int rank_examples = 512;
   int rank_batch_size = 32;
   std::string eval_split = "dev";
+  std::string select_split;  // "": held out of train.train_split (select_examples rows)
+  int select_examples = 1000;
   std::vector<int> schedule = {0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100};
   std::string schedule_unit = "percent";
   bool per_layer = false;
@@ -258,6 +260,7 @@ struct PruneConfig {
   double max_drop = 0;
   std::vector<std::string> frontier_precisions = {"fp32", "bf16", "int8"};
   std::vector<std::string> frontier_gates = {"auto"};
+  std::vector<std::string> frontier_models = {};
   double frontier_time = 0.3;
   int latency_batch = 32;
   int latency_seq = 0;
@@ -273,6 +276,7 @@ struct PruneConfig {
   std::string method = "best";
   std::string gates_run;
   int recover_steps = 300;
+  std::string recover_scale = "removed";
   bool recover_distill = true;
   bool finetune = true;
   bool latency = true;
@@ -292,6 +296,14 @@ struct PruneConfig {
     v("rank_examples", rank_examples, "examples of rank_split used for scoring (first N of a seeded shuffle); 0 = all");
     v("rank_batch_size", rank_batch_size, "batch size while scoring");
     v("eval_split", eval_split, "split the masking curves and the final model are evaluated on");
+    v("select_examples", select_examples,
+      "rows held out of train.train_split (its last N in file order, at most a tenth of it) on which the run's "
+      "choices are made: the best checkpoint of fine-tuning, recovery and gates, the best of a budget candidate's "
+      "steps, the frontier's choice within max_drop; never trained or ranked on, never reported; 0 = off (choices "
+      "on train.eval_split, as prune train makes them)");
+    v("select_split", select_split,
+      "a split (or slice, e.g. dev[:400]) to make those choices on instead of the held-out rows; never eval_split "
+      "(choices made on the reported split are optimistic by construction); empty = the held-out rows");
     v("schedule", schedule, "heads pruned at each curve point, increasing: percentages of all heads, or counts");
     v("schedule_unit", schedule_unit, "unit of schedule: percent or count");
     v("per_layer", per_layer, "rank heads within each layer (prune evenly across layers) instead of globally");
@@ -338,6 +350,9 @@ struct PruneConfig {
       "--max-drop: the FLOPs budgets (percent) at which Hard-Concrete gates on heads, FFN neurons and sublayers "
       "(CoFi) are trained as candidates; [auto] = the two cheapest budget_schedule points whose search candidate "
       "scored within 2 x max_drop of the unpruned model; [] = none");
+    v("frontier_models", frontier_models,
+      "--max-drop: model folders exported elsewhere (a prune run's model/, a GPU-trained export) measured as "
+      "candidates beside the run's own, on the same splits and timings; [] = none");
     v("frontier_time", frontier_time,
       "--max-drop: seconds each model is timed for (3 runs at least) in each of the 3 rounds that alternate a "
       "candidate with the unpruned model, per timing; longer gives steadier speedups, shorter a faster frontier");
@@ -373,7 +388,14 @@ struct PruneConfig {
       "how the kept structure is chosen: best (criterion with the best curve), a criterion name, gates, or kwon "
       "(the budget search; the default with a FLOPs or parameter budget)");
     v("gates_run", gates_run, "run directory of a gated `prune train` run whose log alpha is the gates criterion");
-    v("recover_steps", recover_steps, "fine-tuning steps with the N heads fixed after pruning; 0 = none");
+    v("recover_steps", recover_steps,
+      "fine-tuning steps with the N heads fixed after pruning, on the whole training split (train.max_train_examples "
+      "and train.epochs shape fine-tuning and the gates, not this); 0 = none");
+    v("recover_scale", recover_scale,
+      "budget choices (the search's curve points, --target-flops F, the frontier's candidates): removed = recover "
+      "for recover_steps x (fraction removed) / 0.5 steps, at least a fifth of them (300 at 50% of the FLOPs, 420 at "
+      "30%, 60 at 90%: a deeper cut has more to rebuild, a shallow one less to lose), or fixed = recover_steps at "
+      "every budget; --target-heads and --target-layers recover for recover_steps");
     v("recover_distill", recover_distill, "distil from the unpruned model during the recovery fine-tuning");
     v("finetune", finetune, "fine-tune first (train section) when the model has no classifier for the task");
     v("latency", latency,

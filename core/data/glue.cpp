@@ -3,6 +3,7 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -316,7 +317,57 @@ std::vector<std::string> task_names() {
   return out;
 }
 
-std::vector<Example> read_task(const TaskSpec& task, const std::string& data_root, const std::string& split) {
+namespace {
+
+// One slice bound: empty, or an optional '-' and digits.
+std::optional<long> parse_bound(const std::string& text, const std::string& key, const std::string& spec) {
+  if (text.empty()) return std::nullopt;
+  const size_t digits = text[0] == '-' ? 1 : 0;
+  const bool ok = text.size() > digits && text.size() - digits <= 12 &&
+                  text.find_first_not_of("0123456789", digits) == std::string::npos;
+  if (!ok)
+    throw ConfigError(key + " = '" + spec + "': '" + text +
+                      "' is not a row count; write a slice of rows as NAME[begin:end], e.g. train[:-1000] or "
+                      "train[-1000:]");
+  return std::stol(text);
+}
+
+}  // namespace
+
+SplitSpec parse_split_spec(const std::string& spec, const std::string& key) {
+  SplitSpec s;
+  const size_t open = spec.find('[');
+  s.name = spec.substr(0, open);
+  if (open == std::string::npos) return s;
+  const size_t colon = spec.find(':', open);
+  if (s.name.empty() || spec.back() != ']' || colon == std::string::npos || spec.find('[', open + 1) != std::string::npos ||
+      spec.find(':', colon + 1) != std::string::npos)
+    throw ConfigError(key + " = '" + spec +
+                      "': write a split, or a slice of its rows as NAME[begin:end], e.g. train[:-1000] (all but the "
+                      "last 1000) or train[-1000:] (the last 1000)");
+  s.begin = parse_bound(spec.substr(open + 1, colon - open - 1), key, spec);
+  s.end = parse_bound(spec.substr(colon + 1, spec.size() - colon - 2), key, spec);
+  return s;
+}
+
+std::string format_split_spec(const SplitSpec& s) {
+  if (!s.sliced()) return s.name;
+  return s.name + "[" + (s.begin ? std::to_string(*s.begin) : "") + ":" + (s.end ? std::to_string(*s.end) : "") + "]";
+}
+
+std::pair<std::size_t, std::size_t> slice_bounds(const SplitSpec& s, std::size_t n) {
+  const long size = static_cast<long>(n);
+  auto at = [size](std::optional<long> v, long unset) {
+    const long x = v ? (*v < 0 ? *v + size : *v) : unset;
+    return static_cast<std::size_t>(std::clamp(x, 0L, size));
+  };
+  const std::size_t b = at(s.begin, 0), e = at(s.end, size);
+  return {b, std::max(b, e)};
+}
+
+std::vector<Example> read_task(const TaskSpec& task, const std::string& data_root, const std::string& spec) {
+  const SplitSpec ss = parse_split_spec(spec);
+  const std::string& split = ss.name;
   const SplitFile& sf = task.find_split(split);
   const std::string path = (fs::path(data_root) / task.folder / sf.file).string();
   std::error_code ec;
@@ -349,7 +400,12 @@ std::vector<Example> read_task(const TaskSpec& task, const std::string& data_roo
   if (out.empty())
     throw InputError(path + ": no examples (" + (lines.empty() ? "the file is empty" : "only a header") +
                      "); restore the split's rows, or choose another --split");
-  return out;
+  if (!ss.sliced()) return out;
+  const auto [b, e] = slice_bounds(ss, out.size());
+  if (b == e)
+    throw ConfigError("split " + spec + ": the slice holds no row of the " + std::to_string(out.size()) + " in " +
+                      path + "; choose bounds within them");
+  return std::vector<Example>(out.begin() + static_cast<long>(b), out.begin() + static_cast<long>(e));
 }
 
 std::string resolve_data_root(const std::string& flag) {

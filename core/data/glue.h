@@ -4,6 +4,7 @@
 // checkpoints fine-tuned with HF. Metric math lives in eval/metrics.h; tokenization in core/text/tokenizer.h.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,7 +75,23 @@ std::vector<std::string> task_names();
 // UTF-8 refused (InputError "path:line: byte N is not UTF-8; ..."), a folder refused by name.
 std::vector<std::string> read_text_lines(const std::string& path);
 
-// Reads data_root/<folder>/<file of split>. data_root holds glue/ and mnli_subset_textfooler/.
+// A split name with an optional slice of its rows in file order, as Hugging Face datasets writes one:
+// "train", "train[:-1000]" (all but the last 1000), "train[-1000:]" (the last 1000), "dev[10:20]". Bounds are
+// row counts (no percent), negative from the end, clamped to the split as Python slices are.
+struct SplitSpec {
+  std::string name;  // the split
+  std::optional<long> begin, end;  // unset: the split's start / end
+  bool sliced() const { return begin || end; }
+};
+// ConfigError naming `key` and the malformed text (e.g. "train[a:]", "train[1:2", "train[3]").
+SplitSpec parse_split_spec(const std::string& spec, const std::string& key = "split");
+// "train[-1000:]" back from its parts.
+std::string format_split_spec(const SplitSpec& s);
+// The rows [begin, end) of `n` after Python's clamping.
+std::pair<std::size_t, std::size_t> slice_bounds(const SplitSpec& s, std::size_t n);
+
+// Reads data_root/<folder>/<file of split>, or the slice of its rows the split spec names (parse_split_spec).
+// data_root holds glue/ and mnli_subset_textfooler/.
 // Splits on TAB only (never CSV quoting); strips a UTF-8 BOM and CR line ends; skips trailing empty
 // lines; keeps text byte-for-byte otherwise (SST-2's trailing space stays). Bad rows (wrong column count,
 // unknown label, a score outside score_range, bytes that are not UTF-8) -> InputError "path:line: ...".

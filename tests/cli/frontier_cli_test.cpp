@@ -84,7 +84,7 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
   std::map<std::string, int> kinds;
   for (const auto& p : points) ++kinds[p["method"].get<std::string>() + " " + p["precision"].get<std::string>()];
   std::map<std::string, int> expect = {{"unpruned fp32", 1}, {"unpruned int8", 1}, {"heads fp32", 3},
-                                       {"heads int8", 3}, {"kwon-recovered fp32", 2}, {"kwon-recovered int8", 2},
+                                       {"heads int8", 3}, {"kwon fp32", 2},      {"kwon int8", 2},
                                        {"gates fp32", 2},   {"gates int8", 2}};
   if (ort) expect["onnxruntime fp32"] = expect["onnxruntime int8"] = 1;
   CHECK(kinds == expect);
@@ -104,20 +104,48 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
       CHECK(p["reference"] == true);
       CHECK(p["metric"].get<double>() == baseline);
     }
-  // The choice: a candidate within D, and none within D faster.
+  // The choice is made on the selection slice (#58): the last tenth of the training split, held out of training and
+  // ranking; every training run of the frontier picked its best checkpoint there.
+  CHECK(summary["select_split"] == "matched[-3:]");
+  CHECK(f["select_split"] == "matched[-3:]");
+  CHECK(summary["rank_split"] == "matched[:-3]");
+  for (const char* run : {"budget_recover/1", "frontier_gates/30", "frontier_gates/60"})
+    CHECK(nlohmann::json::parse(slurp(out / run / "train_result.json"))["split"] == "matched[-3:]");
+  const double select_base = f["select_baseline"].get<double>();
   const int chosen = f["chosen"].get<int>();
   REQUIRE(chosen >= 0);
   const auto& c = points[static_cast<size_t>(chosen)];
   CHECK(c["reference"] == false);
-  CHECK(c["metric"].get<double>() >= baseline - D);
+  CHECK(c["select_metric"].get<double>() >= select_base - D);
   for (const auto& p : points)
-    if (p["reference"] == false && p["metric"].get<double>() >= baseline - D)
+    if (p["reference"] == false && p["select_metric"].get<double>() >= select_base - D)
       CHECK(p["speedup"].get<double>() <= c["speedup"].get<double>());
-  // Exported as chosen: its heads (and with the search its FLOPs budget), at its precision.
+  // Each budget candidate is the best of its search's steps on the selection slice: never below its tuned model
+  // (nor its search's choice or rearrangement) there.
+  for (const auto& p : points)
+    if (p["method"] == "kwon") {
+      const auto step = nlohmann::json::parse(
+          slurp(out / "state" / "frontier" / ("kwon-" + std::to_string(p["step"].get<int>()) + ".step.json")));
+      CHECK(step["variant"] == p["variant"]);
+      for (const auto& [variant, m] : step["select_metrics"].items()) {
+        INFO(variant);
+        if (p["precision"] == "fp32") CHECK(p["select_metric"].get<double>() >= m.get<double>() - 1e-9);
+      }
+      CHECK(p["cost_s"].get<double>() > 0);
+    }
+  // Exported as measured: the chosen candidate's own model (RUN_DIR/frontier_choice), its heads, its metric at fp32
+  // on the evaluation split to the last digit.
   const auto& fin = summary["final"];
   CHECK(fin["heads_kept"] == c["heads_kept"]);
-  if (c["method"] == "kwon-recovered") CHECK(fin["budget"]["target"].get<double>() == Approx(c["flops_kept"].get<double>()));
+  CHECK(nlohmann::json::parse(slurp(out / "frontier_choice" / "choice.json"))["point"]["method"] == c["method"]);
+  for (const auto& p : points)
+    if (p["method"] == c["method"] && p["step"] == c["step"] && p["criterion"] == c["criterion"] &&
+        p["precision"] == "fp32")
+      CHECK(100 * fin["metrics"][f["metric"].get<std::string>()].get<double>() == Approx(p["metric"].get<double>()).epsilon(1e-12));
+  if (c["method"] == "kwon") CHECK(fin["budget"]["target"].get<double>() == Approx(c["flops_kept"].get<double>()));
   if (c["method"] == "gates") CHECK(fin["method"] == "gates");  // the gates the frontier trained, not trained again
+  CHECK(!fs::exists(out / "recover"));  // nothing trained again after the choice
+  CHECK(!fs::exists(out / "search"));
   CHECK(fs::exists(out / "model" / "config.json"));
   // Its ONNX files, checked in ONNX Runtime (or skipped, saying why): model.onnx, model.int8.onnx only at int8.
   const auto& onnx = fin["onnx"];
@@ -127,7 +155,11 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
   // frontier.csv: a row per point; the picture beside it; the recovered models the candidates were built from.
   const std::string csv = slurp(out / "frontier.csv");
   CHECK(std::count(csv.begin(), csv.end(), '\n') == static_cast<long>(points.size()) + 1);
+  CHECK_THAT(csv.substr(0, csv.find('\n')), Catch::Contains(",select_metric,variant,cost_s,"));
+  for (const auto& p : points)
+    if (p["method"] == "gates") CHECK(p["cost_s"].get<double>() > 0);  // the seconds its training took
   CHECK(fs::exists(out / "frontier.svg"));
+  CHECK(fs::exists(out / "frontier_cost.svg"));
   CHECK(fs::exists(out / "budget_recover" / "1" / "best" / "config.json"));
   for (const char* pct : {"30", "60"}) CHECK(fs::exists(out / "frontier_gates" / pct / "train_result.json"));
   CHECK_THAT(r.output, Catch::Contains("stage 5/9 frontier: Hard-Concrete gates on heads, FFN neurons and sublayers "
@@ -141,7 +173,7 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
   REQUIRE(rep.code == 0);
   const std::string html = slurp(page);
   CHECK_THAT(html, Catch::Contains("id=\"fig-frontier\"") && Catch::Contains(">Pareto front<") &&
-                       Catch::Contains(">heads taylor int8<") && Catch::Contains(">kwon-recovered fp32<") &&
+                       Catch::Contains(">heads taylor int8<") && Catch::Contains(">kwon fp32<") &&
                        Catch::Contains(">chosen<"));
   if (ort) CHECK_THAT(html, Catch::Contains(">ONNX Runtime int8<"));
   hp::test::browser_check(page, "hp_prune_frontier_shots");
@@ -173,7 +205,7 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
 // A data root with a small STS-B (train and dev, 40 rows each) in words of the tiny vocab, whose dev scores are the
 // tiny regression model's own predictions (scaled into 0..5): its Spearman correlation there is 1, so that removing
 // any head or neuron costs points (the tiny models' accuracy on 3 classes, at chance, does not move).
-std::string tiny_stsb_root(const fs::path& root) {
+std::string tiny_stsb_root(const fs::path& root, bool own_train = false) {
   fs::create_directories(root / "glue" / "STS-B");
   const std::vector<std::string> a = {"the movie was great", "i love this film", "the actors played badly",
                                       "it is not very fun", "she hated the story", "we love the old man"};
@@ -191,15 +223,105 @@ std::string tiny_stsb_root(const fs::path& root) {
   const auto& task = hp::core::find_task("stsb");
   const auto model = hp::core::load_bert(hp::test::kTinyBertReg);
   const auto tok = hp::core::Tokenizer::from_model_dir(hp::test::kTinyBertReg);
-  const auto data = hp::core::encode_examples(tok, hp::core::read_task(task, root.string(), "dev"), 32);
-  hp::core::BatchOptions bo;
-  bo.batch_size = 8;
-  auto pred = hp::eval::evaluate(model, task, data, hp::core::make_batches(data, bo)).predictions;
-  const auto [lo, hi] = std::minmax_element(pred.begin(), pred.end());
-  const float min = *lo, span = *hi - *lo;
-  for (auto& v : pred) v = 5 * (v - min) / span;
-  write("dev", pred);
+  auto own = [&](const std::string& split) {  // the model's predictions on the split, scaled into 0..5
+    const auto data = hp::core::encode_examples(tok, hp::core::read_task(task, root.string(), split), 32);
+    hp::core::BatchOptions bo;
+    bo.batch_size = 8;
+    auto pred = hp::eval::evaluate(model, task, data, hp::core::make_batches(data, bo)).predictions;
+    const auto [lo, hi] = std::minmax_element(pred.begin(), pred.end());
+    const float min = *lo, span = *hi - *lo;
+    for (auto& v : pred) v = 5 * (v - min) / span;
+    return pred;
+  };
+  write("dev", own("dev"));
+  if (own_train) write("train", own("train"));
   return root.string();
+}
+
+TEST_CASE("a recovery that lowers the selection metric is not the budget candidate: the tuned model is (#58)",
+          "[cli][prune][frontier]") {
+  const auto out = hp::test::scratch_dir("hp_prune_frontier_lossy");
+  fs::remove_all(out);
+  // STS-B on the regression twin, both splits scored against its own predictions; choices on the train split
+  // (Spearman 1 for the unpruned model there), and a recovery at a learning rate (1) that wrecks the model.
+  const std::string args = "--model " + hp::test::kTinyBertReg + " --task stsb --max-seq-len 32 --data-root " +
+                           tiny_stsb_root(out.parent_path() / "hp_prune_frontier_lossy_data", true) + " --out " +
+                           out.string() +
+                           " --criteria taylor --rank-examples 12 --schedule 0,100 --recover-steps 4"
+                           " --set train.lr_peak=1 --set train.lr_warmup_ratio=0 --set prune.select_split=train"
+                           " --set prune.bootstrap=0 --set prune.latency=false --set eval.batch_size=8"
+                           " --set prune.rank_batch_size=4 --set prune.budget_schedule=100,60 --set prune.latency_batch=4"
+                           " --max-drop 99 --set prune.frontier_precisions=[fp32] --set prune.frontier_gates=[]"
+                           " --set prune.frontier_time=0.02";
+  auto r = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  const auto& points = summary["frontier"]["points"];
+  const auto kwon = std::find_if(points.begin(), points.end(), [](const auto& p) { return p["method"] == "kwon"; });
+  REQUIRE(kwon != points.end());
+  const auto step = nlohmann::json::parse(slurp(out / "state" / "frontier" / "kwon-1.step.json"));
+  const auto& m = step["select_metrics"];
+  INFO(step.dump());
+  // The wrecked recovery scored below the tuned model on the selection slice (6.3 against 21.3 here): not taken.
+  REQUIRE(m.contains("recovered"));  // defined (a learning rate of 300 made its predictions constant: NaN)
+  CHECK(m["recovered"].get<double>() < m["tuned"].get<double>());
+  CHECK((*kwon)["variant"] != "recovered");
+  CHECK((*kwon)["select_metric"].get<double>() >= m["tuned"].get<double>() - 1e-9);
+  CHECK_THAT(r.output, Catch::Contains("is the candidate; its recovery scored "));
+}
+
+TEST_CASE("the frontier's budget candidate at F and --target-flops F give the same model (#58)",
+          "[cli][prune][frontier]") {
+  const auto root = hp::test::scratch_dir("hp_prune_same_f");
+  fs::remove_all(root);
+  const std::string data = hp::test::tiny_data_root();
+  auto args = [&](const fs::path& out) {
+    return "--model " + hp::test::kTinyBert + " --task mnli_subset --max-seq-len 32 --data-root " + data + " --out " +
+           out.string() +
+           " --set prune.rank_split=matched --set prune.eval_split=mismatched --rank-examples 12 --schedule 0,100"
+           " --set prune.bootstrap=0 --set prune.latency=false --set eval.batch_size=8 --set prune.rank_batch_size=4"
+           " --criteria taylor --recover-steps 3 --set train.train_split=matched --set train.eval_split=mismatched"
+           " --set prune.latency_batch=4 --set prune.frontier_time=0.02 --set prune.verify=false";
+  };
+  const auto frontier = root / "frontier", target = root / "target";
+  auto t = run_capped(args(target) + " --target-flops 0.4", "HP_PYTHON=" + (root / "no-python").string());
+  INFO(t.output);
+  REQUIRE(t.code == 0);
+  // The frontier measures that export too (prune.frontier_models), beside its own candidates.
+  auto f = run_capped(args(frontier) + " --set prune.budget_schedule=100,40 --max-drop 50"
+                                       " --set prune.frontier_precisions=[fp32] --set prune.frontier_gates=[]"
+                                       " --set prune.frontier_models=[" + (target / "model").string() + "]",
+                      "HP_PYTHON=" + (root / "no-python").string());
+  INFO(f.output);
+  REQUIRE(f.code <= 2);  // 2: nothing within D; the candidates are measured either way
+  // The same step chosen on the same selection slice, the same metric on the evaluation split...
+  const auto fstep = nlohmann::json::parse(slurp(frontier / "state" / "frontier" / "kwon-1.step.json"));
+  const auto tstep = nlohmann::json::parse(slurp(target / "best_step" / "step.json"));
+  CHECK(fstep["variant"] == tstep["variant"]);
+  CHECK(fstep["select_metrics"] == tstep["select_metrics"]);
+  const auto summary = nlohmann::json::parse(slurp(frontier / "summary.json"));
+  const auto tsum = nlohmann::json::parse(slurp(target / "summary.json"));
+  const nlohmann::json* kwon = nullptr;
+  const nlohmann::json* model = nullptr;
+  for (const auto& p : summary["frontier"]["points"]) {
+    if (p["method"] == "kwon") kwon = &p;
+    if (p["method"] == "model") model = &p;
+  }
+  REQUIRE(kwon);
+  CHECK((*kwon)["metric"].get<double>() == Approx(100 * tsum["final"]["metrics"]["accuracy"].get<double>()).epsilon(1e-12));
+  // The export measured as a candidate of its own: the same model, so the same metrics on both splits.
+  REQUIRE(model);
+  CHECK((*model)["model"] == (target / "model").string());
+  CHECK((*model)["metric"].get<double>() == Approx((*kwon)["metric"].get<double>()).epsilon(1e-12));
+  CHECK((*model)["select_metric"].get<double>() == Approx((*kwon)["select_metric"].get<double>()).epsilon(1e-12));
+  CHECK((*model)["flops_kept"].get<double>() == Approx(tsum["final"]["budget"]["kept"].get<double>()).epsilon(1e-9));
+  // ...and, for the recovered step, the same weights byte for byte (the recovery ran twice, from the same start).
+  if (tstep["variant"] == "recovered")
+    CHECK(slurp(frontier / "budget_recover" / "1" / "best" / "model.safetensors") ==
+          slurp(target / "recover" / "best" / "model.safetensors"));
+  else
+    CHECK(slurp(target / "best_step" / "model.safetensors").size() > 0);
 }
 
 TEST_CASE("the frontier run with no candidate within D: one line naming the closest, exit 2, nothing exported",
@@ -210,8 +332,8 @@ TEST_CASE("the frontier run with no candidate within D: one line naming the clos
   // what removing half of the heads or half of the FLOPs costs. No reference Python: the ONNX Runtime rows
   // are skipped, and the run says so.
   const std::string args = "--model " + hp::test::kTinyBertReg + " --task stsb --max-seq-len 32 --data-root " +
-                           tiny_stsb_root(out.parent_path() / "hp_prune_frontier_stsb") + " --out " + out.string() +
-                           " --criteria taylor --rank-examples 12 --schedule 0,50,100 --recover-steps 0"
+                           tiny_stsb_root(out.parent_path() / "hp_prune_frontier_stsb", true) + " --out " +
+                           out.string() + " --set prune.select_split=train --criteria taylor --rank-examples 12 --schedule 0,50,100 --recover-steps 0"
                            " --set prune.bootstrap=0 --set prune.latency=false --set eval.batch_size=8"
                            " --set prune.rank_batch_size=4"
                            " --set prune.budget_schedule=100,50 --set prune.latency_batch=4"
@@ -344,6 +466,6 @@ TEST_CASE("the frontier run with hidden channels and layers among the structures
   REQUIRE(gates != points.end());
   CHECK((*gates)["flops_kept"].get<double>() <= 0.3 + 1e-12);
   // The search's candidates are searched over heads and neurons as before: their points are there too.
-  CHECK(std::any_of(points.begin(), points.end(), [](const auto& p) { return p["method"] == "kwon-recovered"; }));
+  CHECK(std::any_of(points.begin(), points.end(), [](const auto& p) { return p["method"] == "kwon"; }));
   CHECK(fs::exists(out / "model" / "config.json"));
 }

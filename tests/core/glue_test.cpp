@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <tuple>
+#include <vector>
 #include <unistd.h>  // getpid
 
 #include "core/io/checkpoint.h"
@@ -267,4 +269,39 @@ TEST_CASE("label names replace a checkpoint's generic LABEL_i and are saved; rea
   hp::core::LoadOptions other = hp::core::task_load_options(mnli, 42);
   other.label_names = {"a", "b", "c"};
   CHECK(hp::core::load_bert(dir.string(), other).config().id2label[0] == "contradiction");
+}
+
+TEST_CASE("split slices: NAME[begin:end] reads those rows in file order, as Python slices them", "[glue][slice]") {
+  using hp::core::parse_split_spec;
+  using hp::core::slice_bounds;
+  // Python's list slicing is the reference: l[-3:], l[:-3], l[2:5], l[-100:], l[5:2] on a list of 10.
+  const std::vector<std::tuple<std::string, size_t, size_t>> cases = {
+      {"train", 0, 10},  {"train[-3:]", 7, 10}, {"train[:-3]", 0, 7}, {"train[2:5]", 2, 5},
+      {"train[-100:]", 0, 10}, {"train[5:2]", 5, 5}, {"train[:]", 0, 10}, {"train[3:-3]", 3, 7}};
+  for (const auto& [spec, b, e] : cases) {
+    INFO(spec);
+    const auto s = parse_split_spec(spec);
+    CHECK(s.name == "train");
+    CHECK(slice_bounds(s, 10) == std::pair<size_t, size_t>{b, e});
+    if (spec != "train[:]") CHECK(hp::core::format_split_spec(s) == spec);  // "[:]" formats as the bare name
+  }
+  for (const std::string bad : {"train[a:]", "train[1:2", "train[3]", "[1:2]", "train[1:2:3]", "train[--1:]", "train[1:2]x"})
+    CHECK_THROWS_AS(parse_split_spec(bad, "prune.select_split"), hp::ConfigError);
+  CHECK_THROWS_WITH(parse_split_spec("train[x:]", "prune.select_split"),
+                    Contains("prune.select_split = 'train[x:]'") && Contains("train[:-1000]"));
+
+  // On the real MRPC train split (3,668 rows): the two halves of a hold-out partition it, in file order.
+  const auto& mrpc = find_task("mrpc");
+  const auto all = read_task(mrpc, kSharedData, "train");
+  const auto head = read_task(mrpc, kSharedData, "train[:-1000]");
+  const auto tail = read_task(mrpc, kSharedData, "train[-1000:]");
+  REQUIRE(all.size() == 3668);
+  REQUIRE(head.size() == 2668);
+  REQUIRE(tail.size() == 1000);
+  CHECK(head.front().line == all.front().line);
+  CHECK(head.back().line + 1 == tail.front().line);
+  CHECK(tail.back().line == all.back().line);
+  CHECK(tail.front().text_a == all[2668].text_a);
+  CHECK_THROWS_WITH(read_task(mrpc, kSharedData, "train[4000:]"), Contains("holds no row of the 3668"));
+  CHECK_THROWS_WITH(read_task(mrpc, kSharedData, "nosuch[1:]"), Contains("unknown split 'nosuch'"));
 }

@@ -924,6 +924,35 @@ add("frontier-gates", "prune.frontier_gates with a budget outside (0, 100) or au
     "for no gates",
     not_created("run"))
 
+SELECT = ("--set", "prune.eval_split=mismatched", "--set", "prune.rank_split=matched")
+add("select-is-eval", "prune.select_split naming the evaluation split (choices on the reported split, #58)",
+    budget_run("--max-drop", "1", *SELECT, "--set", "prune.select_split=mismatched"), 2,
+    "error: prune.select_split = mismatched is prune.eval_split: choices made on the split the run reports are "
+    "optimistic by construction; leave prune.select_split empty (rows held out of train.train_split) or name another "
+    "split",
+    not_created("run"))
+add("select-bad-slice", "prune.select_split with a slice that is not row counts",
+    budget_run("--max-drop", "1", *SELECT, "--set", "prune.select_split=matched[x:]"), 2,
+    "error: prune.select_split = 'matched[x:]': 'x' is not a row count; write a slice of rows as NAME[begin:end], "
+    "e.g. train[:-1000] or train[-1000:]",
+    not_created("run"))
+add("select-negative", "prune.select_examples below 0",
+    budget_run("--max-drop", "1", *SELECT, "--set", "prune.select_examples=-5"), 2,
+    "error: prune.select_examples = -5; use a count of training rows to hold out for the run's choices, e.g. 1000 "
+    "(0 = off)",
+    not_created("run"))
+
+add("frontier-models-not-a-model", "prune.frontier_models naming a folder that holds no model",
+    lambda s: budget_run("--max-drop", "1", *SELECT, "--set", "prune.frontier_models=[" + s + "]")(s), 1,
+    "error: prune.frontier_models[0] = $SCRATCH: no config.json there; name an exported model folder (a prune run's "
+    "model/)",
+    not_created("run"))
+add("recover-scale", "prune.recover_scale neither removed nor fixed",
+    budget_run("--target-flops", "0.5", "--set", "prune.recover_scale=more"), 2,
+    "error: prune.recover_scale = 'more'; use removed (budget points recover longer the more they removed) or fixed "
+    "(prune.recover_steps at every budget)",
+    not_created("run"))
+
 add("budget-gates-latency", "--method gates with --target-latency (the gates learn FLOPs or parameters)",
     budget_run("--target-latency", "5", "--method", "gates"), 2,
     "error: prune.method = gates with --target-latency: the gates learn a FLOPs or parameter budget; give "

@@ -1,7 +1,9 @@
-// The frontier's choice as the config that builds it (prune/frontier_stage.h: chosen_config): every kind of
-// candidate, its budget, method, recovery and precision; --max-drop itself off in the chosen config.
+// The frontier's choice as the config stages 7-9 run under (prune/frontier_stage.h: chosen_config): the chosen
+// precision, and no budget, method or recovery of its own whatever the candidate (#58: the export is the model
+// the frontier measured, never rebuilt by a --target-heads or --target-flops run).
 #include <catch2/catch.hpp>
 
+#include "prune/budget.h"
 #include "prune/frontier_stage.h"
 
 using hp::prune::chosen_config;
@@ -28,57 +30,42 @@ FrontierPoint point(const char* method, const char* precision) {
 
 }  // namespace
 
-TEST_CASE("chosen_config: each kind of candidate becomes the run that builds it, at its precision",
+TEST_CASE("chosen_config: every kind of candidate keeps its precision and asks for nothing to be built again",
           "[prune][frontier]") {
   hp::core::Config cfg;
   cfg.prune.max_drop = 1;
   cfg.prune.recover_steps = 300;
   cfg.prune.curve_recover_steps = 50;
-
-  SECTION("a head criterion's ranking: exactly its heads by that criterion, no recovery") {
-    auto p = point("heads", "int8");
-    p.criterion = "taylor", p.heads_kept = 36;
+  for (const auto& [method, precision] : std::vector<std::pair<const char*, const char*>>{
+           {"heads", "int8"}, {"unpruned", "int8"}, {"kwon", "fp32"}, {"kwon", "bf16"}, {"gates", "int8"}, {"model", "fp32"}}) {
+    INFO(method << " " << precision);
+    auto p = point(method, precision);
+    p.criterion = "taylor", p.heads_kept = 36, p.flops_kept = 0.4, p.step = 30;
     const auto c = chosen_config(cfg, choosing(p));
-    CHECK(c.prune.target_heads == 36);
-    CHECK(c.prune.method == "taylor");
-    CHECK(c.prune.recover_steps == 0);
-    CHECK(c.run.precision == "int8");
+    CHECK(c.run.precision == precision);
     CHECK(c.prune.max_drop == 0);
-  }
-  SECTION("the unpruned model quantised: all heads, best, no recovery") {
-    auto p = point("unpruned", "int8");
-    p.heads_kept = 72;
-    const auto c = chosen_config(cfg, choosing(p));
-    CHECK(c.prune.target_heads == 72);
-    CHECK(c.prune.method == "best");
+    CHECK(c.prune.target_heads == 0);
     CHECK(c.prune.target_flops == 0);
+    CHECK(c.prune.method == "best");
   }
-  SECTION("the search recovered: its FLOPs budget, recovered as the budget curves were") {
-    auto p = point("kwon-recovered", "fp32");
-    p.flops_kept = 0.4;
-    const auto c = chosen_config(cfg, choosing(p));
-    CHECK(c.prune.target_flops == 0.4);
-    CHECK(c.prune.method == "kwon");
-    CHECK(c.prune.recover_steps == 50);
-    CHECK(c.prune.target_heads == 0);
-    CHECK(c.run.precision == "fp32");
-  }
-  SECTION("the search tuned only: no recovery") {
-    auto p = point("kwon-tuned", "bf16");
-    p.flops_kept = 0.6;
-    const auto c = chosen_config(cfg, choosing(p));
-    CHECK(c.prune.target_flops == 0.6);
-    CHECK(c.prune.recover_steps == 0);
-    CHECK(c.run.precision == "bf16");
-  }
-  SECTION("the gates: --method gates at the budget they were trained to (not the budget they reached)") {
-    auto p = point("gates", "int8");
-    p.step = 30, p.flops_kept = 0.2987;
-    const auto c = chosen_config(cfg, choosing(p));
-    CHECK(c.prune.method == "gates");
-    CHECK(c.prune.target_flops == Approx(0.30));
-    CHECK(c.prune.target_heads == 0);
-    CHECK(c.prune.max_drop == 0);
-    CHECK(hp::prune::frontier_gates_dir(p.step) == "frontier_gates/30");
-  }
+  CHECK(hp::prune::frontier_gates_dir(30) == "frontier_gates/30");
+}
+
+TEST_CASE("budget recoveries: longer the more a point removed (prune.recover_scale = removed), or fixed", "[prune]") {
+  using hp::prune::budget_recover_steps;
+  hp::core::PruneConfig p;  // recover_steps 300, curve_recover_steps -1 (= 300), recover_scale removed
+  CHECK(budget_recover_steps(p, 0.5, false) == 300);
+  CHECK(budget_recover_steps(p, 0.3, false) == 420);
+  CHECK(budget_recover_steps(p, 0.2, true) == 480);
+  CHECK(budget_recover_steps(p, 0.9, false) == 60);  // at least a fifth
+  CHECK(budget_recover_steps(p, 1.0, true) == 60);
+  p.curve_recover_steps = 100;  // the curves' own count, scaled alike; stage 6 keeps recover_steps
+  CHECK(budget_recover_steps(p, 0.3, true) == 140);
+  CHECK(budget_recover_steps(p, 0.3, false) == 420);
+  p.curve_recover_steps = 0;  // no recovered line
+  CHECK(budget_recover_steps(p, 0.3, true) == 0);
+  p.recover_scale = "fixed";
+  CHECK(budget_recover_steps(p, 0.3, false) == 300);
+  p.recover_steps = 0;
+  CHECK(budget_recover_steps(p, 0.3, false) == 0);
 }

@@ -20,7 +20,14 @@ FrontierPoint pt(double speedup, double metric, bool reference = false) {
   FrontierPoint p;
   p.method = reference ? "onnxruntime" : "kwon-search";
   p.precision = "fp32";
-  p.speedup = speedup, p.metric = metric, p.reference = reference;
+  p.speedup = speedup, p.metric = metric, p.select_metric = metric, p.reference = reference;
+  return p;
+}
+
+// The same point measured apart: `select` on the selection slice, `reported` on the evaluation split.
+FrontierPoint apart(double speedup, double select, double reported) {
+  FrontierPoint p = pt(speedup, select);
+  p.metric = reported;
   return p;
 }
 
@@ -73,6 +80,18 @@ TEST_CASE("the Pareto front equals a brute-force count on random points", "[prun
   }
 }
 
+TEST_CASE("the choice reads the selection slice only: the evaluation split's metric never moves it (#58)",
+          "[prune][frontier]") {
+  // The baseline 91 on the selection slice. 3x: within 1 point there (90.5) but 5 points down on the evaluation
+  // split; 4x: 3 points down on the selection slice, level on the evaluation split. The choice is the 3x one.
+  const std::vector<FrontierPoint> pts = {apart(1, 91, 91), apart(3, 90.5, 86), apart(4, 88, 91)};
+  CHECK(choose_within(pts, 91.0, 1.0) == std::optional<std::size_t>(1));
+  // A selection slice that reads the other way: nothing but the unpruned model is within 1 point there.
+  CHECK(choose_within({apart(1, 91, 91), apart(3, 85, 91)}, 91.0, 1.0) == std::optional<std::size_t>(0));
+  // Equally fast: the more accurate on the selection slice, whatever the evaluation split says.
+  CHECK(choose_within({apart(2, 90.2, 95), apart(2, 90.4, 80)}, 91.0, 1.0) == std::optional<std::size_t>(1));
+}
+
 TEST_CASE("the choice is the fastest candidate within D points of the unpruned model", "[prune][frontier]") {
   const std::vector<FrontierPoint> pts = {pt(1, 91.0), pt(2, 90.5), pt(3, 90.0), pt(3.5, 89.9), pt(6, 92, true)};
   SECTION("within 1 point: 3x at exactly −1.0 (the edge is inside), not 3.5x at −1.1") {
@@ -109,6 +128,7 @@ hp::prune::Frontier hand_frontier() {
   f.points[1].precision = "int8";
   f.points[0].speedups = {{"b32_128", 1}, {"b1_mean", 1}};
   f.points[2].speedups = {{"b32_128", 3}};
+  f.points[2].select_metric = 89.7, f.points[2].variant = "tuned", f.points[2].cost_s = 42.5;
   f.chosen = 2;
   return f;
 }
@@ -119,16 +139,16 @@ TEST_CASE("the gates' budgets: [auto] the two cheapest search points within 2·D
           "[prune][frontier]") {
   using hp::prune::frontier_gate_budgets;
   hp::prune::Frontier f;
-  f.baseline = 90, f.max_drop = 1;
-  auto search = [](double flops, double metric, const char* precision = "fp32", const char* method = "kwon-recovered") {
-    FrontierPoint p = pt(1 / flops, metric);
+  f.baseline = 70, f.select_baseline = 90, f.max_drop = 1;  // [auto] reads the selection slice: baseline is 20 off
+  auto search = [](double flops, double metric, const char* precision = "fp32", const char* method = "kwon") {
+    FrontierPoint p = apart(1 / flops, metric, metric - 20);
     p.method = method, p.precision = precision, p.flops_kept = flops;
     return p;
   };
   // 70% at 89.5, 60% at 88.0 (exactly 2·D below: in), 50% at 87.9 (out), 40% at int8 89 (not fp32), 30% by heads at 89
-  // (not the search), 80% tuned at 89.9.
+  // (not the search), 80% by gates at 89.9 (not the search).
   f.points = {search(0.7, 89.5), search(0.6, 88.0), search(0.5, 87.9), search(0.4, 89, "int8"),
-              search(0.3, 89, "fp32", "heads"), search(0.8, 89.9, "fp32", "kwon-tuned")};
+              search(0.3, 89, "fp32", "heads"), search(0.8, 89.9, "fp32", "gates")};
   CHECK(frontier_gate_budgets({"auto"}, f) == std::vector<double>{0.6, 0.7});
   f.points.resize(1);
   CHECK(frontier_gate_budgets({"auto"}, f) == std::vector<double>{0.7});
@@ -145,11 +165,31 @@ TEST_CASE("frontier.csv: a row per point with every timing's column, the front a
   const std::string csv = hp::prune::frontier_csv(hand_frontier());
   CHECK(csv ==
         "method,criterion,budget,precision,heads_kept,flops_kept,metric,speedup,speedup_b1_mean,speedup_b32_128,"
-        "reference,pareto,chosen\n"
-        "kwon-search,,,fp32,0,1,91,1,1,1,0,0,0\n"  // dominated by ONNX Runtime (2.4x at 91.5)
-        "kwon-search,,,int8,0,1,90,1.5,,,0,0,0\n"
-        "kwon-search,,,fp32,0,1,90.2,3,,3,0,1,1\n"
-        "onnxruntime,,,fp32,0,1,91.5,2.4,,,1,1,0\n");
+        "select_metric,variant,cost_s,reference,pareto,chosen\n"
+        "kwon-search,,,fp32,0,1,91,1,1,1,91,,0,0,0,0\n"  // dominated by ONNX Runtime (2.4x at 91.5)
+        "kwon-search,,,int8,0,1,90,1.5,,,90,,0,0,0,0\n"
+        "kwon-search,,,fp32,0,1,90.2,3,,3,89.7,tuned,42.5,0,1,1\n"
+        "onnxruntime,,,fp32,0,1,91.5,2.4,,,91.5,,0,1,1,0\n");
+}
+
+TEST_CASE("the cost chart: each candidate's seconds of search and training against its metric, fp32 rows only",
+          "[prune][frontier]") {
+  auto f = hand_frontier();
+  FrontierPoint gates = pt(4, 89.5);
+  gates.method = "gates", gates.cost_s = 600;
+  FrontierPoint gates_int8 = gates;
+  gates_int8.precision = "int8";  // the same training: not drawn twice
+  f.points.push_back(gates), f.points.push_back(gates_int8);
+  const auto chart = hp::prune::frontier_cost_chart(f);
+  CHECK(chart.log_x);
+  REQUIRE(chart.series.size() == 3);  // kwon-search (the one with a cost), gates, the chosen ring
+  CHECK(chart.series[0].name == "kwon-search");
+  CHECK(chart.series[0].x == std::vector<double>{42.5});
+  CHECK(chart.series[1].name == "gates");
+  CHECK(chart.series[1].x == std::vector<double>{600});
+  CHECK(chart.series[1].y == std::vector<double>{89.5});
+  CHECK(chart.series[2].name == "chosen");
+  CHECK(chart.series[2].ring);
 }
 
 TEST_CASE("the frontier chart: log x, the front as a line through its points, a marker series per method and "
@@ -215,7 +255,7 @@ TEST_CASE("a log x axis: ticks at 1, 2 and 5 times powers of ten over a wide ran
 TEST_CASE("the frontier's baseline: the unpruned fp32 model alone, among other unpruned candidates", "[prune][frontier]") {
   auto point = [](const char* method, const char* precision, double speedup, double metric) {
     FrontierPoint p;
-    p.method = method, p.precision = precision, p.speedup = speedup, p.metric = metric;
+    p.method = method, p.precision = precision, p.speedup = speedup, p.metric = metric, p.select_metric = metric - 0.5;
     return p;
   };
   hp::prune::Frontier f;
@@ -226,11 +266,12 @@ TEST_CASE("the frontier's baseline: the unpruned fp32 model alone, among other u
     hp::prune::add_measured(f, p);
   REQUIRE(f.points.size() == 6);
   CHECK(f.baseline == 91.0);
+  CHECK(f.select_baseline == 90.5);  // the choices' baseline: the same model's metric on the selection slice
   for (std::size_t i = 0; i < f.points.size(); ++i) {
     INFO(hp::prune::frontier_label(f.points[i]));
     CHECK(f.points[i].reference == (i == 4));
   }
   // Within 1 point of 91: the unpruned int8 model (2x, 90) is the fastest; with the int8 point as the baseline (90)
   // the 3x heads point at 89.5 would have been.
-  CHECK(choose_within(f.points, f.baseline, f.max_drop) == std::optional<std::size_t>(0));
+  CHECK(choose_within(f.points, f.select_baseline, f.max_drop) == std::optional<std::size_t>(0));
 }
