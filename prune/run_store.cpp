@@ -33,7 +33,8 @@ RunStore::RunStore(std::string dir, const std::string& config_yaml) : lock_(dir)
 }
 
 void RunStore::abandon_new_run() const {
-  if (resumed_) return;
+  // A run that wrote its summary reached a result and keeps it (--max-drop with no candidate within D: the frontier).
+  if (resumed_ || fs::exists(dir_ + "/summary.json")) return;
   core::shared_write([&] {
     std::error_code ec;
     std::vector<fs::path> wrote;
