@@ -29,8 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // The files an export writes (core::save_bert, prune::export_onnx, export_int8 below) and the check files an
-// export before #44 could leave behind. A folder holding only these holds an earlier export, which a new one
-// replaces whole (no stale vocab.txt beside a new vocab.json); a file of any other name is someone else's.
+// export before #44 could leave behind. An earlier export holds only these; a file of any other name is someone
+// else's.
 bool export_file(const std::string& name) {
   static const std::set<std::string> names = {
       "config.json", "model.safetensors", "model.h5", "modeling_headprune.py", "vocab.txt", "vocab.json",
@@ -40,20 +40,32 @@ bool export_file(const std::string& name) {
   return names.count(name) > 0;
 }
 
-// Refuses a --to that holds anything but an earlier export (ConfigError): replacing it would destroy it.
-void check_target(const std::string& out) {
+// Refuses a --to that would delete what the command reads (whatever --force says), and without --force one that
+// holds anything but an earlier headprune export (ConfigError): replacing it would destroy it. An earlier export
+// is told by its content (core::holds_headprune_export: headprune's config.json), and then by its file names: a
+// Hugging Face folder holds the same names (#61).
+void check_target(const core::Config& cfg) {
+  const std::string& out = cfg.export_.out;
+  core::refuse_replacing_inputs(out, {{"--model", cfg.model.path},
+                                      {"--data-root", cfg.export_.int8 ? core::resolve_data_root(cfg.data.root) : ""}});
   std::error_code ec;
-  if (!fs::is_directory(out, ec)) return;  // absent (a file is refused by core::StagedFolder)
+  if (cfg.export_.force || !fs::is_directory(out, ec) || fs::is_empty(out, ec)) return;  // a file: StagedFolder
   std::vector<std::string> foreign;
   for (const auto& e : fs::directory_iterator(out, ec))
     if (!export_file(e.path().filename().string())) foreign.push_back(e.path().filename().string());
-  if (foreign.empty()) return;
-  std::sort(foreign.begin(), foreign.end());
-  throw ConfigError(out + " is not empty and holds no headprune export (it has '" + foreign.front() + "'" +
-                    (foreign.size() > 1 ? " and " + std::to_string(foreign.size() - 1) + " more" : std::string()) +
-                    ", which an export would replace); pass --to NEW_DIR, empty the folder, or add --force to replace it");
+  const std::string fix = "; pass --to NEW_DIR, empty the folder, or add --force to replace it";
+  if (!foreign.empty()) {
+    std::sort(foreign.begin(), foreign.end());
+    throw ConfigError(out + " is not empty and holds no headprune export (it has '" + foreign.front() + "'" +
+                      (foreign.size() > 1 ? " and " + std::to_string(foreign.size() - 1) + " more" : std::string()) +
+                      ", which an export would replace)" + fix);
+  }
+  if (!core::holds_headprune_export(out))
+    throw ConfigError(out + " is not empty and holds no headprune export (its config.json " +
+                      (fs::exists(out + "/config.json", ec) ? "was not written by headprune: no 'heads_per_layer'"
+                                                            : "is missing") +
+                      "), which an export would replace whole" + fix);
 }
-
 
 // One metric map as "accuracy 0.8842, f1 0.8901".
 std::string format_metrics(const std::map<std::string, double>& m) {
@@ -158,7 +170,7 @@ void write_export(const core::Config& cfg, const core::Bert& model, const std::s
 
 int run_export(const core::Config& cfg) {
   if (cfg.export_.out.empty()) throw ConfigError("export.out is empty; pass --to DIR");
-  if (!cfg.export_.force) check_target(cfg.export_.out);
+  check_target(cfg);
   try {  // StagedFolder::write removes the staging folder and names the target in the error
     core::StagedFolder(cfg.export_.out).write(
         [&](const std::string& dir) { write_export(cfg, model_to_export(cfg), dir); });

@@ -26,6 +26,14 @@ constexpr double kSlack = 1e-9;
 
 }  // namespace
 
+void add_measured(Frontier& f, FrontierPoint p) {
+  if (p.method == "unpruned" && p.precision == "fp32") {
+    f.baseline = p.metric, f.select_baseline = p.select_metric;
+    p.reference = true;  // the baseline of the metric and of the speedups: quantised, it is a candidate
+  }
+  f.points.push_back(std::move(p));
+}
+
 std::string frontier_label(const FrontierPoint& p) {
   std::string s = p.method;
   for (const auto* part : {&p.criterion, &p.budget, &p.precision})

@@ -40,6 +40,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FrontierPoint, method, criterion
                                                 flops_kept, metric, select_metric, variant, model, cost_s, speedup,
                                                 speedups, reference)
 
+// Appends a measured point to f.points. Only the unpruned model at fp32 is the baseline (f.baseline, and a reference
+// point, never chosen), whatever else is unpruned among the candidates: the unpruned model quantised, the search's
+// 100% point, a criterion's ranking with nothing pruned stay candidates (#61).
+struct Frontier;
+void add_measured(Frontier& f, FrontierPoint p);
+
 // "heads taylor 36 heads int8": the parts a person needs, without the empty ones.
 std::string frontier_label(const FrontierPoint& p);
 

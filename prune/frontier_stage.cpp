@@ -334,11 +334,7 @@ bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vecto
         fs::create_directories(dir);
         core::write_file_atomic(file, nlohmann::json(p).dump(2) + "\n");
       }
-      if (p.method == "unpruned" && precision == core::Precision::kFp32) {
-        f.baseline = p.metric, f.select_baseline = p.select_metric;
-        p.reference = true;  // the baseline of the metric and of the speedups: quantised, it is a candidate
-      }
-      f.points.push_back(p);
+      add_measured(f, p);  // the unpruned fp32 model sets f.baseline
       if (!measured) continue;
       std::ostringstream line;
       line << frontier_label(p) << ": " << p.metric << ", x" << p.speedup;

@@ -10,12 +10,14 @@
 #include "core/base/log.h"
 #include "core/base/version.h"
 #include "core/dist/distributed.h"
+#include "core/kernels/isa.h"
 #include "core/kernels/lowp_gemm.h"
 #include "eval/flops.h"
 #include "prune/best_step.h"
 #include "prune/budget.h"
 #include "prune/criteria.h"
 #include "prune/frontier_stage.h"
+#include "prune/key_use.h"
 #include "prune/layer_drop.h"
 #include "prune/model_card.h"
 #include "prune/schedule.h"
@@ -69,10 +71,10 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
   need(heads_or_neurons, "prune.structures is [" + other +
                              "] alone; the budget is spent over heads and neurons: use heads,neurons," + other +
                              (other == "layers" ? " (or --target-layers N to drop whole layers alone)" : ""));
-  if (std::find(p.structures.begin(), p.structures.end(), "hidden") != p.structures.end())
-    hidden_widths(arch.hidden_size, p.hidden_widths);  // ConfigError naming a width out of range
-  if (std::find(p.structures.begin(), p.structures.end(), "layers") != p.structures.end())
-    layer_counts(arch.num_hidden_layers, p.layer_counts);
+  // Every key is checked whatever the mode, before stage 1 claims the folder (#61): one checked only where it is used
+  // failed after the work had started, and the corrected command then found a folder of another config.
+  hidden_widths(arch.hidden_size, p.hidden_widths);  // ConfigError naming a width out of range
+  layer_counts(arch.num_hidden_layers, p.layer_counts);
   need(p.search_examples >= 0,
        "prune.search_examples = " + std::to_string(p.search_examples) + "; use 0 (all) or a count");
   need(p.tuning_damping >= 0, "prune.tuning_damping must be 0 or positive");
@@ -110,6 +112,26 @@ void validate_frontier(const core::PruneConfig& p) {
     throw ConfigError("prune.max_drop and prune." + std::string(target) +
                       " are both set: --max-drop D measures every budget and picks the fastest within D; give "
                       "--max-drop D alone, or drop it for a budget of your own");
+  if (core::dist::active())
+    throw ConfigError("prune.max_drop times every candidate on one machine: run --max-drop without torchrun or "
+                      "srun (one process), or give a budget of your own (--target-flops F) to a data-parallel run");
+  // The precisions the candidates are measured at (frontier_stage.cpp native_precisions; fp32 only where asked):
+  // none would leave the unpruned baseline alone, and the run would end with "no candidate within D" (#61).
+  bool any = false;
+  for (const auto& name : p.frontier_precisions) {
+    const core::Precision q = core::precision_setting(name, "prune.frontier_precisions");
+    any = any || q == core::Precision::kFp32 || core::lowp_native(q);
+  }
+  if (!any)
+    throw ConfigError(
+        p.frontier_precisions.empty()
+            ? std::string("prune.frontier_precisions is empty, so --max-drop would measure no candidate; use fp32, "
+                          "bf16 or int8, e.g. [fp32, int8]")
+            : "prune.frontier_precisions = [" + core::join_list(p.frontier_precisions) + "] has no precision this CPU " +
+                  "runs natively (instruction-set cap " + core::isa::name(core::isa::cap()) +
+                  (core::isa::cap_from_environment() ? " from HEADPRUNE_MAX_ISA" : "") +
+                  "), so --max-drop would measure no candidate; add fp32, e.g. [fp32, " +
+                  core::join_list(p.frontier_precisions) + "]");
   if (p.method != "best")
     throw ConfigError("prune.method = " + p.method +
                       " with prune.max_drop: the frontier measures the head criteria and the budget search itself; "
@@ -119,17 +141,27 @@ void validate_frontier(const core::PruneConfig& p) {
 // --target-layers N: alone, 1..L-1 layers, a known choice.
 void validate_layers(const core::PruneConfig& p, const core::BertConfig& arch) {
   const int L = arch.num_hidden_layers;
+  keep_layers(p.layer_choice, {0.0, 0.0}, 1);  // ConfigError for an unknown choice, whatever the mode
   if (p.target_layers == 0) return;
+  if (L == 1)
+    throw ConfigError("prune.target_layers = " + std::to_string(p.target_layers) +
+                      " but the model has 1 layer, and a model keeps at least one: there is no layer to drop; prune "
+                      "heads or neurons instead (--target-heads N or --target-flops F)");
   if (p.target_layers < 0 || p.target_layers >= L)
     throw ConfigError("prune.target_layers = " + std::to_string(p.target_layers) + " but the model has " +
                       std::to_string(L) + " layers; use 1.." + std::to_string(L - 1) + " (or 0 for off)");
-  const char* other = p.target_heads > 0 ? "target_heads" : budget_mode(p) ? "a FLOPs, parameter or latency budget"
-                      : p.max_drop > 0   ? "max_drop"
+  // --max-drop runs as a FLOPs budget (budget_mode), so it is named before the budgets: "prune.max_drop", never
+  // "prune.a FLOPs … budget" (#61).
+  const char* other = p.target_heads > 0 ? "prune.target_heads"
+                      : p.max_drop > 0   ? "prune.max_drop"
+                      : budget_mode(p)   ? "a FLOPs, parameter or latency budget"
                                          : nullptr;
   if (other)
-    throw ConfigError("prune.target_layers and " + std::string(p.target_heads > 0 || p.max_drop > 0 ? "prune." : "") +
-                      other + " are both set; give --target-layers N alone (it drops whole layers, then recovers)");
-  keep_layers(p.layer_choice, std::vector<double>(L, 0.0), p.target_layers);  // ConfigError for an unknown choice
+    throw ConfigError("prune.target_layers and " + std::string(other) +
+                      " are both set; give --target-layers N alone (it drops whole layers, then recovers)");
+  if (p.method != "best")
+    throw ConfigError("prune.method = " + p.method + " with --target-layers: whole layers are chosen by "
+                      "prune.layer_choice (fisher, top or alternate), not by a method; leave prune.method = best");
 }
 
 }  // namespace
@@ -176,6 +208,8 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
                                           std::to_string(reachable) +
                                           " heads prune.min_heads_per_layer keeps; raise it or lower that minimum");
   }
+  // A key the mode never reads: one warning each, at the start (prune/key_use.h).
+  for (const auto& line : unused_settings(p)) core::log_warn("prune", line);
 }
 
 namespace {
@@ -296,10 +330,9 @@ bool frontier_choice(RunContext& ctx, RunSummary& s, const MaskGradients& grads,
 
 }  // namespace
 
-int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
+namespace {
+int run_stages(RunContext& ctx, const core::Config& cfg) {
   constexpr int kInterrupted = 130;  // state saved: the same command resumes
-  RunContext ctx;
-  prepare(ctx, cfg, stop);  // 1
   if (!fine_tune(ctx)) return kInterrupted;  // 2
   const auto importance = score(ctx);  // 3
   if (!importance) return kInterrupted;
@@ -332,6 +365,18 @@ int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
   }
   write_summary(ctx, s, &models);  // 9
   return 0;
+}
+}  // namespace
+
+int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
+  RunContext ctx;
+  prepare(ctx, cfg, stop);  // 1
+  try {
+    return run_stages(ctx, cfg);  // 2-9
+  } catch (const ConfigError&) {  // a new run's folder is left as the corrected command can take it
+    ctx.store->abandon_new_run();
+    throw;
+  }
 }
 
 }  // namespace hp::prune

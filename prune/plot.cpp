@@ -220,11 +220,22 @@ std::string write_svg_and_png(const std::string& svg_path, const std::string& sv
     return "";
   }
   const std::string png = svg_path.substr(0, svg_path.size() - 4) + ".png";
-  if (core::run_program({"rsvg-convert", "-f", "png", "-o", png + ".tmp", svg_path}) != 0) {
-    core::log_warn("plot", "rsvg-convert failed on " + svg_path + "; the SVG is still there");
+  std::error_code ec;
+  // Its own messages stay out of the log (a full disk made it print raw cairo errors, #61); a failure is one warning
+  // naming the cause where the disk tells it, and no partial PNG is left.
+  if (const int rc = core::run_program({"rsvg-convert", "-f", "png", "-o", png + ".tmp", svg_path}, /*quiet=*/true);
+      rc != 0) {
+    std::filesystem::remove(png + ".tmp", ec);
+    const auto space = std::filesystem::space(std::filesystem::path(png).parent_path().empty()
+                                                  ? std::filesystem::path(".")
+                                                  : std::filesystem::path(png).parent_path(), ec);
+    core::log_warn("plot", png + " was not drawn (rsvg-convert exit " + std::to_string(rc) + ")" +
+                               (!ec && space.available < (1u << 20) ? ": the disk is full; free disk space and rerun "
+                                                                      "the command for the PNG"
+                                                                    : "; open the SVG beside it instead") +
+                               "; " + svg_path + " is complete");
     return "";
   }
-  std::error_code ec;
   std::filesystem::rename(png + ".tmp", png, ec);
   if (ec) {
     core::log_warn("plot", "could not rename " + png + ".tmp: " + ec.message() + "; the SVG is still there");

@@ -32,6 +32,20 @@ RunStore::RunStore(std::string dir, const std::string& config_yaml) : lock_(dir)
   if (!resumed_) core::write_file_atomic(dir_ + "/" + core::run_kind_record(core::RunKind::kPruning), config_yaml);
 }
 
+void RunStore::abandon_new_run() const {
+  // A run that wrote its summary reached a result and keeps it (--max-drop with no candidate within D: the frontier).
+  if (resumed_ || fs::exists(dir_ + "/summary.json")) return;
+  core::shared_write([&] {
+    std::error_code ec;
+    std::vector<fs::path> wrote;
+    for (const auto& e : fs::directory_iterator(dir_, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name != core::kRunLockFile && name != "latency_table.json") wrote.push_back(e.path());
+    }
+    for (const auto& p : wrote) fs::remove_all(p, ec);
+  });
+}
+
 std::string matrix_json(const torch::Tensor& m) {
   auto t = m.to(torch::kFloat64).contiguous();
   json rows = json::array();

@@ -134,6 +134,8 @@ void prepare(RunContext& ctx, const core::Config& user, const std::atomic<bool>*
   const core::PruneConfig& P = cfg.prune;
   ctx.eval_examples = core::read_task(*ctx.task, ctx.data_root, P.eval_split);
   ctx.rank_examples = core::read_task(*ctx.task, ctx.data_root, P.rank_split);
+  if (ctx.eval_examples.empty() || !ctx.eval_examples.front().has_label)
+    throw ConfigError("prune.eval_split = " + P.eval_split + " has no labels; use a labelled split (dev)");
   const auto names = ctx.task->split_names();
   if (std::count(names.begin(), names.end(), core::parse_split_spec(ctx.select_split).name))
     ctx.select_examples = core::read_task(*ctx.task, ctx.data_root, ctx.select_split);

@@ -61,6 +61,19 @@ def worst_pair_sums(b):
     return hi, lo
 
 
+def weight_report(weights):
+    """Check (a) over weight matrices b [K, N] (int8): the largest |pair sum| over all uint8 inputs on either side
+    (a sum below -32768 saturates as one above 32767 does), and how many pairs and columns can saturate."""
+    worst, can_saturate, max_abs_w = 0, 0, 0
+    for b in weights:
+        hi, lo = worst_pair_sums(b)
+        worst = max(worst, int(hi.max(initial=0)), int(-lo.min(initial=0)))
+        can_saturate += int(np.count_nonzero(hi > INT16_MAX) + np.count_nonzero(lo < INT16_MIN))
+        max_abs_w = max(max_abs_w, int(np.abs(np.asarray(b, np.int32)).max(initial=0)))
+    return {"max_abs_weight": max_abs_w, "worst_pair_sum": worst, "pairs_that_can_saturate": can_saturate,
+            "fits_int16": can_saturate == 0}
+
+
 def avx2_matmul(a, b, rows_per_chunk=16):
     """ONNX Runtime's AVX2 u8·s8 product: a [M, K] uint8, b [K, N] int8 -> int32 [M, N], each pair sum
     clamped to int16 before the int32 sum. Also returns the count of pair sums that were clamped."""
@@ -159,14 +172,7 @@ def check(model_path, args):
     products = weight_products(model)
     report = {"file": model_path, "weight_max_metadata": meta.get("headprune.int8_weight_max"),
               "products": len(products), "weights": {}, "activations": {}}
-    worst, can_saturate, max_abs_w = 0, 0, 0
-    for name, _, _, b in products:
-        hi, lo = worst_pair_sums(b)
-        worst = max(worst, int(hi.max(initial=0)), int(-lo.min(initial=0)))
-        can_saturate += int(np.count_nonzero(hi > INT16_MAX) + np.count_nonzero(lo < INT16_MIN))
-        max_abs_w = max(max_abs_w, int(np.abs(b.astype(np.int32)).max(initial=0)))
-    report["weights"] = {"max_abs_weight": max_abs_w, "worst_pair_sum": worst, "pairs_that_can_saturate": can_saturate,
-                         "fits_int16": worst <= INT16_MAX}
+    report["weights"] = weight_report([b for _, _, _, b in products])
     got = capture(model, products, examples(model_path, args))
     rows, saturated, deviation, ort_is_model, ort_is_exact = 0, 0, 0, True, True
     for name, a_name, c_name, b in products:

@@ -48,6 +48,16 @@ void commit_output_file(const std::string& tmp, const std::string& path) {
 
 namespace {
 
+// What to do about a failed write, by its cause: "free disk space" helps a full disk, not a read-only one (#61).
+std::string write_fix(int err) {
+  switch (err) {
+    case EROFS: return "the file system is read-only: choose a folder on a writable disk";
+    case EACCES:
+    case EPERM: return "check the folder's permissions, or choose a writable folder";
+    default: return "free disk space or choose a writable folder";  // ENOSPC, EDQUOT, EIO
+  }
+}
+
 // The folders above `path` that do not exist yet, deepest first.
 std::vector<fs::path> missing_parents(const std::string& path) {
   std::vector<fs::path> out;
@@ -66,14 +76,13 @@ void write_bytes_atomic(const std::string& path, const void* bytes, std::size_t 
   // fsync makes the renamed file complete even after a crash of the machine, not only of the process.
   // A failed write leaves nothing behind: not the .tmp, nor the folders made for it.
   auto fail = [&](const char* what, int fd) {
-    const std::string reason = std::strerror(errno);
+    const int err = errno;
     if (fd >= 0) ::close(fd);
     ::unlink(tmp.c_str());
     std::error_code ec;
     for (const auto& d : created)
       if (!fs::remove(d, ec)) break;
-    throw InputError(path + ": cannot " + what + " " + tmp + " (" + reason +
-                     "); free disk space or choose a writable folder");
+    throw InputError(path + ": cannot " + what + " " + tmp + " (" + std::strerror(err) + "); " + write_fix(err));
   };
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("create", -1);
@@ -176,8 +185,40 @@ void remove_stale_staging_under(const std::string& dir) {
   for (const auto& p : stale) fs::remove_all(p, ec);
 }
 
+namespace {
+// `p` absolute, with "." and ".." and links resolved as far as it exists.
+fs::path resolved(const std::string& p) {
+  std::error_code ec;
+  auto out = fs::weakly_canonical(fs::absolute(p, ec), ec);
+  return ec ? fs::absolute(p, ec).lexically_normal() : out;
+}
+// Whether `inner` is `outer` or lies under it.
+bool within(const fs::path& inner, const fs::path& outer) {
+  const fs::path rel = inner.lexically_relative(outer);
+  return !rel.empty() && *rel.begin() != "..";
+}
+}  // namespace
+
+void refuse_replacing_inputs(const std::string& target, const std::vector<ReadPath>& inputs) {
+  const fs::path t = resolved(target);
+  std::error_code ec;
+  const fs::path cwd = resolved(fs::current_path(ec).string());
+  if (!ec && within(cwd, t))
+    throw ConfigError(target + (cwd == t ? " is the current folder" : " holds the current folder (" + cwd.string() + ")") +
+                      ", which a folder written whole cannot replace; name a new folder, e.g. " +
+                      (t / "export").lexically_relative(cwd).string() + ", or run from another folder");
+  for (const auto& in : inputs) {
+    if (in.path.empty()) continue;
+    const fs::path p = resolved(in.path);
+    if (p != t && within(p, t))
+      throw ConfigError(target + " holds " + in.label + " (" + in.path + "), which replacing the folder would delete; "
+                        "name a folder outside it");
+  }
+}
+
 StagedFolder::StagedFolder(const std::string& target) : target_(target) {
   while (target_.size() > 1 && target_.back() == '/') target_.pop_back();
+  refuse_replacing_inputs(target_);
   std::error_code ec;
   if (fs::is_symlink(target_, ec)) target_ = fs::canonical(target_, ec).string();  // the folder it names, link kept
   const auto st = fs::status(target_, ec);

@@ -65,6 +65,15 @@ class StagedFolder {
   bool committed_ = false;
 };
 
+// The one rule before a folder is replaced whole (StagedFolder, `prune export --to`, with or without --force): a
+// `target` that is the current folder or holds it, or that holds one of `inputs` (what the command reads: its
+// label, e.g. "--model", and its path; the target itself may be an input: an export in place), is refused with a
+// ConfigError naming the input and the fix, since replacing it would delete what the command stands in or reads.
+struct ReadPath {
+  std::string label, path;
+};
+void refuse_replacing_inputs(const std::string& target, const std::vector<ReadPath>& inputs = {});
+
 // Removes every staging folder of a StagedFolder (.NAME.tmp-PID-N) under `dir` whose writer is no longer running:
 // what a killed run left, cleared when a run takes its folder over.
 void remove_stale_staging_under(const std::string& dir);

@@ -223,6 +223,17 @@ void save_bert(const Bert& model, const std::string& dir, const std::string& tok
   }); });
 }
 
+bool holds_headprune_export(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_regular_file(dir + "/config.json", ec)) return false;
+  try {
+    const auto j = nlohmann::json::parse(read_file(dir + "/config.json"));
+    return j.is_object() && j.contains("heads_per_layer") && j["heads_per_layer"].is_array();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 void write_bert_files(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5) {
   fs::create_directories(dir);
   TensorMap out;

@@ -44,6 +44,11 @@ void check_max_seq_len(const BertConfig& cfg, int max_seq_len);
 // untouched after a failure or a kill. Rank 0 alone writes in a data-parallel run.
 void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir = "", bool hdf5 = false);
 
+// Whether `dir` holds a model folder headprune wrote (save_bert, `prune export`): told by its config.json's content
+// (an object with headprune's "heads_per_layer", which every export since the first writes and Hugging Face never
+// does), not by file names: a user's Hugging Face folder holds the same names.
+bool holds_headprune_export(const std::string& dir);
+
 // The files of save_bert, written into `dir` as it is (a fresh staging folder of the caller's, which adds its
 // own files before it commits).
 void write_bert_files(const Bert& model, const std::string& dir, const std::string& tokenizer_dir = "",

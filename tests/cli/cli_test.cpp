@@ -15,6 +15,7 @@
 #include "core/data/glue.h"
 #include "core/model/head_mask.h"
 #include "core/io/tensor_io.h"
+#include "core/kernels/isa.h"
 #include "core/kernels/lowp_gemm.h"
 #include "cli/cli_util.h"
 #include "core/kernels/runtime.h"
@@ -33,6 +34,31 @@ TEST_CASE("prune --version names LibTorch, the BLAS kernel and threads", "[cli]"
   CHECK_THAT(r.output, !Catch::Contains("Prescott"));
   // How this CPU runs each lower precision: natively, or emulated and saying why.
   CHECK_THAT(r.output, Catch::Contains("| bf16: ") && Catch::Contains("| int8: "));
+}
+
+// The cap as the process reads it at start-up, before any scoped cap (isa::ScopedCap only lowers it in tests):
+// HEADPRUNE_MAX_ISA in a child's environment, and the path of the SIMD passes it reports (#61).
+TEST_CASE("HEADPRUNE_MAX_ISA set at start: prune --version reports that cap and the SIMD path under it", "[cli][isa]") {
+  namespace isa = hp::core::isa;
+  const std::string exe = HP_PRUNE_EXE;
+  for (const auto level : {isa::Level::kScalar, isa::Level::kAvx2, isa::Level::kAvx512}) {
+    const std::string name = isa::name(level);
+    const auto r = run_command("HEADPRUNE_MAX_ISA=" + name + " " + exe + " --version");
+    INFO(r.output);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.output, Catch::Contains("cap " + name + " (HEADPRUNE_MAX_ISA)"));
+    // The highest vector path the CPU has at or below the cap, found here without isa::vector_path().
+    isa::Level path = isa::Level::kScalar;
+    for (const auto l : {isa::Level::kAvx2, isa::Level::kAvx512})
+      if (l <= level && isa::cpu_has(l)) path = l;
+    CHECK_THAT(r.output, Catch::Contains(std::string("| SIMD passes ") + isa::name(path)));
+  }
+  const auto unset = run_command("env -u HEADPRUNE_MAX_ISA " + exe + " --version");
+  CHECK_THAT(unset.output, Catch::Contains(std::string("cap ") + isa::name(isa::cpu_level()) + " (none set)"));
+  const auto bad = run_command("HEADPRUNE_MAX_ISA=avx3 " + exe + " --version");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.output, Catch::Contains("error: HEADPRUNE_MAX_ISA = 'avx3' is not an instruction-set level; use one of "
+                                         "scalar, avx2, avx_vnni, avx512, avx512_vnni, avx512_bf16, amx"));
 }
 
 TEST_CASE("--help shows each option's value type (INT, FLOAT, TEXT), not TEXT for everything", "[cli]") {

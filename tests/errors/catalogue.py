@@ -123,13 +123,14 @@ YAML_HEAD = "model:\n  path: $SCRATCH/model\ndata:\n  task: mnli_subset\n  max_s
 E = []  # (id, input, build, exit code, error line, after)
 
 
-def add(id, what, build, code, line, after=None, env=None, warning=None, keeps_work=False, needs=None):
+def add(id, what, build, code, line, after=None, env=None, warning=None, keeps_work=False, needs=None, cwd=None):
     """`warning`: a line that must be printed as a warning too (without the time and tag). `keeps_work`: a run
     that fails after finishing some of its work keeps that work for --resume (every other refused command
     leaves nothing new). `needs`: a function giving the reason to skip the entry (exit 77) on this machine, or
-    None (the reference Python for a check that runs ONNX Runtime)."""
+    None (the reference Python for a check that runs ONNX Runtime). `cwd`: the folder, relative to the scratch
+    folder, that prune runs in (default: the test's own)."""
     E.append({"id": id, "what": what, "build": build, "code": code, "line": line, "after": after, "env": env,
-              "warning": warning, "keeps_work": keeps_work, "needs": needs})
+              "warning": warning, "keeps_work": keeps_work, "needs": needs, "cwd": cwd})
 
 
 # --- safetensors -------------------------------------------------------------------------------------------
@@ -500,6 +501,26 @@ add("budget-two-targets", "--target-heads and --target-flops together", budget_r
 add("layers-count", "--target-layers as many as the model has (nothing would be dropped)",
     budget_run("--target-layers", "2"), 2,
     "error: prune.target_layers = 2 but the model has 2 layers; use 1..1 (or 0 for off)", not_created("run"))
+add("layers-with-max-drop", "--target-layers with --max-drop (was \"prune.a FLOPs, parameter or latency budget\")",
+    budget_run("--target-layers", "1", "--max-drop", "1"), 2,
+    "error: prune.target_layers and prune.max_drop are both set; give --target-layers N alone (it drops whole layers, "
+    "then recovers)", not_created("run"))
+add("layers-one-layer-model", "--target-layers on a one-layer model (was \"use 1..0\")",
+    lambda s: (budget_run("--target-layers", "1")(s), fx.copy_tiny(s + "/model", config={"num_hidden_layers": 1}))[0],
+    2,
+    "error: prune.target_layers = 1 but the model has 1 layer, and a model keeps at least one: there is no layer to "
+    "drop; prune heads or neurons instead (--target-heads N or --target-flops F)", not_created("run"))
+add("layer-counts-unused-range", "prune.layer_counts out of range without layers in prune.structures (was found in "
+    "stage 4, after the run folder was claimed)", budget_run("--target-flops", "0.5", "--set", "prune.layer_counts=[9]"),
+    2, "error: prune.layer_counts has 9; use layer counts in 1..2 (the model's layers), or [] for every count",
+    not_created("run"))
+add("late-config-error-new-run", "a config error found after the run folder was claimed (stage 4: a FLOPs budget too "
+    "small for one head); the new run's folder was left, and the corrected command refused it as another config",
+    budget_run("--target-flops", "0.001", "--set", "prune.rank_split=matched", "--set", "prune.eval_split=mismatched",
+               "--rank-examples", "8", "--schedule", "0,50", "--set", "prune.criteria=[random]", "--set",
+               "prune.bootstrap=0", "--set", "prune.latency=false", "--set", "prune.curve_recover_steps=0"), 2,
+    "error: the budget pays for no head (one head costs 32032.000000, the budget is 379.392000); raise the target",
+    not_created("run"))
 add("layers-choice", "--layer-choice naming no known choice", budget_run("--target-layers", "1", "--layer-choice",
     "middle"), 2, "error: prune.layer_choice = 'middle'; use fisher, top or alternate", not_created("run"))
 add("hidden-width", "prune.hidden_widths naming more channels than the model has", budget_run(
@@ -605,6 +626,12 @@ def read_only_out(s):
 add("out-read-only", "--output in a read-only folder", read_only_out, 1,
     "error: $SCRATCH/ro/result.json: cannot create its folder $SCRATCH/ro (Read-only file system); choose a writable location",
     no_tmp_left("ro"), env=lambda s: {"HP_FAIL_OP": "open", "HP_FAIL_PREFIX": s + "/ro"})
+
+add("out-read-only-file", "--output in an existing folder on a read-only file system (was \"free disk space\")",
+    lambda s: (os.makedirs(s + "/ro"), read_only_out(s))[1], 1,
+    "error: $SCRATCH/ro/result.json: cannot create $SCRATCH/ro/result.json.tmp (Read-only file system); the file "
+    "system is read-only: choose a folder on a writable disk",
+    no_tmp_left("ro"), env=lambda s: {"HP_FAIL_OP": "open", "HP_FAIL_PREFIX": s + "/ro/"})
 
 
 def disk_full(s):
@@ -799,6 +826,36 @@ def int8_read_only(s):
 add("export-over-foreign", "prune export --to a folder holding files of no export (they were overwritten, others kept)",
     foreign_out, 2, "error: $SCRATCH/out is not empty and holds no headprune export (it has 'notes.txt', which an "
     "export would replace); pass --to NEW_DIR, empty the folder, or add --force to replace it", out_as_before)
+def hf_folder(s, name="hf"):
+    """A Hugging Face model folder of the user's (the tiny model, no headprune config.json keys) with their own
+    README.md: every file name one an export also writes."""
+    fx.copy_tiny(os.path.join(s, name))
+    with open(os.path.join(s, name, "README.md"), "w") as f:
+        f.write("# my model\n")
+    EARLIER[s] = files_of(os.path.join(s, name))
+    return os.path.join(s, name)
+
+
+def unchanged(relative):
+    return lambda s: None if files_of(os.path.join(s, relative)) == EARLIER.pop(s) else f"{relative} was changed"
+
+
+add("export-over-hf-folder", "prune export --to a Hugging Face model folder that is no export, with its own README.md "
+    "(every name one an export writes: it was replaced whole)",
+    lambda s: ["export", "--model", fx.TINY, "--to", hf_folder(s)], 2,
+    "error: $SCRATCH/hf is not empty and holds no headprune export (its config.json was not written by headprune: no "
+    "'heads_per_layer'), which an export would replace whole; pass --to NEW_DIR, empty the folder, or add --force to "
+    "replace it", unchanged("hf"))
+add("export-force-holds-model", "prune export --force --to a folder that holds --model (it deleted the input)",
+    lambda s: ["export", "--model", hf_folder(s, "work/model"), "--force", "--to", s + "/work"], 2,
+    "error: $SCRATCH/work holds --model ($SCRATCH/work/model), which replacing the folder would delete; name a folder "
+    "outside it", unchanged("work/model"))
+add("export-force-cwd", "prune export --force --to . (the current folder; was a staging folder's name and \"check the "
+    "folder is writable\")",
+    lambda s: (hf_folder(s, "work"), ["export", "--model", fx.TINY, "--force", "--to", "."])[1], 2,
+    "error: . is the current folder, which a folder written whole cannot replace; name a new folder, e.g. export, or "
+    "run from another folder", unchanged("work"), cwd="work")
+
 add("export-read-only", "prune export --int8 --to a folder in a read-only folder (was a raw filesystem error)",
     int8_read_only, 1, "error: $SCRATCH/ro/int8: cannot create a folder in $SCRATCH/ro (Read-only file system); "
     "choose a writable location", nothing_under("ro"), env=lambda s: {"HP_FAIL_OP": "open", "HP_FAIL_PREFIX": s + "/ro"})
@@ -841,6 +898,26 @@ add("frontier-precision", "prune.frontier_precisions naming no precision",
     budget_run("--max-drop", "1", "--set", "prune.frontier_precisions=[fp16]"), 2,
     "error: prune.frontier_precisions = 'fp16'; use fp32, bf16 or int8",
     not_created("run"))
+add("frontier-precision-empty", "prune.frontier_precisions = [] (the run measured no candidate, then said \"raise "
+    "--max-drop\")", budget_run("--max-drop", "1", "--set", "prune.frontier_precisions=[]"), 2,
+    "error: prune.frontier_precisions is empty, so --max-drop would measure no candidate; use fp32, bf16 or int8, e.g. "
+    "[fp32, int8]", not_created("run"))
+add("frontier-precision-capped", "prune.frontier_precisions = [int8] under HEADPRUNE_MAX_ISA=scalar (no precision "
+    "left that runs natively)", budget_run("--max-drop", "1", "--set", "prune.frontier_precisions=[int8]"), 2,
+    "error: prune.frontier_precisions = [int8] has no precision this CPU runs natively (instruction-set cap scalar "
+    "from HEADPRUNE_MAX_ISA), so --max-drop would measure no candidate; add fp32, e.g. [fp32, int8]",
+    not_created("run"), env=lambda s: {"HEADPRUNE_MAX_ISA": "scalar"})
+add("layers-method", "--method gates with --target-layers (the method was ignored)",
+    budget_run("--target-layers", "1", "--method", "gates"), 2,
+    "error: prune.method = gates with --target-layers: whole layers are chosen by prune.layer_choice (fisher, top or "
+    "alternate), not by a method; leave prune.method = best", not_created("run"))
+add("unused-key-warned", "--structures heads,neurons,hidden with --target-heads (accepted, with one warning naming why)",
+    budget_run("--target-heads", "6", "--structures", "heads,neurons,hidden", "--set", "prune.rank_split=matched",
+               "--set", "prune.eval_split=mismatched", "--rank-examples", "8", "--schedule", "0,50", "--set",
+               "prune.criteria=[random]", "--set", "prune.bootstrap=0", "--set", "prune.latency=false",
+               "--recover-steps", "0", "--set", "prune.verify=false"), 0, "",
+    warning="prune.structures is set but this run does not use it: only a FLOPs, parameter or latency budget or "
+    "--max-drop D does", keeps_work=True)
 add("frontier-gates", "prune.frontier_gates with a budget outside (0, 100) or auto beside a number",
     budget_run("--max-drop", "1", "--set", "prune.frontier_gates=[auto,50]"), 2,
     "error: prune.frontier_gates has 'auto'; use FLOPs percents in (0, 100), e.g. [30, 50], or [auto] (alone), or [] "
@@ -1019,7 +1096,8 @@ def run_entry(e):
     if e["env"]:
         env.update(e["env"](s))
         env["LD_PRELOAD"] = FAIL_IO
-    got = subprocess.run([PRUNE, *args], capture_output=True, text=True, env=env, timeout=120)
+    got = subprocess.run([PRUNE, *args], capture_output=True, text=True, env=env, timeout=120,
+                         cwd=os.path.join(s, e["cwd"]) if e["cwd"] else None)
     lines = [l for l in (got.stdout + got.stderr).splitlines() if l.startswith("error: ")]
     line = lines[0].replace(s, "$SCRATCH").replace(fx.REPO + "/", "") if lines else ""
     # The thread limit depends on the machine: written as $MAX_THREADS (4 per core).

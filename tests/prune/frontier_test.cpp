@@ -248,3 +248,30 @@ TEST_CASE("a log x axis: ticks at 1, 2 and 5 times powers of ten over a wide ran
   svg = hp::prune::svg_line_chart(c);
   CHECK_THAT(svg, Catch::Contains(">0</text>") && !Catch::Contains(">-0</text>") && !Catch::Contains("e-1"));
 }
+
+// Only the unpruned fp32 model is the baseline, whatever other unpruned candidates are measured, in whatever order
+// (#61): the unpruned model at int8 and bf16, the budget search's 100% point and a criterion with nothing pruned are
+// candidates that may be chosen, never the baseline of D.
+TEST_CASE("the frontier's baseline: the unpruned fp32 model alone, among other unpruned candidates", "[prune][frontier]") {
+  auto point = [](const char* method, const char* precision, double speedup, double metric) {
+    FrontierPoint p;
+    p.method = method, p.precision = precision, p.speedup = speedup, p.metric = metric, p.select_metric = metric - 0.5;
+    return p;
+  };
+  hp::prune::Frontier f;
+  f.max_drop = 1;
+  for (auto p : {point("unpruned", "int8", 2.0, 90.0), point("unpruned", "bf16", 1.5, 91.5),
+                 point("kwon-recovered", "fp32", 1.0, 92.0), point("heads", "fp32", 1.0, 91.8),
+                 point("unpruned", "fp32", 1.0, 91.0), point("heads", "int8", 3.0, 89.5)})
+    hp::prune::add_measured(f, p);
+  REQUIRE(f.points.size() == 6);
+  CHECK(f.baseline == 91.0);
+  CHECK(f.select_baseline == 90.5);  // the choices' baseline: the same model's metric on the selection slice
+  for (std::size_t i = 0; i < f.points.size(); ++i) {
+    INFO(hp::prune::frontier_label(f.points[i]));
+    CHECK(f.points[i].reference == (i == 4));
+  }
+  // Within 1 point of 91: the unpruned int8 model (2x, 90) is the fastest; with the int8 point as the baseline (90)
+  // the 3x heads point at 89.5 would have been.
+  CHECK(choose_within(f.points, f.select_baseline, f.max_drop) == std::optional<std::size_t>(0));
+}

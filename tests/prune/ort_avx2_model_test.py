@@ -54,6 +54,16 @@ def hand_cases(m):
     expect(c[0, 0] == 64770 and clamped == 0, "127 at k = 1 and k = 2 are in different pairs: exact, K odd")
     hi, lo = m.worst_pair_sums(np.array([[63, -63], [63, -63], [-5, 7]], np.int8))
     expect(hi.max() == 32130 and lo.min() == -32130 and hi.shape == (2, 2), "worst-case pair sums of ±63 weights")
+    # Check (a) on the negative side alone (#61): int8 reaches -128 but only +127, so -128 and -1 in one pair can
+    # reach 255·-129 = -32895 < -32768 and saturate, while 127 and 1 reach 255·128 = 32640 and fit.
+    w = m.weight_report([np.array([[-128, 127], [-1, 1]], np.int8)])
+    expect(w["pairs_that_can_saturate"] == 1 and w["worst_pair_sum"] == 32895 and not w["fits_int16"],
+           "(a) a pair that saturates only on the negative side is found (-128 and -1: 255·-129 = -32895)")
+    w = m.weight_report([np.array([[-127, 127], [-127, 1]], np.int8), np.array([[63], [63]], np.int8)])
+    expect(w["pairs_that_can_saturate"] == 1 and w["worst_pair_sum"] == 64770 and w["max_abs_weight"] == 127,
+           "(a) over several matrices: -127 and -127 saturate (255·-254), 127 and 1 fit")
+    w = m.weight_report([np.array([[127], [1]], np.int8)])
+    expect(w["pairs_that_can_saturate"] == 0 and w["fits_int16"], "(a) 127 and 1 (255·128 = 32640) fit int16")
 
 
 def quantise(py, folder, weight_max):

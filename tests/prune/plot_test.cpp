@@ -4,6 +4,11 @@
 // quotes and `;` is a path, never a command (it used to be pasted into a std::system line).
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,6 +17,7 @@
 #include <sstream>
 
 #include "fixtures.h"
+#include "core/base/log.h"
 #include "core/base/process.h"
 #include "core/base/xml.h"
 #include "prune/plot.h"
@@ -55,6 +61,45 @@ TEST_CASE("plots: a folder named with a quote and a command separator is only a 
   REQUIRE(std::regex_search(svg, size, std::regex("<svg [^>]*width=\"(\\d+)\" height=\"(\\d+)\"")));
   CHECK(be32(16) == std::stoul(size[1]));
   CHECK(be32(20) == std::stoul(size[2]));
+}
+
+// A disk that fills while rsvg-convert writes (#61): it printed cairo's own error text and left map.png.tmp.
+TEST_CASE("plots: a PNG conversion that fails leaves no partial PNG and no raw rsvg-convert text, one warning",
+          "[prune][plot]") {
+  const fs::path dir = hp::test::scratch_dir("hp_plot_fail");
+  fs::remove_all(dir);
+  fs::create_directories(dir / "bin");
+  // A stand-in rsvg-convert that writes half a file (-o OUT is its 4th argument), complains and fails.
+  std::ofstream(dir / "bin" / "rsvg-convert")
+      << "#!/bin/sh\n[ \"$1\" = --version ] && exit 0\nprintf partial > \"$4\"\n"
+         "echo 'RAW: error while writing to output stream' >&2\nexit 1\n";
+  fs::permissions(dir / "bin" / "rsvg-convert", fs::perms::owner_all);
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", ((dir / "bin").string() + ":" + path).c_str(), 1);
+  hp::core::init_logging(false);  // warnings on stderr, as the `prune` executable writes them
+  std::fflush(stderr);
+  const int saved = dup(2);
+  const int log = open((dir / "stderr.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  dup2(log, 2);
+  hp::prune::Heatmap m;
+  m.values = {{0.1, 0.2}, {0.3, 0.4}};
+  const std::string png = hp::prune::write_svg_and_png((dir / "map.svg").string(), hp::prune::svg_heatmap(m));
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(log);
+  setenv("PATH", path.c_str(), 1);
+  CHECK(png.empty());
+  CHECK(fs::exists(dir / "map.svg"));
+  CHECK(!fs::exists(dir / "map.png.tmp"));
+  CHECK(!fs::exists(dir / "map.png"));
+  std::ifstream in(dir / "stderr.txt");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO(text);
+  CHECK(text.find("RAW:") == std::string::npos);
+  // Where a real rsvg-convert was found first, `write_svg_and_png` still ran the stand-in (it is looked up per call).
+  CHECK(text.find((dir / "map.png").string() + " was not drawn (rsvg-convert exit 1)") != std::string::npos);
+  CHECK(text.find((dir / "map.svg").string() + " is complete") != std::string::npos);
 }
 
 TEST_CASE("run_program: exit status, missing program, arguments passed verbatim", "[core][process]") {
