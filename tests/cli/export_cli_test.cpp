@@ -195,3 +195,34 @@ TEST_CASE("prune export --mask with hidden channels and a layer: the export scor
   CHECK_THAT(dense.output, Catch::Contains("the dense export cannot hold a model whose hidden channels were removed"));
   CHECK(!fs::exists(dir / "dense"));
 }
+
+TEST_CASE("prune export with export.max_shard_mb writes transformers' shards, which prune eval scores as the single "
+          "file, and a later export replaces them whole", "[cli][export][sharded]") {
+  const auto root = hp::test::scratch_dir("hp_cli_export_sharded");
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const std::string single = (root / "single").string(), sharded = (root / "sharded").string();
+  REQUIRE(run_prune("export --model " + kTinyBert + " --to " + single).code == 0);
+  auto r = run_prune("export --model " + kTinyBert + " --to " + sharded + " --set export.max_shard_mb=0.02");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const auto names = file_names(sharded);
+  CHECK(std::count(names.begin(), names.end(), "model.safetensors") == 0);
+  CHECK(std::count(names.begin(), names.end(), "model.safetensors.index.json") == 1);
+  CHECK(std::count(names.begin(), names.end(), "model-00001-of-00005.safetensors") == 1);
+  CHECK(std::count(names.begin(), names.end(), "model-00005-of-00005.safetensors") == 1);
+  std::map<std::string, nlohmann::json> metrics;
+  for (const auto& model : {single, sharded}) {
+    const std::string out = model + ".eval.json";
+    r = run_prune("eval --model " + model + " --task mnli_subset --max-seq-len 32 --data-root " +
+                  hp::test::tiny_data_root() + " --set eval.split=mismatched --output " + out);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    metrics[model] = nlohmann::json::parse(hp::test::slurp(out)).at("metrics");
+  }
+  CHECK(metrics[sharded] == metrics[single]);
+  // An earlier sharded export is an export: replaced whole (no shard left beside the new model.safetensors).
+  r = run_prune("export --model " + kTinyBert + " --to " + sharded);
+  REQUIRE(r.code == 0);
+  CHECK(file_names(sharded) == file_names(single));
+}
