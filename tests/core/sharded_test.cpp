@@ -109,6 +109,14 @@ TEST_CASE("sharded: save_bert with max_shard_mb writes transformers' shards, whi
   }
   CHECK(torch::equal(logits_of(model, hp::test::kTinyBertH5), logits_of(back, hp::test::kTinyBertH5)));
 
+  // What a fingerprint of the weights hashes (the ranks' check, prune analyze's resume key): the index and the shards.
+  const auto files = hp::core::weights_files(dir);
+  REQUIRE(files.size() == index.shards.size() + 1);
+  CHECK(files.front() == dir + "/" + kSafetensorsIndexName);
+  CHECK(files.back() == dir + "/" + index.shards.back());
+  CHECK(hp::core::weights_files(hp::test::kTinyBert) ==
+        std::vector<std::string>{hp::test::kTinyBert + "/model.safetensors"});
+
   SECTION("max_shard_mb larger than the model: one model.safetensors, as transformers writes it") {
     const std::string one = scratch("one");
     hp::core::save_bert(model, one, "", false, 1.0);
