@@ -16,6 +16,7 @@
 #include "core/base/files.h"
 #include "core/model/head_mask.h"
 #include "core/base/log.h"
+#include "core/io/safetensors_index.h"
 #include "core/io/tensor_io.h"
 #include "eval/evaluator.h"  // head_mask_tensor
 #include "eval/results_schema.h"
@@ -59,10 +60,10 @@ PassResult pass(const AnalyzeContext& ctx, const core::Bert& model, const std::s
 
 std::string model_id(const std::string& dir) {
   std::string id = fs::absolute(dir).lexically_normal().string();
-  for (const char* f : {"model.safetensors", "pytorch_model.bin"})
-    if (fs::exists(dir + "/" + f))
-      id += "|" + std::to_string(fs::file_size(dir + "/" + f)) + "|" +
-            std::to_string(fs::last_write_time(dir + "/" + f).time_since_epoch().count());
+  std::error_code ec;
+  for (const auto& f : core::weights_files(dir))  // model.safetensors, a sharded checkpoint's files or the .bin
+    id += "|" + std::to_string(fs::file_size(f, ec)) + "|" +
+          std::to_string(fs::last_write_time(f, ec).time_since_epoch().count());
   return id;
 }
 

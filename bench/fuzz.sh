@@ -5,14 +5,14 @@
 # kept in build-fuzz/corpus/TARGET) and the earlier findings in tests/data/bad/fuzz/TARGET-*. Crashes are
 # written to build-fuzz/findings/; each becomes a test: its input under tests/data/bad/fuzz/ and an entry of
 # tests/errors/catalogue.py.
-#   bench/fuzz.sh TARGET SECONDS      TARGET: safetensors pickle config_json yaml vocab bpe tsv conllu head_mask, or all
+#   bench/fuzz.sh TARGET SECONDS      TARGET: safetensors safetensors_index pickle config_json yaml vocab bpe tsv conllu head_mask, or all
 # Prints the executions, their rate and the outcome.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${1:?usage: bench/fuzz.sh TARGET SECONDS}
 seconds=${2:?usage: bench/fuzz.sh TARGET SECONDS}
 if [[ $target == all ]]; then
-  for t in safetensors pickle config_json yaml vocab bpe tsv conllu head_mask; do "$0" "$t" "$seconds"; done
+  for t in safetensors safetensors_index pickle config_json yaml vocab bpe tsv conllu head_mask; do "$0" "$t" "$seconds"; done
   exit 0
 fi
 if [[ ! -x build-fuzz/tests/fuzz/fuzz_$target ]]; then
@@ -44,6 +44,13 @@ if target == "safetensors":
     small = {k: v for k, v in list(h.items())[:4]}
     put("tiny_head.safetensors", fx.rebuild(small, d))
     put("empty.safetensors", fx.safetensors_bytes({}, b""))
+elif target == "safetensors_index":  # transformers' index of a 2-shard tiny model, and one with a path outside
+    import json
+    h, _ = fx.read_safetensors(fx.TINY + "/model.safetensors")
+    names = [k for k in h if k != "__metadata__"]
+    wm = {k: f"model-0000{1 + 2 * i // len(names)}-of-00002.safetensors" for i, k in enumerate(names)}
+    put("tiny_index.json", json.dumps({"metadata": {"total_size": 84000}, "weight_map": wm}, indent=2, sort_keys=True))
+    put("outside.json", json.dumps({"weight_map": {names[0]: "../x.safetensors"}}))
 elif target == "pickle":
     with zipfile.ZipFile("tests/data/golden/tiny_bert_bin/pytorch_model.bin") as z:
         put("tiny.pkl", z.read([n for n in z.namelist() if n.endswith("data.pkl")][0]))

@@ -223,7 +223,13 @@ def ctranslate2_int8(model_dir, tmp, threads):
             return model_class.from_pretrained(path, **kwargs)
     Converter(model_dir).convert(out, quantization="int8", force=True)
     enc = ctranslate2.Encoder(out, device="cpu", compute_type="int8", intra_threads=threads)
-    w = load_file(os.path.join(model_dir, "model.safetensors"))
+    single = os.path.join(model_dir, "model.safetensors")
+    if os.path.exists(single):
+        w = load_file(single)
+    else:  # transformers' shards (export.max_shard_mb): the classifier is in one of them
+        with open(os.path.join(model_dir, "model.safetensors.index.json")) as f:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+        w = {k: v for shard in shards for k, v in load_file(os.path.join(model_dir, shard)).items()}
     cw, cb = w["classifier.weight"], w["classifier.bias"]
 
     def forward(ids, mask, types):

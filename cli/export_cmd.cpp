@@ -1,5 +1,6 @@
 // `prune export`: re-writes a model folder as a Hugging Face BertForSequenceClassification checkpoint
-// (config.json, model.safetensors, tokenizer files) plus model.h5 holding the same tensors.
+// (config.json, model.safetensors or with export.max_shard_mb its shards and index, tokenizer files) plus model.h5
+// holding the same tensors.
 // Slimmed exports after pruning reuse the same writer (core/io/checkpoint.h save_bert). --dense writes a
 // slimmed model at its original shapes with the removed heads zeroed (prune/slim.h dense_model).
 // The whole export (ONNX files and their checks included) is written into a fresh folder beside --to and renamed
@@ -15,6 +16,7 @@
 #include "core/data/glue.h"
 #include "core/data/task_options.h"
 #include "core/io/checkpoint.h"
+#include "core/io/safetensors_index.h"
 #include "core/model/head_mask.h"  // parse_mask
 #include "core/base/errors.h"
 #include "core/base/log.h"
@@ -36,8 +38,8 @@ bool export_file(const std::string& name) {
       "config.json", "model.safetensors", "model.h5", "modeling_headprune.py", "vocab.txt", "vocab.json",
       "merges.txt", "sentencepiece.bpe.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
       "model.onnx", "model.int8.onnx", "int8.json", "README.md", "onnx_check.h5", "onnx_check.json",
-      "onnx_int8_check.h5", "onnx_int8_logits.h5"};
-  return names.count(name) > 0;
+      "onnx_int8_check.h5", "onnx_int8_logits.h5", core::kSafetensorsIndexName};
+  return names.count(name) > 0 || core::is_shard_file_name(name);
 }
 
 // Refuses a --to that would delete what the command reads (whatever --force says), and without --force one that
@@ -153,7 +155,7 @@ core::Bert model_to_export(const core::Config& cfg) {
 
 // Every file of the export into `dir` (the staging folder), checks included.
 void write_export(const core::Config& cfg, const core::Bert& model, const std::string& dir) {
-  core::write_bert_files(model, dir, cfg.model.path, cfg.export_.hdf5);
+  core::write_bert_files(model, dir, cfg.model.path, cfg.export_.hdf5, cfg.export_.max_shard_mb);
   // An export in place (--to the --model folder) keeps the folder's model card, less its int8 section.
   std::error_code ec;
   const std::string card = cfg.model.path + "/README.md", marker = "<!-- headprune int8 -->";

@@ -5,6 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -17,6 +18,7 @@
 #include "core/kernels/runtime.h"
 #include "core/base/version.h"
 #include "core/base/config.h"
+#include "core/io/safetensors_index.h"
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"
 #include "core/base/log.h"
@@ -36,21 +38,22 @@ struct Subcommand {
   bool data_parallel = false;  // runs as one rank of a torchrun launch (core/dist/distributed.h)
 };
 
-// A hash of the weights file of a model folder (ranks must load the same weights), or "" without one.
+// A hash of the weights files of a model folder (ranks must load the same weights: model.safetensors, the index and
+// shards of a sharded checkpoint, or pytorch_model.bin), or "" without one.
 std::string weights_hash(const std::string& model_dir) {
-  for (const char* name : {"model.safetensors", "pytorch_model.bin"}) {
-    std::ifstream in(model_dir + "/" + name, std::ios::binary);
-    if (!in) continue;
+  const auto files = hp::core::weights_files(model_dir);
+  if (files.empty()) return "";
+  size_t h = 0;
+  for (const auto& file : files) {
+    std::ifstream in(file, std::ios::binary);
     std::string chunk(1 << 20, '\0');
-    size_t h = 0;
     while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
       h = h * 1000003u ^
           std::hash<std::string_view>{}(std::string_view(chunk.data(), static_cast<size_t>(in.gcount())));
       if (!in) break;
     }
-    return std::string(name) + " " + std::to_string(h);
   }
-  return "";
+  return std::filesystem::path(files.front()).filename().string() + " " + std::to_string(h);
 }
 
 // Threads, the process group of a torchrun launch (when there is one) and the runtime line.

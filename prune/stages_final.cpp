@@ -328,7 +328,7 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
                                 : slim_model(*m.masked, choice.keep, choice.neurons, choice.layers, choice.hidden));
   const std::string out_model = cfg.run.out_dir + "/model";
   log_stage(7, "export, verify", "the slimmed model to " + out_model);
-  core::save_bert(*m.slim, out_model, cfg.model.path, /*hdf5=*/true);
+  core::save_bert(*m.slim, out_model, cfg.model.path, /*hdf5=*/true, cfg.export_.max_shard_mb);
   const core::Bert reloaded = core::load_bert(out_model, ctx.load);
   const auto masked_eval =
       eval::evaluate(*m.masked, *ctx.task, ctx.eval_data, ctx.curves.eval_batches,

@@ -340,6 +340,11 @@ void validate(const Config& cfg) {
        "eval.batch_size = " + std::to_string(cfg.eval.batch_size) + "; use a positive batch size");
   need(cfg.eval.max_examples >= 0,
        "eval.max_examples = " + std::to_string(cfg.eval.max_examples) + "; use 0 (all) or a positive count");
+  std::ostringstream shard_mb;
+  shard_mb << cfg.export_.max_shard_mb;
+  need(std::isfinite(cfg.export_.max_shard_mb) && cfg.export_.max_shard_mb >= 0 && cfg.export_.max_shard_mb <= 1e6,
+       "export.max_shard_mb = " + shard_mb.str() +
+           "; use 0 (one model.safetensors) or a shard size in MB such as 5000 (transformers' default 5GB)");
   need(!cfg.model.path.empty(), "model.path is empty; pass --model DIR (a Hugging Face model folder)");
   const auto& a = cfg.analysis;
   need(a.examples >= 0, "analysis.examples = " + std::to_string(a.examples) + "; use 0 (all) or a positive count");

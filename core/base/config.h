@@ -85,9 +85,15 @@ struct ExportConfig {
   bool int8 = false;  // also model.int8.onnx, checked against headprune's int8 on the eval split
   std::string mask;  // slim to what this mask spec (or file) keeps before writing
   bool force = false;  // replace an out folder that holds files of no export
+  double max_shard_mb = 0;  // 0: one model.safetensors; else transformers' shards of at most this many MB
   template <class V>
   void visit_fields(V& v) {
     v("out", out, "output folder for the exported Hugging Face checkpoint");
+    v("max_shard_mb", max_shard_mb,
+      "0: the weights in one model.safetensors; else split, as transformers' save_pretrained(max_shard_size) splits "
+      "them, into model-00001-of-0000N.safetensors files of at most this many MB (10^6 bytes) of tensors each plus "
+      "model.safetensors.index.json (when they do not fit in one); applies to `prune export` and the pruning run's "
+      "model/");
     v("force", force,
       "replace the out folder even when it holds files of no headprune export (without it such a folder is refused; "
       "an earlier export is always replaced whole)");

@@ -16,6 +16,7 @@
 #include "core/base/files.h"
 #include "core/base/log.h"
 #include "core/io/hf_modeling.h"  // generated from core/io/hf/modeling_headprune.py
+#include "core/io/safetensors_index.h"
 #include "core/io/tensor_io.h"
 
 namespace hp::core {
@@ -66,17 +67,58 @@ const KeySpec& spec_named(const char* name) {
   throw InternalError(std::string("core/io/checkpoint.cpp: no key spec named ") + name);
 }
 
-// The weights file of `dir` as float32 tensors, legacy names renamed, and the encoder key prefix found.
+// The tensors of a sharded checkpoint (index + shards): every shard the index names, each tensor in exactly the
+// shard the index puts it in. A missing shard, a tensor in two shards, a tensor where the index does not put it and
+// one the index does not list are refused (transformers would load some of these with weights silently dropped).
+TensorMap read_sharded(const std::string& dir, const std::string& index_path) {
+  const ShardIndex index = read_safetensors_index(index_path);
+  for (const auto& shard : index.shards)
+    if (!fs::is_regular_file(dir + "/" + shard))
+      throw CheckpointError(dir + "/" + shard + ": shard missing, but " + kSafetensorsIndexName +
+                            " puts tensors in it; download every shard the index names (or save the model again "
+                            "with save_pretrained)");
+  TensorMap out;
+  std::map<std::string, std::string> held_by;  // tensor -> the shard that holds it
+  for (const auto& shard : index.shards) {
+    for (auto& [name, t] : read_safetensors(dir + "/" + shard)) {
+      if (held_by.count(name))
+        throw CheckpointError(index_path + ": tensor '" + name + "' is in two shards, " + held_by.at(name) + " and " +
+                              shard + "; re-download the checkpoint, or save it again with save_pretrained");
+      held_by[name] = shard;
+      out[name] = t;
+    }
+  }
+  for (const auto& [name, shard] : index.weight_map) {
+    const auto held = held_by.find(name);
+    if (held == held_by.end() || held->second != shard)
+      throw CheckpointError(dir + "/" + shard + ": does not hold tensor '" + name + "', which " + kSafetensorsIndexName +
+                            " puts in it" + (held == held_by.end() ? std::string(" (no shard holds it)")
+                                                                    : " (" + held->second + " does)") +
+                            "; re-download the checkpoint, or save it again with save_pretrained");
+  }
+  for (const auto& [name, shard] : held_by)
+    if (!index.weight_map.count(name))
+      throw CheckpointError(dir + "/" + shard + ": holds tensor '" + name + "', which " + kSafetensorsIndexName +
+                            " does not list; re-download the checkpoint, or save it again with save_pretrained");
+  return out;
+}
+
+// The weights of `dir` (model.safetensors, the shards of model.safetensors.index.json or pytorch_model.bin, in
+// transformers' order of preference) as float32 tensors, legacy names renamed, and the encoder key prefix found.
 TensorMap read_weights(const std::string& dir, const Arch& arch, LoadReport& rep) {
   TensorMap raw;
   if (fs::exists(dir + "/model.safetensors")) {
     rep.weights_file = dir + "/model.safetensors";
     raw = read_safetensors(rep.weights_file);
+  } else if (fs::exists(dir + "/" + kSafetensorsIndexName)) {
+    rep.weights_file = dir + "/" + kSafetensorsIndexName;
+    raw = read_sharded(dir, rep.weights_file);
   } else if (fs::exists(dir + "/pytorch_model.bin")) {
     rep.weights_file = dir + "/pytorch_model.bin";
     raw = read_torch_bin(rep.weights_file);
   } else {
-    throw CheckpointError(dir + ": no model.safetensors or pytorch_model.bin; save the model with save_pretrained");
+    throw CheckpointError(dir + ": no model.safetensors, " + kSafetensorsIndexName +
+                          " or pytorch_model.bin; save the model with save_pretrained");
   }
   raw = to_float32(raw);
   TensorMap named;
@@ -217,9 +259,10 @@ void check_max_seq_len(const BertConfig& cfg, int max_seq_len) {
                       "; use --max-seq-len " + std::to_string(usable) + " or less");
 }
 
-void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5) {
+void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5,
+               double max_shard_mb) {
   shared_write([&] { StagedFolder(dir).write([&](const std::string& staged) {
-    write_bert_files(model, staged, tokenizer_dir, hdf5);
+    write_bert_files(model, staged, tokenizer_dir, hdf5, max_shard_mb);
   }); });
 }
 
@@ -234,19 +277,72 @@ bool holds_headprune_export(const std::string& dir) {
   }
 }
 
-void write_bert_files(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5) {
-  fs::create_directories(dir);
-  TensorMap out;
-  const Arch& arch = arch_of(model.config().model_type);
-  for (const auto& spec : model_keys(model.config())) {
-    int layers = spec.per_layer ? model.config().num_hidden_layers : 1;
-    for (int l = 0; l < layers; ++l)
-      out[stored_key(arch, spec, l, arch.prefixes.front())] =
-          model.parameters().at(hf_key(spec, l)).detach().contiguous();
+namespace {
+
+// The model's tensors under their stored names, in the key table's order taken layer by layer (the embeddings, then
+// each layer's tensors, then the head): the order of transformers' state_dict, in which shards are filled.
+std::vector<std::pair<std::string, torch::Tensor>> stored_tensors(const Bert& model) {
+  const BertConfig& cfg = model.config();
+  const Arch& arch = arch_of(cfg.model_type);
+  const auto keys = model_keys(cfg);
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  auto put = [&](const KeySpec& spec, int l) {
+    out.emplace_back(stored_key(arch, spec, l, arch.prefixes.front()),
+                     model.parameters().at(hf_key(spec, l)).detach().contiguous());
+  };
+  bool layers_done = false;
+  for (const auto& spec : keys) {
+    if (!spec.per_layer) {
+      put(spec, 0);
+    } else if (!layers_done) {
+      for (int l = 0; l < cfg.num_hidden_layers; ++l)
+        for (const auto& s : keys)
+          if (s.per_layer) put(s, l);
+      layers_done = true;
+    }
   }
-  write_safetensors(dir + "/model.safetensors", out);
+  return out;
+}
+
+// model.safetensors, or with max_shard_mb > 0 and more than that many MB (10^6 bytes, as transformers counts them) of
+// tensors, transformers' shards and index: model-0000i-of-0000N.safetensors + model.safetensors.index.json.
+void write_weights(const std::vector<std::pair<std::string, torch::Tensor>>& tensors, const std::string& dir,
+                   double max_shard_mb) {
+  std::vector<std::uint64_t> sizes;
+  std::uint64_t total = 0;
+  for (const auto& [name, t] : tensors) {
+    sizes.push_back(static_cast<std::uint64_t>(t.numel()) * t.element_size());
+    total += sizes.back();
+  }
+  const auto plan = plan_shards(sizes, static_cast<std::uint64_t>(std::llround(max_shard_mb * 1e6)));
+  const int count = plan.empty() ? 1 : plan.back() + 1;
+  if (count == 1) {
+    TensorMap all(tensors.begin(), tensors.end());
+    write_safetensors(dir + "/model.safetensors", all);
+    return;
+  }
+  std::vector<TensorMap> shards(count);
+  json weight_map = json::object();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    shards[plan[i]][tensors[i].first] = tensors[i].second;
+    weight_map[tensors[i].first] = shard_file_name(plan[i] + 1, count);
+  }
+  for (int k = 0; k < count; ++k) write_safetensors(dir + "/" + shard_file_name(k + 1, count), shards[k]);
+  // As transformers writes it: json.dumps(index, indent=2, sort_keys=True) + "\n".
+  const json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+  write_file_atomic(dir + "/" + kSafetensorsIndexName, index.dump(2) + "\n");
+}
+
+}  // namespace
+
+void write_bert_files(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5,
+                      double max_shard_mb) {
+  fs::create_directories(dir);
+  const Arch& arch = arch_of(model.config().model_type);
+  const auto tensors = stored_tensors(model);
+  write_weights(tensors, dir, max_shard_mb);
   if (hdf5)
-    write_hdf5(dir + "/model.h5", out,
+    write_hdf5(dir + "/model.h5", TensorMap(tensors.begin(), tensors.end()),
                {{"format", std::string("headprune ") + arch.name + ", Hugging Face tensor names"}});
   write_file_atomic(dir + "/config.json", bert_config_json(model.config()));
   if (model.config().slimmed()) write_file_atomic(dir + "/modeling_headprune.py", kModelingHeadprunePy);

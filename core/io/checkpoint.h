@@ -1,4 +1,5 @@
-// Hugging Face model folders: config.json + model.safetensors or pytorch_model.bin (+ vocab.txt).
+// Hugging Face model folders: config.json + model.safetensors, its shards (model.safetensors.index.json +
+// model-0000i-of-0000N.safetensors) or pytorch_model.bin (+ vocab.txt).
 // Loading validates every tensor against the key table (core/model/bert_keys.h) in both directions;
 // saving writes a BertForSequenceClassification folder that transformers' from_pretrained loads.
 #pragma once
@@ -24,7 +25,7 @@ struct LoadOptions {
 
 // What load_bert found, for messages and run records.
 struct LoadReport {
-  std::string weights_file;  // model.safetensors or pytorch_model.bin that was read
+  std::string weights_file;  // model.safetensors, model.safetensors.index.json or pytorch_model.bin that was read
   std::string prefix;  // encoder key prefix found ("bert." or "")
   bool classifier_initialized = false;  // no classifier in the checkpoint: a fresh one was made
   bool pooler_initialized = false;
@@ -39,10 +40,14 @@ void check_max_seq_len(const BertConfig& cfg, int max_seq_len);
 
 // Writes config.json, model.safetensors (keys "bert.*" and "classifier.*") and copies the tokenizer
 // files (vocab.txt, tokenizer_config.json, special_tokens_map.json) from `tokenizer_dir` when given.
-// With `hdf5`, also writes model.h5 holding the same tensors under the same names. The folder is written whole
-// or not at all (core::StagedFolder): `dir` then holds exactly this model's files, or its previous content
-// untouched after a failure or a kill. Rank 0 alone writes in a data-parallel run.
-void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir = "", bool hdf5 = false);
+// With `hdf5`, also writes model.h5 holding the same tensors under the same names. With `max_shard_mb` > 0
+// (export.max_shard_mb) and more tensor data than that (MB = 10^6 bytes), the tensors go into transformers' shards
+// instead: model-00001-of-0000N.safetensors … and model.safetensors.index.json, split in the key table's order
+// layer by layer as save_pretrained(max_shard_size=…) splits them (core/io/safetensors_index.h plan_shards).
+// The folder is written whole or not at all (core::StagedFolder): `dir` then holds exactly this model's files, or
+// its previous content untouched after a failure or a kill. Rank 0 alone writes in a data-parallel run.
+void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir = "", bool hdf5 = false,
+               double max_shard_mb = 0);
 
 // Whether `dir` holds a model folder headprune wrote (save_bert, `prune export`): told by its config.json's content
 // (an object with headprune's "heads_per_layer", which every export since the first writes and Hugging Face never
@@ -52,6 +57,6 @@ bool holds_headprune_export(const std::string& dir);
 // The files of save_bert, written into `dir` as it is (a fresh staging folder of the caller's, which adds its
 // own files before it commits).
 void write_bert_files(const Bert& model, const std::string& dir, const std::string& tokenizer_dir = "",
-                      bool hdf5 = false);
+                      bool hdf5 = false, double max_shard_mb = 0);
 
 }  // namespace hp::core

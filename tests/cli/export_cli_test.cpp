@@ -195,3 +195,57 @@ TEST_CASE("prune export --mask with hidden channels and a layer: the export scor
   CHECK_THAT(dense.output, Catch::Contains("the dense export cannot hold a model whose hidden channels were removed"));
   CHECK(!fs::exists(dir / "dense"));
 }
+
+TEST_CASE("prune export with export.max_shard_mb writes transformers' shards, which prune eval scores as the single "
+          "file, and a later export replaces them whole", "[cli][export][sharded]") {
+  const auto root = hp::test::scratch_dir("hp_cli_export_sharded");
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const std::string single = (root / "single").string(), sharded = (root / "sharded").string();
+  REQUIRE(run_prune("export --model " + kTinyBert + " --to " + single).code == 0);
+  auto r = run_prune("export --model " + kTinyBert + " --to " + sharded + " --set export.max_shard_mb=0.02");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const auto names = file_names(sharded);
+  CHECK(std::count(names.begin(), names.end(), "model.safetensors") == 0);
+  CHECK(std::count(names.begin(), names.end(), "model.safetensors.index.json") == 1);
+  CHECK(std::count(names.begin(), names.end(), "model-00001-of-00005.safetensors") == 1);
+  CHECK(std::count(names.begin(), names.end(), "model-00005-of-00005.safetensors") == 1);
+  std::map<std::string, nlohmann::json> metrics;
+  for (const auto& model : {single, sharded}) {
+    const std::string out = model + ".eval.json";
+    r = run_prune("eval --model " + model + " --task mnli_subset --max-seq-len 32 --data-root " +
+                  hp::test::tiny_data_root() + " --set eval.split=mismatched --output " + out);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    metrics[model] = nlohmann::json::parse(hp::test::slurp(out)).at("metrics");
+  }
+  CHECK(metrics[sharded] == metrics[single]);
+  // An earlier sharded export is an export: replaced whole (no shard left beside the new model.safetensors).
+  r = run_prune("export --model " + kTinyBert + " --to " + sharded);
+  REQUIRE(r.code == 0);
+  CHECK(file_names(sharded) == file_names(single));
+}
+
+TEST_CASE("the pruning run writes model/ in transformers' shards with export.max_shard_mb, which stage 7 reloads and "
+          "transformers (its own class and the modeling file) checks", "[cli][export][sharded]") {
+  const auto out = hp::test::scratch_dir("hp_cli_prune_sharded");
+  fs::remove_all(out);
+  const bool python = fs::exists(HP_REF_PYTHON);
+  const auto r = run_prune(hp::test::tiny_prune_args(out.string()) +
+                           " --target-heads 3 --method taylor --criteria taylor --recover-steps 0"
+                           " --set train.train_split=matched --set train.eval_split=mismatched"
+                           " --set export.max_shard_mb=0.01" +
+                           (python ? "" : " --set prune.verify=false"));
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const auto names = file_names(out / "model");
+  CHECK(std::count(names.begin(), names.end(), "model.safetensors") == 0);
+  CHECK(std::count(names.begin(), names.end(), "model.safetensors.index.json") == 1);
+  CHECK(std::count_if(names.begin(), names.end(), [](const std::string& n) { return n.rfind("model-0000", 0) == 0; }) > 2);
+  const auto f = nlohmann::json::parse(hp::test::slurp(out / "summary.json"))["final"];
+  CHECK(f["slim_vs_masked_max_abs_logit_diff"].get<double>() <= 1e-5);  // stage 7 reloaded the shards
+  if (!python) return hp::test::skip("no Python reference at " + std::string(HP_REF_PYTHON) + ": transformers' checks");
+  CHECK_THAT(f["hf_check"]["transformers4"].get<std::string>(), Catch::StartsWith("passed"));
+  CHECK_THAT(f["hf_check"]["transformers4_remote_code"].get<std::string>(), Catch::StartsWith("passed"));
+}

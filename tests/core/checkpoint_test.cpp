@@ -120,7 +120,7 @@ TEST_CASE("bad checkpoint folders give one-line errors naming the file and the f
   SECTION("no weights file") {
     auto dir = copy_tiny("noweights");
     fs::remove(dir + "/model.safetensors");
-    REQUIRE_THROWS_WITH(hp::core::load_bert(dir), Contains("no model.safetensors or pytorch_model.bin"));
+    REQUIRE_THROWS_WITH(hp::core::load_bert(dir), Contains("no model.safetensors, model.safetensors.index.json or pytorch_model.bin"));
   }
   SECTION("tensor shape mismatch names both shapes") {
     auto dir = copy_tiny("shape");

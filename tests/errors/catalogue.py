@@ -192,6 +192,78 @@ add("st-wrong-shape", "a tensor of the wrong shape for config.json",
     header_edit(lambda h: h[L0Q].update(shape=[16, 64])), 1,
     "error: $SCRATCH/model/model.safetensors: bert.encoder.layer.0.attention.self.query.weight has shape [16, 64], expected [32, 32] from config.json; the weights and config.json do not belong together")
 
+# --- sharded safetensors (model.safetensors.index.json + model-0000i-of-0000N.safetensors, #62) ------------
+SHARD1, SHARD2 = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
+CLS = "classifier.bias"  # in the second shard
+
+
+def sharded(edit=None, index_text=None, after_files=None):
+    """The tiny model in two shards, edit(index, shards) applied; index_text replaces the index's text;
+    after_files(s, model) adds files."""
+    def build(s):
+        m = fx.copy_tiny(s + "/model")
+        fx.shard_weights(m, 2, edit)
+        if index_text is not None:
+            with open(m + "/model.safetensors.index.json", "w") as f:
+                f.write(index_text)
+        if after_files:
+            after_files(s, m)
+        return model_eval(m)
+    return build
+
+
+def also_in_first(index, shards):
+    """classifier.bias in both shard files (the index puts it in the second)."""
+    h1, d1 = shards[SHARD1]
+    h2, d2 = shards[SHARD2]
+    a, b = h2[CLS]["data_offsets"]
+    h1 = dict(h1)
+    h1[CLS] = {"dtype": h2[CLS]["dtype"], "shape": h2[CLS]["shape"], "data_offsets": [len(d1), len(d1) + b - a]}
+    shards[SHARD1] = (h1, d1 + d2[a:b])
+
+
+def outside_shard(s, model):
+    """A valid shard outside the model folder, holding the tensors the index puts there."""
+    shutil.copy(os.path.join(model, SHARD2), os.path.join(s, "outside.safetensors"))
+
+
+add("st-shard-missing", "a sharded checkpoint whose index names a shard that is missing",
+    sharded(lambda i, sh: sh.pop(SHARD2)), 1,
+    "error: $SCRATCH/model/model-00002-of-00002.safetensors: shard missing, but model.safetensors.index.json puts "
+    "tensors in it; download every shard the index names (or save the model again with save_pretrained)")
+add("st-shard-lacks-tensor", "an index that puts a tensor in a shard that does not hold it",
+    sharded(lambda i, sh: i["weight_map"].update({CLS: SHARD1})), 1,
+    "error: $SCRATCH/model/model-00001-of-00002.safetensors: does not hold tensor 'classifier.bias', which "
+    "model.safetensors.index.json puts in it (model-00002-of-00002.safetensors does); re-download the checkpoint, or "
+    "save it again with save_pretrained")
+add("st-shard-twice", "a tensor in two shards (both files hold it)", sharded(also_in_first), 1,
+    "error: $SCRATCH/model/model.safetensors.index.json: tensor 'classifier.bias' is in two shards, "
+    "model-00001-of-00002.safetensors and model-00002-of-00002.safetensors; re-download the checkpoint, or save it "
+    "again with save_pretrained")
+add("st-index-twice", "a tensor listed twice in the index's weight_map, in two shards",
+    sharded(index_text='{"weight_map": {"classifier.bias": "' + SHARD1 + '", "classifier.bias": "' + SHARD2 + '"}}'),
+    1, "error: $SCRATCH/model/model.safetensors.index.json: tensor 'classifier.bias' is listed twice in weight_map (a "
+    "tensor in two shards); re-download the checkpoint, or save it again with save_pretrained")
+add("st-shard-unlisted", "a shard holding a tensor the index does not list",
+    sharded(lambda i, sh: i["weight_map"].pop(CLS)), 1,
+    "error: $SCRATCH/model/model-00002-of-00002.safetensors: holds tensor 'classifier.bias', which "
+    "model.safetensors.index.json does not list; re-download the checkpoint, or save it again with save_pretrained")
+add("st-index-not-json", "a model.safetensors.index.json that is not JSON", sharded(index_text='{"weight_map": {'), 1,
+    "error: $SCRATCH/model/model.safetensors.index.json: not valid JSON ([json.exception.parse_error.101] parse error "
+    "at line 1, column 17: syntax error while parsing object key - unexpected end of input; expected string "
+    "literal); re-download the checkpoint, or save it again with save_pretrained")
+add("st-index-no-weight-map", "a model.safetensors.index.json without weight_map",
+    sharded(index_text='{"metadata": {"total_size": 84000}}'), 1,
+    "error: $SCRATCH/model/model.safetensors.index.json: no weight_map (the table of which shard holds each tensor); "
+    "re-download the checkpoint, or save it again with save_pretrained")
+add("st-index-outside", "an index that puts tensors in a shard outside the model folder (\"../outside.safetensors\", "
+    "a valid file there: never read)",
+    sharded(lambda i, sh: i["weight_map"].update({k: "../outside.safetensors" for k, v in i["weight_map"].items()
+                                                  if v == SHARD2}), after_files=outside_shard), 1,
+    "error: $SCRATCH/model/model.safetensors.index.json: weight_map puts tensor 'bert.encoder.layer.0.output.dense.weight' in "
+    "'../outside.safetensors', which is not a file beside the index (a shard must be a plain file name in the model "
+    "folder); refused; re-download the checkpoint, or save it again with save_pretrained")
+
 # --- pytorch_model.bin -------------------------------------------------------------------------------------
 add("bin-global-os-system", "pytorch_model.bin whose pickle calls os.system (never executed)",
     pickle_model("os", "system"), 1,
@@ -446,6 +518,10 @@ add("calibrate-no-train", "int8 eval (calibrated by default) where the data root
     "error: $SCRATCH/data/glue/SST-2/train.tsv: file not found (task sst2, split train, data root '$SCRATCH/data'); "
     "pass --data-root DIR or set HEADPRUNE_DATA=DIR, where DIR holds glue/ and mnli_subset_textfooler/ (int8 "
     "calibration reads 512 examples of sst2's train split; pass --calibrate 0 for dynamic int8 without it)")
+add("max-shard-negative", "export.max_shard_mb = -1 (sharded exports, #62)",
+    lambda s: ["export", "--model", fx.copy_tiny(s + "/model"), "--to", s + "/out", "--set", "export.max_shard_mb=-1"],
+    2, "error: export.max_shard_mb = -1; use 0 (one model.safetensors) or a shard size in MB such as 5000 "
+    "(transformers' default 5GB)")
 add("bench-compare-precision", "bench.compare_precision misspelt",
     lambda s: ["bench", "--model", fx.copy_tiny(s + "/model"), "--set", "bench.compare_precision=int4"], 2,
     "error: bench.compare_precision = 'int4'; use fp32, bf16, int8 or leave it empty")

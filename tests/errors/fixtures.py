@@ -74,6 +74,30 @@ def rebuild(header, data, replace=None, drop=()):
     return safetensors_bytes(out, b"".join(chunks))
 
 
+def shard_weights(model, n=2, edit=None):
+    """Splits model/model.safetensors as transformers' save_pretrained(max_shard_size) does: n shard files of
+    consecutive tensors, model-0000i-of-0000n.safetensors, and model.safetensors.index.json. edit(index, shards)
+    may change the index dict and the {file name: (header, data)} shards before they are written."""
+    path = os.path.join(model, "model.safetensors")
+    header, data = read_safetensors(path)
+    names = [k for k in header if k != "__metadata__"]
+    index = {"metadata": {"total_size": len(data)}, "weight_map": {}}
+    shards = {}
+    for i in range(n):
+        file = f"model-{i + 1:05d}-of-{n:05d}.safetensors"
+        group = names[i * len(names) // n:(i + 1) * len(names) // n]
+        shards[file] = ({"__metadata__": {"format": "pt"}, **{k: header[k] for k in group}}, data)
+        index["weight_map"].update({k: file for k in group})
+    if edit:
+        edit(index, shards)
+    os.remove(path)
+    for file, (h, d) in shards.items():
+        with open(os.path.join(model, file), "wb") as f:
+            f.write(rebuild(h, d))
+    with open(os.path.join(model, "model.safetensors.index.json"), "w") as f:
+        f.write(index if isinstance(index, str) else json.dumps(index, indent=2, sort_keys=True) + "\n")
+
+
 def set_float(header, data, name, index, value):
     """data with element `index` of float32 tensor `name` set to `value`."""
     start = header[name]["data_offsets"][0] + 4 * index
