@@ -11,6 +11,7 @@
 #include "core/io/checkpoint.h"
 #include "core/base/errors.h"
 #include "core/io/tensor_io.h"
+#include "logits.h"
 #include "fixtures.h"
 
 namespace fs = std::filesystem;
@@ -38,15 +39,7 @@ nlohmann::json read_json(const std::string& path) {
 
 void write_json(const std::string& path, const nlohmann::json& j) { std::ofstream(path) << j.dump(2); }
 
-torch::Tensor logits_of(const hp::core::Bert& model) {
-  auto g = hp::core::read_hdf5(kTinyBertH5);
-  hp::core::EncoderInput in;
-  in.input_ids = g.at("input_ids");
-  in.token_type_ids = g.at("token_type_ids");
-  in.attention_mask = g.at("attention_mask");
-  torch::NoGradGuard no_grad;
-  return model.forward(in).logits;
-}
+torch::Tensor logits_of(const hp::core::Bert& model) { return hp::test::logits_on(model, kTinyBertH5); }
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include "core/io/checkpoint.h"
 #include "core/io/safetensors_index.h"
 #include "core/io/tensor_io.h"
+#include "logits.h"
 #include "fixtures.h"
 #include "skip.h"
 
@@ -38,13 +39,7 @@ nlohmann::json read_json(const std::string& path) {
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 torch::Tensor logits_of(const hp::core::Bert& model, const std::string& inputs_h5) {
-  auto g = hp::core::read_hdf5(inputs_h5);
-  hp::core::EncoderInput in;
-  in.input_ids = g.at("input_ids");
-  in.token_type_ids = g.at("token_type_ids");
-  in.attention_mask = g.at("attention_mask");
-  torch::NoGradGuard no_grad;
-  return model.forward(in).logits;
+  return hp::test::logits_on(model, inputs_h5);
 }
 
 // The tiny golden model saved in shards of 20 kB (it holds 85 kB of tensors): a fresh folder.
