@@ -35,10 +35,10 @@ ColumnSpec by_name(std::string a, std::string b, std::string label) {
 // mnli_matched/mnli_mismatched spell labels as names; mnli.tsv (= mismatched) uses the codes
 // 0 entailment, 1 neutral, 2 contradiction, which are NOT the GLUE indices: they are mapped by name
 // through label_aliases, so "0" becomes class 1 (entailment) here.
-std::vector<TaskSpec> make_tasks() {
+// The GLUE tasks of one or two sentences but MNLI, in GLUE's order.
+std::vector<TaskSpec> glue_tasks() {
   const std::vector<std::string> k01 = {"0", "1"};
   const std::vector<std::string> kNli2 = {"entailment", "not_entailment"};
-  const std::vector<std::string> kNli3 = {"contradiction", "entailment", "neutral"};
   const std::vector<SplitFile> kStd = {
       {"train", "train.tsv", true}, {"dev", "dev.tsv", true}, {"test", "test.tsv", true}};
   std::vector<TaskSpec> t;
@@ -110,6 +110,13 @@ std::vector<TaskSpec> make_tasks() {
                {"f1", "accuracy"},
                "f1",
                {"not_duplicate", "duplicate"}});
+  return t;
+}
+
+// MNLI: the full GLUE task, and TextFooler's dev subset (the one on this machine).
+std::vector<TaskSpec> mnli_tasks() {
+  const std::vector<std::string> kNli3 = {"contradiction", "entailment", "neutral"};
+  std::vector<TaskSpec> t;
   // Full GLUE MNLI: "dev" is dev_matched, as in HF run_glue.
   t.push_back({"mnli",
                "glue/MNLI",
@@ -142,6 +149,12 @@ std::vector<TaskSpec> make_tasks() {
                {{"0", "entailment"}, {"1", "neutral"}, {"2", "contradiction"}},
                {"accuracy"},
                "accuracy"});
+  return t;
+}
+
+std::vector<TaskSpec> make_tasks() {
+  std::vector<TaskSpec> t = glue_tasks();
+  for (auto& task : mnli_tasks()) t.push_back(std::move(task));
   return t;
 }
 
