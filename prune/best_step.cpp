@@ -28,7 +28,7 @@ int budget_recover_steps(const core::PruneConfig& p, double fraction, bool curve
 }
 
 BestStep best_step(const RunContext& ctx, const BudgetSearch& s, const std::string& recovered_dir) {
-  HP_CHECK(!(ctx.select_data.size() == 0), "best_step: no selection slice");
+  HP_CHECK(ctx.select_data.size() > 0, "best_step: no selection slice");
   BestStep best;
   double top = -1e300;
   auto consider = [&](const std::string& variant, core::Bert model) {

@@ -352,10 +352,10 @@ void save_choice(const RunContext& ctx, const Frontier& f, const std::vector<Can
                  const std::vector<Candidate>& gated) {
   const FrontierPoint& p = f.points.at(static_cast<size_t>(f.chosen));
   const std::string dir = ctx.cfg->run.out_dir + "/" + kFrontierChoiceDir, marker = dir + "/choice.json";
-  const nlohmann::json want = {{"point", p}};
-  if (fs::exists(marker) && nlohmann::json::parse(core::read_file(marker)).at("point").at("method") == p.method &&
-      nlohmann::json::parse(core::read_file(marker)).at("point").at("step") == p.step)
-    return;
+  if (fs::exists(marker)) {
+    const auto kept = nlohmann::json::parse(core::read_file(marker)).at("point");
+    if (kept.at("method") == p.method && kept.at("step") == p.step && kept.at("criterion") == p.criterion) return;
+  }
   const Candidate* c = nullptr;
   for (const auto* list : {&cands, &gated})
     for (const auto& k : *list)
@@ -363,7 +363,7 @@ void save_choice(const RunContext& ctx, const Frontier& f, const std::vector<Can
   HP_CHECK(c, "frontier: the chosen point " + frontier_label(p) + " has no candidate");
   fs::remove_all(dir);
   core::save_bert(c->build(), dir, ctx.model_dir);
-  core::write_file_atomic(marker, want.dump(2) + "\n");
+  core::write_file_atomic(marker, nlohmann::json{{"point", p}}.dump(2) + "\n");
 }
 
 }  // namespace
@@ -391,7 +391,7 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
   if (core::dist::active())
     throw ConfigError("prune.max_drop times every candidate on one machine: run --max-drop without torchrun or "
                       "srun (one process), or give a budget of your own (--target-flops F) to a data-parallel run");
-  if ((ctx.select_data.size() == 0))
+  if (ctx.select_data.size() == 0)
     throw ConfigError("prune.max_drop chooses on the selection slice, and " + ctx.task->name + " has no split '" +
                       ctx.select_split + "' (train.eval_split); set prune.select_split to a labelled split other "
                       "than prune.eval_split");
@@ -460,7 +460,7 @@ FinalChoice frontier_final_choice(const RunContext& ctx, const Frontier& f) {
   b.unit = "FLOPs";
   b.mean_length = core::mean_length(ctx.eval_data);
   const long S = std::max(1L, std::lround(b.mean_length));
-  b.target = p.method == "model" ? p.flops_kept : p.step >= 0 && p.method == "gates" ? p.step / 100.0 : p.flops_kept;
+  b.target = p.method == "gates" ? p.step / 100.0 : p.flops_kept;  // gates: the budget they were trained to
   b.kept = eval::encoder_flops(slim, S) / eval::encoder_flops(ctx.arch, S);
   b.neurons_kept = slim.total_neurons(), b.neurons_total = ctx.arch.num_hidden_layers * ctx.arch.intermediate_size;
   if (slim.hidden_slimmed()) b.hidden_kept = slim.hidden_size, b.hidden_total = ctx.arch.hidden_size;

@@ -14,19 +14,10 @@ bool has_split(const core::TaskSpec& task, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-std::string split_list(const core::TaskSpec& task) {
-  std::string list;
-  for (const auto& n : task.split_names()) list += (list.empty() ? "" : ", ") + n;
-  return list;
-}
-
 // A named split (prune.select_split): checked, never the evaluation split.
 Selection named(const core::Config& cfg, const core::TaskSpec& task) {
   const core::PruneConfig& P = cfg.prune;
-  const core::SplitSpec sel = core::parse_split_spec(P.select_split, "prune.select_split");
-  if (!has_split(task, sel.name))
-    throw ConfigError("prune.select_split = '" + P.select_split + "': " + task.name + " has no split '" + sel.name +
-                      "'; use one of " + split_list(task) + ", or leave it empty to hold rows out of train.train_split");
+  check_split(task, "prune.select_split", P.select_split);
   if (P.select_split == P.eval_split)
     throw ConfigError("prune.select_split = " + P.select_split +
                       " is prune.eval_split: choices made on the split the run reports are optimistic by "
@@ -38,6 +29,15 @@ Selection named(const core::Config& cfg, const core::TaskSpec& task) {
 }
 
 }  // namespace
+
+void check_split(const core::TaskSpec& task, const std::string& key, const std::string& spec) {
+  const std::string split = core::parse_split_spec(spec, key).name;
+  if (has_split(task, split)) return;
+  const auto names = task.split_names();
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  throw ConfigError(key + " = '" + split + "' is not a split of " + task.name + "; use one of " + list);
+}
 
 Selection resolve_selection(const core::Config& cfg, const core::TaskSpec& task, const std::string& root) {
   const core::PruneConfig& P = cfg.prune;

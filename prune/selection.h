@@ -20,6 +20,9 @@ struct Selection {
   std::string what;   // one line for the log: where choices are made, and why there
 };
 
+// ConfigError unless the split `spec` names (its slice aside) is one of the task's (`key` names the config key).
+void check_split(const core::TaskSpec& task, const std::string& key, const std::string& spec);
+
 // `cfg` with its choices moved off the evaluation split. Reads train.train_split under `root` to count its rows.
 // ConfigError naming the key: prune.select_split equal to prune.eval_split or not a split of the task,
 // prune.select_examples negative, a training split too small to hold a tenth out. A training split the task does

@@ -27,16 +27,6 @@ void log_stage(int number, const std::string& name, const std::string& what) {
 
 namespace {
 
-// ConfigError unless `split` is one of the task's splits (`key` names the config key).
-void check_split(const core::TaskSpec& task, const std::string& key, const std::string& spec) {
-  const auto names = task.split_names();
-  const std::string split = core::parse_split_spec(spec, key).name;
-  if (std::find(names.begin(), names.end(), split) != names.end()) return;
-  std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-  throw ConfigError(key + " = '" + split + "' is not a split of " + task.name + "; use one of " + list);
-}
-
 // The config a resumed run must repeat: everything that changes a result.
 std::string resume_key(const core::Config& cfg) {
   core::Config fixed = cfg;

@@ -74,7 +74,7 @@ TEST_CASE("the selection slice off, named, or refused", "[prune][selection]") {
                     Contains("prune.select_split = dev is prune.eval_split"));
   c.prune.select_split = "nosuch";
   CHECK_THROWS_WITH(resolve_selection(c, task, hp::test::kSharedData),
-                    Contains("prune.select_split = 'nosuch': mrpc has no split 'nosuch'"));
+                    Contains("prune.select_split = 'nosuch' is not a split of mrpc; use one of train, dev, test"));
   c.prune.select_split = "";
   c.prune.select_examples = -1;
   CHECK_THROWS_AS(resolve_selection(c, task, hp::test::kSharedData), hp::ConfigError);
