@@ -4,11 +4,17 @@
 # pruning run needs (`prune`), installed so that `prune` is on the PATH. With --tests, also the test binaries,
 # the benchmarks and the clang fuzz targets, and the test-only apt packages (Chromium, clang).
 # Re-running is fast and harmless: every step checks before it acts. Each step prints how long it took.
-# Usage: scripts/setup.sh [--tests] [--v5]   (env BUILD_DIR to build elsewhere, HP_PREFIX to install elsewhere
-#                                             than /usr/local, HP_WERROR=ON for CI)
+# Usage: scripts/setup.sh [--tests] [--v5] [--torch PATH|pip]   (env BUILD_DIR to build elsewhere, HP_PREFIX to
+#                                             install elsewhere than /usr/local, HP_WERROR=ON for CI)
+#   --torch PATH: build against the LibTorch whose CMake package is under PATH (a LibTorch 2.x, CPU or CUDA, e.g.
+#                 $(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')) instead of Debian's 1.13,
+#                 in BUILD_DIR (default build-torch2); --torch pip installs PyPI's torch==2.11.0 into a venv at
+#                 ~/.cache/headprune/venv-torch2 first (~4 GB with its CUDA libraries, which link without a GPU).
+#                 Data-parallel runs need Gloo's headers, which that wheel lacks: such a build runs one process.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR_SET="${BUILD_DIR:-}"
 BUILD_DIR="${BUILD_DIR:-$REPO/build}"
 readonly APT_PKGS=(build-essential cmake ninja-build ccache pkg-config librsvg2-bin
   libtorch-dev libopenblas0-openmp libyaml-cpp-dev libeigen3-dev catch2 libhdf5-dev
@@ -21,13 +27,31 @@ readonly TEST_APT_PKGS=(chromium fonts-dejavu-core  # chromium: the report's bro
 
 WANT_TESTS=0
 PY_ARGS=()
-for arg in "$@"; do
-  case "$arg" in
+TORCH=""
+while (($#)); do
+  case "$1" in
     --tests) WANT_TESTS=1 ;;
     --v5) PY_ARGS+=(--v5) ;;
-    *) echo "setup: error: unknown option '$arg'; use --tests, --v5 or nothing" >&2; exit 2 ;;
+    --torch) [[ $# -ge 2 ]] || { echo "setup: error: --torch needs a path or 'pip'" >&2; exit 2; }
+             TORCH="$2"; shift ;;
+    *) echo "setup: error: unknown option '$1'; use --tests, --v5, --torch PATH|pip or nothing" >&2; exit 2 ;;
   esac
+  shift
 done
+TORCH_ARGS=()
+if [[ -n "$TORCH" ]]; then
+  if [[ "$TORCH" == pip ]]; then
+    TV="${HEADPRUNE_CACHE:-$HOME/.cache/headprune}/venv-torch2"
+    [[ -x "$TV/bin/python" ]] || python3 -m venv "$TV" || { echo "setup: error: python3 -m venv $TV failed" >&2; exit 1; }
+    "$TV/bin/python" -c 'import torch' 2>/dev/null || "$TV/bin/pip" install -q torch==2.11.0 \
+      || { echo "setup: error: pip install torch==2.11.0 failed (PyPI reachable?)" >&2; exit 1; }
+    TORCH=$("$TV/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
+  fi
+  [[ -d "$TORCH/Torch" ]] || { echo "setup: error: --torch $TORCH holds no Torch/TorchConfig.cmake; pass the folder" \
+    "python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' prints, or pip" >&2; exit 2; }
+  TORCH_ARGS=(-DCMAKE_PREFIX_PATH="$TORCH")
+  BUILD_DIR="${BUILD_DIR_SET:-$REPO/build-torch2}"
+fi
 
 step() { echo "[setup] $*"; }
 die() { echo "setup: error: $*" >&2; exit 1; }
@@ -74,7 +98,7 @@ took "python venv"
 targets=(prune hp_spm_shim)
 ((WANT_TESTS)) && targets=(all)
 step "build: ${targets[*]} in $BUILD_DIR"
-cmake -S "$REPO" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHP_WERROR="${HP_WERROR:-OFF}" >/dev/null \
+cmake -S "$REPO" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHP_WERROR="${HP_WERROR:-OFF}" "${TORCH_ARGS[@]}" >/dev/null \
   || die "cmake configure failed; see the output above"
 ninja -C "$BUILD_DIR" -j"$(nproc)" "${targets[@]}" || die "build failed; see the compiler output above"
 took build

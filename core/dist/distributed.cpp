@@ -3,8 +3,10 @@
 
 #define USE_C10D_GLOO 1
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef HP_WITH_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 
 #include <atomic>
 #include <cerrno>
@@ -27,11 +29,22 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+#ifdef HP_WITH_GLOO
+using Group = c10d::ProcessGroupGloo;
+#else
+// A build without Gloo's headers (LibTorch 2.x from pip: CMakeLists.txt) has no process group: init refuses a
+// run of several processes, so nothing below is ever called on one.
+struct Group : c10::intrusive_ptr_target {
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<torch::Tensor>&) { return {}; }
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<torch::Tensor>&) { return {}; }
+};
+#endif
+
 struct State {
   Env env;
   milliseconds timeout{300000};
   c10::intrusive_ptr<c10d::TCPStore> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  c10::intrusive_ptr<Group> pg;
   std::thread heartbeat;
   std::atomic<bool> stop_heartbeat{false};
   // What the collectives cost this rank: how many, the bytes it sent into them, and the seconds it spent in
@@ -237,6 +250,11 @@ void init(const Env& env, double timeout_s, const std::string& identity) {
   s.timeout = milliseconds(static_cast<long>(timeout_s * 1000));
   const std::string where =
       "rank " + std::to_string(env.rank) + ": rendezvous at " + env.master_addr + ":" + std::to_string(env.master_port);
+#ifndef HP_WITH_GLOO
+  throw DistributedError(where + ": this build of headprune has no Gloo (it was built without Gloo's headers, as " +
+                         "against the pip wheel of LibTorch 2.x); run one process, or build with Debian's " +
+                         "libgloo-dev (scripts/setup.sh)");
+#else
   try {
     c10d::TCPStoreOptions o;
     o.port = static_cast<uint16_t>(env.master_port);
@@ -260,6 +278,7 @@ void init(const Env& env, double timeout_s, const std::string& identity) {
     throw DistributedError(where + " failed (" + m + "); check MASTER_ADDR/MASTER_PORT and that all " +
                            std::to_string(env.world) + " ranks start within run.dist_timeout_s");
   }
+#endif
   s.stop_heartbeat = false;
   s.started = Clock::now();
   s.heartbeat = std::thread(heartbeat_loop, env);

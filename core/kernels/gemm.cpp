@@ -1,6 +1,8 @@
 // Inference GEMM backend (see core/kernels/gemm.h).
 #include "core/kernels/gemm.h"
 
+#include <torch/version.h>
+
 #include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>  // Debian libdnnl-dev: the prototypes only; the library itself is dlopen'ed
 
@@ -29,6 +31,12 @@ const OneDnn& onednn() {
   static const OneDnn lib = [] {
     apply_isa_cap_to_onednn();  // before oneDNN's first kernel: HEADPRUNE_MAX_ISA caps its sgemm too
     OneDnn d;
+#if TORCH_VERSION_MAJOR >= 2
+    // LibTorch 2.x carries oneDNN 3 inside libtorch_cpu, and its function-local statics (the GEMM kernels' one-time
+    // initialisation) take the place of oneDNN 2's in one process: dnnl_sgemm then answers "unimplemented". ATen's
+    // GEMM (the same oneDNN/MKL inside LibTorch) does the products there.
+    return d;
+#endif
     void* handle = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!handle) return d;
     d.sgemm = reinterpret_cast<DnnlSgemm>(dlsym(handle, "dnnl_sgemm"));

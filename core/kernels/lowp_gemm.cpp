@@ -1,6 +1,8 @@
 // bf16 and int8 inference linears (see core/kernels/lowp_gemm.h).
 #include "core/kernels/lowp_gemm.h"
 
+#include <torch/version.h>
+
 #include <ATen/autocast_mode.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -195,18 +197,42 @@ std::string precision_backend(Precision p) {
          ": no VNNI, u8·s8 pair sums saturate int16 at ±127, probed)";
 }
 
-Bf16Autocast::Bf16Autocast(bool on) : on_(on) {
+// LibTorch 2.4 named autocast's switches by device type; 1.13 has one pair for the CPU and one for CUDA.
+namespace {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+bool autocast_enabled(at::DeviceType t) { return at::autocast::is_autocast_enabled(t); }
+at::ScalarType autocast_dtype(at::DeviceType t) { return at::autocast::get_autocast_dtype(t); }
+void set_autocast(at::DeviceType t, bool on, at::ScalarType dtype) {
+  at::autocast::set_autocast_dtype(t, dtype);
+  at::autocast::set_autocast_enabled(t, on);
+}
+#else
+bool autocast_enabled(at::DeviceType t) { return t == at::kCPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled(); }
+at::ScalarType autocast_dtype(at::DeviceType t) {
+  return t == at::kCPU ? at::autocast::get_autocast_cpu_dtype() : at::autocast::get_autocast_gpu_dtype();
+}
+void set_autocast(at::DeviceType t, bool on, at::ScalarType dtype) {
+  if (t == at::kCPU) {
+    at::autocast::set_autocast_cpu_dtype(dtype);
+    at::autocast::set_cpu_enabled(on);
+  } else {
+    at::autocast::set_autocast_gpu_dtype(dtype);
+    at::autocast::set_enabled(on);
+  }
+}
+#endif
+}  // namespace
+
+Bf16Autocast::Bf16Autocast(bool on, const torch::Device& device) : on_(on), type_(device.type()) {
   if (!on_) return;
-  was_enabled_ = at::autocast::is_cpu_enabled();
-  was_dtype_ = at::autocast::get_autocast_cpu_dtype();
-  at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-  at::autocast::set_cpu_enabled(true);
+  was_enabled_ = autocast_enabled(type_);
+  was_dtype_ = autocast_dtype(type_);
+  set_autocast(type_, true, at::kBFloat16);
 }
 
 Bf16Autocast::~Bf16Autocast() {
   if (!on_) return;
-  at::autocast::set_cpu_enabled(was_enabled_);
-  at::autocast::set_autocast_cpu_dtype(was_dtype_);
+  set_autocast(type_, was_enabled_, was_dtype_);
   if (!was_enabled_) at::autocast::clear_cache();  // the bf16 copies of the weights, made again next step
 }
 

@@ -53,15 +53,17 @@ std::string precision_backend(Precision p);
 // While alive and `on`: LibTorch's CPU autocast to bf16, so that the matrix products of a forward (and with them
 // their backward) run in bf16 with fp32 accumulation (oneDNN; AVX512_BF16, emulated by oneDNN without it), while
 // LayerNorm, softmax and the losses stay fp32 (autocast's own op lists). Training's train.precision: bf16.
+// On a CUDA device (`device`), LibTorch's CUDA autocast to bf16 in the same way.
 class Bf16Autocast {
  public:
-  explicit Bf16Autocast(bool on);
+  explicit Bf16Autocast(bool on, const torch::Device& device = torch::kCPU);
   ~Bf16Autocast();
   Bf16Autocast(const Bf16Autocast&) = delete;
   Bf16Autocast& operator=(const Bf16Autocast&) = delete;
 
  private:
   bool on_, was_enabled_ = false;
+  at::DeviceType type_ = at::kCPU;
   at::ScalarType was_dtype_ = at::kBFloat16;
 };
 
