@@ -5,6 +5,7 @@
 
 #include "core/data/batching.h"
 #include "core/kernels/lowp_gemm.h"
+#include "core/kernels/device.h"
 #include "core/kernels/runtime.h"
 #include "core/io/checkpoint.h"
 #include "core/data/task_options.h"
@@ -63,6 +64,12 @@ int run_eval(const core::Config& cfg) {
                                ") is used, so the metric is chance level; fine-tune the model for " + task.name +
                                " first");
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
+  if (const torch::Device device = core::parse_device(cfg.run.device); !device.is_cpu()) {
+    if (cfg.run.precision != "fp32")
+      throw ConfigError("run.precision = " + cfg.run.precision + " runs the CPU's kernels (core/kernels); on run.device " +
+                        cfg.run.device + " evaluate at fp32, or evaluate at " + cfg.run.precision + " with run.device: cpu");
+    model = model.to(device);
+  }
   model.set_precision(core::precision_setting(cfg.run.precision));
   auto tok = core::Tokenizer::from_model_dir(cfg.model.path);
   const auto& mc = model.config();

@@ -21,7 +21,7 @@ const std::vector<Shortcut> kCommonFlags = {
     {"--model", "model.path"},    {"--task", "data.task"},
     {"--data-root", "data.root"}, {"--max-seq-len", "data.max_seq_len"},
     {"--threads", "run.threads"}, {"--seed", "run.seed"},
-    {"--out", "run.out_dir"},
+    {"--out", "run.out_dir"},     {"--device", "run.device"},
 };
 const std::vector<Shortcut> kEvalFlags = {
     {"--split", "eval.split"},

@@ -15,6 +15,7 @@
 #include <map>
 
 #include "core/kernels/blas.h"
+#include "core/kernels/device.h"
 #include "core/kernels/runtime.h"
 #include "core/base/version.h"
 #include "core/base/config.h"
@@ -73,6 +74,12 @@ int start(const Config& cfg, const std::string& command, bool data_parallel) {
     how = " | rank " + std::to_string(env.rank) + " of " + std::to_string(env.world) + " (" + env.source +
           ", Gloo at " + env.master_addr + ":" + std::to_string(env.master_port) + ")";
   hp::core::log_info("runtime", hp::core::runtime_summary() + how);
+  if (cfg.run.device != "cpu") {  // checked before any work: a missing GPU is the first line, not the last
+    const auto device = hp::core::parse_device(cfg.run.device);
+    hp::core::log_info("runtime", "run.device " + device.str() + ": training, its evaluations and `prune eval` there (criteria, " +
+                                      "analysis, timing and bf16/int8 inference stay on the CPU) | " +
+                                      hp::core::gpu_summary());
+  }
   return 0;
 }
 
@@ -182,7 +189,9 @@ int real_main(int argc, char** argv) {
   }
   if (version) {
     hp::core::set_threads(0);
-    std::cout << "headprune " << hp::core::headprune_version() << "\n" << hp::core::runtime_summary() << "\n";
+    std::cout << "headprune " << hp::core::headprune_version() << "\n"
+              << hp::core::runtime_summary() << "\n"
+              << hp::core::gpu_summary() << "\n";
     return 0;
   }
   if (config_cmd->parsed()) return run_config(list);

@@ -68,7 +68,7 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
     core::EncoderInput in = core::encoder_input(b);
     set_masks(in, masks);
     in.cls_only = true;
-    auto logits = model.forward(in).logits;
+    auto logits = model.forward(in).logits.to(torch::kCPU, torch::kFloat);
     r.logits.index_copy_(0, torch::tensor(b.index, torch::kLong), logits);
     r.tokens += b.attention_mask.sum().item<long>();
     r.padded_tokens += b.input_ids.numel();

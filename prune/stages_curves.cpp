@@ -27,16 +27,6 @@ void log_stage(int number, const std::string& name, const std::string& what) {
 
 namespace {
 
-// The config a resumed run must repeat: everything that changes a result.
-std::string resume_key(const core::Config& cfg) {
-  core::Config fixed = cfg;
-  fixed.run.out_dir.clear();
-  fixed.train.resume.clear();
-  fixed.prune.latency = false;  // measuring or not does not change results
-  fixed.run.dist_timeout_s = core::RunConfig{}.dist_timeout_s;  // how long ranks wait changes no result
-  return core::dump_yaml(fixed);
-}
-
 // The model, tokenizer, encoded data, ranking batches and curve inputs, from ctx.model_dir.
 void load_model_and_data(RunContext& ctx) {
   const core::Config& cfg = *ctx.cfg;
@@ -139,7 +129,7 @@ void prepare(RunContext& ctx, const core::Config& user, const std::atomic<bool>*
 
   prepare_latency_budget(ctx);  // measures, and refuses an unreachable target, before the folder is claimed
 
-  ctx.store = std::make_unique<RunStore>(cfg.run.out_dir, resume_key(cfg));
+  ctx.store = std::make_unique<RunStore>(cfg.run.out_dir, core::resume_yaml(cfg));
   core::write_file_atomic(cfg.run.out_dir + "/config.resolved.yaml", core::dump_yaml(cfg));
   save_latency_table(ctx);
   log_stage(1, "prepare",

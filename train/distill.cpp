@@ -33,13 +33,17 @@ LayerDistill::LayerDistill(int hidden, int layers) : layers_(layers) {
   params_["distill_map.bias"] = torch::zeros({hidden}, torch::kFloat32).requires_grad_(true);
 }
 
+void LayerDistill::to(const torch::Device& device) {
+  for (auto& [name, t] : params_) t = t.detach().to(device).requires_grad_(true);
+}
+
 torch::Tensor LayerDistill::loss(const std::vector<torch::Tensor>& student, const std::vector<torch::Tensor>& teacher,
                                  const torch::Tensor& attention_mask, const std::vector<bool>& alive,
                                  std::vector<int>* alignment, const std::function<void(torch::Tensor&)>& reduce) const {
   TORCH_CHECK(static_cast<int>(student.size()) == layers_ + 1 && teacher.size() == student.size(),
               "LayerDistill::loss: expected ", layers_ + 1, " hidden states, got ", student.size(), " and ",
               teacher.size());
-  const torch::Tensor mask = attention_mask.to(torch::kFloat32).unsqueeze(-1);  // [B, S, 1]
+  const torch::Tensor mask = attention_mask.to(student[0].device(), torch::kFloat32).unsqueeze(-1);  // [B, S, 1]
   const int T = static_cast<int>(teacher_layers_.size());
   // Squared errors of every mapped student layer against every matched teacher layer, summed over this rank's
   // real tokens: [T][L]. Data-parallel ranks add theirs (and their token counts) so that the alignment and the

@@ -45,6 +45,8 @@ class LayerDistill {
 
   // The map's tensors, "distill_map.weight" [D, D] and "distill_map.bias" [D] (requires_grad).
   const std::map<std::string, torch::Tensor>& parameters() const { return params_; }
+  // Moves the map to the student's device (before an optimizer holds its tensors).
+  void to(const torch::Device& device);
 
  private:
   std::vector<int> teacher_layers_;

@@ -53,6 +53,14 @@ class Optimizer {
   long total_steps() const { return total_steps_; }
   long warmup_steps() const { return warmup_steps_; }
 
+  // Whether step() takes its multi-tensor path: ATen's fused AdamW kernel over each group and one norm over all
+  // gradients (a few kernels a step instead of a dozen per parameter, which on a GPU cost more than the maths),
+  // with the same moments and step counts in torch::optim::AdamW's state (save/load unchanged). On by default when
+  // the parameters are on a CUDA device and LibTorch has the kernel (2.4 and later); tests turn it on for the CPU.
+  static bool fused_available();
+  bool fused() const { return fused_; }
+  void set_fused(bool on);
+
   // Optimizer moments and step counts, via torch::serialize (exact round trip).
   void save(const std::string& path) const;
   void load(const std::string& path);
@@ -66,6 +74,10 @@ class Optimizer {
   std::vector<std::string> names_[3];
   std::vector<torch::Tensor> clip_params_;  // model parameters (gates excluded)
   std::unique_ptr<torch::optim::AdamW> adamw_;
+  bool fused_ = false;
+  std::vector<std::vector<torch::Tensor>> fused_steps_;  // per group: each parameter's step count on its device
+  double clip_and_norm();  // the fused path's clipping; the norm before it
+  void fused_adamw();
 };
 
 }  // namespace hp::train

@@ -111,6 +111,7 @@ void save_run_state_here(const std::string& run_dir, const RunState& s, const co
   core::TensorMap tensors;
   // The generator state is bytes; safetensors has no U8 here, so it travels as int64 (exact).
   tensors["rng_state"] = s.rng_state.to(torch::kLong);
+  if (s.device_rng_state.defined()) tensors["device_rng_state"] = s.device_rng_state.to(torch::kLong);
   for (const auto& [name, t] : s.gates) tensors["gates/" + name] = t.detach();
   if (s.best_log_alpha.defined()) tensors["best_log_alpha"] = s.best_log_alpha.detach();
   if (s.controller_state.defined()) tensors["controller_state"] = s.controller_state.detach();
@@ -157,6 +158,7 @@ RunState read_run_state(const std::string& run_dir, core::Bert& model) {
 
   auto tensors = core::read_safetensors(dir + "/run.safetensors");
   s.rng_state = tensors.at("rng_state").to(torch::kUInt8);
+  if (tensors.count("device_rng_state")) s.device_rng_state = tensors.at("device_rng_state").to(torch::kUInt8);
   for (const auto& [name, t] : tensors)
     if (name.rfind("gates/", 0) == 0) s.gates[name.substr(6)] = t;
   if (tensors.count("best_log_alpha")) s.best_log_alpha = tensors.at("best_log_alpha");

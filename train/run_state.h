@@ -44,6 +44,7 @@ struct RunState {
   int processes = 1;  // data-parallel ranks that saved this state
   std::string config_yaml;  // the resolved config the run started with
   torch::Tensor rng_state;  // default CPU generator state (dropout, gate noise)
+  torch::Tensor device_rng_state;  // a GPU run's generator there (its dropout); undefined on the CPU
   // gates::StructureGates::named() and the layer-distillation map (LayerDistill::parameters()); empty without both
   std::map<std::string, torch::Tensor> gates;
   torch::Tensor best_log_alpha;  // heads' log α at the best evaluation; undefined without gates

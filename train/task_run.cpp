@@ -106,11 +106,6 @@ TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
   auto train_data = core::encode_examples(tok, examples.train, cfg.data.max_seq_len);
   auto eval_data = core::encode_examples(tok, examples.eval, cfg.data.max_seq_len);
 
-  // The config a resume must repeat: everything but where the run lives and the resume flag itself.
-  core::Config fixed = cfg;
-  fixed.train.resume.clear();
-  fixed.run.out_dir.clear();
-  fixed.run.dist_timeout_s = core::RunConfig{}.dist_timeout_s;  // how long ranks wait changes no result
   core::write_file_atomic(run.run_dir + "/config.resolved.yaml", core::dump_yaml(cfg));
 
   TrainData data;
@@ -121,7 +116,7 @@ TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
   data.eval_batch_size = cfg.eval.batch_size;
   TrainOptions opts;
   opts.run_dir = run.run_dir;
-  opts.config_yaml = core::dump_yaml(fixed);
+  opts.config_yaml = core::resume_yaml(cfg);
   opts.tokenizer_dir = run.model_dir;
   opts.resume = run.resume;
   opts.teacher = teacher ? &*teacher : nullptr;

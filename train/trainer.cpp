@@ -9,6 +9,7 @@
 #include <torch/utils.h>
 
 #include "core/io/checkpoint.h"  // save_bert, load_bert
+#include "core/kernels/device.h"  // parse_device
 #include "core/kernels/lowp_gemm.h"  // Bf16Autocast
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"  // ConfigError
@@ -72,7 +73,7 @@ class Loop {
     bo.pad_id = data.pad_id;
     eval_batches_ = core::make_batches(*data.eval, bo);
     if (budget_mode_ && opts.teacher && gc.distill && gc.distill_hidden > 0)
-      layer_distill_ = std::make_unique<LayerDistill>(mc.hidden_size, L_);
+      layer_distill_ = std::make_unique<LayerDistill>(mc.hidden_size, L_), layer_distill_->to(model.device());
     if (!opts.fixed_keep.empty()) {
       HP_CHECK(!gates_, "TrainOptions::fixed_keep excludes gates");
       fixed_.heads = eval::head_mask_tensor(opts.fixed_keep);
@@ -231,13 +232,13 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
   core::EncoderOutput out;
   torch::Tensor logits;  // [b, C]
   {
-    const core::Bf16Autocast autocast(tc_.precision == "bf16");
+    const core::Bf16Autocast autocast(tc_.precision == "bf16", model_.device());
     out = model_.forward(in);
     logits = out.logits.to(torch::kFloat);  // the loss in fp32
   }
-  r.task_loss =
-      share * (data_.task->is_regression() ? torch::mse_loss(logits.select(1, 0), local.labels)
-                                           : torch::cross_entropy_loss(logits, local.labels.to(torch::kLong)));
+  const torch::Tensor labels = local.labels.to(logits.device());
+  r.task_loss = share * (data_.task->is_regression() ? torch::mse_loss(logits.select(1, 0), labels)
+                                                     : torch::cross_entropy_loss(logits, labels.to(torch::kLong)));
   r.loss = r.task_loss;
   if (r.distilling) {
     core::EncoderOutput teacher;
@@ -393,6 +394,7 @@ void Loop::evaluate_and_keep_best() {
 
 void Loop::save_state(const Optimizer& opt) {
   s_.rng_state = cpu_rng_state();
+  s_.device_rng_state = core::device_rng_state(model_.device());
   s_.gates.clear();
   if (gates_)
     for (const auto& [name, t] : gates_->named()) s_.gates[name] = t.detach().clone();
@@ -415,7 +417,7 @@ bool Loop::run_phase(int phase, bool resumed_here) {
   for (auto& [name, t] : params) trained.push_back(t);
   trained.insert(trained.end(), gate_params.begin(), gate_params.end());
   core::dist::GradientReducer reducer(trained);  // data-parallel: gradients summed over ranks during backward
-  if (resumed_here) set_cpu_rng_state(s_.rng_state);
+  if (resumed_here) set_cpu_rng_state(s_.rng_state), core::set_device_rng_state(model_.device(), s_.device_rng_state);
   model_.set_training(true);
   // Steps of earlier phases (and resumed ones) count as done, not towards this phase's rate.
   core::Progress progress("train", phase_total_[1] + phase_total_[2], "steps", s_.step);
@@ -549,7 +551,7 @@ TrainResult Loop::finish() {
 
   core::LoadOptions lo;
   lo.num_labels = model_.config().num_labels;
-  core::Bert best = core::load_bert(opts_.run_dir + "/best", lo);
+  const core::Bert best = core::load_bert(opts_.run_dir + "/best", lo).to(model_.device());
   eval::Masks masks = eval::masks_of(keep);
   if (r.heads_kept == r.heads_total) masks.heads = torch::Tensor();
   r.final_metrics = eval::evaluate(best, *data_.task, *data_.eval, eval_batches_, masks).metrics;
@@ -585,8 +587,22 @@ TrainResult train_model(const core::TrainConfig& train, const core::GateConfig& 
   if (data.train->size() == 0) throw InputError("train_model: the train split is empty; check data.task and data.root");
   if (!data.eval->has_labels)
     throw ConfigError("train.eval_split = " + train.eval_split + " has no labels; use a labelled split such as dev");
-  Loop loop(train, gates, run, model, data, opts);
-  return loop.run();
+  const torch::Device device = core::parse_device(run.device);
+  if (device == model.device()) return Loop(train, gates, run, model, data, opts).run();
+  // On another device (a GPU): a copy of the model (and of the teacher) trains there; its weights come back.
+  core::Bert there = model.to(device);
+  std::optional<core::Bert> teacher;
+  TrainOptions o = opts;
+  if (opts.teacher) teacher.emplace(opts.teacher->to(device)), o.teacher = &*teacher;
+  core::log_info("train", "training on " + device.str() + " (" + core::gpu_summary() + ")");
+  TrainResult r = Loop(train, gates, run, there, data, o).run();
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : model.mutable_parameters()) {
+    const torch::Tensor& trained = there.parameters().at(name);
+    t.copy_(trained);
+    t.requires_grad_(trained.requires_grad());
+  }
+  return r;
 }
 
 }  // namespace hp::train

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <regex>
 #include <thread>
 
 #include "core/base/errors.h"  // ConfigError
@@ -292,6 +293,16 @@ void load_yaml(Config& cfg, const std::string& path) {
   }
 }
 
+std::string resume_yaml(const Config& cfg) {
+  Config fixed = cfg;
+  fixed.run.out_dir.clear();
+  fixed.train.resume.clear();
+  fixed.prune.latency = false;
+  fixed.run.dist_timeout_s = RunConfig{}.dist_timeout_s;
+  fixed.run.device = RunConfig{}.device;
+  return dump_yaml(fixed);
+}
+
 std::string dump_yaml(const Config& cfg_in) {
   Config cfg = cfg_in;
   std::ostringstream os;
@@ -324,6 +335,9 @@ void validate(const Config& cfg) {
   need(cfg.run.threads >= 0 && cfg.run.threads <= max_threads,
        "run.threads = " + std::to_string(cfg.run.threads) + "; use 0 (all cores) or 1.." + std::to_string(max_threads) +
            " (4 per core of this machine)");
+  static const std::regex kDevice("cpu|cuda(:([0-9]|[1-9][0-9]))?");
+  need(std::regex_match(cfg.run.device, kDevice),
+       "run.device = '" + cfg.run.device + "'; use cpu, cuda (the first GPU) or cuda:N");
   auto precision_ok = [](const std::string& p) { return p == "fp32" || p == "bf16" || p == "int8"; };
   need(precision_ok(cfg.run.precision), "run.precision = '" + cfg.run.precision + "'; use fp32, bf16 or int8");
   need(cfg.run.calibrate >= 0 && cfg.run.calibrate <= 1000000,

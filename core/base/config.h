@@ -18,9 +18,14 @@ struct RunConfig {
   int dist_timeout_s = 300;
   std::string precision = "fp32";
   int calibrate = 512;
+  std::string device = "cpu";
   template <class V>
   void visit_fields(V& v) {
     v("seed", seed, "random seed for every stochastic step (gates, dropout, shuffling, random criterion)");
+    v("device", device,
+      "where training runs (fine-tuning, recovery, gates, distillation) and its evaluations: cpu, cuda (the first "
+      "GPU) or cuda:N, with a LibTorch built with CUDA (docs/gpu.md); criteria, curves, timing and the int8/bf16 "
+      "inference kernels stay on the CPU");
     v("threads", threads,
       "CPU threads for LibTorch and BLAS; 0 = all cores (divided by the processes per machine "
       "in a data-parallel run)");
@@ -487,6 +492,10 @@ void apply_set(Config& cfg, const std::string& assignment);
 
 // The configuration as YAML (every field, with its help as a comment).
 std::string dump_yaml(const Config& cfg);
+// The config a resumed run must repeat (RUN_DIR/state): everything that changes a result, so not where the run lives,
+// the resume flag, how long ranks wait, whether latency is measured, or run.device (a run folder resumes on the CPU
+// or a GPU alike).
+std::string resume_yaml(const Config& cfg);
 
 // How the dump_yaml text an interrupted run saved and this run's differ, value by value (help comments aside):
 // `changed` as "section.key: old -> new" ("(absent)" on the side without the key); apart from it, the keys only

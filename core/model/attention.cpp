@@ -1,6 +1,8 @@
 // Attention cores (see core/model/attention.h).
 #include "core/model/attention.h"
 
+#include <torch/version.h>
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -297,6 +299,16 @@ torch::Tensor probs_times_values(const torch::Tensor& probs, const torch::Tensor
   const auto B = v.size(0), H = probs.size(1), D = v.size(2);
   auto ctx = torch::matmul(probs, v.view({B, v.size(1), H, D / H}).transpose(1, 2));
   return ctx.transpose(1, 2).reshape({B, probs.size(2), D});
+}
+
+torch::Tensor sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& ext,
+                   double dropout) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::scaled_dot_product_attention(q, k, v, ext.to(q.scalar_type()), dropout);
+#else
+  auto probs = torch::softmax(torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(q.size(-1))) + ext, -1);
+  return torch::matmul(torch::dropout(probs, dropout, dropout > 0), v);
+#endif
 }
 
 }  // namespace hp::core

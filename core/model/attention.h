@@ -50,4 +50,10 @@ torch::Tensor attention_backward_no_grad(const torch::Tensor& q, const torch::Te
 // (differentiable): ctx [B, Sq, D] = probs v per head. Attention attribution's scaled layer.
 torch::Tensor probs_times_values(const torch::Tensor& probs, const torch::Tensor& v);
 
+// softmax(q·kᵀ/√Dh + ext)·v with dropout on the probabilities, [B, H, Sq, Dh], through ATen's
+// scaled_dot_product_attention (fused kernels on a GPU) from LibTorch 2.0, else as that composition. The attention
+// of an accelerator's training step (core/model/bert.cpp); q, k, v: [B, H, S·, Dh]; ext: additive [B, 1, 1, S].
+torch::Tensor sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& ext,
+                   double dropout);
+
 }  // namespace hp::core

@@ -68,7 +68,27 @@ Bert::Bert(BertConfig cfg, std::map<std::string, torch::Tensor> params)
                                 get("attn.ln.w", l), get("attn.ln.b", l), get("ffn.in.w", l), get("ffn.in.b", l),
                                 get("ffn.out.w", l), get("ffn.out.b", l), get("ffn.ln.w", l), get("ffn.ln.b", l)});
   }
+  if (!params_.empty()) device_ = params_.begin()->second.device();
+  for (const auto& [name, t] : params_)
+    HP_CHECK(t.device() == device_, "parameter " << name << " is on " << t.device() << ", the others on " << device_);
   set_precision(Precision::kFp32);
+}
+
+Bert Bert::to(const torch::Device& device) const {
+  std::map<std::string, torch::Tensor> moved;
+  for (const auto& [name, t] : params_) moved.emplace(name, t.to(device));
+  Bert b(cfg_, std::move(moved));
+  b.set_training(training_);
+  return b;
+}
+
+EncoderInput Bert::on_device(const EncoderInput& in) const {
+  if (!in.input_ids.defined() || in.input_ids.device() == device_) return in;
+  EncoderInput r = in;
+  for (torch::Tensor* t : {&r.input_ids, &r.token_type_ids, &r.attention_mask, &r.head_mask, &r.neuron_mask,
+                           &r.layer_mask, &r.hidden_mask, &r.start_hidden, &r.override_probs})
+    if (t->defined()) *t = t->to(device_);  // differentiable: a gate on the CPU still gets its gradient
+  return r;
 }
 
 std::vector<uint32_t> Bert::packed_weight_versions() const {
@@ -201,13 +221,17 @@ torch::Tensor Bert::norm(const torch::Tensor& x, const torch::Tensor& w, const t
 
 torch::Tensor position_ids(const torch::Tensor& input_ids, Positions from, int pad) {
   const auto B = input_ids.size(0), S = input_ids.size(1);
-  if (from == Positions::kFromZero) return torch::arange(S, torch::kLong).unsqueeze(0).expand({B, S});
+  if (from == Positions::kFromZero)
+    return torch::arange(S, input_ids.options().dtype(torch::kLong)).unsqueeze(0).expand({B, S});
   // RoBERTa (HF create_position_ids_from_input_ids): pad + 1, pad + 2, … over the real tokens, pad at padding.
   auto real = input_ids.ne(pad).to(torch::kLong);
   return torch::cumsum(real, 1) * real + pad;
 }
 
-torch::Tensor Bert::embed(const EncoderInput& in) const { return embed(in, check_masks(in)); }
+torch::Tensor Bert::embed(const EncoderInput& in0) const {
+  const EncoderInput in = on_device(in0);
+  return embed(in, check_masks(in));
+}
 
 torch::Tensor Bert::embed(const EncoderInput& in, const Masks& masks) const {
   const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
@@ -216,7 +240,7 @@ torch::Tensor Bert::embed(const EncoderInput& in, const Masks& masks) const {
   // word + type + position, in HF BERT's order (float sums are not associative).
   auto x = torch::embedding(p("embeddings.word_embeddings.weight"), in.input_ids);
   if (arch.token_types) {
-    auto types = in.token_type_ids.defined() ? in.token_type_ids : torch::zeros({B, S}, torch::kLong);
+    auto types = in.token_type_ids.defined() ? in.token_type_ids : torch::zeros({B, S}, in.input_ids.options().dtype(torch::kLong));
     x = x + torch::embedding(p("embeddings.token_type_embeddings.weight"), types);
   }
   x = x + torch::embedding(p("embeddings.position_embeddings.weight"), positions);
@@ -239,7 +263,8 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
   const torch::Tensor xq = cls_row ? x.narrow(1, 0, 1) : x;  // queries and the residual: [B, Sq, D]
   const auto Sq = xq.size(1);
   // No autograd and no training: temporaries may be overwritten (in-place activation, fused residual).
-  const bool inference = !training_ && !torch::GradMode::is_enabled() && !in.lrp_rules;
+  const bool cpu = device_.is_cpu();  // the packs, fused epilogues and attention kernels are the CPU's
+  const bool inference = cpu && !training_ && !torch::GradMode::is_enabled() && !in.lrp_rules;
   auto linear = [inference](const torch::Tensor& t, const torch::Tensor& weight, const torch::Tensor& bias) {
     return inference ? linear_no_grad(t, weight, bias) : linear_frozen(t, weight, bias);  // core/kernels/gemm.h
   };
@@ -247,8 +272,8 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
   if (H == 0) {
     // No heads left: the attention block adds only the output bias before the residual LayerNorm.
     attn = norm(xq + (masks.hidden.defined() ? w.o_b * masks.hidden : w.o_b), w.ln1_w, w.ln1_b, in.lrp_rules, &masks);
-    if (in.want_attention) out.attentions.push_back(torch::zeros({B, 0, Sq, S}));
-    if (in.want_context) out.contexts.push_back(torch::zeros({B, 0, Sq, Dh}));
+    if (in.want_attention) out.attentions.push_back(torch::zeros({B, 0, Sq, S}, x.options()));
+    if (in.want_context) out.contexts.push_back(torch::zeros({B, 0, Sq, Dh}, x.options()));
   } else {
     auto heads = [&](const torch::Tensor& t) {
       return t.view({B, t.size(1), H, Dh}).transpose(1, 2);
@@ -261,7 +286,7 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
       probs = cls_row ? in.override_probs.narrow(2, 0, 1) : in.override_probs;
       if (in.want_attention) out.attentions.push_back(probs);
       ctx = heads(probs_times_values(probs, values()));
-    } else if (!training_ && !torch::GradMode::is_enabled()) {
+    } else if (cpu && !training_ && !torch::GradMode::is_enabled()) {
       // Queries, keys and values from one product at the model's precision (with cls_only the last layer
       // keeps the [CLS] query only).
       const LayerPacks& pk = packs_[l];
@@ -272,11 +297,14 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
                                                     qkv.select(2, 2).transpose(1, 2), ext_mask, in.want_attention);
       ctx = ctx_bshd.transpose(1, 2);  // [B, H, Sq, Dh] view; the reshape below is then free
       if (in.want_attention) out.attentions.push_back(probs);
-    } else if (!training_ && !in.lrp_rules && !in.want_attention) {
+    } else if (cpu && !training_ && !in.lrp_rules && !in.want_attention) {
       // Gradients without dropout (criteria): keys and values from one linear, the parallel attention
       // core with its closed-form backward (core/model/attention.h).
       auto kv = linear_frozen(x, torch::cat({w.k_w, w.v_w}), torch::cat({w.k_b, w.v_b}));
       ctx = heads(attention_autograd(linear_frozen(xq, w.q_w, w.q_b), kv, ext_mask, H));
+    } else if (!cpu && !in.lrp_rules && !in.want_attention) {
+      ctx = sdpa(heads(linear_frozen(xq, w.q_w, w.q_b)), heads(linear_frozen(x, w.k_w, w.k_b)), heads(values()),
+                 ext_mask, training_ ? cfg_.attention_probs_dropout_prob : 0.0);
     } else {
       auto q = heads(linear_frozen(xq, w.q_w, w.q_b));
       auto k = heads(linear_frozen(x, w.k_w, w.k_b));
@@ -309,7 +337,7 @@ torch::Tensor Bert::ffn_block(int l, const torch::Tensor& attn, const Masks& mas
   if (in.want_ffn) out.ffn_inputs.push_back(attn);
   // No neurons left: the FFN block adds only its output bias before the residual LayerNorm.
   if (I == 0) {
-    if (in.want_ffn) out.ffn_acts.push_back(torch::zeros({attn.size(0), attn.size(1), 0}));
+    if (in.want_ffn) out.ffn_acts.push_back(torch::zeros({attn.size(0), attn.size(1), 0}, attn.options()));
     return norm(attn + (masks.hidden.defined() ? w.out_b * masks.hidden : w.out_b), w.ln2_w, w.ln2_b, lrp, &masks);
   }
   auto inter = ffn_in(attn, weight_of(l, &LayerPacks::in, w.in_w, inference), w.in_b, inference, lrp);  // [B, S, I]
@@ -440,12 +468,14 @@ Bert::Masks Bert::check_masks(const EncoderInput& in) const {
 void Bert::skipped_layer(int l, const torch::Tensor& x, EncoderOutput& out, const EncoderInput& in) const {
   const auto B = x.size(0), S = x.size(1);
   const auto Sq = in.cls_only && l == cfg_.num_hidden_layers - 1 ? 1 : S;
-  if (in.want_attention) out.attentions.push_back(torch::zeros({B, 0, Sq, S}));
-  if (in.want_context) out.contexts.push_back(torch::zeros({B, 0, Sq, cfg_.head_dim()}));
-  if (in.want_ffn) out.ffn_inputs.push_back(x), out.ffn_acts.push_back(torch::zeros({B, S, 0}));
+  if (in.want_attention) out.attentions.push_back(torch::zeros({B, 0, Sq, S}, x.options()));
+  if (in.want_context) out.contexts.push_back(torch::zeros({B, 0, Sq, cfg_.head_dim()}, x.options()));
+  if (in.want_ffn) out.ffn_inputs.push_back(x), out.ffn_acts.push_back(torch::zeros({B, S, 0}, x.options()));
 }
 
-EncoderOutput Bert::forward(const EncoderInput& in) const {
+EncoderOutput Bert::forward(const EncoderInput& in) const { return forward_here(on_device(in)); }
+
+EncoderOutput Bert::forward_here(const EncoderInput& in) const {
   TORCH_CHECK(in.input_ids.dim() == 2, "input_ids must be [B, S], got ", in.input_ids.sizes());
   const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
   if (S > cfg_.max_position_embeddings)
@@ -454,8 +484,9 @@ EncoderOutput Bert::forward(const EncoderInput& in) const {
   TORCH_CHECK(!(in.cls_only && in.want_context),
               "cls_only computes only [CLS] in the last layer: it excludes want_context");
   const Masks masks = check_masks(in);
-  if (!training_ && !torch::GradMode::is_enabled()) ensure_packs();  // the paths that multiply through packs
-  auto mask = in.attention_mask.defined() ? in.attention_mask : torch::ones({B, S}, torch::kLong);
+  const bool cpu = device_.is_cpu();  // the packs, fused epilogues and attention kernels are the CPU's
+  if (cpu && !training_ && !torch::GradMode::is_enabled()) ensure_packs();  // the paths that multiply through packs
+  auto mask = in.attention_mask.defined() ? in.attention_mask : torch::ones({B, S}, in.input_ids.options());
   auto ext = extended_attention_mask(mask);
 
   EncoderOutput out;
@@ -489,7 +520,8 @@ EncoderOutput Bert::forward(const EncoderInput& in) const {
   out.last_hidden = x;
   if (end < cfg_.num_hidden_layers) return out;
   // At fp32 the pooler stays ATen's linear (a [B, D] product); at bf16 or int8 it is packed like the encoder's.
-  const bool packed = (precision_ != Precision::kFp32 || calibrating_) && !training_ && !torch::GradMode::is_enabled() && !in.lrp_rules;
+  const bool packed = cpu && (precision_ != Precision::kFp32 || calibrating_) && !training_ &&
+                      !torch::GradMode::is_enabled() && !in.lrp_rules;
   // The classification head (core/model/arch.h): act(dense(x0)), then the output layer; BERT's pooler is its
   // dense layer, RoBERTa's and ELECTRA's classifier.dense, DistilBERT's pre_classifier.
   const Arch& arch = arch_of(cfg_.model_type);

@@ -124,6 +124,13 @@ class Bert {
   AttentionGrads attention_grads(const EncoderInput& in,
                                  const std::function<torch::Tensor(const torch::Tensor&)>& dloss) const;
 
+  // The same model with every parameter on `device` (a copy unless it is already there; precision fp32). forward()
+  // moves its inputs to the model's device; its outputs stay there. On a GPU every product is ATen's (the CPU
+  // kernels, packs and precisions of core/kernels are the CPU's), with scaled-dot-product attention where no
+  // attention maps are asked for; attention_grads() is CPU-only.
+  Bert to(const torch::Device& device) const;
+  torch::Device device() const { return device_; }
+
   const BertConfig& config() const { return cfg_; }
   // HF-named parameters (the same tensors the model computes with).
   const std::map<std::string, torch::Tensor>& parameters() const { return params_; }
@@ -169,6 +176,9 @@ class Bert {
     torch::Tensor heads, neurons, layers, hidden, hidden_keep;
     double hidden_kept = 0;
   };
+  // `in` with its tensors on the model's device (the same object when they are there already).
+  EncoderInput on_device(const EncoderInput& in) const;
+  EncoderOutput forward_here(const EncoderInput& in) const;
   torch::Tensor layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask, const Masks& masks,
                               EncoderOutput& out, const EncoderInput& in) const;
   // The FFN sublayer of layer l on the attention block's output: LayerNorm(attn + W2·mask·act(W1·attn)).
@@ -220,6 +230,7 @@ class Bert {
   bool calibrating_ = false;
   std::shared_ptr<std::mutex> pack_mutex_ = std::make_shared<std::mutex>();
   bool training_ = false;
+  torch::Device device_{torch::kCPU};  // where the parameters are (all on one device)
 };
 
 }  // namespace hp::core

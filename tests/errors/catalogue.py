@@ -511,6 +511,8 @@ add("threads-huge", "--threads 100000", eval_with("--threads", "100000"), 2,
     "error: run.threads = 100000; use 0 (all cores) or 1..$MAX_THREADS (4 per core of this machine)")
 add("precision-unknown", "--precision fp16 (headprune has fp32, bf16 and int8)", eval_with("--precision", "fp16"), 2,
     "error: run.precision = 'fp16'; use fp32, bf16 or int8")
+add("device-unknown", "--device gpu (run.device takes cpu, cuda or cuda:N; #62)", eval_with("--device", "gpu"), 2,
+    "error: run.device = 'gpu'; use cpu, cuda (the first GPU) or cuda:N")
 add("calibrate-negative", "--calibrate -1", eval_with("--precision", "int8", "--calibrate", "-1"), 2,
     "error: run.calibrate = -1; use 0 (dynamic int8, no calibration) or N examples of the train split, e.g. 512")
 add("calibrate-no-train", "int8 eval (calibrated by default) where the data root has no train split",
