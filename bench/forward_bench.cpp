@@ -27,11 +27,14 @@
 #include "core/kernels/epilogue.h"
 #include "core/kernels/gemm.h"
 #include "eval/flops.h"
+#include "random_model.h"
 #include "timing.h"
 
 namespace {
 
+using hp::bench::bert_base_config;
 using hp::bench::median;
+using hp::bench::random_bert;
 using hp::bench::seconds_of;
 
 using Clock = std::chrono::steady_clock;
@@ -100,33 +103,6 @@ void add_gemms(std::vector<Timed>& items, const Options& o) {
     auto out = std::make_shared<torch::Tensor>(torch::zeros({M, N}));
     items.push_back({label, flops, [a, w, out] { hp::core::accumulate_linear(*out, a, w); }, true, {}});
   }
-}
-
-hp::core::BertConfig bert_base_config() {
-  hp::core::BertConfig cfg;
-  cfg.vocab_size = 30522;
-  cfg.hidden_size = 768;
-  cfg.num_hidden_layers = 12;
-  cfg.num_attention_heads = 12;
-  cfg.intermediate_size = 3072;
-  cfg.num_labels = 2;
-  return cfg;
-}
-
-// Random weights under the HF names: normal × 0.02, LayerNorm weight 1 and bias 0 (HF's init).
-hp::core::Bert random_bert(const hp::core::BertConfig& cfg) {
-  torch::manual_seed(0);
-  std::map<std::string, torch::Tensor> params;
-  for (const auto& spec : hp::core::model_keys(cfg)) {
-    for (int l = 0; l < (spec.per_layer ? cfg.num_hidden_layers : 1); ++l) {
-      std::string key = hp::core::hf_key(spec, l);
-      auto shape = hp::core::key_shape(spec, cfg, l);
-      bool ln = key.find("LayerNorm") != std::string::npos;
-      bool weight = key.size() >= 6 && key.compare(key.size() - 6, 6, "weight") == 0;
-      params[key] = ln ? (weight ? torch::ones(shape) : torch::zeros(shape)) : torch::randn(shape) * 0.02;
-    }
-  }
-  return hp::core::Bert(cfg, std::move(params));
 }
 
 hp::core::EncoderInput random_input(const hp::core::BertConfig& cfg, long B, long S) {

@@ -3,6 +3,7 @@
 // for bad input, and the page opened in headless Chromium (tests/report/browser_check.py: no console
 // errors, no request leaving the file, a click on a head changes the drawn lines, screenshots).
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>

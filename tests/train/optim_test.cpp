@@ -9,6 +9,7 @@
 #include <torch/utils.h>
 #include <torch/optim.h>
 
+#include "core/base/errors.h"  // InternalError
 #include "core/io/checkpoint.h"  // load_bert
 #include "fixtures.h"
 
@@ -141,4 +142,57 @@ TEST_CASE("a step in which a parameter gets no gradient is the same after a resu
   loss_step(opt2, resumed, false, 1);
   CHECK(torch::equal(run["a.weight"], resumed["a.weight"]));
   CHECK(torch::equal(run["b.weight"], resumed["b.weight"]));  // without the fix: 3 - 0.1 - ... vs left where it was
+}
+
+TEST_CASE("the fused AdamW path steps as torch::optim::AdamW does, and their saved states cross", "[train]") {
+  if (!Optimizer::fused_available()) {  // LibTorch before 2.4 (Debian's 1.13): the path is not built
+    hp::core::TrainConfig cfg;
+    std::map<std::string, torch::Tensor> p{{"a.weight", torch::ones({2}).requires_grad_()}};
+    Optimizer opt(cfg, p, {}, 0.1, 10);
+    CHECK_FALSE(opt.fused());
+    CHECK_THROWS_AS(opt.set_fused(true), hp::InternalError);
+    return;
+  }
+  hp::core::TrainConfig cfg;
+  cfg.lr_peak = 0.05;
+  cfg.grad_clip = 0.5;  // clips: the gradients below have norms of several units
+  torch::manual_seed(5);
+  const auto w0 = torch::randn({4, 3}), b0 = torch::randn({4}), g0 = torch::randn({2});
+  auto make = [&] {
+    return std::map<std::string, torch::Tensor>{{"l.weight", w0.clone().requires_grad_()},
+                                                {"l.bias", b0.clone().requires_grad_()}};
+  };
+  auto step = [](Optimizer& opt, std::map<std::string, torch::Tensor>& p, const torch::Tensor& gate, long k) {
+    opt.zero_grad();
+    opt.set_step(k);
+    const auto x = torch::arange(3.0f * (k + 1), 3.0f * (k + 2)).view({1, 3});
+    (torch::linear(x, p["l.weight"], p["l.bias"]).pow(2).sum() + gate.pow(2).sum() * 3).backward();
+    return opt.step();
+  };
+  auto plain = make(), fused = make();
+  auto gate_a = g0.clone().requires_grad_(), gate_b = g0.clone().requires_grad_();
+  Optimizer a(cfg, plain, {gate_a}, 0.2, 10), b(cfg, fused, {gate_b}, 0.2, 10);
+  b.set_fused(true);
+  CHECK_FALSE(a.fused());  // parameters on the CPU: the per-parameter path unless asked
+  for (long k = 0; k < 4; ++k) CHECK(step(a, plain, gate_a, k) == Approx(step(b, fused, gate_b, k)).epsilon(1e-6));
+  for (const auto& [name, t] : plain) {
+    INFO(name);
+    CHECK(torch::allclose(t, fused.at(name), 1e-6, 1e-7));
+  }
+  CHECK(torch::allclose(gate_a, gate_b, 1e-6, 1e-7));
+  // The fused path's state, saved, goes on in the per-parameter path exactly as the plain run does.
+  const auto dir = hp::test::scratch_dir("hp_optim_fused");
+  std::filesystem::create_directories(dir);
+  b.save((dir / "fused.pt").string());
+  auto cont = make();
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& [name, t] : cont) t.copy_(fused.at(name));
+  }
+  auto gate_c = gate_b.detach().clone().requires_grad_();
+  Optimizer c(cfg, cont, {gate_c}, 0.2, 10);
+  c.load((dir / "fused.pt").string());
+  step(a, plain, gate_a, 4);
+  step(c, cont, gate_c, 4);
+  for (const auto& [name, t] : plain) CHECK(torch::allclose(t, cont.at(name), 1e-6, 1e-7));
 }

@@ -1,0 +1,139 @@
+// run.device (core/kernels/device.h): values checked on every build; on a GPU ([.cuda], the CTest test
+// train.device_cuda, skipped visibly without one) the model, its gradients and training against the CPU's, a
+// resumed GPU run against an uninterrupted one, and a GPU run folder resumed on the CPU.
+#include "core/kernels/device.h"
+
+#include <catch2/catch.hpp>
+
+#include "core/base/errors.h"  // ConfigError
+#include "core/io/tensor_io.h"  // read_hdf5
+#include "skip.h"
+#include "tiny_training.h"
+
+using Catch::Matchers::Contains;
+using namespace hp::test;  // tiny_training.h
+
+namespace {
+
+// The tiny model with dropout off: the CPU and a GPU draw different masks, so only a model without them can be
+// compared across devices step by step.
+hp::core::Bert tiny_without_dropout() {
+  const auto m = tiny_model();
+  auto cfg = m.config();
+  cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0;
+  cfg.classifier_dropout = 0;
+  return {cfg, m.parameters()};
+}
+
+// Inputs with padding and every mask the gates use (heads, neurons, a layer, hidden channels).
+hp::core::EncoderInput masked_input(const hp::core::BertConfig& c) {
+  torch::manual_seed(3);
+  hp::core::EncoderInput in;
+  in.input_ids = torch::randint(5, 90, {3, 9}, torch::kLong);
+  in.attention_mask = torch::ones({3, 9}, torch::kLong);
+  in.attention_mask.index_put_({1, torch::indexing::Slice(6, torch::indexing::None)}, 0);
+  in.head_mask = torch::rand({c.num_hidden_layers, c.max_heads()}).requires_grad_(true);
+  in.neuron_mask = torch::rand({c.num_hidden_layers, c.intermediate_size});
+  in.layer_mask = torch::full({c.num_hidden_layers}, 0.7);
+  in.hidden_mask = (torch::rand({c.hidden_size}) > 0.2).to(torch::kFloat);
+  return in;
+}
+
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kCPU) - b.to(torch::kCPU)).abs().max().item<double>();
+}
+
+bool no_gpu() {
+  if (hp::core::cuda_devices() > 0) return false;
+  skip(hp::core::gpu_summary() + ": the CUDA checks need a CUDA build of LibTorch and a GPU (docs/gpu.md)");
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("run.device is checked: a form, a CUDA build and a GPU that is there", "[train]") {
+  CHECK(hp::core::parse_device("cpu") == torch::Device(torch::kCPU));
+  CHECK_THROWS_WITH(hp::core::parse_device("gpu"), Contains("run.device = 'gpu'") && Contains("cuda:N"));
+  CHECK_THROWS_WITH(hp::core::parse_device("cuda:01"), Contains("run.device"));
+  // Index 99: no machine has it, so every build refuses it, naming why (no CUDA build, or the GPUs there are).
+  CHECK_THROWS_WITH(hp::core::parse_device("cuda:99"),
+                    Contains("run.device = cuda:99") && (Contains("without CUDA") || Contains("visible")));
+  CHECK_THAT(hp::core::gpu_summary(), Contains("GPU"));
+}
+
+TEST_CASE("Bert::to the device it is on shares the weights and gives the same logits", "[train]") {
+  const auto m = tiny_model();
+  const auto c = m.to(torch::kCPU);
+  CHECK(c.device().is_cpu());
+  CHECK(c.parameters().at("classifier.weight").data_ptr() == m.parameters().at("classifier.weight").data_ptr());
+  const auto in = masked_input(m.config());
+  torch::NoGradGuard g;
+  CHECK(torch::equal(m.forward(in).logits, c.forward(in).logits));
+}
+
+TEST_CASE("on the GPU: logits within 1e-4 of the CPU, gate gradients within 1e-3", "[.cuda]") {
+  if (no_gpu()) return;
+  auto cpu = tiny_without_dropout();
+  auto gpu = cpu.to(torch::kCUDA);
+  for (bool train : {false, true}) {
+    INFO("training mode " << train);
+    auto in = masked_input(cpu.config());
+    cpu.set_training(train);
+    gpu.set_training(train);
+    const auto a = cpu.forward(in).logits;
+    const auto b = gpu.forward(in).logits;  // the inputs move to the model (and the head mask's gradient back)
+    CHECK(b.device().is_cuda());
+    CHECK(max_diff(a, b) <= 1e-4);
+    const auto ga = torch::autograd::grad({a.sum()}, {in.head_mask})[0];
+    const auto gb = torch::autograd::grad({b.sum()}, {in.head_mask})[0];
+    CHECK(gb.device().is_cpu());
+    CHECK(max_diff(ga, gb) <= 1e-3 * std::max(1.0, ga.abs().max().item<double>()));
+  }
+}
+
+TEST_CASE("on the GPU: training follows the CPU's losses; a resumed run equals the uninterrupted one", "[.cuda]") {
+  if (no_gpu()) return;
+  Setup s;
+  s.tc.epochs = 2;  // 24 steps
+  s.tc.lr_peak = 1e-3;
+  auto data = s.data();
+  auto run = [&](const std::string& name, const std::string& device, long stop_after, bool resume) {
+    auto m = tiny_without_dropout();
+    hp::core::RunConfig rc = s.rc;
+    rc.device = device;
+    hp::train::TrainOptions o;
+    o.run_dir = resume ? std::string(HP_BINARY_DIR) + "/test_tmp/train/" + name : fresh_dir(name);
+    o.config_yaml = "device test";  // the same on both devices: a run folder crosses between them
+    o.stop_after_steps = stop_after;
+    o.resume = resume;
+    const auto r = hp::train::train_model(s.tc, s.gc, rc, m, data, o);
+    return std::make_pair(r, m);
+  };
+  const auto [r_cpu, m_cpu] = run("dev_cpu", "cpu", 0, false);
+  const auto [r_gpu, m_gpu] = run("dev_gpu", "cuda", 0, false);
+  REQUIRE(r_gpu.steps == r_cpu.steps);
+  CHECK(m_gpu.device().is_cpu());  // the trained weights came back into the caller's model
+  const auto l_cpu = hp::core::read_hdf5(std::string(HP_BINARY_DIR) + "/test_tmp/train/dev_cpu/run.h5").at("train/loss");
+  const auto l_gpu = hp::core::read_hdf5(std::string(HP_BINARY_DIR) + "/test_tmp/train/dev_gpu/run.h5").at("train/loss");
+  WARN("largest loss difference GPU - CPU over " << r_cpu.steps << " steps: " << max_diff(l_cpu, l_gpu));
+  CHECK(max_diff(l_cpu, l_gpu) <= 1e-3);
+  CHECK(std::abs(r_gpu.best_metric - r_cpu.best_metric) <= 0.02);
+
+  // Stopped on the GPU after 10 steps and resumed there: the same weights as the uninterrupted GPU run.
+  REQUIRE(run("dev_gpu_part", "cuda", 10, false).first.interrupted);
+  const auto [r_res, m_res] = run("dev_gpu_part", "cuda", 0, true);
+  REQUIRE(r_res.steps == r_gpu.steps);
+  double worst = 0;
+  for (const auto& [key, t] : m_gpu.parameters()) worst = std::max(worst, max_diff(t, m_res.parameters().at(key)));
+  WARN("resumed GPU run against the uninterrupted one: largest weight difference " << worst);
+  CHECK(worst == 0);
+
+  // The GPU's run folder resumed on the CPU: it finishes, and the model is the GPU run's within float error.
+  REQUIRE(run("dev_cross", "cuda", 10, false).first.interrupted);
+  const auto [r_x, m_x] = run("dev_cross", "cpu", 0, true);
+  REQUIRE(r_x.steps == r_gpu.steps);
+  double cross = 0;
+  for (const auto& [key, t] : m_gpu.parameters()) cross = std::max(cross, max_diff(t, m_x.parameters().at(key)));
+  WARN("GPU run resumed on the CPU against the GPU run: largest weight difference " << cross);
+  CHECK(cross <= 1e-3);
+}
