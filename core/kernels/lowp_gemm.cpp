@@ -237,8 +237,10 @@ Bf16Autocast::~Bf16Autocast() {
 }
 
 PackedLinear PackedLinear::pack(const torch::Tensor& w_in, Precision p, const torch::Tensor& smooth, int weight_max) {
-  TORCH_CHECK(w_in.dim() == 2 && w_in.scalar_type() == torch::kFloat && w_in.device().is_cpu(),
-              "PackedLinear::pack: a float32 [N, K] CPU weight, got ", w_in.sizes());
+  // fp32 holds the weight as it is, on any device (a GPU model's training path); the packed precisions are the CPU's.
+  TORCH_CHECK(w_in.dim() == 2 && w_in.scalar_type() == torch::kFloat && (p == Precision::kFp32 || w_in.device().is_cpu()),
+              "PackedLinear::pack: a float32 [N, K] weight (on the CPU but at fp32), got ", w_in.sizes(), " on ",
+              w_in.device());
   apply_isa_cap_to_onednn();
   PackedLinear pl;
   pl.precision_ = p;

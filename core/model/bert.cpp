@@ -83,11 +83,11 @@ Bert Bert::to(const torch::Device& device) const {
 }
 
 EncoderInput Bert::on_device(const EncoderInput& in) const {
-  if (!in.input_ids.defined() || in.input_ids.device() == device_) return in;
+  if (device_.is_cpu() && (!in.input_ids.defined() || in.input_ids.device().is_cpu())) return in;  // as before
   EncoderInput r = in;
   for (torch::Tensor* t : {&r.input_ids, &r.token_type_ids, &r.attention_mask, &r.head_mask, &r.neuron_mask,
                            &r.layer_mask, &r.hidden_mask, &r.start_hidden, &r.override_probs})
-    if (t->defined()) *t = t->to(device_);  // differentiable: a gate on the CPU still gets its gradient
+    if (t->defined() && t->device() != device_) *t = t->to(device_);  // differentiable: a CPU gate gets its gradient
   return r;
 }
 
