@@ -100,8 +100,9 @@ struct ExportConfig {
       "model.safetensors.index.json (when they do not fit in one); applies to `prune export` and the pruning run's "
       "model/");
     v("force", force,
-      "replace the out folder even when it holds files of no headprune export (without it such a folder is refused; "
-      "an earlier export is always replaced whole)");
+      "replace the out folder even when it is not an earlier headprune export (one is told by its config.json, not by "
+      "its file names; without --force any other non-empty folder is refused, an earlier export replaced whole); "
+      "never a folder that is or holds --model or the data the export reads, --force or not");
     v("mask", mask,
       "slim the model first: remove the heads and FFN neurons this mask names (spec or file as eval.mask, e.g. a "
       "gated `prune train` run's head_mask.txt)");
@@ -493,8 +494,8 @@ void apply_set(Config& cfg, const std::string& assignment);
 // The configuration as YAML (every field, with its help as a comment).
 std::string dump_yaml(const Config& cfg);
 // The config a resumed run must repeat (RUN_DIR/state): everything that changes a result, so not where the run lives,
-// the resume flag, how long ranks wait, whether latency is measured, or run.device (a run folder resumes on the CPU
-// or a GPU alike).
+// the resume flag, how long ranks wait, whether latency is measured, run.device (a run folder resumes on the CPU
+// or a GPU alike), or the value of prune.max_drop (a frontier re-chooses within another D from what it measured).
 std::string resume_yaml(const Config& cfg);
 
 // How the dump_yaml text an interrupted run saved and this run's differ, value by value (help comments aside):

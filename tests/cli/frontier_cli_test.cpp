@@ -365,6 +365,19 @@ TEST_CASE("the frontier run with no candidate within D: one line naming the clos
   CHECK_THAT(again.output, Catch::Contains("resuming") &&
                                Catch::Contains("ONNX Runtime's reference rows skipped: onnxruntime is not installed in " +
                                                py.string()));
+
+  // The fix the line names: a larger D in the same folder resumes (nothing measured again) and chooses (#61).
+  std::string wider = args;
+  wider.replace(wider.find("--max-drop 0.000001"), std::string("--max-drop 0.000001").size(), "--max-drop 50");
+  auto raised = run_capped(wider, "HP_PYTHON=" + (out / "no-python").string());
+  INFO(raised.output);
+  CHECK(raised.code == 0);
+  CHECK_THAT(raised.output, Catch::Contains("resuming"));
+  CHECK(fs::exists(out / "model" / "config.json"));
+  const auto chose = nlohmann::json::parse(slurp(out / "summary.json"));
+  CHECK(chose["frontier"]["chosen"].get<int>() >= 0);
+  CHECK(chose["frontier"]["max_drop"].get<double>() == 50);
+  CHECK(chose["frontier"]["points"].size() == 3);
 }
 
 TEST_CASE("the frontier run choosing int8: model.int8.onnx checked in ONNX Runtime beside the export, or skipped",
