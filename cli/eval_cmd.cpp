@@ -44,19 +44,8 @@ std::vector<core::Example> labelled_examples(const core::TaskSpec& task, const c
   return examples;
 }
 
-}  // namespace
-
-int run_eval(const core::Config& cfg) {
-  const core::TaskSpec& task = core::find_task(cfg.data.task);
-  // The run-folder rule for the result file: an earlier result is replaced only by the same evaluation.
-  const std::string out = cfg.eval.output.empty()
-                              ? cfg.run.out_dir + "/eval_" + task.name + "_" + cfg.eval.split + ".json"
-                              : cfg.eval.output;
-  if (core::shared_decide([&] { return core::claim_result_file(out, "config", core::dump_yaml(cfg)) ? 1L : 0L; }))
-    core::log_info("eval", out + " holds this evaluation already: it is redone");
-  const auto examples = labelled_examples(task, cfg);
-
-  core::LoadReport report;
+// The model to evaluate, on run.device at run.precision (bf16 and int8 are the CPU's kernels).
+core::Bert load_model(const core::TaskSpec& task, const core::Config& cfg, core::LoadReport& report) {
   core::LoadOptions load = core::task_load_options(task, cfg.run.seed);
   core::Bert model = core::load_bert(cfg.model.path, load, &report);
   if (report.classifier_initialized)
@@ -71,6 +60,23 @@ int run_eval(const core::Config& cfg) {
     model = model.to(device);
   }
   model.set_precision(core::precision_setting(cfg.run.precision));
+  return model;
+}
+
+}  // namespace
+
+int run_eval(const core::Config& cfg) {
+  const core::TaskSpec& task = core::find_task(cfg.data.task);
+  // The run-folder rule for the result file: an earlier result is replaced only by the same evaluation.
+  const std::string out = cfg.eval.output.empty()
+                              ? cfg.run.out_dir + "/eval_" + task.name + "_" + cfg.eval.split + ".json"
+                              : cfg.eval.output;
+  if (core::shared_decide([&] { return core::claim_result_file(out, "config", core::dump_yaml(cfg)) ? 1L : 0L; }))
+    core::log_info("eval", out + " holds this evaluation already: it is redone");
+  const auto examples = labelled_examples(task, cfg);
+
+  core::LoadReport report;
+  core::Bert model = load_model(task, cfg, report);
   auto tok = core::Tokenizer::from_model_dir(cfg.model.path);
   const auto& mc = model.config();
   const core::StructureMask masks =

@@ -3,11 +3,13 @@
 
 #include <ATen/CPUGeneratorImpl.h>  // at::detail::getDefaultCPUGenerator
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 #include <torch/utils.h>
 
 #include "core/dist/distributed.h"
@@ -64,6 +66,30 @@ std::string config_hash(const std::string& text) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
+}
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+std::vector<long> epoch_order(long n, int seed, int phase, int epoch) {
+  std::vector<long> order(n);
+  for (long i = 0; i < n; ++i) order[i] = i;
+  uint64_t state = splitmix64(splitmix64(static_cast<uint64_t>(seed)) ^ (static_cast<uint64_t>(phase) << 32) ^
+                              static_cast<uint64_t>(epoch));
+  for (long i = n - 1; i > 0; --i) {
+    state = splitmix64(state);
+    long j = static_cast<long>(state % static_cast<uint64_t>(i + 1));
+    std::swap(order[i], order[j]);
+  }
+  return order;
 }
 
 torch::Tensor cpu_rng_state() {

@@ -55,6 +55,10 @@ struct RunState {
 // FNV-1a 64 of `text`, as 16 hex digits.
 std::string config_hash(const std::string& text);
 
+// Dataset positions of one epoch: a Fisher-Yates shuffle from a generator seeded by (seed, phase,
+// epoch) alone, so a resumed run recomputes the same order.
+std::vector<long> epoch_order(long n, int seed, int phase, int epoch);
+
 // The default CPU generator's state (uint8 tensor) and its inverse.
 torch::Tensor cpu_rng_state();
 void set_cpu_rng_state(const torch::Tensor& state);

@@ -32,13 +32,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // Everything one run holds; phases share it. Member functions are the loop's steps.
 class Loop {
  public:
@@ -565,19 +558,6 @@ TrainResult Loop::finish() {
 }
 
 }  // namespace
-
-std::vector<long> epoch_order(long n, int seed, int phase, int epoch) {
-  std::vector<long> order(n);
-  for (long i = 0; i < n; ++i) order[i] = i;
-  uint64_t state = splitmix64(splitmix64(static_cast<uint64_t>(seed)) ^ (static_cast<uint64_t>(phase) << 32) ^
-                              static_cast<uint64_t>(epoch));
-  for (long i = n - 1; i > 0; --i) {
-    state = splitmix64(state);
-    long j = static_cast<long>(state % static_cast<uint64_t>(i + 1));
-    std::swap(order[i], order[j]);
-  }
-  return order;
-}
 
 TrainResult train_model(const core::TrainConfig& train, const core::GateConfig& gates, const core::RunConfig& run,
                         core::Bert& model, const TrainData& data, const TrainOptions& opts) {

@@ -73,8 +73,5 @@ void validate_train_config(const core::TrainConfig& train, const core::GateConfi
 // A FLOPs or parameter target's model checks: not slimmed, gates.neuron_group dividing its FFN width (ConfigError).
 void check_budget_model(const core::GateConfig& gates, const core::BertConfig& arch);
 
-// Dataset positions of one epoch: a Fisher-Yates shuffle from a generator seeded by (seed, phase,
-// epoch) alone, so a resumed run recomputes the same order.
-std::vector<long> epoch_order(long n, int seed, int phase, int epoch);
 
 }  // namespace hp::train
