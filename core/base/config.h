@@ -407,8 +407,9 @@ struct PruneConfig {
       "and train.epochs shape fine-tuning and the gates, not this); 0 = none");
     v("recover_scale", recover_scale,
       "budget choices (the search's curve points, --target-flops F, the frontier's candidates): removed = recover "
-      "for recover_steps x (fraction removed) / 0.5 steps, at least a fifth of them (300 at 50% of the FLOPs, 420 at "
-      "30%, 60 at 90%: a deeper cut has more to rebuild, a shallow one less to lose), or fixed = recover_steps at "
+      "for recover_steps x (fraction removed) / 0.5 steps, at least a fifth of them (at the default 150: 150 at 50% of "
+      "the FLOPs, 210 at 30%, 30 at 90%: a deeper cut has more to rebuild, a shallow one less to lose), or fixed = "
+      "recover_steps at "
       "every budget; --target-heads and --target-layers recover for recover_steps");
     v("recover_distill", recover_distill, "distil from the unpruned model during the recovery fine-tuning");
     v("finetune", finetune, "fine-tune first (train section) when the model has no classifier for the task");
