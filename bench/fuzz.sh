@@ -5,14 +5,14 @@
 # kept in build-fuzz/corpus/TARGET) and the earlier findings in tests/data/bad/fuzz/TARGET-*. Crashes are
 # written to build-fuzz/findings/; each becomes a test: its input under tests/data/bad/fuzz/ and an entry of
 # tests/errors/catalogue.py.
-#   bench/fuzz.sh TARGET SECONDS      TARGET: safetensors safetensors_index pickle config_json yaml vocab bpe tsv conllu head_mask, or all
+#   bench/fuzz.sh TARGET SECONDS      TARGET: safetensors safetensors_index pickle config_json yaml vocab bpe tsv conllu head_mask sentence_model, or all
 # Prints the executions, their rate and the outcome.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${1:?usage: bench/fuzz.sh TARGET SECONDS}
 seconds=${2:?usage: bench/fuzz.sh TARGET SECONDS}
 if [[ $target == all ]]; then
-  for t in safetensors safetensors_index pickle config_json yaml vocab bpe tsv conllu head_mask; do "$0" "$t" "$seconds"; done
+  for t in safetensors safetensors_index pickle config_json yaml vocab bpe tsv conllu head_mask sentence_model; do "$0" "$t" "$seconds"; done
   exit 0
 fi
 if [[ ! -x build-fuzz/tests/fuzz/fuzz_$target ]]; then
@@ -58,6 +58,14 @@ elif target == "pickle":
 elif target == "config_json":
     for f in glob.glob("tests/data/golden/*/config.json"):
         put(os.path.basename(os.path.dirname(f)) + ".json", open(f, "rb").read())
+elif target == "sentence_model":  # all-MiniLM-L6-v2's three files, and a path leaving the folder
+    put("modules.json", '[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"}, '
+        '{"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}, '
+        '{"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]')
+    put("pooling.json", '{"word_embedding_dimension": 384, "pooling_mode_cls_token": false, '
+        '"pooling_mode_mean_tokens": true, "pooling_mode_max_tokens": false, "include_prompt": true}')
+    put("sentence_bert_config.json", '{"max_seq_length": 256, "do_lower_case": false}')
+    put("outside.json", '[{"path": "../x", "type": "sentence_transformers.models.Pooling"}]')
 elif target == "yaml":
     for f in glob.glob("configs/*.yaml"):
         put(os.path.basename(f), "prune.target_heads=36\n" + open(f).read())

@@ -8,6 +8,7 @@ namespace hp::cli {
 
 int run_eval(const core::Config& cfg);  // prune eval
 int run_infer(const core::Config& cfg);  // prune infer
+int run_embed(const core::Config& cfg);  // prune embed
 int run_train(const core::Config& cfg);  // prune train
 int run_export(const core::Config& cfg);  // prune export
 int run_bench(const core::Config& cfg);  // prune bench

@@ -41,6 +41,11 @@ const std::vector<Shortcut> kInferFlags = {
     {"--calibrate", "run.calibrate"},
 };
 
+const std::vector<Shortcut> kEmbedFlags = {
+    {"--input", "embed.input"},         {"--output", "embed.output"},     {"--batch", "embed.batch_size"},
+    {"--max-tokens", "embed.max_seq_len"}, {"--precision", "run.precision"}, {"--calibrate", "run.calibrate"},
+};
+
 const std::vector<Shortcut> kTrainFlags = {
     {"--epochs", "train.epochs"},
     {"--max-steps", "train.max_steps"},

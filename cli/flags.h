@@ -22,7 +22,7 @@ struct Shortcut {
 };
 
 // Flags per subcommand (cli/flags.cpp).
-extern const std::vector<Shortcut> kCommonFlags, kEvalFlags, kInferFlags, kTrainFlags, kExportFlags, kBenchFlags,
+extern const std::vector<Shortcut> kCommonFlags, kEvalFlags, kInferFlags, kEmbedFlags, kTrainFlags, kExportFlags, kBenchFlags,
     kAnalyzeFlags, kExplainFlags, kTriggersFlags, kReportFlags, kPruneFlags;
 
 // The common flags plus a subcommand's own; a subcommand flag of the same name replaces the common one.

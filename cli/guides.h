@@ -17,6 +17,7 @@ inline constexpr Guide kGuides[] = {
     {"train", "docs/heads.md", "--target-flops, --target-params: docs/budgets.md"},
     {"eval", "docs/models.md", "--precision: docs/precision.md"},
     {"infer", "docs/models.md", "--precision: docs/precision.md"},
+    {"embed", "docs/models.md", "--precision: docs/precision.md"},
     {"export", "docs/models.md", "--int8: docs/precision.md"},
     {"bench", "docs/benchmarks.md", "--precision: docs/precision.md"},
     {"analyze", "docs/analysis.md", ""},

@@ -89,6 +89,8 @@ std::vector<Subcommand> subcommands() {
   return {
       {"eval", "evaluate a model on a GLUE task, optionally with heads masked", kEvalFlags, run_eval, true},
       {"infer", "write logits (and hidden states) for each line of a text file", kInferFlags, run_infer},
+      {"embed", "sentence embeddings of each line of a text file with a sentence-transformers model, as encode() "
+                "computes them", kEmbedFlags, run_embed},
       {"export", "write a model folder as a Hugging Face checkpoint (+ HDF5 of the same tensors)", kExportFlags,
        run_export},
       {"train", "fine-tune on a GLUE task; with --gates, --target-heads N or --target-flops F, learn which heads (and FFN neurons) to keep", kTrainFlags,

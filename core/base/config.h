@@ -132,6 +132,23 @@ struct InferConfig {
   }
 };
 
+struct EmbedConfig {
+  std::string input;  // text file: one sentence per line
+  std::string output;  // .h5, .npy or .jsonl
+  int batch_size = 32;
+  int max_seq_len = 0;  // 0 = the folder's max_seq_length (sentence_bert_config.json)
+  template <class V>
+  void visit_fields(V& v) {
+    v("input", input, "text file: one sentence per line (UTF-8; empty lines are skipped)");
+    v("output", output, "output file: .h5 (HDF5 'embeddings' [N, W] and 'lines'), .npy (float32 [N, W]) or .jsonl "
+                        "(one {\"line\", \"embedding\"} per sentence); default <input>.embeddings.h5");
+    v("batch_size", batch_size, "sentences per forward");
+    v("max_seq_len", max_seq_len,
+      "tokens per sentence, the rest cut off; 0 = the folder's max_seq_length (sentence_bert_config.json), as "
+      "SentenceTransformer.encode does (the flag --max-tokens; data.max_seq_len is the GLUE tasks')");
+  }
+};
+
 struct TrainConfig {
   int epochs = 3;
   int max_steps = 0;  // > 0: stop after this many optimizer steps (overrides epochs)
@@ -445,6 +462,7 @@ struct Config {
   DataConfig data;
   EvalConfig eval;
   InferConfig infer;
+  EmbedConfig embed;
   ExportConfig export_;
   TrainConfig train;
   GateConfig gates;
@@ -461,6 +479,7 @@ struct Config {
     v("data", data);
     v("eval", eval);
     v("infer", infer);
+    v("embed", embed);
     v("export", export_);
     v("train", train);
     v("gates", gates);

@@ -1,0 +1,149 @@
+// sentence-transformers folders (see core/io/sentence_model.h).
+#include "core/io/sentence_model.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <utility>
+
+#include "core/base/errors.h"
+#include "core/base/files.h"
+
+namespace hp::core {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// The pooling keys of 1_Pooling/config.json, in the order sentence-transformers concatenates the modes.
+constexpr std::pair<const char*, PoolingMode> kPoolingKeys[] = {
+    {"pooling_mode_cls_token", PoolingMode::kCls},
+    {"pooling_mode_max_tokens", PoolingMode::kMax},
+    {"pooling_mode_mean_tokens", PoolingMode::kMean},
+    {"pooling_mode_mean_sqrt_len_tokens", PoolingMode::kMeanSqrtLen},
+    {"pooling_mode_weightedmean_tokens", PoolingMode::kWeightedMean},
+    {"pooling_mode_lasttoken", PoolingMode::kLastToken},
+};
+
+json parse_object(const std::string& text, const std::string& where, const char* what) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    throw InputError(where + ": not valid JSON; it should hold " + what + " as sentence-transformers writes it");
+  return j;
+}
+
+// A module's path: inside the folder (no absolute path, no '..'), as a relative folder name.
+std::string checked_path(const json& v, const std::string& where, size_t i) {
+  if (!v.is_string())
+    throw InputError(where + ": module " + std::to_string(i) + "'s \"path\" is not a string; write the module's "
+                     "folder, e.g. \"1_Pooling\", or \"\" for the model folder itself");
+  const std::string p = v.get<std::string>();
+  const fs::path path(p);
+  bool up = false;
+  for (const auto& part : path) up = up || part == "..";
+  if (path.is_absolute() || up)
+    throw InputError(where + ": module " + std::to_string(i) + "'s path '" + p + "' leaves the model folder; a "
+                     "module's path is a folder inside it");
+  return p;
+}
+
+}  // namespace
+
+const char* pooling_mode_name(PoolingMode m) {
+  switch (m) {
+    case PoolingMode::kCls: return "cls";
+    case PoolingMode::kMax: return "max";
+    case PoolingMode::kMean: return "mean";
+    case PoolingMode::kMeanSqrtLen: return "mean_sqrt_len";
+    case PoolingMode::kWeightedMean: return "weightedmean";
+    case PoolingMode::kLastToken: return "lasttoken";
+  }
+  return "?";
+}
+
+std::vector<SentenceModule> parse_modules_json(const std::string& text, const std::string& where) {
+  const json j = parse_object(text, where, "a list of modules");
+  if (!j.is_array() || j.empty())
+    throw InputError(where + ": not a list of modules; sentence-transformers writes [{\"idx\": 0, \"name\": \"0\", "
+                     "\"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"}, ...]");
+  std::vector<SentenceModule> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const json& m = j[i];
+    if (!m.is_object() || !m.contains("type") || !m["type"].is_string() || !m.contains("path"))
+      throw InputError(where + ": module " + std::to_string(i) + " has no \"type\" string and \"path\"; each module "
+                       "is {\"path\": ..., \"type\": \"sentence_transformers.models.NAME\"}");
+    std::string type = m["type"].get<std::string>();
+    if (const auto dot = type.rfind('.'); dot != std::string::npos) type = type.substr(dot + 1);
+    out.push_back({type, checked_path(m["path"], where, i)});
+  }
+  return out;
+}
+
+SentencePooling parse_pooling_config(const std::string& text, const std::string& where) {
+  const json j = parse_object(text, where, "the Pooling module's settings");
+  if (!j.is_object()) throw InputError(where + ": not a JSON object of pooling settings");
+  SentencePooling p;
+  const auto dim = j.find("word_embedding_dimension");
+  if (dim == j.end() || !dim->is_number_integer() || dim->get<long>() < 1 || dim->get<long>() > 1000000)
+    throw InputError(where + ": \"word_embedding_dimension\" is missing or not a positive integer; it is the "
+                     "encoder's hidden size, e.g. 384");
+  p.dimension = dim->get<int>();
+  for (const auto& [key, mode] : kPoolingKeys) {
+    const auto v = j.find(key);
+    if (v == j.end()) continue;
+    if (!v->is_boolean())
+      throw InputError(where + ": \"" + key + "\" is not true or false");
+    if (v->get<bool>()) p.modes.push_back(mode);
+  }
+  if (const auto v = j.find("include_prompt"); v != j.end()) {
+    if (!v->is_boolean()) throw InputError(where + ": \"include_prompt\" is not true or false");
+    p.include_prompt = v->get<bool>();
+  }
+  if (p.modes.empty())
+    throw InputError(where + ": no pooling mode is true; set one of pooling_mode_mean_tokens, pooling_mode_cls_token, "
+                     "pooling_mode_max_tokens, ... to true");
+  return p;
+}
+
+int parse_max_seq_length(const std::string& text, const std::string& where) {
+  const json j = parse_object(text, where, "the Transformer module's settings");
+  if (!j.is_object()) throw InputError(where + ": not a JSON object");
+  const auto v = j.find("max_seq_length");
+  if (v == j.end() || v->is_null()) return 0;
+  if (!v->is_number_integer() || v->get<long>() < 1 || v->get<long>() > 1000000)
+    throw InputError(where + ": \"max_seq_length\" is not a positive integer");
+  return v->get<int>();
+}
+
+bool is_sentence_model(const std::string& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(fs::path(dir) / "modules.json", ec);
+}
+
+SentenceModel read_sentence_model(const std::string& dir) {
+  SentenceModel m;
+  m.dir = dir;
+  const std::string modules_file = (fs::path(dir) / "modules.json").string();
+  const auto modules = parse_modules_json(read_file(modules_file), modules_file);
+  // Transformer, Pooling, then Normalize if any: what all-MiniLM-L6-v2 and the encoders like it hold.
+  const auto refuse = [&](const std::string& what) {
+    throw InputError(modules_file + ": " + what + "; headprune computes Transformer -> Pooling [-> Normalize], as "
+                     "all-MiniLM-L6-v2 holds them");
+  };
+  if (modules.size() < 2 || modules[0].type != "Transformer") refuse("the first module is not a Transformer");
+  if (modules[1].type != "Pooling") refuse("the second module is " + modules[1].type + ", not Pooling");
+  for (size_t i = 2; i < modules.size(); ++i) {
+    if (modules[i].type != "Normalize" || i != 2) refuse("module " + std::to_string(i) + " is " + modules[i].type);
+    m.normalize = true;
+  }
+  m.transformer_dir = modules[0].path.empty() ? dir : (fs::path(dir) / modules[0].path).string();
+  const std::string pooling_file = (fs::path(dir) / modules[1].path / "config.json").string();
+  m.pooling = parse_pooling_config(read_file(pooling_file), pooling_file);
+  const std::string st_config = (fs::path(m.transformer_dir) / "sentence_bert_config.json").string();
+  std::error_code ec;
+  if (fs::is_regular_file(st_config, ec)) m.max_seq_length = parse_max_seq_length(read_file(st_config), st_config);
+  return m;
+}
+
+}  // namespace hp::core

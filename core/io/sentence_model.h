@@ -1,0 +1,52 @@
+// A sentence-transformers folder as sentence-transformers reads it (#59): modules.json lists the modules in order —
+// the Transformer (the encoder folder, core/io/checkpoint.h), Pooling (1_Pooling/config.json) and optionally
+// Normalize — and sentence_bert_config.json gives the Transformer's max_seq_length. headprune computes the
+// embedding of SentenceTransformer(path).encode(texts) from these (core/model/pooling.h); a module it does not
+// compute (Dense, a second Transformer, ...) is refused, naming it. Torch-free: the fuzz target reads it too.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace hp::core {
+
+// sentence-transformers' pooling modes, in the order its Pooling module concatenates them.
+enum class PoolingMode { kCls, kMax, kMean, kMeanSqrtLen, kWeightedMean, kLastToken };
+const char* pooling_mode_name(PoolingMode m);  // "cls", "max", "mean", "mean_sqrt_len", "weightedmean", "lasttoken"
+
+struct SentencePooling {
+  std::vector<PoolingMode> modes;  // at least one, in concatenation order
+  int dimension = 0;  // word_embedding_dimension: the encoder's hidden size it was made for
+  bool include_prompt = true;
+};
+
+struct SentenceModel {
+  std::string dir;  // the folder
+  std::string transformer_dir;  // the Transformer module's folder (dir itself when its path is "")
+  int max_seq_length = 0;  // sentence_bert_config.json; 0 when the file or the key is absent
+  SentencePooling pooling;
+  bool normalize = false;  // a Normalize module follows: unit L2 norm
+  // The embedding's width: the pooled modes times the dimension.
+  int embedding_width() const { return static_cast<int>(pooling.modes.size()) * pooling.dimension; }
+};
+
+// One entry of modules.json: its type's last name ("Transformer", "Pooling", "Normalize", ...) and its folder.
+struct SentenceModule {
+  std::string type;  // "sentence_transformers.models.Pooling" -> "Pooling"
+  std::string path;  // relative to the model folder; "" = the folder itself
+};
+
+// Whether `dir` holds a modules.json (a sentence-transformers folder).
+bool is_sentence_model(const std::string& dir);
+
+// Reads modules.json, the pooling config and sentence_bert_config.json of `dir`. InputError naming the file and key
+// and what to do: a missing or malformed file, a module type headprune does not compute, a path leaving the folder,
+// no pooling mode, modules out of order.
+SentenceModel read_sentence_model(const std::string& dir);
+
+// The parsers of the three files, from their text; `where` names the file in errors (the fuzz target calls these).
+std::vector<SentenceModule> parse_modules_json(const std::string& text, const std::string& where);
+SentencePooling parse_pooling_config(const std::string& text, const std::string& where);
+int parse_max_seq_length(const std::string& text, const std::string& where);  // sentence_bert_config.json
+
+}  // namespace hp::core
