@@ -660,6 +660,44 @@ add("infer-invalid-utf8", "prune infer --input with bytes that are not UTF-8 (re
     not_created("out.json"))
 add("infer-output-extension", "prune infer --output x.csv (HDF5 was written into it)",
     lambda s: infer_input(b"a fine film\n", "--output", s + "/x.csv")(s), 2, "error: --output $SCRATCH/x.csv: infer writes HDF5 (.h5, .hdf5) or JSON (.json), and '.csv' is neither; name the file with one of these extensions", not_created("x.csv"))
+
+
+def embed_input(modules=None, pooling_dim=32, *extra):
+    """prune embed on a one-line input with the tiny model made a sentence-transformers folder (modules: the
+    modules.json text; None: the tiny model as it is, no modules.json)."""
+    def build(s):
+        model = fx.copy_tiny(s + "/model")
+        if modules is not None:
+            with open(model + "/modules.json", "w") as f:
+                f.write(modules)
+            os.makedirs(model + "/1_Pooling", exist_ok=True)
+            with open(model + "/1_Pooling/config.json", "w") as f:
+                json.dump({"word_embedding_dimension": pooling_dim, "pooling_mode_mean_tokens": True}, f)
+        with open(s + "/in.txt", "w") as f:
+            f.write("a fine film\n")
+        return ["embed", "--model", model, "--input", s + "/in.txt", *extra]
+    return build
+
+
+ST_MODULES = ('[{"path": "", "type": "sentence_transformers.models.Transformer"}, '
+              '{"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]')
+add("embed-not-sentence-model", "prune embed on a model folder without modules.json (#59)",
+    lambda s: embed_input(None, 32, "--output", s + "/e.npy")(s), 1,
+    "error: $SCRATCH/model: no modules.json, so not a sentence-transformers folder; prune embed reads one such as "
+    "checkpoints/all-MiniLM-L6-v2 (Transformer, Pooling, Normalize)", not_created("e.npy"))
+add("embed-dense-module", "prune embed on a sentence-transformers folder with a Dense module, which it does not compute",
+    lambda s: embed_input(ST_MODULES[:-1] + ', {"path": "2_Dense", "type": "sentence_transformers.models.Dense"}]', 32,
+                          "--output", s + "/e.npy")(s), 1,
+    "error: $SCRATCH/model/modules.json: module 2 is Dense; headprune computes Transformer -> Pooling [-> Normalize], "
+    "as all-MiniLM-L6-v2 holds them", not_created("e.npy"))
+add("embed-pooling-width", "prune embed where the Pooling module was made for another hidden size",
+    lambda s: embed_input(ST_MODULES, 16, "--output", s + "/e.npy")(s), 1,
+    "error: $SCRATCH/model: the Pooling module's word_embedding_dimension is 16 but the encoder's hidden size is 32; "
+    "the two belong together (re-export the folder)", not_created("e.npy"))
+add("embed-output-extension", "prune embed --output e.csv",
+    lambda s: embed_input(ST_MODULES, 32, "--output", s + "/e.csv")(s), 2,
+    "error: --output $SCRATCH/e.csv: embed writes HDF5 (.h5, .hdf5), NumPy (.npy) or JSON lines (.jsonl), and '.csv' "
+    "is none of these; name the file with one of these extensions", not_created("e.csv"))
 add("bench-seq-positions", "prune bench --seq beyond max_position_embeddings (was blamed on --max-seq-len)",
     plain("bench", "--model", "$TINY", "--seq", "100", "--batches", "1"), 2, "error: bench.seq = 100 exceeds the max_position_embeddings 64 of tests/data/golden/tiny_bert; use --seq 64 or less")
 add("model-missing", "a model folder that does not exist", plain("eval", "--model", "/nonexistent", "--task", "sst2"),
