@@ -50,18 +50,6 @@ std::string checked_path(const json& v, const std::string& where, size_t i) {
 
 }  // namespace
 
-const char* pooling_mode_name(PoolingMode m) {
-  switch (m) {
-    case PoolingMode::kCls: return "cls";
-    case PoolingMode::kMax: return "max";
-    case PoolingMode::kMean: return "mean";
-    case PoolingMode::kMeanSqrtLen: return "mean_sqrt_len";
-    case PoolingMode::kWeightedMean: return "weightedmean";
-    case PoolingMode::kLastToken: return "lasttoken";
-  }
-  return "?";
-}
-
 std::vector<SentenceModule> parse_modules_json(const std::string& text, const std::string& where) {
   const json j = parse_object(text, where, "a list of modules");
   if (!j.is_array() || j.empty())

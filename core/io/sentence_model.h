@@ -8,17 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "core/model/pooling_mode.h"
+
 namespace hp::core {
-
-// sentence-transformers' pooling modes, in the order its Pooling module concatenates them.
-enum class PoolingMode { kCls, kMax, kMean, kMeanSqrtLen, kWeightedMean, kLastToken };
-const char* pooling_mode_name(PoolingMode m);  // "cls", "max", "mean", "mean_sqrt_len", "weightedmean", "lasttoken"
-
-struct SentencePooling {
-  std::vector<PoolingMode> modes;  // at least one, in concatenation order
-  int dimension = 0;  // word_embedding_dimension: the encoder's hidden size it was made for
-  bool include_prompt = true;
-};
 
 struct SentenceModel {
   std::string dir;  // the folder

@@ -1,4 +1,4 @@
-// Sentence embeddings as sentence-transformers' Pooling and Normalize modules make them (core/io/sentence_model.h):
+// Sentence embeddings as sentence-transformers' Pooling and Normalize modules make them (core/model/pooling_mode.h, read by core/io/sentence_model.h):
 // from the encoder's last hidden states and the attention mask, each pooling mode of the folder in its order,
 // concatenated, then scaled to unit L2 norm when the folder lists Normalize. Differentiable (the embedding
 // objective of #59 trains through it).
@@ -6,7 +6,7 @@
 
 #include <torch/types.h>
 
-#include "core/io/sentence_model.h"
+#include "core/model/pooling_mode.h"
 
 namespace hp::core {
 
