@@ -2,6 +2,7 @@
 // and one-line errors of the pruning run, analyze, explain and triggers, --version, and an evaluation on
 // the tiny golden model whose JSON must agree with the HF golden logits.
 #include <catch2/catch.hpp>
+#include <unistd.h>  // getpid
 
 #include <array>
 #include <cstdio>

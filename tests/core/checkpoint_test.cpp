@@ -1,6 +1,7 @@
 // Checkpoint folders: save → load round trips, Hugging Face loading our export, and the bad-input
 // catalogue (each a one-line CheckpointError naming the file and the fix).
 #include <catch2/catch.hpp>
+#include <unistd.h>  // getpid
 #include <torch/types.h>
 #include <torch/utils.h>
 
