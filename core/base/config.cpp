@@ -293,6 +293,14 @@ void load_yaml(Config& cfg, const std::string& path) {
   }
 }
 
+int device_spec_index(const std::string& spec) {
+  static const std::regex kForm("cpu|cuda(:([0-9]|[1-9][0-9]))?");
+  std::smatch m;
+  if (!std::regex_match(spec, m, kForm))
+    throw ConfigError("run.device = '" + spec + "'; use cpu, cuda (the first GPU) or cuda:N");
+  return spec == "cpu" ? -1 : m[2].matched ? std::stoi(m[2].str()) : 0;
+}
+
 std::string resume_yaml(const Config& cfg) {
   Config fixed = cfg;
   fixed.run.out_dir.clear();
@@ -338,9 +346,7 @@ void validate(const Config& cfg) {
   need(cfg.run.threads >= 0 && cfg.run.threads <= max_threads,
        "run.threads = " + std::to_string(cfg.run.threads) + "; use 0 (all cores) or 1.." + std::to_string(max_threads) +
            " (4 per core of this machine)");
-  static const std::regex kDevice("cpu|cuda(:([0-9]|[1-9][0-9]))?");
-  need(std::regex_match(cfg.run.device, kDevice),
-       "run.device = '" + cfg.run.device + "'; use cpu, cuda (the first GPU) or cuda:N");
+  device_spec_index(cfg.run.device);  // its form; the GPU itself is checked where a command takes it
   auto precision_ok = [](const std::string& p) { return p == "fp32" || p == "bf16" || p == "int8"; };
   need(precision_ok(cfg.run.precision), "run.precision = '" + cfg.run.precision + "'; use fp32, bf16 or int8");
   need(cfg.run.calibrate >= 0 && cfg.run.calibrate <= 1000000,

@@ -518,6 +518,10 @@ std::string dump_yaml(const Config& cfg);
 // or a GPU alike), or the value of prune.max_drop (a frontier re-chooses within another D from what it measured).
 std::string resume_yaml(const Config& cfg);
 
+// run.device's form: -1 for "cpu", N for "cuda:N" ("cuda" is 0); anything else a ConfigError naming run.device.
+// Whether this build and machine have that GPU: core/kernels/device.h parse_device.
+int device_spec_index(const std::string& spec);
+
 // How the dump_yaml text an interrupted run saved and this run's differ, value by value (help comments aside):
 // `changed` as "section.key: old -> new" ("(absent)" on the side without the key); apart from it, the keys only
 // `current` has, at their defaults (Config{}): added by a later build of headprune, so the interrupted run ran as

@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <mutex>
-#include <regex>
 
 #ifdef HP_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -14,6 +13,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include "core/base/config.h"  // device_spec_index
 #include "core/base/errors.h"
 
 namespace hp::core {
@@ -37,17 +37,13 @@ int cuda_devices() {
 }
 
 torch::Device parse_device(const std::string& spec) {
-  static const std::regex kForm("cpu|cuda(:([0-9]|[1-9][0-9]))?");
-  std::smatch m;
-  if (!std::regex_match(spec, m, kForm))
-    throw ConfigError("run.device = '" + spec + "'; use cpu, cuda (the first GPU) or cuda:N");
-  if (spec == "cpu") return torch::kCPU;
+  const int index = device_spec_index(spec);
+  if (index < 0) return torch::kCPU;
   if (!cuda_built())
     throw ConfigError("run.device = " + spec + ", but this build of headprune is on LibTorch " + TORCH_VERSION +
                       " without CUDA; build against a CUDA LibTorch (scripts/setup.sh --torch, docs/gpu.md) or use "
                       "run.device: cpu");
   const int n = cuda_devices();
-  const int index = m[2].matched ? std::stoi(m[2].str()) : 0;
   if (index >= n)
     throw ConfigError("run.device = " + spec + ", but " +
                       (n == 0 ? std::string("no CUDA GPU is visible (driver, CUDA_VISIBLE_DEVICES)")
