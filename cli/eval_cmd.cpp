@@ -8,12 +8,14 @@
 #include "core/kernels/device.h"
 #include "core/kernels/runtime.h"
 #include "core/io/checkpoint.h"
+#include "core/io/sentence_model.h"
 #include "core/data/task_options.h"
 #include "core/base/files.h"
 #include "core/base/run_folder.h"  // claim_result_file
 #include "core/model/head_mask.h"
 #include "core/base/errors.h"
 #include "core/base/log.h"
+#include "eval/embedding.h"
 #include "eval/evaluator.h"
 #include "cli/commands.h"
 
@@ -44,6 +46,16 @@ std::vector<core::Example> labelled_examples(const core::TaskSpec& task, const c
   return examples;
 }
 
+// Moves `model` to run.device (bf16 and int8 are the CPU's kernels: other devices evaluate at fp32).
+void to_run_device(core::Bert& model, const core::Config& cfg) {
+  const torch::Device device = core::parse_device(cfg.run.device);
+  if (device.is_cpu()) return;
+  if (cfg.run.precision != "fp32")
+    throw ConfigError("run.precision = " + cfg.run.precision + " runs the CPU's kernels (core/kernels); on run.device " +
+                      cfg.run.device + " evaluate at fp32, or evaluate at " + cfg.run.precision + " with run.device: cpu");
+  model = model.to(device);
+}
+
 // The model to evaluate, on run.device at run.precision (bf16 and int8 are the CPU's kernels).
 core::Bert load_model(const core::TaskSpec& task, const core::Config& cfg, core::LoadReport& report) {
   core::LoadOptions load = core::task_load_options(task, cfg.run.seed);
@@ -53,14 +65,63 @@ core::Bert load_model(const core::TaskSpec& task, const core::Config& cfg, core:
                                ") is used, so the metric is chance level; fine-tune the model for " + task.name +
                                " first");
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
-  if (const torch::Device device = core::parse_device(cfg.run.device); !device.is_cpu()) {
-    if (cfg.run.precision != "fp32")
-      throw ConfigError("run.precision = " + cfg.run.precision + " runs the CPU's kernels (core/kernels); on run.device " +
-                        cfg.run.device + " evaluate at fp32, or evaluate at " + cfg.run.precision + " with run.device: cpu");
-    model = model.to(device);
-  }
+  to_run_device(model, cfg);
   model.set_precision(core::precision_setting(cfg.run.precision));
   return model;
+}
+
+// The model folder is a sentence-transformers model without a classifier for the task: its embeddings are what
+// its users run, so they are scored (eval/embedding.h), never a fresh classifier.
+bool scores_embeddings(const core::TaskSpec& task, const core::Config& cfg) {
+  if (!core::is_sentence_model(cfg.model.path)) return false;
+  const core::SentenceModel layout = core::read_sentence_model(cfg.model.path);
+  core::LoadReport report;
+  core::load_bert(layout.transformer_dir, core::task_load_options(task, cfg.run.seed), &report);
+  if (!report.classifier_initialized) return false;
+  if (task.name != "stsb")
+    throw ConfigError(cfg.model.path + " is a sentence-transformers model with no classifier for " + task.name +
+                      ": prune eval scores its embeddings on stsb (cosine Spearman, as MTEB does); use --task stsb, "
+                      "or fine-tune a classifier for " + task.name + " first (prune train --config configs/" +
+                      task.name + ".yaml)");
+  return true;
+}
+
+// STS by the cosine of the embeddings: metrics, speed and the run's settings into `out` and one line on stdout.
+int run_sts_eval(const core::TaskSpec& task, const core::Config& cfg, const std::vector<core::Example>& pairs,
+                 const std::string& out) {
+  auto enc = eval::load_sentence_encoder(cfg.model.path);
+  to_run_device(enc.model, cfg);
+  enc.model.set_precision(core::precision_setting(cfg.run.precision));
+  const auto& mc = enc.model.config();
+  const core::StructureMask masks = core::parse_mask(cfg.eval.mask, mc.num_hidden_layers, mc.max_heads(),
+                                                     mc.max_ffn_width(), "--mask", mc.hidden_size);
+  const eval::Masks tensors = eval::masks_of(masks);
+  const int calibrated = eval::calibrate_int8(enc.model, cfg, enc.tokenizer, tensors);
+  // The folder's max_seq_length, as SentenceTransformer.encode (and MTEB) truncate: data.max_seq_len is the
+  // classifiers' length.
+  const int length = eval::embedding_length(enc, 0);
+  core::log_info("eval", "scoring the embeddings of " + cfg.model.path + " (no classifier for " + task.name +
+                             "): cosine of each pair, up to " + std::to_string(length) +
+                             " tokens a sentence (the folder's max_seq_length; data.max_seq_len is for classifiers)");
+  const auto r = eval::evaluate_sts(enc, pairs, cfg.eval.batch_size, length, tensors, true);
+  const std::string pooling = core::pooling_mode_name(enc.layout.pooling.modes.front()) +
+                              std::string(enc.layout.pooling.modes.size() > 1 ? " and more" : "") +
+                              (enc.layout.normalize ? ", normalized" : "");
+  nlohmann::json j;
+  j["task"] = task.name, j["split"] = cfg.eval.split, j["model"] = cfg.model.path;
+  j["scored"] = "cosine similarity of the sentence embeddings (" + pooling + "), no classifier";
+  j["mask"] = core::format_mask(masks);
+  j["metrics"] = r.metrics, j["examples"] = r.pairs, j["seconds"] = r.seconds, j["examples_per_s"] = r.pairs_per_s;
+  j["max_seq_len"] = length;
+  j["precision"] = cfg.run.precision, j["calibrated_examples"] = calibrated;
+  j["runtime"] = core::runtime_summary(), j["config"] = core::dump_yaml(cfg);
+  core::write_file_atomic(out, j.dump(2) + "\n");
+  std::cout << task.name << " " << cfg.eval.split << " (" << r.pairs << " pairs, cosine of " << pooling
+            << " embeddings, " << cfg.run.precision << (enc.model.int8_calibrated() ? ", calibrated" : "") << ")";
+  for (const auto& [name, value] : r.metrics) std::cout << "  " << name << " " << value;
+  std::cout << "  |  " << r.pairs_per_s << " pairs/s\n";
+  core::log_info("eval", "wrote " + out);
+  return 0;
 }
 
 }  // namespace
@@ -74,6 +135,7 @@ int run_eval(const core::Config& cfg) {
   if (core::shared_decide([&] { return core::claim_result_file(out, "config", core::dump_yaml(cfg)) ? 1L : 0L; }))
     core::log_info("eval", out + " holds this evaluation already: it is redone");
   const auto examples = labelled_examples(task, cfg);
+  if (scores_embeddings(task, cfg)) return run_sts_eval(task, cfg, examples, out);
 
   core::LoadReport report;
   core::Bert model = load_model(task, cfg, report);

@@ -87,7 +87,7 @@ int start(const Config& cfg, const std::string& command, bool data_parallel) {
 std::vector<Subcommand> subcommands() {
   using namespace hp::cli;
   return {
-      {"eval", "evaluate a model on a GLUE task, optionally with heads masked", kEvalFlags, run_eval, true},
+      {"eval", "evaluate a model on a GLUE task, optionally with heads masked (a sentence-transformers model: STS-B by the cosine of its embeddings)", kEvalFlags, run_eval, true},
       {"infer", "write logits (and hidden states) for each line of a text file", kInferFlags, run_infer},
       {"embed", "sentence embeddings of each line of a text file with a sentence-transformers model, as encode() "
                 "computes them", kEmbedFlags, run_embed},

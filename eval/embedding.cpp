@@ -2,12 +2,14 @@
 #include "eval/embedding.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/base/errors.h"
 #include "core/base/log.h"
 #include "core/data/batching.h"
 #include "core/io/checkpoint.h"
 #include "core/model/pooling.h"
+#include "eval/metrics.h"
 
 namespace hp::eval {
 
@@ -31,7 +33,7 @@ int embedding_length(const SentenceEncoder& enc, int max_len) {
 }
 
 torch::Tensor embed_texts(const SentenceEncoder& enc, const std::vector<std::string>& texts, int batch, int max_len,
-                          bool show_progress) {
+                          bool show_progress, const Masks& masks) {
   std::vector<core::Example> examples(texts.size());
   for (size_t i = 0; i < texts.size(); ++i) examples[i].text_a = texts[i], examples[i].line = static_cast<int>(i + 1);
   const auto data = core::encode_examples(enc.tokenizer, examples, embedding_length(enc, max_len));
@@ -44,14 +46,45 @@ torch::Tensor embed_texts(const SentenceEncoder& enc, const std::vector<std::str
   core::Progress progress("embed", N);
   long done = 0;
   for (const auto& b : core::make_batches(data, bo)) {
-    const auto hidden = enc.model.forward(core::encoder_input(b)).last_hidden;
-    const auto e = core::pool_sentences(enc.layout.pooling, enc.layout.normalize, hidden, b.attention_mask);
+    core::EncoderInput in = core::encoder_input(b);
+    set_masks(in, masks);
+    const auto hidden = enc.model.forward(in).last_hidden;
+    const auto e = core::pool_sentences(enc.layout.pooling, enc.layout.normalize, hidden,
+                                        b.attention_mask.to(hidden.device()));
     out.index_copy_(0, torch::tensor(b.index, torch::kLong), e.to(torch::kCPU));
     done += b.input_ids.size(0);
     if (show_progress) progress.update(done);
   }
   if (show_progress) progress.finish();
   return out;
+}
+
+torch::Tensor paired_cosine(const torch::Tensor& a, const torch::Tensor& b) {
+  HP_CHECK(a.dim() == 2 && a.sizes() == b.sizes(), "paired_cosine: " << a.sizes() << " vs " << b.sizes());
+  const auto norms = (a.norm(2, 1) * b.norm(2, 1)).clamp_min(1e-12);
+  return (a * b).sum(1) / norms;
+}
+
+StsResult evaluate_sts(const SentenceEncoder& enc, const std::vector<core::Example>& pairs, int batch, int max_len,
+                       const Masks& masks, bool show_progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::string> texts;
+  texts.reserve(2 * pairs.size());
+  for (const auto& p : pairs) texts.push_back(p.text_a);
+  for (const auto& p : pairs) texts.push_back(p.text_b);
+  const auto e = embed_texts(enc, texts, batch, max_len, show_progress, masks);
+  const long N = static_cast<long>(pairs.size());
+  const auto cos = paired_cosine(e.slice(0, 0, N), e.slice(0, N, 2 * N)).to(torch::kDouble).contiguous();
+  StsResult r;
+  r.pairs = N;
+  std::vector<double> sim(cos.data_ptr<double>(), cos.data_ptr<double>() + N), gold;
+  for (const auto& p : pairs) gold.push_back(p.label);
+  r.similarities.assign(sim.begin(), sim.end());
+  r.metrics["cosine_spearman"] = spearman(sim, gold);
+  r.metrics["cosine_pearson"] = pearson(sim, gold);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.pairs_per_s = r.seconds > 0 ? N / r.seconds : 0;
+  return r;
 }
 
 }  // namespace hp::eval

@@ -4,12 +4,15 @@
 
 #include <torch/types.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "core/data/glue.h"
 #include "core/io/sentence_model.h"
 #include "core/model/bert.h"
 #include "core/text/tokenizer.h"
+#include "eval/evaluator.h"  // Masks
 
 namespace hp::eval {
 
@@ -27,9 +30,28 @@ SentenceEncoder load_sentence_encoder(const std::string& dir);
 // encoder's max_position_embeddings.
 int embedding_length(const SentenceEncoder& enc, int max_len);
 
-// [N, width] float32 embeddings of `texts` in their order, `batch` at a time (progress on stderr when
-// `show_progress`), under no gradient at the model's precision.
+// [N, width] float32 embeddings (on the CPU) of `texts` in their order, `batch` at a time (progress on stderr when
+// `show_progress`), under no gradient at the model's precision, on the model's device, with `masks` on the encoder.
 torch::Tensor embed_texts(const SentenceEncoder& enc, const std::vector<std::string>& texts, int batch, int max_len,
-                          bool show_progress);
+                          bool show_progress, const Masks& masks = {});
+
+// Row i of a against row i of b: [N, D] x [N, D] -> [N] cosine similarities (sentence-transformers' pairwise_cos_sim;
+// a zero row gives 0).
+torch::Tensor paired_cosine(const torch::Tensor& a, const torch::Tensor& b);
+
+// Semantic textual similarity as MTEB scores it (#59): the cosine similarity of each pair's two embeddings against
+// its gold score, nothing trained on the labels. Metrics, as fractions like compute_metrics' (eval/metrics.h):
+// cosine_spearman (the primary one) and cosine_pearson.
+struct StsResult {
+  std::map<std::string, double> metrics;
+  std::vector<float> similarities;  // one per pair, in the pairs' order
+  long pairs = 0;
+  double seconds = 0;
+  double pairs_per_s = 0;
+};
+// pairs: labelled sentence pairs (text_a, text_b, label = the gold similarity); both sentences of every pair are
+// embedded in one pass of embed_texts.
+StsResult evaluate_sts(const SentenceEncoder& enc, const std::vector<core::Example>& pairs, int batch, int max_len,
+                       const Masks& masks = {}, bool show_progress = false);
 
 }  // namespace hp::eval

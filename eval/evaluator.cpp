@@ -43,13 +43,9 @@ Masks masks_of(const core::StructureMask& keep) {
           layer_mask_tensor(keep.layers), hidden_mask_tensor(keep.hidden)};
 }
 
-namespace {
-
 void set_masks(core::EncoderInput& in, const Masks& m) {
   in.head_mask = m.heads, in.neuron_mask = m.neurons, in.layer_mask = m.layers, in.hidden_mask = m.hidden;
 }
-
-}  // namespace
 
 EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const core::EncodedDataset& data,
                     const std::vector<core::Batch>& batches, const Masks& masks, bool show_progress) {

@@ -42,6 +42,8 @@ struct Masks {
 };
 // The 0/1 masks of a structure (neurons, layers and hidden undefined where its lists are empty).
 Masks masks_of(const core::StructureMask& keep);
+// Puts `m` on an encoder input.
+void set_masks(core::EncoderInput& in, const Masks& m);
 
 // Runs the model over `batches` of `data` (eval mode, no grad), with `masks`.
 EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const core::EncodedDataset& data,

@@ -6,11 +6,14 @@ per pooling mode (cls, max, mean, mean_sqrt_len, weightedmean, lasttoken) and a 
 with and without Normalize — and takes the real all-MiniLM-L6-v2 when it is linked (checkpoints/); for each, the
 embeddings `prune embed` writes (.npy, batches of 7 so that rows are padded) must equal
 SentenceTransformer(folder).encode() of the same sentences (SST-2 dev, varied lengths) within 1e-5. The .jsonl and
-.h5 outputs of one folder must hold the same numbers. Exit 77 (CTest: skipped) without sentence-transformers.
+.h5 outputs of one folder must hold the same numbers. `prune eval --task stsb` on a folder (tiny mean + Normalize,
+STS-B dev less the pairs whose cosines tie within 1e-5; the real model, 300 pairs) scores the cosine of the embeddings: its Spearman and Pearson must be
+scipy's over sentence-transformers' pairwise cosines within 1e-4. Exit 77 (CTest: skipped) without sentence-transformers.
 
 Usage: $VENV/bin/python tests/embed/st_parity.py --prune build/bin/prune --scratch DIR
 """
 import argparse
+import csv
 import json
 import os
 import shutil
@@ -109,8 +112,83 @@ def main():
     import h5py
     with h5py.File(h5, "r") as f:
         ok &= compare(name + " .h5", f["embeddings"][()], ref)
+    ok &= sts_by_cosine(args, st, [(n, f) for n, f in folders if n in ("tiny_mean_norm", "all-MiniLM-L6-v2")])
     print("all equal within", TOL if ok else "")
     return 0 if ok else 1
+
+
+STSB_DEV = os.path.join(REPO, "..", "shared", "data", "glue", "STS-B", "dev.tsv")
+
+
+def stsb_rows(path=STSB_DEV):
+    """STS-B dev's header and rows, read as csv's tab dialect reads them."""
+    with open(path, encoding="utf-8") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return rows[0], rows[1:]
+
+
+def pairs_of(head, rows):
+    a, b, y = head.index("sentence1"), head.index("sentence2"), head.index("score")
+    return [(r[a], r[b], float(r[y])) for r in rows]
+
+
+def cosines(model, pairs):
+    from sentence_transformers import util
+    e1 = model.encode([p[0] for p in pairs], batch_size=32, convert_to_tensor=True)
+    e2 = model.encode([p[1] for p in pairs], batch_size=32, convert_to_tensor=True)
+    return util.pairwise_cos_sim(e1, e2).numpy()
+
+
+def separated_stsb(model, root):
+    """A data root whose STS-B dev holds only the pairs whose cosine lies more than 1e-5 from every other's: the tiny
+    model maps many sentences to the same [UNK]s, and the float noise of tied cosines would reorder them."""
+    head, rows = stsb_rows()
+    cos = cosines(model, pairs_of(head, rows))
+    order = np.argsort(cos)
+    gaps = np.diff(cos[order])
+    keep = np.ones(len(rows), dtype=bool)
+    keep[order[:-1][gaps <= 1e-5]] = False
+    keep[order[1:][gaps <= 1e-5]] = False
+    folder = os.path.join(root, "glue", "STS-B")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "dev.tsv"), "w", encoding="utf-8") as f:
+        for r in [head] + [r for r, k in zip(rows, keep) if k]:
+            f.write("\t".join(r) + "\n")
+    return int(keep.sum())
+
+
+def sts_by_cosine(args, st, folders):
+    """`prune eval --task stsb` on a sentence-transformers folder scores the cosine of the embeddings (MTEB's way):
+    its Spearman and Pearson must be scipy's over SentenceTransformer.encode's pairwise cosines."""
+    from scipy import stats
+    ok = True
+    for name, folder in folders:
+        model = st.SentenceTransformer(folder, device="cpu")
+        root = os.path.join(REPO, "..", "shared", "data")
+        if name.startswith("tiny"):
+            root = os.path.join(args.scratch, name + "_data")
+            n = separated_stsb(model, root)
+        else:
+            n = 300
+        head, rows = stsb_rows(os.path.join(root, "glue", "STS-B", "dev.tsv"))
+        pairs = pairs_of(head, rows[:n])
+        cos = cosines(model, pairs)
+        gold = [p[2] for p in pairs]
+        ref = {"cosine_spearman": stats.spearmanr(cos, gold)[0], "cosine_pearson": stats.pearsonr(cos, gold)[0]}
+        out = os.path.join(args.scratch, name + "_stsb.json")
+        cmd = [args.prune, "eval", "--model", folder, "--task", "stsb", "--max-examples", str(n), "--output", out,
+               "--data-root", root]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"FAIL: {' '.join(cmd)} exited {r.returncode}:\n{r.stderr[-2000:]}")
+        got = json.load(open(out, encoding="utf-8"))
+        for key, want in ref.items():
+            have = got["metrics"][key]
+            good = abs(have - want) <= 1e-4 and got["examples"] == n
+            ok &= good
+            print(f"{'ok  ' if good else 'FAIL'} {name} stsb dev ({n} pairs) {key}: prune eval {have:.6f}, "
+                  f"sentence-transformers + scipy {want:.6f}")
+    return ok
 
 
 if __name__ == "__main__":

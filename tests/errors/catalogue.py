@@ -694,6 +694,22 @@ add("embed-pooling-width", "prune embed where the Pooling module was made for an
     lambda s: embed_input(ST_MODULES, 16, "--output", s + "/e.npy")(s), 1,
     "error: $SCRATCH/model: the Pooling module's word_embedding_dimension is 16 but the encoder's hidden size is 32; "
     "the two belong together (re-export the folder)", not_created("e.npy"))
+def st_eval(task_folder, split_file, rows, task):
+    """prune eval --task TASK on the tiny encoder (its classifier dropped) made a sentence-transformers folder."""
+    def build(s):
+        model = embed_input(ST_MODULES, 32)(s)[2]
+        fx.edit_weights(model, lambda h, d: fx.rebuild(h, d, drop=("classifier.weight", "classifier.bias")))
+        root = fx.task_root(s, task_folder, split_file, rows)
+        return ["eval", "--model", model, "--task", task, "--data-root", root, "--output", s + "/r.json"]
+    return build
+
+
+add("eval-embeddings-task", "prune eval of a sentence-transformers model without a classifier on a task other than "
+    "STS-B: no fresh classifier scored at chance, one line naming the fix (#59)",
+    st_eval("SST-2", "dev.tsv", "sentence\tlabel\n" + fx.sst2_rows(), "sst2"), 2,
+    "error: $SCRATCH/model is a sentence-transformers model with no classifier for sst2: prune eval scores its "
+    "embeddings on stsb (cosine Spearman, as MTEB does); use --task stsb, or fine-tune a classifier for sst2 first "
+    "(prune train --config configs/sst2.yaml)", not_created("r.json"))
 add("embed-output-extension", "prune embed --output e.csv",
     lambda s: embed_input(ST_MODULES, 32, "--output", s + "/e.csv")(s), 2,
     "error: --output $SCRATCH/e.csv: embed writes HDF5 (.h5, .hdf5), NumPy (.npy) or JSON lines (.jsonl), and '.csv' "
