@@ -1,6 +1,7 @@
 // `prune export`: re-writes a model folder as a Hugging Face BertForSequenceClassification checkpoint
 // (config.json, model.safetensors or with export.max_shard_mb its shards and index, tokenizer files) plus model.h5
-// holding the same tensors.
+// holding the same tensors; a sentence-transformers folder stays one (modules.json, pooling and normalize around
+// the encoder, core/io/sentence_model.h).
 // Slimmed exports after pruning reuse the same writer (core/io/checkpoint.h save_bert). --dense writes a
 // slimmed model at its original shapes with the removed heads zeroed (prune/slim.h dense_model).
 // The whole export (ONNX files and their checks included) is written into a fresh folder beside --to and renamed
@@ -17,6 +18,7 @@
 #include "core/data/task_options.h"
 #include "core/io/checkpoint.h"
 #include "core/io/safetensors_index.h"
+#include "core/io/sentence_model.h"
 #include "core/model/head_mask.h"  // parse_mask
 #include "core/base/errors.h"
 #include "core/base/log.h"
@@ -39,7 +41,7 @@ bool export_file(const std::string& name) {
       "merges.txt", "sentencepiece.bpe.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
       "model.onnx", "model.int8.onnx", "int8.json", "README.md", "onnx_check.h5", "onnx_check.json",
       "onnx_int8_check.h5", "onnx_int8_logits.h5", core::kSafetensorsIndexName};
-  return names.count(name) > 0 || core::is_shard_file_name(name);
+  return names.count(name) > 0 || core::is_shard_file_name(name) || core::is_sentence_model_file(name);
 }
 
 // Refuses a --to that would delete what the command reads (whatever --force says), and without --force one that
@@ -67,6 +69,11 @@ void check_target(const core::Config& cfg) {
                       (fs::exists(out + "/config.json", ec) ? "was not written by headprune: no 'heads_per_layer'"
                                                             : "is missing") +
                       "), which an export would replace whole" + fix);
+}
+
+// The folder of the encoder to export: a sentence-transformers model's Transformer module, else `dir` itself.
+std::string encoder_dir(const std::string& dir) {
+  return core::is_sentence_model(dir) ? core::read_sentence_model(dir).transformer_dir : dir;
 }
 
 // One metric map as "accuracy 0.8842, f1 0.8901".
@@ -124,7 +131,8 @@ core::Bert model_to_export(const core::Config& cfg) {
   core::LoadReport report;
   core::LoadOptions load;
   load.seed = cfg.run.seed;
-  core::Bert model = core::load_bert(cfg.model.path, load, &report);
+  const bool sentence = core::is_sentence_model(cfg.model.path);
+  core::Bert model = core::load_bert(encoder_dir(cfg.model.path), load, &report);
   if (!cfg.export_.mask.empty()) {
     const core::BertConfig& arch = model.config();
     if (arch.slimmed())
@@ -147,15 +155,19 @@ core::Bert model_to_export(const core::Config& cfg) {
     core::log_info("export",
                    "dense: " + std::to_string(removed) + " removed heads written as zeros at the original shapes");
   }
-  if (report.classifier_initialized)
+  if (report.classifier_initialized && !sentence)  // a sentence-transformers export carries the encoder alone
     core::log_warn("export", cfg.model.path + " has no classifier; the export carries a fresh one (seed " +
                                  std::to_string(cfg.run.seed) + ")");
   return model;
 }
 
-// Every file of the export into `dir` (the staging folder), checks included.
+// Every file of the export into `dir` (the staging folder), checks included. A sentence-transformers model stays one
+// (its modules around the exported encoder, #59).
 void write_export(const core::Config& cfg, const core::Bert& model, const std::string& dir) {
-  core::write_bert_files(model, dir, cfg.model.path, cfg.export_.hdf5, cfg.export_.max_shard_mb);
+  const bool sentence = core::is_sentence_model(cfg.model.path);
+  core::write_bert_files(model, dir, encoder_dir(cfg.model.path), cfg.export_.hdf5, cfg.export_.max_shard_mb, sentence);
+  if (sentence)
+    core::write_sentence_model_files(core::read_sentence_model(cfg.model.path), model.config().hidden_size, dir);
   // An export in place (--to the --model folder) keeps the folder's model card, less its int8 section.
   std::error_code ec;
   const std::string card = cfg.model.path + "/README.md", marker = "<!-- headprune int8 -->";
@@ -172,6 +184,10 @@ void write_export(const core::Config& cfg, const core::Bert& model, const std::s
 
 int run_export(const core::Config& cfg) {
   if (cfg.export_.out.empty()) throw ConfigError("export.out is empty; pass --to DIR");
+  if ((cfg.export_.onnx || cfg.export_.int8) && core::is_sentence_model(cfg.model.path))
+    throw ConfigError(std::string(cfg.export_.int8 ? "export.int8" : "export.onnx") + " on " + cfg.model.path +
+                      ", a sentence-transformers model: ONNX of an encoder with its pooling is not built yet (the "
+                      "ONNX export holds a classifier's logits); export without --onnx and --int8");
   check_target(cfg);
   try {  // StagedFolder::write removes the staging folder and names the target in the error
     core::StagedFolder(cfg.export_.out).write(

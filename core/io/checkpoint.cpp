@@ -281,7 +281,7 @@ namespace {
 
 // The model's tensors under their stored names, in the key table's order taken layer by layer (the embeddings, then
 // each layer's tensors, then the head): the order of transformers' state_dict, in which shards are filled.
-std::vector<std::pair<std::string, torch::Tensor>> stored_tensors(const Bert& model) {
+std::vector<std::pair<std::string, torch::Tensor>> stored_tensors(const Bert& model, bool encoder_only) {
   const BertConfig& cfg = model.config();
   const Arch& arch = arch_of(cfg.model_type);
   const auto keys = model_keys(cfg);
@@ -293,7 +293,7 @@ std::vector<std::pair<std::string, torch::Tensor>> stored_tensors(const Bert& mo
   bool layers_done = false;
   for (const auto& spec : keys) {
     if (!spec.per_layer) {
-      put(spec, 0);
+      if (!(encoder_only && spec.part == Part::kClassifier)) put(spec, 0);
     } else if (!layers_done) {
       for (int l = 0; l < cfg.num_hidden_layers; ++l)
         for (const auto& s : keys)
@@ -336,10 +336,10 @@ void write_weights(const std::vector<std::pair<std::string, torch::Tensor>>& ten
 }  // namespace
 
 void write_bert_files(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5,
-                      double max_shard_mb) {
+                      double max_shard_mb, bool encoder_only) {
   fs::create_directories(dir);
   const Arch& arch = arch_of(model.config().model_type);
-  const auto tensors = stored_tensors(model);
+  const auto tensors = stored_tensors(model, encoder_only);
   write_weights(tensors, dir, max_shard_mb);
   if (hdf5)
     write_hdf5(dir + "/model.h5", TensorMap(tensors.begin(), tensors.end()),

@@ -55,8 +55,8 @@ void save_bert(const Bert& model, const std::string& dir, const std::string& tok
 bool holds_headprune_export(const std::string& dir);
 
 // The files of save_bert, written into `dir` as it is (a fresh staging folder of the caller's, which adds its
-// own files before it commits).
+// own files before it commits). encoder_only: without the classifier's tensors (a sentence-transformers export).
 void write_bert_files(const Bert& model, const std::string& dir, const std::string& tokenizer_dir = "",
-                      bool hdf5 = false, double max_shard_mb = 0);
+                      bool hdf5 = false, double max_shard_mb = 0, bool encoder_only = false);
 
 }  // namespace hp::core

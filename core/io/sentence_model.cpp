@@ -126,12 +126,36 @@ SentenceModel read_sentence_model(const std::string& dir) {
     m.normalize = true;
   }
   m.transformer_dir = modules[0].path.empty() ? dir : (fs::path(dir) / modules[0].path).string();
-  const std::string pooling_file = (fs::path(dir) / modules[1].path / "config.json").string();
-  m.pooling = parse_pooling_config(read_file(pooling_file), pooling_file);
+  m.pooling_file = (fs::path(dir) / modules[1].path / "config.json").string();
+  m.pooling = parse_pooling_config(read_file(m.pooling_file), m.pooling_file);
   const std::string st_config = (fs::path(m.transformer_dir) / "sentence_bert_config.json").string();
   std::error_code ec;
   if (fs::is_regular_file(st_config, ec)) m.max_seq_length = parse_max_seq_length(read_file(st_config), st_config);
   return m;
+}
+
+void write_sentence_model_files(const SentenceModel& src, int width, const std::string& dir) {
+  const auto module = [](int i, const std::string& path, const std::string& type) {
+    return json{{"idx", i}, {"name", std::to_string(i)}, {"path", path}, {"type", "sentence_transformers.models." + type}};
+  };
+  json modules = json::array({module(0, "", "Transformer"), module(1, "1_Pooling", "Pooling")});
+  if (src.normalize) modules.push_back(module(2, "2_Normalize", "Normalize"));
+  write_file_atomic(dir + "/modules.json", modules.dump(2) + "\n");
+  json pooling = json::parse(read_file(src.pooling_file));  // parsed once already by read_sentence_model
+  pooling["word_embedding_dimension"] = width;
+  fs::create_directories(fs::path(dir) / "1_Pooling");
+  write_file_atomic(dir + "/1_Pooling/config.json", pooling.dump(2) + "\n");
+  if (src.normalize) fs::create_directories(fs::path(dir) / "2_Normalize");  // Normalize saves no file
+  std::error_code ec;
+  for (const auto& [folder, name] : {std::pair{src.transformer_dir, "sentence_bert_config.json"},
+                                     {src.dir, "config_sentence_transformers.json"}})
+    if (const auto from = fs::path(folder) / name; fs::is_regular_file(from, ec))
+      write_file_atomic(dir + "/" + name, read_file(from.string()));
+}
+
+bool is_sentence_model_file(const std::string& name) {
+  return name == "modules.json" || name == "1_Pooling" || name == "2_Normalize" || name == "sentence_bert_config.json" ||
+         name == "config_sentence_transformers.json";
 }
 
 }  // namespace hp::core

@@ -15,6 +15,7 @@ namespace hp::core {
 struct SentenceModel {
   std::string dir;  // the folder
   std::string transformer_dir;  // the Transformer module's folder (dir itself when its path is "")
+  std::string pooling_file;  // the Pooling module's config.json
   int max_seq_length = 0;  // sentence_bert_config.json; 0 when the file or the key is absent
   SentencePooling pooling;
   bool normalize = false;  // a Normalize module follows: unit L2 norm
@@ -35,6 +36,16 @@ bool is_sentence_model(const std::string& dir);
 // and what to do: a missing or malformed file, a module type headprune does not compute, a path leaving the folder,
 // no pooling mode, modules out of order.
 SentenceModel read_sentence_model(const std::string& dir);
+
+// The sentence-transformers files of an export of `src` into `dir`, whose config.json and weights hold its encoder,
+// maybe slimmed to hidden size `width`: modules.json (the Transformer at the folder itself, Pooling in 1_Pooling,
+// Normalize in 2_Normalize when `src` lists it), 1_Pooling/config.json (src's settings, word_embedding_dimension =
+// width), and sentence_bert_config.json and config_sentence_transformers.json as `src` holds them.
+// SentenceTransformer(dir) loads the folder (a slimmed encoder with trust_remote_code=True, as transformers does).
+void write_sentence_model_files(const SentenceModel& src, int width, const std::string& dir);
+
+// The files and folders write_sentence_model_files writes, by name.
+bool is_sentence_model_file(const std::string& name);
 
 // The parsers of the three files, from their text; `where` names the file in errors (the fuzz target calls these).
 std::vector<SentenceModule> parse_modules_json(const std::string& text, const std::string& where);

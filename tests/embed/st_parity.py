@@ -8,7 +8,9 @@ embeddings `prune embed` writes (.npy, batches of 7 so that rows are padded) mus
 SentenceTransformer(folder).encode() of the same sentences (SST-2 dev, varied lengths) within 1e-5. The .jsonl and
 .h5 outputs of one folder must hold the same numbers. `prune eval --task stsb` on a folder (tiny mean + Normalize,
 STS-B dev less the pairs whose cosines tie within 1e-5; the real model, 300 pairs) scores the cosine of the embeddings: its Spearman and Pearson must be
-scipy's over sentence-transformers' pairwise cosines within 1e-4. Exit 77 (CTest: skipped) without sentence-transformers.
+scipy's over sentence-transformers' pairwise cosines within 1e-4. `prune export --mask` of a folder is a
+sentence-transformers folder that SentenceTransformer loads (heads only: without remote code; with FFN neurons:
+trust_remote_code=True; with hidden channels, the pooling 24 wide), its embeddings within 1e-5 of `prune embed`'s, its STS-B score the masked original's. Exit 77 (CTest: skipped) without sentence-transformers.
 
 Usage: $VENV/bin/python tests/embed/st_parity.py --prune build/bin/prune --scratch DIR
 """
@@ -113,8 +115,50 @@ def main():
     with h5py.File(h5, "r") as f:
         ok &= compare(name + " .h5", f["embeddings"][()], ref)
     ok &= sts_by_cosine(args, st, [(n, f) for n, f in folders if n in ("tiny_mean_norm", "all-MiniLM-L6-v2")])
+    ok &= exports_load(args, st, texts, [(n, f) for n, f in folders if n in ("tiny_mean_norm", "all-MiniLM-L6-v2")])
     print("all equal within", TOL if ok else "")
     return 0 if ok else 1
+
+
+# Masks of the exports (prune eval/export --mask): heads only (transformers 4 loads it by config.pruned_heads, no
+# remote code), and heads with FFN neurons and hidden channels (the folder's modeling_headprune.py:
+# trust_remote_code=True).
+EXPORT_MASKS = {"tiny_mean_norm": [("heads", "0:0,1;1:2", False), ("heads_neurons_hidden", "0:0;f1:0-9;hidden:0-7", True)],
+                "all-MiniLM-L6-v2": [("heads_neurons", "0:0-5;3:1,2;f2:0-767;f5:100-1199", True)]}
+
+
+def exports_load(args, st, texts, folders):
+    """`prune export --mask` of a sentence-transformers folder is one: SentenceTransformer(export).encode must equal
+    `prune embed` on the export within 1e-5, and the export must score on STS-B what the masked original scores."""
+    ok = True
+    for name, folder in folders:
+        for tag, mask, remote in EXPORT_MASKS[name]:
+            out = os.path.join(args.scratch, f"{name}_{tag}_export")
+            cmd = [args.prune, "export", "--model", folder, "--mask", mask, "--to", out, "--force"]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"FAIL: {' '.join(cmd)} exited {r.returncode}:\n{r.stderr[-2000:]}")
+            ref = st.SentenceTransformer(out, device="cpu", trust_remote_code=remote).encode(texts, batch_size=7)
+            npy = out + ".npy"
+            run_embed(args.prune, out, os.path.join(args.scratch, "sentences.txt"), npy)
+            ok &= compare(f"{name} export ({tag}) in sentence-transformers", np.load(npy), ref)
+            root = os.path.join(args.scratch, name + "_data")
+            if not os.path.isdir(root):
+                root = os.path.join(REPO, "..", "shared", "data")
+            scores = []
+            for model, extra in ((folder, ["--mask", mask]), (out, [])):
+                res = os.path.join(args.scratch, f"{name}_{tag}_{len(scores)}.json")
+                cmd = [args.prune, "eval", "--model", model, "--task", "stsb", "--max-examples", "200", "--output",
+                       res, "--data-root", root, *extra]
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                if r.returncode != 0:
+                    sys.exit(f"FAIL: {' '.join(cmd)} exited {r.returncode}:\n{r.stderr[-2000:]}")
+                scores.append(json.load(open(res, encoding="utf-8"))["metrics"]["cosine_spearman"])
+            good = abs(scores[0] - scores[1]) <= 1e-6
+            ok &= good
+            print(f"{'ok  ' if good else 'FAIL'} {name} export ({tag}): STS-B cosine Spearman {scores[1]:.6f}, the "
+                  f"masked original {scores[0]:.6f}")
+    return ok
 
 
 STSB_DEV = os.path.join(REPO, "..", "shared", "data", "glue", "STS-B", "dev.tsv")
