@@ -87,6 +87,40 @@ struct Int8Scratch {
   std::vector<int32_t> zero, c;
 };
 
+// c[m, n] (row stride ldc) = Σ_k a[m, k] · b[n, k], exactly as the GEMM at hand sums: a u8 [M, K], b s8 [N, K]
+// row-major, colsum [N] = Σ_k b[n, k] (nullptr: computed). False when the GEMM refuses.
+#if TORCH_VERSION_MAJOR >= 2
+// LibTorch 2.x: Debian's oneDNN 2 answers "unimplemented" for its int8 GEMM in a process with the wheel's oneDNN 3
+// (docs/gpu.md), so ATen's s8·s8 -> s32 product (at::_int_mm) runs it after a shift: a_u8 = a_s8 + 128, hence
+// Σ_k a_u8·b = Σ_k a_s8·b + 128·Σ_k b. The same int32 sums, so the same outputs as 1.13's oneDNN path.
+bool gemm_u8s8s32(int64_t M, int64_t N, int64_t K, const uint8_t* a, const int8_t* b, const int32_t* colsum,
+                  int32_t* c, int64_t ldc) {
+  thread_local std::vector<int8_t> shifted;
+  int8_t* s = scratch(shifted, M * K);
+  for (int64_t i = 0; i < M * K; ++i) s[i] = static_cast<int8_t>(a[i] ^ 0x80);
+  const auto B = torch::from_blob(const_cast<int8_t*>(b), {N, K}, torch::kInt8);
+  const auto sums = colsum ? torch::from_blob(const_cast<int32_t*>(colsum), {N}, torch::kInt32)
+                           : B.to(torch::kInt32).sum(1).to(torch::kInt32);
+  const auto prod = at::_int_mm(torch::from_blob(s, {M, K}, torch::kInt8), B.t());
+  torch::from_blob(c, {M, N}, {ldc, 1}, torch::kInt32).copy_(prod + 128 * sums.unsqueeze(0));
+  return true;
+}
+#else
+bool gemm_u8s8s32(int64_t M, int64_t N, int64_t K, const uint8_t* a, const int8_t* b, const int32_t* /*colsum*/,
+                  int32_t* c, int64_t ldc) {
+  const int32_t c_offset = 0;
+  return dnnl_gemm_u8s8s32('N', 'T', 'F', M, N, K, 1.0f, a, K, 0, b, K, 0, 0.0f, c, ldc, &c_offset) == dnnl_success;
+}
+#endif
+
+std::string int8_gemm_name() {
+#if TORCH_VERSION_MAJOR >= 2
+  return "ATen _int_mm s8s8s32 (activations shifted to s8)";
+#else
+  return "oneDNN " + onednn_version() + " u8s8s32 GEMM";
+#endif
+}
+
 // The bf16 matmuls of one weight: the M dimension is given at run time, so one primitive serves every
 // batch shape; the second adds into the destination (oneDNN's sum post-op).
 struct Bf16Matmul {
@@ -155,10 +189,7 @@ bool int8_gemm_exact_at_8_bits() {
       std::vector<int8_t> b(static_cast<size_t>(N * K), 127);
       for (int64_t n = 1; n < N; n += 2) std::fill_n(b.begin() + n * K, K, static_cast<int8_t>(-127));
       std::vector<int32_t> c(static_cast<size_t>(M * N));
-      const int32_t c_offset = 0;
-      if (dnnl_gemm_u8s8s32('N', 'T', 'F', M, N, K, 1.0f, a.data(), K, 0, b.data(), K, 0, 0.0f, c.data(), N,
-                            &c_offset) != dnnl_success)
-        return false;
+      if (!gemm_u8s8s32(M, N, K, a.data(), b.data(), nullptr, c.data(), N)) return false;
       for (int64_t i = 0; i < M * N; ++i)
         if (c[static_cast<size_t>(i)] != (i % N % 2 ? -1 : 1) * 255 * 127 * K) return false;
     }
@@ -189,11 +220,11 @@ std::string precision_backend(Precision p) {
     case Int8Path::kEmulated:
       return name + ": emulated in float32 (no AVX2" + (isa::cpu_has(Level::kAvx2) ? cap : " on this CPU") + ")";
     case Int8Path::kGemm127:
-      return name + ": oneDNN " + onednn_version() + " u8s8s32 GEMM, weights ±127 (" + isa::name(int8_level()) +
+      return name + ": " + int8_gemm_name() + ", weights ±127 (" + isa::name(int8_level()) +
              ": u8·s8 products summed exactly, probed)";
     case Int8Path::kGemm63: break;
   }
-  return name + ": oneDNN " + onednn_version() + " u8s8s32 GEMM, weights ±63 (" + isa::name(int8_level()) +
+  return name + ": " + int8_gemm_name() + ", weights ±63 (" + isa::name(int8_level()) +
          ": no VNNI, u8·s8 pair sums saturate int16 at ±127, probed)";
 }
 
@@ -351,13 +382,9 @@ void PackedLinear::apply_int8(torch::Tensor& out, const torch::Tensor& x, bool a
   // Without accumulation the int32 result goes into out's own memory and is converted in place.
   int32_t* c = accumulate ? scratch(s.c, M * N) : reinterpret_cast<int32_t*>(out.data_ptr<float>());
   const int64_t ldc = accumulate ? N : out.stride(0);
-  const int32_t c_offset = 0;
-  const dnnl_status_t status = dnnl_gemm_u8s8s32('N', 'T', 'F', M, N, K, 1.0f, qx, K, 0, q_.data_ptr<int8_t>(), K, 0,
-                                                 0.0f, c, ldc, &c_offset);
-  if (status != dnnl_success)
-    throw InternalError("core/kernels/lowp_gemm.cpp: dnnl_gemm_u8s8s32 failed with status " +
-                        std::to_string(status) + " for " + std::to_string(M) + "x" + std::to_string(K) + " . " +
-                        std::to_string(K) + "x" + std::to_string(N));
+  if (!gemm_u8s8s32(M, N, K, qx, q_.data_ptr<int8_t>(), colsum_.data_ptr<int32_t>(), c, ldc))
+    throw InternalError("core/kernels/lowp_gemm.cpp: the u8s8s32 GEMM failed for " + std::to_string(M) + "x" +
+                        std::to_string(K) + " . " + std::to_string(K) + "x" + std::to_string(N));
   quant::dequantize_rows(c, ldc, out.data_ptr<float>(), out.stride(0), M, N, sx, zx, scale_.data_ptr<float>(),
                          colsum_.data_ptr<int32_t>(), accumulate, after);
 }
