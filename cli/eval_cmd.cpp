@@ -103,7 +103,12 @@ int run_sts_eval(const core::TaskSpec& task, const core::Config& cfg, const std:
   core::log_info("eval", "scoring the embeddings of " + cfg.model.path + " (no classifier for " + task.name +
                              "): cosine of each pair, up to " + std::to_string(length) +
                              " tokens a sentence (the folder's max_seq_length; data.max_seq_len is for classifiers)");
-  const auto r = eval::evaluate_sts(enc, pairs, cfg.eval.batch_size, length, tensors, true);
+  auto r = eval::evaluate_sts(enc, pairs, cfg.eval.batch_size, length, tensors, true);
+  if (!cfg.eval.mask.empty()) {  // what the mask costs the embeddings themselves: the unmasked model as the teacher
+    core::log_info("eval", "the same sentences without the mask, for the mean cosine to the unmasked embeddings");
+    const auto teacher = eval::embed_texts(enc, eval::sts_texts(pairs), cfg.eval.batch_size, length, true);
+    r.metrics["mean_cosine_to_unmasked"] = eval::paired_cosine(r.embeddings, teacher).mean().item<double>();
+  }
   const std::string pooling = core::pooling_mode_name(enc.layout.pooling.modes.front()) +
                               std::string(enc.layout.pooling.modes.size() > 1 ? " and more" : "") +
                               (enc.layout.normalize ? ", normalized" : "");

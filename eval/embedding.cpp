@@ -65,18 +65,23 @@ torch::Tensor paired_cosine(const torch::Tensor& a, const torch::Tensor& b) {
   return (a * b).sum(1) / norms;
 }
 
-StsResult evaluate_sts(const SentenceEncoder& enc, const std::vector<core::Example>& pairs, int batch, int max_len,
-                       const Masks& masks, bool show_progress) {
-  const auto t0 = std::chrono::steady_clock::now();
+std::vector<std::string> sts_texts(const std::vector<core::Example>& pairs) {
   std::vector<std::string> texts;
   texts.reserve(2 * pairs.size());
   for (const auto& p : pairs) texts.push_back(p.text_a);
   for (const auto& p : pairs) texts.push_back(p.text_b);
-  const auto e = embed_texts(enc, texts, batch, max_len, show_progress, masks);
+  return texts;
+}
+
+StsResult evaluate_sts(const SentenceEncoder& enc, const std::vector<core::Example>& pairs, int batch, int max_len,
+                       const Masks& masks, bool show_progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto e = embed_texts(enc, sts_texts(pairs), batch, max_len, show_progress, masks);
   const long N = static_cast<long>(pairs.size());
   const auto cos = paired_cosine(e.slice(0, 0, N), e.slice(0, N, 2 * N)).to(torch::kDouble).contiguous();
   StsResult r;
   r.pairs = N;
+  r.embeddings = e;
   std::vector<double> sim(cos.data_ptr<double>(), cos.data_ptr<double>() + N), gold;
   for (const auto& p : pairs) gold.push_back(p.label);
   r.similarities.assign(sim.begin(), sim.end());

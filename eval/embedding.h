@@ -45,12 +45,14 @@ torch::Tensor paired_cosine(const torch::Tensor& a, const torch::Tensor& b);
 struct StsResult {
   std::map<std::string, double> metrics;
   std::vector<float> similarities;  // one per pair, in the pairs' order
+  torch::Tensor embeddings;  // [2N, width]: every pair's first sentences, then their second ones
   long pairs = 0;
   double seconds = 0;
   double pairs_per_s = 0;
 };
 // pairs: labelled sentence pairs (text_a, text_b, label = the gold similarity); both sentences of every pair are
-// embedded in one pass of embed_texts.
+// embedded in one pass of embed_texts (sts_texts' order).
+std::vector<std::string> sts_texts(const std::vector<core::Example>& pairs);
 StsResult evaluate_sts(const SentenceEncoder& enc, const std::vector<core::Example>& pairs, int batch, int max_len,
                        const Masks& masks = {}, bool show_progress = false);
 

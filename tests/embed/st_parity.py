@@ -10,7 +10,8 @@ SentenceTransformer(folder).encode() of the same sentences (SST-2 dev, varied le
 STS-B dev less the pairs whose cosines tie within 1e-5; the real model, 300 pairs) scores the cosine of the embeddings: its Spearman and Pearson must be
 scipy's over sentence-transformers' pairwise cosines within 1e-4. `prune export --mask` of a folder is a
 sentence-transformers folder that SentenceTransformer loads (heads only: without remote code; with FFN neurons:
-trust_remote_code=True; with hidden channels, the pooling 24 wide), its embeddings within 1e-5 of `prune embed`'s, its STS-B score the masked original's. Exit 77 (CTest: skipped) without sentence-transformers.
+trust_remote_code=True; with hidden channels, the pooling 24 wide), its embeddings within 1e-5 of `prune embed`'s, its STS-B score the masked original's; the masked evaluation's mean cosine to the unmasked embeddings
+sentence-transformers' own (export against original) within 1e-5. Exit 77 (CTest: skipped) without sentence-transformers.
 
 Usage: $VENV/bin/python tests/embed/st_parity.py --prune build/bin/prune --scratch DIR
 """
@@ -127,6 +128,17 @@ EXPORT_MASKS = {"tiny_mean_norm": [("heads", "0:0,1;1:2", False), ("heads_neuron
                 "all-MiniLM-L6-v2": [("heads_neurons", "0:0-5;3:1,2;f2:0-767;f5:100-1199", True)]}
 
 
+def removed_hidden(mask):
+    """The hidden channels a mask's "hidden:a-b,c" group removes."""
+    out = set()
+    for group in mask.split(";"):
+        if group.startswith("hidden:"):
+            for part in group[len("hidden:"):].split(","):
+                a, _, b = part.partition("-")
+                out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
 def exports_load(args, st, texts, folders):
     """`prune export --mask` of a sentence-transformers folder is one: SentenceTransformer(export).encode must equal
     `prune embed` on the export within 1e-5, and the export must score on STS-B what the masked original scores."""
@@ -145,7 +157,7 @@ def exports_load(args, st, texts, folders):
             root = os.path.join(args.scratch, name + "_data")
             if not os.path.isdir(root):
                 root = os.path.join(REPO, "..", "shared", "data")
-            scores = []
+            scores, results = [], []
             for model, extra in ((folder, ["--mask", mask]), (out, [])):
                 res = os.path.join(args.scratch, f"{name}_{tag}_{len(scores)}.json")
                 cmd = [args.prune, "eval", "--model", model, "--task", "stsb", "--max-examples", "200", "--output",
@@ -153,11 +165,27 @@ def exports_load(args, st, texts, folders):
                 r = subprocess.run(cmd, capture_output=True, text=True)
                 if r.returncode != 0:
                     sys.exit(f"FAIL: {' '.join(cmd)} exited {r.returncode}:\n{r.stderr[-2000:]}")
-                scores.append(json.load(open(res, encoding="utf-8"))["metrics"]["cosine_spearman"])
+                results.append(json.load(open(res, encoding="utf-8"))["metrics"])
+                scores.append(results[-1]["cosine_spearman"])
             good = abs(scores[0] - scores[1]) <= 1e-6
             ok &= good
             print(f"{'ok  ' if good else 'FAIL'} {name} export ({tag}): STS-B cosine Spearman {scores[1]:.6f}, the "
                   f"masked original {scores[0]:.6f}")
+            # The masked evaluation's mean cosine to the unmasked embeddings: sentence-transformers' own, export
+            # against original, over both sentences of the same 200 pairs.
+            head, rows = stsb_rows(os.path.join(root, "glue", "STS-B", "dev.tsv"))
+            both = [p[0] for p in pairs_of(head, rows[:200])] + [p[1] for p in pairs_of(head, rows[:200])]
+            student = st.SentenceTransformer(out, device="cpu", trust_remote_code=remote).encode(both, convert_to_tensor=True)
+            teacher = st.SentenceTransformer(folder, device="cpu").encode(both, convert_to_tensor=True)
+            # Hidden channels removed: the export drops them where the masked original holds zeros.
+            teacher_kept = teacher[:, [c for c in range(teacher.shape[1]) if c not in removed_hidden(mask)]]
+            dots = (student * teacher_kept).sum(1) / (student.norm(dim=1) * teacher.norm(dim=1))
+            want = float(dots.mean())
+            have = results[0]["mean_cosine_to_unmasked"]
+            good = abs(have - want) <= 1e-5 and "mean_cosine_to_unmasked" not in results[1]
+            ok &= good
+            print(f"{'ok  ' if good else 'FAIL'} {name} --mask ({tag}): mean cosine to the unmasked embeddings "
+                  f"{have:.6f}, sentence-transformers {want:.6f}")
     return ok
 
 
