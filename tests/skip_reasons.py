@@ -83,6 +83,8 @@ def main():
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
     log = os.path.join(sys.argv[1] if len(sys.argv) > 1 else ".", "Testing", "Temporary", "LastTest.log")
+    if os.path.exists(log + ".tmp"):  # the run in progress: CTest renames its log only after the post-test step
+        log += ".tmp"
     try:
         with open(log, encoding="utf-8", errors="replace") as f:
             found = reasons(f.read())
