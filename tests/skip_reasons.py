@@ -70,21 +70,38 @@ End testing: Nov 28 03:22 UTC
 """
 
 
+def log_path(build):
+    """The log of the run in progress: CTest writes LastTest.log.tmp and renames it only after the post-test step
+    (LastTest.log is then the previous run's)."""
+    log = os.path.join(build, "Testing", "Temporary", "LastTest.log")
+    return log + ".tmp" if os.path.exists(log + ".tmp") else log
+
+
 def self_test():
-    """The parse of a log as CTest writes it; exit 1 on a difference."""
+    """The parse of a log as CTest writes it, and the choice of the log; exit 1 on a difference."""
+    import tempfile
     want = [("train.device_cuda", "no transformers 5 reference at /root/.cache/headprune/venv-v5/bin/python "
              "(scripts/setup.sh --v5 makes it)")]
     got = reasons(SAMPLE)
-    print("ok" if got == want else f"FAIL: {got} != {want}")
-    return 0 if got == want else 1
+    ok = got == want
+    print("ok  the parse" if ok else f"FAIL the parse: {got} != {want}")
+    with tempfile.TemporaryDirectory() as build:
+        folder = os.path.join(build, "Testing", "Temporary")
+        os.makedirs(folder)
+        for name in ("LastTest.log", "LastTest.log.tmp"):
+            open(os.path.join(folder, name), "w").close()
+        good = log_path(build).endswith("LastTest.log.tmp")
+        os.remove(os.path.join(folder, "LastTest.log.tmp"))
+        good &= log_path(build).endswith("LastTest.log")
+    ok &= good
+    print("ok  the log of the run in progress" if good else "FAIL: not the log of the run in progress")
+    return 0 if ok else 1
 
 
 def main():
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
-    log = os.path.join(sys.argv[1] if len(sys.argv) > 1 else ".", "Testing", "Temporary", "LastTest.log")
-    if os.path.exists(log + ".tmp"):  # the run in progress: CTest renames its log only after the post-test step
-        log += ".tmp"
+    log = log_path(sys.argv[1] if len(sys.argv) > 1 else ".")
     try:
         with open(log, encoding="utf-8", errors="replace") as f:
             found = reasons(f.read())
