@@ -1,5 +1,6 @@
 // `prune eval`: task metrics and throughput of a model folder on a GLUE split, heads optionally masked.
 #include <functional>
+#include <optional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -70,26 +71,24 @@ core::Bert load_model(const core::TaskSpec& task, const core::Config& cfg, core:
   return model;
 }
 
-// The model folder is a sentence-transformers model without a classifier for the task: its embeddings are what
-// its users run, so they are scored (eval/embedding.h), never a fresh classifier.
-bool scores_embeddings(const core::TaskSpec& task, const core::Config& cfg) {
-  if (!core::is_sentence_model(cfg.model.path)) return false;
-  const core::SentenceModel layout = core::read_sentence_model(cfg.model.path);
+// A sentence-transformers model without a classifier for the task: its embeddings are what its users run, so they
+// are scored (eval/embedding.h), never a fresh classifier. Empty otherwise (the classifier's evaluation follows).
+std::optional<eval::SentenceEncoder> embeddings_to_score(const core::TaskSpec& task, const core::Config& cfg) {
+  if (!core::is_sentence_model(cfg.model.path)) return std::nullopt;
   core::LoadReport report;
-  core::load_bert(layout.transformer_dir, core::task_load_options(task, cfg.run.seed), &report);
-  if (!report.classifier_initialized) return false;
+  auto enc = eval::load_sentence_encoder(cfg.model.path, core::task_load_options(task, cfg.run.seed), &report);
+  if (!report.classifier_initialized) return std::nullopt;
   if (task.name != "stsb")
     throw ConfigError(cfg.model.path + " is a sentence-transformers model with no classifier for " + task.name +
                       ": prune eval scores its embeddings on stsb (cosine Spearman, as MTEB does); use --task stsb, "
                       "or fine-tune a classifier for " + task.name + " first (prune train --config configs/" +
                       task.name + ".yaml)");
-  return true;
+  return enc;
 }
 
 // STS by the cosine of the embeddings: metrics, speed and the run's settings into `out` and one line on stdout.
-int run_sts_eval(const core::TaskSpec& task, const core::Config& cfg, const std::vector<core::Example>& pairs,
-                 const std::string& out) {
-  auto enc = eval::load_sentence_encoder(cfg.model.path);
+int run_sts_eval(eval::SentenceEncoder& enc, const core::TaskSpec& task, const core::Config& cfg,
+                 const std::vector<core::Example>& pairs, const std::string& out) {
   to_run_device(enc.model, cfg);
   enc.model.set_precision(core::precision_setting(cfg.run.precision));
   const auto& mc = enc.model.config();
@@ -140,7 +139,7 @@ int run_eval(const core::Config& cfg) {
   if (core::shared_decide([&] { return core::claim_result_file(out, "config", core::dump_yaml(cfg)) ? 1L : 0L; }))
     core::log_info("eval", out + " holds this evaluation already: it is redone");
   const auto examples = labelled_examples(task, cfg);
-  if (scores_embeddings(task, cfg)) return run_sts_eval(task, cfg, examples, out);
+  if (auto enc = embeddings_to_score(task, cfg)) return run_sts_eval(*enc, task, cfg, examples, out);
 
   core::LoadReport report;
   core::Bert model = load_model(task, cfg, report);

@@ -13,12 +13,12 @@
 
 namespace hp::eval {
 
-SentenceEncoder load_sentence_encoder(const std::string& dir) {
+SentenceEncoder load_sentence_encoder(const std::string& dir, const core::LoadOptions& load, core::LoadReport* report) {
   if (!core::is_sentence_model(dir))
     throw InputError(dir + ": no modules.json, so not a sentence-transformers folder; prune embed reads one such as "
                      "checkpoints/all-MiniLM-L6-v2 (Transformer, Pooling, Normalize)");
   core::SentenceModel layout = core::read_sentence_model(dir);
-  core::Bert model = core::load_bert(layout.transformer_dir);
+  core::Bert model = core::load_bert(layout.transformer_dir, load, report);
   const int hidden = model.config().hidden_size;
   if (layout.pooling.dimension != hidden)
     throw InputError(dir + ": the Pooling module's word_embedding_dimension is " +

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/data/glue.h"
+#include "core/io/checkpoint.h"
 #include "core/io/sentence_model.h"
 #include "core/model/bert.h"
 #include "core/text/tokenizer.h"
@@ -24,7 +25,9 @@ struct SentenceEncoder {
   core::Bert model;
   core::Tokenizer tokenizer;
 };
-SentenceEncoder load_sentence_encoder(const std::string& dir);
+// `load` and `report` as core::load_bert takes them (whether the folder holds a classifier for a task).
+SentenceEncoder load_sentence_encoder(const std::string& dir, const core::LoadOptions& load = {},
+                                      core::LoadReport* report = nullptr);
 
 // The sequence length the folder's encode() uses: max_seq_length, or `max_len` when it is > 0, capped by the
 // encoder's max_position_embeddings.
