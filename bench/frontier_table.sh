@@ -2,7 +2,8 @@
 # Reproduces the frontier tables (#41, #58): `prune --max-drop DROP` on a fine-tuned all-MiniLM-L6-v2 (BASE, e.g. README
 # command 1's runs/sst2/finetune/best) with the DEFAULTS — every head criterion, the search at every budget_schedule
 # point recovered by prune.recover_steps and taken at the best of its steps on the selection slice, the gates at the
-# two cheapest budgets the search left within 2·DROP — timed at batch 32 x 128 tokens. TRIM=1 trims the candidates
+# cheapest budget the search left within 2·DROP (recovered as long) — timed at batch 32 x 128 tokens. BASE may also be
+# the pretrained checkpoints/all-MiniLM-L6-v2: the run then fine-tunes it first (prune.finetune), its time included. TRIM=1 trims the candidates
 # (the taylor ranking at 6 head counts, the search at 4 budgets, the gates on 12,800 examples: train.* shapes the
 # gates and fine-tuning only, never the recoveries) to keep the run near half an hour on 2 cores. A finished run is
 # kept (summary.json); a killed one resumes. Prints the frontier (every point, the selection metric the choice read,

@@ -77,7 +77,7 @@ std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& point
                                          double max_drop);
 
 // The FLOPs fractions the gates are trained at, by prune.frontier_gates (`setting`): percents in (0, 100), or
-// [auto]: the two cheapest points of the budget search (kwon, fp32) whose select_metric is
+// [auto]: the cheapest point of the budget search (kwon, fp32) whose select_metric is
 // within 2·max_drop of f.select_baseline; [] none. Ascending, without repeats. ConfigError naming the entry that is neither.
 std::vector<double> frontier_gate_budgets(const std::vector<std::string>& setting, const Frontier& f);
 

@@ -170,7 +170,7 @@ std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction) {
               std::string("Hard-Concrete gates on heads, FFN neurons and sublayers") +
                   (c.gates.layer_gates ? ", layers" : "") + (c.gates.hidden_gates ? ", hidden channels" : "") +
                   " to " + percent(fraction) + " of the encoder's FLOPs, in " + dir);
-    if (!train_in(ctx, c, sub, ctx.model_dir)) return std::nullopt;
+    if (!train_budget_gates_in(ctx, c, sub)) return std::nullopt;
   }
   const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
   const core::StructureMask keep = gated_mask(ctx, tr);

@@ -37,7 +37,10 @@ struct RunContext;
 // model in `from`, on the task and data resolved in stage 1; `fixed_keep` fixes the heads (recovery), or
 // `teacher_dir` names the unpruned model a slimmed one recovers from. False when stopped.
 bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string& sub, const std::string& from,
-              const core::HeadSet& fixed_keep = {}, const std::string& teacher_dir = "");
+              const core::HeadSet& fixed_keep = {}, const std::string& teacher_dir = "", long finetune_steps = 0);
+// Budget gates (gates_budget_config's) in RUN_DIR/<sub>: their fixed-structure fine-tuning is the recovery
+// every budget candidate gets (budget_recover_steps at the gates' target), not gates.finetune_epochs.
+bool train_budget_gates_in(const RunContext& ctx, const core::Config& gates_cfg, const std::string& sub);
 
 // The first `n` (0 = all) of a seeded shuffle of `all`: the ranking examples of a seed, the search sample.
 std::vector<core::Example> sample_examples(std::vector<core::Example> all, int n, int seed);
@@ -86,7 +89,8 @@ struct RunContext {
 };
 
 // Hard-Concrete gates on heads, FFN neurons and sublayers (CoFi) to a FLOPs or parameter budget: `cfg` with the
-// gates' targets set, distilling from the unpruned model when recovery would (in place of stage 6's recovery).
+// gates' targets set, distilling from the unpruned model when recovery would (in place of stage 6's recovery);
+// with prune.recover_steps 0 no fine-tuning follows the gates (as no recovery follows the search).
 core::Config gates_budget_config(const core::Config& cfg, double target_flops, double target_params);
 // A gated run's kept heads and FFN neurons, from its train_result.json.
 core::StructureMask gated_mask(const RunContext& ctx, const nlohmann::json& train_result);

@@ -11,6 +11,7 @@
 #include "prune/pipeline.h"
 #include "prune/report.h"
 #include "prune/schedule.h"
+#include "prune/best_step.h"
 #include "prune/budget.h"
 #include "prune/frontier_stage.h"
 #include "prune/selection.h"
@@ -79,7 +80,7 @@ std::vector<core::Example> sample_examples(std::vector<core::Example> all, int n
 // A training run of the pruning run, in RUN_DIR/<sub> (resumed when its state is there) on the task
 // and data resolved in stage 1. False when stopped.
 bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string& sub, const std::string& from,
-              const core::HeadSet& fixed_keep, const std::string& teacher_dir) {
+              const core::HeadSet& fixed_keep, const std::string& teacher_dir, long finetune_steps) {
   train::TaskRun run;
   run.teacher_dir = teacher_dir;
   run.model_dir = from;
@@ -89,7 +90,13 @@ bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string&
   run.stop = ctx.stop;
   run.task = ctx.task;
   run.data_root = ctx.data_root;
+  run.finetune_steps = finetune_steps;
   return !train::train_task(cfg, run).interrupted;
+}
+
+bool train_budget_gates_in(const RunContext& ctx, const core::Config& gates_cfg, const std::string& sub) {
+  const double target = gates_cfg.gates.target_flops + gates_cfg.gates.target_params;
+  return train_in(ctx, gates_cfg, sub, ctx.model_dir, {}, "", budget_recover_steps(gates_cfg.prune, target, false));
 }
 
 void prepare(RunContext& ctx, const core::Config& user, const std::atomic<bool>* stop) {

@@ -69,7 +69,8 @@ std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
       c.gates.target_heads = n;
       log_stage(5, "choose N", "Hard-Concrete gates in target mode to " + std::to_string(n) + " heads");
     }
-    if (!train_in(ctx, c, ctx.gates_sub, ctx.model_dir)) return std::nullopt;
+    if (!(budget ? train_budget_gates_in(ctx, c, ctx.gates_sub) : train_in(ctx, c, ctx.gates_sub, ctx.model_dir)))
+      return std::nullopt;
   }
   const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
   FinalChoice choice;
@@ -304,6 +305,7 @@ core::Config gates_budget_config(const core::Config& cfg, double target_flops, d
   core::Config c = cfg;
   c.gates.target_flops = target_flops, c.gates.target_params = target_params;
   c.gates.distill = cfg.gates.distill || cfg.prune.recover_distill;
+  c.gates.finetune_after = cfg.gates.finetune_after && cfg.prune.recover_steps > 0;
   const auto& st = cfg.prune.structures;
   c.gates.layer_gates = cfg.gates.layer_gates || std::find(st.begin(), st.end(), "layers") != st.end();
   c.gates.hidden_gates = cfg.gates.hidden_gates || std::find(st.begin(), st.end(), "hidden") != st.end();

@@ -121,6 +121,7 @@ TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
   opts.resume = run.resume;
   opts.teacher = teacher ? &*teacher : nullptr;
   opts.fixed_keep = run.fixed_keep;
+  opts.finetune_steps = run.finetune_steps;
   opts.stop = run.stop;
   TrainResult r = train_model(cfg.train, cfg.gates, cfg.run, model, data, opts);
   if (!r.interrupted) write_result(cfg, run, task, r);

@@ -21,6 +21,7 @@ struct TaskRun {
   // Distil from this model (gates.distill); empty = model_dir as it starts. Set for the recovery of a slimmed
   // model (a budget search's), which has no fixed_keep.
   std::string teacher_dir;
+  long finetune_steps = 0;  // TrainOptions::finetune_steps: > 0 = the gates' fixed-structure fine-tuning's steps
   const std::atomic<bool>* stop = nullptr;
   // Resolved by a caller that already has them (the pruning run's stage 1); null/empty: from cfg.data.
   const core::TaskSpec* task = nullptr;

@@ -46,7 +46,8 @@ class Loop {
     const long n = static_cast<long>(data.train->size());
     steps_per_epoch_ = (n + tc.batch_size - 1) / tc.batch_size;
     phase_total_[1] = tc.max_steps > 0 ? tc.max_steps : tc.epochs * steps_per_epoch_;
-    phase_total_[2] = target_mode_ && gc.finetune_after ? gc.finetune_epochs * steps_per_epoch_ : 0;
+    const long finetune = opts.finetune_steps > 0 ? opts.finetune_steps : gc.finetune_epochs * steps_per_epoch_;
+    phase_total_[2] = target_mode_ && gc.finetune_after ? finetune : 0;
     if (budget_mode_) {
       // One budget with the retraining-free search: FLOPs at the evaluation split's mean length, or parameters.
       costs_ = eval::unit_costs(mc, gc.target_params > 0, core::mean_length(*data.eval));

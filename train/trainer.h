@@ -36,6 +36,9 @@ struct TrainOptions {
   // and gates.distill the whole run distils.
   core::HeadSet fixed_keep;
   long stop_after_steps = 0;  // > 0: save state and stop after this many steps (tests, budgets)
+  // > 0: the fine-tuning with the structure fixed after target-mode gates lasts this many steps, not
+  // gates.finetune_epochs epochs (a pruning run's budget gates recover as long as its other candidates do).
+  long finetune_steps = 0;
   const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT): save state and stop after the step
 };
 

@@ -250,7 +250,9 @@ struct GateConfig {
       "fraction of steps over which the target falls linearly to its value (all heads, or 100%, at the start)");
     v("lagrangian_lr", lagrangian_lr, "learning rate of the Lagrange multipliers (gradient ascent)");
     v("finetune_after", finetune_after, "after fixing exactly N heads, fine-tune with those heads fixed");
-    v("finetune_epochs", finetune_epochs, "epochs of that fixed-heads fine-tuning");
+    v("finetune_epochs", finetune_epochs,
+      "epochs of that fixed-heads fine-tuning (prune train; a pruning run's FLOPs or parameter gates fine-tune "
+      "for prune.recover_steps instead, as its other budget candidates recover)");
     v("distill", distill, "distil from the unpruned model during the fixed-heads fine-tuning");
     v("distill_weight", distill_weight, "weight of the distillation KL term (task term gets 1 - weight)");
     v("distill_temperature", distill_temperature, "softmax temperature of teacher and student logits in the KL term");
@@ -379,8 +381,9 @@ struct PruneConfig {
       "model is measured at fp32 in any case (the baseline)");
     v("frontier_gates", frontier_gates,
       "--max-drop: the FLOPs budgets (percent) at which Hard-Concrete gates on heads, FFN neurons and sublayers "
-      "(CoFi) are trained as candidates; [auto] = the two cheapest budget_schedule points whose search candidate "
-      "scored within 2 x max_drop of the unpruned model; [] = none");
+      "(CoFi) are trained as candidates, each fine-tuned with its structure fixed for the search's recovery "
+      "(recover_steps, scaled as recover_scale says); [auto] = the cheapest budget_schedule point whose search "
+      "candidate scored within 2 x max_drop of the unpruned model on the selection slice; [] = none");
     v("frontier_models", frontier_models,
       "--max-drop: model folders exported elsewhere (a prune run's model/, a GPU-trained export) measured as "
       "candidates beside the run's own, on the same splits and timings; [] = none");

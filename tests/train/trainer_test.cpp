@@ -354,6 +354,22 @@ TEST_CASE("a FLOPs target on the tiny model lands on the budget within one neuro
   CHECK(m.metrics.at("accuracy") == Approx(r.final_metrics.at("accuracy")));
 }
 
+TEST_CASE("a FLOPs target's fixed-structure fine-tuning lasts finetune_steps when given, not an epoch", "[train]") {
+  Setup s = budget_setup(0.5);
+  auto data = s.data();
+  auto model = tiny_model();
+  auto teacher = tiny_model();
+  hp::train::TrainOptions o;
+  o.run_dir = fresh_dir("budget_steps");
+  o.config_yaml = "budget_steps";
+  o.teacher = &teacher;
+  o.finetune_steps = 5;  // a pruning run's recovery length, where gates.finetune_epochs = 1 would give 12 steps
+  auto r = hp::train::train_model(s.tc, s.gc, s.rc, model, data, o);
+  CHECK(r.steps == 48 + 5);
+  const auto keep = hp::core::parse_mask(o.run_dir + "/head_mask.txt", 2, 4, 37);
+  CHECK(keep.heads == r.final_keep);
+}
+
 TEST_CASE("a FLOPs target resumed inside the gated phase equals the uninterrupted run", "[train]") {
   Setup s = budget_setup(0.6);
   s.gc.distill_hidden = 1.0;  // its learned map must come back too
