@@ -176,7 +176,10 @@ void write_export(const core::Config& cfg, const core::Bert& model, const std::s
     if (const auto at = text.find(marker); at != std::string::npos) text.resize(at);
     core::write_file_atomic(dir + "/README.md", text);
   }
-  if (cfg.export_.onnx || cfg.export_.int8) prune::export_onnx(model, dir);
+  if (sentence && cfg.export_.onnx)  // the encoder with its pooling and Normalize, as SentenceTransformer runs it
+    prune::export_sentence_onnx(model, core::read_sentence_model(dir), dir);
+  else if (cfg.export_.onnx || cfg.export_.int8)
+    prune::export_onnx(model, dir);
   if (cfg.export_.int8) export_int8(cfg, model, dir);
 }
 
@@ -184,10 +187,11 @@ void write_export(const core::Config& cfg, const core::Bert& model, const std::s
 
 int run_export(const core::Config& cfg) {
   if (cfg.export_.out.empty()) throw ConfigError("export.out is empty; pass --to DIR");
-  if ((cfg.export_.onnx || cfg.export_.int8) && core::is_sentence_model(cfg.model.path))
-    throw ConfigError(std::string(cfg.export_.int8 ? "export.int8" : "export.onnx") + " on " + cfg.model.path +
-                      ", a sentence-transformers model: ONNX of an encoder with its pooling is not built yet (the "
-                      "ONNX export holds a classifier's logits); export without --onnx and --int8");
+  if (cfg.export_.int8 && core::is_sentence_model(cfg.model.path))
+    throw ConfigError("export.int8 on " + cfg.model.path +
+                      ", a sentence-transformers model: int8 ONNX of an encoder with its pooling is not built yet; "
+                      "export with --onnx (model.onnx: the encoder, its pooling and Normalize in float32), or run "
+                      "the export at int8 in headprune (prune embed --precision int8)");
   check_target(cfg);
   try {  // StagedFolder::write removes the staging folder and names the target in the error
     core::StagedFolder(cfg.export_.out).write(

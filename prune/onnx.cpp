@@ -12,6 +12,7 @@
 #include "core/base/strings.h"
 #include "core/base/version.h"
 #include "core/kernels/lowp_gemm.h"
+#include "core/model/pooling.h"
 #include "core/io/tensor_io.h"
 #include "eval/evaluator.h"
 #include "eval/latency.h"
@@ -80,28 +81,31 @@ core::TensorMap padded_examples(const core::EncodedDataset& data) {
   return {{"input_ids", ids}, {"attention_mask", mask}, {"token_type_ids", types}};
 }
 
-}  // namespace
-
-void export_onnx(const core::Bert& model, const std::string& dir) {
-  const std::string py = reference_python("--onnx");
-  core::EncoderInput in = eval::synthetic_input(model.config(), 4, 32, 7);
+// The fixed batch every fp32 ONNX file is checked on: 4 × 32 random ids, two rows padded after 16 tokens.
+core::EncoderInput check_input(const core::BertConfig& config) {
+  core::EncoderInput in = eval::synthetic_input(config, 4, 32, 7);
   in.attention_mask = torch::ones({4, 32}, torch::kLong);
-  in.attention_mask.narrow(0, 2, 2).narrow(1, 16, 16).zero_();  // two rows padded after 16 tokens
+  in.attention_mask.narrow(0, 2, 2).narrow(1, 16, 16).zero_();
   in.token_type_ids = torch::zeros({4, 32}, torch::kLong);
-  torch::Tensor logits;
-  {
-    torch::NoGradGuard no_grad;
-    logits = model.forward(in).logits;
-  }
+  return in;
+}
+
+// Writes dir/model.onnx through the script (`flags`: --sentence for a sentence-transformers folder) and checks ONNX
+// Runtime's output against `want` (headprune's `what`: "logits" or "embeddings") on `in` within 1e-4.
+void write_checked_onnx(const std::string& dir, const core::EncoderInput& in, const std::string& what,
+                        const torch::Tensor& want, const std::vector<std::string>& flags) {
+  const std::string py = reference_python("--onnx");
   const std::string ref = dir + "/onnx_check.h5", result = dir + "/onnx_check.json", out = dir + "/model.onnx";
   core::write_hdf5(ref, {{"input_ids", in.input_ids},
                          {"attention_mask", in.attention_mask},
                          {"token_type_ids", in.token_type_ids},
-                         {"logits", logits}});
+                         {what, want}});
   std::string command;
   int rc = 0;
   try {
-    rc = run_script(py, {dir, ref, "--tol", "1e-4", "--result", result}, &command);
+    std::vector<std::string> args = {dir, ref, "--tol", "1e-4", "--result", result};
+    args.insert(args.end(), flags.begin(), flags.end());
+    rc = run_script(py, args, &command);
   } catch (...) {
     remove_files({ref, result, out});
     throw;
@@ -109,17 +113,33 @@ void export_onnx(const core::Bert& model, const std::string& dir) {
   const double diff = script_max_diff(result);
   remove_files({ref, result});
   if (rc == 0) {
-    core::log_info("export", "model.onnx: ONNX Runtime's logits within " + (diff >= 0 ? g3(diff) : "1e-4") +
+    core::log_info("export", "model.onnx: ONNX Runtime's " + what + " within " + (diff >= 0 ? g3(diff) : "1e-4") +
                                  " of headprune's (tolerance 1e-4)");
     return;
   }
   remove_files({out});
   if (diff > 1e-4)
-    throw InternalError(out + ": ONNX Runtime's logits differ from headprune's by up to " + g3(diff) +
+    throw InternalError(out + ": ONNX Runtime's " + what + " differ from headprune's by up to " + g3(diff) +
                         " (tolerance 1e-4) on 4 × 32 random ids; export without --onnx and --int8 (the Hugging Face "
                         "folder alone), and report it with the model's config.json");
   throw InternalError(out + ": tools/onnx_export.py failed (exit " + std::to_string(rc) +
                       ", its output is above); export without --onnx and --int8, or run it by hand: " + command);
+}
+
+}  // namespace
+
+void export_onnx(const core::Bert& model, const std::string& dir) {
+  const core::EncoderInput in = check_input(model.config());
+  torch::NoGradGuard no_grad;
+  write_checked_onnx(dir, in, "logits", model.forward(in).logits, {});
+}
+
+void export_sentence_onnx(const core::Bert& model, const core::SentenceModel& layout, const std::string& dir) {
+  const core::EncoderInput in = check_input(model.config());
+  torch::NoGradGuard no_grad;
+  const auto hidden = model.forward(in).last_hidden;
+  write_checked_onnx(dir, in, "embeddings",
+                     core::pool_sentences(layout.pooling, layout.normalize, hidden, in.attention_mask), {"--sentence"});
 }
 
 namespace {

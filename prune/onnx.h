@@ -10,6 +10,7 @@
 #include "core/data/batching.h"
 #include "core/data/glue.h"
 
+#include "core/io/sentence_model.h"
 #include "core/model/bert.h"
 
 namespace hp::prune {
@@ -20,6 +21,13 @@ namespace hp::prune {
 // fails, the message saying which and what to try. A failure leaves no model.onnx and no check file in `dir`
 // (`prune export` then discards its whole folder: cli/export_cmd.cpp).
 void export_onnx(const core::Bert& model, const std::string& dir);
+
+// `prune export --onnx` of a sentence-transformers folder (#59): dir (written by core::save_bert and
+// core::write_sentence_model_files) gets model.onnx of the folder's whole module chain as SentenceTransformer(dir)
+// runs it — the encoder `model`, the pooling and Normalize of `layout` — whose output `sentence_embedding`
+// [batch, width] is checked in ONNX Runtime against headprune's embeddings of the same fixed batch within 1e-4,
+// failing as export_onnx fails.
+void export_sentence_onnx(const core::Bert& model, const core::SentenceModel& layout, const std::string& dir);
 
 // `prune export --int8`: dir/model.int8.onnx, dir/model.onnx with headprune's int8 scheme written in standard
 // ONNX operators (tools/onnx_export.py: weights s8 per output channel in ±core::kPortableInt8WeightMax = ±63,

@@ -6,6 +6,9 @@ it in ONNX Runtime against headprune's own logits, and optionally times it.
 Usage: onnx_export.py MODEL_DIR REFERENCE.h5 [--out FILE] [--tol 1e-4] [--result FILE.json] [--time OTHER_DIR] [--seq 64]
        onnx_export.py MODEL_DIR REFERENCE.h5 --int8 --logits-out FILE [--weight-max 63]
   REFERENCE.h5 holds input_ids, attention_mask, token_type_ids and headprune's `logits` for them.
+  --sentence: MODEL_DIR is a sentence-transformers folder (#59): the graph is its whole module chain as
+  SentenceTransformer(MODEL_DIR) runs it — the encoder, the Pooling module, Normalize when listed — with the
+  output `sentence_embedding` [batch, width], checked against REFERENCE.h5's `embeddings` (headprune's).
   --result FILE.json: also write the check's outcome there ({"max_abs_diff", "tol", "examples"}), so that the
   caller can say why an export was refused.
   --time OTHER_DIR: also export OTHER_DIR (e.g. the unpruned model) to a temporary file and print the
@@ -77,16 +80,48 @@ def feed_of(sess, arrays):
     return {i.name: arrays[i.name] for i in sess.get_inputs()}
 
 
-def export(model_dir: str, path: str) -> None:
-    model = load(model_dir).eval()
-    model.config.return_dict = False
-    names = input_names(model)
+class SentenceEmbedder(torch.nn.Module):
+    """A SentenceTransformer's module chain (Transformer, Pooling, Normalize) as one module of tensors: the inputs
+    the encoder takes in, `sentence_embedding` out, exactly as encode() computes it."""
+
+    def __init__(self, st_model, names):
+        super().__init__()
+        self.st, self.names = st_model, names
+
+    def forward(self, *tensors):
+        features = dict(zip(self.names, tensors))
+        for module in self.st:
+            features = module(features)
+        return features["sentence_embedding"]
+
+
+def load_sentence(model_dir: str):
+    """SentenceTransformer(model_dir), a slimmed encoder through the folder's remote code as load() takes it."""
+    from sentence_transformers import SentenceTransformer
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+    remote = "intermediate_sizes" in config or "classifier_hidden_size" in config
+    st_model = SentenceTransformer(model_dir, device="cpu", trust_remote_code=remote).eval()
+    auto = st_model[0].auto_model
+    auto.config.return_dict = False
+    names = input_names(auto)
+    return SentenceEmbedder(st_model, names), names
+
+
+def export(model_dir: str, path: str, sentence: bool = False) -> None:
+    if sentence:
+        model, names = load_sentence(model_dir)
+        output = "sentence_embedding"
+    else:
+        model = load(model_dir).eval()
+        model.config.return_dict = False
+        names, output = input_names(model), "logits"
     fill = {"input_ids": 5, "attention_mask": 1, "token_type_ids": 0}  # ids past RoBERTa's padding id; one type
     dummy = tuple(torch.full((2, 8), fill[n], dtype=torch.long) for n in names)
     axes = {n: {0: "batch", 1: "sequence"} for n in names}
-    axes["logits"] = {0: "batch"}
+    axes[output] = {0: "batch"}
     with torch.no_grad():
-        torch.onnx.export(model, dummy, path, input_names=names, output_names=["logits"], dynamic_axes=axes,
+        torch.onnx.export(model, dummy, path, input_names=names, output_names=[output], dynamic_axes=axes,
                           opset_version=14, do_constant_folding=True)
 
 
@@ -258,20 +293,22 @@ def main() -> int:
                     help="the int8 weights' range ±N per output channel: 63 (7 bits, exact in ONNX Runtime on every "
                          "CPU) or 127")
     ap.add_argument("--result")
+    ap.add_argument("--sentence", action="store_true")
     args = ap.parse_args()
     if args.int8:
         if not 1 <= args.weight_max <= 127:
             ap.error(f"--weight-max {args.weight_max}: use 1..127 (63: exact in ONNX Runtime's AVX2 kernel)")
         return quantize_int8(args.model_dir, args.reference, args.logits_out, args.weight_max)
     out = args.out or os.path.join(args.model_dir, "model.onnx")
-    export(args.model_dir, out)
+    export(args.model_dir, out, args.sentence)
     sess = session(out)
     with h5py.File(args.reference, "r") as f:
         feed = {n: f[n][()].astype(np.int64) for n in NAMES}
-        want = f["logits"][()]
+        want = f["embeddings" if args.sentence else "logits"][()]
     got = sess.run(None, feed_of(sess, feed))[0]
-    diff = float(np.abs(got - want).max())
-    print(f"onnx: wrote {out}; max |ONNX Runtime - headprune| = {diff:.3g} over {want.shape[0]} examples (tol {args.tol})")
+    diff = float(np.abs(got - want).max()) if got.shape == want.shape else float("inf")
+    print(f"onnx: wrote {out}; max |ONNX Runtime - headprune| = {diff:.3g} over {want.shape[0]} examples (tol {args.tol})"
+          + ("" if got.shape == want.shape else f": shape {got.shape} against headprune's {want.shape}"))
     if args.result:
         with open(args.result, "w") as f:
             json.dump({"max_abs_diff": diff, "tol": args.tol, "examples": int(want.shape[0])}, f)

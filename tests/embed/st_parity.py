@@ -8,7 +8,9 @@ embeddings `prune embed` writes (.npy, batches of 7 so that rows are padded) mus
 SentenceTransformer(folder).encode() of the same sentences (SST-2 dev, varied lengths) within 1e-5. The .jsonl and
 .h5 outputs of one folder must hold the same numbers. `prune eval --task stsb` on a folder (tiny mean + Normalize,
 STS-B dev less the pairs whose cosines tie within 1e-5; the real model, 300 pairs) scores the cosine of the embeddings: its Spearman and Pearson must be
-scipy's over sentence-transformers' pairwise cosines within 1e-4. `prune export --mask` of a folder is a
+scipy's over sentence-transformers' pairwise cosines within 1e-4. `prune export --onnx` of a folder (unpruned and
+slimmed) holds the pooling: ONNX Runtime on model.onnx equals encode() of the export within 1e-5. `prune export --mask`
+of a folder is a
 sentence-transformers folder that SentenceTransformer loads (heads only: without remote code; with FFN neurons:
 trust_remote_code=True; with hidden channels, the pooling 24 wide), its embeddings within 1e-5 of `prune embed`'s, its STS-B score the masked original's; the masked evaluation's mean cosine to the unmasked embeddings
 sentence-transformers' own (export against original) within 1e-5. Exit 77 (CTest: skipped) without sentence-transformers.
@@ -60,13 +62,13 @@ def run_embed(prune, folder, text_file, out, batch=7):
         sys.exit(f"FAIL: {' '.join(cmd)} exited {r.returncode}:\n{r.stderr[-2000:]}")
 
 
-def compare(name, ours, ref):
+def compare(name, ours, ref, what="prune embed"):
     if ours.shape != ref.shape:
         print(f"FAIL {name}: shape {ours.shape} against sentence-transformers' {ref.shape}")
         return False
     err = float(np.abs(ours - ref).max())
     ok = err <= TOL
-    print(f"{'ok  ' if ok else 'FAIL'} {name}: max |prune embed - encode| {err:.2e} over {ours.shape}")
+    print(f"{'ok  ' if ok else 'FAIL'} {name}: max |{what} - encode| {err:.2e} over {ours.shape}")
     return ok
 
 
@@ -117,6 +119,7 @@ def main():
         ok &= compare(name + " .h5", f["embeddings"][()], ref)
     ok &= sts_by_cosine(args, st, [(n, f) for n, f in folders if n in ("tiny_mean_norm", "all-MiniLM-L6-v2")])
     ok &= exports_load(args, st, texts, [(n, f) for n, f in folders if n in ("tiny_mean_norm", "all-MiniLM-L6-v2")])
+    ok &= onnx_exports(args, st, texts, [(n, f) for n, f in folders if n in ONNX_FOLDERS])
     print("all equal within", TOL if ok else "")
     return 0 if ok else 1
 
@@ -186,6 +189,42 @@ def exports_load(args, st, texts, folders):
             ok &= good
             print(f"{'ok  ' if good else 'FAIL'} {name} --mask ({tag}): mean cosine to the unmasked embeddings "
                   f"{have:.6f}, sentence-transformers {want:.6f}")
+    return ok
+
+
+# `prune export --onnx` of a sentence-transformers folder: model.onnx holds the encoder with its pooling and Normalize.
+# Three pooling layouts, unpruned and slimmed (heads, FFN neurons and hidden channels: the remote-code encoder).
+ONNX_FOLDERS = {"tiny_mean_norm": [None, "0:0;f1:0-9;hidden:0-7"], "tiny_max": [None],
+                "tiny_cls_norm": ["1:1-3;f0:5-30"]}
+
+
+def onnx_exports(args, st, texts, folders):
+    """ONNX Runtime on the export's model.onnx against SentenceTransformer(export).encode, on the same sentences
+    tokenized by the export's own tokenizer, within 1e-5."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        print("note: onnxruntime is not installed: the ONNX exports are left out")
+        return True
+    ok = True
+    for name, folder in folders:
+        for mask in ONNX_FOLDERS[name]:
+            out = os.path.join(args.scratch, f"{name}_onnx{'_masked' if mask else ''}")
+            cmd = [args.prune, "export", "--model", folder, "--to", out, "--force", "--onnx"]
+            cmd += ["--mask", mask] if mask else []
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"FAIL: {' '.join(cmd)} exited {r.returncode}:\n{r.stderr[-2000:]}")
+            model = st.SentenceTransformer(out, device="cpu", trust_remote_code=bool(mask))
+            ref = model.encode(texts, batch_size=7)
+            sess = ort.InferenceSession(os.path.join(out, "model.onnx"), providers=["CPUExecutionProvider"])
+            want = {i.name for i in sess.get_inputs()}
+            got = []
+            for i in range(0, len(texts), 7):  # batches padded to their longest, as encode pads them
+                feats = model.tokenize(texts[i:i + 7])
+                got.append(sess.run(["sentence_embedding"], {k: v.numpy() for k, v in feats.items() if k in want})[0])
+            ok &= compare(f"{name} ONNX export{' (' + mask + ')' if mask else ''} in ONNX Runtime", np.concatenate(got),
+                          ref, "ONNX Runtime")
     return ok
 
 
