@@ -109,6 +109,7 @@ const std::vector<KeyUse>& key_use_table() {
       {"recover_distill", [](const P& p) { return final_model(p) && p.recover_steps > 0; },
        "a run that recovers its model (prune.recover_steps > 0 with a target)"},
       {"finetune", always, ""},
+      {"objective", always, ""},
       {"latency", always, ""},
       {"verify", final_model, "a run that exports a model (--target-heads, --target-layers, a budget, --max-drop)"},
   };

@@ -13,7 +13,8 @@
 namespace hp::prune {
 
 MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
-                             const std::function<void(long, long)>& progress, bool hidden, bool layers) {
+                             const std::function<void(long, long)>& progress, bool hidden, bool layers,
+                             const MaskLoss& objective) {
   for (const auto& [name, t] : model.parameters())
     HP_CHECK(!t.requires_grad(), "mask_gradients needs a model without trainable tensors (" << name << ")");
   const auto& cfg = model.config();
@@ -30,11 +31,12 @@ MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
     core::EncoderInput in = core::encoder_input(b);
     in.head_mask = torch::ones({cfg.num_hidden_layers, cfg.max_heads()}, torch::requires_grad());
     in.neuron_mask = torch::ones({cfg.num_hidden_layers, cfg.max_ffn_width()}, torch::requires_grad());
-    in.cls_only = true;
+    in.cls_only = !objective;
     std::vector<torch::Tensor> wrt = {in.head_mask, in.neuron_mask};
     if (hidden) wrt.push_back(in.hidden_mask = torch::ones({cfg.hidden_size}, torch::requires_grad()));
     if (layers) wrt.push_back(in.layer_mask = torch::ones({cfg.num_hidden_layers}, torch::requires_grad()));
-    const auto loss = per_example_loss(model.forward(in).logits, b.labels, regression).mean();
+    const auto loss = objective ? objective(model.forward(in), b, i)
+                                : per_example_loss(model.forward(in).logits, b.labels, regression).mean();
     const auto g = torch::autograd::grad({loss}, wrt);
     heads[i] = g[0].to(torch::kFloat64);
     neurons[i] = g[1].to(torch::kFloat64);

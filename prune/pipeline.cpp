@@ -15,6 +15,7 @@
 #include "eval/flops.h"
 #include "prune/best_step.h"
 #include "prune/budget.h"
+#include "prune/embedding_run.h"
 #include "prune/criteria.h"
 #include "prune/frontier_stage.h"
 #include "prune/key_use.h"
@@ -193,6 +194,9 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
        "prune.min_heads_per_layer = " + std::to_string(p.min_heads_per_layer) + "; use 0.." +
            std::to_string(arch.num_attention_heads));
   need(p.recover_steps >= 0, "prune.recover_steps must be 0 (off) or positive");
+  need(p.objective == "task" || p.objective == "embedding",
+       "prune.objective = '" + p.objective + "'; use task (a classifier for data.task) or embedding (a "
+       "sentence-transformers folder, pruned for its embeddings)");
   need(p.recover_scale == "removed" || p.recover_scale == "fixed",
        "prune.recover_scale = '" + p.recover_scale + "'; use removed (budget points recover longer the more they "
        "removed) or fixed (prune.recover_steps at every budget)");
@@ -369,6 +373,7 @@ int run_stages(RunContext& ctx, const core::Config& cfg) {
 }  // namespace
 
 int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
+  if (cfg.prune.objective == "embedding") return run_embedding_pruning(cfg, stop);  // #59: its own stages
   RunContext ctx;
   prepare(ctx, cfg, stop);  // 1
   try {

@@ -310,6 +310,7 @@ struct PruneConfig {
   std::string gates_run;
   int recover_steps = 300;
   std::string recover_scale = "removed";
+  std::string objective = "task";
   bool recover_distill = true;
   bool finetune = true;
   bool latency = true;
@@ -431,6 +432,12 @@ struct PruneConfig {
       "the FLOPs, 210 at 30%, 30 at 90%: a deeper cut has more to rebuild, a shallow one less to lose), or fixed = "
       "recover_steps at "
       "every budget; --target-heads and --target-layers recover for recover_steps");
+    v("objective", objective,
+      "task = prune a classifier or regressor for data.task (a model without one is fine-tuned first); embedding = "
+      "prune a sentence-transformers folder as it is used, for its embeddings (#59, docs/models.md): the search's "
+      "Fisher is that of the teacher's embedding (E_v (v . de/dm)^2, v ~ N(0, I)), the recovery distils the unpruned "
+      "model's embeddings of data.task's train sentences, the metric is eval_split's cosine Spearman (STS-B, as MTEB "
+      "scores it); with --target-flops or --target-params only");
     v("recover_distill", recover_distill, "distil from the unpruned model during the recovery fine-tuning");
     v("finetune", finetune, "fine-tune first (train section) when the model has no classifier for the task");
     v("latency", latency,

@@ -1,0 +1,364 @@
+// The pruning run for sentence-embedding models (see prune/embedding_run.h).
+#include "prune/embedding_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/base/errors.h"
+#include "core/base/files.h"
+#include "core/base/log.h"
+#include "core/base/strings.h"
+#include "core/data/batching.h"
+#include "core/data/glue.h"
+#include "core/dist/distributed.h"
+#include "core/io/checkpoint.h"
+#include "core/io/tensor_io.h"
+#include "core/model/pooling.h"
+#include "eval/embedding.h"
+#include "eval/latency.h"
+#include "prune/best_step.h"
+#include "prune/budget.h"
+#include "prune/mask_search.h"
+#include "prune/mask_tuning.h"
+#include "prune/pipeline.h"
+#include "prune/run_store.h"
+#include "prune/selection.h"
+#include "prune/slim.h"
+#include "prune/stages.h"
+#include "train/embedding_objective.h"
+
+namespace hp::prune {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+void log_step(int n, const std::string& what) {
+  core::log_info("prune", "embedding stage " + std::to_string(n) + "/5: " + what);
+}
+
+double seconds_from(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// What the run reads: the folder (its encoder is the teacher), the sentences it distils and searches on, and the
+// pairs it chooses (selection) and reports (evaluation) on.
+struct EmbedRun {
+  const core::Config* cfg = nullptr;
+  const std::atomic<bool>* stop = nullptr;
+  std::optional<eval::SentenceEncoder> teacher;
+  train::Pooling pooling;
+  std::string select_split;
+  std::vector<core::Example> select_pairs, eval_pairs;
+  core::EncodedDataset sentences, search_set;  // unlabelled single sentences
+  RankData search;
+  std::unique_ptr<RunStore> store;
+  std::string state;  // RUN_DIR/state/embedding
+};
+
+// Both sentences of every pair, each once, in the file's order.
+std::vector<core::Example> single_sentences(const std::vector<core::Example>& pairs) {
+  std::vector<core::Example> out;
+  std::set<std::string> seen;
+  for (const auto& p : pairs)
+    for (const std::string* t : {&p.text_a, &p.text_b})
+      if (!t->empty() && seen.insert(*t).second) {
+        core::Example e;
+        e.text_a = *t, e.line = p.line;
+        out.push_back(e);
+      }
+  return out;
+}
+
+void read_data(EmbedRun& r, const core::Config& user) {
+  const core::TaskSpec& task = core::find_task(user.data.task);
+  const std::string root = core::resolve_data_root(user.data.root);
+  Selection sel = resolve_selection(user, task, root);
+  r.select_split = sel.split;
+  const core::Config& cfg = *r.cfg;
+  r.select_pairs = core::read_task(task, root, sel.split);
+  r.eval_pairs = core::read_task(task, root, cfg.prune.eval_split);
+  if (r.select_pairs.empty() || r.eval_pairs.empty())
+    throw ConfigError("prune.objective = embedding: the selection slice " + sel.split + " or prune.eval_split " +
+                      cfg.prune.eval_split + " of " + task.name + " has no pairs; use a labelled split (dev)");
+  const auto singles = single_sentences(core::read_task(task, root, sel.cfg.train.train_split));
+  const auto& tok = r.teacher->tokenizer;
+  const int len = eval::embedding_length(*r.teacher, 0);
+  r.sentences = core::encode_examples(tok, singles, len);
+  r.search_set = core::encode_examples(tok, sample_examples(singles, cfg.prune.search_examples, cfg.run.seed), len);
+  r.search = make_rank_data(task, r.search_set, cfg.prune.rank_batch_size, tok.pad_id());
+  core::log_info("prune", "embedding: " + std::to_string(r.sentences.size()) + " sentences of " + task.name + " " +
+                              sel.cfg.train.train_split + " to distil on (" + std::to_string(r.search_set.size()) +
+                              " of them for the search); choices on " + std::to_string(r.select_pairs.size()) +
+                              " pairs of " + sel.split + ", reported on " + std::to_string(r.eval_pairs.size()) +
+                              " pairs of " + cfg.prune.eval_split);
+}
+
+// The teacher's embeddings of the selection's and of the evaluation's sentences.
+struct TeacherEmbeddings {
+  torch::Tensor select, eval;
+};
+
+// The scores of one model: on the selection pairs and the evaluation pairs, the cosine Spearman and the mean cosine
+// of its embeddings of their sentences to the teacher's (1 for the teacher: `teacher` undefined).
+json score(const EmbedRun& r, const core::Bert& model, const TeacherEmbeddings& teacher) {
+  eval::SentenceEncoder enc{r.teacher->layout, model, r.teacher->tokenizer};
+  const int batch = r.cfg->eval.batch_size;
+  const auto sel = eval::evaluate_sts(enc, r.select_pairs, batch, 0);
+  const auto dev = eval::evaluate_sts(enc, r.eval_pairs, batch, 0);
+  json j = {{"select_spearman", 100 * sel.metrics.at("cosine_spearman")},
+            {"spearman", 100 * dev.metrics.at("cosine_spearman")},
+            {"pearson", 100 * dev.metrics.at("cosine_pearson")}};
+  auto cosine = [](const torch::Tensor& a, const torch::Tensor& b) {
+    return b.defined() ? eval::paired_cosine(a, b).mean().item<double>() : 1.0;
+  };
+  j["select_cosine_to_teacher"] = cosine(sel.embeddings, teacher.select);
+  j["mean_cosine_to_teacher"] = cosine(dev.embeddings, teacher.eval);
+  return j;
+}
+
+// A json file of state/embedding, computed once.
+json cached(const EmbedRun& r, const std::string& name, const std::function<json()>& make) {
+  const std::string path = r.state + "/" + name + ".json";
+  if (fs::exists(path)) return json::parse(core::read_file(path));
+  json j = make();
+  core::write_file_atomic(path, j.dump(2) + "\n");
+  return j;
+}
+
+MaskGradients embedding_gradients(const EmbedRun& r) {
+  const std::string path = r.state + "/mask_gradients.h5";
+  if (!fs::exists(path)) {
+    log_step(2, "mask gradients of the embedding probe on " + std::to_string(r.search_set.size()) + " sentences");
+    const train::Pooling pool = r.pooling;
+    const uint64_t seed = static_cast<uint64_t>(r.cfg->run.seed);
+    const MaskLoss probe = [&pool, seed](const core::EncoderOutput& out, const core::Batch& b, long i) {
+      const auto e = core::pool_sentences(pool.modes, pool.normalize, out.last_hidden,
+                                          b.attention_mask.to(out.last_hidden.device()));
+      return train::embedding_probe(e, seed * 1000003ULL + static_cast<uint64_t>(i));
+    };
+    core::Progress progress("gradients", static_cast<long>(r.search.batches.size()), "batches");
+    const auto t = std::chrono::steady_clock::now();
+    const auto g = mask_gradients(r.teacher->model, r.search, [&](long d, long) { progress.update(d); }, false,
+                                  false, probe);
+    progress.finish();
+    core::write_hdf5(path, {{"heads", g.heads}, {"neurons", g.neurons}},
+                     {{"seconds", std::to_string(seconds_from(t))}});
+  }
+  const auto t = core::read_hdf5(path);
+  return {t.at("heads").to(torch::kFloat64), t.at("neurons").to(torch::kFloat64)};
+}
+
+struct Searched {
+  StructureKeep searched, rearranged;
+  MaskScales scales;
+  double flops_kept = 0;
+  BudgetUnit unit;
+};
+
+Searched search(const EmbedRun& r, const MaskGradients& g) {
+  const core::Config& cfg = *r.cfg;
+  const core::Bert& teacher = r.teacher->model;
+  const core::BertConfig& arch = teacher.config();
+  core::EncodedDataset eval_singles = core::encode_examples(
+      r.teacher->tokenizer, single_sentences(r.eval_pairs), eval::embedding_length(*r.teacher, 0));
+  Searched s;
+  s.unit = budget_unit(cfg.prune, arch, core::mean_length(eval_singles));
+  const double target = s.unit.target;
+  log_step(3, "Kwon et al.'s search to " + std::to_string(std::lround(100 * target)) + "% of the encoder's " +
+                  s.unit.name + " (at " + core::format_number("%.1f", s.unit.mean_length) +
+                  " tokens, the evaluation sentences' mean), rearranged" +
+                  (cfg.prune.mask_tuning ? ", mask-tuned" : ""));
+  s.searched = search_structures(fisher_importances(g), s.unit.costs, s.unit.budget(target), Prunable{}, {},
+                                 layer_counts(arch.num_hidden_layers, cfg.prune.layer_counts));
+  s.rearranged = cfg.prune.rearrange ? rearrange(s.searched, g) : s.searched;
+  TuningOptions opts;
+  opts.damping = cfg.prune.tuning_damping;
+  // The pooling reads every position unless it is [CLS] alone: the last layer is fitted where it is read.
+  const auto& modes = r.pooling.modes.modes;
+  opts.cls_last_layer = modes.size() == 1 && modes[0] == core::PoolingMode::kCls;
+  s.scales = cfg.prune.mask_tuning ? tune_masks(teacher, s.rearranged, r.search, opts) : unit_scales(s.rearranged);
+  s.flops_kept = core::structure_cost(s.rearranged, s.unit.costs) / s.unit.total;
+  return s;
+}
+
+}  // namespace
+
+void validate_embedding_run(const core::Config& cfg) {
+  const core::PruneConfig& p = cfg.prune;
+  auto refuse = [](bool bad, const std::string& why) {
+    if (bad) throw ConfigError("prune.objective = embedding: " + why);
+  };
+  refuse(!core::is_sentence_model(cfg.model.path),
+         cfg.model.path + " has no modules.json, so it is no sentence-transformers folder; point model.path at one "
+                          "(checkpoints/all-MiniLM-L6-v2), or use prune.objective: task for a classifier");
+  refuse(cfg.data.task != "stsb", "data.task = " + cfg.data.task +
+                                      "; the embeddings are scored on STS-B pairs (cosine Spearman, as MTEB does): "
+                                      "use data.task: stsb (configs/sts_embed.yaml)");
+  refuse(p.max_drop > 0, "--max-drop (the frontier) is not built for embeddings yet; pass --target-flops F");
+  refuse(!(p.target_flops > 0) && !(p.target_params > 0),
+         "no budget; pass --target-flops F or --target-params F (e.g. --target-flops 0.5)");
+  refuse(p.target_heads > 0 || p.target_layers > 0 || p.target_latency > 0,
+         "--target-heads, --target-layers and --target-latency are not built for embeddings; pass --target-flops F");
+  refuse(p.method != "best" && p.method != "kwon",
+         "prune.method = " + p.method + "; embeddings are pruned by the budget search (kwon) only, the gates are not "
+                                        "built for them yet");
+  for (const auto& s : p.structures)
+    refuse(s != "heads" && s != "neurons",
+           "prune.structures has " + s + "; embeddings are pruned over heads and FFN neurons only (--structures "
+                                         "heads,neurons)");
+  refuse(core::dist::world() > 1, "data parallelism is not built for embeddings; run one process");
+}
+
+namespace {
+
+// The recovered model (RUN_DIR/recovered, kept once done): the tuned one distilled to the teacher's embeddings.
+std::optional<core::Bert> recovered_model(const EmbedRun& r, const core::Bert& tuned, double target) {
+  const core::Config& cfg = *r.cfg;
+  const std::string dir = cfg.run.out_dir + "/recovered";
+  const long steps = budget_recover_steps(cfg.prune, target, false);
+  if (steps <= 0) return std::nullopt;
+  if (!fs::exists(dir + "/config.json")) {
+    log_step(4, "recovery: " + std::to_string(steps) + " steps of distillation to the teacher's embeddings");
+    std::map<std::string, torch::Tensor> own;  // a copy of its own: the tuned model is scored as it was
+    for (const auto& [name, t] : tuned.parameters()) own[name] = t.detach().clone();
+    core::Bert student(tuned.config(), own);
+    core::Progress progress("recover", steps, "steps");
+    const auto rec = train::recover_embeddings(
+        student, r.teacher->model, r.pooling, r.sentences, r.teacher->tokenizer.pad_id(), cfg.train, steps,
+        static_cast<uint64_t>(cfg.run.seed), [&](long s, double loss) {
+          if (s % 10 == 0 || s == steps) progress.update(s, "loss " + core::format_number("%.4g", loss));
+        },
+        r.stop);
+    progress.finish();
+    if (rec.interrupted) return std::nullopt;
+    core::write_file_atomic(r.state + "/recovery.json",
+                            json({{"steps", rec.steps}, {"seconds", rec.seconds}, {"first_loss", rec.first_loss},
+                                  {"last_loss", rec.last_loss}}).dump(2) + "\n");
+    core::save_bert(student, dir, r.teacher->layout.transformer_dir);
+  }
+  return core::load_bert(dir, core::LoadOptions{});
+}
+
+// RUN_DIR/model: the choice as a sentence-transformers folder, read back and checked to embed as `model` does.
+json export_choice(const EmbedRun& r, const core::Bert& model) {
+  const core::Config& cfg = *r.cfg;
+  const std::string out = cfg.run.out_dir + "/model";
+  log_step(5, "export: " + out + " (a sentence-transformers folder), checked, timed");
+  core::StagedFolder(out).write([&](const std::string& dir) {
+    core::write_bert_files(model, dir, r.teacher->layout.transformer_dir, false, cfg.export_.max_shard_mb, true);
+    core::write_sentence_model_files(r.teacher->layout, model.config().hidden_size, dir);
+  });
+  const eval::SentenceEncoder back = eval::load_sentence_encoder(out);
+  const eval::SentenceEncoder here{r.teacher->layout, model, r.teacher->tokenizer};
+  const auto a = eval::evaluate_sts(back, r.eval_pairs, cfg.eval.batch_size, 0);
+  const auto b = eval::evaluate_sts(here, r.eval_pairs, cfg.eval.batch_size, 0);
+  const double diff = (a.embeddings - b.embeddings).abs().max().item<double>();
+  if (diff > 1e-5)
+    throw InternalError(out + ": the exported folder's embeddings differ from the model's by " +
+                        core::format_number("%.3g", diff) + " (> 1e-5); report it with the run's config");
+  return {{"dir", out}, {"max_abs_embedding_diff", diff}};
+}
+
+// The slimmed model against the unpruned one at latency_batch x latency_seq, three alternating rounds.
+json speed(const EmbedRun& r, const core::Bert& slim) {
+  const core::Config& cfg = *r.cfg;
+  const long seq = cfg.prune.latency_seq > 0 ? cfg.prune.latency_seq : cfg.data.max_seq_len;
+  const auto in = eval::synthetic_input(slim.config(), cfg.prune.latency_batch, seq, 7);
+  std::vector<double> base, ours;
+  for (int round = 0; round < 3; ++round) {
+    base.push_back(eval::measure_latency(r.teacher->model, in, 1, 3, 0.5).median_ms);
+    ours.push_back(eval::measure_latency(slim, in, 1, 3, 0.5).median_ms);
+  }
+  std::sort(base.begin(), base.end()), std::sort(ours.begin(), ours.end());
+  return {{"batch", cfg.prune.latency_batch}, {"seq", seq}, {"unpruned_ms", base[1]}, {"pruned_ms", ours[1]},
+          {"speedup", base[1] / ours[1]}};
+}
+
+json structure_json(const StructureKeep& keep, double flops_kept) {
+  long heads = 0, neurons = 0;
+  for (const auto& l : keep.heads) heads += std::count(l.begin(), l.end(), true);
+  for (const auto& l : keep.neurons) neurons += std::count(l.begin(), l.end(), true);
+  return {{"heads_kept", heads}, {"neurons_kept", neurons}, {"flops_kept", flops_kept},
+          {"mask", core::format_mask(keep)}};
+}
+
+}  // namespace
+
+int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
+  validate_embedding_run(cfg);
+  EmbedRun r;
+  r.cfg = &cfg, r.stop = stop;
+  core::LoadOptions load;
+  load.seed = cfg.run.seed;
+  r.teacher.emplace(eval::load_sentence_encoder(cfg.model.path, load));
+  r.pooling = {r.teacher->layout.pooling, r.teacher->layout.normalize};
+  validate_prune_config(cfg.prune, r.teacher->model.config());
+  read_data(r, cfg);  // before the folder is claimed: a task without data fails with nothing written
+  r.store = std::make_unique<RunStore>(cfg.run.out_dir, core::resume_yaml(cfg));
+  core::write_file_atomic(cfg.run.out_dir + "/config.resolved.yaml", core::dump_yaml(cfg));
+  r.state = cfg.run.out_dir + "/state/embedding";
+  fs::create_directories(r.state);
+  log_step(1, "prepare: " + cfg.model.path + " (sentence-transformers), run folder " + cfg.run.out_dir +
+                  (r.store->resumed() ? " (resuming)" : ""));
+  const core::Bert& teacher = r.teacher->model;
+  const TeacherEmbeddings teacher_embeddings{
+      eval::evaluate_sts(*r.teacher, r.select_pairs, cfg.eval.batch_size, 0).embeddings,
+      eval::evaluate_sts(*r.teacher, r.eval_pairs, cfg.eval.batch_size, 0).embeddings};
+  const json unpruned = cached(r, "unpruned", [&] { return score(r, teacher, {}); });
+  core::log_info("prune", "unpruned: cosine Spearman " + core::format_number("%.2f", unpruned["spearman"]) + " on " +
+                              cfg.prune.eval_split + ", " +
+                              core::format_number("%.2f", unpruned["select_spearman"]) + " on " + r.select_split);
+  if (core::dist::stop_requested(stop)) return 130;
+  const MaskGradients g = embedding_gradients(r);
+  if (core::dist::stop_requested(stop)) return 130;
+  const Searched s = search(r, g);
+  std::vector<std::pair<std::string, core::Bert>> models;
+  models.emplace_back("searched", slim_model(teacher, s.searched));
+  models.emplace_back("rearranged", slim_model(teacher, s.rearranged));
+  models.emplace_back("tuned", slim_model(fold_scales(teacher, s.scales), s.rearranged));
+  if (auto rec = recovered_model(r, models.back().second, s.unit.target)) models.emplace_back("recovered", *rec);
+  if (core::dist::stop_requested(stop)) return 130;
+  json steps = json::object();
+  std::string chosen;
+  for (const auto& [variant, model] : models) {
+    steps[variant] = cached(r, "step-" + variant, [&] { return score(r, model, teacher_embeddings); });
+    core::log_info("prune", variant + ": cosine Spearman " + core::format_number("%.2f", steps[variant]["spearman"]) +
+                                ", mean cosine to the teacher " +
+                                core::format_number("%.4f", steps[variant]["mean_cosine_to_teacher"]) +
+                                " (selection: " + core::format_number("%.2f", steps[variant]["select_spearman"]) +
+                                ", " + core::format_number("%.4f", steps[variant]["select_cosine_to_teacher"]) + ")");
+    // The closest to the teacher on the selection sentences (what the model is pruned for, on held-out data; the
+    // Spearman of a few hundred pairs scatters by a point or two); a later step wins a tie.
+    const double m = steps[variant]["select_cosine_to_teacher"].get<double>();
+    if (chosen.empty() || m >= steps[chosen]["select_cosine_to_teacher"].get<double>()) chosen = variant;
+  }
+  const core::Bert& choice =
+      std::find_if(models.begin(), models.end(), [&](const auto& m) { return m.first == chosen; })->second;
+  json summary = {{"objective", "embedding"}, {"model", cfg.model.path}, {"task", cfg.data.task},
+                  {"select_split", r.select_split}, {"eval_split", cfg.prune.eval_split},
+                  {"metric", "cosine_spearman"}, {"unpruned", unpruned}, {"steps", steps}, {"chosen", chosen}};
+  summary["budget"] = {{"unit", s.unit.name}, {"target", s.unit.target}, {"mean_length", s.unit.mean_length}};
+  summary["structure"] = structure_json(s.rearranged, s.flops_kept);
+  if (fs::exists(r.state + "/recovery.json"))
+    summary["recovery"] = json::parse(core::read_file(r.state + "/recovery.json"));
+  summary["export"] = export_choice(r, choice);
+  summary["latency"] = speed(r, choice);
+  summary["final"] = steps[chosen];
+  core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary.dump(2) + "\n");
+  const double sp = steps[chosen]["spearman"].get<double>(), base = unpruned["spearman"].get<double>();
+  std::printf("%s %s cosine Spearman: %s (kwon, %.0f%% of the encoder's %s): %.2f (unpruned %.2f, %+.2f); "
+              "speedup x%.2f at batch %ld x %ld; sentence-transformers folder in %s/model\n",
+              cfg.data.task.c_str(), cfg.prune.eval_split.c_str(), chosen.c_str(), 100 * s.flops_kept, s.unit.name.c_str(), sp, base, sp - base,
+              summary["latency"]["speedup"].get<double>(), summary["latency"]["batch"].get<long>(),
+              summary["latency"]["seq"].get<long>(), cfg.run.out_dir.c_str());
+  return 0;
+}
+
+}  // namespace hp::prune

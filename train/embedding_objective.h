@@ -1,0 +1,60 @@
+// The embedding objective (#59): what a sentence-embedding model is pruned for is its embedding, not a task's
+// logits. The teacher is the unpruned model; the student's pooled embedding e (core/model/pooling.h: the folder's
+// pooling and Normalize) should stay where the teacher's was.
+//
+// - Recovery distils the teacher's embeddings of unlabelled sentences: the loss is the mean over the batch of
+//   ‖e_student − e_teacher‖², which for a model ending in Normalize is 2·(1 − cosine).
+// - The retraining-free search needs a Fisher (prune/mask_search.h), but at the teacher (every mask 1) that loss is
+//   0 with a zero gradient. Its curvature there is the Gauss-Newton matrix Σ_b J_bᵀ J_b (J_b = ∂e_b/∂m), whose
+//   diagonal the probe estimates without forming J: with v_b ~ N(0, I), g = ∂(Σ_b v_b · e_b)/∂m has
+//   E_v[g²] = Σ_b ‖∂e_b/∂m‖² per mask entry — the Fisher of a Gaussian whose mean is the embedding. One backward per
+//   batch, as for a task loss.
+#pragma once
+
+#include <torch/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+
+#include "core/base/config.h"
+#include "core/data/batching.h"
+#include "core/model/bert.h"
+#include "core/model/pooling_mode.h"
+
+namespace hp::train {
+
+// How a sentence-transformers folder pools its encoder's output (core/io/sentence_model.h's layout).
+struct Pooling {
+  core::SentencePooling modes;
+  bool normalize = false;
+};
+
+// The pooled embedding [B, W] of `model` on `in` (every position computed), differentiable.
+torch::Tensor sentence_embedding(const core::Bert& model, const core::EncoderInput& in, const Pooling& pooling);
+
+// The search's probe on a batch's embeddings [B, W]: (1 / B) Σ_b v_b · e_b, v [B, W] drawn N(0, 1) from `seed`
+// (std::mt19937_64, the same numbers on every build and device).
+torch::Tensor embedding_probe(const torch::Tensor& embeddings, uint64_t seed);
+
+// The recovery's loss: the mean over the batch of ‖student_b − teacher_b‖²; the teacher's side carries no
+// gradient.
+torch::Tensor embedding_distill_loss(const torch::Tensor& student, const torch::Tensor& teacher);
+
+struct EmbeddingRecovery {
+  long steps = 0;
+  double seconds = 0;
+  double first_loss = 0, last_loss = 0;  // the mean loss of the first and of the last tenth of the steps
+  bool interrupted = false;
+};
+
+// Fine-tunes `student` (its tensors get requires_grad, then lose it) for `steps` AdamW steps (train.lr_peak, its
+// warm-up and linear decay, weight decay, clipping, batch_size) towards the embeddings `teacher` gives the same
+// batches of `sentences` (shuffled each pass from `seed`, padded per batch), with the model's dropout. The teacher
+// runs under no gradient. `progress(step, loss)` after each step (may be empty); `stop` set: returns interrupted.
+EmbeddingRecovery recover_embeddings(core::Bert& student, const core::Bert& teacher, const Pooling& pooling,
+                                     const core::EncodedDataset& sentences, int pad_id, const core::TrainConfig& tc,
+                                     long steps, uint64_t seed, const std::function<void(long, double)>& progress,
+                                     const std::atomic<bool>* stop);
+
+}  // namespace hp::train
