@@ -54,7 +54,8 @@ for r in sorted(rows, key=lambda r: -float(r["speedup"])):
             "front" if r["pareto"] == "1" else "")
     one = f"×{float(r[b1]):.2f}" if b1 and r[b1] else "–"
     cost = f"{float(r['cost_s']) / 60:.1f} min" if r.get("cost_s") and float(r["cost_s"]) > 0 else "–"
+    sel = f"{float(r['select_metric']):.2f}" if r.get("select_metric") else "–"  # ONNX Runtime: not on the slice
     print(f"| {name} | {r.get('variant', '')} | {r['precision']} | {r['heads_kept']} | {100 * float(r['flops_kept']):.0f}% | "
           f"{float(r['metric']):.2f} | {round(float(r['metric']) - f['baseline'], 2) + 0.0:+.2f} | "
-          f"{float(r.get('select_metric') or 'nan'):.2f} | ×{float(r['speedup']):.2f} | {one} | {cost} | {mark} |")
+          f"{sel} | ×{float(r['speedup']):.2f} | {one} | {cost} | {mark} |")
 PYEOF

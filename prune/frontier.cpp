@@ -109,7 +109,9 @@ std::string frontier_csv(const Frontier& f) {
       if (const auto it = p.speedups.find(t); it != p.speedups.end()) csv << it->second;
     }
     const bool on_front = std::find(front.begin(), front.end(), i) != front.end();
-    csv << "," << p.select_metric << "," << p.variant << "," << p.cost_s << "," << p.reference << "," << on_front << "," << (static_cast<int>(i) == f.chosen) << "\n";
+    csv << ",";
+    if (p.method != "onnxruntime") csv << p.select_metric;  // ONNX Runtime is not run on the selection slice
+    csv << "," << p.variant << "," << p.cost_s << "," << p.reference << "," << on_front << "," << (static_cast<int>(i) == f.chosen) << "\n";
   }
   return csv.str();
 }

@@ -12,17 +12,16 @@ work and gives the same summary. Exit 77 (CTest: skipped) without sentence-trans
 
 Usage: $VENV/bin/python tests/embed/prune_embedding.py --prune build/bin/prune --scratch DIR
 """
-import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import numpy as np
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = os.path.join(REPO, "tests", "data", "golden", "tiny_bert")
+sys.dont_write_bytecode = True  # no tests/embed/__pycache__ in the source tree
+from st_common import REPO, start, tiny_model  # noqa: E402
+
 STSB_DEV = os.path.join(REPO, "..", "shared", "data", "glue", "STS-B", "dev.tsv")
 RUN_FLAGS = ["--target-flops", "0.5", "--set", "prune.search_examples=96", "--set", "prune.recover_steps=40",
              "--set", "prune.eval_split=dev[:200]", "--set", "prune.latency_batch=4", "--set", "prune.latency_seq=32",
@@ -50,27 +49,12 @@ def dev_pairs(n=200):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--prune", required=True)
-    ap.add_argument("--scratch", required=True)
-    args = ap.parse_args()
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    try:
-        import sentence_transformers as st
-        from sentence_transformers import models
-    except ImportError as e:
-        print(f"skipped: sentence-transformers is not installed in {sys.executable} ({e}); scripts/setup_python.sh")
-        return 77
-    shutil.rmtree(args.scratch, ignore_errors=True)
-    os.makedirs(args.scratch)
-    folder = os.path.join(args.scratch, "tiny_st")
-    word = models.Transformer(TINY, max_seq_length=48)
-    pool = models.Pooling(word.get_word_embedding_dimension(), pooling_mode="mean")
-    st.SentenceTransformer(modules=[word, pool, models.Normalize()], device="cpu").save(folder)
+    args, st, models = start()
+    folder = tiny_model(st, models, "mean", True, os.path.join(args.scratch, "tiny_st"))
     out = os.path.join(args.scratch, "run")
     cmd = [args.prune, "--config", os.path.join(REPO, "configs", "sts_embed.yaml"), "--model", folder, "--out", out,
            *RUN_FLAGS]
-    first = run(cmd)
+    run(cmd)
     s = json.load(open(os.path.join(out, "summary.json"), encoding="utf-8"))
     ok = True
     steps = s["steps"]

@@ -17,18 +17,17 @@ sentence-transformers' own (export against original) within 1e-5. Exit 77 (CTest
 
 Usage: $VENV/bin/python tests/embed/st_parity.py --prune build/bin/prune --scratch DIR
 """
-import argparse
 import csv
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import numpy as np
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = os.path.join(REPO, "tests", "data", "golden", "tiny_bert")
+sys.dont_write_bytecode = True  # no tests/embed/__pycache__ in the source tree
+from st_common import REPO, start, tiny_model  # noqa: E402
+
 MINILM = os.path.join(REPO, "checkpoints", "all-MiniLM-L6-v2")
 SST2_DEV = os.path.join(REPO, "..", "shared", "data", "glue", "SST-2", "dev.tsv")
 MODES = ["cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken", "mean+max"]
@@ -41,18 +40,6 @@ def sentences(n=40):
     # Short and long ones, so that batches mix lengths and some rows are mostly padding.
     rows = sorted(rows[:200], key=len)
     return [rows[i * len(rows) // n] for i in range(n)]
-
-
-def tiny_model(st, models, mode, normalize, out):
-    word = models.Transformer(TINY, max_seq_length=48)
-    dim = word.get_word_embedding_dimension()
-    if mode == "mean+max":
-        pool = models.Pooling(dim, pooling_mode_mean_tokens=True, pooling_mode_max_tokens=True)
-    else:
-        pool = models.Pooling(dim, pooling_mode=mode)
-    mods = [word, pool] + ([models.Normalize()] if normalize else [])
-    st.SentenceTransformer(modules=mods, device="cpu").save(out)
-    return out
 
 
 def run_embed(prune, folder, text_file, out, batch=7):
@@ -73,19 +60,7 @@ def compare(name, ours, ref, what="prune embed"):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--prune", required=True)
-    ap.add_argument("--scratch", required=True)
-    args = ap.parse_args()
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    try:
-        import sentence_transformers as st
-        from sentence_transformers import models
-    except ImportError as e:
-        print(f"skipped: sentence-transformers is not installed in {sys.executable} ({e}); scripts/setup_python.sh")
-        return 77
-    shutil.rmtree(args.scratch, ignore_errors=True)
-    os.makedirs(args.scratch)
+    args, st, models = start()
     texts = sentences()
     text_file = os.path.join(args.scratch, "sentences.txt")
     with open(text_file, "w", encoding="utf-8") as f:

@@ -305,35 +305,48 @@ Setup budget_setup(double fraction) {
   return s;
 }
 
-}  // namespace
-
-TEST_CASE("a FLOPs target on the tiny model lands on the budget within one neuron", "[train]") {
-  Setup s = budget_setup(0.5);
+// A FLOPs-target run of the tiny model in test_tmp/train/<name>, distilling from a fresh copy of it.
+struct BudgetRun {
+  std::string dir;
+  hp::train::TrainResult r;
+  hp::core::BertConfig config;
+};
+BudgetRun budget_run(const Setup& s, const std::string& name, long finetune_steps = 0) {
   auto data = s.data();
   auto model = tiny_model();
   auto teacher = tiny_model();
   hp::train::TrainOptions o;
-  o.run_dir = fresh_dir("budget");
-  o.config_yaml = "budget";
+  o.run_dir = fresh_dir(name);
+  o.config_yaml = name;
   o.teacher = &teacher;
+  o.finetune_steps = finetune_steps;
   auto r = hp::train::train_model(s.tc, s.gc, s.rc, model, data, o);
+  return {o.run_dir, r, model.config()};
+}
+
+}  // namespace
+
+TEST_CASE("a FLOPs target on the tiny model lands on the budget within one neuron", "[train]") {
+  Setup s = budget_setup(0.5);
+  const BudgetRun b = budget_run(s, "budget");
+  const auto& r = b.r;
   REQUIRE(r.steps == 60);
   REQUIRE(r.budget_unit == "FLOPs");
   // Counted again here from the mask file on disk and eval/flops' unit costs at the dev split's mean length.
-  const auto costs = hp::eval::unit_costs(model.config(), false, hp::core::mean_length(s.dev));
-  const double total = hp::eval::total_cost(model.config(), costs);
+  const auto costs = hp::eval::unit_costs(b.config, false, hp::core::mean_length(s.dev));
+  const double total = hp::eval::total_cost(b.config, costs);
   CHECK(costs.head == Approx(r.unit_costs.head));
   // The unit costs the gates test computes by hand for this model at 8 tokens.
-  CHECK(hp::eval::unit_costs(model.config(), false, 8.0).head == 18432.0);
-  CHECK(hp::eval::unit_costs(model.config(), false, 8.0).neuron == 1024.0);
-  const auto keep = hp::core::parse_mask(o.run_dir + "/head_mask.txt", 2, 4, 37);
+  CHECK(hp::eval::unit_costs(b.config, false, 8.0).head == 18432.0);
+  CHECK(hp::eval::unit_costs(b.config, false, 8.0).neuron == 1024.0);
+  const auto keep = hp::core::parse_mask(b.dir + "/head_mask.txt", 2, 4, 37);
   const double kept = hp::core::structure_cost(keep, costs) / total;
   CHECK(kept <= 0.5 + 1e-12);
   CHECK(0.5 - kept < costs.neuron / total);
   CHECK(kept == Approx(r.budget_kept));
   CHECK(keep.heads == r.final_keep);
   CHECK(keep.neurons == r.final_neurons);
-  auto h5 = hp::core::read_hdf5(o.run_dir + "/run.h5");
+  auto h5 = hp::core::read_hdf5(b.dir + "/run.h5");
   // The target fell from where the gates started (their expected cost at log α = 2) and the expectation followed.
   const auto target = h5.at("train/target"), expected = h5.at("train/expected_percent");
   CHECK(target[0].item<double>() == Approx(expected[0].item<double>()).epsilon(0.02));
@@ -345,29 +358,20 @@ TEST_CASE("a FLOPs target on the tiny model lands on the budget within one neuro
     CHECK(h5.at(key).size(1) == 2);  // [evaluations, layers]
   }
   CHECK(h5.count("train/distill"));
-  const auto gates = hp::core::read_safetensors(o.run_dir + "/best/gates.safetensors");
+  const auto gates = hp::core::read_safetensors(b.dir + "/best/gates.safetensors");
   CHECK(gates.at("neuron_log_alpha").sizes() == torch::IntArrayRef({2, 37}));
   // The final model, masked by the structure, scores what the trainer reported.
-  auto best = hp::core::load_bert(o.run_dir + "/best", hp::core::LoadOptions{});
+  auto best = hp::core::load_bert(b.dir + "/best", hp::core::LoadOptions{});
   auto batches = hp::core::make_batches(s.dev, hp::core::BatchOptions{});
   auto m = hp::eval::evaluate(best, hp::core::find_task("mnli"), s.dev, batches, hp::eval::masks_of(keep));
   CHECK(m.metrics.at("accuracy") == Approx(r.final_metrics.at("accuracy")));
 }
 
 TEST_CASE("a FLOPs target's fixed-structure fine-tuning lasts finetune_steps when given, not an epoch", "[train]") {
-  Setup s = budget_setup(0.5);
-  auto data = s.data();
-  auto model = tiny_model();
-  auto teacher = tiny_model();
-  hp::train::TrainOptions o;
-  o.run_dir = fresh_dir("budget_steps");
-  o.config_yaml = "budget_steps";
-  o.teacher = &teacher;
-  o.finetune_steps = 5;  // a pruning run's recovery length, where gates.finetune_epochs = 1 would give 12 steps
-  auto r = hp::train::train_model(s.tc, s.gc, s.rc, model, data, o);
-  CHECK(r.steps == 48 + 5);
-  const auto keep = hp::core::parse_mask(o.run_dir + "/head_mask.txt", 2, 4, 37);
-  CHECK(keep.heads == r.final_keep);
+  // A pruning run's recovery length, where gates.finetune_epochs = 1 would give 12 steps.
+  const BudgetRun b = budget_run(budget_setup(0.5), "budget_steps", 5);
+  CHECK(b.r.steps == 48 + 5);
+  CHECK(hp::core::parse_mask(b.dir + "/head_mask.txt", 2, 4, 37).heads == b.r.final_keep);
 }
 
 TEST_CASE("a FLOPs target resumed inside the gated phase equals the uninterrupted run", "[train]") {
