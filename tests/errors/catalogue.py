@@ -716,6 +716,13 @@ add("export-sentence-int8", "prune export --int8 of a sentence-transformers mode
     "error: export.int8 on $SCRATCH/model, a sentence-transformers model: int8 ONNX of an encoder with its pooling is "
     "not built yet; export with --onnx (model.onnx: the encoder, its pooling and Normalize in float32), or run the "
     "export at int8 in headprune (prune embed --precision int8)", not_created("out"))
+add("embedding-objective-folder", "prune.objective: embedding on a plain Hugging Face folder (no modules.json): "
+    "refused before anything is written, not pruned as a classifier",
+    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model", fx.TINY, "--target-flops",
+               "0.5", "--out", s + "/run"], 2,
+    "error: prune.objective = embedding: tests/data/golden/tiny_bert has no modules.json, so it is no "
+    "sentence-transformers folder; point model.path at one (checkpoints/all-MiniLM-L6-v2), or use prune.objective: "
+    "task for a classifier", not_created("run"))
 add("embed-output-extension", "prune embed --output e.csv",
     lambda s: embed_input(ST_MODULES, 32, "--output", s + "/e.csv")(s), 2,
     "error: --output $SCRATCH/e.csv: embed writes HDF5 (.h5, .hdf5), NumPy (.npy) or JSON lines (.jsonl), and '.csv' "
