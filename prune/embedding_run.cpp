@@ -107,11 +107,7 @@ struct TeacherEmbeddings {
 
 // The scores of one model: on the selection pairs and the evaluation pairs, the cosine Spearman and the mean cosine
 // of its embeddings of their sentences to the teacher's (1 for the teacher: `teacher` undefined).
-json score(const EmbedRun& r, const core::Bert& model, const TeacherEmbeddings& teacher) {
-  eval::SentenceEncoder enc{r.teacher->layout, model, r.teacher->tokenizer};
-  const int batch = r.cfg->eval.batch_size;
-  const auto sel = eval::evaluate_sts(enc, r.select_pairs, batch, 0);
-  const auto dev = eval::evaluate_sts(enc, r.eval_pairs, batch, 0);
+json scores_of(const eval::StsResult& sel, const eval::StsResult& dev, const TeacherEmbeddings& teacher) {
   json j = {{"select_spearman", 100 * sel.metrics.at("cosine_spearman")},
             {"spearman", 100 * dev.metrics.at("cosine_spearman")},
             {"pearson", 100 * dev.metrics.at("cosine_pearson")}};
@@ -121,6 +117,13 @@ json score(const EmbedRun& r, const core::Bert& model, const TeacherEmbeddings& 
   j["select_cosine_to_teacher"] = cosine(sel.embeddings, teacher.select);
   j["mean_cosine_to_teacher"] = cosine(dev.embeddings, teacher.eval);
   return j;
+}
+
+json score(const EmbedRun& r, const core::Bert& model, const TeacherEmbeddings& teacher) {
+  const eval::SentenceEncoder enc{r.teacher->layout, model, r.teacher->tokenizer};
+  const int batch = r.cfg->eval.batch_size;
+  return scores_of(eval::evaluate_sts(enc, r.select_pairs, batch, 0), eval::evaluate_sts(enc, r.eval_pairs, batch, 0),
+                   teacher);
 }
 
 // A json file of state/embedding, computed once.
@@ -308,10 +311,11 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   log_step(1, "prepare: " + cfg.model.path + " (sentence-transformers), run folder " + cfg.run.out_dir +
                   (r.store->resumed() ? " (resuming)" : ""));
   const core::Bert& teacher = r.teacher->model;
-  const TeacherEmbeddings teacher_embeddings{
-      eval::evaluate_sts(*r.teacher, r.select_pairs, cfg.eval.batch_size, 0).embeddings,
-      eval::evaluate_sts(*r.teacher, r.eval_pairs, cfg.eval.batch_size, 0).embeddings};
-  const json unpruned = cached(r, "unpruned", [&] { return score(r, teacher, {}); });
+  // The teacher embedded once: its own scores and what every step is compared with.
+  const auto teacher_select = eval::evaluate_sts(*r.teacher, r.select_pairs, cfg.eval.batch_size, 0);
+  const auto teacher_eval = eval::evaluate_sts(*r.teacher, r.eval_pairs, cfg.eval.batch_size, 0);
+  const TeacherEmbeddings teacher_embeddings{teacher_select.embeddings, teacher_eval.embeddings};
+  const json unpruned = cached(r, "unpruned", [&] { return scores_of(teacher_select, teacher_eval, {}); });
   core::log_info("prune", "unpruned: cosine Spearman " + core::format_number("%.2f", unpruned["spearman"]) + " on " +
                               cfg.prune.eval_split + ", " +
                               core::format_number("%.2f", unpruned["select_spearman"]) + " on " + r.select_split);
