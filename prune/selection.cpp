@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/base/errors.h"
+#include "core/data/holdout.h"
 
 namespace hp::prune {
 
@@ -57,30 +58,33 @@ Selection resolve_selection(const core::Config& cfg, const core::TaskSpec& task,
     s.what = "no selection slice: " + task.name + " has no split '" + train.name + "' (train.train_split)";
     return s;
   }
-  const std::size_t rows = core::read_task(task, root, train.name).size();
-  const auto [b, e] = core::slice_bounds(train, rows);
-  const std::size_t held = std::min(static_cast<std::size_t>(P.select_examples), (e - b) / 10);
+  if (train.holdout)
+    throw ConfigError("train.train_split = " + cfg.train.train_split +
+                      " holds rows out already; name the held-out rows as prune.select_split, or set "
+                      "prune.select_examples = 0");
+  const std::vector<core::Example> rows = core::read_task(task, root, core::format_split_spec(train));
+  const std::size_t held = std::min(static_cast<std::size_t>(P.select_examples), rows.size() / 10);
   if (held == 0)
-    throw ConfigError("train.train_split = " + cfg.train.train_split + " has " + std::to_string(e - b) +
+    throw ConfigError("train.train_split = " + cfg.train.train_split + " has " + std::to_string(rows.size()) +
                       " rows: too few to hold a tenth out for the run's choices; set prune.select_examples = 0, or "
                       "name a split to choose on (prune.select_split)");
-  // From the end of the file when the slice reaches it ("train[:-1000]", "train[-1000:]"), else by row numbers.
-  auto bound = [rows](std::size_t at) -> std::optional<long> {
-    if (at == rows) return std::nullopt;
-    return at > rows / 2 ? -static_cast<long>(rows - at) : static_cast<long>(at);
-  };
-  const std::size_t cut = e - held;
-  const core::SplitSpec kept{train.name, b ? std::optional<long>(b) : std::nullopt, bound(cut)};
-  const core::SplitSpec chosen{train.name, bound(cut), bound(e)};
+  const core::Holdout h = core::hold_out(rows, held);
+  core::SplitSpec chosen = train, kept = train;
+  chosen.holdout = kept.holdout = held;
+  chosen.held = true;
   s.split = core::format_split_spec(chosen);
   s.cfg.train.train_split = core::format_split_spec(kept);
   s.cfg.train.eval_split = s.split;
-  if (P.rank_split == cfg.train.train_split) s.cfg.prune.rank_split = s.cfg.train.train_split;
-  s.what = "choices made on " + s.split + ", the last " + std::to_string(held) + " rows of " + train.name +
-           " (held out of training" + (P.rank_split == cfg.train.train_split ? " and ranking" : "") + ")" +
+  const bool ranked = P.rank_split == cfg.train.train_split;
+  if (ranked) s.cfg.prune.rank_split = s.cfg.train.train_split;
+  s.what = "choices made on " + s.split + ": the last " + std::to_string(h.held.size()) + " whole rows of " +
+           cfg.train.train_split + " (rows no other row contains), held out of training" +
+           (ranked ? " and ranking" : "") +
+           (h.dropped ? " with the " + std::to_string(h.dropped) + " rows that share their text" : "") +
            (held < static_cast<std::size_t>(P.select_examples)
                 ? "; prune.select_examples = " + std::to_string(P.select_examples) + " is over a tenth of the split"
-                : "");
+                : "") +
+           (h.held.size() < held ? "; only " + std::to_string(h.held.size()) + " rows are whole" : "");
   return s;
 }
 

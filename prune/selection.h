@@ -1,9 +1,10 @@
 // The selection slice (#58): the rows on which the pruning run makes its choices — the best checkpoint of
 // fine-tuning, recovery and gates (train.eval_split of those runs), the best of a budget candidate's steps and the
 // frontier's choice within prune.max_drop — kept apart from the split the run reports (prune.eval_split), so that
-// "within 1 point" is not optimistic by construction. By default the last prune.select_examples rows (at most a
-// tenth) of train.train_split in file order, held out of training and of ranking; prune.select_split names another
-// split instead. Torch-free.
+// "within 1 point" is not optimistic by construction. By default the last prune.select_examples whole rows (at most a
+// tenth) of train.train_split in file order, held out of training and of ranking with every row that shares their text
+// (core/data/holdout.h: SST-2's phrases are parts of its sentences); prune.select_split names another split instead.
+// Torch-free.
 #pragma once
 
 #include <string>
@@ -16,7 +17,7 @@ namespace hp::prune {
 struct Selection {
   core::Config cfg;  // train.train_split (and prune.rank_split when it was the same) without the held-out rows,
                      // train.eval_split = the selection
-  std::string split;  // the selection's split spec, e.g. "train[-1000:]"
+  std::string split;  // the selection's split spec, e.g. "train[holdout:1000]"
   std::string what;   // one line for the log: where choices are made, and why there
 };
 

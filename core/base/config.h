@@ -331,8 +331,8 @@ struct PruneConfig {
     v("rank_batch_size", rank_batch_size, "batch size while scoring");
     v("eval_split", eval_split, "split the masking curves and the final model are evaluated on");
     v("select_examples", select_examples,
-      "rows held out of train.train_split (its last N in file order, at most a tenth of it) on which the run's "
-      "choices are made: the best checkpoint of fine-tuning, recovery and gates, the best of a budget candidate's "
+      "rows held out of train.train_split (its last N whole rows in file order, at most a tenth of it, with every "
+      "row that shares their text: train[holdout:N]) on which the run's choices are made: the best checkpoint of fine-tuning, recovery and gates, the best of a budget candidate's "
       "steps, the frontier's choice within max_drop; never trained or ranked on, never reported; 0 = off (choices "
       "on train.eval_split, as prune train makes them)");
     v("select_split", select_split,

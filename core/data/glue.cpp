@@ -8,12 +8,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "core/base/errors.h"  // ConfigError, InputError
 #include "core/base/strings.h"  // split
+#include "core/data/holdout.h"
 
 namespace hp::core {
 namespace {
@@ -349,23 +351,41 @@ std::optional<long> parse_bound(const std::string& text, const std::string& key,
 
 SplitSpec parse_split_spec(const std::string& spec, const std::string& key) {
   SplitSpec s;
-  const size_t open = spec.find('[');
-  s.name = spec.substr(0, open);
+  std::string rows = spec;  // the name and its slice, without a trailing [holdout:N] / [rest:N]
+  const size_t last = spec.rfind('[');
+  for (const char* part : {"holdout:", "rest:"}) {
+    if (last == std::string::npos || spec.compare(last + 1, std::strlen(part), part) != 0) continue;
+    const std::string count = spec.substr(last + 1 + std::strlen(part), spec.size() - last - 2 - std::strlen(part));
+    const bool digits = !count.empty() && count.size() <= 12 && count.find_first_not_of("0123456789") == std::string::npos;
+    const long n = digits && spec.back() == ']' ? std::stol(count) : 0;
+    if (n <= 0 || last == 0)
+      throw ConfigError(key + " = '" + spec + "': write NAME[" + part +
+                        "N] with N a positive row count, e.g. train[holdout:1000] (1000 whole rows held out) or "
+                        "train[rest:1000] (the rows left to train on)");
+    s.holdout = static_cast<std::size_t>(n);
+    s.held = part[0] == 'h';
+    rows = spec.substr(0, last);
+  }
+  const size_t open = rows.find('[');
+  s.name = rows.substr(0, open);
   if (open == std::string::npos) return s;
-  const size_t colon = spec.find(':', open);
-  if (s.name.empty() || spec.back() != ']' || colon == std::string::npos || spec.find('[', open + 1) != std::string::npos ||
-      spec.find(':', colon + 1) != std::string::npos)
+  const size_t colon = rows.find(':', open);
+  if (s.name.empty() || rows.back() != ']' || colon == std::string::npos ||
+      rows.find('[', open + 1) != std::string::npos || rows.find(':', colon + 1) != std::string::npos)
     throw ConfigError(key + " = '" + spec +
                       "': write a split, or a slice of its rows as NAME[begin:end], e.g. train[:-1000] (all but the "
                       "last 1000) or train[-1000:] (the last 1000)");
-  s.begin = parse_bound(spec.substr(open + 1, colon - open - 1), key, spec);
-  s.end = parse_bound(spec.substr(colon + 1, spec.size() - colon - 2), key, spec);
+  s.begin = parse_bound(rows.substr(open + 1, colon - open - 1), key, spec);
+  s.end = parse_bound(rows.substr(colon + 1, rows.size() - colon - 2), key, spec);
   return s;
 }
 
 std::string format_split_spec(const SplitSpec& s) {
-  if (!s.sliced()) return s.name;
-  return s.name + "[" + (s.begin ? std::to_string(*s.begin) : "") + ":" + (s.end ? std::to_string(*s.end) : "") + "]";
+  std::string out = s.name;
+  if (s.sliced())
+    out += "[" + (s.begin ? std::to_string(*s.begin) : "") + ":" + (s.end ? std::to_string(*s.end) : "") + "]";
+  if (s.holdout) out += std::string(s.held ? "[holdout:" : "[rest:") + std::to_string(s.holdout) + "]";
+  return out;
 }
 
 std::pair<std::size_t, std::size_t> slice_bounds(const SplitSpec& s, std::size_t n) {
@@ -413,12 +433,22 @@ std::vector<Example> read_task(const TaskSpec& task, const std::string& data_roo
   if (out.empty())
     throw InputError(path + ": no examples (" + (lines.empty() ? "the file is empty" : "only a header") +
                      "); restore the split's rows, or choose another --split");
-  if (!ss.sliced()) return out;
-  const auto [b, e] = slice_bounds(ss, out.size());
-  if (b == e)
-    throw ConfigError("split " + spec + ": the slice holds no row of the " + std::to_string(out.size()) + " in " +
-                      path + "; choose bounds within them");
-  return std::vector<Example>(out.begin() + static_cast<long>(b), out.begin() + static_cast<long>(e));
+  if (ss.sliced()) {
+    const auto [b, e] = slice_bounds(ss, out.size());
+    if (b == e)
+      throw ConfigError("split " + spec + ": the slice holds no row of the " + std::to_string(out.size()) + " in " +
+                        path + "; choose bounds within them");
+    out = std::vector<Example>(out.begin() + static_cast<long>(b), out.begin() + static_cast<long>(e));
+  }
+  if (!ss.holdout) return out;
+  const Holdout h = hold_out(out, ss.holdout);
+  std::vector<Example> part;
+  for (std::size_t r : ss.held ? h.held : h.rest) part.push_back(std::move(out[r]));
+  if (part.empty())
+    throw ConfigError("split " + spec + ": no row of the " + std::to_string(out.size()) + " in " + path + " is " +
+                      (ss.held ? "whole (contained in no other row)" : "left once the held-out rows' text is removed") +
+                      "; hold out fewer rows, or name a split to choose on (prune.select_split)");
+  return part;
 }
 
 std::string resolve_data_root(const std::string& flag) {

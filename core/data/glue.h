@@ -4,6 +4,7 @@
 // checkpoints fine-tuned with HF. Metric math lives in eval/metrics.h; tokenization in core/text/tokenizer.h.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <utility>
@@ -78,9 +79,13 @@ std::vector<std::string> read_text_lines(const std::string& path);
 // A split name with an optional slice of its rows in file order, as Hugging Face datasets writes one:
 // "train", "train[:-1000]" (all but the last 1000), "train[-1000:]" (the last 1000), "dev[10:20]". Bounds are
 // row counts (no percent), negative from the end, clamped to the split as Python slices are.
+// A trailing "[holdout:N]" names the N whole rows held out of it (core/data/holdout.h), "[rest:N]" the rows left to
+// train on: "train[holdout:1000]", "train[rest:1000]", "train[:5000][holdout:500]".
 struct SplitSpec {
   std::string name;  // the split
   std::optional<long> begin, end;  // unset: the split's start / end
+  std::size_t holdout = 0;         // rows held out (0: none)
+  bool held = false;               // the held-out rows (true) or the rest (false)
   bool sliced() const { return begin || end; }
 };
 // ConfigError naming `key` and the malformed text (e.g. "train[a:]", "train[1:2", "train[3]").

@@ -1081,6 +1081,16 @@ add("select-bad-slice", "prune.select_split with a slice that is not row counts"
     "error: prune.select_split = 'matched[x:]': 'x' is not a row count; write a slice of rows as NAME[begin:end], "
     "e.g. train[:-1000] or train[-1000:]",
     not_created("run"))
+add("select-bad-holdout", "a split spec's [holdout:N] without a positive row count",
+    budget_run("--max-drop", "1", *SELECT, "--set", "prune.select_split=matched[holdout:0]"), 2,
+    "error: prune.select_split = 'matched[holdout:0]': write NAME[holdout:N] with N a positive row count, e.g. "
+    "train[holdout:1000] (1000 whole rows held out) or train[rest:1000] (the rows left to train on)",
+    not_created("run"))
+add("select-holdout-twice", "train.train_split holding rows out already while the run holds out its own",
+    budget_run("--max-drop", "1", *SELECT, "--set", "train.train_split=matched[rest:50]"), 2,
+    "error: train.train_split = matched[rest:50] holds rows out already; name the held-out rows as "
+    "prune.select_split, or set prune.select_examples = 0",
+    not_created("run"))
 add("select-negative", "prune.select_examples below 0",
     budget_run("--max-drop", "1", *SELECT, "--set", "prune.select_examples=-5"), 2,
     "error: prune.select_examples = -5; use a count of training rows to hold out for the run's choices, e.g. 1000 "

@@ -1,5 +1,5 @@
 // GLUE TSV rows: the first byte picks a task (SST-2 with a header, STS-B scores, MRPC, the headerless MNLI
-// subset), the rest is its dev file.
+// subset) and whether some rows are held out of it (core/data/holdout.h), the rest is its dev file.
 #include <string>
 
 #include "core/data/glue.h"
@@ -11,6 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto& task = hp::core::find_task(kTasks[data[0] % 4]);
   const auto& split = task.find_split("dev");
   hp::fuzz::as_file(data + 1, size - 1, "data/" + task.folder + "/" + split.file);
-  hp::fuzz::expect_clean([&] { hp::core::read_task(task, hp::fuzz::scratch() + "/data", "dev"); });
+  const int held = (data[0] >> 2) % 8;  // 0: the whole split; else dev[holdout:N] or dev[rest:N]
+  const std::string spec = held == 0 ? "dev" : "dev[" + std::string(held % 2 ? "holdout:" : "rest:") + std::to_string(held) + "]";
+  hp::fuzz::expect_clean([&] { hp::core::read_task(task, hp::fuzz::scratch() + "/data", spec); });
   return 0;
 }

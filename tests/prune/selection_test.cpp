@@ -1,7 +1,9 @@
 // The selection slice (prune/selection.h, #58) on the real MRPC train split (3,668 rows): the last rows held out of
-// training and ranking and made the training runs' evaluation split, at most a tenth; a named split instead; the
+// training and ranking with the pairs that share a sentence with them and made the training runs' evaluation split, at most a tenth; a named split instead; the
 // evaluation split, a negative count and a split too small refused naming the key.
 #include <catch2/catch.hpp>
+
+#include <set>
 
 #include "core/base/errors.h"
 #include "fixtures.h"
@@ -27,31 +29,35 @@ TEST_CASE("the selection slice: the last select_examples rows of the training sp
           "[prune][selection]") {
   const auto& task = hp::core::find_task("mrpc");
   const auto s = resolve_selection(mrpc(), task, hp::test::kSharedData);
-  CHECK(s.split == "train[-366:]");  // a tenth of 3,668: 1,000 would leave too little to train on
-  CHECK(s.cfg.train.eval_split == "train[-366:]");  // every training run's best checkpoint is chosen there
-  CHECK(s.cfg.train.train_split == "train[:-366]");
-  CHECK(s.cfg.prune.rank_split == "train[:-366]");  // ranked on what was trained on, never on the slice
+  CHECK(s.split == "train[holdout:366]");  // a tenth of 3,668: 1,000 would leave too little to train on
+  CHECK(s.cfg.train.eval_split == "train[holdout:366]");  // every training run's best checkpoint is chosen there
+  CHECK(s.cfg.train.train_split == "train[rest:366]");
+  CHECK(s.cfg.prune.rank_split == "train[rest:366]");  // ranked on what was trained on, never on the slice
   CHECK(s.cfg.prune.eval_split == "dev");           // the reported split is untouched
-  CHECK_THAT(s.what, Contains("held out of training and ranking") && Contains("over a tenth"));
+  CHECK_THAT(s.what, Contains("held out of training and ranking with the 38 rows that share their text") &&
+                         Contains("over a tenth"));
   const auto held = hp::core::read_task(task, hp::test::kSharedData, s.split);
   const auto kept = hp::core::read_task(task, hp::test::kSharedData, s.cfg.train.train_split);
   CHECK(held.size() == 366);
-  CHECK(kept.size() + held.size() == 3668);
-  CHECK(kept.back().line + 1 == held.front().line);  // disjoint, and together the whole split
+  CHECK(kept.size() + held.size() + 38 == 3668);  // 38 pairs share a sentence with a held-out pair (Python counts 38)
+  CHECK(kept.back().line < held.front().line);
+  std::set<std::string> sentences;
+  for (const auto& e : held) sentences.insert({e.text_a, e.text_b});
+  for (const auto& e : kept) CHECK_FALSE((sentences.count(e.text_a) || sentences.count(e.text_b)));
 
   auto c = mrpc();
   c.prune.select_examples = 200;
   c.prune.rank_split = "dev";  // ranking elsewhere: left alone
   const auto small = resolve_selection(c, task, hp::test::kSharedData);
-  CHECK(small.split == "train[-200:]");
-  CHECK(small.cfg.train.train_split == "train[:-200]");
+  CHECK(small.split == "train[holdout:200]");
+  CHECK(small.cfg.train.train_split == "train[rest:200]");
   CHECK(small.cfg.prune.rank_split == "dev");
 
   c = mrpc();
   c.train.train_split = "train[:1000]";  // a slice already: the held-out rows are its last
   const auto sliced = resolve_selection(c, task, hp::test::kSharedData);
-  CHECK(sliced.split == "train[900:1000]");
-  CHECK(sliced.cfg.train.train_split == "train[:900]");
+  CHECK(sliced.split == "train[:1000][holdout:100]");
+  CHECK(sliced.cfg.train.train_split == "train[:1000][rest:100]");
 }
 
 TEST_CASE("the selection slice off, named, or refused", "[prune][selection]") {
@@ -82,4 +88,6 @@ TEST_CASE("the selection slice off, named, or refused", "[prune][selection]") {
   c.train.train_split = "train[:9]";  // a tenth of 9 rows is none
   CHECK_THROWS_WITH(resolve_selection(c, task, hp::test::kSharedData),
                     Contains("train.train_split = train[:9] has 9 rows: too few"));
+  c.train.train_split = "train[rest:100]";  // held out already: one hold-out per run
+  CHECK_THROWS_WITH(resolve_selection(c, task, hp::test::kSharedData), Contains("holds rows out already"));
 }
