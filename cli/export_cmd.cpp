@@ -22,6 +22,8 @@
 #include "core/model/head_mask.h"  // parse_mask
 #include "core/base/errors.h"
 #include "core/base/log.h"
+#include "core/base/strings.h"
+#include "eval/embedding.h"
 #include "prune/onnx.h"
 #include "prune/slim.h"
 #include "cli/commands.h"
@@ -126,6 +128,36 @@ void export_int8(const core::Config& cfg, const core::Bert& model, const std::st
   core::write_file_atomic(card, text);
 }
 
+// dir/model.int8.onnx of a sentence-transformers export (#59), checked on the sentences of the task's evaluation split;
+// its cosines to float32 into int8.json and the model card.
+void export_sentence_int8(const core::Config& cfg, const std::string& dir) {
+  const core::TaskSpec& task = core::find_task(cfg.data.task);
+  auto pairs = core::read_task(task, core::resolve_data_root(cfg.data.root), cfg.eval.split);
+  if (cfg.eval.max_examples > 0 && static_cast<size_t>(cfg.eval.max_examples) < pairs.size())
+    pairs.resize(cfg.eval.max_examples);
+  std::vector<std::string> texts;
+  for (const auto& t : eval::sts_texts(pairs))
+    if (!t.empty()) texts.push_back(t);
+  const auto c = prune::export_sentence_onnx_int8(eval::load_sentence_encoder(dir), dir, texts);
+  const nlohmann::json j = {{"task", task.name}, {"split", cfg.eval.split}, {"sentences", c.sentences},
+                            {"weight_max", c.weight_max}, {"headprune_int8_cosine_to_fp32", c.int8_to_fp32},
+                            {"onnxruntime_int8_cosine_to_fp32", c.onnx_int8_to_fp32},
+                            {"lowest_cosine_onnxruntime_to_headprune_int8", c.min_onnx_to_int8},
+                            {"max_abs_diff", c.max_abs_diff}};
+  core::write_file_atomic(dir + "/int8.json", j.dump(2) + "\n");
+  const std::string card = dir + "/README.md", marker = "<!-- headprune int8 -->";
+  std::string text = fs::exists(card) ? core::read_file(card) : std::string();
+  if (const auto at = text.find(marker); at != std::string::npos) text.resize(at);
+  text += marker + "\n## int8\n\n`model.int8.onnx` is `model.onnx` (the encoder, its pooling and Normalize) with " +
+          "headprune's int8 linears in standard ONNX operators (weights int8 in ±" + std::to_string(c.weight_max) +
+          " per output channel, activations uint8 per row, dynamic: no calibration; pooling and Normalize float32), " +
+          "run by ONNX Runtime. On the " + std::to_string(c.sentences) + " sentences of " + task.name + " " +
+          cfg.eval.split + ", the mean cosine of its embeddings to the float32 model's is " +
+          core::format_number("%.4f", c.onnx_int8_to_fp32) + " (headprune's int8: " +
+          core::format_number("%.4f", c.int8_to_fp32) + ").\n";
+  core::write_file_atomic(card, text);
+}
+
 // The model to export: loaded, then slimmed by export.mask or made dense as the config says.
 core::Bert model_to_export(const core::Config& cfg) {
   core::LoadReport report;
@@ -176,22 +208,20 @@ void write_export(const core::Config& cfg, const core::Bert& model, const std::s
     if (const auto at = text.find(marker); at != std::string::npos) text.resize(at);
     core::write_file_atomic(dir + "/README.md", text);
   }
-  if (sentence && cfg.export_.onnx)  // the encoder with its pooling and Normalize, as SentenceTransformer runs it
+  if (sentence && (cfg.export_.onnx || cfg.export_.int8))  // the encoder with its pooling and Normalize
     prune::export_sentence_onnx(model, core::read_sentence_model(dir), dir);
   else if (cfg.export_.onnx || cfg.export_.int8)
     prune::export_onnx(model, dir);
-  if (cfg.export_.int8) export_int8(cfg, model, dir);
+  if (cfg.export_.int8 && sentence)
+    export_sentence_int8(cfg, dir);
+  else if (cfg.export_.int8)
+    export_int8(cfg, model, dir);
 }
 
 }  // namespace
 
 int run_export(const core::Config& cfg) {
   if (cfg.export_.out.empty()) throw ConfigError("export.out is empty; pass --to DIR");
-  if (cfg.export_.int8 && core::is_sentence_model(cfg.model.path))
-    throw ConfigError("export.int8 on " + cfg.model.path +
-                      ", a sentence-transformers model: int8 ONNX of an encoder with its pooling is not built yet; "
-                      "export with --onnx (model.onnx: the encoder, its pooling and Normalize in float32), or run "
-                      "the export at int8 in headprune (prune embed --precision int8)");
   check_target(cfg);
   try {  // StagedFolder::write removes the staging folder and names the target in the error
     core::StagedFolder(cfg.export_.out).write(

@@ -13,6 +13,7 @@
 #include "core/base/version.h"
 #include "core/kernels/lowp_gemm.h"
 #include "core/model/pooling.h"
+#include "eval/embedding.h"
 #include "core/io/tensor_io.h"
 #include "eval/evaluator.h"
 #include "eval/latency.h"
@@ -216,6 +217,41 @@ Int8ExportCheck export_onnx_int8(const core::Bert& model, const std::string& dir
                         std::to_string(c.weight_max) + ") on " + std::to_string(c.examples) + " examples of " +
                         task.name + ": " + why + "; export without --int8 (model.onnx alone), or compare headprune's " +
                         "int8 on your data with `prune eval --precision int8 --calibrate 0`");
+  }
+  core::log_info("export", "model.int8.onnx checked in ONNX Runtime against headprune's int8");
+  return c;
+}
+
+SentenceInt8Check export_sentence_onnx_int8(const eval::SentenceEncoder& enc, const std::string& dir,
+                                            const std::vector<std::string>& texts, double min_cosine) {
+  reference_python("--int8");  // before the embeddings: a missing venv is said at once
+  const int len = eval::embedding_length(enc, 0), batch = 32;
+  const torch::Tensor fp32 = eval::embed_texts(enc, texts, batch, len, false);
+  eval::SentenceEncoder int8_enc = enc;  // headprune's int8 with the file's weights (±63, dynamic)
+  int8_enc.model.set_precision(core::Precision::kInt8, core::kPortableInt8WeightMax);
+  const torch::Tensor int8 = eval::embed_texts(int8_enc, texts, batch, len, false);
+  std::vector<core::Example> rows(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) rows[i].text_a = texts[i];
+  core::TensorMap ref = padded_examples(core::encode_examples(enc.tokenizer, rows, len));
+  ref["logits"] = int8;
+  const torch::Tensor onnx = onnx_int8_logits(dir, ref);
+  SentenceInt8Check c;
+  c.sentences = static_cast<long>(texts.size());
+  c.weight_max = core::kPortableInt8WeightMax;
+  c.int8_to_fp32 = eval::paired_cosine(int8, fp32).mean().item<double>();
+  c.onnx_int8_to_fp32 = eval::paired_cosine(onnx, fp32).mean().item<double>();
+  c.min_onnx_to_int8 = eval::paired_cosine(onnx, int8).min().item<double>();
+  c.max_abs_diff = (onnx - int8).abs().max().item<double>();
+  core::log_info("export", "int8 ONNX against headprune int8 (weights ±" + std::to_string(c.weight_max) + ") on " +
+                               std::to_string(c.sentences) + " sentences: lowest cosine " + g3(c.min_onnx_to_int8) +
+                               " (need " + g3(min_cosine) + "), max |difference| " + g3(c.max_abs_diff));
+  if (c.min_onnx_to_int8 < min_cosine) {
+    remove_files({dir + "/model.int8.onnx"});
+    throw InternalError(dir + "/model.int8.onnx: ONNX Runtime's int8 embeddings differ from headprune's int8 (weights ±" +
+                        std::to_string(c.weight_max) + "): lowest cosine " + g3(c.min_onnx_to_int8) + " < " +
+                        g3(min_cosine) + " over " + std::to_string(c.sentences) +
+                        " sentences; export without --int8 (model.onnx alone), or embed at int8 in headprune with "
+                        "`prune embed --precision int8`");
   }
   core::log_info("export", "model.int8.onnx checked in ONNX Runtime against headprune's int8");
   return c;

@@ -9,7 +9,8 @@ SentenceTransformer(folder).encode() of the same sentences (SST-2 dev, varied le
 .h5 outputs of one folder must hold the same numbers. `prune eval --task stsb` on a folder (tiny mean + Normalize,
 STS-B dev less the pairs whose cosines tie within 1e-5; the real model, 300 pairs) scores the cosine of the embeddings: its Spearman and Pearson must be
 scipy's over sentence-transformers' pairwise cosines within 1e-4. `prune export --onnx` of a folder (unpruned and
-slimmed) holds the pooling: ONNX Runtime on model.onnx equals encode() of the export within 1e-5. `prune export --mask`
+slimmed) holds the pooling: ONNX Runtime on model.onnx equals encode() of the export within 1e-5; with --int8,
+model.int8.onnx passes headprune's check against its own int8 and stays near encode() (mean cosine >= 0.98). `prune export --mask`
 of a folder is a
 sentence-transformers folder that SentenceTransformer loads (heads only: without remote code; with FFN neurons:
 trust_remote_code=True; with hidden channels, the pooling 24 wide), its embeddings within 1e-5 of `prune embed`'s, its STS-B score the masked original's; the masked evaluation's mean cosine to the unmasked embeddings
@@ -171,6 +172,25 @@ def exports_load(args, st, texts, folders):
 # Three pooling layouts, unpruned and slimmed (heads, FFN neurons and hidden channels: the remote-code encoder).
 ONNX_FOLDERS = {"tiny_mean_norm": [None, "0:0;f1:0-9;hidden:0-7"], "tiny_max": [None],
                 "tiny_cls_norm": ["1:1-3;f0:5-30"]}
+INT8_FOLDERS = {("tiny_mean_norm", "0:0;f1:0-9;hidden:0-7"), ("tiny_max", None)}  # also exported with --int8
+
+
+def int8_export(name, out, texts, model, sess_of):
+    """model.int8.onnx (the pooling inside) against encode() of the float32 export: int8.json's check held (ONNX
+    Runtime's int8 within cosine 0.999 of headprune's) and ONNX Runtime's int8 embeddings near the float32 ones."""
+    info = json.load(open(os.path.join(out, "int8.json")))
+    sess = sess_of(os.path.join(out, "model.int8.onnx"))
+    names = {i.name for i in sess.get_inputs()}
+    feats = model.tokenize(texts[:64])
+    got = sess.run(["sentence_embedding"], {k: v.numpy() for k, v in feats.items() if k in names})[0]
+    ref = model.encode(texts[:64], batch_size=64)
+    cos = float(((got * ref).sum(1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(ref, axis=1))).mean())
+    good = info["lowest_cosine_onnxruntime_to_headprune_int8"] >= 0.999 and cos >= 0.98 and \
+        abs(info["onnxruntime_int8_cosine_to_fp32"] - cos) < 0.02 and "README.md" in os.listdir(out)
+    print(f"{'ok  ' if good else 'FAIL'} {name} int8 ONNX: mean cosine to encode() {cos:.4f} (int8.json: "
+          f"{info['onnxruntime_int8_cosine_to_fp32']:.4f}, lowest to headprune's int8 "
+          f"{info['lowest_cosine_onnxruntime_to_headprune_int8']:.5f})")
+    return good
 
 
 def onnx_exports(args, st, texts, folders):
@@ -185,7 +205,8 @@ def onnx_exports(args, st, texts, folders):
     for name, folder in folders:
         for mask in ONNX_FOLDERS[name]:
             out = os.path.join(args.scratch, f"{name}_onnx{'_masked' if mask else ''}")
-            cmd = [args.prune, "export", "--model", folder, "--to", out, "--force", "--onnx"]
+            int8 = (name, mask) in INT8_FOLDERS
+            cmd = [args.prune, "export", "--model", folder, "--to", out, "--force", "--onnx"] + (["--int8"] if int8 else [])
             cmd += ["--mask", mask] if mask else []
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
@@ -200,6 +221,9 @@ def onnx_exports(args, st, texts, folders):
                 got.append(sess.run(["sentence_embedding"], {k: v.numpy() for k, v in feats.items() if k in want})[0])
             ok &= compare(f"{name} ONNX export{' (' + mask + ')' if mask else ''} in ONNX Runtime", np.concatenate(got),
                           ref, "ONNX Runtime")
+            if int8:
+                ok &= int8_export(name, out, texts, model,
+                                  lambda p: ort.InferenceSession(p, providers=["CPUExecutionProvider"]))
     return ok
 
 

@@ -710,12 +710,6 @@ add("eval-embeddings-task", "prune eval of a sentence-transformers model without
     "error: $SCRATCH/model is a sentence-transformers model with no classifier for sst2: prune eval scores its "
     "embeddings on stsb (cosine Spearman, as MTEB does); use --task stsb, or fine-tune a classifier for sst2 first "
     "(prune train --config configs/sst2.yaml)", not_created("r.json"))
-add("export-sentence-int8", "prune export --int8 of a sentence-transformers model, whose int8 ONNX (with pooling) is "
-    "not built: refused before anything is written, not a graph of a fresh classifier (--onnx writes the float32 one)",
-    lambda s: ["export", "--model", embed_input(ST_MODULES, 32)(s)[2], "--to", s + "/out", "--int8"], 2,
-    "error: export.int8 on $SCRATCH/model, a sentence-transformers model: int8 ONNX of an encoder with its pooling is "
-    "not built yet; export with --onnx (model.onnx: the encoder, its pooling and Normalize in float32), or run the "
-    "export at int8 in headprune (prune embed --precision int8)", not_created("out"))
 add("embedding-objective-folder", "prune.objective: embedding on a plain Hugging Face folder (no modules.json): "
     "refused before anything is written, not pruned as a classifier",
     lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model", fx.TINY, "--target-flops",
