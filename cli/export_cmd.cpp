@@ -85,13 +85,26 @@ std::string format_metrics(const std::map<std::string, double>& m) {
   return s.empty() ? "(no labels)" : s;
 }
 
+// The rows of the task's evaluation split (eval.split) the int8 checks run on, eval.max_examples at most.
+std::vector<core::Example> int8_check_rows(const core::Config& cfg, const core::TaskSpec& task) {
+  auto rows = core::read_task(task, core::resolve_data_root(cfg.data.root), cfg.eval.split);
+  if (cfg.eval.max_examples > 0 && static_cast<size_t>(cfg.eval.max_examples) < rows.size())
+    rows.resize(cfg.eval.max_examples);
+  return rows;
+}
+
+// The model card's int8 section `section` (after what an in-place export carried over, less an earlier one).
+void write_int8_card(const std::string& dir, const std::string& section) {
+  const std::string card = dir + "/README.md", marker = "<!-- headprune int8 -->";
+  std::string text = fs::exists(card) ? core::read_file(card) : std::string();
+  if (const auto at = text.find(marker); at != std::string::npos) text.resize(at);
+  core::write_file_atomic(card, text + marker + "\n## int8\n\n" + section);
+}
+
 // dir/model.int8.onnx checked on the task's evaluation split; its accuracy into int8.json and the model card.
 void export_int8(const core::Config& cfg, const core::Bert& model, const std::string& dir) {
   const core::TaskSpec& task = core::find_task(cfg.data.task);
-  const std::string root = core::resolve_data_root(cfg.data.root);
-  auto examples = core::read_task(task, root, cfg.eval.split);
-  if (cfg.eval.max_examples > 0 && static_cast<size_t>(cfg.eval.max_examples) < examples.size())
-    examples.resize(cfg.eval.max_examples);
+  const auto examples = int8_check_rows(cfg, task);
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
   const auto tok = core::Tokenizer::from_model_dir(dir);
   const auto data = core::encode_examples(tok, examples, cfg.data.max_seq_len);
@@ -111,12 +124,10 @@ void export_int8(const core::Config& cfg, const core::Bert& model, const std::st
   j["tolerance"] = check.tolerance;
   j["weight_max"] = check.weight_max;
   core::write_file_atomic(dir + "/int8.json", j.dump(2) + "\n");
-  // The model card's int8 section (after what an in-place export carried over).
-  const std::string card = dir + "/README.md", marker = "<!-- headprune int8 -->";
-  std::string text = fs::exists(card) ? core::read_file(card) : std::string();
-  if (const auto at = text.find(marker); at != std::string::npos) text.resize(at);
   const std::string w = std::to_string(check.weight_max);
-  text += marker + "\n## int8\n\n`model.int8.onnx` is `model.onnx` with headprune's int8 linears in standard ONNX " +
+  write_int8_card(
+      dir,
+      std::string("`model.int8.onnx` is `model.onnx` with headprune's int8 linears in standard ONNX ") +
           "operators (weights int8 in ±" + w + " per output channel (7 bits: exact in ONNX Runtime's AVX2 kernel as " +
           "on VNNI), activations uint8 per row, dynamic: no calibration, MatMulInteger; the classifier float32), " +
           "run by ONNX Runtime. On " + task.name + " " + cfg.eval.split + " (" + std::to_string(check.examples) +
@@ -124,38 +135,35 @@ void export_int8(const core::Config& cfg, const core::Bert& model, const std::st
           " |\n| headprune int8, dynamic, weights ±" + w + " | " + format_metrics(check.int8) +
           " |\n| ONNX Runtime int8 (`model.int8.onnx`) | " + format_metrics(check.onnx_int8) + " |\n\n" +
           std::to_string(100 * check.agreement).substr(0, 5) +
-          "% of the examples get the same prediction from both int8 models.\n";
-  core::write_file_atomic(card, text);
+          "% of the examples get the same prediction from both int8 models.\n");
 }
 
 // dir/model.int8.onnx of a sentence-transformers export (#59), checked on the sentences of the task's evaluation split;
 // its cosines to float32 into int8.json and the model card.
 void export_sentence_int8(const core::Config& cfg, const std::string& dir) {
   const core::TaskSpec& task = core::find_task(cfg.data.task);
-  auto pairs = core::read_task(task, core::resolve_data_root(cfg.data.root), cfg.eval.split);
-  if (cfg.eval.max_examples > 0 && static_cast<size_t>(cfg.eval.max_examples) < pairs.size())
-    pairs.resize(cfg.eval.max_examples);
   std::vector<std::string> texts;
-  for (const auto& t : eval::sts_texts(pairs))
+  for (const auto& t : eval::sts_texts(int8_check_rows(cfg, task)))
     if (!t.empty()) texts.push_back(t);
   const auto c = prune::export_sentence_onnx_int8(eval::load_sentence_encoder(dir), dir, texts);
-  const nlohmann::json j = {{"task", task.name}, {"split", cfg.eval.split}, {"sentences", c.sentences},
-                            {"weight_max", c.weight_max}, {"headprune_int8_cosine_to_fp32", c.int8_to_fp32},
+  const nlohmann::json j = {{"task", task.name},
+                            {"split", cfg.eval.split},
+                            {"sentences", c.sentences},
+                            {"weight_max", c.weight_max},
+                            {"headprune_int8_cosine_to_fp32", c.int8_to_fp32},
                             {"onnxruntime_int8_cosine_to_fp32", c.onnx_int8_to_fp32},
                             {"lowest_cosine_onnxruntime_to_headprune_int8", c.min_onnx_to_int8},
                             {"max_abs_diff", c.max_abs_diff}};
   core::write_file_atomic(dir + "/int8.json", j.dump(2) + "\n");
-  const std::string card = dir + "/README.md", marker = "<!-- headprune int8 -->";
-  std::string text = fs::exists(card) ? core::read_file(card) : std::string();
-  if (const auto at = text.find(marker); at != std::string::npos) text.resize(at);
-  text += marker + "\n## int8\n\n`model.int8.onnx` is `model.onnx` (the encoder, its pooling and Normalize) with " +
+  write_int8_card(
+      dir,
+      std::string("`model.int8.onnx` is `model.onnx` (the encoder, its pooling and Normalize) with ") +
           "headprune's int8 linears in standard ONNX operators (weights int8 in ±" + std::to_string(c.weight_max) +
           " per output channel, activations uint8 per row, dynamic: no calibration; pooling and Normalize float32), " +
           "run by ONNX Runtime. On the " + std::to_string(c.sentences) + " sentences of " + task.name + " " +
           cfg.eval.split + ", the mean cosine of its embeddings to the float32 model's is " +
-          core::format_number("%.4f", c.onnx_int8_to_fp32) + " (headprune's int8: " +
-          core::format_number("%.4f", c.int8_to_fp32) + ").\n";
-  core::write_file_atomic(card, text);
+          core::format_number("%.4f", c.onnx_int8_to_fp32) +
+          " (headprune's int8: " + core::format_number("%.4f", c.int8_to_fp32) + ").\n");
 }
 
 // The model to export: loaded, then slimmed by export.mask or made dense as the config says.
@@ -212,10 +220,8 @@ void write_export(const core::Config& cfg, const core::Bert& model, const std::s
     prune::export_sentence_onnx(model, core::read_sentence_model(dir), dir);
   else if (cfg.export_.onnx || cfg.export_.int8)
     prune::export_onnx(model, dir);
-  if (cfg.export_.int8 && sentence)
-    export_sentence_int8(cfg, dir);
-  else if (cfg.export_.int8)
-    export_int8(cfg, model, dir);
+  if (cfg.export_.int8 && sentence) export_sentence_int8(cfg, dir);
+  else if (cfg.export_.int8) export_int8(cfg, model, dir);
 }
 
 }  // namespace

@@ -247,7 +247,8 @@ SentenceInt8Check export_sentence_onnx_int8(const eval::SentenceEncoder& enc, co
                                " (need " + g3(min_cosine) + "), max |difference| " + g3(c.max_abs_diff));
   if (c.min_onnx_to_int8 < min_cosine) {
     remove_files({dir + "/model.int8.onnx"});
-    throw InternalError(dir + "/model.int8.onnx: ONNX Runtime's int8 embeddings differ from headprune's int8 (weights ±" +
+    throw InternalError(dir +
+                        "/model.int8.onnx: ONNX Runtime's int8 embeddings differ from headprune's int8 (weights ±" +
                         std::to_string(c.weight_max) + "): lowest cosine " + g3(c.min_onnx_to_int8) + " < " +
                         g3(min_cosine) + " over " + std::to_string(c.sentences) +
                         " sentences; export without --int8 (model.onnx alone), or embed at int8 in headprune with "

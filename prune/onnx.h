@@ -78,7 +78,7 @@ struct SentenceInt8Check {
   int weight_max = 0;
   double int8_to_fp32 = 0, onnx_int8_to_fp32 = 0;  // mean cosine of each int8 model's embeddings to float32's
   double min_onnx_to_int8 = 0;  // the lowest cosine of ONNX Runtime int8 to headprune int8 (the check)
-  double max_abs_diff = 0;      // ONNX Runtime int8 against headprune int8, any component
+  double max_abs_diff = 0;  // ONNX Runtime int8 against headprune int8, any component
 };
 // The two runtimes' float32 LayerNorm, GELU and softmax differ in the last bits, moving an activation on a rounding
 // boundary of its row's int8 grid by one step: on MiniLM the lowest cosine measured was above 0.9999.

@@ -356,7 +356,8 @@ SplitSpec parse_split_spec(const std::string& spec, const std::string& key) {
   for (const char* part : {"holdout:", "rest:"}) {
     if (last == std::string::npos || spec.compare(last + 1, std::strlen(part), part) != 0) continue;
     const std::string count = spec.substr(last + 1 + std::strlen(part), spec.size() - last - 2 - std::strlen(part));
-    const bool digits = !count.empty() && count.size() <= 12 && count.find_first_not_of("0123456789") == std::string::npos;
+    const bool digits =
+        !count.empty() && count.size() <= 12 && count.find_first_not_of("0123456789") == std::string::npos;
     const long n = digits && spec.back() == ']' ? std::stol(count) : 0;
     if (n <= 0 || last == 0)
       throw ConfigError(key + " = '" + spec + "': write NAME[" + part +

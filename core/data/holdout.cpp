@@ -84,12 +84,9 @@ Holdout hold_out_texts(const std::vector<Example>& rows, std::size_t n) {
   for (std::size_t r = 0; r < rows.size(); ++r) {
     if (is_held[r]) continue;
     bool shares = held_spans.count(full[r]) > 0;
-    if (!shares)
-      for_each_span(ids[r], [&](Key k, std::size_t) { shares = shares || held_full.count(k) > 0; });
-    if (shares)
-      ++h.dropped;
-    else
-      h.rest.push_back(r);
+    if (!shares) for_each_span(ids[r], [&](Key k, std::size_t) { shares = shares || held_full.count(k) > 0; });
+    if (shares) ++h.dropped;
+    else h.rest.push_back(r);
   }
   return h;
 }
@@ -111,10 +108,8 @@ Holdout hold_out_pairs(const std::vector<Example>& rows, std::size_t n) {
     held.insert(normalized(rows[r].text_b));
   }
   for (std::size_t r = 0; r < first; ++r) {
-    if (held.count(normalized(rows[r].text_a)) || held.count(normalized(rows[r].text_b)))
-      ++h.dropped;
-    else
-      h.rest.push_back(r);
+    if (held.count(normalized(rows[r].text_a)) || held.count(normalized(rows[r].text_b))) ++h.dropped;
+    else h.rest.push_back(r);
   }
   return h;
 }

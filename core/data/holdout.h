@@ -20,7 +20,7 @@ namespace hp::core {
 struct Holdout {
   std::vector<std::size_t> held;  // indices of the held-out rows, in file order
   std::vector<std::size_t> rest;  // the other rows less those that share text with a held-out row, in file order
-  std::size_t dropped = 0;        // rows in neither: not held out, but sharing text with a held-out row
+  std::size_t dropped = 0;  // rows in neither: not held out, but sharing text with a held-out row
 };
 
 // The last `n` whole rows of `rows` held out (fewer when the split has fewer whole rows), and the rest.
