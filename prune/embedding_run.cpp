@@ -23,6 +23,7 @@
 #include "eval/latency.h"
 #include "prune/best_step.h"
 #include "prune/budget.h"
+#include "prune/embedding_data.h"
 #include "prune/mask_search.h"
 #include "prune/mask_tuning.h"
 #include "prune/pipeline.h"
@@ -57,24 +58,11 @@ struct EmbedRun {
   std::string select_split;
   std::vector<core::Example> select_pairs, eval_pairs;
   core::EncodedDataset sentences, search_set;  // unlabelled single sentences
+  std::string distilled;  // the sentences distilled on, one per line (RUN_DIR/state/embedding/distill_sentences.txt)
   RankData search;
   std::unique_ptr<RunStore> store;
   std::string state;  // RUN_DIR/state/embedding
 };
-
-// Both sentences of every pair, each once, in the file's order.
-std::vector<core::Example> single_sentences(const std::vector<core::Example>& pairs) {
-  std::vector<core::Example> out;
-  std::set<std::string> seen;
-  for (const auto& p : pairs)
-    for (const std::string* t : {&p.text_a, &p.text_b})
-      if (!t->empty() && seen.insert(*t).second) {
-        core::Example e;
-        e.text_a = *t, e.line = p.line;
-        out.push_back(e);
-      }
-  return out;
-}
 
 void read_data(EmbedRun& r, const core::Config& user) {
   const core::TaskSpec& task = core::find_task(user.data.task);
@@ -87,14 +75,20 @@ void read_data(EmbedRun& r, const core::Config& user) {
   if (r.select_pairs.empty() || r.eval_pairs.empty())
     throw ConfigError("prune.objective = embedding: the selection slice " + sel.split + " or prune.eval_split " +
                       cfg.prune.eval_split + " of " + task.name + " has no pairs; use a labelled split (dev)");
-  const auto singles = single_sentences(core::read_task(task, root, sel.cfg.train.train_split));
+  std::set<std::string> held;  // never distilled on: the selection's and the evaluation's sentences
+  for (const auto* pairs : {&r.select_pairs, &r.eval_pairs})
+    for (const auto& e : single_sentences(*pairs)) held.insert(e.text_a);
+  std::string extra;
+  const auto singles = distill_sentences(single_sentences(core::read_task(task, root, sel.cfg.train.train_split)),
+                                         cfg.prune.distill_tasks, root, held, cfg.run.seed, &extra);
   const auto& tok = r.teacher->tokenizer;
   const int len = eval::embedding_length(*r.teacher, 0);
   r.sentences = core::encode_examples(tok, singles, len);
+  for (const auto& e : singles) r.distilled += e.text_a + "\n";
   r.search_set = core::encode_examples(tok, sample_examples(singles, cfg.prune.search_examples, cfg.run.seed), len);
   r.search = make_rank_data(task, r.search_set, cfg.prune.rank_batch_size, tok.pad_id());
   core::log_info("prune", "embedding: " + std::to_string(r.sentences.size()) + " sentences of " + task.name + " " +
-                              sel.cfg.train.train_split + " to distil on (" + std::to_string(r.search_set.size()) +
+                              sel.cfg.train.train_split + extra + " to distil on (" + std::to_string(r.search_set.size()) +
                               " of them for the search); choices on " + std::to_string(r.select_pairs.size()) +
                               " pairs of " + sel.split + ", reported on " + std::to_string(r.eval_pairs.size()) +
                               " pairs of " + cfg.prune.eval_split);
@@ -217,6 +211,7 @@ void validate_embedding_run(const core::Config& cfg) {
            "prune.structures has " + s + "; embeddings are pruned over heads and FFN neurons only (--structures "
                                          "heads,neurons)");
   refuse(core::dist::world() > 1, "data parallelism is not built for embeddings; run one process");
+  check_distill_tasks(p.distill_tasks, cfg.data.task);
 }
 
 namespace {
@@ -308,6 +303,7 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   core::write_file_atomic(cfg.run.out_dir + "/config.resolved.yaml", core::dump_yaml(cfg));
   r.state = cfg.run.out_dir + "/state/embedding";
   fs::create_directories(r.state);
+  core::write_file_atomic(r.state + "/distill_sentences.txt", r.distilled);  // what bench/st_layerdrop.py distils on
   log_step(1, "prepare: " + cfg.model.path + " (sentence-transformers), run folder " + cfg.run.out_dir +
                   (r.store->resumed() ? " (resuming)" : ""));
   const core::Bert& teacher = r.teacher->model;

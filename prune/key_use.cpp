@@ -110,6 +110,7 @@ const std::vector<KeyUse>& key_use_table() {
        "a run that recovers its model (prune.recover_steps > 0 with a target)"},
       {"finetune", always, ""},
       {"objective", always, ""},
+      {"distill_tasks", [](const P& p) { return p.objective == "embedding"; }, "prune.objective: embedding"},
       {"latency", always, ""},
       {"verify", final_model, "a run that exports a model (--target-heads, --target-layers, a budget, --max-drop)"},
   };

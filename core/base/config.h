@@ -311,6 +311,7 @@ struct PruneConfig {
   int recover_steps = 300;
   std::string recover_scale = "removed";
   std::string objective = "task";
+  std::vector<std::string> distill_tasks;
   bool recover_distill = true;
   bool finetune = true;
   bool latency = true;
@@ -438,6 +439,10 @@ struct PruneConfig {
       "Fisher is that of the teacher's embedding (E_v (v . de/dm)^2, v ~ N(0, I)), the recovery distils the unpruned "
       "model's embeddings of data.task's train sentences, the metric is eval_split's cosine Spearman (STS-B, as MTEB "
       "scores it); with --target-flops or --target-params only");
+    v("distill_tasks", distill_tasks,
+      "objective embedding: tasks whose train sentences (unlabelled, never an evaluation split) the recovery distils "
+      "on besides data.task's, each at most as many as data.task gives (a seeded sample), so that the embedding "
+      "holds on other text too, e.g. [sst2]; [] = data.task's alone");
     v("recover_distill", recover_distill, "distil from the unpruned model during the recovery fine-tuning");
     v("finetune", finetune, "fine-tune first (train section) when the model has no classifier for the task");
     v("latency", latency,

@@ -710,6 +710,12 @@ add("eval-embeddings-task", "prune eval of a sentence-transformers model without
     "error: $SCRATCH/model is a sentence-transformers model with no classifier for sst2: prune eval scores its "
     "embeddings on stsb (cosine Spearman, as MTEB does); use --task stsb, or fine-tune a classifier for sst2 first "
     "(prune train --config configs/sst2.yaml)", not_created("r.json"))
+add("embedding-distill-task", "prune.distill_tasks naming no task: refused before anything is written (#59)",
+    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
+               embed_input(ST_MODULES, 32)(s)[2], "--target-flops", "0.5", "--set", "prune.distill_tasks=[sst3]",
+               "--out", s + "/run"], 2,
+    "error: prune.distill_tasks has 'sst3', no task; use some of sst2, cola, mrpc, rte, stsb, wnli, qnli, mnli, "
+    "mnli_subset", not_created("run"))
 add("embedding-objective-folder", "prune.objective: embedding on a plain Hugging Face folder (no modules.json): "
     "refused before anything is written, not pruned as a classifier",
     lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model", fx.TINY, "--target-flops",
