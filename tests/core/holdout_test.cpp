@@ -50,7 +50,8 @@ TEST_CASE("hold_out: the last whole rows, and the rest without their parts and c
 
 TEST_CASE("hold_out on pairs: a row that shares either sentence with a held row is not trained on", "[glue][holdout]") {
   std::vector<Example> rows;
-  for (auto [a, b] : std::vector<std::pair<std::string, std::string>>{{"s1", "s2"}, {"s3", "s4"}, {"s2 ", "s5"}, {"s6", "s7"}})
+  for (auto [a, b] :
+       std::vector<std::pair<std::string, std::string>>{{"s1", "s2"}, {"s3", "s4"}, {"s2 ", "s5"}, {"s6", "s7"}})
     rows.push_back(Example{a, b, 0, true, 0});
   CHECK(hold_out(rows, 1).held == Rows{3});
   CHECK(hold_out(rows, 1).rest == Rows{0, 1, 2});
@@ -79,7 +80,8 @@ TEST_CASE("split specs [holdout:N] and [rest:N] on SST-2: 1,000 whole sentences,
   for (const auto& e : held) joined += " " + e.text_a + " |";
   std::size_t inside = 0;
   for (const auto& e : rest)
-    if (std::count(e.text_a.begin(), e.text_a.end(), ' ') >= 2 && joined.find(" " + e.text_a + " ") != std::string::npos)
+    if (std::count(e.text_a.begin(), e.text_a.end(), ' ') >= 2 &&
+        joined.find(" " + e.text_a + " ") != std::string::npos)
       ++inside;
   CHECK(inside == 0);  // of the last 1,000 rows by number, 892 sit inside training rows
 
@@ -90,7 +92,7 @@ TEST_CASE("split specs [holdout:N] and [rest:N] on SST-2: 1,000 whole sentences,
   const auto head = hp::core::read_task(sst2, hp::test::kSharedData, "train[:5000][holdout:100]");
   CHECK(head.size() == 100);
   CHECK(head.back().line <= 5001);
-  for (const std::string bad : {"train[holdout:0]", "train[holdout:x]", "[holdout:5]", "train[rest:-3]", "train[holdout:5"})
-    CHECK_THROWS_WITH(parse_split_spec(bad, "prune.select_split"),
-                      Contains("prune.select_split = '" + bad + "'"));
+  for (const std::string bad :
+       {"train[holdout:0]", "train[holdout:x]", "[holdout:5]", "train[rest:-3]", "train[holdout:5"})
+    CHECK_THROWS_WITH(parse_split_spec(bad, "prune.select_split"), Contains("prune.select_split = '" + bad + "'"));
 }
