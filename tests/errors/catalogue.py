@@ -714,7 +714,7 @@ add("embedding-distill-task", "prune.distill_tasks naming no task: refused befor
     lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
                embed_input(ST_MODULES, 32)(s)[2], "--target-flops", "0.5", "--set", "prune.distill_tasks=[sst3]",
                "--out", s + "/run"], 2,
-    "error: prune.distill_tasks has 'sst3', no task; use some of sst2, cola, mrpc, rte, stsb, wnli, qnli, mnli, "
+    "error: prune.distill_tasks has 'sst3', no task; use some of sst2, cola, mrpc, rte, stsb, wnli, qnli, qqp, mnli, "
     "mnli_subset", not_created("run"))
 add("embedding-objective-folder", "prune.objective: embedding on a plain Hugging Face folder (no modules.json): "
     "refused before anything is written, not pruned as a classifier",
