@@ -104,13 +104,13 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
       CHECK(p["reference"] == true);
       CHECK(p["metric"].get<double>() == baseline);
     }
-  // The choice is made on the selection slice (#58): the last tenth of the training split, held out of training and
-  // ranking; every training run of the frontier picked its best checkpoint there.
-  CHECK(summary["select_split"] == "matched[-3:]");
-  CHECK(f["select_split"] == "matched[-3:]");
-  CHECK(summary["rank_split"] == "matched[:-3]");
+  // The choice is made on the selection slice (#58): the last tenth of the training split (whole rows), held out of
+  // training and ranking; every training run of the frontier picked its best checkpoint there.
+  CHECK(summary["select_split"] == "matched[holdout:3]");
+  CHECK(f["select_split"] == "matched[holdout:3]");
+  CHECK(summary["rank_split"] == "matched[rest:3]");
   for (const char* run : {"budget_recover/1", "frontier_gates/30"})
-    CHECK(nlohmann::json::parse(slurp(out / run / "train_result.json"))["split"] == "matched[-3:]");
+    CHECK(nlohmann::json::parse(slurp(out / run / "train_result.json"))["split"] == "matched[holdout:3]");
   const double select_base = f["select_baseline"].get<double>();
   const int chosen = f["chosen"].get<int>();
   REQUIRE(chosen >= 0);
