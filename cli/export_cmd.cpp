@@ -152,6 +152,7 @@ void export_sentence_int8(const core::Config& cfg, const std::string& dir) {
                             {"weight_max", c.weight_max},
                             {"headprune_int8_cosine_to_fp32", c.int8_to_fp32},
                             {"onnxruntime_int8_cosine_to_fp32", c.onnx_int8_to_fp32},
+                            {"mean_cosine_onnxruntime_to_headprune_int8", c.mean_onnx_to_int8},
                             {"lowest_cosine_onnxruntime_to_headprune_int8", c.min_onnx_to_int8},
                             {"max_abs_diff", c.max_abs_diff}};
   core::write_file_atomic(dir + "/int8.json", j.dump(2) + "\n");

@@ -70,22 +70,26 @@ Int8ExportCheck export_onnx_int8(const core::Bert& model, const std::string& dir
 // `prune export --int8` of a sentence-transformers folder (#59): dir/model.int8.onnx, dir/model.onnx (the encoder with
 // its pooling and Normalize, export_sentence_onnx) with the classifier's int8 scheme (above: weights s8 in ±63 per
 // output channel, activations u8 per row, MatMulInteger; pooling and Normalize float32), checked before the command
-// succeeds on `texts` against `enc` at int8 in headprune with the same weights: every embedding within cosine
-// `min_cosine` of headprune's. Returns the cosines of both int8 models' embeddings to headprune's float32 ones, for
+// succeeds on `texts` against `enc` at int8 in headprune with the same weights: the mean cosine of their embeddings
+// at least `mean_cosine`, the lowest at least `min_cosine`. Returns the cosines of both int8 models' embeddings to headprune's float32 ones, for
 // the model card. A failed check throws InternalError and leaves no model.int8.onnx and no check file in `dir`.
 struct SentenceInt8Check {
   long sentences = 0;
   int weight_max = 0;
   double int8_to_fp32 = 0, onnx_int8_to_fp32 = 0;  // mean cosine of each int8 model's embeddings to float32's
-  double min_onnx_to_int8 = 0;  // the lowest cosine of ONNX Runtime int8 to headprune int8 (the check)
+  double min_onnx_to_int8 = 0, mean_onnx_to_int8 = 0;  // ONNX Runtime int8 to headprune int8 (the check)
   double max_abs_diff = 0;  // ONNX Runtime int8 against headprune int8, any component
 };
 // The two runtimes' float32 LayerNorm, GELU and softmax differ in the last bits, moving an activation on a rounding
-// boundary of its row's int8 grid by one step: on MiniLM the lowest cosine measured was above 0.9999.
-inline constexpr double kSentenceInt8MinCosine = 0.999;
+// boundary of its row's int8 grid by one step, and six layers carry such steps on: on all-MiniLM-L6-v2 (3,000 STS-B
+// dev sentences) the lowest cosine measured was 0.996 and the mean 0.99972, where int8 against float32 is 0.9977: a
+// graph left float32, or quantised another way, fails the mean.
+inline constexpr double kSentenceInt8MinCosine = 0.99;
+inline constexpr double kSentenceInt8MeanCosine = 0.999;
 SentenceInt8Check export_sentence_onnx_int8(const eval::SentenceEncoder& enc, const std::string& dir,
                                             const std::vector<std::string>& texts,
-                                            double min_cosine = kSentenceInt8MinCosine);
+                                            double min_cosine = kSentenceInt8MinCosine,
+                                            double mean_cosine = kSentenceInt8MeanCosine);
 
 // The frontier's ONNX Runtime reference points (`prune --max-drop`, tools/ort_reference.py): the model folder
 // `model_dir` exported to ONNX (float32) and quantised by ONNX Runtime's own quantize_dynamic (int8 weights per
