@@ -217,6 +217,11 @@
     view.geometry = g;
     if (view.slim && !view.decoded.slimAttn) { setSvg(view.svg, 0, 0, ''); return; }  // the note says why
     var title = svgText(w / 2, 16, view.title + ' \u00b7 layer ' + state.headLayer, 'font-size="13" font-weight="bold" text-anchor="middle"');
+    var layer = state.headLayer, gone = view.slim && range(page.heads).every(function (k) { return isPruned(layer, k); });
+    if (gone) {  // nothing to draw between the columns: say why there, not leave them blank
+      var cx = (g.x1 + g.x2) / 2, cy = g.top + g.n * g.rh / 2, a = 'font-size="11" text-anchor="middle" fill="#7a1f1c"';
+      title += '<g class="hv-empty">' + svgText(cx, cy - 3, 'every head of layer ' + layer, a) + svgText(cx, cy + 11, 'removed: no attention', a) + '</g>';
+    }
     setSvg(view.svg, w, h, title +
       '<g class="hv-lines" stroke-width="' + g.sw + '">' + linesSvg(headLineOptions(view, ex, g)) + '</g>' +
       '<g class="hv-tokens">' + tokensSvg(ex, g, 'from', state.hover) + tokensSvg(ex, g, 'to', state.hover) + '</g>');

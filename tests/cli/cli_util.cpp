@@ -22,6 +22,11 @@ void browser_check(const std::filesystem::path& page, const std::string& shots) 
                        page.string() + " --shots " + scratch_dir(shots).string() + " --expect-slim");
   INFO(b.output);
   if (b.code == kSkipExitCode) return skip("browser check skipped: " + b.output.substr(0, b.output.find('\n')));
+  // Its FAIL lines in the assertion itself: Catch prints them first, above the long captured outputs (CI cuts those).
+  std::string failed;
+  for (size_t at = b.output.find("FAIL: "); at != std::string::npos; at = b.output.find("FAIL: ", at + 1))
+    failed += b.output.substr(at, b.output.find('\n', at) - at) + "\n";
+  CHECK(failed == "");
   CHECK(b.code == 0);
 }
 

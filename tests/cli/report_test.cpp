@@ -250,3 +250,22 @@ TEST_CASE("prune report of a budget run: the budget result, its curves and the P
                                    std::to_string(summary["final"]["budget"]["neurons_total"].get<int>())));
   browser_check(page, "hp_report_budget_shots");
 }
+
+TEST_CASE("prune report: a slimmed model that lost every head of a layer says so in Chromium, other layers draw",
+          "[cli][report][browser]") {
+  const auto root = hp::test::scratch_dir("hp_report_layer_gone");
+  fs::remove_all(root);
+  const auto slim = root / "slim", page = root / "gone.html";
+  auto e = run_prune("export --model " + kTinyBert + " --mask '0:0,1,2,3;1:3' --to " + slim.string());
+  INFO(e.output);
+  REQUIRE(e.code == 0);
+  auto r = run_prune("report --model " + kTinyBert + " --slim " + slim.string() + " --task mnli_subset --data-root " +
+                     tiny_data_root() + " --max-seq-len 32 --split mismatched --examples 0 --out " + page.string());
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const auto data = page_data(slurp(page));
+  CHECK(data["has_slim"] == true);
+  CHECK(data["pruned"].size() == 5);
+  // browser_check.py: layer 0 (shown first) draws no slimmed line and the .hv-empty words; layer 1 draws lines.
+  browser_check(page, "hp_report_layer_gone_shots");
+}

@@ -197,17 +197,18 @@ DOM_JS = """(() => {
   }
   let data;
   try { const d = JSON.parse(document.getElementById('hp-data').textContent);
-        data = {layers: d.layers, heads: d.heads}; } catch (e) { data = String(e); }
+        data = {layers: d.layers, heads: d.heads, pruned: d.pruned || []}; } catch (e) { data = String(e); }
   const saved = f => f.querySelector('button.save-svg') || f.nextElementSibling?.matches('button.save-svg');
   const slim = document.getElementById('head-view-slim');
   return {panels, data, lines: all('%s').length, swatches: all('%s').length,
     thumbs: all('#model-view .thumb[data-layer][data-head]').filter(t => !zoom?.contains(t)).length,
     figs: all('figure.fig').length, unsaved: all('figure.fig').filter(f => !saved(f)).map(f => f.id || '?'),
-    slim: slim ? all('line.attn-line', slim).length : null};
+    slim: slim ? all('line.attn-line', slim).length : null, empty: slim ? all('.hv-empty', slim).length : null,
+    layer: document.getElementById('layer-select')?.value ?? null};
 })()""" % (json.dumps(PANELS), LINES, SWATCHES)
 
 
-def check_dom(cdp, res, expect_slim):
+def check_dom(cdp, res, expect_slim, shots):
     d = cdp.eval(DOM_JS)
     for name, p in d["panels"].items():
         if p is None:
@@ -228,8 +229,31 @@ def check_dom(cdp, res, expect_slim):
                  + ("" if isinstance(d["data"], dict) else f": {d['data']}")):
         res.check(d["thumbs"] == L * H, f"#model-view has {d['thumbs']} .thumb, hp-data says {L}x{H} = {L * H}")
     if expect_slim:
-        res.check(bool(d["slim"]), "#head-view-slim " + ("is missing" if d["slim"] is None
-                                                         else f"draws {d['slim']} lines"))
+        check_slim(cdp, res, d, shots)
+
+
+def check_slim(cdp, res, d, shots):
+    """#head-view-slim draws lines; where the shown layer lost every head, it says so, and a layer that kept
+    heads (picked in select#layer-select as a reader would) draws them."""
+    if not res.check(d["slim"] is not None, "#head-view-slim " + ("is missing" if d["slim"] is None else "exists")):
+        return
+    data = d["data"] if isinstance(d["data"], dict) else {}
+    L, H, layer = data.get("layers") or 0, data.get("heads") or 0, int(d["layer"] or 0)
+    removed = {l: {h for l2, h in data.get("pruned", []) if l2 == l} for l in range(L)}
+    if len(removed.get(layer, ())) < H:
+        res.check(d["slim"] > 0 and not d["empty"], f"#head-view-slim draws {d['slim']} lines in layer {layer}"
+                  + (" and says every head is removed" if d["empty"] else ""))
+        return
+    res.check(d["slim"] == 0 and d["empty"] == 1, f"layer {layer} lost every head: #head-view-slim draws {d['slim']}"
+              f" lines and {d['empty']} .hv-empty note (want 0 and 1)")
+    screenshot(cdp, shots / "head_view_slim_empty.png", cdp.eval(box_js(nth("#head-view-slim"), "start")))
+    kept = next((l for l in range(L) if len(removed[l]) < H), None)
+    if not res.check(kept is not None, "a layer whose heads the slimmed model keeps" + ("" if kept is not None else ": none")):
+        return
+    cdp.eval(f"""(() => {{ const s = document.getElementById('layer-select'); s.value = '{kept}';
+                 s.dispatchEvent(new Event('change')); }})()""")
+    n = poll(lambda: cdp.eval("document.querySelectorAll('#head-view-slim line.attn-line').length"), bool)
+    res.check(bool(n), f"picking layer {kept} in select#layer-select: #head-view-slim draws {n} lines")
 
 
 def check_clicks(cdp, res, shots):
@@ -320,7 +344,7 @@ def run_checks(cdp, report, args, res):
         error = cdp.send("Page.navigate", url=url).get("errorText")
         if not res.check(not error, f"open {url}" + (f": {error}" if error else "")) or not wait_ready(cdp, url, res):
             return
-        check_dom(cdp, res, args.expect_slim)
+        check_dom(cdp, res, args.expect_slim, args.shots)
         screenshot(cdp, args.shots / "report_full.png", cdp.eval(
             "(e => ({x: 0, y: 0, width: e.scrollWidth, height: e.scrollHeight}))(document.documentElement)"))
         for name in PANELS:
