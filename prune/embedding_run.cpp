@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -20,13 +21,17 @@
 #include "core/io/tensor_io.h"
 #include "core/model/pooling.h"
 #include "eval/embedding.h"
+#include "eval/evaluator.h"
 #include "eval/latency.h"
 #include "prune/best_step.h"
 #include "prune/budget.h"
 #include "prune/embedding_data.h"
+#include "prune/frontier.h"
+#include "prune/frontier_timing.h"
 #include "prune/mask_search.h"
 #include "prune/mask_tuning.h"
 #include "prune/pipeline.h"
+#include "prune/plot.h"
 #include "prune/run_store.h"
 #include "prune/selection.h"
 #include "prune/slim.h"
@@ -113,16 +118,16 @@ json scores_of(const eval::StsResult& sel, const eval::StsResult& dev, const Tea
   return j;
 }
 
-json score(const EmbedRun& r, const core::Bert& model, const TeacherEmbeddings& teacher) {
-  const eval::SentenceEncoder enc{r.teacher->layout, model, r.teacher->tokenizer};
+json score(const EmbedRun& r, const eval::SentenceEncoder& enc, const TeacherEmbeddings& teacher) {
   const int batch = r.cfg->eval.batch_size;
   return scores_of(eval::evaluate_sts(enc, r.select_pairs, batch, 0), eval::evaluate_sts(enc, r.eval_pairs, batch, 0),
                    teacher);
 }
 
-// A json file of state/embedding, computed once.
-json cached(const EmbedRun& r, const std::string& name, const std::function<json()>& make) {
-  const std::string path = r.state + "/" + name + ".json";
+// STATE/NAME.json, computed once.
+json cached(const std::string& state, const std::string& name, const std::function<json()>& make) {
+  fs::create_directories(state);
+  const std::string path = state + "/" + name + ".json";
   if (fs::exists(path)) return json::parse(core::read_file(path));
   json j = make();
   core::write_file_atomic(path, j.dump(2) + "\n");
@@ -159,28 +164,26 @@ struct Searched {
   BudgetUnit unit;
 };
 
-Searched search(const EmbedRun& r, const MaskGradients& g) {
-  const core::Config& cfg = *r.cfg;
+Searched search(const EmbedRun& r, const MaskGradients& g, const core::PruneConfig& p) {
   const core::Bert& teacher = r.teacher->model;
   const core::BertConfig& arch = teacher.config();
   core::EncodedDataset eval_singles = core::encode_examples(
       r.teacher->tokenizer, single_sentences(r.eval_pairs), eval::embedding_length(*r.teacher, 0));
   Searched s;
-  s.unit = budget_unit(cfg.prune, arch, core::mean_length(eval_singles));
+  s.unit = budget_unit(p, arch, core::mean_length(eval_singles));
   const double target = s.unit.target;
   log_step(3, "Kwon et al.'s search to " + std::to_string(std::lround(100 * target)) + "% of the encoder's " +
                   s.unit.name + " (at " + core::format_number("%.1f", s.unit.mean_length) +
-                  " tokens, the evaluation sentences' mean), rearranged" +
-                  (cfg.prune.mask_tuning ? ", mask-tuned" : ""));
+                  " tokens, the evaluation sentences' mean), rearranged" + (p.mask_tuning ? ", mask-tuned" : ""));
   s.searched = search_structures(fisher_importances(g), s.unit.costs, s.unit.budget(target), Prunable{}, {},
-                                 layer_counts(arch.num_hidden_layers, cfg.prune.layer_counts));
-  s.rearranged = cfg.prune.rearrange ? rearrange(s.searched, g) : s.searched;
+                                 layer_counts(arch.num_hidden_layers, p.layer_counts));
+  s.rearranged = p.rearrange ? rearrange(s.searched, g) : s.searched;
   TuningOptions opts;
-  opts.damping = cfg.prune.tuning_damping;
+  opts.damping = p.tuning_damping;
   // The pooling reads every position unless it is [CLS] alone: the last layer is fitted where it is read.
   const auto& modes = r.pooling.modes.modes;
   opts.cls_last_layer = modes.size() == 1 && modes[0] == core::PoolingMode::kCls;
-  s.scales = cfg.prune.mask_tuning ? tune_masks(teacher, s.rearranged, r.search, opts) : unit_scales(s.rearranged);
+  s.scales = p.mask_tuning ? tune_masks(teacher, s.rearranged, r.search, opts) : unit_scales(s.rearranged);
   s.flops_kept = core::structure_cost(s.rearranged, s.unit.costs) / s.unit.total;
   return s;
 }
@@ -198,9 +201,13 @@ void validate_embedding_run(const core::Config& cfg) {
   refuse(cfg.data.task != "stsb", "data.task = " + cfg.data.task +
                                       "; the embeddings are scored on STS-B pairs (cosine Spearman, as MTEB does): "
                                       "use data.task: stsb (configs/sts_embed.yaml)");
-  refuse(p.max_drop > 0, "--max-drop (the frontier) is not built for embeddings yet; pass --target-flops F");
-  refuse(!(p.target_flops > 0) && !(p.target_params > 0),
-         "no budget; pass --target-flops F or --target-params F (e.g. --target-flops 0.5)");
+  refuse(p.max_drop > 0 && (p.target_flops > 0 || p.target_params > 0),
+         "--max-drop chooses the budget itself (prune.budget_schedule); pass it or --target-flops F, not both");
+  refuse(!p.frontier_models.empty(),
+         "prune.frontier_models is not measured for embeddings (the frontier measures "
+         "the search at prune.budget_schedule); leave it []");
+  refuse(!(p.max_drop > 0) && !(p.target_flops > 0) && !(p.target_params > 0),
+         "no budget; pass --target-flops F or --target-params F (e.g. --target-flops 0.5), or --max-drop D");
   refuse(p.target_heads > 0 || p.target_layers > 0 || p.target_latency > 0,
          "--target-heads, --target-layers and --target-latency are not built for embeddings; pass --target-flops F");
   refuse(p.method != "best" && p.method != "kwon",
@@ -216,11 +223,17 @@ void validate_embedding_run(const core::Config& cfg) {
 
 namespace {
 
-// The recovered model (RUN_DIR/recovered, kept once done): the tuned one distilled to the teacher's embeddings.
-std::optional<core::Bert> recovered_model(const EmbedRun& r, const core::Bert& tuned, double target) {
+// Where one budget keeps its work: the scores and recovery.json in `state`, the recovered model in `recovered`.
+struct BudgetDirs {
+  std::string state, recovered;
+};
+
+// The recovered model (dirs.recovered, kept once done): the tuned one distilled to the teacher's embeddings.
+std::optional<core::Bert> recovered_model(const EmbedRun& r, const core::Bert& tuned, const core::PruneConfig& p,
+                                          double target, const BudgetDirs& dirs) {
   const core::Config& cfg = *r.cfg;
-  const std::string dir = cfg.run.out_dir + "/recovered";
-  const long steps = budget_recover_steps(cfg.prune, target, false);
+  const std::string& dir = dirs.recovered;
+  const long steps = budget_recover_steps(p, target, false);
   if (steps <= 0) return std::nullopt;
   if (!fs::exists(dir + "/config.json")) {
     log_step(4, "recovery: " + std::to_string(steps) + " steps of distillation to the teacher's embeddings");
@@ -236,9 +249,12 @@ std::optional<core::Bert> recovered_model(const EmbedRun& r, const core::Bert& t
         r.stop);
     progress.finish();
     if (rec.interrupted) return std::nullopt;
-    core::write_file_atomic(r.state + "/recovery.json",
-                            json({{"steps", rec.steps}, {"seconds", rec.seconds}, {"first_loss", rec.first_loss},
-                                  {"last_loss", rec.last_loss}}).dump(2) + "\n");
+    core::write_file_atomic(dirs.state + "/recovery.json", json({{"steps", rec.steps},
+                                                                 {"seconds", rec.seconds},
+                                                                 {"first_loss", rec.first_loss},
+                                                                 {"last_loss", rec.last_loss}})
+                                                                   .dump(2) +
+                                                               "\n");
     core::save_bert(student, dir, r.teacher->layout.transformer_dir);
   }
   return core::load_bert(dir, core::LoadOptions{});
@@ -287,6 +303,169 @@ json structure_json(const StructureKeep& keep, double flops_kept) {
           {"mask", core::format_mask(keep)}};
 }
 
+// One budget: the search's four models, each scored (STATE/step-VARIANT.json); the choice the closest to the teacher
+// on the selection sentences (what the model is pruned for, on held-out data; the Spearman of a few hundred pairs
+// scatters by a point or two); a later step wins a tie.
+struct BudgetRun {
+  Searched s;
+  std::vector<std::pair<std::string, core::Bert>> models;
+  json steps = json::object();
+  std::string chosen;
+  const core::Bert& choice() const {
+    return std::find_if(models.begin(), models.end(), [&](const auto& m) { return m.first == chosen; })->second;
+  }
+};
+
+// nullopt when stopped.
+std::optional<BudgetRun> run_budget(const EmbedRun& r, const MaskGradients& g, const core::PruneConfig& p,
+                                    const BudgetDirs& dirs, const TeacherEmbeddings& te) {
+  const core::Bert& teacher = r.teacher->model;
+  BudgetRun b;
+  b.s = search(r, g, p);
+  b.models.emplace_back("searched", slim_model(teacher, b.s.searched));
+  b.models.emplace_back("rearranged", slim_model(teacher, b.s.rearranged));
+  b.models.emplace_back("tuned", slim_model(fold_scales(teacher, b.s.scales), b.s.rearranged));
+  fs::create_directories(dirs.state);
+  if (auto rec = recovered_model(r, b.models.back().second, p, b.s.unit.target, dirs))
+    b.models.emplace_back("recovered", *rec);
+  if (core::dist::stop_requested(r.stop)) return std::nullopt;
+  for (const auto& [variant, model] : b.models) {
+    const eval::SentenceEncoder enc{r.teacher->layout, model, r.teacher->tokenizer};
+    const json& v = b.steps[variant] = cached(dirs.state, "step-" + variant, [&] { return score(r, enc, te); });
+    core::log_info("prune", variant + ": cosine Spearman " + core::format_number("%.2f", v["spearman"]) +
+                                ", mean cosine to the teacher " +
+                                core::format_number("%.4f", v["mean_cosine_to_teacher"]) +
+                                " (selection: " + core::format_number("%.2f", v["select_spearman"]) + ", " +
+                                core::format_number("%.4f", v["select_cosine_to_teacher"]) + ")");
+    const double m = v["select_cosine_to_teacher"].get<double>();
+    if (b.chosen.empty() || m >= b.steps[b.chosen]["select_cosine_to_teacher"].get<double>()) b.chosen = variant;
+  }
+  return b;
+}
+
+// The seconds of training that made a budget's model (its recovery; 0 without one).
+double budget_cost(const BudgetDirs& dirs) {
+  const std::string file = dirs.state + "/recovery.json";
+  return fs::exists(file) ? json::parse(core::read_file(file)).value("seconds", 0.0) : 0.0;
+}
+
+}  // namespace
+
+namespace {
+
+// Where a budget of the frontier keeps its work: RUN_DIR/state/embedding/budget-P and RUN_DIR/budgets/P/recovered.
+BudgetDirs frontier_dirs(const EmbedRun& r, int percent) {
+  return {r.state + "/budget-" + std::to_string(percent),
+          r.cfg->run.out_dir + "/budgets/" + std::to_string(percent) + "/recovered"};
+}
+
+// One structure at one precision (RUN_DIR/state/embedding/frontier/KEY-PRECISION.json once measured): the cosine
+// Spearman on the evaluation and the selection pairs (points), the speedup over the unpruned fp32 encoder.
+FrontierPoint measure_point(const EmbedRun& r, const core::Bert& base, const core::Bert& slim, FrontierPoint p,
+                            core::Precision precision, const std::string& key, const TeacherEmbeddings& te) {
+  const core::Config& cfg = *r.cfg;
+  p.precision = core::precision_name(precision);
+  const std::string file = r.state + "/frontier/" + key + "-" + p.precision + ".json";
+  if (fs::exists(file)) return json::parse(core::read_file(file)).get<FrontierPoint>();
+  eval::SentenceEncoder enc{r.teacher->layout, slim, r.teacher->tokenizer};
+  enc.model.set_precision(precision);
+  eval::calibrate_int8(enc.model, cfg, enc.tokenizer);  // int8 only
+  const json sc = score(r, enc, te);
+  p.metric = sc["spearman"].get<double>(), p.select_metric = sc["select_spearman"].get<double>();
+  const long batch = cfg.prune.latency_batch,
+             seq = cfg.prune.latency_seq > 0 ? cfg.prune.latency_seq : cfg.data.max_seq_len;
+  p.speedup = p.speedups[timing_key(batch, seq)] =
+      speedup_against(base, enc.model, batch, seq, frontier_label(p), cfg.prune.frontier_time);
+  core::write_file_atomic(file, json(p).dump(2) + "\n");
+  return p;
+}
+
+// `prune --config sts_embed.yaml --max-drop D`: the unpruned encoder and the search at each point of
+// prune.budget_schedule (its best step, as a --target-flops run chooses it), each at every native precision; the
+// fastest within D points of cosine Spearman on the selection pairs exported. 0 when done, 130 when stopped.
+int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te, json summary) {
+  const core::Config& cfg = *r.cfg;
+  fs::create_directories(r.state + "/frontier");
+  std::vector<std::tuple<FrontierPoint, std::string, core::Bert>> cands;  // point, key, slimmed model
+  FrontierPoint unpruned;
+  unpruned.method = "unpruned",
+  unpruned.heads_kept = r.teacher->model.config().num_hidden_layers * r.teacher->model.config().num_attention_heads;
+  cands.emplace_back(unpruned, "unpruned", r.teacher->model);
+  json budgets = json::object();
+  for (const int pct : cfg.prune.budget_schedule) {
+    if (pct <= 0 || pct >= 100) continue;
+    core::PruneConfig p = cfg.prune;
+    p.target_flops = pct / 100.0, p.target_params = 0;
+    const BudgetDirs dirs = frontier_dirs(r, pct);
+    core::log_info("prune", "frontier: the search at " + std::to_string(pct) + "% of the encoder's FLOPs");
+    auto b = run_budget(r, g, p, dirs, te);
+    if (!b) return 130;
+    FrontierPoint fp;
+    fp.method = "kwon", fp.budget = std::to_string(pct) + "% FLOPs", fp.step = pct, fp.variant = b->chosen;
+    const json st = structure_json(b->s.rearranged, b->s.flops_kept);
+    fp.heads_kept = st["heads_kept"].get<int>(), fp.flops_kept = b->s.flops_kept, fp.cost_s = budget_cost(dirs);
+    budgets[std::to_string(pct)] = {{"steps", b->steps}, {"chosen", b->chosen}, {"structure", st}};
+    cands.emplace_back(fp, "kwon-" + std::to_string(pct), b->choice());
+  }
+  const auto precisions = native_precisions(cfg.prune);
+  core::Bert base = r.teacher->model;
+  base.set_precision(core::Precision::kFp32);
+  Frontier f;
+  f.task = cfg.data.task, f.metric = "cosine_spearman", f.split = cfg.prune.eval_split, f.select_split = r.select_split;
+  f.timing = "batch " + std::to_string(cfg.prune.latency_batch) + " x " +
+             std::to_string(cfg.prune.latency_seq > 0 ? cfg.prune.latency_seq : cfg.data.max_seq_len) + " tokens";
+  f.max_drop = cfg.prune.max_drop;
+  core::Progress progress("frontier", static_cast<long>(cands.size() * precisions.size()), "candidates");
+  for (const auto& [point, key, model] : cands)
+    for (const auto precision : precisions) {
+      if (core::dist::stop_requested(r.stop)) return 130;
+      add_measured(f, measure_point(r, base, model, point, precision, key, te));
+      const FrontierPoint& m = f.points.back();
+      progress.update(static_cast<long>(f.points.size()), frontier_label(m) + ": " +
+                                                              core::format_number("%.2f", m.metric) + ", x" +
+                                                              core::format_number("%.2f", m.speedup));
+    }
+  progress.finish();
+  const auto chosen = choose_within(f.points, f.select_baseline, f.max_drop);
+  f.chosen = chosen ? static_cast<int>(*chosen) : -1;
+  core::write_file_atomic(cfg.run.out_dir + "/frontier.csv", frontier_csv(f));
+  for (const auto& [name, chart] :
+       {std::pair{"frontier", frontier_chart(f)}, {"frontier_cost", frontier_cost_chart(f)}})
+    write_svg_and_png(cfg.run.out_dir + "/" + name + ".svg", svg_line_chart(chart));
+  summary["frontier"] = f, summary["budgets"] = budgets;
+  if (!chosen) {
+    core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary.dump(2) + "\n");
+    throw ConfigError("prune.max_drop = " + core::format_number("%g", f.max_drop) +
+                      ": no candidate is within it of "
+                      "the unpruned model's cosine Spearman " +
+                      core::format_number("%.2f", f.select_baseline) + " on " + f.select_split +
+                      "; raise --max-drop, or recover longer (prune.recover_steps); " + cfg.run.out_dir +
+                      "/frontier.csv lists every candidate, and nothing was exported");
+  }
+  const FrontierPoint& c = f.points[*chosen];
+  const auto& model = std::get<2>(*std::find_if(cands.begin(), cands.end(), [&](const auto& k) {
+    return std::get<0>(k).method == c.method && std::get<0>(k).step == c.step;
+  }));
+  core::log_info("prune", "frontier: chose " + frontier_label(c) + (c.variant.empty() ? "" : " (" + c.variant + ")") +
+                              ": cosine Spearman " + core::format_number("%.2f", c.select_metric) + " on " +
+                              f.select_split + " (unpruned " + core::format_number("%.2f", f.select_baseline) + "), " +
+                              core::format_number("%.2f", c.metric) + " on " + f.split + ", x" +
+                              core::format_number("%.2f", c.speedup));
+  summary["export"] = export_choice(r, model);
+  summary["export"]["precision"] = c.precision;  // the folder holds fp32 weights: `prune embed --precision` runs it
+  summary["final"] = {{"spearman", c.metric},     {"select_spearman", c.select_metric},
+                      {"precision", c.precision}, {"method", c.method},
+                      {"budget", c.budget},       {"variant", c.variant},
+                      {"speedup", c.speedup}};
+  core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary.dump(2) + "\n");
+  std::printf(
+      "%s %s cosine Spearman: %s (chosen within %g on %s): %.2f (unpruned %.2f, %+.2f); speedup x%.2f at %s; "
+      "sentence-transformers folder in %s/model (run it at %s)\n",
+      cfg.data.task.c_str(), f.split.c_str(), frontier_label(c).c_str(), f.max_drop, f.select_split.c_str(), c.metric,
+      f.baseline, c.metric - f.baseline, c.speedup, f.timing.c_str(), cfg.run.out_dir.c_str(), c.precision.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
@@ -306,58 +485,45 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   core::write_file_atomic(r.state + "/distill_sentences.txt", r.distilled);  // what bench/st_layerdrop.py distils on
   log_step(1, "prepare: " + cfg.model.path + " (sentence-transformers), run folder " + cfg.run.out_dir +
                   (r.store->resumed() ? " (resuming)" : ""));
-  const core::Bert& teacher = r.teacher->model;
   // The teacher embedded once: its own scores and what every step is compared with.
   const auto teacher_select = eval::evaluate_sts(*r.teacher, r.select_pairs, cfg.eval.batch_size, 0);
   const auto teacher_eval = eval::evaluate_sts(*r.teacher, r.eval_pairs, cfg.eval.batch_size, 0);
   const TeacherEmbeddings teacher_embeddings{teacher_select.embeddings, teacher_eval.embeddings};
-  const json unpruned = cached(r, "unpruned", [&] { return scores_of(teacher_select, teacher_eval, {}); });
+  const json unpruned = cached(r.state, "unpruned", [&] { return scores_of(teacher_select, teacher_eval, {}); });
   core::log_info("prune", "unpruned: cosine Spearman " + core::format_number("%.2f", unpruned["spearman"]) + " on " +
                               cfg.prune.eval_split + ", " +
                               core::format_number("%.2f", unpruned["select_spearman"]) + " on " + r.select_split);
   if (core::dist::stop_requested(stop)) return 130;
   const MaskGradients g = embedding_gradients(r);
   if (core::dist::stop_requested(stop)) return 130;
-  const Searched s = search(r, g);
-  std::vector<std::pair<std::string, core::Bert>> models;
-  models.emplace_back("searched", slim_model(teacher, s.searched));
-  models.emplace_back("rearranged", slim_model(teacher, s.rearranged));
-  models.emplace_back("tuned", slim_model(fold_scales(teacher, s.scales), s.rearranged));
-  if (auto rec = recovered_model(r, models.back().second, s.unit.target)) models.emplace_back("recovered", *rec);
-  if (core::dist::stop_requested(stop)) return 130;
-  json steps = json::object();
-  std::string chosen;
-  for (const auto& [variant, model] : models) {
-    steps[variant] = cached(r, "step-" + variant, [&] { return score(r, model, teacher_embeddings); });
-    core::log_info("prune", variant + ": cosine Spearman " + core::format_number("%.2f", steps[variant]["spearman"]) +
-                                ", mean cosine to the teacher " +
-                                core::format_number("%.4f", steps[variant]["mean_cosine_to_teacher"]) +
-                                " (selection: " + core::format_number("%.2f", steps[variant]["select_spearman"]) +
-                                ", " + core::format_number("%.4f", steps[variant]["select_cosine_to_teacher"]) + ")");
-    // The closest to the teacher on the selection sentences (what the model is pruned for, on held-out data; the
-    // Spearman of a few hundred pairs scatters by a point or two); a later step wins a tie.
-    const double m = steps[variant]["select_cosine_to_teacher"].get<double>();
-    if (chosen.empty() || m >= steps[chosen]["select_cosine_to_teacher"].get<double>()) chosen = variant;
-  }
-  const core::Bert& choice =
-      std::find_if(models.begin(), models.end(), [&](const auto& m) { return m.first == chosen; })->second;
-  json summary = {{"objective", "embedding"}, {"model", cfg.model.path}, {"task", cfg.data.task},
-                  {"select_split", r.select_split}, {"eval_split", cfg.prune.eval_split},
-                  {"metric", "cosine_spearman"}, {"unpruned", unpruned}, {"steps", steps}, {"chosen", chosen}};
+  json summary = {{"objective", "embedding"},
+                  {"model", cfg.model.path},
+                  {"task", cfg.data.task},
+                  {"select_split", r.select_split},
+                  {"eval_split", cfg.prune.eval_split},
+                  {"metric", "cosine_spearman"},
+                  {"unpruned", unpruned}};
+  if (cfg.prune.max_drop > 0) return run_frontier(r, g, teacher_embeddings, summary);
+  const BudgetDirs dirs{r.state, cfg.run.out_dir + "/recovered"};
+  const auto b = run_budget(r, g, cfg.prune, dirs, teacher_embeddings);
+  if (!b) return 130;
+  const Searched& s = b->s;
+  summary["steps"] = b->steps, summary["chosen"] = b->chosen;
   summary["budget"] = {{"unit", s.unit.name}, {"target", s.unit.target}, {"mean_length", s.unit.mean_length}};
   summary["structure"] = structure_json(s.rearranged, s.flops_kept);
   if (fs::exists(r.state + "/recovery.json"))
     summary["recovery"] = json::parse(core::read_file(r.state + "/recovery.json"));
-  summary["export"] = export_choice(r, choice);
-  summary["latency"] = speed(r, choice);
-  summary["final"] = steps[chosen];
+  summary["export"] = export_choice(r, b->choice());
+  summary["latency"] = speed(r, b->choice());
+  summary["final"] = b->steps[b->chosen];
   core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary.dump(2) + "\n");
-  const double sp = steps[chosen]["spearman"].get<double>(), base = unpruned["spearman"].get<double>();
-  std::printf("%s %s cosine Spearman: %s (kwon, %.0f%% of the encoder's %s): %.2f (unpruned %.2f, %+.2f); "
-              "speedup x%.2f at batch %ld x %ld; sentence-transformers folder in %s/model\n",
-              cfg.data.task.c_str(), cfg.prune.eval_split.c_str(), chosen.c_str(), 100 * s.flops_kept, s.unit.name.c_str(), sp, base, sp - base,
-              summary["latency"]["speedup"].get<double>(), summary["latency"]["batch"].get<long>(),
-              summary["latency"]["seq"].get<long>(), cfg.run.out_dir.c_str());
+  const double sp = b->steps[b->chosen]["spearman"].get<double>(), base = unpruned["spearman"].get<double>();
+  std::printf(
+      "%s %s cosine Spearman: %s (kwon, %.0f%% of the encoder's %s): %.2f (unpruned %.2f, %+.2f); "
+      "speedup x%.2f at batch %ld x %ld; sentence-transformers folder in %s/model\n",
+      cfg.data.task.c_str(), cfg.prune.eval_split.c_str(), b->chosen.c_str(), 100 * s.flops_kept, s.unit.name.c_str(),
+      sp, base, sp - base, summary["latency"]["speedup"].get<double>(), summary["latency"]["batch"].get<long>(),
+      summary["latency"]["seq"].get<long>(), cfg.run.out_dir.c_str());
   return 0;
 }
 

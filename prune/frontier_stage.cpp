@@ -13,12 +13,12 @@
 #include "core/base/log.h"
 #include "core/dist/distributed.h"
 #include "core/io/checkpoint.h"
-#include "core/kernels/lowp_gemm.h"
 #include "eval/evaluator.h"
 #include "eval/flops.h"
 #include "eval/latency.h"
 #include "prune/best_step.h"
 #include "prune/budget.h"
+#include "prune/frontier_timing.h"
 #include "prune/mask_tuning.h"
 #include "prune/onnx.h"
 #include "prune/slim.h"
@@ -186,45 +186,6 @@ std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction) {
 // fp32 is among prune.frontier_precisions (otherwise only the unpruned model is measured at fp32, as the baseline).
 bool fp32_asked(const core::PruneConfig& P) {
   return std::count(P.frontier_precisions.begin(), P.frontier_precisions.end(), "fp32") > 0;
-}
-
-// prune.frontier_precisions that this CPU runs natively, fp32 first (always: it is the baseline's).
-std::vector<core::Precision> native_precisions(const core::PruneConfig& P) {
-  std::vector<core::Precision> v = {core::Precision::kFp32};
-  for (auto p : {core::Precision::kBf16, core::Precision::kInt8}) {
-    const bool asked = std::count(P.frontier_precisions.begin(), P.frontier_precisions.end(), core::precision_name(p));
-    if (asked && core::lowp_native(p)) v.push_back(p);
-  }
-  return v;
-}
-
-// The name of a timing in FrontierPoint::speedups and frontier.csv: "b32_128".
-std::string timing_key(long batch, long seq) { return "b" + std::to_string(batch) + "_" + std::to_string(seq); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Unpruned fp32 time over the candidate's: the median over 3 alternating rounds (each model's median time in the
-// round) of the round's ratio, so that a passing slowdown of the machine lands on one round, not on one model. A
-// spread of more than x2 between the rounds' ratios means the machine was busy: said once per measurement.
-double speedup_against(const core::Bert& base, const core::Bert& model, long batch, long seq, const std::string& what,
-                       double seconds) {
-  const auto in = eval::synthetic_input(base.config(), batch, seq);
-  std::vector<double> ratios;
-  for (int round = 0; round < 3; ++round) {
-    const double b = eval::measure_latency(base, in, 1, 3, seconds).median_ms;
-    ratios.push_back(b / eval::measure_latency(model, in, 1, 3, seconds).median_ms);
-  }
-  const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
-  if (*hi > 2 * *lo) {
-    std::ostringstream w;
-    w << what << " at batch " << batch << " x " << seq << ": the rounds' speedups range from x" << *lo << " to x" << *hi
-      << " (other work shares the cores?): this speedup is their median, not a figure to quote";
-    core::log_warn("frontier", w.str());
-  }
-  return median(ratios);
 }
 
 // One structure at one precision: the metric on the evaluation split (points) and the speedups.

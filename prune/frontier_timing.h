@@ -1,0 +1,27 @@
+// How the frontiers (prune/frontier_stage.h for classifiers, prune/embedding_run.h for embeddings) measure a
+// candidate's speed: the precisions this CPU runs natively, and the speedup over the unpruned fp32 model in
+// alternating rounds.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/base/config.h"
+#include "core/model/bert.h"
+
+namespace hp::prune {
+
+// prune.frontier_precisions that this CPU runs natively, fp32 first (always: it is the baseline's).
+std::vector<core::Precision> native_precisions(const core::PruneConfig& P);
+
+// The name of a timing in FrontierPoint::speedups and frontier.csv: "b32_128".
+std::string timing_key(long batch, long seq);
+
+// Unpruned fp32 time over the candidate's at batch x seq (synthetic tokens): the median over 3 alternating rounds
+// (each model's median time in the round, measured for `seconds`) of the round's ratio, so that a passing slowdown
+// of the machine lands on one round, not on one model. A spread of more than x2 between the rounds' ratios means
+// the machine was busy: said once, naming `what`.
+double speedup_against(const core::Bert& base, const core::Bert& model, long batch, long seq, const std::string& what,
+                       double seconds);
+
+}  // namespace hp::prune

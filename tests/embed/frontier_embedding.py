@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""The frontier for embeddings (#59, `prune --config configs/sts_embed.yaml --max-drop D`) on a tiny
+sentence-transformers folder, checked against sentence-transformers and by hand.
+
+The tiny folder (mean pooling, Normalize) is pruned with --max-drop at the budgets 60% and 30% (a short search and
+recovery, STS-B dev[:200]), under HEADPRUNE_MAX_ISA=avx2 so that every machine measures fp32 and int8. Then: the
+frontier has the unpruned model (fp32 the reference, int8 a candidate) and the search at both budgets at both
+precisions; each budget candidate is that budget's best step on the selection slice, scored as the summary's steps
+say; the choice is the fastest candidate within D on the selection slice, recomputed here from frontier.csv; the
+export is the chosen budget's model (SentenceTransformer loads it, and `prune eval` of it scores the fp32 point of
+that budget); the same command resumes without searching, recovering or measuring again; --max-drop beside
+--target-flops is refused in one line with nothing written. Exit 77 (CTest: skipped) without sentence-transformers.
+
+Usage: $VENV/bin/python tests/embed/frontier_embedding.py --prune build/bin/prune --scratch DIR
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True  # no tests/embed/__pycache__ in the source tree
+from st_common import REPO, start, tiny_model  # noqa: E402
+
+FLAGS = ["--max-drop", "5", "--set", "prune.budget_schedule=100,60,30", "--set", "prune.search_examples=96",
+         "--set", "prune.recover_steps=20", "--set", "prune.eval_split=dev[:200]", "--set", "prune.latency_batch=4",
+         "--set", "prune.latency_seq=32", "--set", "prune.frontier_time=0.02", "--set", "train.lr_peak=0.001"]
+ENV = dict(os.environ, HEADPRUNE_MAX_ISA="avx2")  # fp32 and int8 on every CPU with AVX2
+
+
+def run(cmd, want=0):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
+    if r.returncode != want:
+        sys.exit(f"FAIL: {' '.join(cmd)} exited {r.returncode} (want {want}):\n{r.stdout[-1500:]}\n{r.stderr[-2500:]}")
+    return r
+
+
+def check(ok, what):
+    print(f"{'ok  ' if ok else 'FAIL'} {what}")
+    return ok
+
+
+def main():
+    args, st, models = start()
+    folder = tiny_model(st, models, "mean", True, os.path.join(args.scratch, "tiny_st"))
+    out = os.path.join(args.scratch, "run")
+    config = os.path.join(REPO, "configs", "sts_embed.yaml")
+    cmd = [args.prune, "--config", config, "--model", folder, "--out", out, *FLAGS]
+    first = run(cmd)
+    s = json.load(open(os.path.join(out, "summary.json"), encoding="utf-8"))
+    f = s["frontier"]
+    points = f["points"]
+    ok = True
+    kinds = sorted((p["method"], p["budget"], p["precision"]) for p in points)
+    want = sorted([("unpruned", "", q) for q in ("fp32", "int8")] +
+                  [("kwon", f"{b}% FLOPs", q) for b in (60, 30) for q in ("fp32", "int8")])
+    ok &= check(kinds == want, f"the candidates: {kinds}")
+    base = next(p for p in points if p["method"] == "unpruned" and p["precision"] == "fp32")
+    ok &= check(base["reference"] and abs(base["metric"] - s["unpruned"]["spearman"]) < 1e-9 and
+                abs(f["select_baseline"] - s["unpruned"]["select_spearman"]) < 1e-9,
+                f"the unpruned fp32 model is the reference: {base['metric']:.4f} on {f['split']}, "
+                f"{f['select_baseline']:.4f} on {f['select_split']}")
+    for p in points:
+        if p["method"] != "kwon":
+            continue
+        b = s["budgets"][str(p["step"])]
+        steps = b["steps"]
+        best = max(v["select_cosine_to_teacher"] for v in steps.values())
+        ok &= check(p["variant"] == b["chosen"] and steps[b["chosen"]]["select_cosine_to_teacher"] == best,
+                    f"{p['budget']} {p['precision']}: the budget's best step ({p['variant']}) on the selection slice")
+        if p["precision"] == "fp32":
+            ok &= check(abs(p["metric"] - steps[p["variant"]]["spearman"]) < 1e-9 and
+                        abs(p["select_metric"] - steps[p["variant"]]["select_spearman"]) < 1e-9,
+                        f"{p['budget']} fp32 scores what its step scored: {p['metric']:.4f}")
+            ok &= check(p["flops_kept"] <= p["step"] / 100 + 1e-9, f"{p['budget']}: FLOPs kept {p['flops_kept']:.3f}")
+            ok &= check(p["cost_s"] > 0, f"{p['budget']}: its recovery's seconds are its cost ({p['cost_s']:.1f})")
+    # The choice, recomputed from frontier.csv: the fastest non-reference row within D on the selection slice.
+    rows = list(csv.DictReader(open(os.path.join(out, "frontier.csv"), encoding="utf-8")))
+    ok &= check(len(rows) == len(points), f"frontier.csv has a row per candidate ({len(rows)})")
+    within = [r for r in rows if r["reference"] == "0" and float(r["select_metric"]) >= f["select_baseline"] - 5 - 1e-9]
+    fastest = max(within, key=lambda r: float(r["speedup"]))
+    chosen = points[f["chosen"]]
+    ok &= check([r["chosen"] for r in rows].count("1") == 1 and fastest["chosen"] == "1",
+                f"the choice is the fastest within 5 on the selection slice: {chosen['method']} {chosen['budget']} "
+                f"{chosen['precision']} x{chosen['speedup']:.2f}")
+    ok &= check(os.path.exists(os.path.join(out, "frontier.svg")), "frontier.svg drawn")
+    # The export is the chosen structure's model: prune eval of it at fp32 scores that structure's fp32 point.
+    export = os.path.join(out, "model")
+    st.SentenceTransformer(export, device="cpu", trust_remote_code=True)
+    res = os.path.join(args.scratch, "eval.json")
+    run([args.prune, "eval", "--model", export, "--task", "stsb", "--max-examples", "200", "--output", res])
+    got = 100 * json.load(open(res, encoding="utf-8"))["metrics"]["cosine_spearman"]
+    fp32 = next(p for p in points if p["method"] == chosen["method"] and p["step"] == chosen["step"] and
+                p["precision"] == "fp32")
+    ok &= check(abs(got - fp32["metric"]) <= 1e-4, f"prune eval of the export {got:.4f} = the chosen structure's fp32 "
+                f"point {fp32['metric']:.4f}")
+    ok &= check(s["final"]["spearman"] == chosen["metric"] and s["export"]["precision"] == chosen["precision"],
+                f"summary.json reports the chosen point ({chosen['metric']:.4f}, {chosen['precision']})")
+    again = run(cmd)
+    s2 = json.load(open(os.path.join(out, "summary.json"), encoding="utf-8"))
+    ok &= check("recover]" in first.stderr and "recover]" not in again.stderr and "gradients]" not in again.stderr,
+                "the same command resumes: nothing searched or recovered again")
+    ok &= check(s2["frontier"] == s["frontier"], "nor measured again (the same timings), the same choice")
+    bad = run([args.prune, "--config", config, "--model", folder, "--out", os.path.join(args.scratch, "bad"),
+               "--max-drop", "1", "--target-flops", "0.5"], want=2)
+    ok &= check("--max-drop" in bad.stderr and "not both" in bad.stderr and
+                not os.path.exists(os.path.join(args.scratch, "bad")), "--max-drop with --target-flops refused")
+    print("all checks passed" if ok else "some checks FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
