@@ -723,6 +723,18 @@ add("embedding-objective-folder", "prune.objective: embedding on a plain Hugging
     "error: prune.objective = embedding: tests/data/golden/tiny_bert has no modules.json, so it is no "
     "sentence-transformers folder; point model.path at one (checkpoints/all-MiniLM-L6-v2), or use prune.objective: "
     "task for a classifier", not_created("run"))
+add("embedding-frontier-with-target", "--max-drop with --target-flops on the embedding task: the frontier chooses the "
+    "budget itself (#59)",
+    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
+               embed_input(ST_MODULES, 32)(s)[2], "--max-drop", "1", "--target-flops", "0.5", "--out", s + "/run"], 2,
+    "error: prune.objective = embedding: --max-drop chooses the budget itself (prune.budget_schedule); pass it or "
+    "--target-flops F, not both", not_created("run"))
+add("embedding-frontier-models", "prune.frontier_models on the embedding task: not measured there, refused (#59)",
+    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
+               embed_input(ST_MODULES, 32)(s)[2], "--max-drop", "1", "--set", "prune.frontier_models=[" + s + "]",
+               "--out", s + "/run"], 2,
+    "error: prune.objective = embedding: prune.frontier_models is not measured for embeddings (the frontier measures "
+    "the search at prune.budget_schedule); leave it []", not_created("run"))
 add("embed-output-extension", "prune embed --output e.csv",
     lambda s: embed_input(ST_MODULES, 32, "--output", s + "/e.csv")(s), 2,
     "error: --output $SCRATCH/e.csv: embed writes HDF5 (.h5, .hdf5), NumPy (.npy) or JSON lines (.jsonl), and '.csv' "
