@@ -16,28 +16,16 @@ Usage: $VENV/bin/python tests/embed/frontier_embedding.py --prune build/bin/prun
 import csv
 import json
 import os
-import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no tests/embed/__pycache__ in the source tree
-from st_common import REPO, start, tiny_model  # noqa: E402
+from st_common import REPO, check, run, start, tiny_model  # noqa: E402
 
 FLAGS = ["--max-drop", "5", "--set", "prune.budget_schedule=100,60,30", "--set", "prune.search_examples=96",
          "--set", "prune.recover_steps=20", "--set", "prune.eval_split=dev[:200]", "--set", "prune.latency_batch=4",
          "--set", "prune.latency_seq=32", "--set", "prune.frontier_time=0.02", "--set", "train.lr_peak=0.001"]
 ENV = dict(os.environ, HEADPRUNE_MAX_ISA="avx2")  # fp32 and int8 on every CPU with AVX2
 
-
-def run(cmd, want=0):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
-    if r.returncode != want:
-        sys.exit(f"FAIL: {' '.join(cmd)} exited {r.returncode} (want {want}):\n{r.stdout[-1500:]}\n{r.stderr[-2500:]}")
-    return r
-
-
-def check(ok, what):
-    print(f"{'ok  ' if ok else 'FAIL'} {what}")
-    return ok
 
 
 def main():
@@ -46,7 +34,7 @@ def main():
     out = os.path.join(args.scratch, "run")
     config = os.path.join(REPO, "configs", "sts_embed.yaml")
     cmd = [args.prune, "--config", config, "--model", folder, "--out", out, *FLAGS]
-    first = run(cmd)
+    first = run(cmd, env=ENV)
     s = json.load(open(os.path.join(out, "summary.json"), encoding="utf-8"))
     f = s["frontier"]
     points = f["points"]
@@ -88,7 +76,7 @@ def main():
     export = os.path.join(out, "model")
     st.SentenceTransformer(export, device="cpu", trust_remote_code=True)
     res = os.path.join(args.scratch, "eval.json")
-    run([args.prune, "eval", "--model", export, "--task", "stsb", "--max-examples", "200", "--output", res])
+    run([args.prune, "eval", "--model", export, "--task", "stsb", "--max-examples", "200", "--output", res], env=ENV)
     got = 100 * json.load(open(res, encoding="utf-8"))["metrics"]["cosine_spearman"]
     fp32 = next(p for p in points if p["method"] == chosen["method"] and p["step"] == chosen["step"] and
                 p["precision"] == "fp32")
@@ -96,13 +84,13 @@ def main():
                 f"point {fp32['metric']:.4f}")
     ok &= check(s["final"]["spearman"] == chosen["metric"] and s["export"]["precision"] == chosen["precision"],
                 f"summary.json reports the chosen point ({chosen['metric']:.4f}, {chosen['precision']})")
-    again = run(cmd)
+    again = run(cmd, env=ENV)
     s2 = json.load(open(os.path.join(out, "summary.json"), encoding="utf-8"))
     ok &= check("recover]" in first.stderr and "recover]" not in again.stderr and "gradients]" not in again.stderr,
                 "the same command resumes: nothing searched or recovered again")
     ok &= check(s2["frontier"] == s["frontier"], "nor measured again (the same timings), the same choice")
     bad = run([args.prune, "--config", config, "--model", folder, "--out", os.path.join(args.scratch, "bad"),
-               "--max-drop", "1", "--target-flops", "0.5"], want=2)
+               "--max-drop", "1", "--target-flops", "0.5"], want=2, env=ENV)
     ok &= check("--max-drop" in bad.stderr and "not both" in bad.stderr and
                 not os.path.exists(os.path.join(args.scratch, "bad")), "--max-drop with --target-flops refused")
     print("all checks passed" if ok else "some checks FAILED")

@@ -3,6 +3,7 @@ folder) and the tiny folders they build with the package itself from the tiny BE
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -39,3 +40,16 @@ def tiny_model(st, models, mode, normalize, out):
     mods = [word, pool] + ([models.Normalize()] if normalize else [])
     st.SentenceTransformer(modules=mods, device="cpu").save(out)
     return out
+
+
+def run(cmd, want=0, env=None):
+    """Runs cmd; exits with its output unless it returns `want`."""
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode != want:
+        sys.exit(f"FAIL: {' '.join(cmd)} exited {r.returncode} (want {want}):\n{r.stdout[-1500:]}\n{r.stderr[-2500:]}")
+    return r
+
+
+def check(ok, what):
+    print(f"{'ok  ' if ok else 'FAIL'} {what}")
+    return ok
