@@ -27,6 +27,13 @@ RUN_FLAGS = ["--target-flops", "0.5", "--set", "prune.search_examples=96", "--se
              "--set", "train.lr_peak=0.001"]
 
 
+def dev_pairs(n=200):
+    with open(STSB_DEV, encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f]
+    head = rows[0]
+    a, b = head.index("sentence1"), head.index("sentence2")
+    return [(r[a], r[b]) for r in rows[1:n + 1]]
+
 
 def main():
     args, st, models = start()
