@@ -203,7 +203,7 @@ std::string summary_panel(const ReportFolders& f, const std::vector<std::string>
   }
   const bool layers = fin.contains("layers");
   if (fin.contains("mask")) rows.push_back({layers ? "removed" : "heads removed", fin["mask"].get<std::string>()});
-  if (fin.contains("budget")) {
+  if (fin.contains("budget") && fin["budget"].is_object()) {
     auto more = budget_rows(fin["budget"], metric);
     rows.insert(rows.begin() + 2, more.begin(), more.end());
   }
@@ -505,7 +505,14 @@ std::vector<Panel> static_panels(const ReportFolders& f, const std::vector<std::
   const core::TensorMap run = !f.pruning.empty() && fs::exists(f.pruning + "/run.h5")
                                   ? core::read_hdf5(f.pruning + "/run.h5")
                                   : core::TensorMap{};
-  return {{"summary", "Summary", summary_panel(f, models)},
+  std::string summary;
+  try {
+    summary = summary_panel(f, models);
+  } catch (const json::exception& e) {  // valid JSON, but a field of another type than the run writes (an edit)
+    throw InputError(f.pruning + "/summary.json: a field is not what `prune` writes there (" + e.what() +
+                     "); rerun the prune command that made the folder, or leave the folder out of the report");
+  }
+  return {{"summary", "Summary", summary},
           {"curves", "Pruning curves", curves_panel(f, run)},
           {"importance", "Head importance per criterion", importance_panel(f, run)},
           {"roles", "Head roles", roles_panel(f)},

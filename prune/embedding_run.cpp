@@ -453,10 +453,9 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
                               core::format_number("%.2f", c.speedup));
   summary["export"] = export_choice(r, model);
   summary["export"]["precision"] = c.precision;  // the folder holds fp32 weights: `prune embed --precision` runs it
-  summary["final"] = {{"spearman", c.metric},     {"select_spearman", c.select_metric},
-                      {"precision", c.precision}, {"method", c.method},
-                      {"budget", c.budget},       {"variant", c.variant},
-                      {"speedup", c.speedup}};
+  summary["final"] = {{"spearman", c.metric}, {"select_spearman", c.select_metric}, {"precision", c.precision},
+                      {"method", c.method},   {"candidate", frontier_label(c)},     {"variant", c.variant},
+                      {"speedup", c.speedup}, {"heads_kept", c.heads_kept},         {"flops_kept", c.flops_kept}};
   core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary.dump(2) + "\n");
   std::printf(
       "%s %s cosine Spearman: %s (chosen within %g on %s): %.2f (unpruned %.2f, %+.2f); speedup x%.2f at %s; "

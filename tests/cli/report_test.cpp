@@ -170,6 +170,18 @@ TEST_CASE("prune report: bad input gives a one-line error or a note, never a bro
   INFO(r.output);
   REQUIRE(r.code == 0);
   CHECK_THAT(slurp(out), Catch::Contains(killed.string() + " has no curves"));
+  // A summary.json edited by hand: valid JSON, a field of another type. One line naming the file, no page.
+  const auto edited = fx.root / "edited";
+  fs::remove_all(edited);
+  fs::copy(fx.run, edited, fs::copy_options::recursive);
+  auto summary = nlohmann::json::parse(slurp(edited / "summary.json"));
+  summary["final"]["mask"] = 5;
+  std::ofstream(edited / "summary.json") << summary.dump();
+  fs::remove(out);
+  check_errors({{"report " + edited.string() + " --data-root " + tiny_data_root() +
+                     " --max-seq-len 32 --count 1 --out " + out.string(),
+                 (edited / "summary.json").string() + ": a field is not what `prune` writes there", 1}},
+               "", out);
 }
 
 TEST_CASE("prune report: 8 examples of 128 tokens on a 6 × 12 model stay under 15 MB", "[cli][report][minilm]") {
