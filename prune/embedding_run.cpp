@@ -415,6 +415,7 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
   f.timing = "batch " + std::to_string(cfg.prune.latency_batch) + " x " +
              std::to_string(cfg.prune.latency_seq > 0 ? cfg.prune.latency_seq : cfg.data.max_seq_len) + " tokens";
   f.max_drop = cfg.prune.max_drop;
+  f.onnxruntime = "not measured by the embedding frontier; bench/embed_latency.py times the export there";
   core::Progress progress("frontier", static_cast<long>(cands.size() * precisions.size()), "candidates");
   for (const auto& [point, key, model] : cands)
     for (const auto precision : precisions) {
