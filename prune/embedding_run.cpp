@@ -380,18 +380,18 @@ FrontierPoint measure_point(const EmbedRun& r, const core::Bert& base, const cor
   return p;
 }
 
-// `prune --config sts_embed.yaml --max-drop D`: the unpruned encoder and the search at each point of
-// prune.budget_schedule (its best step, as a --target-flops run chooses it), each at every native precision; the
-// fastest within D points of cosine Spearman on the selection pairs exported. 0 when done, 130 when stopped.
-int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te, json summary) {
+using Candidates = std::vector<std::tuple<FrontierPoint, std::string, core::Bert>>;  // point, key, slimmed model
+
+// The frontier's structures: the unpruned encoder and the search at each point of prune.budget_schedule (its best
+// step, as a --target-flops run chooses it); each budget's steps into `budgets`. nullopt when stopped.
+std::optional<Candidates> frontier_candidates(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te,
+                                              json& budgets) {
   const core::Config& cfg = *r.cfg;
-  fs::create_directories(r.state + "/frontier");
-  std::vector<std::tuple<FrontierPoint, std::string, core::Bert>> cands;  // point, key, slimmed model
+  Candidates cands;
   FrontierPoint unpruned;
   unpruned.method = "unpruned",
   unpruned.heads_kept = r.teacher->model.config().num_hidden_layers * r.teacher->model.config().num_attention_heads;
   cands.emplace_back(unpruned, "unpruned", r.teacher->model);
-  json budgets = json::object();
   for (const int pct : cfg.prune.budget_schedule) {
     if (pct <= 0 || pct >= 100) continue;
     core::PruneConfig p = cfg.prune;
@@ -399,7 +399,7 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
     const BudgetDirs dirs = frontier_dirs(r, pct);
     core::log_info("prune", "frontier: the search at " + std::to_string(pct) + "% of the encoder's FLOPs");
     auto b = run_budget(r, g, p, dirs, te);
-    if (!b) return 130;
+    if (!b) return std::nullopt;
     FrontierPoint fp;
     fp.method = "kwon", fp.budget = std::to_string(pct) + "% FLOPs", fp.step = pct, fp.variant = b->chosen;
     const json st = structure_json(b->s.rearranged, b->s.flops_kept);
@@ -407,6 +407,18 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
     budgets[std::to_string(pct)] = {{"steps", b->steps}, {"chosen", b->chosen}, {"structure", st}};
     cands.emplace_back(fp, "kwon-" + std::to_string(pct), b->choice());
   }
+  return cands;
+}
+
+// `prune --config sts_embed.yaml --max-drop D`: every candidate (frontier_candidates) at every native precision; the
+// fastest within D points of cosine Spearman on the selection pairs exported. 0 when done, 130 when stopped.
+int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te, json summary) {
+  const core::Config& cfg = *r.cfg;
+  fs::create_directories(r.state + "/frontier");
+  json budgets = json::object();
+  const auto found = frontier_candidates(r, g, te, budgets);
+  if (!found) return 130;
+  const Candidates& cands = *found;
   const auto precisions = native_precisions(cfg.prune);
   core::Bert base = r.teacher->model;
   base.set_precision(core::Precision::kFp32);
