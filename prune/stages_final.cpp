@@ -1,7 +1,9 @@
 // Stages 5-8 of the pruning run: choose N heads, recover, export and verify, measure speed (see
 // prune/stages.h).
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <torch/utils.h>
 
@@ -193,9 +195,13 @@ std::map<std::string, std::string> hf_checks(const RunContext& ctx, const core::
 
 std::string best_criterion(const CurvesSummary& curves, std::string* why) {
   std::string best;
-  double top = -1e300;
-  for (const auto& [c, a] : curves.areas)
-    if (c != "random" && a > top) top = a, best = c;
+  double top = -std::numeric_limits<double>::infinity();
+  for (const auto& [c, a] : curves.areas) {
+    // An undefined area (a curve point with constant predictions: Spearman NaN) ranks below every defined one, but a
+    // criterion with one is still a criterion: alone, it is the choice.
+    const double v = std::isnan(a) ? -std::numeric_limits<double>::infinity() : a;
+    if (c != "random" && (best.empty() || v > top)) top = v, best = c;
+  }
   if (!best.empty()) return best;
   HP_CHECK(curves.areas.count("random"), "prune.method best: no criterion has a curve");
   *why = " (the only criterion scored, prune.criteria; \"best\" passes over random only beside others)";

@@ -79,6 +79,12 @@ BlasInfo detect_blas() {
   } else if (reference) {
     info.name = "reference BLAS";
     info.slow = true;
+  } else if (auto mkl_version = reinterpret_cast<void (*)(char*, int)>(dlsym(RTLD_DEFAULT, "MKL_Get_Version_String"))) {
+    // PyPI's LibTorch links MKL into libtorch_cpu.so: sgemm_ resolves there, and MKL names itself.
+    char version[198] = {};
+    mkl_version(version, static_cast<int>(sizeof version) - 1);
+    info.name = "MKL";
+    info.config = version;
   } else if (lib.find("mkl") != std::string::npos) {
     info.name = "MKL";
   } else {

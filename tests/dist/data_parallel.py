@@ -158,8 +158,10 @@ def train_both(prune, tmp, port, name, keys, batch=6, extra=(), target=("--targe
     for key in keys:
         a, b = l1.get(key, []), l2.get(key, [])
         worst = max((rel(x, y) for x, y in zip(a, b)), default=1.0)
-        check(len(a) == len(b) >= 60 and worst <= 1e-5, f"{key}: {len(a)} vs {len(b)} steps, max relative difference "
-                                                        f"{worst:.2e} <= 1e-5")
+        # 60+ steps of fp32 training whose gradient sums run in another order: Debian's OpenBLAS drifts ~1e-6 apart,
+        # PyPI LibTorch 2.11's MKL 1.6e-5 on the loss; a gradient not averaged (x2) or a shard skipped is far above.
+        check(len(a) == len(b) >= 60 and worst <= 5e-5, f"{key}: {len(a)} vs {len(b)} steps, max relative difference "
+                                                        f"{worst:.2e} <= 5e-5")
     return [json.load(open(os.path.join(res[w], "train_result.json"))) for w in (1, 2)]
 
 

@@ -1,10 +1,14 @@
 // The frontier's choice as the config stages 7-9 run under (prune/frontier_stage.h: chosen_config): the chosen
 // precision, and no budget, method or recovery of its own whatever the candidate (#58: the export is the model
 // the frontier measured, never rebuilt by a --target-heads or --target-flops run).
+// Also the best criterion the frontier and --target-heads rank heads by (prune/stages.h: best_criterion).
 #include <catch2/catch.hpp>
+
+#include <limits>
 
 #include "prune/best_step.h"
 #include "prune/frontier_stage.h"
+#include "prune/stages.h"
 
 using hp::prune::chosen_config;
 using hp::prune::Frontier;
@@ -68,4 +72,18 @@ TEST_CASE("budget recoveries: longer the more a point removed (prune.recover_sca
   CHECK(budget_recover_steps(p, 0.3, false) == 300);
   p.recover_steps = 0;
   CHECK(budget_recover_steps(p, 0.3, false) == 0);
+}
+
+TEST_CASE("the best criterion: an undefined area (Spearman of constant predictions) ranks last, but still counts",
+          "[prune]") {
+  using hp::prune::best_criterion;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  hp::prune::CurvesSummary c;
+  std::string why;
+  c.areas = {{"taylor", nan}};  // the only criterion, its curve undefined at a point: it is the choice
+  CHECK(best_criterion(c, &why) == "taylor");
+  c.areas = {{"taylor", nan}, {"lrp", 0.2}, {"random", 0.9}};  // random only when alone
+  CHECK(best_criterion(c, &why) == "lrp");
+  c.areas = {{"random", 0.4}};
+  CHECK(best_criterion(c, &why) == "random");
 }
