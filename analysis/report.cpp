@@ -101,6 +101,14 @@ std::string resolve_task(const core::Config& cfg, const ReportFolders& f) {
 
 }  // namespace
 
+// report.js with the attention views (report_views.js) at its "/* @views */" line: one function, its helpers shared.
+std::string report_script() {
+  const std::string js = kReportJs, marker = "/* @views */";
+  const auto at = js.find(marker);
+  HP_CHECK(at != std::string::npos, "report.js has no /* @views */ line for report_views.js");
+  return js.substr(0, at) + std::string(kReportViewsJs) + js.substr(at + marker.size());
+}
+
 std::string render_page(const PageParts& p) {
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -142,7 +150,7 @@ std::string render_page(const PageParts& p) {
   o << "<section id=\"panel-rollout\" class=\"panel\"><h2>Attention rollout</h2>\n"
     << top << no_script << "<div id=\"rollout-root\"></div>\n</section>\n";
   o << "</main>\n<script type=\"application/json\" id=\"hp-data\">" << p.data_json << "</script>\n<script>\n"
-    << kReportJs << "\n</script>\n</body>\n</html>\n";
+    << report_script() << "\n</script>\n</body>\n</html>\n";
   return o.str();
 }
 
