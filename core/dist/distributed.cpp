@@ -4,6 +4,7 @@
 #define USE_C10D_GLOO 1
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
 #ifdef HP_WITH_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
@@ -11,10 +12,13 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -243,6 +247,47 @@ Env read_env(const std::function<const char*(const char*)>& get) {
   return e;
 }
 
+#ifdef HP_WITH_GLOO
+// torchrun's agent hosts the store before it starts any worker, so it answers a client at once; one that resets the
+// connection, or never answers, speaks another protocol: LibTorch 2.x's client opens with a handshake that torch
+// 1.x's store resets (and would retry for all of run.dist_timeout_s), and a 2.x store never answers a 1.x client's
+// first query (which would wait forever). One short exchange first, in a thread of its own, named for what it is.
+static void probe_agent_store(const Env& env, const std::string& where) {
+  struct Probe {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    std::string error;
+  };
+  auto p = std::make_shared<Probe>();
+  std::thread([p, env] {
+    std::string error;
+    try {
+      c10d::TCPStoreOptions o;
+      o.port = static_cast<uint16_t>(env.master_port);
+      o.isServer = false;
+      o.waitWorkers = false;
+      o.timeout = milliseconds(5000);
+      c10d::TCPStore probe(env.master_addr, o);
+      probe.add("hp/probe/" + std::to_string(env.rank), 0);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    std::lock_guard<std::mutex> lock(p->m);
+    p->done = true, p->error = error;
+    p->cv.notify_all();
+  }).detach();  // left blocked in a read when the store never answers: the run ends with the error below
+  std::unique_lock<std::mutex> lock(p->m);
+  const bool answered = p->cv.wait_for(lock, milliseconds(15000), [&] { return p->done; });
+  // Spoke, or failed another way (which the real try then reports).
+  if (answered && p->error.find("reset by peer") == std::string::npos) return;
+  throw DistributedError(where + ": torchrun's store " + (answered ? "reset the connection at" : "did not answer") +
+                         " the first exchange: the launcher's torch is not the LibTorch " + TORCH_VERSION +
+                         " this prune is built on, and their stores speak different protocols; launch with that " +
+                         "torch's own torchrun (python -m torch.distributed.run from torch " + TORCH_VERSION + ")");
+}
+#endif
+
 void init(const Env& env, double timeout_s, const std::string& identity) {
   if (env.world <= 1) return;
   State& s = S();
@@ -255,6 +300,7 @@ void init(const Env& env, double timeout_s, const std::string& identity) {
                          "against the pip wheel of LibTorch 2.x); run one process, or build with Debian's " +
                          "libgloo-dev (scripts/setup.sh)");
 #else
+  if (env.agent_store) probe_agent_store(env, where);
   try {
     c10d::TCPStoreOptions o;
     o.port = static_cast<uint16_t>(env.master_port);

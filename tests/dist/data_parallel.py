@@ -20,7 +20,10 @@ Cases (each a CTest test, dist.NAME):
   env        launch variables that are incomplete or malformed: one line naming the variable, exit 2
   torchrun   the pruning run under `python3 -m torch.distributed.run --nproc_per_node 2 --no_python` (torch 1.13 spells its options
              with underscores; see the README for the --redirects 1 --tee 1 it needs on Debian 12)
-             (skipped, exit 77, where Debian's python3-torch is not installed)
+             from the torch prune is built on (HP_TORCHRUN_PYTHON, set by CMake for a pip torch; Debian's python3 for 1.13;
+             skipped, exit 77, where that python has no torch)
+  torchrun_other  a torchrun of another torch version: each rank's one error line names the fix within seconds
+             (skipped, exit 77, where no python here has another torch)
 Exit 0 when all holds, 1 with the reasons otherwise.
 """
 import argparse
@@ -28,6 +31,7 @@ import csv
 import json
 import os
 import shutil
+import re
 import signal
 import subprocess
 import sys
@@ -366,9 +370,13 @@ def case_env(prune, tmp, port):
 
 
 def case_torchrun(prune, tmp, port):
-    if subprocess.run(["/usr/bin/python3", "-c", "import torch.distributed.run"],
-                      capture_output=True).returncode != 0:
-        print("skipped: python3 -m torch.distributed.run is not there (apt install python3-torch)")
+    # The launcher's torch must be the LibTorch prune is built on: the agent's TCPStore and the workers' client speak
+    # that version's protocol (a torch 1.13 torchrun and a LibTorch 2.x prune never rendezvous). CMake passes the
+    # python beside a pip torch's CMake package; Debian's python3-torch launches the 1.13 build.
+    py = os.environ.get("HP_TORCHRUN_PYTHON") or "/usr/bin/python3"
+    if subprocess.run([py, "-c", "import torch.distributed.run"], capture_output=True).returncode != 0:
+        print(f"skipped: {py} -m torch.distributed.run is not there (apt install python3-torch, or the torch "
+              "of the LibTorch prune is built on)")
         sys.exit(SKIP)
     one = os.path.join(tmp, "one")
     run(prune, kr.tiny_args("prune", one), 1, port)
@@ -376,7 +384,7 @@ def case_torchrun(prune, tmp, port):
     env = rank_env(0, 1, port)
     # --redirects 1 --tee 1: Debian's torch 1.13 on Python 3.11 cannot parse the default "0" of either
     # (its Std flag enum no longer iterates the zero member) and fails before starting anything.
-    cmd = ["/usr/bin/python3", "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port + 3),
+    cmd = [py, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port + 3),
            "--redirects", "1", "--tee", "1",
            "--no_python", prune, *kr.tiny_args("prune", two), "--threads", "1"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
@@ -388,10 +396,44 @@ def case_torchrun(prune, tmp, port):
         check("rank 0 of 2 (torchrun" in p.stderr, "the runtime line says rank 0 of 2")
 
 
+def torch_of(py):
+    """major.minor of the torch that `py` imports, or None."""
+    p = subprocess.run([py, "-c", "import torch.distributed.run, torch; print(torch.__version__)"],
+                       capture_output=True, text=True)
+    return ".".join(p.stdout.strip().split(".")[:2]) if p.returncode == 0 else None
+
+
+def case_torchrun_other(prune, tmp, port):
+    """A torchrun of another torch than prune's LibTorch: a rank's one error line says so within seconds (the
+    stores' protocols differ: 1.x resets 2.x's handshake, 2.x never answers 1.x), never a hang to the timeout."""
+    v = subprocess.run([prune, "--version"], capture_output=True, text=True).stdout
+    built = re.search(r"LibTorch (\d+\.\d+)", v).group(1)
+    home = os.path.expanduser("~/.cache/headprune")
+    candidates = ["/usr/bin/python3", os.environ.get("HP_TORCHRUN_PYTHON", ""),
+                  f"{home}/venv-torch2/bin/python", f"{home}/venv-t2/bin/python"]
+    other = next((c for c in candidates if c and os.path.exists(c) and torch_of(c) not in (None, built)), None)
+    if other is None:
+        print(f"skipped: no python here has a torchrun of a torch other than LibTorch {built} "
+              "(scripts/setup.sh --torch pip makes one)")
+        sys.exit(SKIP)
+    cmd = [other, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port + 3),
+           "--redirects", "1", "--tee", "1", "--no_python", prune, *kr.tiny_args("prune", os.path.join(tmp, "other")),
+           "--threads", "1"]
+    t0 = time.time()
+    p = subprocess.run(cmd, env=rank_env(0, 1, port), capture_output=True, text=True, timeout=300)
+    seconds = time.time() - t0
+    errors = [l for l in p.stderr.splitlines() if l.startswith("error:")]
+    check(p.returncode != 0, f"torchrun of torch {torch_of(other)} with LibTorch {built}: fails ({p.returncode})")
+    # The agent stops the other rank when the first fails, so one rank or both get to say it.
+    check(len(errors) in (1, 2) and all("launch with that torch's own torchrun" in e and f"from torch {built}" in e
+                                        for e in errors), f"one line per rank that got to print, naming the fix: {errors}")
+    check(seconds < 120, f"within seconds, not run.dist_timeout_s (300): {seconds:.0f} s")
+
+
 CASES = {"prune": case_prune, "train": case_train, "train_uneven": case_train_uneven, "train_budget": case_train_budget,
          "eval": case_eval,
          "eval_uneven": case_eval_uneven, "analyze": case_analyze, "hang": case_hang, "kill": case_kill, "mismatch": case_mismatch,
-         "env": case_env, "torchrun": case_torchrun}
+         "env": case_env, "torchrun": case_torchrun, "torchrun_other": case_torchrun_other}
 
 
 def main():
