@@ -32,11 +32,15 @@ int embedding_length(const SentenceEncoder& enc, int max_len) {
   return std::min(want, enc.model.config().max_position_embeddings);
 }
 
-torch::Tensor embed_texts(const SentenceEncoder& enc, const std::vector<std::string>& texts, int batch, int max_len,
-                          bool show_progress, const Masks& masks) {
+core::EncodedDataset encode_texts(const SentenceEncoder& enc, const std::vector<std::string>& texts, int max_len) {
   std::vector<core::Example> examples(texts.size());
   for (size_t i = 0; i < texts.size(); ++i) examples[i].text_a = texts[i], examples[i].line = static_cast<int>(i + 1);
-  const auto data = core::encode_examples(enc.tokenizer, examples, embedding_length(enc, max_len));
+  return core::encode_examples(enc.tokenizer, examples, embedding_length(enc, max_len));
+}
+
+torch::Tensor embed_texts(const SentenceEncoder& enc, const std::vector<std::string>& texts, int batch, int max_len,
+                          bool show_progress, const Masks& masks) {
+  const auto data = encode_texts(enc, texts, max_len);
   core::BatchOptions bo;
   bo.batch_size = batch;
   bo.pad_id = enc.tokenizer.pad_id();
@@ -73,11 +77,9 @@ std::vector<std::string> sts_texts(const std::vector<core::Example>& pairs) {
   return texts;
 }
 
-StsResult evaluate_sts(const SentenceEncoder& enc, const std::vector<core::Example>& pairs, int batch, int max_len,
-                       const Masks& masks, bool show_progress) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto e = embed_texts(enc, sts_texts(pairs), batch, max_len, show_progress, masks);
+StsResult sts_of_embeddings(const std::vector<core::Example>& pairs, const torch::Tensor& e) {
   const long N = static_cast<long>(pairs.size());
+  HP_CHECK(e.dim() == 2 && e.size(0) == 2 * N, "sts_of_embeddings: " << e.sizes() << " for " << N << " pairs");
   const auto cos = paired_cosine(e.slice(0, 0, N), e.slice(0, N, 2 * N)).to(torch::kDouble).contiguous();
   StsResult r;
   r.pairs = N;
@@ -87,8 +89,15 @@ StsResult evaluate_sts(const SentenceEncoder& enc, const std::vector<core::Examp
   r.similarities.assign(sim.begin(), sim.end());
   r.metrics["cosine_spearman"] = spearman(sim, gold);
   r.metrics["cosine_pearson"] = pearson(sim, gold);
+  return r;
+}
+
+StsResult evaluate_sts(const SentenceEncoder& enc, const std::vector<core::Example>& pairs, int batch, int max_len,
+                       const Masks& masks, bool show_progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  StsResult r = sts_of_embeddings(pairs, embed_texts(enc, sts_texts(pairs), batch, max_len, show_progress, masks));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.pairs_per_s = r.seconds > 0 ? N / r.seconds : 0;
+  r.pairs_per_s = r.seconds > 0 ? r.pairs / r.seconds : 0;
   return r;
 }
 

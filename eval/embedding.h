@@ -33,6 +33,9 @@ SentenceEncoder load_sentence_encoder(const std::string& dir, const core::LoadOp
 // encoder's max_position_embeddings.
 int embedding_length(const SentenceEncoder& enc, int max_len);
 
+// `texts` tokenized as embed_texts runs them (one segment each, cut at embedding_length), in their order.
+core::EncodedDataset encode_texts(const SentenceEncoder& enc, const std::vector<std::string>& texts, int max_len);
+
 // [N, width] float32 embeddings (on the CPU) of `texts` in their order, `batch` at a time (progress on stderr when
 // `show_progress`), under no gradient at the model's precision, on the model's device, with `masks` on the encoder.
 torch::Tensor embed_texts(const SentenceEncoder& enc, const std::vector<std::string>& texts, int batch, int max_len,
@@ -58,5 +61,7 @@ struct StsResult {
 std::vector<std::string> sts_texts(const std::vector<core::Example>& pairs);
 StsResult evaluate_sts(const SentenceEncoder& enc, const std::vector<core::Example>& pairs, int batch, int max_len,
                        const Masks& masks = {}, bool show_progress = false);
+// The same scores from embeddings made elsewhere (ONNX Runtime's): [2N, width] in sts_texts' order.
+StsResult sts_of_embeddings(const std::vector<core::Example>& pairs, const torch::Tensor& embeddings);
 
 }  // namespace hp::eval

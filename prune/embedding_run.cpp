@@ -69,6 +69,11 @@ struct EmbedRun {
   std::string state;  // RUN_DIR/state/embedding
 };
 
+// The sequence length candidates are timed at: prune.latency_seq, or data.max_seq_len when that is 0.
+long timing_seq(const core::Config& cfg) {
+  return cfg.prune.latency_seq > 0 ? cfg.prune.latency_seq : cfg.data.max_seq_len;
+}
+
 void read_data(EmbedRun& r, const core::Config& user) {
   const core::TaskSpec& task = core::find_task(user.data.task);
   const std::string root = core::resolve_data_root(user.data.root);
@@ -283,7 +288,7 @@ json export_choice(const EmbedRun& r, const core::Bert& model) {
 // The slimmed model against the unpruned one at latency_batch x latency_seq, three alternating rounds.
 json speed(const EmbedRun& r, const core::Bert& slim) {
   const core::Config& cfg = *r.cfg;
-  const long seq = cfg.prune.latency_seq > 0 ? cfg.prune.latency_seq : cfg.data.max_seq_len;
+  const long seq = timing_seq(cfg);
   const auto in = eval::synthetic_input(slim.config(), cfg.prune.latency_batch, seq, 7);
   std::vector<double> base, ours;
   for (int round = 0; round < 3; ++round) {
@@ -372,8 +377,7 @@ FrontierPoint measure_point(const EmbedRun& r, const core::Bert& base, const cor
   eval::calibrate_int8(enc.model, cfg, enc.tokenizer);  // int8 only
   const json sc = score(r, enc, te);
   p.metric = sc["spearman"].get<double>(), p.select_metric = sc["select_spearman"].get<double>();
-  const long batch = cfg.prune.latency_batch,
-             seq = cfg.prune.latency_seq > 0 ? cfg.prune.latency_seq : cfg.data.max_seq_len;
+  const long batch = cfg.prune.latency_batch, seq = timing_seq(cfg);
   p.speedup = p.speedups[timing_key(batch, seq)] =
       speedup_against(base, enc.model, batch, seq, frontier_label(p), cfg.prune.frontier_time);
   core::write_file_atomic(file, json(p).dump(2) + "\n");
@@ -424,10 +428,8 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
   base.set_precision(core::Precision::kFp32);
   Frontier f;
   f.task = cfg.data.task, f.metric = "cosine_spearman", f.split = cfg.prune.eval_split, f.select_split = r.select_split;
-  f.timing = "batch " + std::to_string(cfg.prune.latency_batch) + " x " +
-             std::to_string(cfg.prune.latency_seq > 0 ? cfg.prune.latency_seq : cfg.data.max_seq_len) + " tokens";
+  f.timing = "batch " + std::to_string(cfg.prune.latency_batch) + " x " + std::to_string(timing_seq(cfg)) + " tokens";
   f.max_drop = cfg.prune.max_drop;
-  f.onnxruntime = "not measured by the embedding frontier; bench/embed_latency.py times the export there";
   core::Progress progress("frontier", static_cast<long>(cands.size() * precisions.size()), "candidates");
   for (const auto& [point, key, model] : cands)
     for (const auto precision : precisions) {
@@ -439,6 +441,18 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
                                                               core::format_number("%.2f", m.speedup));
     }
   progress.finish();
+  const long batch = cfg.prune.latency_batch, seq = timing_seq(cfg);
+  const std::string ort_dir = r.state + "/frontier/ort";
+  add_ort_rows(
+      base, batch, seq, cfg.prune.frontier_time, std::get<0>(cands.front()).heads_kept, ort_dir,
+      [&](std::string* skipped) {
+        const auto texts = eval::encode_texts(*r.teacher, eval::sts_texts(r.eval_pairs), 0);
+        return ort_reference(cfg.model.path, texts, batch, seq, true, ort_dir, skipped);
+      },
+      [&](const torch::Tensor& e) {
+        return 100 * eval::sts_of_embeddings(r.eval_pairs, e).metrics.at("cosine_spearman");
+      },
+      f);
   const auto chosen = choose_within(f.points, f.select_baseline, f.max_drop);
   f.chosen = chosen ? static_cast<int>(*chosen) : -1;
   core::write_file_atomic(cfg.run.out_dir + "/frontier.csv", frontier_csv(f));

@@ -16,6 +16,7 @@
 #include "eval/evaluator.h"
 #include "eval/flops.h"
 #include "eval/latency.h"
+#include "eval/metrics.h"
 #include "prune/best_step.h"
 #include "prune/budget.h"
 #include "prune/frontier_timing.h"
@@ -221,37 +222,21 @@ std::optional<FrontierPoint> read_point(const std::string& file) {
   }
 }
 
-// ONNX Runtime's reference points (prune/onnx.h: ort_reference), timed against the unpruned fp32 model measured just
-// before and after them (the mean of both: ONNX Runtime runs in another process, so rounds cannot alternate). The
-// headprune time is stored beside ONNX Runtime's, so a resumed run draws the same points.
+// ONNX Runtime's reference points (prune/frontier_timing.h: add_ort_rows) on the evaluation split.
 void add_ort_points(const RunContext& ctx, const core::Bert& base, long batch, long seq, Frontier& f) {
-  const std::string dir = ctx.store->dir() + "/state/frontier/ort", base_file = dir + "/headprune.json";
-  const auto in = eval::synthetic_input(base.config(), batch, seq);
-  const bool fresh = !fs::exists(base_file);
-  const double seconds = ctx.cfg->prune.frontier_time;
-  const double before = fresh ? eval::measure_latency(base, in, 1, 3, seconds).median_ms : 0;
-  std::string skipped;
-  const auto r = ort_reference(ctx.model_dir, *ctx.task, ctx.eval_data, batch, seq, dir, &skipped);
-  if (!r) {
-    f.onnxruntime = skipped;
-    core::log_warn("frontier", "ONNX Runtime's reference rows " + skipped);
-    return;
-  }
-  if (fresh) {
-    const double ms = (before + eval::measure_latency(base, in, 1, 3, seconds).median_ms) / 2;
-    core::write_file_atomic(base_file, nlohmann::json{{"fp32_ms", ms}}.dump() + "\n");
-  }
-  const double base_ms = nlohmann::json::parse(core::read_file(base_file)).at("fp32_ms").get<double>();
-  f.onnxruntime = "onnxruntime " + r->version;
-  for (const auto& [precision, metrics, ms] : {std::tuple{"fp32", r->fp32, r->fp32_ms}, {"int8", r->int8, r->int8_ms}}) {
-    FrontierPoint p;
-    p.method = "onnxruntime", p.precision = precision, p.heads_kept = ctx.total_heads;
-    p.metric = 100 * metrics.at(ctx.task->primary_metric);
-    p.speedup = base_ms / ms;
-    p.speedups[timing_key(batch, seq)] = p.speedup;
-    p.reference = true;
-    f.points.push_back(p);
-  }
+  const std::string dir = ctx.store->dir() + "/state/frontier/ort";
+  const bool regression = ctx.task->is_regression();
+  add_ort_rows(
+      base, batch, seq, ctx.cfg->prune.frontier_time, ctx.total_heads, dir,
+      [&](std::string* skipped) {
+        return ort_reference(ctx.model_dir, ctx.eval_data, batch, seq, false, dir, skipped);
+      },
+      [&](const torch::Tensor& logits) {
+        return 100 *
+               eval::compute_metrics(*ctx.task, eval::predictions_from_logits(logits, regression), ctx.eval_data.labels)
+                   .at(ctx.task->primary_metric);
+      },
+      f);
 }
 
 // Every candidate at every precision, evaluated and timed (or read back from RUN_DIR/state/frontier/), appended to

@@ -3,11 +3,15 @@
 // alternating rounds.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/base/config.h"
 #include "core/model/bert.h"
+#include "prune/frontier.h"
+#include "prune/onnx.h"
 
 namespace hp::prune {
 
@@ -23,5 +27,14 @@ std::string timing_key(long batch, long seq);
 // the machine was busy: said once, naming `what`.
 double speedup_against(const core::Bert& base, const core::Bert& model, long batch, long seq, const std::string& what,
                        double seconds);
+
+// ONNX Runtime's reference points appended to f: `run` makes them (ort_reference on the unpruned model; nullopt
+// with the reason in `skipped`, which f.onnxruntime then says, warned once), `metric` scores each one's outputs in
+// points. Their speedups are over the unpruned fp32 `base` timed just before and after ONNX Runtime (the mean of
+// both: ONNX Runtime runs in another process, so rounds cannot alternate), that time kept in DIR/headprune.json so a
+// resumed run draws the same points.
+void add_ort_rows(const core::Bert& base, long batch, long seq, double seconds, int heads, const std::string& dir,
+                  const std::function<std::optional<OrtReference>(std::string* skipped)>& run,
+                  const std::function<double(const torch::Tensor&)>& metric, Frontier& f);
 
 }  // namespace hp::prune

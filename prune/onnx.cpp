@@ -265,10 +265,10 @@ SentenceInt8Check export_sentence_onnx_int8(const eval::SentenceEncoder& enc, co
   return c;
 }
 
-std::optional<OrtReference> ort_reference(const std::string& model_dir, const core::TaskSpec& task,
-                                          const core::EncodedDataset& data, long batch, long seq,
-                                          const std::string& work_dir, std::string* skipped) {
-  const std::string done = work_dir + "/ort.json", logits_h5 = work_dir + "/ort_logits.h5";
+std::optional<OrtReference> ort_reference(const std::string& model_dir, const core::EncodedDataset& data, long batch,
+                                          long seq, bool sentence, const std::string& work_dir, std::string* skipped) {
+  const std::string done = work_dir + "/ort.json",
+                    outputs_h5 = work_dir + (sentence ? "/ort_embeddings.h5" : "/ort_logits.h5");
   if (!fs::exists(done)) {
     const std::string py = core::python_reference();
     if (!fs::exists(py)) {
@@ -282,25 +282,27 @@ std::optional<OrtReference> ort_reference(const std::string& model_dir, const co
     fs::create_directories(work_dir);
     const std::string inputs = work_dir + "/inputs.h5";
     core::write_hdf5(inputs, padded_examples(data));
-    const std::vector<std::string> cmd = {py, core::source_dir() + "/tools/ort_reference.py", model_dir, inputs,
-                                          "--batch", std::to_string(batch), "--seq", std::to_string(seq), "--out",
-                                          work_dir};
+    std::vector<std::string> cmd = {py,        core::source_dir() + "/tools/ort_reference.py",
+                                    model_dir, inputs,
+                                    "--batch", std::to_string(batch),
+                                    "--seq",   std::to_string(seq),
+                                    "--out",   work_dir};
+    if (sentence) cmd.push_back("--sentence");
     const int rc = core::run_program(cmd);
     if (rc == 77) {
-      *skipped = "skipped: onnxruntime is not installed in " + py + " (scripts/setup_python.sh installs it)";
+      *skipped = std::string("skipped: onnxruntime") + (sentence ? " or sentence-transformers" : "") +
+                 " is not installed in " + py + " (scripts/setup_python.sh installs it)";
       return std::nullopt;
     }
     if (rc != 0 || !fs::exists(done))
       throw InputError("tools/ort_reference.py failed (exit " + std::to_string(rc) +
                        ", its output is above); run it by hand to see why: " + core::format_command(cmd));
-    remove_files({inputs, work_dir + "/ort.fp32.onnx", work_dir + "/ort.int8.onnx"});  // ort.json and the logits stay
+    remove_files({inputs, work_dir + "/ort.fp32.onnx", work_dir + "/ort.int8.onnx"});  // ort.json and outputs stay
   }
   const auto j = nlohmann::json::parse(core::read_file(done));
-  const auto logits = core::read_hdf5(logits_h5);
-  const bool regression = task.is_regression();
+  const auto outputs = core::read_hdf5(outputs_h5);
   OrtReference r;
-  r.fp32 = eval::compute_metrics(task, eval::predictions_from_logits(logits.at("fp32"), regression), data.labels);
-  r.int8 = eval::compute_metrics(task, eval::predictions_from_logits(logits.at("int8"), regression), data.labels);
+  r.fp32 = outputs.at("fp32"), r.int8 = outputs.at("int8");
   r.fp32_ms = j.at("fp32").at("ms").get<double>();
   r.int8_ms = j.at("int8").at("ms").get<double>();
   r.version = j.value("onnxruntime", "");

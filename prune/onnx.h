@@ -91,19 +91,20 @@ SentenceInt8Check export_sentence_onnx_int8(const eval::SentenceEncoder& enc, co
                                             double min_cosine = kSentenceInt8MinCosine,
                                             double mean_cosine = kSentenceInt8MeanCosine);
 
-// The frontier's ONNX Runtime reference points (`prune --max-drop`, tools/ort_reference.py): the model folder
-// `model_dir` exported to ONNX (float32) and quantised by ONNX Runtime's own quantize_dynamic (int8 weights per
-// output channel, u8 activations at run time), each scored on `data` with headprune's metric code and timed at
-// batch x seq (median ms). Its files go to `work_dir`, and a finished reference there is read back (a resumed run
-// does not measure again). Empty, with `skipped` saying why in one clause, when the reference Python is missing or
-// incomplete or has no onnxruntime; any other failure is InputError with the command.
+// The frontiers' ONNX Runtime reference points (`prune --max-drop`, tools/ort_reference.py): the model folder
+// `model_dir` exported to ONNX (float32; with `sentence`, the sentence-transformers chain to its embedding) and
+// quantised by ONNX Runtime's own quantize_dynamic (int8 weights per output channel, u8 activations at run time),
+// each run on `data`'s rows — their outputs (logits [N, C], or embeddings [N, D]) in data's order, for the caller
+// to score with headprune's metric code — and timed at batch x seq (median ms). Its files go to `work_dir`, and a
+// finished reference there is read back (a resumed run does not measure again). Empty, with `skipped` saying why in
+// one clause, when the reference Python is missing or incomplete or has no onnxruntime; any other failure is
+// InputError with the command.
 struct OrtReference {
-  std::map<std::string, double> fp32, int8;  // metrics
+  torch::Tensor fp32, int8;  // outputs on data's rows
   double fp32_ms = 0, int8_ms = 0;
   std::string version;  // onnxruntime's
 };
-std::optional<OrtReference> ort_reference(const std::string& model_dir, const core::TaskSpec& task,
-                                          const core::EncodedDataset& data, long batch, long seq,
-                                          const std::string& work_dir, std::string* skipped);
+std::optional<OrtReference> ort_reference(const std::string& model_dir, const core::EncodedDataset& data, long batch,
+                                          long seq, bool sentence, const std::string& work_dir, std::string* skipped);
 
 }  // namespace hp::prune

@@ -262,8 +262,8 @@ def quantize_int8(model_dir: str, reference: str, logits_out: str, weight_max: i
 
 
 def run_rows(sess, inputs_h5: str):
-    """The logits [N, C] of every row of INPUTS.h5 (input_ids, attention_mask, token_type_ids, padded, in dataset
-    order), run in length-sorted batches of 32, each cut to its longest row."""
+    """The first output (logits [N, C], or embeddings [N, D]) of every row of INPUTS.h5 (input_ids, attention_mask,
+    token_type_ids, padded, in dataset order), run in length-sorted batches of 32, each cut to its longest row."""
     with h5py.File(inputs_h5, "r") as f:
         rows = {n: f[n][()].astype(np.int64) for n in NAMES}
     lengths = rows["attention_mask"].sum(1)

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""ONNX Runtime's reference points on the compression frontier (`prune --max-drop D`, prune/frontier_stage.cpp):
-the unpruned model folder exported to ONNX (float32, as tools/onnx_export.py exports) and quantised by ONNX
+"""ONNX Runtime's reference points on the compression frontiers (`prune --max-drop D`, prune/frontier_timing.h):
+the unpruned model folder exported to ONNX (float32, as tools/onnx_export.py exports; --sentence: a
+sentence-transformers folder to its pooled embedding, normalised where it lists Normalize) and quantised by ONNX
 Runtime's own quantize_dynamic (int8 weights per output channel, u8 activations quantised at run time), each run
-on the evaluation rows (logits written for headprune to score with its own metric code) and timed at batch x seq
-on random ids (median of --reps runs after one warm-up).
+on the evaluation rows (outputs written for headprune to score with its own metric code) and timed at batch x seq on
+random ids (median of --reps runs after one warm-up).
 
-Usage: ort_reference.py MODEL_DIR INPUTS.h5 --batch B --seq S --out DIR [--reps 10]
+Usage: ort_reference.py MODEL_DIR INPUTS.h5 --batch B --seq S --out DIR [--reps 10] [--sentence]
   INPUTS.h5: input_ids, attention_mask, token_type_ids [N, S], padded, in dataset order.
   Writes DIR/ort.fp32.onnx, DIR/ort.int8.onnx (headprune removes them and INPUTS.h5 afterwards), DIR/ort_logits.h5
-  (datasets fp32 and int8, [N, C]) and last
+  (datasets fp32 and int8, [N, C]; with --sentence DIR/ort_embeddings.h5, [N, D]) and last
   DIR/ort.json: {"fp32": {"ms": ...}, "int8": {"ms": ...}, "onnxruntime": version, "threads": n}.
-Exit 77 when onnxruntime is not installed (headprune then says the reference rows were skipped).
+Exit 77 when onnxruntime (or, with --sentence, sentence-transformers) is not installed (headprune then says the
+reference rows were skipped).
 """
 import argparse
 import json
@@ -35,15 +37,23 @@ def main() -> int:
     ap.add_argument("--seq", type=int, required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--sentence", action="store_true", help="a sentence-transformers folder: embeddings out")
     args = ap.parse_args()
+    if args.sentence:
+        try:
+            import sentence_transformers  # noqa: F401
+        except ImportError:
+            print("ort_reference: sentence-transformers is not installed here", file=sys.stderr)
+            return 77
     os.makedirs(args.out, exist_ok=True)
     fp32, int8 = os.path.join(args.out, "ort.fp32.onnx"), os.path.join(args.out, "ort.int8.onnx")
-    onnx_export.export(args.model_dir, fp32)
+    onnx_export.export(args.model_dir, fp32, sentence=args.sentence)
     logging.getLogger().setLevel(logging.ERROR)  # quantize_dynamic advises its pre-processing step on every call
     quantize_dynamic(fp32, int8, per_channel=True, weight_type=QuantType.QInt8)
     vocab = transformers.AutoConfig.from_pretrained(args.model_dir).vocab_size
     result = {"onnxruntime": onnx_export.ort.__version__, "threads": os.cpu_count() or 1}
-    with h5py.File(os.path.join(args.out, "ort_logits.h5"), "w") as f:
+    outputs = os.path.join(args.out, "ort_embeddings.h5" if args.sentence else "ort_logits.h5")
+    with h5py.File(outputs, "w") as f:
         for name, path in (("fp32", fp32), ("int8", int8)):
             sess = onnx_export.session(path)
             f[name] = onnx_export.run_rows(sess, args.inputs)

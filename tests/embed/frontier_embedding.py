@@ -4,8 +4,9 @@ sentence-transformers folder, checked against sentence-transformers and by hand.
 
 The tiny folder (mean pooling, Normalize) is pruned with --max-drop at the budgets 60% and 30% (a short search and
 recovery, STS-B dev[:200]), under HEADPRUNE_MAX_ISA=avx2 so that every machine measures fp32 and int8. Then: the
-frontier has the unpruned model (fp32 the reference, int8 a candidate) and the search at both budgets at both
-precisions; each budget candidate is that budget's best step on the selection slice, scored as the summary's steps
+frontier has the unpruned model (fp32 the reference, int8 a candidate), the search at both budgets at both
+precisions, and ONNX Runtime's fp32 and quantize_dynamic int8 of the unpruned folder as references (its fp32
+Spearman headprune's unpruned fp32 one: the same embeddings from another engine); each budget candidate is that budget's best step on the selection slice, scored as the summary's steps
 say; the choice is the fastest candidate within D on the selection slice, recomputed here from frontier.csv; the
 export is the chosen budget's model (SentenceTransformer loads it, and `prune eval` of it scores the fp32 point of
 that budget); the same command resumes without searching, recovering or measuring again; --max-drop beside
@@ -19,7 +20,10 @@ import os
 import sys
 
 sys.dont_write_bytecode = True  # no tests/embed/__pycache__ in the source tree
-from st_common import REPO, check, run, start, tiny_model  # noqa: E402
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+from scipy.stats import spearmanr  # noqa: E402
+from st_common import REPO, check, run, start, stsb_dev, tiny_model  # noqa: E402
 
 FLAGS = ["--max-drop", "5", "--set", "prune.budget_schedule=100,60,30", "--set", "prune.search_examples=96",
          "--set", "prune.recover_steps=20", "--set", "prune.eval_split=dev[:200]", "--set", "prune.latency_batch=4",
@@ -41,13 +45,34 @@ def main():
     ok = True
     kinds = sorted((p["method"], p["budget"], p["precision"]) for p in points)
     want = sorted([("unpruned", "", q) for q in ("fp32", "int8")] +
-                  [("kwon", f"{b}% FLOPs", q) for b in (60, 30) for q in ("fp32", "int8")])
+                  [("kwon", f"{b}% FLOPs", q) for b in (60, 30) for q in ("fp32", "int8")] +
+                  [("onnxruntime", "", q) for q in ("fp32", "int8")])
     ok &= check(kinds == want, f"the candidates: {kinds}")
     base = next(p for p in points if p["method"] == "unpruned" and p["precision"] == "fp32")
     ok &= check(base["reference"] and abs(base["metric"] - s["unpruned"]["spearman"]) < 1e-9 and
                 abs(f["select_baseline"] - s["unpruned"]["select_spearman"]) < 1e-9,
                 f"the unpruned fp32 model is the reference: {base['metric']:.4f} on {f['split']}, "
                 f"{f['select_baseline']:.4f} on {f['select_split']}")
+    ort = {p["precision"]: p for p in points if p["method"] == "onnxruntime"}
+    ok &= check(f["onnxruntime"].startswith("onnxruntime 1.") and all(p["reference"] and p["speedup"] > 0
+                                                                       for p in ort.values()),
+                f"ONNX Runtime's rows are references with a speed-up ({f['onnxruntime']})")
+    # ONNX Runtime's fp32 embeddings of dev[:200] (kept in the state folder) against sentence-transformers' own, and
+    # the row's Spearman against scipy's of them: within 0.5, as the random tiny model's cosines nearly tie (0.89 to
+    # 1.0), so float rounding reorders ranks.
+    pairs = stsb_dev(200)
+    texts = [p[0] for p in pairs] + [p[1] for p in pairs]
+    with h5py.File(os.path.join(out, "state", "embedding", "frontier", "ort", "ort_embeddings.h5"), "r") as h:
+        got = {q: h[q][()] for q in ("fp32", "int8")}
+    want_e = st.SentenceTransformer(folder, device="cpu").encode(texts, convert_to_numpy=True)
+    ok &= check(got["fp32"].shape == want_e.shape and np.abs(got["fp32"] - want_e).max() < 1e-5,
+                f"ONNX Runtime fp32 embeddings = SentenceTransformer.encode ({np.abs(got['fp32'] - want_e).max():.2e})")
+    for q in ("fp32", "int8"):
+        u, v = got[q][:200], got[q][200:]
+        sp = 100 * spearmanr((u * v).sum(1) / np.linalg.norm(u, axis=1) / np.linalg.norm(v, axis=1),
+                             [p[2] for p in pairs]).correlation
+        ok &= check(abs(ort[q]["metric"] - sp) < 0.5, f"ONNX Runtime {q}'s row {ort[q]['metric']:.2f} = scipy's "
+                    f"Spearman of its embeddings {sp:.2f}")
     for p in points:
         if p["method"] != "kwon":
             continue

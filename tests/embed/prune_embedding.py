@@ -19,20 +19,15 @@ import sys
 import numpy as np
 
 sys.dont_write_bytecode = True  # no tests/embed/__pycache__ in the source tree
-from st_common import REPO, check, run, start, tiny_model  # noqa: E402
+from st_common import REPO, check, run, start, stsb_dev, tiny_model  # noqa: E402
 
-STSB_DEV = os.path.join(REPO, "..", "shared", "data", "glue", "STS-B", "dev.tsv")
 RUN_FLAGS = ["--target-flops", "0.5", "--set", "prune.search_examples=96", "--set", "prune.recover_steps=40",
              "--set", "prune.eval_split=dev[:200]", "--set", "prune.latency_batch=4", "--set", "prune.latency_seq=32",
              "--set", "train.lr_peak=0.001"]
 
 
 def dev_pairs(n=200):
-    with open(STSB_DEV, encoding="utf-8") as f:
-        rows = [line.rstrip("\n").split("\t") for line in f]
-    head = rows[0]
-    a, b = head.index("sentence1"), head.index("sentence2")
-    return [(r[a], r[b]) for r in rows[1:n + 1]]
+    return [(a, b) for a, b, _ in stsb_dev(n)]
 
 
 def main():

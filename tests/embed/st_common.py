@@ -10,6 +10,18 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TINY = os.path.join(REPO, "tests", "data", "golden", "tiny_bert")
 
 
+STSB_DEV = os.path.join(REPO, "..", "shared", "data", "glue", "STS-B", "dev.tsv")
+
+
+def stsb_dev(n=200):
+    """The first n pairs of STS-B dev: [(sentence1, sentence2, score)]."""
+    with open(STSB_DEV, encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f]
+    head = rows[0]
+    a, b, y = head.index("sentence1"), head.index("sentence2"), head.index("score")
+    return [(r[a], r[b], float(r[y])) for r in rows[1:n + 1]]
+
+
 def start():
     """(args with .prune and .scratch, the sentence_transformers module, its models module), the scratch folder
     emptied; exits 77 (CTest: skipped) when the package is not installed."""
