@@ -161,14 +161,19 @@ void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what) {
   }
 }
 
+// A client of the rendezvous store that waits for nobody: the heartbeat's, and the probe of torchrun's store.
+c10d::TCPStoreOptions client_options(const Env& env, milliseconds timeout) {
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<uint16_t>(env.master_port);
+  o.isServer = false;
+  o.waitWorkers = false;
+  o.timeout = timeout;
+  return o;
+}
+
 void heartbeat_loop(Env env) {
   try {
-    c10d::TCPStoreOptions o;
-    o.port = static_cast<uint16_t>(env.master_port);
-    o.isServer = false;
-    o.waitWorkers = false;
-    o.timeout = milliseconds(10000);
-    c10d::TCPStore store(env.master_addr, o);
+    c10d::TCPStore store(env.master_addr, client_options(env, milliseconds(10000)));
     while (!S().stop_heartbeat.load()) {
       store.add(key("beat", env.rank), 1);
       for (int i = 0; i < 10 && !S().stop_heartbeat.load(); ++i) std::this_thread::sleep_for(milliseconds(100));
@@ -263,12 +268,7 @@ static void probe_agent_store(const Env& env, const std::string& where) {
   std::thread([p, env] {
     std::string error;
     try {
-      c10d::TCPStoreOptions o;
-      o.port = static_cast<uint16_t>(env.master_port);
-      o.isServer = false;
-      o.waitWorkers = false;
-      o.timeout = milliseconds(5000);
-      c10d::TCPStore probe(env.master_addr, o);
+      c10d::TCPStore probe(env.master_addr, client_options(env, milliseconds(5000)));
       probe.add("hp/probe/" + std::to_string(env.rank), 0);
     } catch (const std::exception& e) {
       error = e.what();
