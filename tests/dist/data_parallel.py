@@ -22,7 +22,7 @@ Cases (each a CTest test, dist.NAME):
              with underscores; see the README for the --redirects 1 --tee 1 it needs on Debian 12)
              from the torch prune is built on (HP_TORCHRUN_PYTHON, set by CMake for a pip torch; Debian's python3 for 1.13;
              skipped, exit 77, where that python has no torch)
-  torchrun_other  a torchrun of another torch version: each rank's one error line names the fix within seconds
+  torchrun_other  a torchrun of another torch version: one error line per rank that prints names the fix within seconds
              (skipped, exit 77, where no python here has another torch)
 Exit 0 when all holds, 1 with the reasons otherwise.
 """
@@ -30,8 +30,8 @@ import argparse
 import csv
 import json
 import os
-import shutil
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -409,8 +409,7 @@ def case_torchrun_other(prune, tmp, port):
     v = subprocess.run([prune, "--version"], capture_output=True, text=True).stdout
     built = re.search(r"LibTorch (\d+\.\d+)", v).group(1)
     home = os.path.expanduser("~/.cache/headprune")
-    candidates = ["/usr/bin/python3", os.environ.get("HP_TORCHRUN_PYTHON", ""),
-                  f"{home}/venv-torch2/bin/python", f"{home}/venv-t2/bin/python"]
+    candidates = ["/usr/bin/python3", os.environ.get("HP_TORCHRUN_PYTHON", ""), f"{home}/venv-torch2/bin/python"]
     other = next((c for c in candidates if c and os.path.exists(c) and torch_of(c) not in (None, built)), None)
     if other is None:
         print(f"skipped: no python here has a torchrun of a torch other than LibTorch {built} "
