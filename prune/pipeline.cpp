@@ -2,14 +2,12 @@
 #include "prune/pipeline.h"
 
 #include <algorithm>
-#include <cmath>
 #include <iostream>
 #include <sstream>
 
 #include "core/base/errors.h"
 #include "core/base/files.h"
 #include "core/base/log.h"
-#include "core/base/strings.h"
 #include "core/base/version.h"
 #include "core/dist/distributed.h"
 #include "core/kernels/isa.h"
@@ -196,9 +194,6 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
        "prune.min_heads_per_layer = " + std::to_string(p.min_heads_per_layer) + "; use 0.." +
            std::to_string(arch.num_attention_heads));
   need(p.recover_steps >= 0, "prune.recover_steps must be 0 (off) or positive");
-  need(p.recover_distill_hidden >= 0 && std::isfinite(p.recover_distill_hidden),
-       "prune.recover_distill_hidden = " + core::format_number("%g", p.recover_distill_hidden) +
-           "; use 0 (logit distillation alone) or a positive weight, e.g. 1");
   need(p.objective == "task" || p.objective == "embedding",
        "prune.objective = '" + p.objective + "'; use task (a classifier for data.task) or embedding (a "
        "sentence-transformers folder, pruned for its embeddings)");

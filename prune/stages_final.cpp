@@ -234,7 +234,6 @@ core::Config recovery_config(const core::Config& cfg, int steps) {
   c.gates.distill = cfg.prune.recover_distill;
   c.gates.distill_weight = cfg.gates.distill_weight;
   c.gates.distill_temperature = cfg.gates.distill_temperature;
-  c.gates.distill_hidden = cfg.prune.recover_distill_hidden;
   c.train.max_steps = steps;
   c.train.eval_every = std::max(1, steps / 2);
   // Its length is prune.recover_steps alone: train.max_train_examples and train.epochs shape fine-tuning and the

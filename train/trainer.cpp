@@ -66,7 +66,7 @@ class Loop {
     bo.batch_size = data.eval_batch_size;
     bo.pad_id = data.pad_id;
     eval_batches_ = core::make_batches(*data.eval, bo);
-    if ((budget_mode_ || !gates_) && opts.teacher && gc.distill && gc.distill_hidden > 0)
+    if (budget_mode_ && opts.teacher && gc.distill && gc.distill_hidden > 0)
       layer_distill_ = std::make_unique<LayerDistill>(mc.hidden_size, L_), layer_distill_->to(model.device());
     if (!opts.fixed_keep.empty()) {
       HP_CHECK(!gates_, "TrainOptions::fixed_keep excludes gates");
@@ -129,7 +129,7 @@ class Loop {
   long phase_total_[3] = {0, 0, 0};
   std::unique_ptr<gates::StructureGates> gates_;
   std::unique_ptr<gates::TargetController> controller_;
-  std::unique_ptr<LayerDistill> layer_distill_;  // gates.distill_hidden > 0 with a teacher (budget gates, recovery)
+  std::unique_ptr<LayerDistill> layer_distill_;  // gates.distill_hidden > 0 with a teacher
   std::vector<core::Batch> eval_batches_;
   // 0/1 masks in phase 2 (heads [L, H], neurons [L, I] with a budget), or all along with opts_.fixed_keep (heads).
   gates::GateMasks fixed_;
@@ -204,10 +204,8 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
   const core::Batch local = core::dist::active() ? rows_of(b, lo, hi) : b;
   const double share = static_cast<double>(hi - lo) / static_cast<double>(B);
   StepLoss r;
-  // Target mode distils in its fixed-structure phase; a budget target (as CoFi) in both phases; a recovery (no
-  // gates: heads fixed by a mask, or a slimmed model) throughout — the slimmed one has no fixed mask, and went
-  // undistilled while fixed_keep alone said "recovery" (#58).
-  r.distilling = opts_.teacher && gc_.distill && (s_.phase == 2 || budget_mode_ || !gates_);
+  // Target mode distils in its fixed-structure phase; a budget target (as CoFi) in both phases.
+  r.distilling = opts_.teacher && gc_.distill && (s_.phase == 2 || budget_mode_ || !opts_.fixed_keep.empty());
   r.loss = torch::zeros({}), r.task_loss = torch::zeros({});
   if (hi <= lo) {
     if (gates_ && !fixed_.heads.defined()) gates_->sample(B);  // keeps the gate noise in step with the other ranks

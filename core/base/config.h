@@ -313,7 +313,6 @@ struct PruneConfig {
   std::string objective = "task";
   std::vector<std::string> distill_tasks;
   bool recover_distill = true;
-  double recover_distill_hidden = 0;
   bool finetune = true;
   bool latency = true;
   bool verify = true;
@@ -445,9 +444,6 @@ struct PruneConfig {
       "on besides data.task's, each at most as many as data.task gives (a seeded sample), so that the embedding "
       "holds on other text too, e.g. [sst2]; [] = data.task's alone");
     v("recover_distill", recover_distill, "distil from the unpruned model during the recovery fine-tuning");
-    v("recover_distill_hidden", recover_distill_hidden,
-      "weight of CoFi's layer-wise hidden-state distillation (gates.distill_hidden's loss) added to the recovery's "
-      "logit distillation; 0 = logits alone");
     v("finetune", finetune, "fine-tune first (train section) when the model has no classifier for the task");
     v("latency", latency,
       "measure the latency of the slimmed model at every curve step (needed by a latency budget's curves)");

@@ -1119,10 +1119,6 @@ add("recover-scale", "prune.recover_scale neither removed nor fixed",
     "error: prune.recover_scale = 'more'; use removed (budget points recover longer the more they removed) or fixed "
     "(prune.recover_steps at every budget)",
     not_created("run"))
-add("recover-distill-hidden", "prune.recover_distill_hidden below 0",
-    budget_run("--target-flops", "0.5", "--set", "prune.recover_distill_hidden=-1"), 2,
-    "error: prune.recover_distill_hidden = -1; use 0 (logit distillation alone) or a positive weight, e.g. 1",
-    not_created("run"))
 
 add("budget-gates-latency", "--method gates with --target-latency (the gates learn FLOPs or parameters)",
     budget_run("--target-latency", "5", "--method", "gates"), 2,
