@@ -256,7 +256,9 @@ bool recover(RunContext& ctx, FinalChoice& choice) {
               std::to_string(steps) + " fine-tuning steps " +
                   (choice.slimmed ? std::string("of the slimmed model")
                                   : "with the " + std::to_string(core::count_kept(choice.keep)) + " heads fixed") +
-                  (P.recover_distill ? ", distilling from the unpruned model" : ""));
+                  // A slimmed model's recovery trains on the labels alone (the trainer distils a recovery only
+                  // under a fixed head mask; docs/budgets.md says what distilling it measured, #58).
+                  (P.recover_distill && !choice.slimmed ? ", distilling from the unpruned model" : ""));
     // A slimmed model needs no fixed mask: what was removed is gone. It distils from the unpruned model.
     if (!train_in(ctx, c, "recover", choice.model_dir, choice.slimmed ? core::HeadSet{} : choice.keep,
                   choice.slimmed ? ctx.model_dir : ""))

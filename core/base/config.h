@@ -443,7 +443,9 @@ struct PruneConfig {
       "objective embedding: tasks whose train sentences (unlabelled, never an evaluation split) the recovery distils "
       "on besides data.task's, each at most as many as data.task gives (a seeded sample), so that the embedding "
       "holds on other text too, e.g. [sst2]; [] = data.task's alone");
-    v("recover_distill", recover_distill, "distil from the unpruned model during the recovery fine-tuning");
+    v("recover_distill", recover_distill,
+      "distil from the unpruned model during the recovery fine-tuning of a fixed head mask (--target-heads); a "
+      "slimmed model's recovery (budgets, the frontier) trains on the labels alone (docs/budgets.md, stage 6)");
     v("finetune", finetune, "fine-tune first (train section) when the model has no classifier for the task");
     v("latency", latency,
       "measure the latency of the slimmed model at every curve step (needed by a latency budget's curves)");
