@@ -259,7 +259,7 @@ bool recover(RunContext& ctx, FinalChoice& choice) {
                   // A slimmed model's recovery trains on the labels alone (the trainer distils a recovery only
                   // under a fixed head mask; docs/budgets.md says what distilling it measured, #58).
                   (P.recover_distill && !choice.slimmed ? ", distilling from the unpruned model" : ""));
-    // A slimmed model needs no fixed mask: what was removed is gone. It distils from the unpruned model.
+    // A slimmed model needs no fixed mask: what was removed is gone (and so it is not distilled, see above).
     if (!train_in(ctx, c, "recover", choice.model_dir, choice.slimmed ? core::HeadSet{} : choice.keep,
                   choice.slimmed ? ctx.model_dir : ""))
       return false;
