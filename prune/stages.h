@@ -34,10 +34,10 @@ void log_stage(int number, const std::string& name, const std::string& what);
 
 struct RunContext;
 // A training run of the pruning run in RUN_DIR/<sub> (resumed when its state is there), starting from the
-// model in `from`, on the task and data resolved in stage 1; `fixed_keep` fixes the heads (recovery), or
-// `teacher_dir` names the unpruned model a slimmed one recovers from. False when stopped.
+// model in `from`, on the task and data resolved in stage 1; `fixed_keep` fixes the heads (recovery). False when
+// stopped.
 bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string& sub, const std::string& from,
-              const core::HeadSet& fixed_keep = {}, const std::string& teacher_dir = "", long finetune_steps = 0);
+              const core::HeadSet& fixed_keep = {}, long finetune_steps = 0);
 // Budget gates (gates_budget_config's) in RUN_DIR/<sub>: their fixed-structure fine-tuning is the recovery
 // every budget candidate gets (budget_recover_steps at the gates' target), not gates.finetune_epochs.
 bool train_budget_gates_in(const RunContext& ctx, const core::Config& gates_cfg, const std::string& sub);
@@ -119,10 +119,11 @@ std::string best_criterion(const CurvesSummary& curves, std::string* why);
 std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& curves);
 
 // The training config of a recovery of `steps` fine-tuning steps (stage 6, and the budget curves' recovered
-// line): no gates, distilling as prune.recover_distill says, evaluated twice, on the whole training split (the
-// selection slice held out): train.max_train_examples and train.epochs, which shape fine-tuning and the gates,
-// leave it alone.
-core::Config recovery_config(const core::Config& cfg, int steps);
+// line): no gates, evaluated twice, on the whole training split (the selection slice held out):
+// train.max_train_examples and train.epochs, which shape fine-tuning and the gates, leave it alone. A recovery
+// under a fixed head mask distils as prune.recover_distill says; a `slimmed` one trains on the labels alone
+// (docs/budgets.md stage 6 gives the measurement that kept it so), and so loads no teacher.
+core::Config recovery_config(const core::Config& cfg, int steps, bool slimmed);
 
 // Stage 6. Fine-tunes `choice.model_dir` with the heads fixed (prune.recover_steps; not after gates).
 // False when stopped.

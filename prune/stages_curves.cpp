@@ -80,9 +80,8 @@ std::vector<core::Example> sample_examples(std::vector<core::Example> all, int n
 // A training run of the pruning run, in RUN_DIR/<sub> (resumed when its state is there) on the task
 // and data resolved in stage 1. False when stopped.
 bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string& sub, const std::string& from,
-              const core::HeadSet& fixed_keep, const std::string& teacher_dir, long finetune_steps) {
+              const core::HeadSet& fixed_keep, long finetune_steps) {
   train::TaskRun run;
-  run.teacher_dir = teacher_dir;
   run.model_dir = from;
   run.run_dir = ctx.cfg->run.out_dir + "/" + sub;
   run.resume = fs::exists(run.run_dir + "/state");
@@ -96,7 +95,7 @@ bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string&
 
 bool train_budget_gates_in(const RunContext& ctx, const core::Config& gates_cfg, const std::string& sub) {
   const double target = gates_cfg.gates.target_flops + gates_cfg.gates.target_params;
-  return train_in(ctx, gates_cfg, sub, ctx.model_dir, {}, "", budget_recover_steps(gates_cfg.prune, target, false));
+  return train_in(ctx, gates_cfg, sub, ctx.model_dir, {}, budget_recover_steps(gates_cfg.prune, target, false));
 }
 
 void prepare(RunContext& ctx, const core::Config& user, const std::atomic<bool>* stop) {

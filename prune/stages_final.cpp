@@ -228,10 +228,10 @@ std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& cu
   return choice;
 }
 
-core::Config recovery_config(const core::Config& cfg, int steps) {
+core::Config recovery_config(const core::Config& cfg, int steps, bool slimmed) {
   core::Config c = cfg;
   c.gates = core::GateConfig{};
-  c.gates.distill = cfg.prune.recover_distill;
+  c.gates.distill = cfg.prune.recover_distill && !slimmed;
   c.gates.distill_weight = cfg.gates.distill_weight;
   c.gates.distill_temperature = cfg.gates.distill_temperature;
   c.train.max_steps = steps;
@@ -251,18 +251,16 @@ bool recover(RunContext& ctx, FinalChoice& choice) {
   if (choice.method == "gates" || steps <= 0) return true;
   const std::string dir = cfg.run.out_dir + "/recover";
   if (!fs::exists(dir + "/train_result.json")) {
-    const core::Config c = recovery_config(cfg, steps);
+    const core::Config c = recovery_config(cfg, steps, choice.slimmed);
     log_stage(6, "recover",
               std::to_string(steps) + " fine-tuning steps " +
                   (choice.slimmed ? std::string("of the slimmed model")
                                   : "with the " + std::to_string(core::count_kept(choice.keep)) + " heads fixed") +
-                  // A slimmed model's recovery trains on the labels alone (the trainer distils a recovery only
-                  // under a fixed head mask; docs/budgets.md says what distilling it measured, #58).
+                  // A slimmed model's recovery trains on the labels alone (recovery_config; docs/budgets.md says
+                  // what distilling it measured, #58).
                   (P.recover_distill && !choice.slimmed ? ", distilling from the unpruned model" : ""));
-    // A slimmed model needs no fixed mask: what was removed is gone (and so it is not distilled, see above).
-    if (!train_in(ctx, c, "recover", choice.model_dir, choice.slimmed ? core::HeadSet{} : choice.keep,
-                  choice.slimmed ? ctx.model_dir : ""))
-      return false;
+    // A slimmed model needs no fixed mask: what was removed is gone.
+    if (!train_in(ctx, c, "recover", choice.model_dir, choice.slimmed ? core::HeadSet{} : choice.keep)) return false;
   }
   choice.model_dir = dir + "/best";
   return true;

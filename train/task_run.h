@@ -18,9 +18,6 @@ struct TaskRun {
   std::string run_dir;  // RUN_DIR
   bool resume = false;  // continue from RUN_DIR/state
   core::HeadSet fixed_keep;  // train with these heads fixed (recovery after pruning); empty = none
-  // Distil from this model (gates.distill); empty = model_dir as it starts. Set for the recovery of a slimmed
-  // model (a budget search's), which has no fixed_keep.
-  std::string teacher_dir;
   long finetune_steps = 0;  // TrainOptions::finetune_steps: > 0 = the gates' fixed-structure fine-tuning's steps
   const std::atomic<bool>* stop = nullptr;
   // Resolved by a caller that already has them (the pruning run's stage 1); null/empty: from cfg.data.

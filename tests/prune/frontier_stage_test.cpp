@@ -74,6 +74,25 @@ TEST_CASE("budget recoveries: longer the more a point removed (prune.recover_sca
   CHECK(budget_recover_steps(p, 0.3, false) == 0);
 }
 
+TEST_CASE("recovery_config: no gates, its own length, and a teacher only under a fixed head mask", "[prune]") {
+  hp::core::Config cfg;
+  cfg.gates.target_flops = 0.4, cfg.gates.distill_hidden = 1.0, cfg.gates.distill_temperature = 3.0;
+  cfg.prune.recover_distill = true;
+  cfg.train.max_train_examples = 12800, cfg.train.max_steps = 2000;
+  const hp::core::Config masked = hp::prune::recovery_config(cfg, 300, false);
+  CHECK(masked.gates.target_flops == 0);  // no gates: the structure is fixed
+  CHECK(masked.gates.distill_hidden == 0);
+  CHECK(masked.gates.distill);  // prune.recover_distill, under the fixed mask
+  CHECK(masked.gates.distill_temperature == 3.0);
+  CHECK(masked.train.max_steps == 300);
+  CHECK(masked.train.eval_every == 150);
+  CHECK(masked.train.max_train_examples == 0);  // fine-tuning's trim leaves the recovery alone (#58)
+  // A slimmed model trains on the labels: no teacher is loaded for it (docs/budgets.md stage 6).
+  CHECK_FALSE(hp::prune::recovery_config(cfg, 300, true).gates.distill);
+  cfg.prune.recover_distill = false;
+  CHECK_FALSE(hp::prune::recovery_config(cfg, 300, false).gates.distill);
+}
+
 TEST_CASE("the best criterion: an undefined area (Spearman of constant predictions) ranks last, but still counts",
           "[prune]") {
   using hp::prune::best_criterion;
