@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -224,6 +225,9 @@ void validate_embedding_run(const core::Config& cfg) {
                                          "heads,neurons)");
   refuse(core::dist::world() > 1, "data parallelism is not built for embeddings; run one process");
   check_distill_tasks(p.distill_tasks, cfg.data.task);
+  refuse(!(p.distill_hidden >= 0) || !std::isfinite(p.distill_hidden),
+         "prune.distill_hidden = " + core::format_number("%g", p.distill_hidden) +
+             "; it weighs the layer-wise term of the recovery: 0 (off) or a positive number, e.g. 1");
 }
 
 namespace {
@@ -241,14 +245,18 @@ std::optional<core::Bert> recovered_model(const EmbedRun& r, const core::Bert& t
   const long steps = budget_recover_steps(p, target, false);
   if (steps <= 0) return std::nullopt;
   if (!fs::exists(dir + "/config.json")) {
-    log_step(4, "recovery: " + std::to_string(steps) + " steps of distillation to the teacher's embeddings");
+    log_step(4, "recovery: " + std::to_string(steps) + " steps of distillation to the teacher's embeddings" +
+                    (p.distill_hidden > 0
+                         ? " and, weighted " + core::format_number("%g", p.distill_hidden) + ", its layers' outputs"
+                         : ""));
     std::map<std::string, torch::Tensor> own;  // a copy of its own: the tuned model is scored as it was
     for (const auto& [name, t] : tuned.parameters()) own[name] = t.detach().clone();
     core::Bert student(tuned.config(), own);
     core::Progress progress("recover", steps, "steps");
     const auto rec = train::recover_embeddings(
         student, r.teacher->model, r.pooling, r.sentences, r.teacher->tokenizer.pad_id(), cfg.train, steps,
-        static_cast<uint64_t>(cfg.run.seed), [&](long s, double loss) {
+        static_cast<uint64_t>(cfg.run.seed), p.distill_hidden,
+        [&](long s, double loss) {
           if (s % 10 == 0 || s == steps) progress.update(s, "loss " + core::format_number("%.4g", loss));
         },
         r.stop);
@@ -257,7 +265,10 @@ std::optional<core::Bert> recovered_model(const EmbedRun& r, const core::Bert& t
     core::write_file_atomic(dirs.state + "/recovery.json", json({{"steps", rec.steps},
                                                                  {"seconds", rec.seconds},
                                                                  {"first_loss", rec.first_loss},
-                                                                 {"last_loss", rec.last_loss}})
+                                                                 {"last_loss", rec.last_loss},
+                                                                 {"distill_hidden", p.distill_hidden},
+                                                                 {"first_hidden", rec.first_hidden},
+                                                                 {"last_hidden", rec.last_hidden}})
                                                                    .dump(2) +
                                                                "\n");
     core::save_bert(student, dir, r.teacher->layout.transformer_dir);

@@ -12,9 +12,18 @@
 
 namespace hp::train {
 
+namespace {
+
+// The pooled embedding of an encoder's output on `in`.
+torch::Tensor pooled(const core::EncoderOutput& out, const core::EncoderInput& in, const Pooling& pooling) {
+  return core::pool_sentences(pooling.modes, pooling.normalize, out.last_hidden,
+                              in.attention_mask.to(out.last_hidden.device()));
+}
+
+}  // namespace
+
 torch::Tensor sentence_embedding(const core::Bert& model, const core::EncoderInput& in, const Pooling& pooling) {
-  const auto hidden = model.forward(in).last_hidden;
-  return core::pool_sentences(pooling.modes, pooling.normalize, hidden, in.attention_mask.to(hidden.device()));
+  return pooled(model.forward(in), in, pooling);
 }
 
 torch::Tensor embedding_probe(const torch::Tensor& embeddings, uint64_t seed) {
@@ -31,6 +40,24 @@ torch::Tensor embedding_distill_loss(const torch::Tensor& student, const torch::
   HP_CHECK(student.sizes() == teacher.sizes(),
            "embedding_distill_loss: student " << student.sizes() << " vs teacher " << teacher.sizes());
   return (student - teacher.detach()).pow(2).sum(1).mean();
+}
+
+torch::Tensor hidden_distill_loss(const std::vector<torch::Tensor>& student, const std::vector<torch::Tensor>& teacher,
+                                  const torch::Tensor& attention_mask) {
+  HP_CHECK(student.size() == teacher.size() && student.size() >= 2,
+           "hidden_distill_loss: " << student.size() << " student and " << teacher.size()
+                                   << " teacher hidden states; the slimmed model keeps every layer");
+  const auto mask = attention_mask.to(student[1].device(), student[1].scalar_type()).unsqueeze(-1);  // [B, S, 1]
+  const auto tokens = mask.sum();
+  auto total = torch::zeros({}, student[1].options());
+  for (size_t l = 1; l < student.size(); ++l) {
+    HP_CHECK(student[l].sizes() == teacher[l].sizes(), "hidden_distill_loss: layer "
+                                                           << l << " student " << student[l].sizes() << " vs teacher "
+                                                           << teacher[l].sizes());
+    const auto d = (student[l] - teacher[l].detach()) * mask;
+    total = total + d.pow(2).sum() / (tokens * static_cast<double>(student[l].size(-1)));
+  }
+  return total / static_cast<double>(student.size() - 1);
 }
 
 namespace {
@@ -66,8 +93,8 @@ std::vector<core::Batch> shuffled_batches(const core::EncodedDataset& data, int 
 
 EmbeddingRecovery recover_embeddings(core::Bert& student, const core::Bert& teacher, const Pooling& pooling,
                                      const core::EncodedDataset& sentences, int pad_id, const core::TrainConfig& tc,
-                                     long steps, uint64_t seed, const std::function<void(long, double)>& progress,
-                                     const std::atomic<bool>* stop) {
+                                     long steps, uint64_t seed, double hidden_weight,
+                                     const std::function<void(long, double)>& progress, const std::atomic<bool>* stop) {
   HP_CHECK(sentences.size() > 0, "recover_embeddings: no sentences");
   EmbeddingRecovery r;
   const auto t0 = std::chrono::steady_clock::now();
@@ -76,7 +103,8 @@ EmbeddingRecovery recover_embeddings(core::Bert& student, const core::Bert& teac
   torch::manual_seed(seed);  // dropout
   student.set_training(true);
   const long window = std::max(1L, steps / 10);
-  double first = 0, last = 0;
+  double first = 0, last = 0, first_hidden = 0, last_hidden = 0;
+  const bool layers = hidden_weight > 0;
   long epoch = 0;
   std::vector<core::Batch> batches;
   size_t next = 0;
@@ -86,26 +114,34 @@ EmbeddingRecovery recover_embeddings(core::Bert& student, const core::Bert& teac
       break;
     }
     if (next == batches.size()) batches = shuffled_batches(sentences, tc.batch_size, pad_id, seed, epoch++), next = 0;
-    const core::EncoderInput in = core::encoder_input(batches[next++]);
-    torch::Tensor target;
+    core::EncoderInput in = core::encoder_input(batches[next++]);
+    in.want_hidden = layers;
+    core::EncoderOutput target;
     {
       torch::NoGradGuard no_grad;
-      target = sentence_embedding(teacher, in, pooling);
+      target = teacher.forward(in);
     }
     opt.set_step(step);
     opt.zero_grad();
-    const auto loss = embedding_distill_loss(sentence_embedding(student, in, pooling), target);
+    const core::EncoderOutput out = student.forward(in);
+    auto loss = embedding_distill_loss(pooled(out, in, pooling), pooled(target, in, pooling));
+    double hidden = 0;
+    if (layers) {
+      const auto h = hidden_distill_loss(out.hidden_states, target.hidden_states, in.attention_mask);
+      hidden = h.item<double>();
+      loss = loss + hidden_weight * h;
+    }
     loss.backward();
     opt.step();
-    const double value = loss.item<double>();
-    if (step < window) first += value / static_cast<double>(window);
-    if (step >= steps - window) last += value / static_cast<double>(window);
+    const double value = loss.item<double>(), share = 1.0 / static_cast<double>(window);
+    if (step < window) first += value * share, first_hidden += hidden * share;
+    if (step >= steps - window) last += value * share, last_hidden += hidden * share;
     r.steps = step + 1;
     if (progress) progress(step + 1, value);
   }
   student.set_training(false);
   for (auto& [name, t] : params) t.requires_grad_(false);
-  r.first_loss = first, r.last_loss = last;
+  r.first_loss = first, r.last_loss = last, r.first_hidden = first_hidden, r.last_hidden = last_hidden;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

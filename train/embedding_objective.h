@@ -41,20 +41,31 @@ torch::Tensor embedding_probe(const torch::Tensor& embeddings, uint64_t seed);
 // gradient.
 torch::Tensor embedding_distill_loss(const torch::Tensor& student, const torch::Tensor& teacher);
 
+// The recovery's optional layer-wise term (prune.distill_hidden): each layer's output of the student against the
+// teacher's at the same depth — the slimmed model keeps every layer and the hidden width, so no map is learned, as
+// TinyBERT matches equal widths —, the squared distance per real token divided by the width, averaged over the
+// tokens (attention_mask [B, S]) and over the layers. `student` and `teacher` are EncoderOutput::hidden_states
+// (L + 1 entries, the embeddings first, which are not matched); the teacher's side carries no gradient.
+torch::Tensor hidden_distill_loss(const std::vector<torch::Tensor>& student, const std::vector<torch::Tensor>& teacher,
+                                  const torch::Tensor& attention_mask);
+
 struct EmbeddingRecovery {
   long steps = 0;
   double seconds = 0;
   double first_loss = 0, last_loss = 0;  // the mean loss of the first and of the last tenth of the steps
+  double first_hidden = 0, last_hidden = 0;  // the same of the layer-wise term alone (0 without it)
   bool interrupted = false;
 };
 
 // Fine-tunes `student` (its tensors get requires_grad, then lose it) for `steps` AdamW steps (train.lr_peak, its
 // warm-up and linear decay, weight decay, clipping, batch_size) towards the embeddings `teacher` gives the same
-// batches of `sentences` (shuffled each pass from `seed`, padded per batch), with the model's dropout. The teacher
-// runs under no gradient. `progress(step, loss)` after each step (may be empty); `stop` set: returns interrupted.
+// batches of `sentences` (shuffled each pass from `seed`, padded per batch), with the model's dropout; with
+// `hidden_weight` > 0 the loss adds that times hidden_distill_loss (the student must have the teacher's layer count
+// and width). The teacher runs under no gradient. `progress(step, loss)` after each step (may be empty); `stop` set:
+// returns interrupted.
 EmbeddingRecovery recover_embeddings(core::Bert& student, const core::Bert& teacher, const Pooling& pooling,
                                      const core::EncodedDataset& sentences, int pad_id, const core::TrainConfig& tc,
-                                     long steps, uint64_t seed, const std::function<void(long, double)>& progress,
-                                     const std::atomic<bool>* stop);
+                                     long steps, uint64_t seed, double hidden_weight,
+                                     const std::function<void(long, double)>& progress, const std::atomic<bool>* stop);
 
 }  // namespace hp::train

@@ -312,6 +312,7 @@ struct PruneConfig {
   std::string recover_scale = "removed";
   std::string objective = "task";
   std::vector<std::string> distill_tasks;
+  double distill_hidden = 0;
   bool recover_distill = true;
   bool finetune = true;
   bool latency = true;
@@ -443,6 +444,10 @@ struct PruneConfig {
       "objective embedding: tasks whose train sentences (unlabelled, never an evaluation split) the recovery distils "
       "on besides data.task's, each at most as many as data.task gives (a seeded sample), so that the embedding "
       "holds on other text too, e.g. [sst2]; [] = data.task's alone");
+    v("distill_hidden", distill_hidden,
+      "objective embedding: weight of a layer-wise term in the recovery beside the embeddings' distance: each "
+      "layer's output against the teacher's at the same depth (squared distance per token / width, averaged over "
+      "tokens and layers; TinyBERT's, no map: the slimmed model keeps the layers and the width); 0 = off");
     v("recover_distill", recover_distill,
       "distil from the unpruned model during the recovery fine-tuning of a fixed head mask (--target-heads); a "
       "slimmed model's recovery (budgets, the frontier) trains on the labels alone (docs/budgets.md, stage 6)");

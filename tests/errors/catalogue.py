@@ -716,6 +716,13 @@ add("embedding-distill-task", "prune.distill_tasks naming no task: refused befor
                "--out", s + "/run"], 2,
     "error: prune.distill_tasks has 'sst3', no task; use some of sst2, cola, mrpc, rte, stsb, wnli, qnli, qqp, mnli, "
     "mnli_subset", not_created("run"))
+add("embedding-distill-hidden", "a negative prune.distill_hidden: refused before anything is written, not a recovery "
+    "that pushes the layers away from the teacher's (#59)",
+    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
+               embed_input(ST_MODULES, 32)(s)[2], "--target-flops", "0.5", "--set", "prune.distill_hidden=-1",
+               "--out", s + "/run"], 2,
+    "error: prune.objective = embedding: prune.distill_hidden = -1; it weighs the layer-wise term of the recovery: 0 "
+    "(off) or a positive number, e.g. 1", not_created("run"))
 add("embedding-objective-folder", "prune.objective: embedding on a plain Hugging Face folder (no modules.json): "
     "refused before anything is written, not pruned as a classifier",
     lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model", fx.TINY, "--target-flops",

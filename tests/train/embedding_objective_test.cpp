@@ -51,6 +51,40 @@ TEST_CASE("the embedding distillation loss: value by hand, gradient against cent
   }
 }
 
+TEST_CASE(
+    "the layer-wise term: value by hand (padding left out, the embeddings not matched), gradient against "
+    "central differences",
+    "[train][embed]") {
+  // Two layers' outputs plus the embeddings, batch 2 × 2 tokens × width 2; the second sentence's second token is
+  // padding. The embeddings (entry 0) differ wildly: they are not matched.
+  const auto mask = torch::tensor({1, 1, 1, 0}, torch::kInt64).view({2, 2});
+  std::vector<torch::Tensor> s = {torch::full({2, 2, 2}, 5.0, torch::kFloat64),
+                                  torch::tensor({1., 2., 0., 1., 3., -1., 9., 9.}, torch::kFloat64).view({2, 2, 2}),
+                                  torch::tensor({0., 0., 1., 1., 2., 2., -7., 7.}, torch::kFloat64).view({2, 2, 2})};
+  std::vector<torch::Tensor> t = {torch::zeros({2, 2, 2}, torch::kFloat64),
+                                  torch::tensor({1., 1., 0., 0., 3., 1., 0., 0.}, torch::kFloat64).view({2, 2, 2}),
+                                  torch::tensor({0., 1., 1., 1., 0., 2., 0., 0.}, torch::kFloat64).view({2, 2, 2})};
+  // Layer 1: the real tokens' squared distances 1, 1, 4 → 6 / (3 tokens · width 2) = 1; layer 2: 1, 0, 4 → 5 / 6.
+  CHECK(hp::train::hidden_distill_loss(s, t, mask).item<double>() == Approx((1.0 + 5.0 / 6.0) / 2).epsilon(1e-12));
+  std::vector<torch::Tensor> sg;
+  for (const auto& x : s) sg.push_back(x.clone().requires_grad_(true));
+  auto t2 = t[2].clone().requires_grad_(true);
+  hp::train::hidden_distill_loss(sg, {t[0], t[1], t2}, mask).backward();
+  CHECK(!t2.grad().defined());  // the teacher's side is fixed
+  CHECK(!sg[0].grad().defined());  // the embeddings are not matched
+  const double h = 1e-6;
+  for (size_t l = 1; l < 3; ++l)
+    for (long i = 0; i < 8; ++i) {
+      auto up = s, down = s;
+      up[l] = s[l].clone(), down[l] = s[l].clone();
+      up[l].view(-1)[i] += h, down[l].view(-1)[i] -= h;
+      const double numeric = (hp::train::hidden_distill_loss(up, t, mask).item<double>() -
+                              hp::train::hidden_distill_loss(down, t, mask).item<double>()) /
+                             (2 * h);
+      CHECK(sg[l].grad().view(-1)[i].item<double>() == Approx(numeric).margin(1e-8));
+    }
+}
+
 TEST_CASE("the distillation loss through the tiny model: its head-mask gradient against central differences",
           "[train][embed]") {
   const auto teacher = tiny_model();
@@ -136,11 +170,20 @@ TEST_CASE("recovery brings a pruned model's embeddings towards the teacher's and
         .item<double>();
   };
   const double start = distance(student);
-  const auto r = hp::train::recover_embeddings(student, teacher, pool, sentences, 0, tc, 60, 9, {}, nullptr);
+  const auto r = hp::train::recover_embeddings(student, teacher, pool, sentences, 0, tc, 60, 9, 0.0, {}, nullptr);
   CHECK(r.steps == 60);
   CHECK(!r.interrupted);
   CHECK(r.last_loss < 0.5 * r.first_loss);
   CHECK(distance(student) < 0.5 * start);
   CHECK(torch::equal(before, teacher.parameters().at("encoder.layer.0.attention.self.query.weight")));
   for (const auto& [name, t] : student.parameters()) CHECK(!t.requires_grad());
+  CHECK(r.first_hidden == 0);  // off: not computed
+  // With the layer-wise term the layers' outputs come back too, and the loss reports it.
+  auto layered = hp::core::load_bert(hp::test::kTinyBert, hp::core::LoadOptions{});
+  layered.mutable_parameters().at("encoder.layer.0.attention.output.dense.weight").narrow(1, 0, 16).zero_();
+  const auto rl = hp::train::recover_embeddings(layered, teacher, pool, sentences, 0, tc, 60, 9, 1.0, {}, nullptr);
+  CHECK(rl.first_hidden > 0);
+  CHECK(rl.last_hidden < 0.5 * rl.first_hidden);
+  CHECK(rl.last_loss < 0.5 * rl.first_loss);
+  CHECK(distance(layered) < 0.5 * start);
 }
