@@ -10,6 +10,7 @@
 
 #include "core/base/errors.h"
 #include "core/base/files.h"
+#include "core/base/log.h"
 #include "core/dist/distributed.h"
 #include "core/io/checkpoint.h"
 #include "eval/evaluator.h"
@@ -45,6 +46,41 @@ BestStep best_step(const RunContext& ctx, const BudgetSearch& s, const std::stri
   if (!recovered_dir.empty()) consider("recovered", core::load_bert(recovered_dir, ctx.load));
   if (!best.model) best.variant = "tuned", best.model.emplace(slim_model(fold_scales(*ctx.model, s.scales), s.rearranged));
   return best;
+}
+
+std::string step_choice_file(const RunContext& ctx, int step) {
+  return ctx.store->dir() + "/state/frontier/kwon-" + std::to_string(step) + ".step.json";
+}
+
+std::string step_model_dir(const RunContext& ctx, int step) {
+  return ctx.cfg->run.out_dir + "/budget_recover/" + std::to_string(step) + "/step";
+}
+
+nlohmann::json budget_step_choice(const RunContext& ctx, const BudgetSearch& s, int step, double fraction,
+                                  const std::string& recovered_dir) {
+  const std::string file = step_choice_file(ctx, step);
+  if (fs::exists(file)) return nlohmann::json::parse(core::read_file(file));
+  const BestStep b = best_step(ctx, s, recovered_dir.empty() ? "" : recovered_dir + "/best");
+  double cost = 0;
+  for (const auto& [name, t] : s.seconds) cost += t;
+  const std::string trained = recovered_dir + "/train_result.json";
+  if (b.variant == "recovered" && fs::exists(trained))
+    cost += nlohmann::json::parse(core::read_file(trained)).value("train_seconds", 0.0);
+  const nlohmann::json j = {{"variant", b.variant}, {"select_metrics", b.select_metrics}, {"cost_s", cost}};
+  core::shared_write([&] {
+    if (b.variant != "recovered") core::save_bert(*b.model, step_model_dir(ctx, step), ctx.model_dir);
+    fs::create_directories(fs::path(file).parent_path());
+    core::write_file_atomic(file, j.dump(2) + "\n");  // last: a killed run decides again
+  });
+  if (b.variant != "recovered" && !recovered_dir.empty()) {
+    std::ostringstream line;
+    line << std::lround(100 * fraction) << "% FLOPs: the " << b.variant << " model (" << b.select_metrics.at(b.variant)
+         << " on " << ctx.select_split << ") is the candidate; its recovery scored "
+         << (b.select_metrics.count("recovered") ? std::to_string(b.select_metrics.at("recovered")) : "nothing defined")
+         << " there";
+    core::log_info("frontier", line.str());
+  }
+  return j;
 }
 
 void take_best_step(RunContext& ctx, const MaskGradients& grads, FinalChoice& choice) {

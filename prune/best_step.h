@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "prune/budget.h"
 
 namespace hp::prune {
@@ -28,6 +30,16 @@ struct BestStep {
   std::optional<core::Bert> model;  // the winner, slimmed
 };
 BestStep best_step(const RunContext& ctx, const BudgetSearch& s, const std::string& recovered_dir);
+
+// The frontier's budget candidate at budget_schedule[step] (#58): the best of `s`'s steps on the selection slice
+// (best_step; the recovered one in `recovered_dir`/best when not empty), decided once, in the budget curves while
+// their search is in hand. Kept in state/frontier/kwon-<step>.step.json (the variant, each step's selection metric,
+// cost_s: the search's seconds plus the recovery's when it wins) and, when the winner is not the recovered model,
+// in step_model_dir(ctx, step), so that measuring the candidate searches nothing again. An existing record is read.
+nlohmann::json budget_step_choice(const RunContext& ctx, const BudgetSearch& s, int step, double fraction,
+                                  const std::string& recovered_dir);
+std::string step_choice_file(const RunContext& ctx, int step);
+std::string step_model_dir(const RunContext& ctx, int step);  // RUN_DIR/budget_recover/<step>/step
 
 // Stage 6 with a budget, after the recovery: the choice's model becomes the best of its steps on the selection
 // slice (best_step at the target; the recovered one in choice.model_dir when prune.recover_steps > 0), saved into

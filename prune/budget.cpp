@@ -65,12 +65,13 @@ std::string searched_structures(Prunable p) {
 
 // The curves of the budget run, in plot order: Kwon et al.'s steps (as their flags allow) and their recovery,
 // then the search's head and neuron counts filled by the Taylor importance of the same mask gradients, by
-// weight magnitude and by random scores.
+// weight magnitude and by random scores (not with --max-drop: no candidate comes from them).
 std::vector<std::string> variants(const core::PruneConfig& p) {
   std::vector<std::string> v = {"kwon-search"};
   if (p.rearrange) v.push_back("kwon-rearranged");
   if (p.mask_tuning) v.push_back("kwon-tuned");
   if (budget_recover_steps(p, 0, true) > 0) v.push_back("kwon-recovered");
+  if (p.max_drop > 0) return v;  // the frontier measures the search's own candidates; the baselines are for the curves
   v.push_back("taylor-search");
   v.push_back("magnitude-search");
   v.push_back("random-search");
@@ -335,6 +336,13 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
     CurvePoint p = evaluate_point(ctx.curves, model, name, seed, step, keep);
     core::shared_write([&] { ctx.store->save_point(p); });
     points.push_back(std::move(p));
+  }
+  // --max-drop: which of the steps is the frontier's candidate here, while the search is in hand (the search
+  // costs about a minute a budget; prune/best_step.h).
+  if (ctx.cfg->prune.max_drop > 0 && fraction < 1 && ctx.select_data.size() > 0) {
+    const bool recovered = std::count(names.begin(), names.end(), "kwon-recovered") > 0;
+    budget_step_choice(ctx, s, step, fraction,
+                       recovered ? ctx.cfg->run.out_dir + "/budget_recover/" + std::to_string(step) : "");
   }
   return points;
 }

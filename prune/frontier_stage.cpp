@@ -75,35 +75,6 @@ double train_seconds(const std::string& run_dir) {
   return nlohmann::json::parse(core::read_file(file)).value("train_seconds", 0.0);
 }
 
-// Which step of the search at budget_schedule[step] is the candidate: the best on the selection slice of the
-// search's choice, rearranged, tuned and recovered (prune/best_step.h), decided once and kept in
-// state/frontier/kwon-<step>.step.json with each step's selection metric and the seconds that made it.
-nlohmann::json budget_step_choice(const RunContext& ctx, const MaskGradients& grads, int step, double fraction,
-                                  const std::string& recovered) {
-  const std::string file = ctx.store->dir() + "/state/frontier/kwon-" + std::to_string(step) + ".step.json";
-  if (fs::exists(file)) return nlohmann::json::parse(core::read_file(file));
-  const BudgetSearch s =
-      search_at(ctx, grads, budget_unit(ctx.cfg->prune, ctx.arch, core::mean_length(ctx.eval_data)), fraction);
-  const BestStep b = best_step(ctx, s, recovered.empty() ? "" : recovered + "/best");
-  double search_s = 0;
-  for (const auto& [name, t] : s.seconds) search_s += t;
-  nlohmann::json j = {{"variant", b.variant}, {"select_metrics", b.select_metrics},
-                      {"cost_s", search_s + (b.variant == "recovered" ? train_seconds(recovered) : 0.0)}};
-  core::shared_write([&] {
-    fs::create_directories(fs::path(file).parent_path());
-    core::write_file_atomic(file, j.dump(2) + "\n");
-  });
-  if (b.variant != "recovered" && !recovered.empty()) {
-    std::ostringstream line;
-    line << percent(fraction) << " FLOPs: the " << b.variant << " model (" << b.select_metrics.at(b.variant)
-         << " on " << ctx.select_split << ") is the candidate; its recovery scored "
-         << (b.select_metrics.count("recovered") ? std::to_string(b.select_metrics.at("recovered")) : "nothing defined")
-         << " there";
-    core::log_info("frontier", line.str());
-  }
-  return j;
-}
-
 // The budget search at each point of prune.budget_schedule below 100%: the best on the selection slice of its
 // steps (budget_step_choice): the recovered model the budget curves kept (RUN_DIR/budget_recover/<step>/best), or
 // the search's own choice, rearranged or tuned, folded and slimmed.
@@ -120,10 +91,19 @@ std::vector<Candidate> budget_candidates(const RunContext& ctx, const MaskGradie
     if (recovered && !fs::exists(dir + "/best/config.json"))
       throw InputError(dir + "/best is missing (the frontier measures the recovered model there); delete " +
                        ctx.store->dir() + "/state/points/" + curve + "* to train it again, or pass a new --out");
-    const nlohmann::json choice = budget_step_choice(ctx, grads, static_cast<int>(step), fraction, dir);
-    const std::string variant = choice.at("variant").get<std::string>();
-    Candidate c{{}, "kwon-" + std::to_string(step), [&ctx, &grads, fraction, variant, dir] {
+    const int k = static_cast<int>(step);
+    // Decided in the budget curves (budget.cpp) with their search in hand; searched again only where a run stopped
+    // between storing the point and recording the choice.
+    const nlohmann::json choice =
+        fs::exists(step_choice_file(ctx, k))
+            ? nlohmann::json::parse(core::read_file(step_choice_file(ctx, k)))
+            : budget_step_choice(
+                  ctx, search_at(ctx, grads, budget_unit(P, ctx.arch, core::mean_length(ctx.eval_data)), fraction), k,
+                  fraction, dir);
+    const std::string variant = choice.at("variant").get<std::string>(), kept = step_model_dir(ctx, k);
+    Candidate c{{}, "kwon-" + std::to_string(step), [&ctx, &grads, fraction, variant, dir, kept] {
                   if (variant == "recovered") return core::load_bert(dir + "/best", ctx.load);
+                  if (fs::exists(kept + "/config.json")) return core::load_bert(kept, ctx.load);
                   const BudgetSearch s = search_at(
                       ctx, grads, budget_unit(ctx.cfg->prune, ctx.arch, core::mean_length(ctx.eval_data)), fraction);
                   if (variant == "searched") return slim_model(*ctx.model, s.searched);

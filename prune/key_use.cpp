@@ -81,6 +81,7 @@ const std::vector<KeyUse>& key_use_table() {
       {"target_latency", always, ""},
       {"max_drop", always, ""},
       {"frontier_precisions", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
+      {"frontier_criteria", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
       {"frontier_gates", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
       {"frontier_time", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
       {"frontier_models", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},

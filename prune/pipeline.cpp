@@ -91,6 +91,10 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
 // --max-drop D: points of the metric in [0, 100), and the frontier alone chooses the method and the budget.
 void validate_frontier(const core::PruneConfig& p) {
   for (const auto& name : p.frontier_precisions) core::precision_setting(name, "prune.frontier_precisions");
+  for (const auto& name : p.frontier_criteria) {
+    find_criterion(name, "prune.frontier_criteria");
+    if (name == "gates" && p.max_drop > 0) gates_log_alpha(p.gates_run);
+  }
   frontier_gate_budgets(p.frontier_gates, Frontier{});  // ConfigError naming a bad entry
   if (!(p.frontier_time > 0 && p.frontier_time <= 60)) {
     std::ostringstream t;

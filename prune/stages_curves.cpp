@@ -114,6 +114,12 @@ void prepare(RunContext& ctx, const core::Config& user, const std::atomic<bool>*
   // Where the run's choices are made (prune/selection.h): from here on every stage reads the resolved config.
   Selection sel = resolve_selection(user, *ctx.task, ctx.data_root);
   ctx.resolved = std::move(sel.cfg);
+  if (user.prune.max_drop > 0 && !user.prune.frontier_criteria.empty()) {  // the frontier's head rankings
+    ctx.resolved.prune.criteria = user.prune.frontier_criteria;
+    core::log_info("prune", "--max-drop: heads ranked by prune.frontier_criteria = [" +
+                                core::join_list(user.prune.frontier_criteria) +
+                                "] (in place of prune.criteria; [] scores those instead)");
+  }
   ctx.select_split = sel.split;
   ctx.cfg = &ctx.resolved;
   const core::Config& cfg = ctx.resolved;

@@ -292,6 +292,7 @@ struct PruneConfig {
   double target_latency = 0;
   double max_drop = 0;
   std::vector<std::string> frontier_precisions = {"fp32", "bf16", "int8"};
+  std::vector<std::string> frontier_criteria = {"taylor"};
   std::vector<std::string> frontier_gates = {"auto"};
   std::vector<std::string> frontier_models = {};
   double frontier_time = 0.3;
@@ -382,6 +383,10 @@ struct PruneConfig {
     v("frontier_precisions", frontier_precisions,
       "--max-drop: the precisions each candidate is measured at, those of them this CPU runs natively; the unpruned "
       "model is measured at fp32 in any case (the baseline)");
+    v("frontier_criteria", frontier_criteria,
+      "--max-drop: the head criteria scored and curved, whose best ranking gives the heads-only candidates, in "
+      "place of prune.criteria (the budget search, not a head ranking, makes the candidates that are chosen; "
+      "scoring all six cost 6-20 min a run); [] = prune.criteria");
     v("frontier_gates", frontier_gates,
       "--max-drop: the FLOPs budgets (percent) at which Hard-Concrete gates on heads, FFN neurons and sublayers "
       "(CoFi) are trained as candidates, each fine-tuned with its structure fixed for the search's recovery "

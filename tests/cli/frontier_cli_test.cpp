@@ -43,7 +43,7 @@ bool have_onnxruntime() {
 
 std::string frontier_args(const fs::path& out) {
   return tiny_prune_args(out.string()) +
-         " --criteria taylor --recover-steps 2 --set train.train_split=matched --set train.eval_split=mismatched"
+         " --recover-steps 2 --set train.train_split=matched --set train.eval_split=mismatched"
          " --set train.eval_every=1 --set prune.budget_schedule=100,60,30 --set prune.latency_batch=4"
          " --set train.max_steps=12 --set gates.lr=0.5 --set prune.frontier_time=0.02";
 }
@@ -73,6 +73,9 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
   REQUIRE(r.code == 0);
   CHECK_THAT(r.output, Catch::Contains("stage 5/9 frontier: 6 structures x 2 precisions") &&
                            Catch::Contains("stage 5/9 frontier: chose "));
+  // The heads are ranked by prune.frontier_criteria ([taylor]) alone, not the six of prune.criteria's default.
+  CHECK_THAT(r.output, Catch::Contains("stage 3/9 score: 1 criteria x 1 seeds") &&
+                           Catch::Contains("heads ranked by prune.frontier_criteria = [taylor]"));
   const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
   const auto& f = summary["frontier"];
   const auto& points = f["points"];
@@ -131,6 +134,13 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
         INFO(variant);
         if (p["precision"] == "fp32") CHECK(p["select_metric"].get<double>() >= m.get<double>() - 1e-9);
       }
+      // The model measured is the step chosen in the budget curves, kept there (not searched again): at fp32 it
+      // scores on the slice what that step scored when it was chosen.
+      const std::string variant = step["variant"].get<std::string>();
+      if (p["precision"] == "fp32")
+        CHECK(p["select_metric"].get<double>() == Approx(step["select_metrics"][variant].get<double>()).margin(1e-9));
+      CHECK(fs::exists(out / "budget_recover" / std::to_string(p["step"].get<int>()) / "step" / "config.json") ==
+            (variant != "recovered"));
       CHECK(p["cost_s"].get<double>() > 0);
     }
   // Exported as measured: the chosen candidate's own model (RUN_DIR/frontier_choice), its heads, its metric at fp32
@@ -281,6 +291,12 @@ TEST_CASE("a recovery that lowers the selection metric is not the budget candida
   CHECK((*kwon)["variant"] != "recovered");
   CHECK((*kwon)["select_metric"].get<double>() >= m["tuned"].get<double>() - 1e-9);
   CHECK_THAT(r.output, Catch::Contains("is the candidate; its recovery scored "));
+  // Decided in the budget curves, before the frontier stage, and the model kept there is the one measured: it
+  // scores on the slice what its step scored when chosen.
+  CHECK(r.output.find("is the candidate; its recovery scored ") < r.output.find("stage 5/9 frontier"));
+  CHECK(fs::exists(out / "budget_recover" / "1" / "step" / "config.json"));
+  CHECK((*kwon)["select_metric"].get<double>() ==
+        Approx(m[(*kwon)["variant"].get<std::string>()].get<double>()).margin(1e-9));
 }
 
 TEST_CASE("the frontier's budget candidate at F and --target-flops F give the same model (#58)",

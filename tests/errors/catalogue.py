@@ -1071,6 +1071,11 @@ add("frontier-precision-capped", "prune.frontier_precisions = [int8] under HEADP
     "error: prune.frontier_precisions = [int8] has no precision this CPU runs natively (instruction-set cap scalar "
     "from HEADPRUNE_MAX_ISA), so --max-drop would measure no candidate; add fp32, e.g. [fp32, int8]",
     not_created("run"), env=lambda s: {"HEADPRUNE_MAX_ISA": "scalar"})
+add("frontier-criteria", "prune.frontier_criteria naming no criterion",
+    budget_run("--max-drop", "1", "--set", "prune.frontier_criteria=[tayler]"), 2,
+    "error: prune.frontier_criteria: unknown criterion 'tayler' (did you mean taylor?); use one of confidence, lrp, "
+    "taylor, attattr, random, loo, gates",
+    not_created("run"))
 add("layers-method", "--method gates with --target-layers (the method was ignored)",
     budget_run("--target-layers", "1", "--method", "gates"), 2,
     "error: prune.method = gates with --target-layers: whole layers are chosen by prune.layer_choice (fisher, top or "
