@@ -55,6 +55,9 @@ for r in sorted(rows, key=lambda r: -float(r["speedup"])):
     one = f"×{float(r[b1]):.2f}" if b1 and r[b1] else "–"
     cost = f"{float(r['cost_s']) / 60:.1f} min" if r.get("cost_s") and float(r["cost_s"]) > 0 else "–"
     sel = f"{float(r['select_metric']):.2f}" if r.get("select_metric") else "–"  # ONNX Runtime: not on the slice
+    if r.get("select_delta_lo") and r.get("select_metric"):  # Δ on the slice, 90% paired-bootstrap interval
+        d = float(r["select_metric"]) - f["select_baseline"]
+        sel += f" ({d:+.2f} [{float(r['select_delta_lo']):+.2f}, {float(r['select_delta_hi']):+.2f}])"
     print(f"| {name} | {r.get('variant', '')} | {r['precision']} | {r['heads_kept']} | {100 * float(r['flops_kept']):.0f}% | "
           f"{float(r['metric']):.2f} | {round(float(r['metric']) - f['baseline'], 2) + 0.0:+.2f} | "
           f"{sel} | ×{float(r['speedup']):.2f} | {one} | {cost} | {mark} |")

@@ -1,8 +1,10 @@
 // GLUE metrics. See eval/metrics.h.
 #include "eval/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "core/base/correlation.h"  // Pearson, Spearman: shared with analysis/stats.h
 #include "core/base/errors.h"  // HP_CHECK
@@ -107,6 +109,42 @@ std::map<std::string, double> compute_metrics(const core::TaskSpec& task, const 
     out[name] = spec->kind == Kind::kClass ? spec->class_fn(pi, gi) : spec->score_fn(pd, gd);
   }
   return out;
+}
+
+PairedDelta paired_bootstrap(const core::TaskSpec& task, const std::string& metric, const std::vector<float>& a,
+                             const std::vector<float>& b, const std::vector<float>& gold, int resamples, double level,
+                             unsigned long long seed) {
+  check_sizes(a.size(), gold.size(), "paired_bootstrap");
+  check_sizes(b.size(), gold.size(), "paired_bootstrap");
+  auto delta = [&](const std::vector<float>& x, const std::vector<float>& y, const std::vector<float>& g) {
+    return compute_metrics(task, x, g).at(metric) - compute_metrics(task, y, g).at(metric);
+  };
+  PairedDelta d;
+  d.delta = d.lo = d.hi = delta(a, b, gold);
+  const size_t n = gold.size();
+  if (resamples <= 0 || n < 2) return d;
+  std::mt19937_64 gen(seed);
+  std::uniform_int_distribution<size_t> pick(0, n - 1);
+  std::vector<float> ra(n), rb(n), rg(n);
+  std::vector<double> stats;
+  for (int r = 0; r < resamples; ++r) {
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = pick(gen);
+      ra[k] = a[i], rb[k] = b[i], rg[k] = gold[i];
+    }
+    const double v = delta(ra, rb, rg);
+    if (std::isfinite(v)) stats.push_back(v);
+  }
+  if (stats.empty()) return d;
+  std::sort(stats.begin(), stats.end());
+  auto quantile = [&](double q) {  // linear between order statistics (numpy's default)
+    const double at = q * static_cast<double>(stats.size() - 1);
+    const size_t i = static_cast<size_t>(std::floor(at));
+    const size_t j = std::min(i + 1, stats.size() - 1);
+    return stats[i] + (at - static_cast<double>(i)) * (stats[j] - stats[i]);
+  };
+  d.lo = quantile((1 - level) / 2), d.hi = quantile((1 + level) / 2);
+  return d;
 }
 
 std::vector<std::string> metric_names() {

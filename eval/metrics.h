@@ -34,6 +34,18 @@ double spearman(const std::vector<double>& x, const std::vector<double>& y);
 std::map<std::string, double> compute_metrics(const core::TaskSpec& task, const std::vector<float>& pred,
                                               const std::vector<float>& gold);
 
+// How much better `a` scores than `b` on the same examples, with its uncertainty: the `metric` of a minus that of b
+// (both from compute_metrics), and the (1 − level)/2 and (1 + level)/2 quantiles of that difference over
+// `resamples` paired bootstrap resamples of the examples (the same indices for both), seeded by `seed`. Resamples
+// whose difference is undefined (a correlation of constant values) are left out; lo = hi = the difference when
+// none is left, there are fewer than 2 examples, or resamples is 0. Sizes must match (InternalError).
+struct PairedDelta {
+  double delta = 0, lo = 0, hi = 0;
+};
+PairedDelta paired_bootstrap(const core::TaskSpec& task, const std::string& metric, const std::vector<float>& a,
+                             const std::vector<float>& b, const std::vector<float>& gold, int resamples, double level,
+                             unsigned long long seed);
+
 // Names compute_metrics understands, in table order.
 std::vector<std::string> metric_names();
 

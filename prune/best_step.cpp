@@ -16,6 +16,7 @@
 #include "eval/evaluator.h"
 #include "prune/mask_tuning.h"
 #include "prune/slim.h"
+#include "train/task_run.h"
 
 namespace hp::prune {
 
@@ -63,9 +64,7 @@ nlohmann::json budget_step_choice(const RunContext& ctx, const BudgetSearch& s, 
   const BestStep b = best_step(ctx, s, recovered_dir.empty() ? "" : recovered_dir + "/best");
   double cost = 0;
   for (const auto& [name, t] : s.seconds) cost += t;
-  const std::string trained = recovered_dir + "/train_result.json";
-  if (b.variant == "recovered" && fs::exists(trained))
-    cost += nlohmann::json::parse(core::read_file(trained)).value("train_seconds", 0.0);
+  if (b.variant == "recovered") cost += train::train_seconds(recovered_dir);
   const nlohmann::json j = {{"variant", b.variant}, {"select_metrics", b.select_metrics}, {"cost_s", cost}};
   core::shared_write([&] {
     if (b.variant != "recovered") core::save_bert(*b.model, step_model_dir(ctx, step), ctx.model_dir);

@@ -91,6 +91,11 @@ std::vector<double> frontier_gate_budgets(const std::vector<std::string>& settin
   return {out.begin(), out.end()};
 }
 
+void add_select_deltas(Frontier& f) {
+  for (auto& p : f.points)
+    if (p.method != "onnxruntime") p.select_delta = p.select_lo = p.select_hi = p.select_metric - f.select_baseline;
+}
+
 std::string frontier_csv(const Frontier& f) {
   std::set<std::string> timings;
   for (const auto& p : f.points)
@@ -99,7 +104,7 @@ std::string frontier_csv(const Frontier& f) {
   std::ostringstream csv;
   csv << "method,criterion,budget,precision,heads_kept,flops_kept,metric,speedup";
   for (const auto& t : timings) csv << ",speedup_" << t;
-  csv << ",select_metric,variant,cost_s,reference,pareto,chosen\n";
+  csv << ",select_metric,variant,cost_s,select_delta_lo,select_delta_hi,reference,pareto,chosen\n";
   for (std::size_t i = 0; i < f.points.size(); ++i) {
     const FrontierPoint& p = f.points[i];
     csv << p.method << "," << p.criterion << "," << p.budget << "," << p.precision << "," << p.heads_kept << ","
@@ -111,7 +116,10 @@ std::string frontier_csv(const Frontier& f) {
     const bool on_front = std::find(front.begin(), front.end(), i) != front.end();
     csv << ",";
     if (p.method != "onnxruntime") csv << p.select_metric;  // ONNX Runtime is not run on the selection slice
-    csv << "," << p.variant << "," << p.cost_s << "," << p.reference << "," << on_front << "," << (static_cast<int>(i) == f.chosen) << "\n";
+    csv << "," << p.variant << "," << p.cost_s << ",";
+    if (p.method != "onnxruntime") csv << p.select_lo << "," << p.select_hi;
+    else csv << ",";
+    csv << "," << p.reference << "," << on_front << "," << (static_cast<int>(i) == f.chosen) << "\n";
   }
   return csv.str();
 }

@@ -28,6 +28,10 @@ struct FrontierPoint {
   double flops_kept = 1;  // of the unpruned encoder's (FLOPs at the evaluation split's mean length)
   double metric = 0;      // on the evaluation split, in points (accuracy 0.91 → 91): reported, never chosen on
   double select_metric = 0;  // on the selection slice (prune/selection.h), in points: what the choice reads
+  // select_metric − select_baseline with its 90% paired-bootstrap interval on the slice (eval::paired_bootstrap):
+  // how far the slice's verdict can be trusted. 0 for the baseline itself and ONNX Runtime's rows.
+  double select_delta = 0, select_lo = 0, select_hi = 0;
+  std::vector<float> select_predictions;  // per slice example, for the interval; kept in the run's state only
   std::string variant;    // kwon: the step of the search whose model this is, the best on the selection slice of
                           // "searched", "rearranged", "tuned", "recovered"; empty for the others
   std::string model;      // method "model" (prune.frontier_models): the folder measured
@@ -37,14 +41,18 @@ struct FrontierPoint {
   bool reference = false;  // the unpruned fp32 model and ONNX Runtime: measured beside, never chosen
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FrontierPoint, method, criterion, budget, precision, step, heads_kept,
-                                                flops_kept, metric, select_metric, variant, model, cost_s, speedup,
-                                                speedups, reference)
+                                                flops_kept, metric, select_metric, select_delta, select_lo, select_hi,
+                                                variant, model, cost_s, speedup, speedups, reference)
 
 // Appends a measured point to f.points. Only the unpruned model at fp32 is the baseline (f.baseline, and a reference
 // point, never chosen), whatever else is unpruned among the candidates: the unpruned model quantised, the search's
 // 100% point, a criterion's ranking with nothing pruned stay candidates (#61).
 struct Frontier;
 void add_measured(Frontier& f, FrontierPoint p);
+
+// Each point's select_delta (select_metric − f.select_baseline), with lo = hi = it: no interval. ONNX Runtime's rows
+// (never on the slice) keep 0. The task frontier then bootstraps the interval from the slice's predictions.
+void add_select_deltas(Frontier& f);
 
 // "heads taylor 36 heads int8": the parts a person needs, without the empty ones.
 std::string frontier_label(const FrontierPoint& p);

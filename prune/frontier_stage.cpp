@@ -23,6 +23,7 @@
 #include "prune/mask_tuning.h"
 #include "prune/onnx.h"
 #include "prune/slim.h"
+#include "train/task_run.h"
 
 namespace hp::prune {
 
@@ -66,13 +67,6 @@ std::vector<Candidate> head_candidates(const RunContext& ctx, const CurvesSummar
     out.push_back(c);
   }
   return out;
-}
-
-// Seconds of a training run (its train_result.json's train_seconds; 0 when it has none).
-double train_seconds(const std::string& run_dir) {
-  const std::string file = run_dir + "/train_result.json";
-  if (!fs::exists(file)) return 0;
-  return nlohmann::json::parse(core::read_file(file)).value("train_seconds", 0.0);
 }
 
 // The budget search at each point of prune.budget_schedule below 100%: the best on the selection slice of its
@@ -132,7 +126,7 @@ std::vector<Candidate> model_candidates(const RunContext& ctx) {
     cand.point.heads_kept = c.total_heads();
     cand.point.flops_kept = eval::encoder_flops(c, S) / eval::encoder_flops(ctx.arch, S);
     cand.point.budget = percent(cand.point.flops_kept) + " FLOPs";
-    cand.point.cost_s = train_seconds(fs::path(dir).parent_path().string());  // a prune run's model/: its run's
+    cand.point.cost_s = train::train_seconds(fs::path(dir).parent_path().string());  // a prune run's model/: its run's
     out.push_back(cand);
   }
   return out;
@@ -178,8 +172,9 @@ FrontierPoint measure(const RunContext& ctx, const core::Bert& base, const core:
   const auto r = eval::evaluate(m, *ctx.task, ctx.eval_data, ctx.curves.eval_batches);
   p.precision = core::precision_name(precision);
   p.metric = 100 * r.metrics.at(ctx.task->primary_metric);
-  p.select_metric =
-      100 * eval::evaluate(m, *ctx.task, ctx.select_data, ctx.select_batches).metrics.at(ctx.task->primary_metric);
+  auto on_slice = eval::evaluate(m, *ctx.task, ctx.select_data, ctx.select_batches);
+  p.select_metric = 100 * on_slice.metrics.at(ctx.task->primary_metric);
+  p.select_predictions = std::move(on_slice.predictions);
   const long mean = std::max(1L, std::lround(core::mean_length(ctx.eval_data)));
   const std::string main = timing_key(batch, seq);
   const std::string what = frontier_label(p);
@@ -196,7 +191,9 @@ std::optional<FrontierPoint> read_point(const std::string& file) {
   try {
     const auto j = nlohmann::json::parse(core::read_file(file));
     if (!j.contains("select_metric")) return std::nullopt;
-    return j.get<FrontierPoint>();
+    auto p = j.get<FrontierPoint>();
+    if (j.contains("select_predictions")) p.select_predictions = j.at("select_predictions").get<std::vector<float>>();
+    return p;
   } catch (const nlohmann::json::exception& e) {
     throw InputError(file + ": not a frontier measurement (" + e.what() + "); delete it and rerun to measure again");
   }
@@ -258,7 +255,9 @@ bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vecto
         if (!slim) slim = c.build();
         p = measure(ctx, base, *slim, c.point, precision, batch, seq);
         fs::create_directories(dir);
-        core::write_file_atomic(file, nlohmann::json(p).dump(2) + "\n");
+        nlohmann::json j = p;
+        j["select_predictions"] = p.select_predictions;
+        core::write_file_atomic(file, j.dump(2) + "\n");
       }
       add_measured(f, p);  // the unpruned fp32 model sets f.baseline
       if (!measured) continue;
@@ -269,6 +268,23 @@ bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vecto
   }
   progress.finish();
   return true;
+}
+
+// Each candidate's difference from the unpruned fp32 model on the selection slice, with its 90% paired-bootstrap
+// interval (prune.bootstrap resamples, the same for every candidate: run.seed): what the choice read, and how far
+// it can be trusted. A point measured before the slice's predictions were kept has the difference alone.
+void add_select_intervals(const RunContext& ctx, Frontier& f) {
+  add_select_deltas(f);
+  const std::vector<float>* base = nullptr;
+  for (const auto& p : f.points)
+    if (p.method == "unpruned" && p.precision == "fp32") base = &p.select_predictions;
+  for (auto& p : f.points) {
+    if (p.method == "onnxruntime" || !base || base->empty() || p.select_predictions.size() != base->size()) continue;
+    const auto d =
+        eval::paired_bootstrap(*ctx.task, ctx.task->primary_metric, p.select_predictions, *base, ctx.select_data.labels,
+                               ctx.cfg->prune.bootstrap, 0.9, static_cast<unsigned long long>(ctx.cfg->run.seed));
+    p.select_lo = 100 * d.lo, p.select_hi = 100 * d.hi;
+  }
 }
 
 // The chosen candidate's model, slimmed and in fp32 weights, into RUN_DIR/frontier_choice (choice.json last, naming
@@ -347,6 +363,7 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
   }
   if (!measure_all(ctx, base, gated, precisions, f)) return std::nullopt;
   add_ort_points(ctx, base, batch, seq, f);
+  add_select_intervals(ctx, f);
   const auto chosen = choose_within(f.points, f.select_baseline, f.max_drop);
   f.chosen = chosen ? static_cast<int>(*chosen) : -1;
   core::write_file_atomic(cfg.run.out_dir + "/frontier.csv", frontier_csv(f));

@@ -321,10 +321,10 @@ bool frontier_choice(RunContext& ctx, RunSummary& s, const MaskGradients& grads,
   }
   const FrontierPoint& p = f->points[static_cast<size_t>(f->chosen)];
   std::ostringstream what;
-  what << "chose " << frontier_label(p) << (p.variant.empty() ? "" : " (" + p.variant + ")") << ": " << f->metric
-       << " " << p.select_metric << " on " << f->select_split << " (unpruned fp32 " << f->select_baseline << "), "
-       << p.metric << " on " << f->split << " (unpruned fp32 " << f->baseline << "), x" << p.speedup << " at "
-       << f->timing;
+  what << "chose " << frontier_label(p) << (p.variant.empty() ? "" : " (" + p.variant + ")") << ": " << f->metric << " "
+       << p.select_metric << " on " << f->select_split << " (unpruned fp32 " << f->select_baseline << "; difference "
+       << p.select_delta << ", 90% interval " << p.select_lo << " to " << p.select_hi << "), " << p.metric << " on "
+       << f->split << " (unpruned fp32 " << f->baseline << "), x" << p.speedup << " at " << f->timing;
   log_stage(5, "frontier", what.str());
   chosen = chosen_config(cfg, *f);
   ctx.cfg = &*chosen;

@@ -3,12 +3,13 @@
 
 #include <nlohmann/json.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 
 #include "core/data/batching.h"
 #include "core/io/checkpoint.h"
 #include "core/data/task_options.h"
-#include "core/base/files.h"  // write_file_atomic
+#include "core/base/files.h"  // write_file_atomic, read_file
 #include "core/base/log.h"
 
 namespace hp::train {
@@ -125,6 +126,12 @@ TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
   TrainResult r = train_model(cfg.train, cfg.gates, cfg.run, model, data, opts);
   if (!r.interrupted) write_result(cfg, run, task, r);
   return r;
+}
+
+double train_seconds(const std::string& run_dir) {
+  const std::string file = run_dir + "/train_result.json";
+  if (!std::filesystem::exists(file)) return 0;
+  return nlohmann::json::parse(core::read_file(file)).value("train_seconds", 0.0);
 }
 
 }  // namespace hp::train

@@ -28,4 +28,7 @@ struct TaskRun {
 // Trains as `cfg` says. The resume check covers everything in cfg except run.out_dir and train.resume.
 TrainResult train_task(const core::Config& cfg, const TaskRun& run);
 
+// The seconds a finished run in `run_dir` trained (its train_result.json's train_seconds); 0 when it has none.
+double train_seconds(const std::string& run_dir);
+
 }  // namespace hp::train

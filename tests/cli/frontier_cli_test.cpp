@@ -115,6 +115,16 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
   for (const char* run : {"budget_recover/1", "frontier_gates/30"})
     CHECK(nlohmann::json::parse(slurp(out / run / "train_result.json"))["split"] == "matched[holdout:3]");
   const double select_base = f["select_baseline"].get<double>();
+  // Each candidate's difference from the baseline on the slice, inside its paired-bootstrap interval (#58).
+  for (const auto& p : points)
+    if (p["method"] != "onnxruntime") {
+      const double delta = p["select_delta"].get<double>();
+      CHECK(delta == Approx(p["select_metric"].get<double>() - select_base).margin(1e-9));
+      CHECK(p["select_lo"].get<double>() <= delta + 1e-9);  // paired with the baseline's own predictions
+      CHECK(p["select_hi"].get<double>() >= delta - 1e-9);
+      CHECK(p["select_lo"].get<double>() >= -100);
+      CHECK(p["select_hi"].get<double>() <= 100);
+    }
   const int chosen = f["chosen"].get<int>();
   REQUIRE(chosen >= 0);
   const auto& c = points[static_cast<size_t>(chosen)];
@@ -165,7 +175,8 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
   // frontier.csv: a row per point; the picture beside it; the recovered models the candidates were built from.
   const std::string csv = slurp(out / "frontier.csv");
   CHECK(std::count(csv.begin(), csv.end(), '\n') == static_cast<long>(points.size()) + 1);
-  CHECK_THAT(csv.substr(0, csv.find('\n')), Catch::Contains(",select_metric,variant,cost_s,"));
+  CHECK_THAT(csv.substr(0, csv.find('\n')), Catch::Contains(",select_metric,variant,cost_s,select_delta_lo,"));
+  CHECK_THAT(r.output, Catch::Contains("; difference ") && Catch::Contains(", 90% interval "));
   for (const auto& p : points)
     if (p["method"] == "gates") CHECK(p["cost_s"].get<double>() > 0);  // the seconds its training took
   CHECK(fs::exists(out / "frontier.svg"));
@@ -274,7 +285,7 @@ TEST_CASE("a recovery that lowers the selection metric is not the budget candida
   const std::string args = stsb_args(out, "hp_prune_frontier_lossy_data",
                                      "--schedule 0,100 --recover-steps 4 --set train.lr_peak=1"
                                      " --set train.lr_warmup_ratio=0 --set prune.budget_schedule=100,60 --max-drop 99"
-                                     " --set prune.frontier_gates=[]");
+                                     " --set prune.frontier_gates=[] --set prune.bootstrap=200");
   auto r = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());
   INFO(r.output);
   REQUIRE(r.code == 0);
@@ -297,6 +308,12 @@ TEST_CASE("a recovery that lowers the selection metric is not the budget candida
   CHECK(fs::exists(out / "budget_recover" / "1" / "step" / "config.json"));
   CHECK((*kwon)["select_metric"].get<double>() ==
         Approx(m[(*kwon)["variant"].get<std::string>()].get<double>()).margin(1e-9));
+  // Its difference from the unpruned model on the slice, inside a 90% paired-bootstrap interval that is not empty.
+  const double delta = (*kwon)["select_delta"].get<double>();
+  CHECK(delta == Approx((*kwon)["select_metric"].get<double>() - summary["frontier"]["select_baseline"].get<double>()));
+  CHECK(delta < 0);
+  CHECK((*kwon)["select_lo"].get<double>() < delta);
+  CHECK((*kwon)["select_hi"].get<double>() > delta);
 }
 
 TEST_CASE("the frontier's budget candidate at F and --target-flops F give the same model (#58)",

@@ -125,3 +125,46 @@ TEST_CASE("compute_metrics evaluates each task's metric set", "[eval]") {
     CHECK(std::find(task.metrics.begin(), task.metrics.end(), task.primary_metric) != task.metrics.end());
   }
 }
+
+TEST_CASE(
+    "paired bootstrap of a metric difference: the difference itself, an interval that matches the normal "
+    "approximation for accuracy, identical models at zero, and seeded",
+    "[eval]") {
+  const auto& sst2 = hp::core::find_task("sst2");
+  // 400 examples: b is right on the first 300, a on the first 280 and on 60 of b's 100 misses, so a − b = +0.1
+  // with per-example differences d ∈ {+1 (60), −1 (20), 0 (320)}.
+  const size_t n = 400;
+  std::vector<float> gold(n, 1.0f), a(n, 0.0f), b(n, 0.0f);
+  for (size_t i = 0; i < n; ++i) {
+    b[i] = i < 300 ? 1.0f : 0.0f;
+    a[i] = (i < 280 || (i >= 300 && i < 360)) ? 1.0f : 0.0f;
+  }
+  const auto d = hp::eval::paired_bootstrap(sst2, "accuracy", a, b, gold, 4000, 0.9, 7);
+  CHECK(d.delta == Approx(0.1).margin(1e-12));
+  // The resampled mean of d has standard deviation sd(d)/√n (population sd), so the 90% interval is close to
+  // delta ± 1.645·sd/√n: sd = √(E[d²] − E[d]²) = √(80/400 − 0.01) = √0.19.
+  const double half = 1.6449 * std::sqrt(0.19) / std::sqrt(static_cast<double>(n));
+  CHECK(d.lo == Approx(0.1 - half).margin(0.15 * half));
+  CHECK(d.hi == Approx(0.1 + half).margin(0.15 * half));
+  // The same seed, the same interval; the same predictions, nothing to tell apart.
+  const auto again = hp::eval::paired_bootstrap(sst2, "accuracy", a, b, gold, 4000, 0.9, 7);
+  CHECK(again.lo == d.lo);
+  CHECK(again.hi == d.hi);
+  const auto same = hp::eval::paired_bootstrap(sst2, "accuracy", a, a, gold, 500, 0.9, 7);
+  CHECK(same.delta == 0);
+  CHECK(same.lo == 0);
+  CHECK(same.hi == 0);
+  // Paired: the models' shared errors cancel, so the interval is narrower than independent samples of the two
+  // would give (variance 0.85·0.15 + 0.75·0.25 = 0.315 per example against the paired 0.19).
+  CHECK(d.hi - d.lo < 2 * 1.6449 * std::sqrt(0.315) / std::sqrt(static_cast<double>(n)) * 0.85);
+  // Undefined in every resample (Spearman of a constant model): the difference alone, undefined.
+  const auto& stsb = hp::core::find_task("stsb");
+  std::vector<float> score(n), flat(n, 2.5f);
+  for (size_t i = 0; i < n; ++i) score[i] = static_cast<float>(i % 17);
+  const auto u = hp::eval::paired_bootstrap(stsb, "spearman", score, flat, score, 50, 0.9, 7);
+  CHECK(std::isnan(u.delta));
+  CHECK(std::isnan(u.lo));
+  CHECK(std::isnan(u.hi));
+  CHECK_THROWS_AS(hp::eval::paired_bootstrap(sst2, "accuracy", a, std::vector<float>(3), gold, 10, 0.9, 7),
+                  hp::InternalError);
+}

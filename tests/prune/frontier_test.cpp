@@ -129,6 +129,7 @@ hp::prune::Frontier hand_frontier() {
   f.points[0].speedups = {{"b32_128", 1}, {"b1_mean", 1}};
   f.points[2].speedups = {{"b32_128", 3}};
   f.points[2].select_metric = 89.7, f.points[2].variant = "tuned", f.points[2].cost_s = 42.5;
+  f.points[2].select_lo = -2.5, f.points[2].select_hi = 0.25;
   f.chosen = 2;
   return f;
 }
@@ -165,11 +166,23 @@ TEST_CASE("frontier.csv: a row per point with every timing's column, the front a
   const std::string csv = hp::prune::frontier_csv(hand_frontier());
   CHECK(csv ==
         "method,criterion,budget,precision,heads_kept,flops_kept,metric,speedup,speedup_b1_mean,speedup_b32_128,"
-        "select_metric,variant,cost_s,reference,pareto,chosen\n"
-        "kwon-search,,,fp32,0,1,91,1,1,1,91,,0,0,0,0\n"  // dominated by ONNX Runtime (2.4x at 91.5)
-        "kwon-search,,,int8,0,1,90,1.5,,,90,,0,0,0,0\n"
-        "kwon-search,,,fp32,0,1,90.2,3,,3,89.7,tuned,42.5,0,1,1\n"
-        "onnxruntime,,,fp32,0,1,91.5,2.4,,,,,0,1,1,0\n");  // never run on the selection slice
+        "select_metric,variant,cost_s,select_delta_lo,select_delta_hi,reference,pareto,chosen\n"
+        "kwon-search,,,fp32,0,1,91,1,1,1,91,,0,0,0,0,0,0\n"  // dominated by ONNX Runtime (2.4x at 91.5)
+        "kwon-search,,,int8,0,1,90,1.5,,,90,,0,0,0,0,0,0\n"
+        "kwon-search,,,fp32,0,1,90.2,3,,3,89.7,tuned,42.5,-2.5,0.25,0,1,1\n"
+        "onnxruntime,,,fp32,0,1,91.5,2.4,,,,,0,,,1,1,0\n");  // never run on the selection slice
+}
+
+TEST_CASE("each point's difference on the selection slice, without an interval until one is bootstrapped",
+          "[prune][frontier]") {
+  hp::prune::Frontier f = hand_frontier();
+  f.select_baseline = 90.5;
+  hp::prune::add_select_deltas(f);
+  CHECK(f.points[0].select_delta == Approx(0.5));  // 91 on the slice
+  CHECK(f.points[2].select_delta == Approx(-0.8));  // 89.7
+  CHECK(f.points[2].select_lo == f.points[2].select_delta);
+  CHECK(f.points[2].select_hi == f.points[2].select_delta);
+  CHECK(f.points[3].select_delta == 0);  // ONNX Runtime: not on the slice
 }
 
 TEST_CASE("the cost chart: each candidate's seconds of search and training against its metric, fp32 rows only",
