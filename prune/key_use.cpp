@@ -14,6 +14,10 @@ using P = core::PruneConfig;
 bool has(const std::vector<std::string>& list, const char* name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
+// The criteria the run scores: prune.frontier_criteria in place of prune.criteria under --max-drop (stages_curves.cpp).
+const std::vector<std::string>& scored(const P& p) {
+  return p.max_drop > 0 && !p.frontier_criteria.empty() ? p.frontier_criteria : p.criteria;
+}
 bool always(const P&) { return true; }
 // As prune/budget.h budget_mode: a FLOPs, parameter or latency budget, or --max-drop (a FLOPs budget run).
 bool budget(const P& p) { return p.target_flops > 0 || p.target_params > 0 || p.target_latency > 0 || p.max_drop > 0; }
@@ -68,11 +72,11 @@ const std::vector<KeyUse>& key_use_table() {
       {"iterative", always, ""},
       {"seeds", always, ""},
       {"bootstrap", always, ""},
-      {"normalize_layers", [](const P& p) { return has(p.criteria, "taylor"); }, "the taylor criterion (prune.criteria)"},
-      {"taylor_token_level", [](const P& p) { return has(p.criteria, "taylor"); }, "the taylor criterion (prune.criteria)"},
-      {"attattr_steps", [](const P& p) { return has(p.criteria, "attattr"); }, "the attattr criterion (prune.criteria)"},
-      {"attattr_riemann", [](const P& p) { return has(p.criteria, "attattr"); }, "the attattr criterion (prune.criteria)"},
-      {"attattr_target", [](const P& p) { return has(p.criteria, "attattr"); }, "the attattr criterion (prune.criteria)"},
+      {"normalize_layers", [](const P& p) { return has(scored(p), "taylor"); }, "the taylor criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
+      {"taylor_token_level", [](const P& p) { return has(scored(p), "taylor"); }, "the taylor criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
+      {"attattr_steps", [](const P& p) { return has(scored(p), "attattr"); }, "the attattr criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
+      {"attattr_riemann", [](const P& p) { return has(scored(p), "attattr"); }, "the attattr criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
+      {"attattr_target", [](const P& p) { return has(scored(p), "attattr"); }, "the attattr criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
       {"target_heads", always, ""},
       {"target_layers", always, ""},
       {"layer_choice", [](const P& p) { return p.target_layers > 0; }, "--target-layers N"},
@@ -103,7 +107,7 @@ const std::vector<KeyUse>& key_use_table() {
        "a budget search with prune.mask_tuning"},
       {"curve_recover_steps", budget, "a FLOPs, parameter or latency budget or --max-drop D"},
       {"method", always, ""},
-      {"gates_run", [](const P& p) { return has(p.criteria, "gates"); }, "the gates criterion (prune.criteria)"},
+      {"gates_run", [](const P& p) { return has(scored(p), "gates"); }, "the gates criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
       {"recover_steps", final_model, "a run that exports a model (--target-heads, --target-layers, a budget, --max-drop)"},
       {"recover_scale", [](const P& p) { return budget(p) && p.recover_steps > 0; },
        "a budget run that recovers its choices (prune.recover_steps > 0)"},

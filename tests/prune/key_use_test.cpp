@@ -126,4 +126,12 @@ TEST_CASE("the silent options of #61 are warned about: structures with --target-
   CHECK(lines.size() == 2);
   CHECK(std::count(lines.begin(), lines.end(),
                    "prune.frontier_precisions is set but this run does not use it: only --max-drop D does") == 1);
+
+  // --max-drop scores prune.frontier_criteria ([taylor]) in place of prune.criteria: attattr's keys are unused there.
+  PruneConfig frontier;
+  frontier.max_drop = 1;
+  frontier.attattr_steps = 5;
+  CHECK(named(hp::prune::unused_settings(frontier), "attattr_steps"));
+  frontier.frontier_criteria = {};  // [] = prune.criteria, attattr among them
+  CHECK_FALSE(named(hp::prune::unused_settings(frontier), "attattr_steps"));
 }
