@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Reproduces the frontier tables (#41, #58): `prune --max-drop DROP` on a fine-tuned all-MiniLM-L6-v2 (BASE, e.g. README
-# command 1's runs/sst2/finetune/best) with the DEFAULTS — every head criterion, the search at every budget_schedule
+# command 1's runs/sst2/finetune/best) with the DEFAULTS — the taylor head ranking (prune.frontier_criteria), the search at every budget_schedule
 # point recovered by prune.recover_steps and taken at the best of its steps on the selection slice, the gates at the
 # cheapest budget the search left within 2·DROP (recovered as long) — timed at batch 32 x 128 tokens. BASE may also be
 # the pretrained checkpoints/all-MiniLM-L6-v2: the run then fine-tunes it first (prune.finetune), its time included. TRIM=1 trims the candidates
 # (the taylor ranking at 6 head counts, the search at 4 budgets, the gates on 12,800 examples: train.* shapes the
 # gates and fine-tuning only, never the recoveries) to keep the run near half an hour on 2 cores. A finished run is
-# kept (summary.json); a killed one resumes. Prints the frontier (every point, the selection metric the choice read,
-# the step each budget candidate is, its cost, the front and the choice) and the run's wall time.
+# kept (summary.json); a killed one resumes. Prints the frontier (every point, the selection metric the choice read with its
+# difference and 90% interval there, the step each budget candidate is, its cost, the front and the choice) and the run's wall time.
 # Usage: bench/frontier_table.sh   (env PRUNE, TASK = sst2, BASE = runs/$TASK/finetune/best, OUT = runs/frontier_$TASK,
 #                                   DROP = 1, TRIM = 0, EXTRA = more flags)
 set -euo pipefail
@@ -57,7 +57,8 @@ for r in sorted(rows, key=lambda r: -float(r["speedup"])):
     sel = f"{float(r['select_metric']):.2f}" if r.get("select_metric") else "–"  # ONNX Runtime: not on the slice
     if r.get("select_delta_lo") and r.get("select_metric"):  # Δ on the slice, 90% paired-bootstrap interval
         d = float(r["select_metric"]) - f["select_baseline"]
-        sel += f" ({d:+.2f} [{float(r['select_delta_lo']):+.2f}, {float(r['select_delta_hi']):+.2f}])"
+        lo, hi = float(r["select_delta_lo"]), float(r["select_delta_hi"])  # equal: no predictions kept, no interval
+        sel += f" ({d:+.2f} [{lo:+.2f}, {hi:+.2f}])" if lo < hi else f" ({d:+.2f})"
     print(f"| {name} | {r.get('variant', '')} | {r['precision']} | {r['heads_kept']} | {100 * float(r['flops_kept']):.0f}% | "
           f"{float(r['metric']):.2f} | {round(float(r['metric']) - f['baseline'], 2) + 0.0:+.2f} | "
           f"{sel} | ×{float(r['speedup']):.2f} | {one} | {cost} | {mark} |")
