@@ -464,7 +464,7 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
         return 100 * eval::sts_of_embeddings(r.eval_pairs, e).metrics.at("cosine_spearman");
       },
       f);
-  add_select_deltas(f);  // the difference on the slice (no interval: the slice's embeddings are not kept)
+  add_select_deltas(f, core::find_task(cfg.data.task), {}, 0, 0);  // the difference alone: no slice similarities kept
   const auto chosen = choose_within(f.points, f.select_baseline, f.max_drop);
   f.chosen = chosen ? static_cast<int>(*chosen) : -1;
   core::write_file_atomic(cfg.run.out_dir + "/frontier.csv", frontier_csv(f));

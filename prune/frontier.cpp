@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/base/errors.h"
+#include "eval/metrics.h"
 
 namespace hp::prune {
 
@@ -91,9 +92,19 @@ std::vector<double> frontier_gate_budgets(const std::vector<std::string>& settin
   return {out.begin(), out.end()};
 }
 
-void add_select_deltas(Frontier& f) {
-  for (auto& p : f.points)
-    if (p.method != "onnxruntime") p.select_delta = p.select_lo = p.select_hi = p.select_metric - f.select_baseline;
+void add_select_deltas(Frontier& f, const core::TaskSpec& task, const std::vector<float>& gold, int resamples,
+                       unsigned long long seed) {
+  const std::vector<float>* base = nullptr;
+  for (const auto& p : f.points)
+    if (p.method == "unpruned" && p.precision == "fp32") base = &p.select_predictions;
+  for (auto& p : f.points) {
+    if (p.method == "onnxruntime") continue;
+    p.select_delta = p.select_lo = p.select_hi = p.select_metric - f.select_baseline;
+    if (!base || base->size() != gold.size() || p.select_predictions.size() != gold.size() || gold.empty()) continue;
+    const auto d =
+        eval::paired_bootstrap(task, task.primary_metric, p.select_predictions, *base, gold, resamples, 0.9, seed);
+    p.select_lo = 100 * d.lo, p.select_hi = 100 * d.hi;
+  }
 }
 
 std::string frontier_csv(const Frontier& f) {

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/data/glue.h"  // TaskSpec
 #include "prune/plot.h"
 
 namespace hp::prune {
@@ -50,9 +51,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FrontierPoint, method, criterion
 struct Frontier;
 void add_measured(Frontier& f, FrontierPoint p);
 
-// Each point's select_delta (select_metric − f.select_baseline), with lo = hi = it: no interval. ONNX Runtime's rows
-// (never on the slice) keep 0. The task frontier then bootstraps the interval from the slice's predictions.
-void add_select_deltas(Frontier& f);
+// Each point's select_delta (select_metric − f.select_baseline) and its 90% paired-bootstrap interval against the
+// unpruned fp32 point on the slice (eval::paired_bootstrap of `task`'s primary metric over `gold`, `resamples`,
+// `seed`; in points), where both points kept their slice predictions — else lo = hi = the difference. ONNX
+// Runtime's rows (never on the slice) keep 0.
+void add_select_deltas(Frontier& f, const core::TaskSpec& task, const std::vector<float>& gold, int resamples,
+                       unsigned long long seed);
 
 // "heads taylor 36 heads int8": the parts a person needs, without the empty ones.
 std::string frontier_label(const FrontierPoint& p);

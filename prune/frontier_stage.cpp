@@ -270,23 +270,6 @@ bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vecto
   return true;
 }
 
-// Each candidate's difference from the unpruned fp32 model on the selection slice, with its 90% paired-bootstrap
-// interval (prune.bootstrap resamples, the same for every candidate: run.seed): what the choice read, and how far
-// it can be trusted. A point measured before the slice's predictions were kept has the difference alone.
-void add_select_intervals(const RunContext& ctx, Frontier& f) {
-  add_select_deltas(f);
-  const std::vector<float>* base = nullptr;
-  for (const auto& p : f.points)
-    if (p.method == "unpruned" && p.precision == "fp32") base = &p.select_predictions;
-  for (auto& p : f.points) {
-    if (p.method == "onnxruntime" || !base || base->empty() || p.select_predictions.size() != base->size()) continue;
-    const auto d =
-        eval::paired_bootstrap(*ctx.task, ctx.task->primary_metric, p.select_predictions, *base, ctx.select_data.labels,
-                               ctx.cfg->prune.bootstrap, 0.9, static_cast<unsigned long long>(ctx.cfg->run.seed));
-    p.select_lo = 100 * d.lo, p.select_hi = 100 * d.hi;
-  }
-}
-
 // The chosen candidate's model, slimmed and in fp32 weights, into RUN_DIR/frontier_choice (choice.json last, naming
 // the candidate): the model stage 7 exports is the model that was measured, never a rebuilt one (#58). Kept on a
 // resumed run whose choice is the same.
@@ -363,7 +346,9 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
   }
   if (!measure_all(ctx, base, gated, precisions, f)) return std::nullopt;
   add_ort_points(ctx, base, batch, seq, f);
-  add_select_intervals(ctx, f);
+  // The difference on the slice with its interval (prune.bootstrap resamples, the same for every candidate).
+  add_select_deltas(f, *ctx.task, ctx.select_data.labels, cfg.prune.bootstrap,
+                    static_cast<unsigned long long>(cfg.run.seed));
   const auto chosen = choose_within(f.points, f.select_baseline, f.max_drop);
   f.chosen = chosen ? static_cast<int>(*chosen) : -1;
   core::write_file_atomic(cfg.run.out_dir + "/frontier.csv", frontier_csv(f));

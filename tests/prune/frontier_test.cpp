@@ -8,6 +8,7 @@
 #include <random>
 
 #include "core/base/errors.h"
+#include "core/data/glue.h"
 #include "prune/frontier.h"
 
 using hp::prune::choose_within;
@@ -173,16 +174,37 @@ TEST_CASE("frontier.csv: a row per point with every timing's column, the front a
         "onnxruntime,,,fp32,0,1,91.5,2.4,,,,,0,,,1,1,0\n");  // never run on the selection slice
 }
 
-TEST_CASE("each point's difference on the selection slice, without an interval until one is bootstrapped",
-          "[prune][frontier]") {
+TEST_CASE(
+    "each point's difference on the selection slice, with its paired-bootstrap interval where the slice's "
+    "predictions were kept",
+    "[prune][frontier]") {
+  const auto& sst2 = hp::core::find_task("sst2");
   hp::prune::Frontier f = hand_frontier();
-  f.select_baseline = 90.5;
-  hp::prune::add_select_deltas(f);
-  CHECK(f.points[0].select_delta == Approx(0.5));  // 91 on the slice
-  CHECK(f.points[2].select_delta == Approx(-0.8));  // 89.7
-  CHECK(f.points[2].select_lo == f.points[2].select_delta);
-  CHECK(f.points[2].select_hi == f.points[2].select_delta);
+  f.points[0].method = "unpruned";  // the baseline: right on all of 200 slice examples
+  f.select_baseline = 100;
+  f.points[0].select_metric = 100;
+  const std::vector<float> gold(200, 1.0f);
+  f.points[0].select_predictions = gold;
+  f.points[2].select_metric = 90;  // wrong on 20 of them
+  f.points[2].select_predictions = gold;
+  for (int i = 0; i < 20; ++i) f.points[2].select_predictions[static_cast<size_t>(i)] = 0;
+  // points[1] kept none: the difference alone.
+  hp::prune::add_select_deltas(f, sst2, gold, 400, 7);
+  CHECK(f.points[0].select_delta == 0);
+  CHECK(f.points[0].select_lo == 0);
+  CHECK(f.points[0].select_hi == 0);
+  CHECK(f.points[1].select_delta == Approx(-10));  // 90 against 100
+  CHECK(f.points[1].select_lo == f.points[1].select_delta);
+  CHECK(f.points[1].select_hi == f.points[1].select_delta);
+  // The resampled error count of 20 in 200 spreads by about √(200·0.1·0.9) = 4.2 examples: ±3.5 points at 90%.
+  CHECK(f.points[2].select_delta == Approx(-10));
+  CHECK(f.points[2].select_lo == Approx(-13.5).margin(1.2));
+  CHECK(f.points[2].select_hi == Approx(-6.5).margin(1.2));
   CHECK(f.points[3].select_delta == 0);  // ONNX Runtime: not on the slice
+  CHECK(f.points[3].select_lo == 0);
+  // Without the gold labels (the embedding frontier keeps no slice similarities): differences alone.
+  hp::prune::add_select_deltas(f, sst2, {}, 400, 7);
+  CHECK(f.points[2].select_lo == f.points[2].select_delta);
 }
 
 TEST_CASE("the cost chart: each candidate's seconds of search and training against its metric, fp32 rows only",
