@@ -53,9 +53,11 @@ std::string step_choice_file(const RunContext& ctx, int step) {
   return ctx.store->dir() + "/state/frontier/kwon-" + std::to_string(step) + ".step.json";
 }
 
-std::string step_model_dir(const RunContext& ctx, int step) {
-  return ctx.cfg->run.out_dir + "/budget_recover/" + std::to_string(step) + "/step";
+std::string budget_recover_dir(const RunContext& ctx, int step) {
+  return ctx.cfg->run.out_dir + "/budget_recover/" + std::to_string(step);
 }
+
+std::string step_model_dir(const RunContext& ctx, int step) { return budget_recover_dir(ctx, step) + "/step"; }
 
 nlohmann::json budget_step_choice(const RunContext& ctx, const BudgetSearch& s, int step, double fraction,
                                   const std::string& recovered_dir) {

@@ -39,7 +39,8 @@ BestStep best_step(const RunContext& ctx, const BudgetSearch& s, const std::stri
 nlohmann::json budget_step_choice(const RunContext& ctx, const BudgetSearch& s, int step, double fraction,
                                   const std::string& recovered_dir);
 std::string step_choice_file(const RunContext& ctx, int step);
-std::string step_model_dir(const RunContext& ctx, int step);  // RUN_DIR/budget_recover/<step>/step
+std::string budget_recover_dir(const RunContext& ctx, int step);  // RUN_DIR/budget_recover/<step>: its recovery
+std::string step_model_dir(const RunContext& ctx, int step);  // budget_recover_dir(step)/step
 
 // Stage 6 with a budget, after the recovery: the choice's model becomes the best of its steps on the selection
 // slice (best_step at the target; the recovered one in choice.model_dir when prune.recover_steps > 0), saved into

@@ -263,7 +263,7 @@ namespace {
 // as a candidate (prune/frontier_stage.h). Empty when stopped.
 std::optional<CurvePoint> recovered_point(RunContext& ctx, const BudgetSearch& s, int step, double fraction) {
   const core::Config& cfg = *ctx.cfg;
-  const std::string sub = "budget_recover/" + std::to_string(step), dir = cfg.run.out_dir + "/" + sub;
+  const std::string sub = "budget_recover/" + std::to_string(step), dir = budget_recover_dir(ctx, step);
   const std::string start = dir + ".start";
   if (!fs::exists(dir + "/state"))
     core::shared_write([&] {
@@ -341,8 +341,7 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
   // costs about a minute a budget; prune/best_step.h).
   if (ctx.cfg->prune.max_drop > 0 && fraction < 1 && ctx.select_data.size() > 0) {
     const bool recovered = std::count(names.begin(), names.end(), "kwon-recovered") > 0;
-    budget_step_choice(ctx, s, step, fraction,
-                       recovered ? ctx.cfg->run.out_dir + "/budget_recover/" + std::to_string(step) : "");
+    budget_step_choice(ctx, s, step, fraction, recovered ? budget_recover_dir(ctx, step) : "");
   }
   return points;
 }

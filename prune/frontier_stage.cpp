@@ -81,7 +81,7 @@ std::vector<Candidate> budget_candidates(const RunContext& ctx, const MaskGradie
     const double fraction = P.budget_schedule[step] / 100.0;
     const auto stored = ctx.store->load_point(curve, ctx.cfg->run.seed, static_cast<int>(step));
     if (fraction >= 1 || !stored) continue;  // 100%, or a point below what one head costs
-    const std::string dir = recovered ? ctx.cfg->run.out_dir + "/budget_recover/" + std::to_string(step) : "";
+    const std::string dir = recovered ? budget_recover_dir(ctx, static_cast<int>(step)) : "";
     if (recovered && !fs::exists(dir + "/best/config.json"))
       throw InputError(dir + "/best is missing (the frontier measures the recovered model there); delete " +
                        ctx.store->dir() + "/state/points/" + curve + "* to train it again, or pass a new --out");
