@@ -45,6 +45,10 @@ HeadGates::HeadGates(const core::GateConfig& cfg, int layers, int heads) : cfg_(
 torch::Tensor& HeadGates::log_alpha() { return log_alpha_; }
 const torch::Tensor& HeadGates::log_alpha() const { return log_alpha_; }
 
+void HeadGates::to(const torch::Device& device) {
+  if (log_alpha_.device() != device) log_alpha_ = log_alpha_.detach().to(device).requires_grad_(true);
+}
+
 torch::Tensor HeadGates::sample(long batch) const {
   const auto opts = log_alpha_.options().requires_grad(false);
   if (cfg_.per_example && batch > 0) {

@@ -41,6 +41,8 @@ class HeadGates {
   // move it to a device or to restore it on resume.
   torch::Tensor& log_alpha();
   const torch::Tensor& log_alpha() const;
+  // Moves log α to `device` (a new leaf; before an optimizer holds it). The noise is then drawn there.
+  void to(const torch::Device& device);
 
   // Training gates from the global torch RNG (of log α's device): [L, H], one sample for the whole
   // batch; [B, L, H] with one sample per example when cfg.per_example and batch > 0.

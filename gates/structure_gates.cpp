@@ -61,6 +61,12 @@ void StructureGates::load(const std::map<std::string, torch::Tensor>& saved) {
   }
 }
 
+void StructureGates::to(const torch::Device& device) {
+  heads_.to(device);
+  for (torch::Tensor* t : {&neuron_la_, &mha_la_, &ffn_la_, &layer_la_, &hidden_la_})
+    if (t->defined() && t->device() != device) *t = t->detach().to(device).requires_grad_(true);
+}
+
 torch::Tensor StructureGates::p_open(const torch::Tensor& la) const {
   return l0_expected(la, cfg_.beta, heads_.limits());
 }
@@ -132,6 +138,7 @@ torch::Tensor StructureGates::expected_cost(const core::UnitCosts& costs) const 
 
 std::vector<bool> StructureGates::keep_hidden() const {
   if (!has_hidden()) return {};
+  if (!hidden_la_.device().is_cpu()) return on_cpu().keep_hidden();  // the reads below are the host's
   torch::NoGradGuard no_grad;
   const torch::Tensor p = p_open(hidden_la_.detach()).to(torch::kFloat64).contiguous();
   const long D = p.size(0);
@@ -146,6 +153,7 @@ std::vector<bool> StructureGates::keep_hidden() const {
 }
 
 core::StructureMask StructureGates::keep_within(const core::UnitCosts& full_costs, double budget) const {
+  if (!heads_.log_alpha().device().is_cpu()) return on_cpu().keep_within(full_costs, budget);
   torch::NoGradGuard no_grad;
   const std::vector<bool> hidden = keep_hidden();
   const core::UnitCosts costs = full_costs.at_hidden(core::hidden_fraction(hidden));

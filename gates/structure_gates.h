@@ -59,6 +59,10 @@ class StructureGates {
   int neurons() const { return neurons_; }  // I; 0 without neuron gates
   int group() const { return group_; }
 
+  // Moves every log α to `device` (new leaves: before an optimizer holds them), so that a GPU run samples its gates
+  // there and copies nothing per step; keep_within and keep_hidden read a CPU copy.
+  void to(const torch::Device& device);
+
   // Every log α, in a fixed order: heads [L, H], then neuron groups [L, I/g], attention [L], FFN [L] sublayers,
   // layers [L], hidden channels [D].
   std::vector<torch::Tensor> parameters() const;
@@ -99,6 +103,11 @@ class StructureGates {
 
  private:
   torch::Tensor p_open(const torch::Tensor& la) const;
+  StructureGates on_cpu() const {  // a copy whose log α are on the CPU
+    StructureGates c = *this;
+    c.to(torch::kCPU);
+    return c;
+  }
   core::GateConfig cfg_;
   HeadGates heads_;
   int neurons_ = 0, group_ = 1;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/base/errors.h"  // ConfigError, CheckpointError, HP_CHECK
+#include "core/kernels/device.h"  // to_device
 
 namespace hp::gates {
 
@@ -44,16 +45,20 @@ torch::Tensor TargetController::penalty(const torch::Tensor& expected_open, long
   TORCH_CHECK(expected_open.numel() == 1, "TargetController::penalty: expected_open must be a scalar, got ",
               expected_open.sizes());
   const torch::Tensor d = expected_open - target(step);
-  return lambda1_ * d + lambda2_ * d * d;
+  // Constants here, in ŝ's precision (on ŝ's device already after the first update).
+  const torch::Tensor lambda = core::to_device(lambda_, d.device()).to(d.scalar_type()).detach();
+  return lambda[0] * d + lambda[1] * d * d;
 }
 
-void TargetController::update(double expected_open, long step) {
-  const double d = expected_open - target(step);
-  lambda1_ += lr_ * d;  // d penalty / dλ1
-  lambda2_ += lr_ * d * d;  // d penalty / dλ2 (≥ 0, so λ2 never shrinks)
+void TargetController::update(const torch::Tensor& expected_open, long step) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor d = expected_open.detach().to(torch::kFloat64).reshape({}) - target(step);
+  lambda_ = core::to_device(lambda_, d.device());
+  lambda_[0] += lr_ * d;  // d penalty / dλ1
+  lambda_[1] += lr_ * d * d;  // d penalty / dλ2 (≥ 0, so λ2 never shrinks)
 }
 
-torch::Tensor TargetController::state() const { return torch::tensor({lambda1_, lambda2_}, torch::kFloat64); }
+torch::Tensor TargetController::state() const { return lambda_.to(torch::kCPU).clone(); }
 
 void TargetController::load_state(const torch::Tensor& s) {
   if (s.numel() != 2) {
@@ -62,9 +67,7 @@ void TargetController::load_state(const torch::Tensor& s) {
        << "resume from a state written by the same headprune version";
     throw CheckpointError(os.str());
   }
-  const torch::Tensor v = s.detach().to(torch::kCPU, torch::kFloat64).reshape({2});
-  lambda1_ = v[0].item<double>();
-  lambda2_ = v[1].item<double>();
+  lambda_ = s.detach().to(lambda_.device(), torch::kFloat64).reshape({2}).clone();
 }
 
 }  // namespace hp::gates

@@ -37,11 +37,15 @@ class TargetController {
   // the multipliers are constants here.
   torch::Tensor penalty(const torch::Tensor& expected_open, long step) const;
 
-  // Gradient ascent after backward: λ1 += lr (ŝ − t), λ2 += lr (ŝ − t)², lr = cfg.lagrangian_lr.
-  void update(double expected_open, long step);
+  // Gradient ascent after backward: λ1 += lr (ŝ − t), λ2 += lr (ŝ − t)², lr = cfg.lagrangian_lr. The multipliers
+  // live on ŝ's device and are updated there: the training step reads nothing back to the host (#62).
+  void update(const torch::Tensor& expected_open, long step);
+  void update(double expected_open, long step) { update(torch::tensor(expected_open, torch::kFloat64), step); }
 
-  double lambda1() const { return lambda1_; }
-  double lambda2() const { return lambda2_; }
+  // [λ1, λ2], float64 [2], a copy on the multipliers' device (for a log read later); lambda1/2: host reads.
+  torch::Tensor multipliers() const { return lambda_.clone(); }
+  double lambda1() const { return lambda_[0].item<double>(); }
+  double lambda2() const { return lambda_[1].item<double>(); }
   double start() const { return total_heads_; }
   long warmup_steps() const { return warmup_steps_; }
 
@@ -54,8 +58,7 @@ class TargetController {
   double total_heads_;  // the quantity at step 0 (all heads, or 100%)
   double target_heads_;
   long warmup_steps_;
-  double lambda1_ = 0.0;
-  double lambda2_ = 0.0;
+  torch::Tensor lambda_ = torch::zeros({2}, torch::kFloat64);  // [λ1, λ2]
 };
 
 }  // namespace hp::gates

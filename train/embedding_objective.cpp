@@ -9,6 +9,7 @@
 #include "core/base/errors.h"
 #include "core/model/pooling.h"
 #include "train/optim.h"
+#include "train/pending_steps.h"
 
 namespace hp::train {
 
@@ -103,7 +104,10 @@ EmbeddingRecovery recover_embeddings(core::Bert& student, const core::Bert& teac
   torch::manual_seed(seed);  // dropout
   student.set_training(true);
   const long window = std::max(1L, steps / 10);
-  double first = 0, last = 0, first_hidden = 0, last_hidden = 0;
+  const double share = 1.0 / static_cast<double>(window);
+  // The first and last tenth's mean losses, summed on the device: the host reads a loss only for the progress line,
+  // every PendingSteps::kReadEvery steps (#62), and these sums at the end.
+  torch::Tensor first = torch::zeros({2}, torch::kFloat64), last = torch::zeros({2}, torch::kFloat64);
   const bool layers = hidden_weight > 0;
   long epoch = 0;
   std::vector<core::Batch> batches;
@@ -125,24 +129,27 @@ EmbeddingRecovery recover_embeddings(core::Bert& student, const core::Bert& teac
     opt.zero_grad();
     const core::EncoderOutput out = student.forward(in);
     auto loss = embedding_distill_loss(pooled(out, in, pooling), pooled(target, in, pooling));
-    double hidden = 0;
-    const bool logged = step < window || step >= steps - window;  // the first and last tenth are reported
+    torch::Tensor hidden = torch::zeros({}, loss.options());
     if (layers) {
-      const auto h = hidden_distill_loss(out.hidden_states, target.hidden_states, in.attention_mask);
-      if (logged) hidden = h.item<double>();  // no extra host synchronisation in the middle steps
-      loss = loss + hidden_weight * h;
+      hidden = hidden_distill_loss(out.hidden_states, target.hidden_states, in.attention_mask);
+      loss = loss + hidden_weight * hidden;
     }
     loss.backward();
     opt.step();
-    const double value = loss.item<double>(), share = 1.0 / static_cast<double>(window);
-    if (step < window) first += value * share, first_hidden += hidden * share;
-    if (step >= steps - window) last += value * share, last_hidden += hidden * share;
+    if (step < window || step >= steps - window) {
+      const torch::Tensor both = torch::stack({loss.detach(), hidden.detach()}).to(torch::kFloat64) * share;
+      if (first.device() != both.device()) first = first.to(both.device()), last = last.to(both.device());
+      (step < window ? first : last).add_(both);
+    }
     r.steps = step + 1;
-    if (progress) progress(step + 1, value);
+    if (progress && (r.steps % PendingSteps::kReadEvery == 0 || r.steps == steps))
+      progress(r.steps, loss.item<double>());
   }
   student.set_training(false);
   for (auto& [name, t] : params) t.requires_grad_(false);
-  r.first_loss = first, r.last_loss = last, r.first_hidden = first_hidden, r.last_hidden = last_hidden;
+  const torch::Tensor f = first.cpu(), l = last.cpu();
+  r.first_loss = f[0].item<double>(), r.last_loss = l[0].item<double>();
+  r.first_hidden = f[1].item<double>(), r.last_hidden = l[1].item<double>();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

@@ -61,8 +61,8 @@ struct EmbeddingRecovery {
 // warm-up and linear decay, weight decay, clipping, batch_size) towards the embeddings `teacher` gives the same
 // batches of `sentences` (shuffled each pass from `seed`, padded per batch), with the model's dropout; with
 // `hidden_weight` > 0 the loss adds that times hidden_distill_loss (the student must have the teacher's layer count
-// and width). The teacher runs under no gradient. `progress(step, loss)` after each step (may be empty); `stop` set:
-// returns interrupted.
+// and width). The teacher runs under no gradient. `progress(step, loss)` every PendingSteps::kReadEvery steps and
+// after the last (the only host reads of the loop; may be empty); `stop` set: returns interrupted.
 EmbeddingRecovery recover_embeddings(core::Bert& student, const core::Bert& teacher, const Pooling& pooling,
                                      const core::EncodedDataset& sentences, int pad_id, const core::TrainConfig& tc,
                                      long steps, uint64_t seed, double hidden_weight,

@@ -94,14 +94,14 @@ void Optimizer::set_fused(bool on) {
   fused_steps_.clear();
 }
 
-double Optimizer::clip_and_norm() {
+torch::Tensor Optimizer::clip_and_norm() {
   std::vector<torch::Tensor> grads;
   for (const auto& p : clip_params_) grads.push_back(p.grad());
   // As torch::nn::utils::clip_grad_norm_: the norm of the parameters' norms, every gradient times
-  // min(1, max / (norm + 1e-6)) — here without a per-parameter kernel, and with one synchronisation (the norm).
-  const auto norm = torch::stack(at::_foreach_norm(grads, 2)).norm();
+  // min(1, max / (norm + 1e-6)) — here without a per-parameter kernel, and without a host read.
+  auto norm = torch::stack(at::_foreach_norm(grads, 2)).norm();
   if (cfg_.grad_clip > 0) at::_foreach_mul_(grads, torch::clamp_max(cfg_.grad_clip / (norm + 1e-6), 1.0));
-  return norm.item<double>();
+  return norm;
 }
 
 void Optimizer::fused_adamw() {
@@ -147,7 +147,7 @@ void Optimizer::set_step(long step) {
 
 void Optimizer::zero_grad() { adamw_->zero_grad(); }
 
-double Optimizer::step() {
+torch::Tensor Optimizer::step() {
   // A parameter the loss did not reach this step (the layer-distillation map when no layer matched) steps with a
   // zero gradient, as it does after any earlier step (zero_grad keeps zeros) and in a data-parallel run (the
   // all-reduce fills every gradient). Skipping it only when no step gave it a gradient yet made the first step
@@ -157,7 +157,7 @@ double Optimizer::step() {
       if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
   torch::NoGradGuard no_grad;
   if (fused_) {
-    const double norm = clip_params_.empty() ? 0.0 : clip_and_norm();
+    torch::Tensor norm = clip_params_.empty() ? torch::zeros({}) : clip_and_norm();
     fused_adamw();
     return norm;
   }
@@ -167,7 +167,7 @@ double Optimizer::step() {
     else norm = grad_norm(clip_params_);
   }
   adamw_->step();
-  return norm;
+  return torch::tensor(norm, torch::kFloat64);
 }
 
 void Optimizer::save(const std::string& path) const { torch::save(*adamw_, path); }

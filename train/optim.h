@@ -45,8 +45,9 @@ class Optimizer {
   void zero_grad();
   // Clips the model parameters' global gradient norm to cfg.grad_clip (0 = off; the gate parameters
   // are not clipped) and takes one AdamW step, in which a parameter without a gradient steps as with a zero one
-  // (so a resumed run steps as the uninterrupted one). Returns the norm before clipping.
-  double step();
+  // (so a resumed run steps as the uninterrupted one). Returns the norm before clipping, a scalar tensor on the
+  // parameters' device on the fused path (not read to the host there).
+  torch::Tensor step();
 
   // Names of the model parameters in `group` (for tests and logs).
   const std::vector<std::string>& members(ParamGroup group) const { return names_[static_cast<int>(group)]; }
@@ -76,7 +77,7 @@ class Optimizer {
   std::unique_ptr<torch::optim::AdamW> adamw_;
   bool fused_ = false;
   std::vector<std::vector<torch::Tensor>> fused_steps_;  // per group: each parameter's step count on its device
-  double clip_and_norm();  // the fused path's clipping; the norm before it
+  torch::Tensor clip_and_norm();  // the fused path's clipping; the norm before it (not read)
   void fused_adamw();
 };
 

@@ -24,6 +24,7 @@
 #include "gates/target_controller.h"
 #include "train/distill.h"
 #include "train/optim.h"
+#include "train/pending_steps.h"
 #include "train/run_state.h"
 
 namespace hp::train {
@@ -54,12 +55,14 @@ class Loop {
       total_cost_ = eval::total_cost(mc, costs_);
       const double target = gc.target_params > 0 ? gc.target_params : gc.target_flops;
       gates_ = std::make_unique<gates::StructureGates>(gc, L_, H_, mc.intermediate_size, mc.hidden_size);
+      gates_->to(model.device());
       // The target falls from where the gates start (P(open) of a unit times its sublayer's: 89% of the cost at the
       // default log α 2.0, β 0.33), not from 100%, so that the multipliers do not first push the gates open.
       const double start = constrained().item<double>();
       controller_ = std::make_unique<gates::TargetController>(gc, start, 100.0 * target, phase_total_[1]);
     } else if (gc.enabled || target_mode_) {
       gates_ = std::make_unique<gates::StructureGates>(gc, L_, H_);
+      gates_->to(model.device());
       if (target_mode_) controller_ = std::make_unique<gates::TargetController>(gc, L_ * H_, phase_total_[1]);
     }
     core::BatchOptions bo;
@@ -77,9 +80,10 @@ class Loop {
   TrainResult run();
 
  private:
-  void record(const std::string& key, double value) {
+  void record(const std::string& key, double value) { record_at(s_.step, s_.epoch, key, value); }
+  void record_at(long step, int epoch, const std::string& key, double value) {
     s_.history.add(key, value);
-    log_->add(s_.step, s_.epoch, key, value);
+    log_->add(step, epoch, key, value);
   }
   gates::GateMasks eval_mask() const;
   core::StructureMask target_structure() const;  // target mode: the exact-N heads, or the structure on the budget
@@ -88,15 +92,14 @@ class Loop {
   torch::Tensor constrained() const {
     return budget_mode_ ? 100.0 * gates_->expected_cost(costs_) / total_cost_ : gates_->heads().expected_open();
   }
-  void train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress, core::dist::GradientReducer& reducer);
+  void train_step(const core::Batch& b, Optimizer& opt, core::dist::GradientReducer& reducer);
+  void read_steps(core::Progress& progress);
   struct StepLoss {
     // This rank's share; kd undefined unless distilling, layer unless distilling hidden states.
     torch::Tensor loss, task_loss, kd, layer;
     bool distilling = false;
   };
   StepLoss batch_loss(const core::Batch& b);
-  void record_step(double loss, double task_loss, double distill, double lr, double grad_norm, double expected_open,
-                   double penalty, core::Progress& progress);
   void evaluate_and_keep_best();
   void save_best(const torch::Tensor& mask_log_alpha);
   void save_best_here(const torch::Tensor& log_alpha);
@@ -110,7 +113,7 @@ class Loop {
   TrainResult interrupted_result() const {
     TrainResult r;
     r.steps = s_.step, r.interrupted = true;
-    if (gates_) r.log_alpha = gates_->heads().log_alpha().detach().clone();
+    if (gates_) r.log_alpha = gates_->heads().log_alpha().detach().cpu().clone();
     return r;
   }
 
@@ -134,6 +137,7 @@ class Loop {
   // 0/1 masks in phase 2 (heads [L, H], neurons [L, I] with a budget), or all along with opts_.fixed_keep (heads).
   gates::GateMasks fixed_;
   std::unique_ptr<MetricsLog> log_;
+  PendingSteps pending_;  // the steps' scalars not yet read to the host
   RunState s_;
   long examples_done_ = 0;
   double train_seconds_ = 0;
@@ -166,23 +170,6 @@ void Loop::set_trainable(bool encoder) {
   const bool fixed_positions = model_.config().sinusoidal_pos_embds;
   for (auto& [name, t] : model_.mutable_parameters())
     t.requires_grad_(encoder && !(fixed_positions && name == "embeddings.position_embeddings.weight"));
-}
-
-// Per layer: does its attention sublayer keep a head under `head_mask` ([L, H] or [B, L, H]; undefined = all), and
-// is the layer itself there under `layer_mask` ([L]; undefined = all)? Empty when both are undefined.
-std::vector<bool> alive_layers(const torch::Tensor& head_mask, const torch::Tensor& layer_mask) {
-  std::vector<bool> alive;
-  if (head_mask.defined()) {
-    const torch::Tensor m = head_mask.dim() == 3 ? head_mask.abs().sum(0) : head_mask.abs();
-    const torch::Tensor any = (m.sum(1) > 0).contiguous();
-    for (long l = 0; l < any.size(0); ++l) alive.push_back(any[l].item<bool>());
-  }
-  if (layer_mask.defined()) {
-    if (alive.empty()) alive.assign(layer_mask.size(0), true);
-    for (long l = 0; l < layer_mask.size(0); ++l)
-      if (layer_mask[l].item<double>() == 0) alive[l] = false;
-  }
-  return alive;
 }
 
 // Rows [lo, hi) of a batch.
@@ -230,7 +217,7 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
     out = model_.forward(in);
     logits = out.logits.to(torch::kFloat);  // the loss in fp32
   }
-  const torch::Tensor labels = local.labels.to(logits.device());
+  const torch::Tensor labels = core::to_device(local.labels, logits.device());
   r.task_loss = share * (data_.task->is_regression() ? torch::mse_loss(logits.select(1, 0), labels)
                                                      : torch::cross_entropy_loss(logits, labels.to(torch::kLong)));
   r.loss = r.task_loss;
@@ -247,7 +234,8 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
     r.loss = (1.0 - gc_.distill_weight) * r.task_loss + gc_.distill_weight * r.kd;
     if (hidden) {
       // Already this rank's share of the whole batch's mean (its errors over the whole batch's token count).
-      r.layer = layer_distill_->loss(out.hidden_states, teacher.hidden_states, local.attention_mask,
+      r.layer = layer_distill_->loss(out.hidden_states, teacher.hidden_states,
+                                     core::to_device(local.attention_mask, model_.device()),
                                      alive_layers(in.head_mask, in.layer_mask), nullptr, [](torch::Tensor& t) {
                                        if (core::dist::active())
                                          core::dist::all_reduce_sum(t, "the layer distillation");
@@ -258,74 +246,82 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
   return r;
 }
 
-void Loop::train_step(const core::Batch& b, Optimizer& opt, core::Progress& progress,
-                      core::dist::GradientReducer& reducer) {
+void Loop::train_step(const core::Batch& b, Optimizer& opt, core::dist::GradientReducer& reducer) {
   auto start = std::chrono::steady_clock::now();
   const bool phase1 = s_.phase == 1;
   opt.set_step(s_.phase_step);
   opt.zero_grad();
   StepLoss l = batch_loss(b);
-  double expected_open = 0, penalty_v = 0;
+  torch::Tensor expected, penalty;
   if (gates_ && phase1) {
     // log α is the same on every rank (its gradient is all-reduced), so is the expectation: each rank adds
     // its 1/world of the penalty.
-    auto open = target_mode_ ? constrained() : gates_->heads().expected_open();
-    auto penalty = target_mode_ ? controller_->penalty(open, s_.phase_step) : gates_->heads().l0_penalty();
+    expected = target_mode_ ? constrained() : gates_->heads().expected_open();
+    penalty = target_mode_ ? controller_->penalty(expected, s_.phase_step) : gates_->heads().l0_penalty();
     l.loss = l.loss + penalty / core::dist::world();
-    expected_open = open.item<double>();
-    penalty_v = penalty.item<double>();
   }
   reducer.start_step();
   if (l.loss.requires_grad()) l.loss.backward();  // gradient buckets are summed over ranks as they fill
   reducer.finish();
-  double norm = opt.step();
-  // The logged losses are the whole batch's.
-  auto values =
-      torch::tensor({l.loss.item<double>(), l.task_loss.item<double>(), l.kd.defined() ? l.kd.item<double>() : 0.0,
-                     l.layer.defined() ? l.layer.item<double>() : 0.0},
-                    torch::kFloat64);
-  core::dist::all_reduce_sum(values, "the training loss");
-  if (target_mode_ && phase1) controller_->update(expected_open, s_.phase_step);
-
+  const torch::Tensor norm = opt.step();
+  StepRow row;
+  row.phase = s_.phase, row.lr = opt.lr();
+  row.distilling = l.distilling, row.distilling_hidden = l.distilling && layer_distill_;
+  row.gated = gates_ && phase1, row.controlled = target_mode_ && phase1;
+  torch::Tensor lambda;
+  if (row.controlled) {
+    controller_->update(expected, s_.phase_step);  // on the device: nothing read here
+    row.target = controller_->target(s_.phase_step);
+    lambda = controller_->multipliers();
+  }
   examples_done_ += b.input_ids.size(0);
-  train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++steps_this_process_;
   ++s_.step;
   ++s_.phase_step;
   // Under the step just finished, as every scalar of it (a resume drops the log's rows past its state's step).
-  if (l.distilling && layer_distill_) record("train/distill_hidden", values[3].item<double>());
-  record_step(values[0].item<double>(), values[1].item<double>(),
-              l.distilling ? values[2].item<double>() : std::nan(""), opt.lr(), norm, expected_open, penalty_v,
-              progress);
+  row.step = s_.step, row.epoch = s_.epoch;
+  pending_.add(row, {l.loss, l.task_loss, l.kd, l.layer},
+               {norm, expected, penalty, lambda.defined() ? lambda[0] : lambda, lambda.defined() ? lambda[1] : lambda},
+               model_.device());
+  train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// The step's scalars into the history and metrics log, and the progress line.
-void Loop::record_step(double loss, double task_loss, double distill, double lr, double grad_norm, double expected_open,
-                       double penalty, core::Progress& progress) {
-  const bool phase1 = s_.phase == 1;
-  record("train/step", static_cast<double>(s_.step));
-  record("train/phase", s_.phase);
-  record("train/loss", loss);
-  record("train/task_loss", task_loss);
-  record("train/lr", lr);
-  record("train/grad_norm", grad_norm);
-  if (!std::isnan(distill)) record("train/distill", distill);
-  if (gates_ && phase1) {
-    record("train/penalty", penalty);
-    record(budget_mode_ ? "train/expected_percent" : "train/expected_open", expected_open);
-    if (target_mode_) {
-      record("train/target", controller_->target(s_.phase_step - 1));
-      record("train/lambda1", controller_->lambda1());
-      record("train/lambda2", controller_->lambda2());
+// The steps since the last read into the history and metrics log, and the progress line: one host read (the time it
+// waits for the device counts as training).
+void Loop::read_steps(core::Progress& progress) {
+  if (pending_.empty()) return;
+  auto start = std::chrono::steady_clock::now();
+  const std::vector<StepRow> rows =
+      pending_.take([](torch::Tensor& t) { core::dist::all_reduce_sum(t, "the training loss"); });
+  train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const StepRow& r : rows) {
+    auto record_here = [&](const std::string& key, double value) { record_at(r.step, r.epoch, key, value); };
+    if (r.distilling_hidden) record_here("train/distill_hidden", r.distill_hidden);
+    record_here("train/step", static_cast<double>(r.step));
+    record_here("train/phase", r.phase);
+    record_here("train/loss", r.loss);
+    record_here("train/task_loss", r.task_loss);
+    record_here("train/lr", r.lr);
+    record_here("train/grad_norm", r.grad_norm);
+    if (r.distilling) record_here("train/distill", r.distill);
+    if (r.gated) {
+      record_here("train/penalty", r.penalty);
+      record_here(budget_mode_ ? "train/expected_percent" : "train/expected_open", r.expected);
+      if (r.controlled) {
+        record_here("train/target", r.target);
+        record_here("train/lambda1", r.lambda1);
+        record_here("train/lambda2", r.lambda2);
+      }
     }
   }
+  const StepRow& r = rows.back();
   const double ex_s = train_seconds_ > 0 ? examples_done_ / train_seconds_ : 0;
-  progress.update(s_.step,
-                  "phase " + std::to_string(s_.phase) + "  loss " + core::format_number("%.4f", loss) + "  lr " +
-                      core::format_number("%.2e", lr) + "  " + core::format_number("%.1f", ex_s) + " ex/s" +
-                      (gates_ && phase1 ? (budget_mode_ ? "  kept " + core::format_number("%.1f%%", expected_open)
-                                                        : "  open " + core::format_number("%.1f", expected_open))
-                                        : ""));
+  progress.update(r.step, "phase " + std::to_string(r.phase) + "  loss " + core::format_number("%.4f", r.loss) +
+                              "  lr " + core::format_number("%.2e", r.lr) + "  " + core::format_number("%.1f", ex_s) +
+                              " ex/s" +
+                              (r.gated ? (budget_mode_ ? "  kept " + core::format_number("%.1f%%", r.expected)
+                                                       : "  open " + core::format_number("%.1f", r.expected))
+                                       : ""));
 }
 
 void Loop::save_best(const torch::Tensor& log_alpha) {
@@ -423,17 +419,22 @@ bool Loop::run_phase(int phase, bool resumed_here) {
     auto batches = core::make_batches(*data_.train, bo, epoch_order(data_.train->size(), rc_.seed, phase, s_.epoch));
     const long nb = static_cast<long>(batches.size());
     for (long i = s_.batch_in_epoch; i < nb && s_.phase_step < phase_total_[phase]; ++i) {
-      train_step(batches[i], opt, progress, reducer);
+      {
+        std::optional<core::HostWaitsForbidden> no_waits;
+        if (opts_.forbid_host_waits) no_waits.emplace();
+        train_step(batches[i], opt, reducer);
+      }
       s_.batch_in_epoch = i + 1;
       const bool epoch_end = i + 1 == nb, done = s_.phase_step >= phase_total_[phase];
       const bool eval_due = tc_.eval_every > 0 ? s_.phase_step % tc_.eval_every == 0 : epoch_end;
       if (epoch_end) ++s_.epoch, s_.batch_in_epoch = 0;  // the state points at the next batch
+      if (pending_.due() || eval_due || done) read_steps(progress);  // the rows before the evaluation's
       bool evaluated = false;
       if (eval_due || done) evaluate_and_keep_best(), evaluated = true;
       const bool save_due = tc_.save_every > 0 ? s_.phase_step % tc_.save_every == 0 : evaluated;
       const bool stop =
           (opts_.stop_after_steps > 0 && s_.step >= opts_.stop_after_steps) || core::dist::stop_requested(opts_.stop);
-      if (save_due || stop) save_state(opt);
+      if (save_due || stop) read_steps(progress), save_state(opt);
       if (stop) return false;
       if (epoch_end) break;
     }
@@ -538,9 +539,10 @@ TrainResult Loop::finish() {
     r.budget_kept = core::structure_cost(keep, costs_) / total_cost_;
     r.unit_costs = costs_;
   }
-  if (gates_) r.log_alpha = gates_->heads().log_alpha().detach().clone();
+  if (gates_) r.log_alpha = gates_->heads().log_alpha().detach().cpu().clone();
   r.train_seconds = train_seconds_;
   r.steps_per_s = train_seconds_ > 0 ? steps_this_process_ / train_seconds_ : 0;
+  r.host_reads = pending_.reads();
   r.examples_per_s = train_seconds_ > 0 ? examples_done_ / train_seconds_ : 0;
 
   core::LoadOptions lo;

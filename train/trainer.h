@@ -40,6 +40,9 @@ struct TrainOptions {
   // gates.finetune_epochs epochs (a pruning run's budget gates recover as long as its other candidates do).
   long finetune_steps = 0;
   const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT): save state and stop after the step
+  // Tests: a CUDA operation inside a training step by which the host waits for the GPU throws (core::HostWaitsForbidden;
+  // the reads of the logged scalars, every few steps, are the allowed ones).
+  bool forbid_host_waits = false;
 };
 
 struct TrainResult {
@@ -62,6 +65,7 @@ struct TrainResult {
   torch::Tensor log_alpha;  // final gate parameters [L, H]; undefined without gates
   double train_seconds = 0;  // time in training steps (evaluation excluded)
   double steps_per_s = 0, examples_per_s = 0;
+  long host_reads = 0;  // reads of the steps' logged scalars to the host in this process (train/pending_steps.h)
 };
 
 // Trains `model` in place (its tensors get requires_grad). Throws ConfigError for bad train/gates

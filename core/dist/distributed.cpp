@@ -374,10 +374,12 @@ int world() { return S().pg ? S().env.world : 1; }
 
 void all_reduce_sum(torch::Tensor& t, const std::string& what) {
   if (!active()) return;
-  HP_CHECK(t.is_contiguous() && t.device().is_cpu(), "all_reduce_sum needs a contiguous CPU tensor");
-  std::vector<torch::Tensor> v{t};
+  HP_CHECK(t.is_contiguous(), "all_reduce_sum needs a contiguous tensor");
+  // Gloo sums host memory: a device tensor goes through a host copy (a synchronisation, data-parallel runs only).
+  std::vector<torch::Tensor> v{t.device().is_cpu() ? t : t.cpu()};
   S().bytes += static_cast<double>(t.numel() * static_cast<int64_t>(t.element_size()));
   wait(S().pg->allreduce(v), what);
+  if (!t.device().is_cpu()) t.copy_(v[0]);
 }
 
 GradientReducer::GradientReducer(std::vector<torch::Tensor> params) {

@@ -54,8 +54,8 @@ inline bool is_main() { return rank() == 0; }
 // Item i of a loop split over ranks: round-robin, so that loops over length-sorted batches stay balanced.
 inline bool mine(long i) { return i % world() == rank(); }
 
-// In-place sum over ranks of a contiguous CPU tensor (float32/float64/int64); `what` names the step in
-// errors. Exact when each element is non-zero on one rank only (a split loop writing its own rows).
+// In-place sum over ranks of a contiguous tensor (float32/float64/int64; a device tensor through a host copy);
+// `what` names the step in errors. Exact when each element is non-zero on one rank only (a split loop writing its own rows).
 void all_reduce_sum(torch::Tensor& t, const std::string& what);
 // Sums gradients over ranks while the backward pass runs, as PyTorch's DDP does: the parameters go into
 // ~25 MB buckets in reverse order (the backward reaches the last ones first); a hook on each parameter

@@ -9,6 +9,7 @@
 #ifdef HP_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <c10/cuda/CUDAFunctions.h>  // warning_state: the sync debug mode
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
 #endif
@@ -112,5 +113,31 @@ void synchronize(const torch::Device& device) {
   (void)device;
 #endif
 }
+
+torch::Tensor to_device(const torch::Tensor& t, const torch::Device& device) {
+  if (!t.defined() || t.device() == device) return t;
+  if (device.is_cuda() && t.device().is_cpu() && !t.requires_grad())
+    return t.pin_memory().to(device, /*non_blocking=*/true);
+  return t.to(device);
+}
+
+#ifdef HP_WITH_CUDA
+namespace {
+int set_sync_mode(c10::cuda::SyncDebugMode mode) {
+  const auto previous = c10::cuda::warning_state().get_sync_debug_mode();
+  c10::cuda::warning_state().set_sync_debug_mode(mode);
+  return static_cast<int>(previous);
+}
+}  // namespace
+HostWaitsForbidden::HostWaitsForbidden() : previous_(set_sync_mode(c10::cuda::SyncDebugMode::L_ERROR)) {}
+HostWaitsForbidden::~HostWaitsForbidden() { set_sync_mode(static_cast<c10::cuda::SyncDebugMode>(previous_)); }
+HostWaitAllowed::HostWaitAllowed() : previous_(set_sync_mode(c10::cuda::SyncDebugMode::L_DISABLED)) {}
+HostWaitAllowed::~HostWaitAllowed() { set_sync_mode(static_cast<c10::cuda::SyncDebugMode>(previous_)); }
+#else
+HostWaitsForbidden::HostWaitsForbidden() = default;
+HostWaitsForbidden::~HostWaitsForbidden() = default;
+HostWaitAllowed::HostWaitAllowed() = default;
+HostWaitAllowed::~HostWaitAllowed() = default;
+#endif
 
 }  // namespace hp::core

@@ -29,4 +29,34 @@ void set_device_rng_state(const torch::Device& device, const torch::Tensor& stat
 // Waits for the work queued on `device` (timings); nothing on the CPU.
 void synchronize(const torch::Device& device);
 
+// `t` on `device`. A host tensor bound for a GPU goes through pinned memory as an asynchronous copy (as PyTorch's
+// pin_memory + non_blocking), so that the host does not wait for the queued steps before it can send the next batch;
+// a tensor that needs a gradient, or any other move, is an ordinary (differentiable) `to`.
+torch::Tensor to_device(const torch::Tensor& t, const torch::Device& device);
+
+// While a HostWaitsForbidden lives, a CUDA operation by which the host waits for a GPU (a read of a value, a blocking
+// copy, a synchronisation) throws: c10's sync debug mode "error", process-wide. Tests hold one over training steps to
+// prove that the steps queue without waiting (#62); a HostWaitAllowed (the deliberate reads: train/pending_steps.h)
+// lifts it for its scope. Both do nothing in a build without CUDA.
+class HostWaitsForbidden {
+ public:
+  HostWaitsForbidden();
+  ~HostWaitsForbidden();
+  HostWaitsForbidden(const HostWaitsForbidden&) = delete;
+  HostWaitsForbidden& operator=(const HostWaitsForbidden&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+class HostWaitAllowed {
+ public:
+  HostWaitAllowed();
+  ~HostWaitAllowed();
+  HostWaitAllowed(const HostWaitAllowed&) = delete;
+  HostWaitAllowed& operator=(const HostWaitAllowed&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
 }  // namespace hp::core

@@ -10,6 +10,7 @@
 #include "core/model/arch.h"
 #include "core/model/attention.h"
 #include "core/model/bert_keys.h"
+#include "core/kernels/device.h"  // to_device
 #include "core/kernels/epilogue.h"
 #include "core/base/errors.h"  // InternalError, CheckpointError
 #include "core/kernels/gemm.h"
@@ -87,7 +88,7 @@ EncoderInput Bert::on_device(const EncoderInput& in) const {
   EncoderInput r = in;
   for (torch::Tensor* t : {&r.input_ids, &r.token_type_ids, &r.attention_mask, &r.head_mask, &r.neuron_mask,
                            &r.layer_mask, &r.hidden_mask, &r.start_hidden, &r.override_probs})
-    if (t->defined() && t->device() != device_) *t = t->to(device_);  // differentiable: a CPU gate gets its gradient
+    *t = to_device(*t, device_);  // differentiable (a CPU gate gets its gradient); asynchronous for host batches
   return r;
 }
 
@@ -459,8 +460,9 @@ Bert::Masks Bert::check_masks(const EncoderInput& in) const {
     }
     m.hidden = m.hidden.to(torch::kFloat32);
     m.hidden_keep = m.hidden.detach().ne(0).to(torch::kFloat32);
-    m.hidden_kept = m.hidden_keep.sum().item<double>();
-    TORCH_CHECK(m.hidden_kept > 0, "hidden_mask removes every hidden channel");
+    m.hidden_kept = m.hidden_keep.sum();
+    // Checked where reading it costs nothing (on a GPU, a mask without channels gives NaN outputs).
+    if (device_.is_cpu()) TORCH_CHECK(m.hidden_kept.item<double>() > 0, "hidden_mask removes every hidden channel");
   }
   return m;
 }

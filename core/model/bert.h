@@ -171,10 +171,10 @@ class Bert {
     torch::Tensor qkv_b;
   };
   // Masks as forward() normalised them (undefined when all ones and not differentiated). hidden_keep: 1 where the
-  // hidden gate is not 0 (the channels a LayerNorm normalises over), hidden_kept their number.
+  // hidden gate is not 0 (the channels a LayerNorm normalises over), hidden_kept their number (0-dim float32 on the
+  // device: a gated training step reads nothing back to the host).
   struct Masks {
-    torch::Tensor heads, neurons, layers, hidden, hidden_keep;
-    double hidden_kept = 0;
+    torch::Tensor heads, neurons, layers, hidden, hidden_keep, hidden_kept;
   };
   // `in` with its tensors on the model's device (the same object when they are there already).
   EncoderInput on_device(const EncoderInput& in) const;

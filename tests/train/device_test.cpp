@@ -134,3 +134,34 @@ TEST_CASE("on the GPU: training follows the CPU's losses; a resumed run equals t
   CHECK(resumed_on("dev_gpu_part", "cuda") == 0);
   CHECK(resumed_on("dev_cross", "cpu") <= 1e-3);  // the run folder crosses devices, within float error
 }
+
+TEST_CASE("on the GPU: CoFi's gated steps queue without the host waiting for the GPU", "[.cuda]") {
+  if (no_gpu()) return;
+  // Gates over heads, neurons, layers and hidden channels under a FLOPs target, with the logit and the layer
+  // distillation: every training step runs under c10's sync debug mode "error", so a read of a value, a blocking copy
+  // or a synchronisation inside it throws; the logged scalars are read every PendingSteps::kReadEvery steps.
+  Setup s;
+  s.tc.epochs = 4;  // 48 gated steps (the fixed-structure phase, whose masks the model checks on the host, is off)
+  s.gc.target_flops = 0.5;
+  s.gc.lr = 0.5;
+  s.gc.lagrangian_lr = 0.05;
+  s.gc.finetune_after = false;
+  s.gc.distill = true;
+  s.gc.distill_hidden = 1;
+  s.gc.layer_gates = s.gc.hidden_gates = true;
+  auto data = s.data();
+  auto teacher = tiny_without_dropout(), m = tiny_without_dropout();
+  hp::core::RunConfig rc = s.rc;
+  rc.device = "cuda";
+  hp::train::TrainOptions o;
+  o.run_dir = fresh_dir("dev_no_waits");
+  o.config_yaml = "no waits";
+  o.teacher = &teacher;
+  o.forbid_host_waits = true;
+  const auto r = hp::train::train_model(s.tc, s.gc, rc, m, data, o);
+  CHECK(r.steps == 48);
+  CHECK(r.host_reads * 8 <= r.steps);
+  const auto loss = hp::core::read_hdf5(o.run_dir + "/run.h5").at("train/loss");
+  CHECK(loss.size(0) == 48);
+  CHECK(torch::isfinite(loss).all().item<bool>());
+}

@@ -62,10 +62,38 @@ TEST_CASE("layer-wise distillation matches teacher layers in order and sums thei
   CHECK(ld.loss(student, teacher, mask, {}, &align).item<double>() == Approx(1.0));
   CHECK(align == std::vector<int>{1, 3, 5, 6});
   // Without layer 6 (its attention pruned away): 7 ← 5 (MSE 4), 5 ← 4 (1), then exact.
-  std::vector<bool> alive(8, true);
+  auto alive = torch::ones({8}, torch::kBool);
   alive[6] = false;
   CHECK(ld.loss(student, teacher, mask, alive, &align).item<double>() == Approx(5.0));
   CHECK(align == std::vector<int>{1, 3, 4, 5});
+  // Only layer 0 left (value 1): teacher layer 7 takes it (MSE 49), the rest keep that bound (CoFi): 25 + 9 + 1.
+  alive = torch::zeros({8}, torch::kBool);
+  alive[0] = true;
+  CHECK(ld.loss(student, teacher, mask, alive, &align).item<double>() == Approx(84.0));
+  CHECK(align == std::vector<int>{0, 0, 0, 0});
+  // No layer left: no term at all.
+  CHECK(ld.loss(student, teacher, mask, torch::zeros({8}, torch::kBool), &align).item<double>() == 0.0);
+  CHECK(align == std::vector<int>{8, 8, 8, 8});
+  // A GPU's path (the matches gathered on the device, no host read) gives the same losses and gradients.
+  hp::train::LayerDistill gathered(2, 8);
+  gathered.gather_on_device(true);
+  for (const auto& a : {torch::Tensor(), torch::ones({8}, torch::kBool), alive}) {
+    std::vector<int> align_host, align_gathered;
+    auto s_host = student, s_gathered = student;
+    for (size_t i = 0; i < student.size(); ++i) {
+      s_host[i] = student[i].clone().requires_grad_(true);
+      s_gathered[i] = student[i].clone().requires_grad_(true);
+    }
+    const auto lh = ld.loss(s_host, teacher, mask, a, &align_host);
+    const auto lg = gathered.loss(s_gathered, teacher, mask, a, &align_gathered);
+    CHECK(lg.item<double>() == lh.item<double>());
+    CHECK(align_gathered == align_host);
+    lh.backward();
+    lg.backward();
+    auto grad = [](const torch::Tensor& t) { return t.grad().defined() ? t.grad() : torch::zeros_like(t); };
+    for (size_t i = 1; i < student.size(); ++i)
+      CHECK(torch::allclose(grad(s_host[i]), grad(s_gathered[i]), 1e-6, 1e-7));
+  }
   // The map trains: its gradient reaches W and b.
   auto l = ld.loss(student, teacher, mask, {});
   l.backward();

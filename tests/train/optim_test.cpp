@@ -97,7 +97,7 @@ TEST_CASE("gradient clipping bounds the global L2 norm and reports the norm befo
   // Gradients (3, 0) and (4): global norm 5.
   a.mutable_grad() = torch::tensor({3.0f, 0.0f});
   b.mutable_grad() = torch::tensor({4.0f});
-  double before = opt.step();
+  double before = opt.step().item<double>();
   CHECK(before == Approx(5.0).epsilon(1e-6));
   CHECK(hp::train::grad_norm({a, b}) == Approx(1.0).epsilon(1e-6));
   CHECK(a.grad()[0].item<float>() == Approx(0.6).epsilon(1e-6));
@@ -167,7 +167,7 @@ TEST_CASE("the fused AdamW path steps as torch::optim::AdamW does, and their sav
     opt.set_step(k);
     const auto x = torch::arange(3.0f * (k + 1), 3.0f * (k + 2)).view({1, 3});
     (torch::linear(x, p["l.weight"], p["l.bias"]).pow(2).sum() + gate.pow(2).sum() * 3).backward();
-    return opt.step();
+    return opt.step().item<double>();
   };
   auto plain = make(), fused = make();
   auto gate_a = g0.clone().requires_grad_(), gate_b = g0.clone().requires_grad_();
