@@ -376,22 +376,27 @@ BudgetDirs frontier_dirs(const EmbedRun& r, int percent) {
 }
 
 // One structure at one precision (RUN_DIR/state/embedding/frontier/KEY-PRECISION.json once measured): the cosine
-// Spearman on the evaluation and the selection pairs (points), the speedup over the unpruned fp32 encoder.
+// Spearman on the evaluation and the selection pairs (points) with the selection pairs' similarities (for the
+// interval), the speedup over the unpruned fp32 encoder.
 FrontierPoint measure_point(const EmbedRun& r, const core::Bert& base, const core::Bert& slim, FrontierPoint p,
                             core::Precision precision, const std::string& key, const TeacherEmbeddings& te) {
   const core::Config& cfg = *r.cfg;
   p.precision = core::precision_name(precision);
   const std::string file = r.state + "/frontier/" + key + "-" + p.precision + ".json";
-  if (fs::exists(file)) return json::parse(core::read_file(file)).get<FrontierPoint>();
+  if (fs::exists(file))
+    if (auto stored = read_point(file)) return *stored;
   eval::SentenceEncoder enc{r.teacher->layout, slim, r.teacher->tokenizer};
   enc.model.set_precision(precision);
   eval::calibrate_int8(enc.model, cfg, enc.tokenizer);  // int8 only
-  const json sc = score(r, enc, te);
+  const int eval_batch = cfg.eval.batch_size;
+  eval::StsResult on_slice = eval::evaluate_sts(enc, r.select_pairs, eval_batch, 0);
+  const json sc = scores_of(on_slice, eval::evaluate_sts(enc, r.eval_pairs, eval_batch, 0), te);
   p.metric = sc["spearman"].get<double>(), p.select_metric = sc["select_spearman"].get<double>();
+  p.select_predictions = std::move(on_slice.similarities);
   const long batch = cfg.prune.latency_batch, seq = timing_seq(cfg);
   p.speedup = p.speedups[timing_key(batch, seq)] =
       speedup_against(base, enc.model, batch, seq, frontier_label(p), cfg.prune.frontier_time);
-  core::write_file_atomic(file, json(p).dump(2) + "\n");
+  write_point(file, p);
   return p;
 }
 
@@ -464,7 +469,12 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
         return 100 * eval::sts_of_embeddings(r.eval_pairs, e).metrics.at("cosine_spearman");
       },
       f);
-  add_select_deltas(f, core::find_task(cfg.data.task), {}, 0, 0);  // the difference alone: no slice similarities kept
+  // The difference on the selection pairs with its 90% interval, from the similarities each point kept (the cosine
+  // Spearman is the primary metric of the similarities against the gold scores).
+  std::vector<float> gold;
+  for (const auto& e : r.select_pairs) gold.push_back(e.label);
+  add_select_deltas(f, core::find_task(cfg.data.task), gold, cfg.prune.bootstrap,
+                    static_cast<unsigned long long>(cfg.run.seed));
   const auto chosen = choose_within(f.points, f.select_baseline, f.max_drop);
   f.chosen = chosen ? static_cast<int>(*chosen) : -1;
   core::write_file_atomic(cfg.run.out_dir + "/frontier.csv", frontier_csv(f));

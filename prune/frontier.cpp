@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/base/errors.h"
+#include "core/base/files.h"  // read_file, write_file_atomic
 #include "eval/metrics.h"
 
 namespace hp::prune {
@@ -90,6 +91,24 @@ std::vector<double> frontier_gate_budgets(const std::vector<std::string>& settin
     out.insert(pct / 100);
   }
   return {out.begin(), out.end()};
+}
+
+void write_point(const std::string& file, const FrontierPoint& p) {
+  nlohmann::json j = p;
+  j["select_predictions"] = p.select_predictions;
+  core::write_file_atomic(file, j.dump(2) + "\n");
+}
+
+std::optional<FrontierPoint> read_point(const std::string& file) {
+  try {
+    const auto j = nlohmann::json::parse(core::read_file(file));
+    if (!j.contains("select_metric")) return std::nullopt;
+    auto p = j.get<FrontierPoint>();
+    if (j.contains("select_predictions")) p.select_predictions = j.at("select_predictions").get<std::vector<float>>();
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(file + ": not a frontier measurement (" + e.what() + "); delete it and rerun to measure again");
+  }
 }
 
 void add_select_deltas(Frontier& f, const core::TaskSpec& task, const std::vector<float>& gold, int resamples,

@@ -45,6 +45,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FrontierPoint, method, criterion
                                                 flops_kept, metric, select_metric, select_delta, select_lo, select_hi,
                                                 variant, model, cost_s, speedup, speedups, reference)
 
+// A candidate's measurement in the run's state (STATE/frontier/<key>-<precision>.json): the point with its slice
+// predictions (which summary.json leaves out), written atomically. read_point: nullopt for a file written before the
+// selection slice (#58), to be measured again; InputError naming a file that is not a measurement.
+void write_point(const std::string& file, const FrontierPoint& p);
+std::optional<FrontierPoint> read_point(const std::string& file);
+
 // Appends a measured point to f.points. Only the unpruned model at fp32 is the baseline (f.baseline, and a reference
 // point, never chosen), whatever else is unpruned among the candidates: the unpruned model quantised, the search's
 // 100% point, a criterion's ranking with nothing pruned stay candidates (#61).

@@ -185,20 +185,6 @@ FrontierPoint measure(const RunContext& ctx, const core::Bert& base, const core:
   return p;
 }
 
-// A stored measurement, or InputError naming the file (written atomically, so only a hand can break it); nullopt
-// for one written before the selection slice (#58), which is measured again.
-std::optional<FrontierPoint> read_point(const std::string& file) {
-  try {
-    const auto j = nlohmann::json::parse(core::read_file(file));
-    if (!j.contains("select_metric")) return std::nullopt;
-    auto p = j.get<FrontierPoint>();
-    if (j.contains("select_predictions")) p.select_predictions = j.at("select_predictions").get<std::vector<float>>();
-    return p;
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(file + ": not a frontier measurement (" + e.what() + "); delete it and rerun to measure again");
-  }
-}
-
 // ONNX Runtime's reference points (prune/frontier_timing.h: add_ort_rows) on the evaluation split.
 void add_ort_points(const RunContext& ctx, const core::Bert& base, long batch, long seq, Frontier& f) {
   const std::string dir = ctx.store->dir() + "/state/frontier/ort";
@@ -255,9 +241,7 @@ bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vecto
         if (!slim) slim = c.build();
         p = measure(ctx, base, *slim, c.point, precision, batch, seq);
         fs::create_directories(dir);
-        nlohmann::json j = p;
-        j["select_predictions"] = p.select_predictions;
-        core::write_file_atomic(file, j.dump(2) + "\n");
+        write_point(file, p);
       }
       add_measured(f, p);  // the unpruned fp32 model sets f.baseline
       if (!measured) continue;

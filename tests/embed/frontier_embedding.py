@@ -87,6 +87,27 @@ def main():
                         f"{p['budget']} fp32 scores what its step scored: {p['metric']:.4f}")
             ok &= check(p["flops_kept"] <= p["step"] / 100 + 1e-9, f"{p['budget']}: FLOPs kept {p['flops_kept']:.3f}")
             ok &= check(p["cost_s"] > 0, f"{p['budget']}: its recovery's seconds are its cost ({p['cost_s']:.1f})")
+    # Each candidate's difference on the selection pairs with its 90% paired-bootstrap interval, from the pairs'
+    # similarities the run kept in its state (one per pair, the same pairs for every candidate).
+    sims = {}
+    for p in points:
+        if p["method"] == "onnxruntime":
+            continue
+        key = "unpruned" if p["method"] == "unpruned" else f"kwon-{p['step']}"
+        with open(os.path.join(out, "state", "embedding", "frontier", f"{key}-{p['precision']}.json"), encoding="utf-8") as fh:
+            sims[(key, p["precision"])] = json.load(fh)["select_predictions"]
+        d = p["select_delta"]
+        ok &= check(abs(d - (p["select_metric"] - f["select_baseline"])) < 1e-9 and p["select_lo"] <= d <= p["select_hi"],
+                    f"{key} {p['precision']}: slice difference {d:+.2f} in [{p['select_lo']:+.2f}, {p['select_hi']:+.2f}]")
+        if p["method"] == "kwon":
+            ok &= check(p["select_lo"] < p["select_hi"], f"{key} {p['precision']}: its interval is not empty")
+    sizes = {len(v) for v in sims.values()}
+    ok &= check(len(sizes) == 1 and min(sizes) > 1, f"every candidate kept its {sizes} selection-pair similarities")
+    base = sims[("unpruned", "fp32")]
+    for (key, q), v in sims.items():  # what was scored: scipy's Spearman of the kept similarities against the unpruned
+        if key != "unpruned" and q == "fp32":
+            rho = spearmanr(v, base).correlation
+            ok &= check(0 < rho <= 1, f"{key}'s kept similarities follow the unpruned model's (Spearman {rho:.3f})")
     # The choice, recomputed from frontier.csv: the fastest non-reference row within D on the selection slice.
     rows = list(csv.DictReader(open(os.path.join(out, "frontier.csv"), encoding="utf-8")))
     ok &= check(len(rows) == len(points), f"frontier.csv has a row per candidate ({len(rows)})")
