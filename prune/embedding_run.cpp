@@ -400,6 +400,15 @@ FrontierPoint measure_point(const EmbedRun& r, const core::Bert& base, const cor
   return p;
 }
 
+// Each point's difference on the selection pairs with its 90% interval, from the similarities each point kept (the
+// cosine Spearman is the primary metric of the similarities against the gold scores).
+void add_slice_intervals(const EmbedRun& r, Frontier& f) {
+  std::vector<float> gold;
+  for (const auto& e : r.select_pairs) gold.push_back(e.label);
+  add_select_deltas(f, core::find_task(r.cfg->data.task), gold, r.cfg->prune.bootstrap,
+                    static_cast<unsigned long long>(r.cfg->run.seed));
+}
+
 using Candidates = std::vector<std::tuple<FrontierPoint, std::string, core::Bert>>;  // point, key, slimmed model
 
 // The frontier's structures: the unpruned encoder and the search at each point of prune.budget_schedule (its best
@@ -469,12 +478,7 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
         return 100 * eval::sts_of_embeddings(r.eval_pairs, e).metrics.at("cosine_spearman");
       },
       f);
-  // The difference on the selection pairs with its 90% interval, from the similarities each point kept (the cosine
-  // Spearman is the primary metric of the similarities against the gold scores).
-  std::vector<float> gold;
-  for (const auto& e : r.select_pairs) gold.push_back(e.label);
-  add_select_deltas(f, core::find_task(cfg.data.task), gold, cfg.prune.bootstrap,
-                    static_cast<unsigned long long>(cfg.run.seed));
+  add_slice_intervals(r, f);
   const auto chosen = choose_within(f.points, f.select_baseline, f.max_drop);
   f.chosen = chosen ? static_cast<int>(*chosen) : -1;
   core::write_file_atomic(cfg.run.out_dir + "/frontier.csv", frontier_csv(f));

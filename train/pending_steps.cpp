@@ -1,7 +1,7 @@
 // Deferred reads of the training step's scalars (see train/pending_steps.h).
 #include "train/pending_steps.h"
 
-#include "core/kernels/device.h"  // to_device, HostWaitAllowed
+#include "core/kernels/device.h"  // to_device, HostWaits
 
 namespace hp::train {
 
@@ -30,7 +30,7 @@ std::vector<StepRow> PendingSteps::take(const std::function<void(torch::Tensor&)
   std::vector<StepRow> rows;
   rows.swap(rows_);
   if (rows.empty()) return rows;
-  const core::HostWaitAllowed reading;  // the one deliberate wait (tests forbid the others)
+  const core::HostWaits reading(core::HostWaits::kAllowed);  // the one deliberate wait (tests forbid the others)
   torch::Tensor summed = torch::stack(summed_);  // [n, 4]
   if (sum_over_ranks) sum_over_ranks(summed);
   const torch::Tensor v = torch::cat({summed, torch::stack(same_)}, 1).to(torch::kCPU).contiguous();  // the read

@@ -420,8 +420,8 @@ bool Loop::run_phase(int phase, bool resumed_here) {
     const long nb = static_cast<long>(batches.size());
     for (long i = s_.batch_in_epoch; i < nb && s_.phase_step < phase_total_[phase]; ++i) {
       {
-        std::optional<core::HostWaitsForbidden> no_waits;
-        if (opts_.forbid_host_waits) no_waits.emplace();
+        std::optional<core::HostWaits> no_waits;
+        if (opts_.forbid_host_waits) no_waits.emplace(core::HostWaits::kForbidden);
         train_step(batches[i], opt, reducer);
       }
       s_.batch_in_epoch = i + 1;

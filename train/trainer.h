@@ -40,7 +40,7 @@ struct TrainOptions {
   // gates.finetune_epochs epochs (a pruning run's budget gates recover as long as its other candidates do).
   long finetune_steps = 0;
   const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT): save state and stop after the step
-  // Tests: a CUDA operation inside a training step by which the host waits for the GPU throws (core::HostWaitsForbidden;
+  // Tests: a CUDA operation inside a training step by which the host waits for the GPU throws (core::HostWaits;
   // the reads of the logged scalars, every few steps, are the allowed ones).
   bool forbid_host_waits = false;
 };

@@ -122,22 +122,18 @@ torch::Tensor to_device(const torch::Tensor& t, const torch::Device& device) {
 }
 
 #ifdef HP_WITH_CUDA
-namespace {
-int set_sync_mode(c10::cuda::SyncDebugMode mode) {
-  const auto previous = c10::cuda::warning_state().get_sync_debug_mode();
-  c10::cuda::warning_state().set_sync_debug_mode(mode);
-  return static_cast<int>(previous);
+HostWaits::HostWaits(Mode mode) {
+  auto& state = c10::cuda::warning_state();
+  previous_ = static_cast<int>(state.get_sync_debug_mode());
+  state.set_sync_debug_mode(mode == kForbidden ? c10::cuda::SyncDebugMode::L_ERROR
+                                               : c10::cuda::SyncDebugMode::L_DISABLED);
 }
-}  // namespace
-HostWaitsForbidden::HostWaitsForbidden() : previous_(set_sync_mode(c10::cuda::SyncDebugMode::L_ERROR)) {}
-HostWaitsForbidden::~HostWaitsForbidden() { set_sync_mode(static_cast<c10::cuda::SyncDebugMode>(previous_)); }
-HostWaitAllowed::HostWaitAllowed() : previous_(set_sync_mode(c10::cuda::SyncDebugMode::L_DISABLED)) {}
-HostWaitAllowed::~HostWaitAllowed() { set_sync_mode(static_cast<c10::cuda::SyncDebugMode>(previous_)); }
+HostWaits::~HostWaits() {
+  c10::cuda::warning_state().set_sync_debug_mode(static_cast<c10::cuda::SyncDebugMode>(previous_));
+}
 #else
-HostWaitsForbidden::HostWaitsForbidden() = default;
-HostWaitsForbidden::~HostWaitsForbidden() = default;
-HostWaitAllowed::HostWaitAllowed() = default;
-HostWaitAllowed::~HostWaitAllowed() = default;
+HostWaits::HostWaits(Mode) {}
+HostWaits::~HostWaits() = default;
 #endif
 
 }  // namespace hp::core

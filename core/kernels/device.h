@@ -34,29 +34,20 @@ void synchronize(const torch::Device& device);
 // a tensor that needs a gradient, or any other move, is an ordinary (differentiable) `to`.
 torch::Tensor to_device(const torch::Tensor& t, const torch::Device& device);
 
-// While a HostWaitsForbidden lives, a CUDA operation by which the host waits for a GPU (a read of a value, a blocking
-// copy, a synchronisation) throws: c10's sync debug mode "error", process-wide. Tests hold one over training steps to
-// prove that the steps queue without waiting (#62); a HostWaitAllowed (the deliberate reads: train/pending_steps.h)
-// lifts it for its scope. Both do nothing in a build without CUDA.
-class HostWaitsForbidden {
+// While a HostWaits(kForbidden) lives, a CUDA operation by which the host waits for a GPU (a read of a value, a
+// blocking copy, a synchronisation) throws: c10's sync debug mode "error", process-wide. Tests hold one over training
+// steps to prove that the steps queue without waiting (#62); a HostWaits(kAllowed) (the deliberate reads:
+// train/pending_steps.h) lifts it for its scope. Both do nothing in a build without CUDA.
+class HostWaits {
  public:
-  HostWaitsForbidden();
-  ~HostWaitsForbidden();
-  HostWaitsForbidden(const HostWaitsForbidden&) = delete;
-  HostWaitsForbidden& operator=(const HostWaitsForbidden&) = delete;
+  enum Mode { kForbidden, kAllowed };
+  explicit HostWaits(Mode mode);
+  ~HostWaits();
+  HostWaits(const HostWaits&) = delete;
+  HostWaits& operator=(const HostWaits&) = delete;
 
  private:
-  int previous_ = 0;
-};
-class HostWaitAllowed {
- public:
-  HostWaitAllowed();
-  ~HostWaitAllowed();
-  HostWaitAllowed(const HostWaitAllowed&) = delete;
-  HostWaitAllowed& operator=(const HostWaitAllowed&) = delete;
-
- private:
-  int previous_ = 0;
+  int previous_ = 0;  // the sync debug mode to restore
 };
 
 }  // namespace hp::core
