@@ -153,6 +153,7 @@ void save_run_state_here(const std::string& run_dir, const RunState& s, const co
   j["has_best"] = s.has_best;
   j["best_metric"] = s.best_metric;  // nlohmann prints the shortest exact round-trip form
   j["best_step"] = s.best_step;
+  j["train_seconds"] = s.train_seconds;
   j["config_hash"] = s.config_hash;
   j["processes"] = core::dist::world();
   core::write_file_atomic(tmp + "/state.json", j.dump(2) + "\n");
@@ -179,6 +180,7 @@ RunState read_run_state(const std::string& run_dir, core::Bert& model) {
   s.has_best = j.at("has_best").get<bool>();
   s.best_metric = j.at("best_metric").get<double>();
   s.best_step = j.at("best_step").get<long>();
+  s.train_seconds = j.value("train_seconds", 0.0);  // states before it was kept: the time since the resume only
   s.config_hash = j.at("config_hash").get<std::string>();
   s.config_yaml = core::read_file(dir + "/config.yaml");
 

@@ -40,6 +40,7 @@ struct RunState {
   bool has_best = false;
   double best_metric = 0;
   long best_step = -1;
+  double train_seconds = 0;  // time in the training steps this state covers, over every process that ran them
   std::string config_hash;
   int processes = 1;  // data-parallel ranks that saved this state
   std::string config_yaml;  // the resolved config the run started with

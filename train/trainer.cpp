@@ -25,124 +25,55 @@
 #include "train/distill.h"
 #include "train/optim.h"
 #include "train/pending_steps.h"
+#include "train/loop.h"
 #include "train/run_state.h"
 
 namespace hp::train {
 
 namespace fs = std::filesystem;
 
-namespace {
+namespace detail {
 
-// Everything one run holds; phases share it. Member functions are the loop's steps.
-class Loop {
- public:
-  Loop(const core::TrainConfig& tc, const core::GateConfig& gc, const core::RunConfig& rc, core::Bert& model,
-       const TrainData& data, const TrainOptions& opts)
-      : tc_(tc), gc_(gc), rc_(rc), model_(model), data_(data), opts_(opts) {
-    const auto& mc = model.config();
-    L_ = mc.num_hidden_layers;
-    H_ = mc.max_heads();
-    budget_mode_ = gc.target_flops > 0 || gc.target_params > 0;
-    target_mode_ = gc.target_heads > 0 || budget_mode_;
-    const long n = static_cast<long>(data.train->size());
-    steps_per_epoch_ = (n + tc.batch_size - 1) / tc.batch_size;
-    phase_total_[1] = tc.max_steps > 0 ? tc.max_steps : tc.epochs * steps_per_epoch_;
-    const long finetune = opts.finetune_steps > 0 ? opts.finetune_steps : gc.finetune_epochs * steps_per_epoch_;
-    phase_total_[2] = target_mode_ && gc.finetune_after ? finetune : 0;
-    if (budget_mode_) {
-      // One budget with the retraining-free search: FLOPs at the evaluation split's mean length, or parameters.
-      costs_ = eval::unit_costs(mc, gc.target_params > 0, core::mean_length(*data.eval));
-      total_cost_ = eval::total_cost(mc, costs_);
-      const double target = gc.target_params > 0 ? gc.target_params : gc.target_flops;
-      gates_ = std::make_unique<gates::StructureGates>(gc, L_, H_, mc.intermediate_size, mc.hidden_size);
-      gates_->to(model.device());
-      // The target falls from where the gates start (P(open) of a unit times its sublayer's: 89% of the cost at the
-      // default log α 2.0, β 0.33), not from 100%, so that the multipliers do not first push the gates open.
-      const double start = constrained().item<double>();
-      controller_ = std::make_unique<gates::TargetController>(gc, start, 100.0 * target, phase_total_[1]);
-    } else if (gc.enabled || target_mode_) {
-      gates_ = std::make_unique<gates::StructureGates>(gc, L_, H_);
-      gates_->to(model.device());
-      if (target_mode_) controller_ = std::make_unique<gates::TargetController>(gc, L_ * H_, phase_total_[1]);
-    }
-    core::BatchOptions bo;
-    bo.batch_size = data.eval_batch_size;
-    bo.pad_id = data.pad_id;
-    eval_batches_ = core::make_batches(*data.eval, bo);
-    if (budget_mode_ && opts.teacher && gc.distill && gc.distill_hidden > 0)
-      layer_distill_ = std::make_unique<LayerDistill>(mc.hidden_size, L_), layer_distill_->to(model.device());
-    if (!opts.fixed_keep.empty()) {
-      HP_CHECK(!gates_, "TrainOptions::fixed_keep excludes gates");
-      fixed_.heads = eval::head_mask_tensor(opts.fixed_keep);
-    }
+Loop::Loop(const core::TrainConfig& tc, const core::GateConfig& gc, const core::RunConfig& rc, core::Bert& model,
+           const TrainData& data, const TrainOptions& opts)
+    : tc_(tc), gc_(gc), rc_(rc), model_(model), data_(data), opts_(opts) {
+  const auto& mc = model.config();
+  L_ = mc.num_hidden_layers;
+  H_ = mc.max_heads();
+  budget_mode_ = gc.target_flops > 0 || gc.target_params > 0;
+  target_mode_ = gc.target_heads > 0 || budget_mode_;
+  const long n = static_cast<long>(data.train->size());
+  steps_per_epoch_ = (n + tc.batch_size - 1) / tc.batch_size;
+  phase_total_[1] = tc.max_steps > 0 ? tc.max_steps : tc.epochs * steps_per_epoch_;
+  const long finetune = opts.finetune_steps > 0 ? opts.finetune_steps : gc.finetune_epochs * steps_per_epoch_;
+  phase_total_[2] = target_mode_ && gc.finetune_after ? finetune : 0;
+  if (budget_mode_) {
+    // One budget with the retraining-free search: FLOPs at the evaluation split's mean length, or parameters.
+    costs_ = eval::unit_costs(mc, gc.target_params > 0, core::mean_length(*data.eval));
+    total_cost_ = eval::total_cost(mc, costs_);
+    const double target = gc.target_params > 0 ? gc.target_params : gc.target_flops;
+    gates_ = std::make_unique<gates::StructureGates>(gc, L_, H_, mc.intermediate_size, mc.hidden_size);
+    gates_->to(model.device());
+    // The target falls from where the gates start (P(open) of a unit times its sublayer's: 89% of the cost at the
+    // default log α 2.0, β 0.33), not from 100%, so that the multipliers do not first push the gates open.
+    const double start = constrained().item<double>();
+    controller_ = std::make_unique<gates::TargetController>(gc, start, 100.0 * target, phase_total_[1]);
+  } else if (gc.enabled || target_mode_) {
+    gates_ = std::make_unique<gates::StructureGates>(gc, L_, H_);
+    gates_->to(model.device());
+    if (target_mode_) controller_ = std::make_unique<gates::TargetController>(gc, L_ * H_, phase_total_[1]);
   }
-
-  TrainResult run();
-
- private:
-  void record(const std::string& key, double value) { record_at(s_.step, s_.epoch, key, value); }
-  void record_at(long step, int epoch, const std::string& key, double value) {
-    s_.history.add(key, value);
-    log_->add(step, epoch, key, value);
+  core::BatchOptions bo;
+  bo.batch_size = data.eval_batch_size;
+  bo.pad_id = data.pad_id;
+  eval_batches_ = core::make_batches(*data.eval, bo);
+  if (budget_mode_ && opts.teacher && (gc.distill || data.objective) && gc.distill_hidden > 0)
+    layer_distill_ = std::make_unique<LayerDistill>(mc.hidden_size, L_), layer_distill_->to(model.device());
+  if (!opts.fixed_keep.empty()) {
+    HP_CHECK(!gates_, "TrainOptions::fixed_keep excludes gates");
+    fixed_.heads = eval::head_mask_tensor(opts.fixed_keep);
   }
-  gates::GateMasks eval_mask() const;
-  core::StructureMask target_structure() const;  // target mode: the exact-N heads, or the structure on the budget
-  // What the Lagrangian holds at the target: the expected open heads, or the expected percent of the budget's
-  // unit kept (differentiable scalar).
-  torch::Tensor constrained() const {
-    return budget_mode_ ? 100.0 * gates_->expected_cost(costs_) / total_cost_ : gates_->heads().expected_open();
-  }
-  void train_step(const core::Batch& b, Optimizer& opt, core::dist::GradientReducer& reducer);
-  void read_steps(core::Progress& progress);
-  struct StepLoss {
-    // This rank's share; kd undefined unless distilling, layer unless distilling hidden states.
-    torch::Tensor loss, task_loss, kd, layer;
-    bool distilling = false;
-  };
-  StepLoss batch_loss(const core::Batch& b);
-  void evaluate_and_keep_best();
-  void save_best(const torch::Tensor& mask_log_alpha);
-  void save_best_here(const torch::Tensor& log_alpha);
-  void save_state(const Optimizer& opt);
-  bool run_phase(int phase, bool resumed_here);  // false = interrupted
-  void set_trainable(bool encoder);
-  core::StructureMask final_keep() const;
-  bool start_or_resume();
-  void fix_structure();
-  TrainResult finish();
-  TrainResult interrupted_result() const {
-    TrainResult r;
-    r.steps = s_.step, r.interrupted = true;
-    if (gates_) r.log_alpha = gates_->heads().log_alpha().detach().cpu().clone();
-    return r;
-  }
-
-  const core::TrainConfig& tc_;
-  const core::GateConfig& gc_;
-  const core::RunConfig& rc_;
-  core::Bert& model_;
-  const TrainData& data_;
-  const TrainOptions& opts_;
-  int L_ = 0, H_ = 0;
-  bool target_mode_ = false;  // a Lagrangian target: exact-N heads or a budget
-  bool budget_mode_ = false;  // gates.target_flops or target_params
-  core::UnitCosts costs_;  // the budget's unit costs, and the unpruned encoder's total in that unit
-  double total_cost_ = 0;
-  long steps_per_epoch_ = 0;
-  long phase_total_[3] = {0, 0, 0};
-  std::unique_ptr<gates::StructureGates> gates_;
-  std::unique_ptr<gates::TargetController> controller_;
-  std::unique_ptr<LayerDistill> layer_distill_;  // gates.distill_hidden > 0 with a teacher
-  std::vector<core::Batch> eval_batches_;
-  // 0/1 masks in phase 2 (heads [L, H], neurons [L, I] with a budget), or all along with opts_.fixed_keep (heads).
-  gates::GateMasks fixed_;
-  std::unique_ptr<MetricsLog> log_;
-  PendingSteps pending_;  // the steps' scalars not yet read to the host
-  RunState s_;
-  long examples_done_ = 0;
-  double train_seconds_ = 0;
-  long steps_this_process_ = 0;
-};
+}
 
 core::StructureMask Loop::target_structure() const {
   if (budget_mode_) {
@@ -172,158 +103,6 @@ void Loop::set_trainable(bool encoder) {
     t.requires_grad_(encoder && !(fixed_positions && name == "embeddings.position_embeddings.weight"));
 }
 
-// Rows [lo, hi) of a batch.
-core::Batch rows_of(const core::Batch& b, long lo, long hi) {
-  core::Batch r;
-  r.input_ids = b.input_ids.narrow(0, lo, hi - lo);
-  r.token_type_ids = b.token_type_ids.narrow(0, lo, hi - lo);
-  r.attention_mask = b.attention_mask.narrow(0, lo, hi - lo);
-  r.labels = b.labels.narrow(0, lo, hi - lo);
-  r.index.assign(b.index.begin() + lo, b.index.begin() + hi);
-  return r;
-}
-
-// The loss of this rank's rows of the global batch (all of it in one process), weighted by their share of
-// the batch, so that the gradients summed over ranks are the whole batch's; gate penalty not included.
-Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
-  const long B = b.input_ids.size(0);
-  const long lo = B * core::dist::rank() / core::dist::world(), hi = B * (core::dist::rank() + 1) / core::dist::world();
-  const core::Batch local = core::dist::active() ? rows_of(b, lo, hi) : b;
-  const double share = static_cast<double>(hi - lo) / static_cast<double>(B);
-  StepLoss r;
-  // Target mode distils in its fixed-structure phase; a budget target (as CoFi) in both phases.
-  r.distilling = opts_.teacher && gc_.distill && (s_.phase == 2 || budget_mode_ || !opts_.fixed_keep.empty());
-  r.loss = torch::zeros({}), r.task_loss = torch::zeros({});
-  if (hi <= lo) {
-    if (gates_ && !fixed_.heads.defined()) gates_->sample(B);  // keeps the gate noise in step with the other ranks
-    return r;
-  }
-  core::EncoderInput in = core::encoder_input(local);
-  if (fixed_.heads.defined()) {
-    in.head_mask = fixed_.heads, in.neuron_mask = fixed_.neurons, in.layer_mask = fixed_.layers;
-    in.hidden_mask = fixed_.hidden;
-  } else if (gates_) {
-    const gates::GateMasks g = gates_->sample(B);  // every rank draws the whole batch's noise, as one process does
-    in.head_mask = g.heads, in.neuron_mask = g.neurons, in.layer_mask = g.layers, in.hidden_mask = g.hidden;
-    if (in.head_mask.dim() == 3) in.head_mask = in.head_mask.narrow(0, lo, hi - lo);  // per-example gates
-  }
-  const bool hidden = r.distilling && layer_distill_;
-  in.cls_only = !hidden;  // the layer loss reads every row of every layer
-  in.want_hidden = hidden;
-  core::EncoderOutput out;
-  torch::Tensor logits;  // [b, C]
-  {
-    const core::Bf16Autocast autocast(tc_.precision == "bf16", model_.device());
-    out = model_.forward(in);
-    logits = out.logits.to(torch::kFloat);  // the loss in fp32
-  }
-  const torch::Tensor labels = core::to_device(local.labels, logits.device());
-  r.task_loss = share * (data_.task->is_regression() ? torch::mse_loss(logits.select(1, 0), labels)
-                                                     : torch::cross_entropy_loss(logits, labels.to(torch::kLong)));
-  r.loss = r.task_loss;
-  if (r.distilling) {
-    core::EncoderOutput teacher;
-    {
-      torch::NoGradGuard no_grad;
-      core::EncoderInput tin = core::encoder_input(local);
-      tin.cls_only = !hidden;
-      tin.want_hidden = hidden;
-      teacher = opts_.teacher->forward(tin);
-    }
-    r.kd = share * distill_loss(logits, teacher.logits, gc_.distill_temperature, data_.task->is_regression());
-    r.loss = (1.0 - gc_.distill_weight) * r.task_loss + gc_.distill_weight * r.kd;
-    if (hidden) {
-      // Already this rank's share of the whole batch's mean (its errors over the whole batch's token count).
-      r.layer = layer_distill_->loss(out.hidden_states, teacher.hidden_states,
-                                     core::to_device(local.attention_mask, model_.device()),
-                                     alive_layers(in.head_mask, in.layer_mask), nullptr, [](torch::Tensor& t) {
-                                       if (core::dist::active())
-                                         core::dist::all_reduce_sum(t, "the layer distillation");
-                                     });
-      r.loss = r.loss + gc_.distill_hidden * r.layer;
-    }
-  }
-  return r;
-}
-
-void Loop::train_step(const core::Batch& b, Optimizer& opt, core::dist::GradientReducer& reducer) {
-  auto start = std::chrono::steady_clock::now();
-  const bool phase1 = s_.phase == 1;
-  opt.set_step(s_.phase_step);
-  opt.zero_grad();
-  StepLoss l = batch_loss(b);
-  torch::Tensor expected, penalty;
-  if (gates_ && phase1) {
-    // log α is the same on every rank (its gradient is all-reduced), so is the expectation: each rank adds
-    // its 1/world of the penalty.
-    expected = target_mode_ ? constrained() : gates_->heads().expected_open();
-    penalty = target_mode_ ? controller_->penalty(expected, s_.phase_step) : gates_->heads().l0_penalty();
-    l.loss = l.loss + penalty / core::dist::world();
-  }
-  reducer.start_step();
-  if (l.loss.requires_grad()) l.loss.backward();  // gradient buckets are summed over ranks as they fill
-  reducer.finish();
-  const torch::Tensor norm = opt.step();
-  StepRow row;
-  row.phase = s_.phase, row.lr = opt.lr();
-  row.distilling = l.distilling, row.distilling_hidden = l.distilling && layer_distill_;
-  row.gated = gates_ && phase1, row.controlled = target_mode_ && phase1;
-  torch::Tensor lambda;
-  if (row.controlled) {
-    controller_->update(expected, s_.phase_step);  // on the device: nothing read here
-    row.target = controller_->target(s_.phase_step);
-    lambda = controller_->multipliers();
-  }
-  examples_done_ += b.input_ids.size(0);
-  ++steps_this_process_;
-  ++s_.step;
-  ++s_.phase_step;
-  // Under the step just finished, as every scalar of it (a resume drops the log's rows past its state's step).
-  row.step = s_.step, row.epoch = s_.epoch;
-  pending_.add(row, {l.loss, l.task_loss, l.kd, l.layer},
-               {norm, expected, penalty, lambda.defined() ? lambda[0] : lambda, lambda.defined() ? lambda[1] : lambda},
-               model_.device());
-  train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// The steps since the last read into the history and metrics log, and the progress line: one host read (the time it
-// waits for the device counts as training).
-void Loop::read_steps(core::Progress& progress) {
-  if (pending_.empty()) return;
-  auto start = std::chrono::steady_clock::now();
-  const std::vector<StepRow> rows =
-      pending_.take([](torch::Tensor& t) { core::dist::all_reduce_sum(t, "the training loss"); });
-  train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (const StepRow& r : rows) {
-    auto record_here = [&](const std::string& key, double value) { record_at(r.step, r.epoch, key, value); };
-    if (r.distilling_hidden) record_here("train/distill_hidden", r.distill_hidden);
-    record_here("train/step", static_cast<double>(r.step));
-    record_here("train/phase", r.phase);
-    record_here("train/loss", r.loss);
-    record_here("train/task_loss", r.task_loss);
-    record_here("train/lr", r.lr);
-    record_here("train/grad_norm", r.grad_norm);
-    if (r.distilling) record_here("train/distill", r.distill);
-    if (r.gated) {
-      record_here("train/penalty", r.penalty);
-      record_here(budget_mode_ ? "train/expected_percent" : "train/expected_open", r.expected);
-      if (r.controlled) {
-        record_here("train/target", r.target);
-        record_here("train/lambda1", r.lambda1);
-        record_here("train/lambda2", r.lambda2);
-      }
-    }
-  }
-  const StepRow& r = rows.back();
-  const double ex_s = train_seconds_ > 0 ? examples_done_ / train_seconds_ : 0;
-  progress.update(r.step, "phase " + std::to_string(r.phase) + "  loss " + core::format_number("%.4f", r.loss) +
-                              "  lr " + core::format_number("%.2e", r.lr) + "  " + core::format_number("%.1f", ex_s) +
-                              " ex/s" +
-                              (r.gated ? (budget_mode_ ? "  kept " + core::format_number("%.1f%%", r.expected)
-                                                       : "  open " + core::format_number("%.1f", r.expected))
-                                       : ""));
-}
-
 void Loop::save_best(const torch::Tensor& log_alpha) {
   core::shared_write([&] { save_best_here(log_alpha); });
 }
@@ -345,12 +124,19 @@ void Loop::save_best_here(const torch::Tensor& log_alpha) {
 void Loop::evaluate_and_keep_best() {
   model_.set_training(false);
   const gates::GateMasks mask = eval_mask();
-  auto r = eval::evaluate(model_, *data_.task, *data_.eval, eval_batches_,
-                          {mask.heads, mask.neurons, mask.layers, mask.hidden});
+  const eval::Masks masks{mask.heads, mask.neurons, mask.layers, mask.hidden};
+  std::map<std::string, double> metrics;
+  double per_s = 0;
+  if (data_.objective) {
+    metrics = data_.objective->evaluate(model_, masks);
+  } else {
+    auto r = eval::evaluate(model_, *data_.task, *data_.eval, eval_batches_, masks);
+    metrics = std::move(r.metrics), per_s = r.examples_per_s;
+  }
   model_.set_training(true);
   record("eval/step", static_cast<double>(s_.step));
-  for (const auto& [name, value] : r.metrics) record("eval/" + name, value);
-  record("eval/examples_per_s", r.examples_per_s);
+  for (const auto& [name, value] : metrics) record("eval/" + name, value);
+  if (!data_.objective) record("eval/examples_per_s", per_s);
   torch::Tensor la;
   if (gates_) {
     torch::NoGradGuard no_grad;
@@ -368,9 +154,8 @@ void Loop::evaluate_and_keep_best() {
     if (gates_->has_layers()) traj[res::prefix(res::Dataset::kGateLayerPOpen)].push_back(gates_->layer_p_open());
     if (gates_->has_hidden()) traj[res::prefix(res::Dataset::kGateHiddenPOpen)].push_back(gates_->hidden_p_open());
   }
-  const double m = r.metrics.at(data_.task->primary_metric);
-  core::log_info("train", "step " + std::to_string(s_.step) + " " + data_.task->primary_metric + " " +
-                              core::format_number("%.4f", m));
+  const double m = metrics.at(metric());
+  core::log_info("train", "step " + std::to_string(s_.step) + " " + metric() + " " + core::format_number("%.4f", m));
   // Phase 1 of target mode has no fixed head set yet, so its checkpoints are not candidates.
   const bool candidate = !target_mode_ || s_.phase == 2;
   if (candidate && (!s_.has_best || m > s_.best_metric)) {
@@ -391,6 +176,7 @@ void Loop::save_state(const Optimizer& opt) {
   if (layer_distill_)
     for (const auto& [name, t] : layer_distill_->parameters()) s_.gates[name] = t.detach().clone();
   if (controller_) s_.controller_state = controller_->state();
+  s_.train_seconds = earlier_seconds_ + train_seconds_;
   log_->flush();
   save_run_state(opts_.run_dir, s_, model_, opt);
 }
@@ -465,6 +251,7 @@ bool Loop::start_or_resume() {
     return false;
   }
   s_ = read_run_state(opts_.run_dir, model_);
+  earlier_seconds_ = s_.train_seconds;
   check_resume_config(opts_.run_dir, s_, opts_.config_yaml);
   if (s_.processes != core::dist::world())
     core::log_info("train", "the state was saved by " + std::to_string(s_.processes) +
@@ -513,7 +300,7 @@ TrainResult Loop::run() {
   if (target_mode_ && last_phase == 1) {
     s_.has_best = true;
     s_.best_step = s_.step;
-    s_.best_metric = s_.history.series.at("eval/" + data_.task->primary_metric).back();
+    s_.best_metric = s_.history.series.at("eval/" + metric()).back();
     save_best(gates_->heads().log_alpha().detach().clone());
   }
   return finish();
@@ -523,7 +310,7 @@ TrainResult Loop::run() {
 TrainResult Loop::finish() {
   TrainResult r;
   r.steps = s_.step;
-  r.metric = data_.task->primary_metric;
+  r.metric = metric();
   r.best_metric = s_.best_metric;
   r.best_step = s_.best_step;
   const core::StructureMask keep = final_keep();
@@ -540,7 +327,7 @@ TrainResult Loop::finish() {
     r.unit_costs = costs_;
   }
   if (gates_) r.log_alpha = gates_->heads().log_alpha().detach().cpu().clone();
-  r.train_seconds = train_seconds_;
+  r.train_seconds = earlier_seconds_ + train_seconds_;
   r.steps_per_s = train_seconds_ > 0 ? steps_this_process_ / train_seconds_ : 0;
   r.host_reads = pending_.reads();
   r.examples_per_s = train_seconds_ > 0 ? examples_done_ / train_seconds_ : 0;
@@ -550,7 +337,7 @@ TrainResult Loop::finish() {
   const core::Bert best = core::load_bert(opts_.run_dir + "/best", lo).to(model_.device());
   eval::Masks masks = eval::masks_of(keep);
   if (r.heads_kept == r.heads_total) masks.heads = torch::Tensor();
-  r.final_metrics = eval::evaluate(best, *data_.task, *data_.eval, eval_batches_, masks).metrics;
+  r.final_metrics = evaluate(best, masks);
   if (gates_) core::write_file_atomic(opts_.run_dir + "/head_mask.txt", core::format_mask(keep) + "\n");
   core::write_hdf5(opts_.run_dir + "/run.h5", s_.history.to_tensors(),
                    {{"seed", std::to_string(rc_.seed)},
@@ -560,7 +347,7 @@ TrainResult Loop::finish() {
   return r;
 }
 
-}  // namespace
+}  // namespace detail
 
 TrainResult train_model(const core::TrainConfig& train, const core::GateConfig& gates, const core::RunConfig& run,
                         core::Bert& model, const TrainData& data, const TrainOptions& opts) {
@@ -568,17 +355,18 @@ TrainResult train_model(const core::TrainConfig& train, const core::GateConfig& 
   validate_train_config(train, gates, model.config().num_hidden_layers * model.config().max_heads());
   if (gates.target_flops > 0 || gates.target_params > 0) check_budget_model(gates, model.config());
   if (data.train->size() == 0) throw InputError("train_model: the train split is empty; check data.task and data.root");
-  if (!data.eval->has_labels)
+  HP_CHECK(!data.objective || opts.teacher, "train_model: an objective needs the teacher");
+  if (!data.objective && !data.eval->has_labels)
     throw ConfigError("train.eval_split = " + train.eval_split + " has no labels; use a labelled split such as dev");
   const torch::Device device = core::parse_device(run.device);
-  if (device == model.device()) return Loop(train, gates, run, model, data, opts).run();
+  if (device == model.device()) return detail::Loop(train, gates, run, model, data, opts).run();
   // On another device (a GPU): a copy of the model (and of the teacher) trains there; its weights come back.
   core::Bert there = model.to(device);
   std::optional<core::Bert> teacher;
   TrainOptions o = opts;
   if (opts.teacher) teacher.emplace(opts.teacher->to(device)), o.teacher = &*teacher;
   core::log_info("train", "training on " + device.str() + " (" + core::gpu_summary() + ")");
-  TrainResult r = Loop(train, gates, run, there, data, o).run();
+  TrainResult r = detail::Loop(train, gates, run, there, data, o).run();
   torch::NoGradGuard no_grad;
   for (auto& [name, t] : model.mutable_parameters()) {
     const torch::Tensor& trained = there.parameters().at(name);

@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -15,15 +16,34 @@
 #include "core/base/config.h"  // TrainConfig, GateConfig, RunConfig
 #include "core/data/glue.h"  // TaskSpec
 #include "core/model/head_mask.h"  // HeadSet
+#include "eval/evaluator.h"  // Masks
 
 namespace hp::train {
 
+// An objective of the caller's in place of the task's labels (the embedding objective, #59): what a step minimises
+// and what picks the best checkpoint. The teacher (TrainOptions::teacher, required) runs on every step, every
+// position computed for both models; gates.distill_hidden > 0 adds CoFi's layer term as with a task. No logit
+// distillation: the objective is the teacher's own output.
+struct Objective {
+  std::string metric;  // the evaluation's primary metric: higher is better
+  // The step's loss (a scalar, fp32) from the student's and the teacher's outputs on `in` (the teacher's carry no
+  // gradient).
+  std::function<torch::Tensor(const core::EncoderOutput& student, const core::EncoderOutput& teacher,
+                              const core::EncoderInput& in)>
+      loss;
+  // The metrics of `model` under `masks` (eval mode, no gradient); holds `metric`.
+  std::function<std::map<std::string, double>(const core::Bert& model, const eval::Masks& masks)> evaluate;
+};
+
 struct TrainData {
   const core::TaskSpec* task = nullptr;
-  const core::EncodedDataset* train = nullptr;
-  const core::EncodedDataset* eval = nullptr;  // must hold labels: it picks the best checkpoint
+  const core::EncodedDataset* train = nullptr;  // with an objective: unlabelled (labels unread)
+  // Must hold labels: it picks the best checkpoint. With an objective, the objective's evaluation does, and this
+  // only gives a budget's mean length (FLOPs are counted at it).
+  const core::EncodedDataset* eval = nullptr;
   int pad_id = 0;
   int eval_batch_size = 64;
+  const Objective* objective = nullptr;  // null: the task's loss and metrics on the labels
 };
 
 struct TrainOptions {
@@ -63,8 +83,8 @@ struct TrainResult {
   double budget_target = 0, budget_kept = 0;
   core::UnitCosts unit_costs;
   torch::Tensor log_alpha;  // final gate parameters [L, H]; undefined without gates
-  double train_seconds = 0;  // time in training steps (evaluation excluded)
-  double steps_per_s = 0, examples_per_s = 0;
+  double train_seconds = 0;  // time in training steps (evaluation excluded), a resumed run's earlier processes included
+  double steps_per_s = 0, examples_per_s = 0;  // this process's
   long host_reads = 0;  // reads of the steps' logged scalars to the host in this process (train/pending_steps.h)
 };
 

@@ -130,6 +130,10 @@ TEST_CASE("resume after K steps equals uninterrupted training bit for bit", "[tr
   }
   CHECK(torch::equal(r1.log_alpha, r2.log_alpha));
   CHECK(r1.best_metric == r2.best_metric);
+  // Its training time counts the 17 steps of the first process too (a frontier's cost column reads it), the rates
+  // this process's 19 steps alone.
+  const double here = static_cast<double>(r2.steps - 17) / r2.steps_per_s;
+  CHECK(r2.train_seconds > 1.2 * here);
   CHECK(r1.final_keep == r2.final_keep);
   // The logs agree too: the resumed run's history is the saved prefix plus the same continuation.
   auto h1 = hp::core::read_hdf5(o1.run_dir + "/run.h5"), h2 = hp::core::read_hdf5(o2.run_dir + "/run.h5");

@@ -1,0 +1,107 @@
+// The training loop's state and steps, shared by its two files: train/trainer.cpp (the phases, evaluation, state,
+// result) and train/loop_step.cpp (one step's loss, backward and logged scalars). Internal to train/: callers use
+// train_model (train/trainer.h).
+#pragma once
+
+#include <torch/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/base/log.h"  // Progress
+#include "core/dist/distributed.h"  // GradientReducer
+#include "eval/evaluator.h"
+#include "gates/structure_gates.h"
+#include "gates/target_controller.h"
+#include "train/distill.h"
+#include "train/optim.h"
+#include "train/pending_steps.h"
+#include "train/run_state.h"
+#include "train/trainer.h"
+
+namespace hp::train::detail {
+
+// Everything one run holds; phases share it. Member functions are the loop's steps.
+class Loop {
+ public:
+  Loop(const core::TrainConfig& tc, const core::GateConfig& gc, const core::RunConfig& rc, core::Bert& model,
+       const TrainData& data, const TrainOptions& opts);
+
+  TrainResult run();
+
+ private:
+  void record(const std::string& key, double value) { record_at(s_.step, s_.epoch, key, value); }
+  // The metric that picks the best checkpoint: the objective's, or the task's primary one.
+  const std::string& metric() const { return data_.objective ? data_.objective->metric : data_.task->primary_metric; }
+  std::map<std::string, double> evaluate(const core::Bert& model, const eval::Masks& masks) const {
+    if (data_.objective) return data_.objective->evaluate(model, masks);
+    return eval::evaluate(model, *data_.task, *data_.eval, eval_batches_, masks).metrics;
+  }
+  void record_at(long step, int epoch, const std::string& key, double value) {
+    s_.history.add(key, value);
+    log_->add(step, epoch, key, value);
+  }
+  gates::GateMasks eval_mask() const;
+  core::StructureMask target_structure() const;  // target mode: the exact-N heads, or the structure on the budget
+  // What the Lagrangian holds at the target: the expected open heads, or the expected percent of the budget's
+  // unit kept (differentiable scalar).
+  torch::Tensor constrained() const {
+    return budget_mode_ ? 100.0 * gates_->expected_cost(costs_) / total_cost_ : gates_->heads().expected_open();
+  }
+  void train_step(const core::Batch& b, Optimizer& opt, core::dist::GradientReducer& reducer);
+  void read_steps(core::Progress& progress);
+  struct StepLoss {
+    // This rank's share; kd undefined unless distilling, layer unless distilling hidden states.
+    torch::Tensor loss, task_loss, kd, layer;
+    bool distilling = false;
+  };
+  StepLoss batch_loss(const core::Batch& b);
+  void objective_loss(const core::EncoderInput& in, const core::Batch& local, double share, StepLoss& r);
+  void evaluate_and_keep_best();
+  void save_best(const torch::Tensor& mask_log_alpha);
+  void save_best_here(const torch::Tensor& log_alpha);
+  void save_state(const Optimizer& opt);
+  bool run_phase(int phase, bool resumed_here);  // false = interrupted
+  void set_trainable(bool encoder);
+  core::StructureMask final_keep() const;
+  bool start_or_resume();
+  void fix_structure();
+  TrainResult finish();
+  TrainResult interrupted_result() const {
+    TrainResult r;
+    r.steps = s_.step, r.interrupted = true;
+    if (gates_) r.log_alpha = gates_->heads().log_alpha().detach().cpu().clone();
+    return r;
+  }
+
+  const core::TrainConfig& tc_;
+  const core::GateConfig& gc_;
+  const core::RunConfig& rc_;
+  core::Bert& model_;
+  const TrainData& data_;
+  const TrainOptions& opts_;
+  int L_ = 0, H_ = 0;
+  bool target_mode_ = false;  // a Lagrangian target: exact-N heads or a budget
+  bool budget_mode_ = false;  // gates.target_flops or target_params
+  core::UnitCosts costs_;  // the budget's unit costs, and the unpruned encoder's total in that unit
+  double total_cost_ = 0;
+  long steps_per_epoch_ = 0;
+  long phase_total_[3] = {0, 0, 0};
+  std::unique_ptr<gates::StructureGates> gates_;
+  std::unique_ptr<gates::TargetController> controller_;
+  std::unique_ptr<LayerDistill> layer_distill_;  // gates.distill_hidden > 0 with a teacher
+  std::vector<core::Batch> eval_batches_;
+  // 0/1 masks in phase 2 (heads [L, H], neurons [L, I] with a budget), or all along with opts_.fixed_keep (heads).
+  gates::GateMasks fixed_;
+  std::unique_ptr<MetricsLog> log_;
+  PendingSteps pending_;  // the steps' scalars not yet read to the host
+  RunState s_;
+  long examples_done_ = 0;
+  double train_seconds_ = 0;  // this process's
+  double earlier_seconds_ = 0;  // the state's resumed from: the processes before
+  long steps_this_process_ = 0;
+};
+
+}  // namespace hp::train::detail

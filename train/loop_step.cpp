@@ -1,0 +1,203 @@
+// One training step: this rank's loss (the task's or the objective's, distillation), backward, the optimiser
+// step and its scalars queued for the host (see train/loop.h).
+#include <chrono>
+
+#include "core/base/strings.h"  // format_number
+#include "core/kernels/device.h"  // to_device
+#include "core/kernels/lowp_gemm.h"  // Bf16Autocast
+#include "train/loop.h"
+
+namespace hp::train::detail {
+
+namespace {
+
+// Rows [lo, hi) of a batch.
+core::Batch rows_of(const core::Batch& b, long lo, long hi) {
+  core::Batch r;
+  r.input_ids = b.input_ids.narrow(0, lo, hi - lo);
+  r.token_type_ids = b.token_type_ids.narrow(0, lo, hi - lo);
+  r.attention_mask = b.attention_mask.narrow(0, lo, hi - lo);
+  r.labels = b.labels.narrow(0, lo, hi - lo);
+  r.index.assign(b.index.begin() + lo, b.index.begin() + hi);
+  return r;
+}
+
+}  // namespace
+
+// The loss of this rank's rows of the global batch (all of it in one process), weighted by their share of
+// the batch, so that the gradients summed over ranks are the whole batch's; gate penalty not included.
+Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
+  const long B = b.input_ids.size(0);
+  const long lo = B * core::dist::rank() / core::dist::world(), hi = B * (core::dist::rank() + 1) / core::dist::world();
+  const core::Batch local = core::dist::active() ? rows_of(b, lo, hi) : b;
+  const double share = static_cast<double>(hi - lo) / static_cast<double>(B);
+  StepLoss r;
+  // Target mode distils in its fixed-structure phase; a budget target (as CoFi) in both phases.
+  r.distilling = opts_.teacher && gc_.distill && (s_.phase == 2 || budget_mode_ || !opts_.fixed_keep.empty());
+  r.loss = torch::zeros({}), r.task_loss = torch::zeros({});
+  if (hi <= lo) {
+    if (gates_ && !fixed_.heads.defined()) gates_->sample(B);  // keeps the gate noise in step with the other ranks
+    return r;
+  }
+  core::EncoderInput in = core::encoder_input(local);
+  if (fixed_.heads.defined()) {
+    in.head_mask = fixed_.heads, in.neuron_mask = fixed_.neurons, in.layer_mask = fixed_.layers;
+    in.hidden_mask = fixed_.hidden;
+  } else if (gates_) {
+    const gates::GateMasks g = gates_->sample(B);  // every rank draws the whole batch's noise, as one process does
+    in.head_mask = g.heads, in.neuron_mask = g.neurons, in.layer_mask = g.layers, in.hidden_mask = g.hidden;
+    if (in.head_mask.dim() == 3) in.head_mask = in.head_mask.narrow(0, lo, hi - lo);  // per-example gates
+  }
+  if (data_.objective) {
+    objective_loss(in, local, share, r);
+    return r;
+  }
+  const bool hidden = r.distilling && layer_distill_;
+  in.cls_only = !hidden;  // the layer loss reads every row of every layer
+  in.want_hidden = hidden;
+  core::EncoderOutput out;
+  torch::Tensor logits;  // [b, C]
+  {
+    const core::Bf16Autocast autocast(tc_.precision == "bf16", model_.device());
+    out = model_.forward(in);
+    logits = out.logits.to(torch::kFloat);  // the loss in fp32
+  }
+  const torch::Tensor labels = core::to_device(local.labels, logits.device());
+  r.task_loss = share * (data_.task->is_regression() ? torch::mse_loss(logits.select(1, 0), labels)
+                                                     : torch::cross_entropy_loss(logits, labels.to(torch::kLong)));
+  r.loss = r.task_loss;
+  if (r.distilling) {
+    core::EncoderOutput teacher;
+    {
+      torch::NoGradGuard no_grad;
+      core::EncoderInput tin = core::encoder_input(local);
+      tin.cls_only = !hidden;
+      tin.want_hidden = hidden;
+      teacher = opts_.teacher->forward(tin);
+    }
+    r.kd = share * distill_loss(logits, teacher.logits, gc_.distill_temperature, data_.task->is_regression());
+    r.loss = (1.0 - gc_.distill_weight) * r.task_loss + gc_.distill_weight * r.kd;
+    if (hidden) {
+      // Already this rank's share of the whole batch's mean (its errors over the whole batch's token count).
+      r.layer = layer_distill_->loss(out.hidden_states, teacher.hidden_states,
+                                     core::to_device(local.attention_mask, model_.device()),
+                                     alive_layers(in.head_mask, in.layer_mask), nullptr, [](torch::Tensor& t) {
+                                       if (core::dist::active())
+                                         core::dist::all_reduce_sum(t, "the layer distillation");
+                                     });
+      r.loss = r.loss + gc_.distill_hidden * r.layer;
+    }
+  }
+  return r;
+}
+
+// The objective's loss of this rank's rows (and CoFi's layer term with gates.distill_hidden): the student under the
+// step's masks, the teacher unmasked, every position of both computed.
+void Loop::objective_loss(const core::EncoderInput& masked, const core::Batch& local, double share, StepLoss& r) {
+  core::EncoderInput in = masked;
+  in.cls_only = false;
+  in.want_hidden = layer_distill_ != nullptr;
+  core::EncoderOutput teacher;
+  {
+    torch::NoGradGuard no_grad;
+    core::EncoderInput tin = core::encoder_input(local);
+    tin.cls_only = false;
+    tin.want_hidden = in.want_hidden;
+    teacher = opts_.teacher->forward(tin);
+  }
+  core::EncoderOutput out;
+  {
+    const core::Bf16Autocast autocast(tc_.precision == "bf16", model_.device());
+    out = model_.forward(in);
+  }
+  out.last_hidden = out.last_hidden.to(torch::kFloat);  // the loss in fp32
+  r.task_loss = share * data_.objective->loss(out, teacher, in);
+  r.loss = r.task_loss;
+  if (!layer_distill_) return;
+  r.layer = layer_distill_->loss(out.hidden_states, teacher.hidden_states,
+                                 core::to_device(local.attention_mask, model_.device()),
+                                 alive_layers(in.head_mask, in.layer_mask), nullptr, [](torch::Tensor& t) {
+                                   if (core::dist::active()) core::dist::all_reduce_sum(t, "the layer distillation");
+                                 });
+  r.loss = r.loss + gc_.distill_hidden * r.layer;
+}
+
+void Loop::train_step(const core::Batch& b, Optimizer& opt, core::dist::GradientReducer& reducer) {
+  auto start = std::chrono::steady_clock::now();
+  const bool phase1 = s_.phase == 1;
+  opt.set_step(s_.phase_step);
+  opt.zero_grad();
+  StepLoss l = batch_loss(b);
+  torch::Tensor expected, penalty;
+  if (gates_ && phase1) {
+    // log α is the same on every rank (its gradient is all-reduced), so is the expectation: each rank adds
+    // its 1/world of the penalty.
+    expected = target_mode_ ? constrained() : gates_->heads().expected_open();
+    penalty = target_mode_ ? controller_->penalty(expected, s_.phase_step) : gates_->heads().l0_penalty();
+    l.loss = l.loss + penalty / core::dist::world();
+  }
+  reducer.start_step();
+  if (l.loss.requires_grad()) l.loss.backward();  // gradient buckets are summed over ranks as they fill
+  reducer.finish();
+  const torch::Tensor norm = opt.step();
+  StepRow row;
+  row.phase = s_.phase, row.lr = opt.lr();
+  row.distilling = l.distilling, row.distilling_hidden = l.layer.defined();
+  row.gated = gates_ && phase1, row.controlled = target_mode_ && phase1;
+  torch::Tensor lambda;
+  if (row.controlled) {
+    controller_->update(expected, s_.phase_step);  // on the device: nothing read here
+    row.target = controller_->target(s_.phase_step);
+    lambda = controller_->multipliers();
+  }
+  examples_done_ += b.input_ids.size(0);
+  ++steps_this_process_;
+  ++s_.step;
+  ++s_.phase_step;
+  // Under the step just finished, as every scalar of it (a resume drops the log's rows past its state's step).
+  row.step = s_.step, row.epoch = s_.epoch;
+  pending_.add(row, {l.loss, l.task_loss, l.kd, l.layer},
+               {norm, expected, penalty, lambda.defined() ? lambda[0] : lambda, lambda.defined() ? lambda[1] : lambda},
+               model_.device());
+  train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The steps since the last read into the history and metrics log, and the progress line: one host read (the time it
+// waits for the device counts as training).
+void Loop::read_steps(core::Progress& progress) {
+  if (pending_.empty()) return;
+  auto start = std::chrono::steady_clock::now();
+  const std::vector<StepRow> rows =
+      pending_.take([](torch::Tensor& t) { core::dist::all_reduce_sum(t, "the training loss"); });
+  train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const StepRow& r : rows) {
+    auto record_here = [&](const std::string& key, double value) { record_at(r.step, r.epoch, key, value); };
+    if (r.distilling_hidden) record_here("train/distill_hidden", r.distill_hidden);
+    record_here("train/step", static_cast<double>(r.step));
+    record_here("train/phase", r.phase);
+    record_here("train/loss", r.loss);
+    record_here("train/task_loss", r.task_loss);
+    record_here("train/lr", r.lr);
+    record_here("train/grad_norm", r.grad_norm);
+    if (r.distilling) record_here("train/distill", r.distill);
+    if (r.gated) {
+      record_here("train/penalty", r.penalty);
+      record_here(budget_mode_ ? "train/expected_percent" : "train/expected_open", r.expected);
+      if (r.controlled) {
+        record_here("train/target", r.target);
+        record_here("train/lambda1", r.lambda1);
+        record_here("train/lambda2", r.lambda2);
+      }
+    }
+  }
+  const StepRow& r = rows.back();
+  const double ex_s = train_seconds_ > 0 ? examples_done_ / train_seconds_ : 0;
+  progress.update(r.step, "phase " + std::to_string(r.phase) + "  loss " + core::format_number("%.4f", r.loss) +
+                              "  lr " + core::format_number("%.2e", r.lr) + "  " + core::format_number("%.1f", ex_s) +
+                              " ex/s" +
+                              (r.gated ? (budget_mode_ ? "  kept " + core::format_number("%.1f%%", r.expected)
+                                                       : "  open " + core::format_number("%.1f", r.expected))
+                                       : ""));
+}
+
+}  // namespace hp::train::detail
