@@ -26,7 +26,9 @@
 #include "eval/latency.h"
 #include "prune/best_step.h"
 #include "prune/budget.h"
+#include "prune/embedding_context.h"
 #include "prune/embedding_data.h"
+#include "prune/embedding_gates.h"
 #include "prune/frontier.h"
 #include "prune/frontier_timing.h"
 #include "prune/mask_search.h"
@@ -52,92 +54,6 @@ void log_step(int n, const std::string& what) {
 
 double seconds_from(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-// What the run reads: the folder (its encoder is the teacher), the sentences it distils and searches on, and the
-// pairs it chooses (selection) and reports (evaluation) on.
-struct EmbedRun {
-  const core::Config* cfg = nullptr;
-  const std::atomic<bool>* stop = nullptr;
-  std::optional<eval::SentenceEncoder> teacher;
-  train::Pooling pooling;
-  std::string select_split;
-  std::vector<core::Example> select_pairs, eval_pairs;
-  core::EncodedDataset sentences, search_set;  // unlabelled single sentences
-  std::string distilled;  // the sentences distilled on, one per line (RUN_DIR/state/embedding/distill_sentences.txt)
-  RankData search;
-  std::unique_ptr<RunStore> store;
-  std::string state;  // RUN_DIR/state/embedding
-};
-
-// The sequence length candidates are timed at: prune.latency_seq, or data.max_seq_len when that is 0.
-long timing_seq(const core::Config& cfg) {
-  return cfg.prune.latency_seq > 0 ? cfg.prune.latency_seq : cfg.data.max_seq_len;
-}
-
-void read_data(EmbedRun& r, const core::Config& user) {
-  const core::TaskSpec& task = core::find_task(user.data.task);
-  const std::string root = core::resolve_data_root(user.data.root);
-  Selection sel = resolve_selection(user, task, root);
-  r.select_split = sel.split;
-  const core::Config& cfg = *r.cfg;
-  r.select_pairs = core::read_task(task, root, sel.split);
-  r.eval_pairs = core::read_task(task, root, cfg.prune.eval_split);
-  if (r.select_pairs.empty() || r.eval_pairs.empty())
-    throw ConfigError("prune.objective = embedding: the selection slice " + sel.split + " or prune.eval_split " +
-                      cfg.prune.eval_split + " of " + task.name + " has no pairs; use a labelled split (dev)");
-  std::set<std::string> held;  // never distilled on: the selection's and the evaluation's sentences
-  for (const auto* pairs : {&r.select_pairs, &r.eval_pairs})
-    for (const auto& e : single_sentences(*pairs)) held.insert(e.text_a);
-  std::string extra;
-  const auto singles = distill_sentences(single_sentences(core::read_task(task, root, sel.cfg.train.train_split)),
-                                         cfg.prune.distill_tasks, root, held, cfg.run.seed, &extra);
-  const auto& tok = r.teacher->tokenizer;
-  const int len = eval::embedding_length(*r.teacher, 0);
-  r.sentences = core::encode_examples(tok, singles, len);
-  for (const auto& e : singles) r.distilled += e.text_a + "\n";
-  r.search_set = core::encode_examples(tok, sample_examples(singles, cfg.prune.search_examples, cfg.run.seed), len);
-  r.search = make_rank_data(task, r.search_set, cfg.prune.rank_batch_size, tok.pad_id());
-  core::log_info("prune", "embedding: " + std::to_string(r.sentences.size()) + " sentences of " + task.name + " " +
-                              sel.cfg.train.train_split + extra + " to distil on (" + std::to_string(r.search_set.size()) +
-                              " of them for the search); choices on " + std::to_string(r.select_pairs.size()) +
-                              " pairs of " + sel.split + ", reported on " + std::to_string(r.eval_pairs.size()) +
-                              " pairs of " + cfg.prune.eval_split);
-}
-
-// The teacher's embeddings of the selection's and of the evaluation's sentences.
-struct TeacherEmbeddings {
-  torch::Tensor select, eval;
-};
-
-// The scores of one model: on the selection pairs and the evaluation pairs, the cosine Spearman and the mean cosine
-// of its embeddings of their sentences to the teacher's (1 for the teacher: `teacher` undefined).
-json scores_of(const eval::StsResult& sel, const eval::StsResult& dev, const TeacherEmbeddings& teacher) {
-  json j = {{"select_spearman", 100 * sel.metrics.at("cosine_spearman")},
-            {"spearman", 100 * dev.metrics.at("cosine_spearman")},
-            {"pearson", 100 * dev.metrics.at("cosine_pearson")}};
-  auto cosine = [](const torch::Tensor& a, const torch::Tensor& b) {
-    return b.defined() ? eval::paired_cosine(a, b).mean().item<double>() : 1.0;
-  };
-  j["select_cosine_to_teacher"] = cosine(sel.embeddings, teacher.select);
-  j["mean_cosine_to_teacher"] = cosine(dev.embeddings, teacher.eval);
-  return j;
-}
-
-json score(const EmbedRun& r, const eval::SentenceEncoder& enc, const TeacherEmbeddings& teacher) {
-  const int batch = r.cfg->eval.batch_size;
-  return scores_of(eval::evaluate_sts(enc, r.select_pairs, batch, 0), eval::evaluate_sts(enc, r.eval_pairs, batch, 0),
-                   teacher);
-}
-
-// STATE/NAME.json, computed once.
-json cached(const std::string& state, const std::string& name, const std::function<json()>& make) {
-  fs::create_directories(state);
-  const std::string path = state + "/" + name + ".json";
-  if (fs::exists(path)) return json::parse(core::read_file(path));
-  json j = make();
-  core::write_file_atomic(path, j.dump(2) + "\n");
-  return j;
 }
 
 MaskGradients embedding_gradients(const EmbedRun& r) {
@@ -216,9 +132,11 @@ void validate_embedding_run(const core::Config& cfg) {
          "no budget; pass --target-flops F or --target-params F (e.g. --target-flops 0.5), or --max-drop D");
   refuse(p.target_heads > 0 || p.target_layers > 0 || p.target_latency > 0,
          "--target-heads, --target-layers and --target-latency are not built for embeddings; pass --target-flops F");
-  refuse(p.method != "best" && p.method != "kwon",
-         "prune.method = " + p.method + "; embeddings are pruned by the budget search (kwon) only, the gates are not "
-                                        "built for them yet");
+  refuse(p.method != "best" && p.method != "kwon" && p.method != "gates",
+         "prune.method = " + p.method + "; embeddings are pruned by the budget search (kwon) or by the gates (gates)");
+  refuse(p.method == "gates" && !(p.target_flops > 0),
+         "--method gates trains to a FLOPs budget: pass --target-flops F (--max-drop measures the search's budgets; "
+         "--target-params is not built for the gates on embeddings)");
   for (const auto& s : p.structures)
     refuse(s != "heads" && s != "neurons",
            "prune.structures has " + s + "; embeddings are pruned over heads and FFN neurons only (--structures "
@@ -309,14 +227,6 @@ json speed(const EmbedRun& r, const core::Bert& slim) {
   std::sort(base.begin(), base.end()), std::sort(ours.begin(), ours.end());
   return {{"batch", cfg.prune.latency_batch}, {"seq", seq}, {"unpruned_ms", base[1]}, {"pruned_ms", ours[1]},
           {"speedup", base[1] / ours[1]}};
-}
-
-json structure_json(const StructureKeep& keep, double flops_kept) {
-  long heads = 0, neurons = 0;
-  for (const auto& l : keep.heads) heads += std::count(l.begin(), l.end(), true);
-  for (const auto& l : keep.neurons) neurons += std::count(l.begin(), l.end(), true);
-  return {{"heads_kept", heads}, {"neurons_kept", neurons}, {"flops_kept", flops_kept},
-          {"mask", core::format_mask(keep)}};
 }
 
 // One budget: the search's four models, each scored (STATE/step-VARIANT.json); the choice the closest to the teacher
@@ -520,6 +430,44 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
 
 }  // namespace
 
+namespace {
+
+// A single budget's end: `model` exported (RUN_DIR/model), timed against the unpruned one, summary.json with its
+// scores `final`, one line on stdout.
+void finish_one(const EmbedRun& r, const core::Bert& model, const json& final, const std::string& what, json& summary) {
+  const core::Config& cfg = *r.cfg;
+  summary["export"] = export_choice(r, model);
+  summary["latency"] = speed(r, model);
+  summary["final"] = final;
+  core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary.dump(2) + "\n");
+  const double sp = final["spearman"].get<double>(), base = summary["unpruned"]["spearman"].get<double>();
+  const json& kept = summary["structure"];
+  std::printf(
+      "%s %s cosine Spearman: %s, %.0f%% of the encoder's %s: %.2f (unpruned %.2f, %+.2f); speedup x%.2f at "
+      "batch %ld x %ld; sentence-transformers folder in %s/model\n",
+      cfg.data.task.c_str(), cfg.prune.eval_split.c_str(), what.c_str(), 100 * kept["flops_kept"].get<double>(),
+      summary["budget"]["unit"].get<std::string>().c_str(), sp, base, sp - base,
+      summary["latency"]["speedup"].get<double>(), summary["latency"]["batch"].get<long>(),
+      summary["latency"]["seq"].get<long>(), cfg.run.out_dir.c_str());
+}
+
+// `--method gates --target-flops F`: the gates (prune/embedding_gates.h) in RUN_DIR/gates, the slimmed model scored
+// and exported. 0 when done, 130 when stopped.
+int run_gates(const EmbedRun& r, const TeacherEmbeddings& te, json summary) {
+  const core::Config& cfg = *r.cfg;
+  const auto g = gated_embedding(r, te, cfg.prune.target_flops, cfg.run.out_dir + "/gates");
+  if (!g) return 130;
+  const eval::SentenceEncoder enc{r.teacher->layout, g->slim, r.teacher->tokenizer};
+  const json scores = cached(r.state, "gates", [&] { return score(r, enc, te); });
+  summary["gates"] = g->result;
+  summary["budget"] = {{"unit", "FLOPs"}, {"target", cfg.prune.target_flops}};
+  summary["structure"] = structure_json(g->keep, g->flops_kept);
+  finish_one(r, g->slim, scores, "gates", summary);
+  return 0;
+}
+
+}  // namespace
+
 int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
   validate_embedding_run(cfg);
   EmbedRun r;
@@ -546,8 +494,6 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
                               cfg.prune.eval_split + ", " +
                               core::format_number("%.2f", unpruned["select_spearman"]) + " on " + r.select_split);
   if (core::dist::stop_requested(stop)) return 130;
-  const MaskGradients g = embedding_gradients(r);
-  if (core::dist::stop_requested(stop)) return 130;
   json summary = {{"objective", "embedding"},
                   {"model", cfg.model.path},
                   {"task", cfg.data.task},
@@ -555,6 +501,9 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
                   {"eval_split", cfg.prune.eval_split},
                   {"metric", "cosine_spearman"},
                   {"unpruned", unpruned}};
+  if (cfg.prune.method == "gates") return run_gates(r, teacher_embeddings, summary);
+  const MaskGradients g = embedding_gradients(r);
+  if (core::dist::stop_requested(stop)) return 130;
   if (cfg.prune.max_drop > 0) return run_frontier(r, g, teacher_embeddings, summary);
   const BudgetDirs dirs{r.state, cfg.run.out_dir + "/recovered"};
   const auto b = run_budget(r, g, cfg.prune, dirs, teacher_embeddings);
@@ -565,17 +514,7 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   summary["structure"] = structure_json(s.rearranged, s.flops_kept);
   if (fs::exists(r.state + "/recovery.json"))
     summary["recovery"] = json::parse(core::read_file(r.state + "/recovery.json"));
-  summary["export"] = export_choice(r, b->choice());
-  summary["latency"] = speed(r, b->choice());
-  summary["final"] = b->steps[b->chosen];
-  core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary.dump(2) + "\n");
-  const double sp = b->steps[b->chosen]["spearman"].get<double>(), base = unpruned["spearman"].get<double>();
-  std::printf(
-      "%s %s cosine Spearman: %s (kwon, %.0f%% of the encoder's %s): %.2f (unpruned %.2f, %+.2f); "
-      "speedup x%.2f at batch %ld x %ld; sentence-transformers folder in %s/model\n",
-      cfg.data.task.c_str(), cfg.prune.eval_split.c_str(), b->chosen.c_str(), 100 * s.flops_kept, s.unit.name.c_str(),
-      sp, base, sp - base, summary["latency"]["speedup"].get<double>(), summary["latency"]["batch"].get<long>(),
-      summary["latency"]["seq"].get<long>(), cfg.run.out_dir.c_str());
+  finish_one(r, b->choice(), b->steps[b->chosen], "kwon, " + b->chosen, summary);
   return 0;
 }
 

@@ -14,6 +14,8 @@
 //      Spearman and mean cosine to the teacher are reported for all four.
 //   5. The choice exported as a sentence-transformers folder (RUN_DIR/model), read back and checked to embed as the
 //      model in memory did; timed against the unpruned model; summary.json.
+// `--method gates --target-flops F` replaces 2-4 with CoFi's gates towards the teacher's embeddings
+// (prune/embedding_gates.h), trained in RUN_DIR/gates.
 // Every finished step is kept in RUN_DIR/state (the gradients, the recovered model, each score): a killed run
 // resumes with the same command.
 #pragma once
@@ -26,8 +28,8 @@ namespace hp::prune {
 
 // ConfigError, before anything is written, for what the embedding objective does not do (yet): another task than
 // STS-B for evaluation, no --target-flops/--target-params, --max-drop, --target-heads/--target-layers/
-// --target-latency, the gates, hidden channels or layers in prune.structures, a folder that is no
-// sentence-transformers model, more than one process.
+// --target-latency, the gates without --target-flops, hidden channels or layers in prune.structures, a folder that
+// is no sentence-transformers model, more than one process.
 void validate_embedding_run(const core::Config& cfg);
 
 // The run; 0 when done, 130 when stopped (finished work kept).

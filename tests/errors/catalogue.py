@@ -742,6 +742,12 @@ add("embedding-frontier-models", "prune.frontier_models on the embedding task: n
                "--out", s + "/run"], 2,
     "error: prune.objective = embedding: prune.frontier_models is not measured for embeddings (the frontier measures "
     "the search at prune.budget_schedule); leave it []", not_created("run"))
+add("embedding-gates-without-budget", "--method gates on the embedding task without --target-flops: the gates train to "
+    "a FLOPs budget (#59)",
+    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
+               embed_input(ST_MODULES, 32)(s)[2], "--method", "gates", "--target-params", "0.5", "--out", s + "/run"],
+    2, "error: prune.objective = embedding: --method gates trains to a FLOPs budget: pass --target-flops F (--max-drop "
+    "measures the search's budgets; --target-params is not built for the gates on embeddings)", not_created("run"))
 add("embed-output-extension", "prune embed --output e.csv",
     lambda s: embed_input(ST_MODULES, 32, "--output", s + "/e.csv")(s), 2,
     "error: --output $SCRATCH/e.csv: embed writes HDF5 (.h5, .hdf5), NumPy (.npy) or JSON lines (.jsonl), and '.csv' "
