@@ -349,33 +349,59 @@ std::optional<Candidates> frontier_candidates(const EmbedRun& r, const MaskGradi
   return cands;
 }
 
+// Candidates [from, end) measured at every native precision into `f`; false when stopped.
+bool measure_candidates(const EmbedRun& r, const core::Bert& base, const TeacherEmbeddings& te, const Candidates& cands,
+                        size_t from, Frontier& f) {
+  const auto precisions = native_precisions(r.cfg->prune);
+  core::Progress progress("frontier", static_cast<long>((cands.size() - from) * precisions.size()), "candidates");
+  long done = 0;
+  for (size_t i = from; i < cands.size(); ++i)
+    for (const auto precision : precisions) {
+      if (core::dist::stop_requested(r.stop)) return false;
+      const auto& [point, key, model] = cands[i];
+      add_measured(f, measure_point(r, base, model, point, precision, key, te));
+      const FrontierPoint& m = f.points.back();
+      progress.update(++done, frontier_label(m) + ": " + core::format_number("%.2f", m.metric) + ", x" +
+                                  core::format_number("%.2f", m.speedup));
+    }
+  progress.finish();
+  return true;
+}
+
+// The gates (prune/embedding_gates.h) at the budgets prune.frontier_gates names — [auto]: the cheapest the search left
+// within 2·D on the selection pairs — each trained once in RUN_DIR/frontier_gates/PERCENT; false when stopped.
+bool add_gates(const EmbedRun& r, const TeacherEmbeddings& te, const Frontier& f, Candidates& cands) {
+  for (const double fraction : frontier_gate_budgets(r.cfg->prune.frontier_gates, f)) {
+    const int pct = static_cast<int>(std::lround(100 * fraction));
+    const auto g = gated_embedding(r, te, fraction, r.cfg->run.out_dir + "/frontier_gates/" + std::to_string(pct));
+    if (!g) return false;
+    FrontierPoint fp;
+    fp.method = "gates", fp.budget = std::to_string(pct) + "% FLOPs", fp.step = pct;
+    fp.heads_kept = static_cast<int>(core::count_kept(g->keep.heads)), fp.flops_kept = g->flops_kept;
+    fp.cost_s = g->seconds;
+    cands.emplace_back(fp, "gates-" + std::to_string(pct), g->slim);
+  }
+  return true;
+}
+
 // `prune --config sts_embed.yaml --max-drop D`: every candidate (frontier_candidates) at every native precision; the
 // fastest within D points of cosine Spearman on the selection pairs exported. 0 when done, 130 when stopped.
 int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te, json summary) {
   const core::Config& cfg = *r.cfg;
   fs::create_directories(r.state + "/frontier");
   json budgets = json::object();
-  const auto found = frontier_candidates(r, g, te, budgets);
+  auto found = frontier_candidates(r, g, te, budgets);
   if (!found) return 130;
-  const Candidates& cands = *found;
-  const auto precisions = native_precisions(cfg.prune);
+  Candidates& cands = *found;
   core::Bert base = r.teacher->model;
   base.set_precision(core::Precision::kFp32);
   Frontier f;
   f.task = cfg.data.task, f.metric = "cosine_spearman", f.split = cfg.prune.eval_split, f.select_split = r.select_split;
   f.timing = "batch " + std::to_string(cfg.prune.latency_batch) + " x " + std::to_string(timing_seq(cfg)) + " tokens";
   f.max_drop = cfg.prune.max_drop;
-  core::Progress progress("frontier", static_cast<long>(cands.size() * precisions.size()), "candidates");
-  for (const auto& [point, key, model] : cands)
-    for (const auto precision : precisions) {
-      if (core::dist::stop_requested(r.stop)) return 130;
-      add_measured(f, measure_point(r, base, model, point, precision, key, te));
-      const FrontierPoint& m = f.points.back();
-      progress.update(static_cast<long>(f.points.size()), frontier_label(m) + ": " +
-                                                              core::format_number("%.2f", m.metric) + ", x" +
-                                                              core::format_number("%.2f", m.speedup));
-    }
-  progress.finish();
+  if (!measure_candidates(r, base, te, cands, 0, f)) return 130;
+  const size_t searched = cands.size();
+  if (!add_gates(r, te, f, cands) || !measure_candidates(r, base, te, cands, searched, f)) return 130;
   const long batch = cfg.prune.latency_batch, seq = timing_seq(cfg);
   const std::string ort_dir = r.state + "/frontier/ort";
   add_ort_rows(

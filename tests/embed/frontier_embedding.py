@@ -5,7 +5,8 @@ sentence-transformers folder, checked against sentence-transformers and by hand.
 The tiny folder (mean pooling, Normalize) is pruned with --max-drop at the budgets 60% and 30% (a short search and
 recovery, STS-B dev[:200]), under HEADPRUNE_MAX_ISA=avx2 so that every machine measures fp32 and int8. Then: the
 frontier has the unpruned model (fp32 the reference, int8 a candidate), the search at both budgets at both
-precisions, and ONNX Runtime's fp32 and quantize_dynamic int8 of the unpruned folder as references (its fp32
+precisions, the gates at 30% (prune.frontier_gates, trained briefly) — the model they trained, their training time
+its cost — and ONNX Runtime's fp32 and quantize_dynamic int8 of the unpruned folder as references (its fp32
 Spearman headprune's unpruned fp32 one: the same embeddings from another engine); each budget candidate is that budget's best step on the selection slice, scored as the summary's steps
 say; the choice is the fastest candidate within D on the selection slice, recomputed here from frontier.csv; the
 export is the chosen budget's model (SentenceTransformer loads it, and `prune eval` of it scores the fp32 point of
@@ -27,7 +28,8 @@ from st_common import REPO, check, run, start, stsb_dev, tiny_model  # noqa: E40
 
 FLAGS = ["--max-drop", "5", "--set", "prune.budget_schedule=100,60,30", "--set", "prune.search_examples=96",
          "--set", "prune.recover_steps=20", "--set", "prune.eval_split=dev[:200]", "--set", "prune.latency_batch=4",
-         "--set", "prune.latency_seq=32", "--set", "prune.frontier_time=0.02", "--set", "train.lr_peak=0.001"]
+         "--set", "prune.latency_seq=32", "--set", "prune.frontier_time=0.02", "--set", "train.lr_peak=0.001",
+         "--set", "prune.frontier_gates=[30]", "--set", "train.max_steps=20", "--set", "gates.lr=0.2"]
 ENV = dict(os.environ, HEADPRUNE_MAX_ISA="avx2")  # fp32 and int8 on every CPU with AVX2
 
 
@@ -46,6 +48,7 @@ def main():
     kinds = sorted((p["method"], p["budget"], p["precision"]) for p in points)
     want = sorted([("unpruned", "", q) for q in ("fp32", "int8")] +
                   [("kwon", f"{b}% FLOPs", q) for b in (60, 30) for q in ("fp32", "int8")] +
+                  [("gates", "30% FLOPs", q) for q in ("fp32", "int8")] +
                   [("onnxruntime", "", q) for q in ("fp32", "int8")])
     ok &= check(kinds == want, f"the candidates: {kinds}")
     base = next(p for p in points if p["method"] == "unpruned" and p["precision"] == "fp32")
@@ -73,6 +76,17 @@ def main():
                              [p[2] for p in pairs]).correlation
         ok &= check(abs(ort[q]["metric"] - sp) < 0.5, f"ONNX Runtime {q}'s row {ort[q]['metric']:.2f} = scipy's "
                     f"Spearman of its embeddings {sp:.2f}")
+    # The gates' candidate is the model they trained (frontier_gates/30): its fp32 point scores on the selection slice
+    # what the trainer measured of the masked model (the slimmed model's cosines differ from the masked one's in the
+    # last float bits, and the tiny model's nearly tie: within 0.1); its cost is their training time.
+    gated = json.load(open(os.path.join(out, "frontier_gates", "30", "train_result.json"), encoding="utf-8"))
+    for p in points:
+        if p["method"] == "gates" and p["precision"] == "fp32":
+            ok &= check(abs(p["select_metric"] - gated["final_metrics"]["select_spearman"]) < 0.1 and
+                        p["flops_kept"] <= 0.3 + 1e-9 and abs(p["cost_s"] - gated["train_seconds"]) < 1e-6,
+                        f"gates 30%: the trained model ({p['select_metric']:.3f} on the slice, the trainer "
+                        f"{gated['final_metrics']['select_spearman']:.3f}), FLOPs kept {p['flops_kept']:.3f}, cost "
+                        f"{p['cost_s']:.1f} s")
     for p in points:
         if p["method"] != "kwon":
             continue
@@ -93,13 +107,13 @@ def main():
     for p in points:
         if p["method"] == "onnxruntime":
             continue
-        key = "unpruned" if p["method"] == "unpruned" else f"kwon-{p['step']}"
+        key = "unpruned" if p["method"] == "unpruned" else f"{p['method']}-{p['step']}"
         with open(os.path.join(out, "state", "embedding", "frontier", f"{key}-{p['precision']}.json"), encoding="utf-8") as fh:
             sims[(key, p["precision"])] = json.load(fh)["select_predictions"]
         d = p["select_delta"]
         ok &= check(abs(d - (p["select_metric"] - f["select_baseline"])) < 1e-9 and p["select_lo"] <= d <= p["select_hi"],
                     f"{key} {p['precision']}: slice difference {d:+.2f} in [{p['select_lo']:+.2f}, {p['select_hi']:+.2f}]")
-        if p["method"] == "kwon":
+        if p["method"] in ("kwon", "gates"):
             ok &= check(p["select_lo"] < p["select_hi"], f"{key} {p['precision']}: its interval is not empty")
     sizes = {len(v) for v in sims.values()}
     ok &= check(len(sizes) == 1 and min(sizes) > 1, f"every candidate kept its {sizes} selection-pair similarities")
@@ -132,8 +146,9 @@ def main():
                 f"summary.json reports the chosen point ({chosen['metric']:.4f}, {chosen['precision']})")
     again = run(cmd, env=ENV)
     s2 = json.load(open(os.path.join(out, "summary.json"), encoding="utf-8"))
-    ok &= check("recover]" in first.stderr and "recover]" not in again.stderr and "gradients]" not in again.stderr,
-                "the same command resumes: nothing searched or recovered again")
+    ok &= check("recover]" in first.stderr and "[train]" in first.stderr and "recover]" not in again.stderr and
+                "gradients]" not in again.stderr and "[train]" not in again.stderr,
+                "the same command resumes: nothing searched, recovered or trained again")
     ok &= check(s2["frontier"] == s["frontier"], "nor measured again (the same timings), the same choice")
     bad = run([args.prune, "--config", config, "--model", folder, "--out", os.path.join(args.scratch, "bad"),
                "--max-drop", "1", "--target-flops", "0.5"], want=2, env=ENV)
