@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/kernels/device.h"  // to_device
+
 namespace hp::train {
 
 torch::Tensor distill_kl(const torch::Tensor& student, const torch::Tensor& teacher, double temperature) {
@@ -70,7 +72,9 @@ torch::Tensor LayerDistill::loss(const std::vector<torch::Tensor>& student, cons
   // From the last teacher layer down, the best student layer below the previous match (CoFi's ordering), on the
   // device: no host synchronisation in the training step (#62). argmin takes the first of equal errors.
   const torch::Tensor layer = torch::arange(layers_, torch::TensorOptions().dtype(torch::kLong).device(device));
-  const torch::Tensor usable = alive.defined() ? alive.to(device, torch::kBool) : torch::ones_like(layer, torch::kBool);
+  // A fixed structure's mask comes from the host: copied without the host waiting (#62).
+  const torch::Tensor usable =
+      alive.defined() ? core::to_device(alive, device).to(torch::kBool) : torch::ones_like(layer, torch::kBool);
   const double inf = std::numeric_limits<double>::infinity();
   torch::Tensor bound = torch::full({}, layers_, layer.options());
   std::vector<torch::Tensor> align(T);

@@ -1,6 +1,7 @@
 // BERT forward pass (see core/model/bert.h).
 #include "core/model/bert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -231,7 +232,7 @@ torch::Tensor position_ids(const torch::Tensor& input_ids, Positions from, int p
 
 torch::Tensor Bert::embed(const EncoderInput& in0) const {
   const EncoderInput in = on_device(in0);
-  return embed(in, check_masks(in));
+  return embed(in, check_masks(in, in0));
 }
 
 torch::Tensor Bert::embed(const EncoderInput& in, const Masks& masks) const {
@@ -430,31 +431,56 @@ torch::Tensor Bert::linear_plus(const torch::Tensor& x, const PackedLinear& pw, 
   return out;
 }
 
-Bert::Masks Bert::check_masks(const EncoderInput& in) const {
+namespace {
+
+// The values of a mask that takes no gradient, read where reading costs nothing: the caller's host tensor (`given`,
+// before it moved to the model's device) or, on the CPU, the mask itself; undefined where only a GPU copy exists (a
+// read there would make the host wait for the GPU in every step, #62).
+torch::Tensor host_values(const torch::Tensor& m, const torch::Tensor& given) {
+  if (!m.defined() || m.requires_grad()) return {};
+  if (given.defined() && given.device().is_cpu() && !given.requires_grad()) return given;
+  return m.device().is_cpu() ? m : torch::Tensor();
+}
+
+// A mask of ones changes nothing: its multiply is skipped when the host can tell without waiting.
+bool all_ones(const torch::Tensor& m, const torch::Tensor& given) {
+  const torch::Tensor v = host_values(m, given);
+  return v.defined() && v.eq(1).all().item<bool>();
+}
+
+}  // namespace
+
+Bert::Masks Bert::check_masks(const EncoderInput& in, const EncoderInput& given) const {
   const auto B = in.input_ids.size(0);
-  auto check = [&](torch::Tensor m, int width, const char* name) {
+  auto check = [&](torch::Tensor m, const torch::Tensor& host, int width, const char* name) {
     if (!m.defined()) return m;
     const auto d = m.dim();
     TORCH_CHECK(
         (d == 2 || (d == 3 && m.size(0) == B)) && m.size(d - 2) == cfg_.num_hidden_layers && m.size(d - 1) >= width,
         name, " must be [", cfg_.num_hidden_layers, ", ", width, "] or [B, L, ", width, "], got ", m.sizes());
-    // An all-ones mask that needs no gradient changes nothing: skip the multiply.
-    if (!m.requires_grad() && m.eq(1).all().item<bool>()) return torch::Tensor();
-    return m;
+    return all_ones(m, host) ? torch::Tensor() : m;
   };
-  torch::Tensor layers = in.layer_mask;
-  if (layers.defined()) {
-    TORCH_CHECK(layers.dim() == 1 && layers.size(0) == cfg_.num_hidden_layers, "layer_mask must be [",
-                cfg_.num_hidden_layers, "], got ", layers.sizes());
-    if (!layers.requires_grad() && layers.eq(1).all().item<bool>()) layers = torch::Tensor();
+  Masks m{check(in.head_mask, given.head_mask, cfg_.max_heads(), "head_mask"),
+          check(in.neuron_mask, given.neuron_mask, cfg_.max_ffn_width(), "neuron_mask")};
+  if (in.layer_mask.defined()) {
+    TORCH_CHECK(in.layer_mask.dim() == 1 && in.layer_mask.size(0) == cfg_.num_hidden_layers, "layer_mask must be [",
+                cfg_.num_hidden_layers, "], got ", in.layer_mask.sizes());
+    m.layers = in.layer_mask;
+    if (!m.layers.requires_grad()) {
+      // Fixed: which layers to skip is decided on the host, from a host copy (a GPU-only mask is read once here).
+      torch::Tensor v = host_values(m.layers, given.layer_mask);
+      if (!v.defined()) v = m.layers.cpu();
+      v = v.to(torch::kFloat64).contiguous();
+      m.layer_values.assign(v.data_ptr<double>(), v.data_ptr<double>() + v.numel());
+      if (std::all_of(m.layer_values.begin(), m.layer_values.end(), [](double x) { return x == 1; }))
+        m.layers = torch::Tensor(), m.layer_values.clear();
+    }
   }
-  Masks m{check(in.head_mask, cfg_.max_heads(), "head_mask"), check(in.neuron_mask, cfg_.max_ffn_width(), "neuron_mask"),
-          layers};
   m.hidden = in.hidden_mask;
   if (m.hidden.defined()) {
     TORCH_CHECK(m.hidden.dim() == 1 && m.hidden.size(0) == cfg_.hidden_size, "hidden_mask must be [",
                 cfg_.hidden_size, "], got ", m.hidden.sizes());
-    if (!m.hidden.requires_grad() && m.hidden.eq(1).all().item<bool>()) {
+    if (all_ones(m.hidden, given.hidden_mask)) {
       m.hidden = torch::Tensor();
       return m;
     }
@@ -475,9 +501,9 @@ void Bert::skipped_layer(int l, const torch::Tensor& x, EncoderOutput& out, cons
   if (in.want_ffn) out.ffn_inputs.push_back(x), out.ffn_acts.push_back(torch::zeros({B, S, 0}, x.options()));
 }
 
-EncoderOutput Bert::forward(const EncoderInput& in) const { return forward_here(on_device(in)); }
+EncoderOutput Bert::forward(const EncoderInput& in) const { return forward_here(on_device(in), in); }
 
-EncoderOutput Bert::forward_here(const EncoderInput& in) const {
+EncoderOutput Bert::forward_here(const EncoderInput& in, const EncoderInput& given) const {
   TORCH_CHECK(in.input_ids.dim() == 2, "input_ids must be [B, S], got ", in.input_ids.sizes());
   const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
   if (S > cfg_.max_position_embeddings)
@@ -485,7 +511,7 @@ EncoderOutput Bert::forward_here(const EncoderInput& in) const {
                      std::to_string(cfg_.max_position_embeddings) + "; lower data.max_seq_len");
   TORCH_CHECK(!(in.cls_only && in.want_context),
               "cls_only computes only [CLS] in the last layer: it excludes want_context");
-  const Masks masks = check_masks(in);
+  const Masks masks = check_masks(in, given);
   const bool cpu = device_.is_cpu();  // the packs, fused epilogues and attention kernels are the CPU's
   if (cpu && !training_ && !torch::GradMode::is_enabled()) ensure_packs();  // the paths that multiply through packs
   auto mask = in.attention_mask.defined() ? in.attention_mask : torch::ones({B, S}, in.input_ids.options());
@@ -507,7 +533,7 @@ EncoderOutput Bert::forward_here(const EncoderInput& in) const {
   TORCH_CHECK(end >= first && end <= cfg_.num_hidden_layers, "end_layer ", in.end_layer, " out of range");
   for (int l = first; l < end; ++l) {
     const torch::Tensor z = masks.layers.defined() ? masks.layers[l] : torch::Tensor();
-    const double fixed = !z.defined() ? 1.0 : z.requires_grad() ? -1.0 : z.item<double>();  // -1: differentiated
+    const double fixed = !z.defined() ? 1.0 : masks.layer_values.empty() ? -1.0 : masks.layer_values[l];  // -1: blend
     if (fixed == 0) {
       skipped_layer(l, x, out, in);  // the identity
     } else if (fixed != 1) {

@@ -175,17 +175,19 @@ class Bert {
   // device: a gated training step reads nothing back to the host).
   struct Masks {
     torch::Tensor heads, neurons, layers, hidden, hidden_keep, hidden_kept;
+    std::vector<double> layer_values;  // a fixed (no-gradient) layer mask's values; empty: none, or differentiated
   };
   // `in` with its tensors on the model's device (the same object when they are there already).
   EncoderInput on_device(const EncoderInput& in) const;
-  EncoderOutput forward_here(const EncoderInput& in) const;
+  // `in` on the device; `given` as the caller passed it (its host masks are where values are read for free).
+  EncoderOutput forward_here(const EncoderInput& in, const EncoderInput& given) const;
   torch::Tensor layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask, const Masks& masks,
                               EncoderOutput& out, const EncoderInput& in) const;
   // The FFN sublayer of layer l on the attention block's output: LayerNorm(attn + W2·mask·act(W1·attn)).
   torch::Tensor ffn_block(int l, const torch::Tensor& attn, const Masks& masks, EncoderOutput& out,
                           const EncoderInput& in, bool inference) const;
   torch::Tensor embed(const EncoderInput& in, const Masks& masks) const;
-  Masks check_masks(const EncoderInput& in) const;
+  Masks check_masks(const EncoderInput& in, const EncoderInput& given) const;
   // Layer l skipped by a layer mask of 0 (no gradient): the placeholders of its EncoderOutput lists.
   void skipped_layer(int l, const torch::Tensor& x, EncoderOutput& out, const EncoderInput& in) const;
   torch::Tensor activation(torch::Tensor x, bool lrp, bool in_place) const;
