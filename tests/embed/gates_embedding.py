@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 sys.dont_write_bytecode = True  # no tests/embed/__pycache__ in the source tree
-from st_common import REPO, check, run, start, stsb_dev, tiny_model  # noqa: E402
+from st_common import check, check_export, prune_tiny, run, start  # noqa: E402
 
 FLAGS = ["--method", "gates", "--target-flops", "0.5", "--set", "train.max_steps=40", "--set", "train.eval_every=10",
          "--set", "prune.recover_steps=30", "--set", "prune.recover_scale=fixed", "--set", "prune.eval_split=dev[:200]",
@@ -41,12 +41,8 @@ def series(log, key):
 
 def main():
     args, st, models = start()
-    folder = tiny_model(st, models, "mean", True, os.path.join(args.scratch, "tiny_st"))
+    folder, cmd, s = prune_tiny(args, st, models, FLAGS)
     out = os.path.join(args.scratch, "run")
-    cmd = [args.prune, "--config", os.path.join(REPO, "configs", "sts_embed.yaml"), "--model", folder, "--out", out,
-           *FLAGS]
-    run(cmd)
-    s = json.load(open(os.path.join(out, "summary.json"), encoding="utf-8"))
     ok = True
     g = s["gates"]
     ok &= check(s["structure"]["flops_kept"] <= 0.5 + 1e-9, f"FLOPs kept {s['structure']['flops_kept']:.4f} <= 0.5")
@@ -66,21 +62,7 @@ def main():
     keys = {r["key"] for r in log}
     ok &= check(not any(k.startswith("eval/") and "select" not in k and k != "eval/step" for k in keys),
                 f"only the selection slice is evaluated while training: {sorted(k for k in keys if k.startswith('eval/'))}")
-    export = os.path.join(out, "model")
-    pairs = stsb_dev(200)
-    both = [p[0] for p in pairs] + [p[1] for p in pairs]
-    texts = os.path.join(args.scratch, "both.txt")
-    with open(texts, "w", encoding="utf-8") as f:
-        f.write("\n".join(both) + "\n")
-    npy = os.path.join(args.scratch, "ours.npy")
-    run([args.prune, "embed", "--model", export, "--input", texts, "--output", npy])
-    ref = st.SentenceTransformer(export, device="cpu", trust_remote_code=True).encode(both, batch_size=16)
-    err = float(np.abs(np.load(npy) - ref).max())
-    ok &= check(err <= 1e-5, f"the export in sentence-transformers: max |prune embed - encode| {err:.2e}")
-    teacher = st.SentenceTransformer(folder, device="cpu").encode(both, batch_size=16)
-    cos = float(np.mean(np.sum(ref * teacher, 1) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(teacher, axis=1))))
-    have = s["final"]["mean_cosine_to_teacher"]
-    ok &= check(abs(cos - have) <= 1e-5, f"mean cosine to the teacher {have:.6f}, sentence-transformers {cos:.6f}")
+    ok &= check_export(args, st, folder, s)
     again = run(cmd)
     s2 = json.load(open(os.path.join(out, "summary.json"), encoding="utf-8"))
     ok &= check("[train]" not in again.stderr and s2["final"] == s["final"],

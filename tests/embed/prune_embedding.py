@@ -16,28 +16,18 @@ import json
 import os
 import sys
 
-import numpy as np
-
 sys.dont_write_bytecode = True  # no tests/embed/__pycache__ in the source tree
-from st_common import REPO, check, run, start, stsb_dev, tiny_model  # noqa: E402
+from st_common import check, check_export, prune_tiny, run, start  # noqa: E402
 
 RUN_FLAGS = ["--target-flops", "0.5", "--set", "prune.search_examples=96", "--set", "prune.recover_steps=40",
              "--set", "prune.eval_split=dev[:200]", "--set", "prune.latency_batch=4", "--set", "prune.latency_seq=32",
              "--set", "train.lr_peak=0.001"]
 
 
-def dev_pairs(n=200):
-    return [(a, b) for a, b, _ in stsb_dev(n)]
-
-
 def main():
     args, st, models = start()
-    folder = tiny_model(st, models, "mean", True, os.path.join(args.scratch, "tiny_st"))
+    folder, cmd, s = prune_tiny(args, st, models, RUN_FLAGS)
     out = os.path.join(args.scratch, "run")
-    cmd = [args.prune, "--config", os.path.join(REPO, "configs", "sts_embed.yaml"), "--model", folder, "--out", out,
-           *RUN_FLAGS]
-    run(cmd)
-    s = json.load(open(os.path.join(out, "summary.json"), encoding="utf-8"))
     ok = True
     steps = s["steps"]
     ok &= check(set(steps) == {"searched", "rearranged", "tuned", "recovered"}, f"four steps scored: {sorted(steps)}")
@@ -50,21 +40,7 @@ def main():
                 f"the recovery lowers the distillation loss: {s['recovery']['first_loss']:.4g} -> "
                 f"{s['recovery']['last_loss']:.4g}")
     export = os.path.join(out, "model")
-    pairs = dev_pairs()
-    both = [p[0] for p in pairs] + [p[1] for p in pairs]
-    texts = os.path.join(args.scratch, "both.txt")
-    with open(texts, "w", encoding="utf-8") as f:
-        f.write("\n".join(both) + "\n")
-    npy = os.path.join(args.scratch, "ours.npy")
-    run([args.prune, "embed", "--model", export, "--input", texts, "--output", npy])
-    student = st.SentenceTransformer(export, device="cpu", trust_remote_code=True)
-    ref = student.encode(both, batch_size=16, convert_to_numpy=True)
-    err = float(np.abs(np.load(npy) - ref).max())
-    ok &= check(err <= 1e-5, f"the export in sentence-transformers: max |prune embed - encode| {err:.2e}")
-    teacher = st.SentenceTransformer(folder, device="cpu").encode(both, batch_size=16, convert_to_numpy=True)
-    cos = float(np.mean(np.sum(ref * teacher, 1) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(teacher, axis=1))))
-    have = s["final"]["mean_cosine_to_teacher"]
-    ok &= check(abs(cos - have) <= 1e-5, f"mean cosine to the teacher {have:.6f}, sentence-transformers {cos:.6f}")
+    ok &= check_export(args, st, folder, s)
     res = os.path.join(args.scratch, "eval.json")
     run([args.prune, "eval", "--model", export, "--task", "stsb", "--max-examples", "200", "--output", res])
     got = 100 * json.load(open(res, encoding="utf-8"))["metrics"]["cosine_spearman"]

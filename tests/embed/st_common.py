@@ -1,6 +1,7 @@
 """What the sentence-transformers tests share (#59): their start (arguments, the package or exit 77, a fresh scratch
 folder) and the tiny folders they build with the package itself from the tiny BERT."""
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -65,3 +66,36 @@ def run(cmd, want=0, env=None):
 def check(ok, what):
     print(f"{'ok  ' if ok else 'FAIL'} {what}")
     return ok
+
+
+def prune_tiny(args, st, models, flags):
+    """`prune --config configs/sts_embed.yaml` with `flags` on a tiny folder (mean pooling, Normalize) in the scratch
+    folder: (the folder, the command, its summary.json)."""
+    folder = tiny_model(st, models, "mean", True, os.path.join(args.scratch, "tiny_st"))
+    out = os.path.join(args.scratch, "run")
+    cmd = [args.prune, "--config", os.path.join(REPO, "configs", "sts_embed.yaml"), "--model", folder, "--out", out,
+           *flags]
+    run(cmd)
+    return folder, cmd, json.load(open(os.path.join(out, "summary.json"), encoding="utf-8"))
+
+
+def check_export(args, st, folder, summary, n=200):
+    """The run's export (RUN_DIR/model) in SentenceTransformer against `prune embed` of it on STS-B dev[:n]'s
+    sentences (within 1e-5), and the mean cosine to the teacher the summary reports against sentence-transformers'
+    own; True when both hold."""
+    import numpy as np
+    export = os.path.join(args.scratch, "run", "model")
+    pairs = stsb_dev(n)
+    both = [p[0] for p in pairs] + [p[1] for p in pairs]
+    texts = os.path.join(args.scratch, "both.txt")
+    with open(texts, "w", encoding="utf-8") as f:
+        f.write("\n".join(both) + "\n")
+    npy = os.path.join(args.scratch, "ours.npy")
+    run([args.prune, "embed", "--model", export, "--input", texts, "--output", npy])
+    ref = st.SentenceTransformer(export, device="cpu", trust_remote_code=True).encode(both, batch_size=16)
+    err = float(np.abs(np.load(npy) - ref).max())
+    ok = check(err <= 1e-5, f"the export in sentence-transformers: max |prune embed - encode| {err:.2e}")
+    teacher = st.SentenceTransformer(folder, device="cpu").encode(both, batch_size=16)
+    cos = float(np.mean(np.sum(ref * teacher, 1) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(teacher, axis=1))))
+    have = summary["final"]["mean_cosine_to_teacher"]
+    return ok & check(abs(cos - have) <= 1e-5, f"mean cosine to the teacher {have:.6f}, sentence-transformers {cos:.6f}")
