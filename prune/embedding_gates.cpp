@@ -7,10 +7,10 @@
 #include "core/base/log.h"
 #include "core/base/strings.h"
 #include "core/io/checkpoint.h"
-#include "core/model/pooling.h"
 #include "prune/best_step.h"
 #include "prune/embedding_data.h"
 #include "prune/slim.h"
+#include "train/task_run.h"  // result_json
 #include "train/trainer.h"
 
 namespace hp::prune {
@@ -37,10 +37,7 @@ train::Objective objective(const EmbedRun& r, const TeacherEmbeddings& teacher) 
   o.metric = "select_cosine_to_teacher";
   const train::Pooling pooling = r.pooling;
   o.loss = [pooling](const core::EncoderOutput& student, const core::EncoderOutput& t, const core::EncoderInput& in) {
-    const auto mask = in.attention_mask.to(student.last_hidden.device());
-    return train::embedding_distill_loss(
-        core::pool_sentences(pooling.modes, pooling.normalize, student.last_hidden, mask),
-        core::pool_sentences(pooling.modes, pooling.normalize, t.last_hidden.to(torch::kFloat), mask));
+    return train::embedding_distill_loss(train::pooled(student, in, pooling), train::pooled(t, in, pooling));
   };
   o.evaluate = [&r, select = teacher.select](const core::Bert& model, const eval::Masks& masks) {
     const eval::SentenceEncoder enc{r.teacher->layout, model, r.teacher->tokenizer};
@@ -50,17 +47,6 @@ train::Objective objective(const EmbedRun& r, const TeacherEmbeddings& teacher) 
         {"select_spearman", 100 * s.metrics.at("cosine_spearman")}};
   };
   return o;
-}
-
-json result_json(const train::TrainResult& t) {
-  return {{"steps", t.steps},
-          {"best_step", t.best_step},
-          {"metric", t.metric},
-          {"best_metric", t.best_metric},
-          {"final_metrics", t.final_metrics},
-          {"mask", core::format_mask({t.final_keep, t.final_neurons, t.final_layers, t.final_hidden})},
-          {"budget", {{"unit", t.budget_unit}, {"target", t.budget_target}, {"kept", t.budget_kept}}},
-          {"train_seconds", t.train_seconds}};
 }
 
 }  // namespace
@@ -87,12 +73,10 @@ std::optional<GatedEmbedding> gated_embedding(const EmbedRun& r, const TeacherEm
     opts.run_dir = dir, opts.config_yaml = core::resume_yaml(c), opts.resume = fs::exists(dir + "/state");
     opts.teacher = &r.teacher->model, opts.finetune_steps = fixed, opts.stop = r.stop;
     opts.tokenizer_dir = r.cfg->model.path + "/" + r.teacher->layout.transformer_dir;
-    std::map<std::string, torch::Tensor> own;  // a copy of its own: the trainer gives its tensors requires_grad
-    for (const auto& [name, t] : r.teacher->model.parameters()) own[name] = t.detach().clone();
-    core::Bert student(r.teacher->model.config(), own);
+    core::Bert student = copy_model(r.teacher->model);  // the trainer gives its tensors requires_grad
     const train::TrainResult t = train::train_model(c.train, c.gates, c.run, student, data, opts);
     if (t.interrupted) return std::nullopt;
-    core::write_file_atomic(result_file, result_json(t).dump(2) + "\n");
+    core::write_file_atomic(result_file, train::result_json(t).dump(2) + "\n");
   }
   const json res = json::parse(core::read_file(result_file));
   const core::BertConfig& arch = r.teacher->model.config();

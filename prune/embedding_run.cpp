@@ -167,9 +167,7 @@ std::optional<core::Bert> recovered_model(const EmbedRun& r, const core::Bert& t
                     (p.distill_hidden > 0
                          ? " and, weighted " + core::format_number("%g", p.distill_hidden) + ", its layers' outputs"
                          : ""));
-    std::map<std::string, torch::Tensor> own;  // a copy of its own: the tuned model is scored as it was
-    for (const auto& [name, t] : tuned.parameters()) own[name] = t.detach().clone();
-    core::Bert student(tuned.config(), own);
+    core::Bert student = copy_model(tuned);  // the tuned model is scored as it was
     core::Progress progress("recover", steps, "steps");
     const auto rec = train::recover_embeddings(
         student, r.teacher->model, r.pooling, r.sentences, r.teacher->tokenizer.pad_id(), cfg.train, steps,

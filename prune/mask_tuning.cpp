@@ -1,5 +1,6 @@
 // Mask tuning by layer-wise damped least squares (see prune/mask_tuning.h).
 #include "prune/mask_tuning.h"
+#include "prune/slim.h"  // copy_parameters
 
 #include <cmath>
 #include <torch/utils.h>
@@ -218,8 +219,7 @@ MaskScales tune_masks(const core::Bert& model, const StructureKeep& keep, const 
 core::Bert fold_scales(const core::Bert& model, const MaskScales& scales) {
   const auto& cfg = model.config();
   const long Dh = cfg.head_dim();
-  std::map<std::string, torch::Tensor> params;
-  for (const auto& [name, t] : model.parameters()) params[name] = t.detach().clone();
+  std::map<std::string, torch::Tensor> params = copy_parameters(model);
   for (int l = 0; l < cfg.num_hidden_layers; ++l) {
     const std::string layer = "encoder.layer." + std::to_string(l) + ".";
     const long H = cfg.heads_in_layer(l), I = cfg.ffn_width(l);

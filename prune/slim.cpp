@@ -16,8 +16,7 @@ namespace {
 template <class F>
 std::map<std::string, torch::Tensor> map_axis(const core::Bert& model, core::Dim dim, F f,
                                               std::map<std::string, torch::Tensor> params = {}) {
-  if (params.empty())
-    for (const auto& [name, t] : model.parameters()) params[name] = t.detach().clone();
+  if (params.empty()) params = copy_parameters(model);
   for (const auto& spec : core::model_keys(model.config())) {
     const int axis = core::axis_of(spec, dim);
     if (axis < 0) continue;
@@ -96,6 +95,14 @@ core::Bert drop_hidden(const core::Bert& model, const std::vector<bool>& keep_hi
 core::Bert slim_model(const core::Bert& model, const core::StructureMask& keep) {
   return slim_model(model, keep.heads, keep.neurons, keep.layers, keep.hidden);
 }
+
+std::map<std::string, torch::Tensor> copy_parameters(const core::Bert& model) {
+  std::map<std::string, torch::Tensor> params;
+  for (const auto& [name, t] : model.parameters()) params[name] = t.detach().clone();
+  return params;
+}
+
+core::Bert copy_model(const core::Bert& model) { return core::Bert(model.config(), copy_parameters(model)); }
 
 core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep, const core::NeuronSet& keep_neurons,
                       const std::vector<bool>& keep_layers, const std::vector<bool>& keep_hidden) {

@@ -13,15 +13,10 @@
 
 namespace hp::train {
 
-namespace {
-
-// The pooled embedding of an encoder's output on `in`.
 torch::Tensor pooled(const core::EncoderOutput& out, const core::EncoderInput& in, const Pooling& pooling) {
   return core::pool_sentences(pooling.modes, pooling.normalize, out.last_hidden,
                               in.attention_mask.to(out.last_hidden.device()));
 }
-
-}  // namespace
 
 torch::Tensor sentence_embedding(const core::Bert& model, const core::EncoderInput& in, const Pooling& pooling) {
   return pooled(model.forward(in), in, pooling);

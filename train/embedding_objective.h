@@ -30,6 +30,9 @@ struct Pooling {
   bool normalize = false;
 };
 
+// The pooled embedding [B, W] of an encoder's output on `in` (its last hidden state, every position computed).
+torch::Tensor pooled(const core::EncoderOutput& out, const core::EncoderInput& in, const Pooling& pooling);
+
 // The pooled embedding [B, W] of `model` on `in` (every position computed), differentiable.
 torch::Tensor sentence_embedding(const core::Bert& model, const core::EncoderInput& in, const Pooling& pooling);
 

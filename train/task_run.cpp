@@ -56,30 +56,9 @@ std::optional<core::Bert> load_teacher(const core::Config& cfg, const TaskRun& r
 }
 
 void write_result(const core::Config& cfg, const TaskRun& run, const core::TaskSpec& task, const TrainResult& r) {
-  nlohmann::json j;
+  nlohmann::json j = result_json(r);
   j["task"] = task.name;
   j["split"] = cfg.train.eval_split;
-  j["metric"] = r.metric;
-  j["best_metric"] = r.best_metric;
-  j["best_step"] = r.best_step;
-  j["final_metrics"] = r.final_metrics;
-  j["steps"] = r.steps;
-  j["heads_kept"] = r.heads_kept;
-  j["heads_total"] = r.heads_total;
-  j["mask"] = core::format_mask({r.final_keep, r.final_neurons, r.final_layers, r.final_hidden});
-  if (!r.budget_unit.empty()) {
-    int neurons = 0;
-    for (const auto& row : r.final_neurons) neurons += static_cast<int>(std::count(row.begin(), row.end(), true));
-    j["neurons_kept"] = neurons;
-    j["budget"] = {{"unit", r.budget_unit},
-                   {"target", r.budget_target},
-                   {"kept", r.budget_kept},
-                   {"head_cost", r.unit_costs.head},
-                   {"neuron_cost", r.unit_costs.neuron}};
-  }
-  j["train_seconds"] = r.train_seconds;
-  j["steps_per_s"] = r.steps_per_s;
-  j["examples_per_s"] = r.examples_per_s;
   core::write_file_atomic(run.run_dir + "/train_result.json", j.dump(2) + "\n");
 }
 
@@ -126,6 +105,32 @@ TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
   TrainResult r = train_model(cfg.train, cfg.gates, cfg.run, model, data, opts);
   if (!r.interrupted) write_result(cfg, run, task, r);
   return r;
+}
+
+nlohmann::json result_json(const TrainResult& r) {
+  nlohmann::json j;
+  j["metric"] = r.metric;
+  j["best_metric"] = r.best_metric;
+  j["best_step"] = r.best_step;
+  j["final_metrics"] = r.final_metrics;
+  j["steps"] = r.steps;
+  j["heads_kept"] = r.heads_kept;
+  j["heads_total"] = r.heads_total;
+  j["mask"] = core::format_mask({r.final_keep, r.final_neurons, r.final_layers, r.final_hidden});
+  if (!r.budget_unit.empty()) {
+    int neurons = 0;
+    for (const auto& row : r.final_neurons) neurons += static_cast<int>(std::count(row.begin(), row.end(), true));
+    j["neurons_kept"] = neurons;
+    j["budget"] = {{"unit", r.budget_unit},
+                   {"target", r.budget_target},
+                   {"kept", r.budget_kept},
+                   {"head_cost", r.unit_costs.head},
+                   {"neuron_cost", r.unit_costs.neuron}};
+  }
+  j["train_seconds"] = r.train_seconds;
+  j["steps_per_s"] = r.steps_per_s;
+  j["examples_per_s"] = r.examples_per_s;
+  return j;
 }
 
 double train_seconds(const std::string& run_dir) {

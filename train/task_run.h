@@ -6,6 +6,8 @@
 #include <atomic>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/base/config.h"
 #include "core/data/glue.h"
 #include "core/model/head_mask.h"
@@ -27,6 +29,10 @@ struct TaskRun {
 
 // Trains as `cfg` says. The resume check covers everything in cfg except run.out_dir and train.resume.
 TrainResult train_task(const core::Config& cfg, const TaskRun& run);
+
+// A result as RUN_DIR/train_result.json holds it (the caller adds what it trained on: task, split): the metric and
+// best step, the final metrics and mask, a budget's unit, target and kept fraction, the training time.
+nlohmann::json result_json(const TrainResult& r);
 
 // The seconds a finished run in `run_dir` trained (its train_result.json's train_seconds); 0 when it has none.
 double train_seconds(const std::string& run_dir);
