@@ -1,5 +1,6 @@
 // Leave-one-out ("accuracy difference"): importance of head h = metric of the model minus metric with
-// h alone removed, on the ranking data. Ties in the (discrete) metric are broken by the change in mean
+// h alone removed, on the ranking data; for an embedding model 1 − the mean cosine of the embeddings with h
+// removed to those with it (criteria.h). Ties in the (discrete) metric are broken by the change in mean
 // loss, scaled far below one example's worth of metric (1e-6 · tanh Δloss), so the metric decides.
 // Removing a head of layer l leaves layers below l unchanged: their outputs are computed once and each
 // ablation starts at layer l (reuse_lower_layers; off = full forward, for the benchmark).
@@ -47,6 +48,38 @@ Score score(const CriterionContext& c, const torch::Tensor& mask, int start_laye
   return {metrics.at(c.rank->task->primary_metric), loss / std::max<size_t>(pred.size(), 1)};
 }
 
+// An embedding model's pooled embeddings [N, W] of every ranking batch, in batch order (start_layer as above).
+torch::Tensor embeddings(const CriterionContext& c, const torch::Tensor& mask, int start_layer,
+                         const std::vector<torch::Tensor>& cached) {
+  std::vector<torch::Tensor> parts;
+  for (size_t i = 0; i < c.rank->batches.size(); ++i) {
+    core::EncoderInput in = core::encoder_input(c.rank->batches[i]);
+    in.head_mask = mask;
+    if (start_layer > 0) {
+      in.start_layer = start_layer;
+      in.start_hidden = cached[i];
+    }
+    parts.push_back(train::pooled(c.model->forward(in), in, *c.embedding));
+  }
+  return torch::cat(parts, 0);
+}
+
+// The score of `mask` against the model under c.keep (`reference`: its embeddings, or its Score).
+struct Reference {
+  torch::Tensor embeddings;
+  Score score;
+};
+
+double loo_value(const CriterionContext& c, const Reference& ref, const torch::Tensor& mask, int start_layer,
+                 const std::vector<torch::Tensor>& cached) {
+  if (c.embedding) {
+    const auto e = embeddings(c, mask, start_layer, cached);
+    return 1.0 - torch::cosine_similarity(e, ref.embeddings, 1).mean().item<double>();
+  }
+  const Score s = score(c, mask, start_layer, cached);
+  return (ref.score.metric - s.metric) + 1e-6 * std::tanh(s.loss - ref.score.loss);
+}
+
 }  // namespace
 
 torch::Tensor loo_importance(const CriterionContext& c) {
@@ -65,7 +98,9 @@ torch::Tensor loo_importance(const CriterionContext& c) {
       for (int l = 0; l < L; ++l) hidden[l].push_back(out.hidden_states[l]);
     }
   }
-  const Score base = score(c, c.keep, 0, {});
+  Reference ref;
+  if (c.embedding) ref.embeddings = embeddings(c, c.keep, 0, {});
+  else ref.score = score(c, c.keep, 0, {});
   auto imp = torch::zeros({L, cfg.max_heads()});
   const long present = static_cast<long>(c.keep.sum().item<double>());
   long heads_done = 0;
@@ -76,8 +111,8 @@ torch::Tensor loo_importance(const CriterionContext& c) {
       if (!core::dist::mine(heads_done++)) continue;  // data-parallel: every world-th head
       auto mask = c.keep.clone();
       mask[l][h] = 0;
-      const Score s = c.reuse_lower_layers ? score(c, mask, l, hidden[l]) : score(c, mask, 0, {});
-      imp[l][h] = static_cast<float>((base.metric - s.metric) + 1e-6 * std::tanh(s.loss - base.loss));
+      const double v = c.reuse_lower_layers ? loo_value(c, ref, mask, l, hidden[l]) : loo_value(c, ref, mask, 0, {});
+      imp[l][h] = static_cast<float>(v);
     }
   }
   core::dist::all_reduce_sum(imp, "the loo criterion");  // each head's value comes from one rank: exact

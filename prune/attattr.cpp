@@ -36,7 +36,8 @@ core::EncoderInput repeat_input(const core::Batch& b, long from, long n, long le
 
 torch::Tensor attention_attribution(const core::Bert& model, const core::Batch& b, const torch::Tensor& keep,
                                     const core::EncoderOutput& base, int layer, const torch::Tensor& target,
-                                    const std::vector<double>& alphas, bool reuse_lower_layers) {
+                                    const std::vector<double>& alphas, bool reuse_lower_layers,
+                                    const train::Pooling* embedding) {
   const long B = b.input_ids.size(0), S = b.input_ids.size(1), m = static_cast<long>(alphas.size());
   const auto H = base.attentions[layer].size(1);
   const bool regression = model.config().num_labels == 1;
@@ -55,14 +56,18 @@ torch::Tensor attention_attribution(const core::Bert& model, const core::Batch& 
     in.head_mask = keep;
     in.override_layer = layer;
     in.override_probs = scaled;
-    in.cls_only = true;
+    in.cls_only = !embedding;  // an embedding pools every position
     if (reuse_lower_layers) {
       in.start_layer = layer;
       in.start_hidden = base.hidden_states[layer].narrow(0, from, n).narrow(1, 0, len).repeat({m, 1, 1});
     }
-    auto logits = model.forward(in).logits;  // [m·n, C]
+    const auto out = model.forward(in);
+    const auto& logits = out.logits;  // [m·n, C]
     torch::Tensor f;
-    if (regression) f = logits.select(1, 0);
+    if (embedding) {  // the cosine to the unscaled embedding (criteria.h)
+      const auto e = train::pooled(out, in, *embedding);
+      f = torch::cosine_similarity(e, target.narrow(0, from, n).repeat({m, 1}).to(e.device()), 1);
+    } else if (regression) f = logits.select(1, 0);
     else f = torch::softmax(logits, 1).gather(1, target.narrow(0, from, n).repeat({m}).unsqueeze(1)).squeeze(1);
     auto grad = torch::autograd::grad({f.sum()}, {scaled})[0].view({m, n, H, len, len}).sum(0);
     auto attr = torch::zeros({n, H, S, S});
@@ -97,14 +102,17 @@ torch::Tensor attattr_importance(const CriterionContext& c) {
     examples += b.input_ids.size(0);
     if (!core::dist::mine(batches_done++)) continue;  // data-parallel: every world-th batch
     const core::EncoderOutput base = attribution_base(*c.model, b, c.keep);
-    auto target = gold && cfg.num_labels > 1 ? b.labels.to(torch::kLong) : base.logits.argmax(1);
+    torch::Tensor target;
+    if (c.embedding) target = train::pooled(base, core::encoder_input(b), *c.embedding);
+    else target = gold && cfg.num_labels > 1 ? b.labels.to(torch::kLong) : base.logits.argmax(1);
     // Max over real (query, key) pairs only: padding entries are not attention the model paid.
     auto real = b.attention_mask.to(torch::kBool);
     auto pair = (real.unsqueeze(2) & real.unsqueeze(1)).unsqueeze(1);  // [B, 1, S, S]
     for (int l = 0; l < L; ++l) {
       const auto H = base.attentions[l].size(1);
       if (H == 0 || c.keep[l].narrow(0, 0, H).sum().item<double>() == 0) continue;
-      auto attr = attention_attribution(*c.model, b, c.keep, base, l, target, alphas, c.reuse_lower_layers);
+      auto attr =
+          attention_attribution(*c.model, b, c.keep, base, l, target, alphas, c.reuse_lower_layers, c.embedding);
       auto masked = attr.masked_fill(~pair, -std::numeric_limits<float>::infinity());
       total[l].narrow(0, 0, H) += std::get<0>(masked.flatten(2).max(-1)).sum(0).to(torch::kFloat64);
     }

@@ -11,6 +11,7 @@
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"
 #include "core/io/tensor_io.h"  // read_safetensors
+#include "core/model/pooling.h"
 
 namespace hp::prune {
 
@@ -28,6 +29,30 @@ void check_context(const CriterionContext& c) {
   HP_CHECK(c.model && c.rank && c.opts && c.keep.defined(), "criterion context incomplete");
   for (const auto& [name, t] : c.model->parameters())
     HP_CHECK(!t.requires_grad(), "criteria need a model without trainable tensors (" << name << ")");
+}
+
+// The attention mask on the device of `hidden`.
+torch::Tensor mask_like(const core::Batch& b, const torch::Tensor& hidden) {
+  return b.attention_mask.to(hidden.device());
+}
+
+// Taylor for an embedding model: Σ_b ‖∂e_b/∂ξ_{b,l,h}‖ [L, H], one backward per embedding dimension (example b's
+// embedding depends on its own gates only, so each backward gives every example's column at once).
+torch::Tensor embedding_jacobian_norms(const CriterionContext& c, const core::EncoderOutput& out, const core::Batch& b,
+                                       const torch::Tensor& gates) {
+  const auto e =
+      core::pool_sentences(c.embedding->modes, c.embedding->normalize, out.last_hidden, mask_like(b, out.last_hidden));
+  auto squares = torch::zeros_like(gates);
+  for (int64_t d = 0; d < e.size(1); ++d)
+    squares += torch::autograd::grad({e.select(1, d).sum()}, {gates}, {}, /*retain_graph=*/true)[0].pow(2);
+  return squares.sqrt().sum(0).to(torch::kFloat64);
+}
+
+// LRP's source for an embedding model: f_b = u_b · sg(u_b), u the embedding before Normalize (see criteria.h).
+torch::Tensor embedding_relevance_source(const CriterionContext& c, const core::EncoderOutput& out,
+                                         const core::Batch& b) {
+  const auto u = core::pool_sentences(c.embedding->modes, false, out.last_hidden, mask_like(b, out.last_hidden));
+  return (u * u.detach()).sum(1);
 }
 
 long example_count(const RankData& r) {
@@ -109,7 +134,7 @@ torch::Tensor confidence_sums(const std::vector<torch::Tensor>& attentions, cons
 
 torch::Tensor taylor_importance(const CriterionContext& c) {
   check_context(c);
-  const bool regression = c.rank->task->is_regression();
+  const bool regression = !c.embedding && c.rank->task->is_regression();
   const auto& cfg = c.model->config();
   auto total = torch::zeros({cfg.num_hidden_layers, cfg.max_heads()}, torch::kFloat64);
   long batches_done = 0;
@@ -118,14 +143,18 @@ torch::Tensor taylor_importance(const CriterionContext& c) {
     if (!core::dist::mine(batches_done++)) continue;  // data-parallel: every world-th batch
     torch::Tensor gates;
     core::EncoderInput in = gated_input(b, c.keep, gates);
-    in.want_context = c.opts->taylor_token_level;
-    in.cls_only = !in.want_context;
+    in.want_context = c.opts->taylor_token_level && !c.embedding;
+    in.cls_only = !in.want_context && !c.embedding;  // an embedding pools every position
     if (in.want_context) {  // every layer's contexts must take gradients, layer 0's included
       torch::NoGradGuard no_grad;
       in.start_hidden = c.model->embed(in);
     }
     if (in.want_context) in.start_hidden.requires_grad_(true);
     auto out = c.model->forward(in);
+    if (c.embedding) {
+      total += embedding_jacobian_norms(c, out, b, gates);
+      continue;
+    }
     // Example i's loss depends on gates[i] only, so one backward of the sum gives every ∂L_i/∂ξ.
     auto loss = per_example_loss(out.logits, b.labels, regression).sum();
     if (!c.opts->taylor_token_level) {
@@ -159,9 +188,12 @@ torch::Tensor lrp_importance(const CriterionContext& c) {
     torch::Tensor gates;
     core::EncoderInput in = gated_input(b, c.keep, gates);
     in.lrp_rules = true;
-    in.cls_only = true;
-    auto logits = c.model->forward(in).logits;
-    auto top = logits.size(1) == 1 ? logits.select(1, 0) : logits.gather(1, logits.argmax(1, true)).squeeze(1);
+    in.cls_only = !c.embedding;
+    const auto out = c.model->forward(in);
+    torch::Tensor top;
+    if (c.embedding) top = embedding_relevance_source(c, out, b);
+    else if (out.logits.size(1) == 1) top = out.logits.select(1, 0);
+    else top = out.logits.gather(1, out.logits.argmax(1, true)).squeeze(1);
     // Relevance of head h = Σ over its neurons of output × gradient = ξ_h · ∂f/∂ξ_h (ξ is the gate).
     auto rel = (torch::autograd::grad({top.sum()}, {gates})[0] * gates.detach()).to(torch::kFloat64);  // [B, L, H]
     auto layer_total = rel.abs().sum(-1, true).clamp_min(1e-30);
@@ -197,6 +229,10 @@ torch::Tensor gates_log_alpha(const std::string& run_dir) {
 namespace {
 
 torch::Tensor gates_importance(const CriterionContext& c) {
+  if (c.embedding)
+    throw ConfigError(
+        "prune.criteria has gates: the gates criterion reads a classifier's gated run; for an embedding "
+        "model train the gates with --method gates --target-flops F, or leave gates out of the list");
   auto la = gates_log_alpha(c.opts->gates_run);
   const auto& cfg = c.model->config();
   if (la.size(0) != cfg.num_hidden_layers || la.size(1) != cfg.max_heads())

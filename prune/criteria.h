@@ -25,6 +25,18 @@
 //   loo         leave-one-out: metric of the model minus metric with only that head removed (the
 //               "accuracy difference" baseline); lower layers' activations are reused.
 //   gates       log α of a gated `prune train` run (prune.gates_run): more open = more important.
+//
+// For a sentence-embedding model (CriterionContext::embedding, #59) there is no classifier: each criterion's loss or
+// target is the pooled embedding's (train/embedding_objective.h), on unlabelled sentences —
+//   taylor      the embedding itself: I_h = Σ_b ‖∂e_b/∂ξ_h‖₂ / N, the first-order change of the embedding (after
+//               Normalize, if the folder has it) when the head's mask moves — one backward per embedding dimension
+//               (Michel's |∂L/∂ξ| has no loss to take here: the distance to the teacher is 0 at the teacher); per
+//               token (taylor_token_level) is refused;
+//   lrp         the pooled embedding before Normalize, u, explaining itself: relevance u_d · u_d at the output
+//               (f = u · sg(u); Normalize's output has constant length, so it would explain nothing);
+//   attattr     the cosine of the embedding at α·A to the unscaled forward's embedding (1 at α = 1);
+//   loo         1 − the mean cosine of the embeddings with the head removed to those with it present;
+//   confidence and random read no loss and are as above; gates are refused (use --method gates).
 #pragma once
 
 #include <torch/types.h>
@@ -37,6 +49,7 @@
 #include "core/model/bert.h"
 #include "core/base/config.h"  // PruneConfig
 #include "core/data/glue.h"
+#include "train/embedding_objective.h"  // Pooling
 
 namespace hp::prune {
 
@@ -56,6 +69,8 @@ struct CriterionContext {
   const core::PruneConfig* opts = nullptr;
   int seed = 42;
   bool reuse_lower_layers = true;  // loo/attattr: compute the layers below once (benchmarks turn it off)
+  // Set for a sentence-embedding model: the criteria read its pooled embedding, not logits (see above).
+  const train::Pooling* embedding = nullptr;
   // Told as work finishes: `done` of `total` units ("batches", "heads"); may be empty.
   std::function<void(long done, long total, const std::string& unit)> progress;
   void report(long done, long total, const std::string& unit) const {
@@ -93,11 +108,13 @@ torch::Tensor loo_importance(const CriterionContext& c);
 
 // Attention attribution pieces (prune/attattr.cpp), exposed for tests: the unscaled forward of a batch
 // (attentions and hidden states), and Attr(A) [B, H, S, S] of one layer for targets [B] (class index;
-// ignored for regression) at the Riemann points `alphas`.
+// ignored for regression; with `embedding`, the unscaled embeddings [B, W] whose cosine is the target) at the
+// Riemann points `alphas`.
 core::EncoderOutput attribution_base(const core::Bert& model, const core::Batch& b, const torch::Tensor& keep);
 torch::Tensor attention_attribution(const core::Bert& model, const core::Batch& b, const torch::Tensor& keep,
                                     const core::EncoderOutput& base, int layer, const torch::Tensor& target,
-                                    const std::vector<double>& alphas, bool reuse_lower_layers);
+                                    const std::vector<double>& alphas, bool reuse_lower_layers,
+                                    const train::Pooling* embedding = nullptr);
 
 // Reads log α [L, H] from a gated run directory (its run.h5 / state). InputError naming the path.
 torch::Tensor gates_log_alpha(const std::string& run_dir);

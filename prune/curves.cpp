@@ -18,8 +18,6 @@
 
 namespace hp::prune {
 
-namespace {
-
 Matrix to_matrix(const torch::Tensor& t) {
   auto c = t.to(torch::kFloat64).contiguous();
   Matrix m(c.size(0), std::vector<double>(c.size(1)));
@@ -27,6 +25,8 @@ Matrix to_matrix(const torch::Tensor& t) {
     for (int64_t h = 0; h < c.size(1); ++h) m[l][h] = c[l][h].item<double>();
   return m;
 }
+
+namespace {
 
 // The criterion's importance with `keep` applied, `pruned` heads already removed; cached in the store.
 torch::Tensor importance_at(const CurveInputs& in, const Criterion& crit, int seed, const RankData& rank,

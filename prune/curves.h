@@ -15,8 +15,12 @@
 #include "core/model/head_mask.h"
 #include "prune/criteria.h"
 #include "prune/run_store.h"
+#include "prune/schedule.h"  // Matrix
 
 namespace hp::prune {
+
+// An importance [L, H] as the rankings read it.
+Matrix to_matrix(const torch::Tensor& importance);
 
 struct CurveInputs {
   const core::Bert* model = nullptr;  // fine-tuned, unpruned

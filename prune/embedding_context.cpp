@@ -43,7 +43,9 @@ void read_data(EmbedRun& r, const core::Config& user) {
   const int len = eval::embedding_length(*r.teacher, 0);
   r.sentences = core::encode_examples(tok, singles, len);
   for (const auto& e : singles) r.distilled += e.text_a + "\n";
-  r.search_set = core::encode_examples(tok, sample_examples(singles, cfg.prune.search_examples, cfg.run.seed), len);
+  const auto searched = sample_examples(singles, cfg.prune.search_examples, cfg.run.seed);
+  r.search_set = core::encode_examples(tok, searched, len);
+  for (const auto& e : searched) r.search_texts.push_back(e.text_a);
   r.search = make_rank_data(task, r.search_set, cfg.prune.rank_batch_size, tok.pad_id());
   core::log_info("prune", "embedding: " + std::to_string(r.sentences.size()) + " sentences of " + task.name + " " +
                               sel.cfg.train.train_split + extra + " to distil on (" +

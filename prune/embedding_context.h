@@ -34,6 +34,7 @@ struct EmbedRun {
   std::string select_split;
   std::vector<core::Example> select_pairs, eval_pairs;
   core::EncodedDataset sentences, search_set;  // unlabelled single sentences
+  std::vector<std::string> search_texts;  // search_set's sentences, in its order
   std::string distilled;  // the sentences distilled on, one per line (RUN_DIR/state/embedding/distill_sentences.txt)
   RankData search;
   std::unique_ptr<RunStore> store;

@@ -28,7 +28,9 @@
 #include "prune/budget.h"
 #include "prune/embedding_context.h"
 #include "prune/embedding_data.h"
+#include "prune/embedding_finish.h"
 #include "prune/embedding_gates.h"
+#include "prune/embedding_heads.h"
 #include "prune/frontier.h"
 #include "prune/frontier_timing.h"
 #include "prune/mask_search.h"
@@ -47,10 +49,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-void log_step(int n, const std::string& what) {
-  core::log_info("prune", "embedding stage " + std::to_string(n) + "/5: " + what);
-}
 
 double seconds_from(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -128,12 +126,21 @@ void validate_embedding_run(const core::Config& cfg) {
   refuse(!p.frontier_models.empty(),
          "prune.frontier_models is not measured for embeddings (the frontier measures "
          "the search at prune.budget_schedule); leave it []");
-  refuse(!(p.max_drop > 0) && !(p.target_flops > 0) && !(p.target_params > 0),
-         "no budget; pass --target-flops F or --target-params F (e.g. --target-flops 0.5), or --max-drop D");
-  refuse(p.target_heads > 0 || p.target_layers > 0 || p.target_latency > 0,
-         "--target-heads, --target-layers and --target-latency are not built for embeddings; pass --target-flops F");
-  refuse(p.method != "best" && p.method != "kwon" && p.method != "gates",
-         "prune.method = " + p.method + "; embeddings are pruned by the budget search (kwon) or by the gates (gates)");
+  refuse(!(p.max_drop > 0) && !(p.target_flops > 0) && !(p.target_params > 0) && p.target_heads <= 0,
+         "no budget; pass --target-flops F or --target-params F (e.g. --target-flops 0.5), --target-heads N, or "
+         "--max-drop D");
+  refuse(p.target_heads > 0 && (p.max_drop > 0 || p.target_flops > 0 || p.target_params > 0),
+         "--target-heads N keeps N heads by a criterion; pass it alone, not with --max-drop, --target-flops or "
+         "--target-params");
+  refuse(
+      p.target_layers > 0 || p.target_latency > 0,
+      "--target-layers and --target-latency are not built for embeddings; pass --target-flops F or --target-heads N");
+  if (p.target_heads > 0) validate_embedding_heads(cfg);
+  else
+    refuse(p.method != "best" && p.method != "kwon" && p.method != "gates",
+           "prune.method = " + p.method +
+               "; a budget for embeddings is reached by the search (kwon) or by the gates (gates); a criterion "
+               "chooses heads with --target-heads N");
   refuse(p.method == "gates" && !(p.target_flops > 0),
          "--method gates trains to a FLOPs budget: pass --target-flops F (--max-drop measures the search's budgets; "
          "--target-params is not built for the gates on embeddings)");
@@ -149,83 +156,6 @@ void validate_embedding_run(const core::Config& cfg) {
 }
 
 namespace {
-
-// Where one budget keeps its work: the scores and recovery.json in `state`, the recovered model in `recovered`.
-struct BudgetDirs {
-  std::string state, recovered;
-};
-
-// The recovered model (dirs.recovered, kept once done): the tuned one distilled to the teacher's embeddings.
-std::optional<core::Bert> recovered_model(const EmbedRun& r, const core::Bert& tuned, const core::PruneConfig& p,
-                                          double target, const BudgetDirs& dirs) {
-  const core::Config& cfg = *r.cfg;
-  const std::string& dir = dirs.recovered;
-  const long steps = budget_recover_steps(p, target, false);
-  if (steps <= 0) return std::nullopt;
-  if (!fs::exists(dir + "/config.json")) {
-    log_step(4, "recovery: " + std::to_string(steps) + " steps of distillation to the teacher's embeddings" +
-                    (p.distill_hidden > 0
-                         ? " and, weighted " + core::format_number("%g", p.distill_hidden) + ", its layers' outputs"
-                         : ""));
-    core::Bert student = copy_model(tuned);  // the tuned model is scored as it was
-    core::Progress progress("recover", steps, "steps");
-    const auto rec = train::recover_embeddings(
-        student, r.teacher->model, r.pooling, r.sentences, r.teacher->tokenizer.pad_id(), cfg.train, steps,
-        static_cast<uint64_t>(cfg.run.seed), p.distill_hidden,
-        [&](long s, double loss) {
-          if (s % 10 == 0 || s == steps) progress.update(s, "loss " + core::format_number("%.4g", loss));
-        },
-        r.stop);
-    progress.finish();
-    if (rec.interrupted) return std::nullopt;
-    core::write_file_atomic(dirs.state + "/recovery.json", json({{"steps", rec.steps},
-                                                                 {"seconds", rec.seconds},
-                                                                 {"first_loss", rec.first_loss},
-                                                                 {"last_loss", rec.last_loss},
-                                                                 {"distill_hidden", p.distill_hidden},
-                                                                 {"first_hidden", rec.first_hidden},
-                                                                 {"last_hidden", rec.last_hidden}})
-                                                                   .dump(2) +
-                                                               "\n");
-    core::save_bert(student, dir, r.teacher->layout.transformer_dir);
-  }
-  return core::load_bert(dir, core::LoadOptions{});
-}
-
-// RUN_DIR/model: the choice as a sentence-transformers folder, read back and checked to embed as `model` does.
-json export_choice(const EmbedRun& r, const core::Bert& model) {
-  const core::Config& cfg = *r.cfg;
-  const std::string out = cfg.run.out_dir + "/model";
-  log_step(5, "export: " + out + " (a sentence-transformers folder), checked, timed");
-  core::StagedFolder(out).write([&](const std::string& dir) {
-    core::write_bert_files(model, dir, r.teacher->layout.transformer_dir, false, cfg.export_.max_shard_mb, true);
-    core::write_sentence_model_files(r.teacher->layout, model.config().hidden_size, dir);
-  });
-  const eval::SentenceEncoder back = eval::load_sentence_encoder(out);
-  const eval::SentenceEncoder here{r.teacher->layout, model, r.teacher->tokenizer};
-  const auto a = eval::evaluate_sts(back, r.eval_pairs, cfg.eval.batch_size, 0);
-  const auto b = eval::evaluate_sts(here, r.eval_pairs, cfg.eval.batch_size, 0);
-  const double diff = (a.embeddings - b.embeddings).abs().max().item<double>();
-  if (diff > 1e-5)
-    throw InternalError(out + ": the exported folder's embeddings differ from the model's by " +
-                        core::format_number("%.3g", diff) + " (> 1e-5); report it with the run's config");
-  return {{"dir", out}, {"max_abs_embedding_diff", diff}};
-}
-
-// The slimmed model against the unpruned one at latency_batch x latency_seq, three alternating rounds.
-json speed(const EmbedRun& r, const core::Bert& slim) {
-  const core::Config& cfg = *r.cfg;
-  const long seq = timing_seq(cfg);
-  const auto in = eval::synthetic_input(slim.config(), cfg.prune.latency_batch, seq, 7);
-  std::vector<double> base, ours;
-  for (int round = 0; round < 3; ++round) {
-    base.push_back(eval::measure_latency(r.teacher->model, in, 1, 3, 0.5).median_ms);
-    ours.push_back(eval::measure_latency(slim, in, 1, 3, 0.5).median_ms);
-  }
-  std::sort(base.begin(), base.end()), std::sort(ours.begin(), ours.end());
-  return {{"batch", cfg.prune.latency_batch}, {"seq", seq}, {"unpruned_ms", base[1]}, {"pruned_ms", ours[1]},
-          {"speedup", base[1] / ours[1]}};
-}
 
 // One budget: the search's four models, each scored (STATE/step-VARIANT.json); the choice the closest to the teacher
 // on the selection sentences (what the model is pruned for, on held-out data; the Spearman of a few hundred pairs
@@ -253,17 +183,7 @@ std::optional<BudgetRun> run_budget(const EmbedRun& r, const MaskGradients& g, c
   if (auto rec = recovered_model(r, b.models.back().second, p, b.s.unit.target, dirs))
     b.models.emplace_back("recovered", *rec);
   if (core::dist::stop_requested(r.stop)) return std::nullopt;
-  for (const auto& [variant, model] : b.models) {
-    const eval::SentenceEncoder enc{r.teacher->layout, model, r.teacher->tokenizer};
-    const json& v = b.steps[variant] = cached(dirs.state, "step-" + variant, [&] { return score(r, enc, te); });
-    core::log_info("prune", variant + ": cosine Spearman " + core::format_number("%.2f", v["spearman"]) +
-                                ", mean cosine to the teacher " +
-                                core::format_number("%.4f", v["mean_cosine_to_teacher"]) +
-                                " (selection: " + core::format_number("%.2f", v["select_spearman"]) + ", " +
-                                core::format_number("%.4f", v["select_cosine_to_teacher"]) + ")");
-    const double m = v["select_cosine_to_teacher"].get<double>();
-    if (b.chosen.empty() || m >= b.steps[b.chosen]["select_cosine_to_teacher"].get<double>()) b.chosen = variant;
-  }
+  b.chosen = score_variants(r, b.models, dirs.state, te, b.steps);
   return b;
 }
 
@@ -456,25 +376,6 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
 
 namespace {
 
-// A single budget's end: `model` exported (RUN_DIR/model), timed against the unpruned one, summary.json with its
-// scores `final`, one line on stdout.
-void finish_one(const EmbedRun& r, const core::Bert& model, const json& final, const std::string& what, json& summary) {
-  const core::Config& cfg = *r.cfg;
-  summary["export"] = export_choice(r, model);
-  summary["latency"] = speed(r, model);
-  summary["final"] = final;
-  core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary.dump(2) + "\n");
-  const double sp = final["spearman"].get<double>(), base = summary["unpruned"]["spearman"].get<double>();
-  const json& kept = summary["structure"];
-  std::printf(
-      "%s %s cosine Spearman: %s, %.0f%% of the encoder's %s: %.2f (unpruned %.2f, %+.2f); speedup x%.2f at "
-      "batch %ld x %ld; sentence-transformers folder in %s/model\n",
-      cfg.data.task.c_str(), cfg.prune.eval_split.c_str(), what.c_str(), 100 * kept["flops_kept"].get<double>(),
-      summary["budget"]["unit"].get<std::string>().c_str(), sp, base, sp - base,
-      summary["latency"]["speedup"].get<double>(), summary["latency"]["batch"].get<long>(),
-      summary["latency"]["seq"].get<long>(), cfg.run.out_dir.c_str());
-}
-
 // `--method gates --target-flops F`: the gates (prune/embedding_gates.h) in RUN_DIR/gates, the slimmed model scored
 // and exported. 0 when done, 130 when stopped.
 int run_gates(const EmbedRun& r, const TeacherEmbeddings& te, json summary) {
@@ -526,6 +427,7 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
                   {"metric", "cosine_spearman"},
                   {"unpruned", unpruned}};
   if (cfg.prune.method == "gates") return run_gates(r, teacher_embeddings, summary);
+  if (cfg.prune.target_heads > 0) return run_embedding_heads(r, teacher_embeddings, summary);
   const MaskGradients g = embedding_gradients(r);
   if (core::dist::stop_requested(stop)) return 130;
   if (cfg.prune.max_drop > 0) return run_frontier(r, g, teacher_embeddings, summary);

@@ -748,6 +748,33 @@ add("embedding-gates-without-budget", "--method gates on the embedding task with
                embed_input(ST_MODULES, 32)(s)[2], "--method", "gates", "--target-params", "0.5", "--out", s + "/run"],
     2, "error: prune.objective = embedding: --method gates trains to a FLOPs budget: pass --target-flops F (--max-drop "
     "measures the search's budgets; --target-params is not built for the gates on embeddings)", not_created("run"))
+add("embedding-heads-with-budget", "--target-heads with --target-flops on the embedding task: one target or the "
+    "other (#59)",
+    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
+               embed_input(ST_MODULES, 32)(s)[2], "--target-heads", "4", "--target-flops", "0.5", "--out", s + "/run"],
+    2, "error: prune.objective = embedding: --target-heads N keeps N heads by a criterion; pass it alone, not with "
+    "--max-drop, --target-flops or --target-params", not_created("run"))
+add("embedding-gates-criterion", "prune.criteria naming gates on the embedding task: that criterion reads a "
+    "classifier's gated run (#59)",
+    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
+               embed_input(ST_MODULES, 32)(s)[2], "--target-heads", "4", "--set", "prune.criteria=[taylor,gates]",
+               "--out", s + "/run"],
+    2, "error: prune.objective = embedding: prune.criteria has gates, which reads a classifier's gated run; leave it "
+    "out (--method gates --target-flops F trains the gates for embeddings)", not_created("run"))
+add("embedding-taylor-token-level", "prune.taylor_token_level on the embedding task: a classifier's loss per token "
+    "(#59)",
+    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
+               embed_input(ST_MODULES, 32)(s)[2], "--target-heads", "4", "--set", "prune.taylor_token_level=true",
+               "--out", s + "/run"],
+    2, "error: prune.objective = embedding: prune.taylor_token_level is a classifier's loss per token; an embedding's "
+    "Taylor reads the whole embedding's derivative: set it false", not_created("run"))
+add("embedding-heads-seeds", "prune.seeds 3 with --target-heads on the embedding task: one ranking, not silently one "
+    "seed of three (#59)",
+    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
+               embed_input(ST_MODULES, 32)(s)[2], "--target-heads", "4", "--set", "prune.seeds=3", "--out", s + "/run"],
+    2, "error: prune.objective = embedding: --target-heads ranks the heads once, with one seed, on the training "
+    "sentences the run distils: leave prune.seeds 1, prune.iterative false and prune.rank_split train",
+    not_created("run"))
 add("embed-output-extension", "prune embed --output e.csv",
     lambda s: embed_input(ST_MODULES, 32, "--output", s + "/e.csv")(s), 2,
     "error: --output $SCRATCH/e.csv: embed writes HDF5 (.h5, .hdf5), NumPy (.npy) or JSON lines (.jsonl), and '.csv' "
