@@ -185,12 +185,17 @@ class HeadpruneEncoder:
                 probs = (torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(dh) + additive).softmax(dim=-1)
                 context = torch.matmul(drop(probs, size["attention_probs_dropout_prob"], self.training), v)
                 context = context.transpose(1, 2).reshape(b, t, heads * dh)
-            attn = units["attn.o"][l](context)
+            # An emptied sublayer adds its output bias alone: no product with a zero-size weight (ONNX Runtime's
+            # quantize_dynamic fails on one).
+            attn = units["attn.o"][l](context) if heads else units["attn.o"][l].bias.expand(b, t, -1)
             if lay["attention_output_dropout"]:  # DistilBERT drops nothing here
                 attn = drop(attn, size["hidden_dropout_prob"], self.training)
             x = units["attn.ln"][l](attn + x)
-            inner = ACT2FN[size["hidden_act"]](units["ffn.in"][l](x))
-            ffn = drop(units["ffn.out"][l](inner), size["hidden_dropout_prob"], self.training)
+            if units["ffn.in"][l].out_features:
+                inner = ACT2FN[size["hidden_act"]](units["ffn.in"][l](x))
+                ffn = drop(units["ffn.out"][l](inner), size["hidden_dropout_prob"], self.training)
+            else:
+                ffn = drop(units["ffn.out"][l].bias.expand(b, t, -1), size["hidden_dropout_prob"], self.training)
             x = units["ffn.ln"][l](ffn + x)
             hidden += (x,)
             attentions += (probs,)
