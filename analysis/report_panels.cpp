@@ -9,6 +9,7 @@
 #include <regex>
 #include <sstream>
 
+#include "analysis/report_embedding.h"
 #include "analysis/stats.h"
 #include "eval/results_schema.h"
 #include "core/base/errors.h"
@@ -18,6 +19,7 @@
 #include "prune/budget_report.h"
 #include "prune/frontier.h"
 #include "prune/plot.h"
+#include "prune/run_store.h"  // matrix_from_json
 
 namespace hp::analysis {
 
@@ -31,14 +33,6 @@ namespace {
 bool has_key_prefix(const core::TensorMap& m, const std::string& prefix) {
   auto it = m.lower_bound(prefix);
   return it != m.end() && it->first.rfind(prefix, 0) == 0;
-}
-
-json read_json(const std::string& path) {
-  try {
-    return json::parse(core::read_file(path));
-  } catch (const json::exception& e) {
-    throw InputError(path + ": not valid JSON (" + e.what() + "); rerun the command that wrote it");
-  }
 }
 
 std::string fmt(double v, const char* f = "%.4g") {
@@ -64,24 +58,6 @@ std::vector<std::string> gated_files(const std::string& dir, const core::TensorM
     if (has_key_prefix(core::read_hdf5(s.string()), results::prefix(results::Dataset::kGatePOpen)))
       out.push_back(s.string());
   return out;
-}
-
-std::string table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) {
-  std::ostringstream o;
-  o << "<table>";
-  if (std::any_of(head.begin(), head.end(), [](const std::string& h) { return !h.empty(); })) {
-    o << "<thead><tr>";
-    for (const auto& h : head) o << "<th>" << xml_escape(h) << "</th>";
-    o << "</tr></thead>";
-  }
-  o << "<tbody>";
-  for (const auto& r : rows) {
-    o << "<tr>";
-    for (const auto& c : r) o << "<td>" << xml_escape(c) << "</td>";
-    o << "</tr>";
-  }
-  o << "</tbody></table>";
-  return o.str();
 }
 
 // A labelled square matrix of values in [-1, 1] (blue negative, red positive), each cell printed.
@@ -173,6 +149,7 @@ std::string summary_panel(const ReportFolders& f, const std::vector<std::string>
                f.pruning +
                " has no summary.json: the pruning run has not finished; run the same `prune` command again to resume it.");
   const json s = read_json(path);
+  if (is_embedding_summary(s)) return o.str() + embedding_summary(path, s);
   if (!s.contains("final"))
     return o.str() + note(path + " has no exactly-N result (the run had no prune.target_heads).");
   const json& fin = s["final"];
@@ -229,21 +206,6 @@ T summary_part(const std::string& path, const json& s, const char* key) {
   }
 }
 
-// A --max-drop run's frontier (summary.json's frontier): every candidate's metric against its measured speedup,
-// the Pareto front, ONNX Runtime's points and the choice; "" without one.
-std::string frontier_figure(const std::string& path, const json& s) {
-  if (!s.contains("frontier")) return "";
-  const auto f = summary_part<prune::Frontier>(path, s, "frontier");
-  const std::string chosen =
-      f.chosen >= 0 ? "the chosen model (" + prune::frontier_label(f.points.at(static_cast<size_t>(f.chosen))) + ")"
-                    : "no candidate within the limit";
-  return figure("frontier", prune::svg_line_chart(prune::frontier_chart(f)),
-                "Every candidate of `--max-drop` (head counts, budgets, precisions) with ONNX Runtime beside them (" +
-                    f.onnxruntime + "): the " + f.metric + " on " + f.split + " against the speedup over the unpruned "
-                    "fp32 model at " + f.timing + ", log scale; the line is the Pareto front, the dashed line the "
-                    "limit, and " + chosen + " the fastest above it.");
-}
-
 // A budget run's curves (summary.json's budget_curves): the metric against the unit kept and against the
 // measured speedup; "" for a run without a budget.
 std::string budget_figures(const ReportFolders& f) {
@@ -265,6 +227,9 @@ std::string budget_figures(const ReportFolders& f) {
 
 std::string curves_panel(const ReportFolders& f, const core::TensorMap& run) {
   if (f.pruning.empty()) return note("No pruning run among the folders: curves come from `prune --config CONFIG`.");
+  const std::string summary = f.pruning + "/summary.json";
+  if (fs::exists(summary))
+    if (const json s = read_json(summary); is_embedding_summary(s)) return embedding_curves(summary, s);
   const std::string curves = results::prefix(results::Dataset::kCurveStat);
   if (!has_key_prefix(run, curves))
     return note(
@@ -451,6 +416,49 @@ std::string gates_panel(const ReportFolders& f) {
 
 }  // namespace
 
+std::string frontier_figure(const std::string& path, const json& s) {
+  if (!s.contains("frontier")) return "";
+  const auto f = summary_part<prune::Frontier>(path, s, "frontier");
+  const std::string chosen =
+      f.chosen >= 0 ? "the chosen model (" + prune::frontier_label(f.points.at(static_cast<size_t>(f.chosen))) + ")"
+                    : "no candidate within the limit";
+  return figure("frontier", prune::svg_line_chart(prune::frontier_chart(f)),
+                "Every candidate of `--max-drop` (head counts, budgets, precisions) with ONNX Runtime beside them (" +
+                    f.onnxruntime + "): the " + f.metric + " on " + f.split +
+                    " against the speedup over the unpruned "
+                    "fp32 model at " +
+                    f.timing +
+                    ", log scale; the line is the Pareto front, the dashed line the "
+                    "limit, and " +
+                    chosen + " the fastest above it.");
+}
+
+json read_json(const std::string& path) {
+  try {
+    return json::parse(core::read_file(path));
+  } catch (const json::exception& e) {
+    throw InputError(path + ": not valid JSON (" + e.what() + "); rerun the command that wrote it");
+  }
+}
+
+std::string table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) {
+  std::ostringstream o;
+  o << "<table>";
+  if (std::any_of(head.begin(), head.end(), [](const std::string& h) { return !h.empty(); })) {
+    o << "<thead><tr>";
+    for (const auto& h : head) o << "<th>" << xml_escape(h) << "</th>";
+    o << "</tr></thead>";
+  }
+  o << "<tbody>";
+  for (const auto& r : rows) {
+    o << "<tr>";
+    for (const auto& c : r) o << "<td>" << xml_escape(c) << "</td>";
+    o << "</tr>";
+  }
+  o << "</tbody></table>";
+  return o.str();
+}
+
 std::string note(const std::string& text) { return "<p class=\"note\">" + xml_escape(text) + "</p>"; }
 
 std::string figure(const std::string& id, const std::string& svg, const std::string& caption) {
@@ -501,10 +509,33 @@ ReportFolders classify_folders(const std::vector<std::string>& dirs) {
   return f;
 }
 
+namespace {
+
+// An embedding run keeps no run.h5: its importances are RUN_DIR/state/importance/CRITERION_seedS_pruned0.json (the
+// run's seed), read into the keys a classifier run's run.h5 has.
+core::TensorMap embedding_importances(const std::string& dir) {
+  core::TensorMap out;
+  const std::string folder = dir + "/state/importance";
+  if (!fs::exists(dir + "/summary.json") || !fs::is_directory(folder) ||
+      !is_embedding_summary(read_json(dir + "/summary.json")))
+    return out;
+  static const std::regex name(R"((\w+)_seed\d+_pruned0\.json)");
+  for (const auto& e : fs::directory_iterator(folder)) {
+    std::smatch m;
+    const std::string file = e.path().filename().string();
+    if (std::regex_match(file, m, name))
+      out[results::importance_key(m[1])] =
+          prune::matrix_from_json(core::read_file(e.path().string()), e.path().string());
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<Panel> static_panels(const ReportFolders& f, const std::vector<std::string>& models) {
-  const core::TensorMap run = !f.pruning.empty() && fs::exists(f.pruning + "/run.h5")
-                                  ? core::read_hdf5(f.pruning + "/run.h5")
-                                  : core::TensorMap{};
+  const core::TensorMap run = f.pruning.empty()                   ? core::TensorMap{}
+                              : fs::exists(f.pruning + "/run.h5") ? core::read_hdf5(f.pruning + "/run.h5")
+                                                                  : embedding_importances(f.pruning);
   std::string summary;
   try {
     summary = summary_panel(f, models);

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <string>
+
+#include <nlohmann/json.hpp>
 #include <vector>
 
 namespace hp::analysis {
@@ -35,5 +37,12 @@ std::vector<Panel> static_panels(const ReportFolders& f, const std::vector<std::
 // gradients) get "-<id>" appended so that several copies in one page do not collide.
 std::string figure(const std::string& id, const std::string& svg, const std::string& caption);
 std::string note(const std::string& text);
+// An HTML table (no header row when every `head` entry is empty), every cell escaped.
+std::string table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows);
+// A --max-drop run's frontier (summary.json's frontier, `s`, read from `path`): every candidate's metric against
+// its measured speedup, the Pareto front, ONNX Runtime's points and the choice; "" without one.
+std::string frontier_figure(const std::string& path, const nlohmann::json& s);
+// The JSON of `path`; InputError naming the file when it is not JSON.
+nlohmann::json read_json(const std::string& path);
 
 }  // namespace hp::analysis

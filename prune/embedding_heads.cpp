@@ -109,9 +109,10 @@ struct Curves {
   std::string best;
 };
 
-// Every criterion's curve (STATE/curves/CRITERION-PRUNED.json once scored), RUN_DIR/curves.csv and .svg.
+// Every criterion's curve (STATE/curves/CRITERION-PRUNED.json once scored), RUN_DIR/curves.csv and .svg (`unpruned`:
+// the teacher's Spearman, the dashed line).
 std::optional<Curves> run_curves(const EmbedRun& r, const TeacherEmbeddings& te,
-                                 const std::map<std::string, torch::Tensor>& importance) {
+                                 const std::map<std::string, torch::Tensor>& importance, double unpruned) {
   const core::Config& cfg = *r.cfg;
   const int total = r.teacher->model.config().total_heads();
   const std::vector<int> counts = schedule_counts(cfg.prune.schedule, cfg.prune.schedule_unit, total);
@@ -119,14 +120,11 @@ std::optional<Curves> run_curves(const EmbedRun& r, const TeacherEmbeddings& te,
                   " points per criterion, the teacher slimmed to the heads "
                   "kept and scored on the selection and evaluation pairs");
   Curves c;
-  LineChart chart{
-      "Heads removed by each criterion, the embedding scored (" + cfg.data.task + " " + cfg.prune.eval_split + ")",
-      "heads pruned (%)",
-      "cosine Spearman (" + cfg.prune.eval_split + ")",
-      {},
-      {},
-      {},
-      false};
+  LineChart chart;
+  chart.title =
+      "Heads removed by each criterion, the embedding scored (" + cfg.data.task + " " + cfg.prune.eval_split + ")";
+  chart.x_label = "heads pruned (%)", chart.y_label = "cosine Spearman (" + cfg.prune.eval_split + ")";
+  chart.y_ref = unpruned, chart.y_ref_label = "unpruned";
   double best_mean = -std::numeric_limits<double>::infinity();
   core::Progress progress("curves", static_cast<long>(counts.size() * importance.size()), "points");
   long done = 0;
@@ -200,7 +198,7 @@ int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, json sum
   make_rank_set(r, rs);
   const auto importance = score_heads(r, rs.rank);
   if (core::dist::stop_requested(r.stop)) return 130;
-  const auto curves = run_curves(r, te, importance);
+  const auto curves = run_curves(r, te, importance, summary["unpruned"]["spearman"].get<double>());
   if (!curves) return 130;
   const bool named = p.method != "best" && p.method != "kwon";
   const std::string crit = named ? p.method : curves->best;

@@ -15,17 +15,19 @@ lrp has no such reference (its rules linearise LayerNorm, GELU and attention): i
 differ between heads.
 The curves: every criterion at every point, the unpruned point equal to the teacher's scores; the criterion chosen is
 the one with the highest mean selection Spearman over its curve (random passed over); exactly 4 heads kept; the
-export in SentenceTransformer embeds as `prune embed` does. Exit 77 (CTest: skipped) without sentence-transformers.
+export in SentenceTransformer embeds as `prune embed` does; `prune report` of the run shows the embedding's result, its
+curves and the importances, and passes tests/report/browser_check.py in headless Chromium. Exit 77 (CTest: skipped) without sentence-transformers.
 
 Usage: $VENV/bin/python tests/embed/heads_embedding.py --prune build/bin/prune --scratch DIR
 """
 import csv
 import json
 import os
+import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no tests/embed/__pycache__ in the source tree
-from st_common import check, check_export, prune_tiny, start  # noqa: E402
+from st_common import REPO, check, check_export, prune_tiny, run, start  # noqa: E402
 
 FLAGS = ["--target-heads", "4", "--set", "prune.search_examples=96", "--set", "prune.rank_examples=40",
          "--set", "prune.recover_steps=40", "--set", "prune.eval_split=dev[:200]", "--set", "prune.latency_batch=4",
@@ -113,6 +115,32 @@ def close(a, b, rel=1e-3, abs_=1e-6):
     return all(abs(x - y) <= abs_ + rel * abs(y) for ra, rb in zip(a, b) for x, y in zip(ra, rb))
 
 
+def report(args, out, s):
+    """`prune report RUN_DIR`: the embedding's result, curves and importances in the page, and the page as a reader
+    sees it in headless Chromium (tests/report/browser_check.py; that part skipped without Chromium)."""
+    page = os.path.join(args.scratch, "report.html")
+    run([args.prune, "report", out, "--out", page])
+    html = open(page, encoding="utf-8").read()
+    fin, base = s["final"], s["unpruned"]
+    want = [
+        "<h3>Embedding result</h3>",
+        f"{fin['spearman']:.2f} (unpruned {base['spearman']:.2f}, {fin['spearman'] - base['spearman']:+.2f})",
+        f"heads by {s['criterion']}, step {s['chosen']}",
+        f"{s['structure']['heads_kept']} heads, {s['structure']['neurons_kept']} FFN neurons",
+        'id="fig-embedding-curves"',
+    ] + [f'id="fig-importance-{c}"' for c in ["confidence", "lrp", "taylor", "attattr", "random", "loo"]]
+    missing = [w for w in want if w not in html]
+    ok = check(not missing, f"prune report of the run shows the embedding's result, curves and importances "
+                            f"(missing: {missing})")
+    r = subprocess.run([sys.executable, os.path.join(REPO, "tests", "report", "browser_check.py"), page, "--shots",
+                        os.path.join(args.scratch, "shots")], capture_output=True, text=True)
+    if r.returncode == 77:
+        print(f"skip the report in headless Chromium: {r.stdout.strip()[-200:]}")
+        return ok
+    return ok & check(r.returncode == 0, "the report in headless Chromium: " +
+                      (r.stdout.strip().splitlines() or ["no output"])[-1])
+
+
 def main():
     args, st, models = start()
     folder, _, s = prune_tiny(args, st, models, FLAGS)
@@ -140,6 +168,7 @@ def main():
     ok &= check(s["criterion"] == best, f"the criterion chosen ({s['criterion']}) has the highest mean selection "
                                         f"Spearman over its curve ({best}: {means[best]:.3f})")
     ok &= check_export(args, st, folder, s)
+    ok &= report(args, out, s)
     print("all checks passed" if ok else "some checks FAILED")
     return 0 if ok else 1
 
