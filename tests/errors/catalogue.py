@@ -679,6 +679,13 @@ def embed_input(modules=None, pooling_dim=32, *extra):
     return build
 
 
+def sts_prune(*flags):
+    """`prune --config configs/sts_embed.yaml` with `flags` on the tiny model made a sentence-transformers folder."""
+    return lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
+                      embed_input(ST_MODULES, 32)(s)[2], *[f.replace("$SCRATCH", s) for f in flags], "--out",
+                      s + "/run"]
+
+
 ST_MODULES = ('[{"path": "", "type": "sentence_transformers.models.Transformer"}, '
               '{"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]')
 add("embed-not-sentence-model", "prune embed on a model folder without modules.json (#59)",
@@ -711,16 +718,12 @@ add("eval-embeddings-task", "prune eval of a sentence-transformers model without
     "embeddings on stsb (cosine Spearman, as MTEB does); use --task stsb, or fine-tune a classifier for sst2 first "
     "(prune train --config configs/sst2.yaml)", not_created("r.json"))
 add("embedding-distill-task", "prune.distill_tasks naming no task: refused before anything is written (#59)",
-    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
-               embed_input(ST_MODULES, 32)(s)[2], "--target-flops", "0.5", "--set", "prune.distill_tasks=[sst3]",
-               "--out", s + "/run"], 2,
+    sts_prune("--target-flops", "0.5", "--set", "prune.distill_tasks=[sst3]"), 2,
     "error: prune.distill_tasks has 'sst3', no task; use some of sst2, cola, mrpc, rte, stsb, wnli, qnli, qqp, mnli, "
     "mnli_subset", not_created("run"))
 add("embedding-distill-hidden", "a negative prune.distill_hidden: refused before anything is written, not a recovery "
     "that pushes the layers away from the teacher's (#59)",
-    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
-               embed_input(ST_MODULES, 32)(s)[2], "--target-flops", "0.5", "--set", "prune.distill_hidden=-1",
-               "--out", s + "/run"], 2,
+    sts_prune("--target-flops", "0.5", "--set", "prune.distill_hidden=-1"), 2,
     "error: prune.objective = embedding: prune.distill_hidden = -1; it weighs the layer-wise term of the recovery: 0 "
     "(off) or a positive number, e.g. 1", not_created("run"))
 add("embedding-objective-folder", "prune.objective: embedding on a plain Hugging Face folder (no modules.json): "
@@ -732,46 +735,36 @@ add("embedding-objective-folder", "prune.objective: embedding on a plain Hugging
     "task for a classifier", not_created("run"))
 add("embedding-frontier-with-target", "--max-drop with --target-flops on the embedding task: the frontier chooses the "
     "budget itself (#59)",
-    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
-               embed_input(ST_MODULES, 32)(s)[2], "--max-drop", "1", "--target-flops", "0.5", "--out", s + "/run"], 2,
+    sts_prune("--max-drop", "1", "--target-flops", "0.5"), 2,
     "error: prune.objective = embedding: --max-drop chooses the budget itself (prune.budget_schedule); pass it or "
     "--target-flops F, not both", not_created("run"))
 add("embedding-frontier-models", "prune.frontier_models on the embedding task: not measured there, refused (#59)",
-    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
-               embed_input(ST_MODULES, 32)(s)[2], "--max-drop", "1", "--set", "prune.frontier_models=[" + s + "]",
-               "--out", s + "/run"], 2,
+    sts_prune("--max-drop", "1", "--set", "prune.frontier_models=[$SCRATCH]"), 2,
     "error: prune.objective = embedding: prune.frontier_models is not measured for embeddings (the frontier measures "
     "the search at prune.budget_schedule); leave it []", not_created("run"))
 add("embedding-gates-without-budget", "--method gates on the embedding task without --target-flops: the gates train to "
     "a FLOPs budget (#59)",
-    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
-               embed_input(ST_MODULES, 32)(s)[2], "--method", "gates", "--target-params", "0.5", "--out", s + "/run"],
+    sts_prune("--method", "gates", "--target-params", "0.5"),
     2, "error: prune.objective = embedding: --method gates trains to a FLOPs budget: pass --target-flops F (--max-drop "
     "measures the search's budgets; --target-params is not built for the gates on embeddings)", not_created("run"))
 add("embedding-heads-with-budget", "--target-heads with --target-flops on the embedding task: one target or the "
     "other (#59)",
-    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
-               embed_input(ST_MODULES, 32)(s)[2], "--target-heads", "4", "--target-flops", "0.5", "--out", s + "/run"],
+    sts_prune("--target-heads", "4", "--target-flops", "0.5"),
     2, "error: prune.objective = embedding: --target-heads N keeps N heads by a criterion; pass it alone, not with "
     "--max-drop, --target-flops or --target-params", not_created("run"))
 add("embedding-gates-criterion", "prune.criteria naming gates on the embedding task: that criterion reads a "
     "classifier's gated run (#59)",
-    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
-               embed_input(ST_MODULES, 32)(s)[2], "--target-heads", "4", "--set", "prune.criteria=[taylor,gates]",
-               "--out", s + "/run"],
+    sts_prune("--target-heads", "4", "--set", "prune.criteria=[taylor,gates]"),
     2, "error: prune.objective = embedding: prune.criteria has gates, which reads a classifier's gated run; leave it "
     "out (--method gates --target-flops F trains the gates for embeddings)", not_created("run"))
 add("embedding-taylor-token-level", "prune.taylor_token_level on the embedding task: a classifier's loss per token "
     "(#59)",
-    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
-               embed_input(ST_MODULES, 32)(s)[2], "--target-heads", "4", "--set", "prune.taylor_token_level=true",
-               "--out", s + "/run"],
+    sts_prune("--target-heads", "4", "--set", "prune.taylor_token_level=true"),
     2, "error: prune.objective = embedding: prune.taylor_token_level is a classifier's loss per token; an embedding's "
     "Taylor reads the whole embedding's derivative: set it false", not_created("run"))
 add("embedding-heads-seeds", "prune.seeds 3 with --target-heads on the embedding task: one ranking, not silently one "
     "seed of three (#59)",
-    lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model",
-               embed_input(ST_MODULES, 32)(s)[2], "--target-heads", "4", "--set", "prune.seeds=3", "--out", s + "/run"],
+    sts_prune("--target-heads", "4", "--set", "prune.seeds=3"),
     2, "error: prune.objective = embedding: --target-heads ranks the heads once, with one seed, on the training "
     "sentences the run distils: leave prune.seeds 1, prune.iterative false and prune.rank_split train",
     not_created("run"))
