@@ -11,7 +11,6 @@
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"
 #include "core/io/tensor_io.h"  // read_safetensors
-#include "core/model/pooling.h"
 
 namespace hp::prune {
 
@@ -31,17 +30,11 @@ void check_context(const CriterionContext& c) {
     HP_CHECK(!t.requires_grad(), "criteria need a model without trainable tensors (" << name << ")");
 }
 
-// The attention mask on the device of `hidden`.
-torch::Tensor mask_like(const core::Batch& b, const torch::Tensor& hidden) {
-  return b.attention_mask.to(hidden.device());
-}
-
 // Taylor for an embedding model: Σ_b ‖∂e_b/∂ξ_{b,l,h}‖ [L, H], one backward per embedding dimension (example b's
 // embedding depends on its own gates only, so each backward gives every example's column at once).
-torch::Tensor embedding_jacobian_norms(const CriterionContext& c, const core::EncoderOutput& out, const core::Batch& b,
-                                       const torch::Tensor& gates) {
-  const auto e =
-      core::pool_sentences(c.embedding->modes, c.embedding->normalize, out.last_hidden, mask_like(b, out.last_hidden));
+torch::Tensor embedding_jacobian_norms(const CriterionContext& c, const core::EncoderOutput& out,
+                                       const core::EncoderInput& in, const torch::Tensor& gates) {
+  const auto e = train::pooled(out, in, *c.embedding);
   auto squares = torch::zeros_like(gates);
   for (int64_t d = 0; d < e.size(1); ++d)
     squares += torch::autograd::grad({e.select(1, d).sum()}, {gates}, {}, /*retain_graph=*/true)[0].pow(2);
@@ -50,8 +43,8 @@ torch::Tensor embedding_jacobian_norms(const CriterionContext& c, const core::En
 
 // LRP's source for an embedding model: f_b = u_b · sg(u_b), u the embedding before Normalize (see criteria.h).
 torch::Tensor embedding_relevance_source(const CriterionContext& c, const core::EncoderOutput& out,
-                                         const core::Batch& b) {
-  const auto u = core::pool_sentences(c.embedding->modes, false, out.last_hidden, mask_like(b, out.last_hidden));
+                                         const core::EncoderInput& in) {
+  const auto u = train::pooled(out, in, {c.embedding->modes, false});
   return (u * u.detach()).sum(1);
 }
 
@@ -152,7 +145,7 @@ torch::Tensor taylor_importance(const CriterionContext& c) {
     if (in.want_context) in.start_hidden.requires_grad_(true);
     auto out = c.model->forward(in);
     if (c.embedding) {
-      total += embedding_jacobian_norms(c, out, b, gates);
+      total += embedding_jacobian_norms(c, out, in, gates);
       continue;
     }
     // Example i's loss depends on gates[i] only, so one backward of the sum gives every ∂L_i/∂ξ.
@@ -191,7 +184,7 @@ torch::Tensor lrp_importance(const CriterionContext& c) {
     in.cls_only = !c.embedding;
     const auto out = c.model->forward(in);
     torch::Tensor top;
-    if (c.embedding) top = embedding_relevance_source(c, out, b);
+    if (c.embedding) top = embedding_relevance_source(c, out, in);
     else if (out.logits.size(1) == 1) top = out.logits.select(1, 0);
     else top = out.logits.gather(1, out.logits.argmax(1, true)).squeeze(1);
     // Relevance of head h = Σ over its neurons of output × gradient = ξ_h · ∂f/∂ξ_h (ξ is the gate).
@@ -229,10 +222,6 @@ torch::Tensor gates_log_alpha(const std::string& run_dir) {
 namespace {
 
 torch::Tensor gates_importance(const CriterionContext& c) {
-  if (c.embedding)
-    throw ConfigError(
-        "prune.criteria has gates: the gates criterion reads a classifier's gated run; for an embedding "
-        "model train the gates with --method gates --target-flops F, or leave gates out of the list");
   auto la = gates_log_alpha(c.opts->gates_run);
   const auto& cfg = c.model->config();
   if (la.size(0) != cfg.num_hidden_layers || la.size(1) != cfg.max_heads())

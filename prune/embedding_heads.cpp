@@ -86,21 +86,34 @@ core::HeadSet heads_after(const EmbedRun& r, const torch::Tensor& importance, in
   return prune_to(to_matrix(importance), all, pruned, RankOptions{p.per_layer, p.min_heads_per_layer});
 }
 
-// The teacher slimmed to `heads` (every FFN neuron kept) and its FLOPs fraction at the evaluation sentences' length.
+// What one head and one FFN neuron cost at the evaluation sentences' mean length, and the whole encoder.
+struct Costs {
+  core::UnitCosts unit;
+  double total = 0;
+};
+
+Costs head_costs(const EmbedRun& r) {
+  const core::BertConfig& arch = r.teacher->model.config();
+  const auto singles = core::encode_examples(r.teacher->tokenizer, single_sentences(r.eval_pairs),
+                                             eval::embedding_length(*r.teacher, 0));
+  Costs c;
+  c.unit = eval::unit_costs(arch, false, core::mean_length(singles));
+  c.total = eval::total_cost(arch, c.unit);
+  return c;
+}
+
+// The structure that keeps `heads` and every FFN neuron, and its FLOPs fraction.
 struct HeadsModel {
   core::StructureMask keep;
   double flops_kept = 1;
 };
 
-HeadsModel heads_model(const EmbedRun& r, const core::HeadSet& heads) {
+HeadsModel heads_model(const EmbedRun& r, const core::HeadSet& heads, const Costs& costs) {
   const core::BertConfig& arch = r.teacher->model.config();
   HeadsModel m;
   m.keep.heads = heads;
   for (int l = 0; l < arch.num_hidden_layers; ++l) m.keep.neurons.emplace_back(arch.ffn_width(l), true);
-  const auto singles = core::encode_examples(r.teacher->tokenizer, single_sentences(r.eval_pairs),
-                                             eval::embedding_length(*r.teacher, 0));
-  const core::UnitCosts costs = eval::unit_costs(arch, false, core::mean_length(singles));
-  m.flops_kept = core::structure_cost(m.keep, costs) / eval::total_cost(arch, costs);
+  m.flops_kept = core::structure_cost(m.keep, costs.unit) / costs.total;
   return m;
 }
 
@@ -126,6 +139,7 @@ std::optional<Curves> run_curves(const EmbedRun& r, const TeacherEmbeddings& te,
   chart.x_label = "heads pruned (%)", chart.y_label = "cosine Spearman (" + cfg.prune.eval_split + ")";
   chart.y_ref = unpruned, chart.y_ref_label = "unpruned";
   double best_mean = -std::numeric_limits<double>::infinity();
+  const Costs costs = head_costs(r);
   core::Progress progress("curves", static_cast<long>(counts.size() * importance.size()), "points");
   long done = 0;
   for (const auto& name : cfg.prune.criteria) {
@@ -134,7 +148,7 @@ std::optional<Curves> run_curves(const EmbedRun& r, const TeacherEmbeddings& te,
     for (const int n : counts) {
       if (core::dist::stop_requested(r.stop)) return std::nullopt;
       const json v = cached(r.state + "/curves", name + "-" + std::to_string(n), [&] {
-        const HeadsModel m = heads_model(r, heads_after(r, importance.at(name), n));
+        const HeadsModel m = heads_model(r, heads_after(r, importance.at(name), n), costs);
         const eval::SentenceEncoder enc{r.teacher->layout, slim_model(r.teacher->model, m.keep), r.teacher->tokenizer};
         json j = score(r, enc, te);
         j["flops_kept"] = m.flops_kept;
@@ -203,7 +217,7 @@ int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, json sum
   const bool named = p.method != "best" && p.method != "kwon";
   const std::string crit = named ? p.method : curves->best;
   const int total = r.teacher->model.config().total_heads();
-  const HeadsModel m = heads_model(r, heads_after(r, importance.at(crit), total - p.target_heads));
+  const HeadsModel m = heads_model(r, heads_after(r, importance.at(crit), total - p.target_heads), head_costs(r));
   core::log_info("prune", std::to_string(p.target_heads) + " heads by " + crit +
                               (named ? "" : " (the highest mean Spearman on the selection pairs over its curve)") +
                               ", " + core::format_number("%.0f", 100 * m.flops_kept) + "% of the encoder's FLOPs");
