@@ -45,8 +45,10 @@ std::optional<core::Bert> recovered_model(const EmbedRun& r, const core::Bert& t
         [&](long s, double loss) {
           if (s % 10 == 0 || s == steps) progress.update(s, "loss " + core::format_number("%.4g", loss));
         },
-        r.stop);
+        r.stop, dirs.state + "/recovery");
     progress.finish();
+    if (rec.resumed_at > 0)
+      core::log_info("prune", "recovery continued from its saved step " + std::to_string(rec.resumed_at));
     if (rec.interrupted) return std::nullopt;
     core::write_file_atomic(dirs.state + "/recovery.json", json({{"steps", rec.steps},
                                                                  {"seconds", rec.seconds},

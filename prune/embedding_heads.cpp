@@ -143,7 +143,8 @@ std::optional<Curves> run_curves(const EmbedRun& r, const TeacherEmbeddings& te,
   core::Progress progress("curves", static_cast<long>(counts.size() * importance.size()), "points");
   long done = 0;
   for (const auto& name : cfg.prune.criteria) {
-    Series s{name};
+    Series s;
+    s.name = name;
     double sum = 0;
     for (const int n : counts) {
       if (core::dist::stop_requested(r.stop)) return std::nullopt;

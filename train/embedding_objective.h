@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "core/base/config.h"
 #include "core/data/batching.h"
@@ -58,6 +59,7 @@ struct EmbeddingRecovery {
   double first_loss = 0, last_loss = 0;  // the mean loss of the first and of the last tenth of the steps
   double first_hidden = 0, last_hidden = 0;  // the same of the layer-wise term alone (0 without it)
   bool interrupted = false;
+  long resumed_at = 0;  // the step a saved state continued from (0: from the start)
 };
 
 // Fine-tunes `student` (its tensors get requires_grad, then lose it) for `steps` AdamW steps (train.lr_peak, its
@@ -66,9 +68,15 @@ struct EmbeddingRecovery {
 // `hidden_weight` > 0 the loss adds that times hidden_distill_loss (the student must have the teacher's layer count
 // and width). The teacher runs under no gradient. `progress(step, loss)` every PendingSteps::kReadEvery steps and
 // after the last (the only host reads of the loop; may be empty); `stop` set: returns interrupted.
+// `resume_dir` (empty: none) keeps the recovery resumable as train/run_state.h keeps a training run: RESUME_DIR/state
+// is written every tc.save_every steps (kEmbeddingSaveEvery when 0) and when stopped, a call that finds it continues
+// from it — the same weights as a run never stopped — and it is removed once the last step is done. A state saved
+// for other steps, seed, data or hyper-parameters is set aside with a warning and the recovery starts over.
+constexpr long kEmbeddingSaveEvery = 100;
 EmbeddingRecovery recover_embeddings(core::Bert& student, const core::Bert& teacher, const Pooling& pooling,
                                      const core::EncodedDataset& sentences, int pad_id, const core::TrainConfig& tc,
                                      long steps, uint64_t seed, double hidden_weight,
-                                     const std::function<void(long, double)>& progress, const std::atomic<bool>* stop);
+                                     const std::function<void(long, double)>& progress, const std::atomic<bool>* stop,
+                                     const std::string& resume_dir = {});
 
 }  // namespace hp::train

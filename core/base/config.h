@@ -180,7 +180,8 @@ struct TrainConfig {
     v("adam_eps", adam_eps, "AdamW epsilon");
     v("grad_clip", grad_clip, "clip the global gradient L2 norm to this value; 0 = off");
     v("eval_every", eval_every, "evaluate on the eval split every N steps; 0 = at the end of each epoch");
-    v("save_every", save_every, "write a resumable training state every N steps; 0 = at each evaluation");
+    v("save_every", save_every,
+      "write a resumable training state every N steps; 0 = at each evaluation (an embedding recovery, which has none: every 100)");
     v("max_train_examples", max_train_examples, "use only the first N training examples; 0 = all");
     v("train_split", train_split,
       "split to train on (mnli_subset has no train split: use matched, evaluate on mismatched)");

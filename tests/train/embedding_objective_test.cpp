@@ -6,6 +6,9 @@
 #include <catch2/catch.hpp>
 #include <torch/autograd.h>
 
+#include <atomic>
+#include <filesystem>
+
 #include "core/model/pooling.h"
 #include "tiny_training.h"
 
@@ -186,4 +189,55 @@ TEST_CASE("recovery brings a pruned model's embeddings towards the teacher's and
   CHECK(rl.last_hidden < 0.5 * rl.first_hidden);
   CHECK(rl.last_loss < 0.5 * rl.first_loss);
   CHECK(distance(layered) < 0.5 * start);
+}
+
+TEST_CASE("a stopped recovery continues from its saved state to the weights of one never stopped", "[train][embed]") {
+  const auto teacher = tiny_model();
+  const auto pool = mean_normalized();
+  const auto sentences = make_data(40, 3);  // 3 batches a pass: the stop falls inside the second pass
+  hp::core::TrainConfig tc;
+  tc.batch_size = 16;
+  tc.lr_peak = 3e-3;
+  tc.save_every = 5;
+  auto pruned = [] {
+    auto m = hp::core::load_bert(hp::test::kTinyBert, hp::core::LoadOptions{});
+    m.mutable_parameters().at("encoder.layer.0.attention.output.dense.weight").narrow(1, 0, 16).zero_();
+    return m;
+  };
+  auto whole = pruned();
+  const auto straight = hp::train::recover_embeddings(whole, teacher, pool, sentences, 0, tc, 24, 9, 1.0, {}, nullptr,
+                                                      hp::test::fresh_dir("embed_recovery_straight"));
+  CHECK(straight.resumed_at == 0);
+  // Stopped after step 16 (the progress call), past the save at 15: the step since is saved on the way out.
+  const std::string dir = hp::test::fresh_dir("embed_recovery_stopped");
+  std::atomic<bool> stop{false};
+  auto part = pruned();
+  const auto first = hp::train::recover_embeddings(
+      part, teacher, pool, sentences, 0, tc, 24, 9, 1.0, [&](long s, double) { stop = s >= 16; }, &stop, dir);
+  CHECK(first.interrupted);
+  CHECK(first.steps == 16);
+  REQUIRE(std::filesystem::exists(dir + "/state/state.json"));
+  auto rest = pruned();  // a new process: the weights come from the state
+  const auto second =
+      hp::train::recover_embeddings(rest, teacher, pool, sentences, 0, tc, 24, 9, 1.0, {}, nullptr, dir);
+  CHECK(second.resumed_at == 16);
+  CHECK(second.steps == 24);
+  CHECK(!second.interrupted);
+  CHECK(second.first_loss == straight.first_loss);
+  CHECK(second.last_loss == straight.last_loss);
+  CHECK(second.last_hidden == straight.last_hidden);
+  for (const auto& [name, t] : whole.parameters()) {
+    INFO(name);
+    CHECK(torch::equal(t, rest.parameters().at(name)));
+  }
+  CHECK(!std::filesystem::exists(dir + "/state"));  // done: the state goes
+  // A state saved by another recovery (other steps) is set aside: this one starts over.
+  auto other = pruned();
+  stop = false;
+  hp::train::recover_embeddings(
+      other, teacher, pool, sentences, 0, tc, 30, 9, 1.0, [&](long s, double) { stop = s >= 16; }, &stop, dir);
+  auto again = pruned();
+  const auto over = hp::train::recover_embeddings(again, teacher, pool, sentences, 0, tc, 24, 9, 1.0, {}, nullptr, dir);
+  CHECK(over.resumed_at == 0);
+  for (const auto& [name, t] : whole.parameters()) CHECK(torch::equal(t, again.parameters().at(name)));
 }
