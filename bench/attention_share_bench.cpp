@@ -6,7 +6,8 @@
 // activation, int32 accumulation), against the same products through PackedLinear at fp32 (sampled over one layer's
 // pairs). Prints the attention share f = b / a, the products' int8 / fp32 ratio r on this CPU, and the bound on the
 // forward if the attention cores ran r times faster: 1 / (1 − f + f / r) (softmax and the quantisation of its
-// output counted as free: optimistic). Not a test.
+// output counted as free: optimistic). With AVX512_BF16 also (a) and (b) with the bf16 attention products
+// (core/kernels/attention_bf16.cpp), (a) and (b) above being then the float32 kernel's. Not a test.
 #include <CLI/CLI.hpp>
 #include <torch/types.h>
 #include <torch/utils.h>
@@ -22,6 +23,7 @@
 #include "core/base/errors.h"
 #include "core/base/strings.h"
 #include "core/io/checkpoint.h"
+#include "core/kernels/attention_kernel.h"
 #include "core/kernels/blas.h"
 #include "core/kernels/isa.h"
 #include "core/kernels/lowp_gemm.h"
@@ -43,7 +45,7 @@ struct Options {
 
 // (b): every layer's attention core at its head count, on q, k, v laid out as the forward makes them (views of one
 // [B, S, 3, H, Dh] product). `pairs_total` gets the model's (example, head) pairs.
-std::function<void()> attention_cores(const hp::core::BertConfig& c, long B, long S, long* pairs_total) {
+std::function<void()> attention_cores(const hp::core::BertConfig& c, long B, long S, long* pairs_total, bool bf16) {
   std::vector<std::vector<torch::Tensor>> qkv;
   *pairs_total = 0;
   for (int l = 0; l < c.num_hidden_layers; ++l) {
@@ -54,9 +56,9 @@ std::function<void()> attention_cores(const hp::core::BertConfig& c, long B, lon
     qkv.push_back({t.select(2, 0).transpose(1, 2), t.select(2, 1).transpose(1, 2), t.select(2, 2).transpose(1, 2)});
   }
   const auto ext = torch::zeros({B, 1, 1, S});
-  return [qkv, ext] {
+  return [qkv, ext, bf16] {
     torch::NoGradGuard no_grad;
-    for (const auto& l : qkv) hp::core::attention_no_grad(l[0], l[1], l[2], ext, false);
+    for (const auto& l : qkv) hp::core::attention_no_grad(l[0], l[1], l[2], ext, false, bf16);
   };
 }
 
@@ -84,6 +86,7 @@ std::function<void()> pair_products(int n, long S, long Dh, hp::core::Precision 
 // Medians in ms of the forward, the cores and the products scaled to the model's pairs.
 struct Result {
   double forward, cores, fp32, int8;
+  double forward_bf16, cores_bf16;  // the forward and the cores with bf16 attention products (AVX512_BF16)
 };
 
 void print_report(const Options& o, const hp::core::BertConfig& c, long pairs_total, const Result& t) {
@@ -94,6 +97,11 @@ void print_report(const Options& o, const hp::core::BertConfig& c, long pairs_to
               100 * t.cores / t.forward);
   std::printf("attention products through PackedLinear, scaled from %d pairs: fp32 %.1f ms, int8 %.1f ms: int8 x%.2f\n",
               o.pairs, t.fp32, t.int8, t.fp32 / t.int8);
+  if (hp::core::bf16_attention_available())
+    std::printf("bf16 attention products (vdpbf16ps): cores %.1f ms (x%.2f), forward %.1f ms (x%.3f)%s\n", t.cores_bf16,
+                t.cores / t.cores_bf16, t.forward_bf16, t.forward / t.forward_bf16,
+                o.precision == "fp32" ? " (an fp32 model keeps float32 attention: the same kernel)" : "");
+  else std::printf("bf16 attention products: not on this CPU or under this cap (no AVX512_BF16): the float32 kernel\n");
   const double f = t.cores / t.forward, r = t.fp32 / t.int8, need = 1 - 1 / 1.15;
   std::printf("bound: the attention cores x%.2f faster (the products' int8 gain applied to the whole core) -> "
               "forward x%.3f; forward x1.15 needs the cores x%s faster\n",
@@ -129,21 +137,28 @@ int main(int argc, char** argv) {
     in.input_ids = torch::randint(1000, c.vocab_size, {o.batch, o.seq}, torch::kLong);
     in.attention_mask = torch::ones({o.batch, o.seq}, torch::kLong);
     long pairs_total = 0;
-    std::vector<std::function<void()>> items = {
-        [&] {
-          torch::NoGradGuard no_grad;
-          model.forward(in);
-        },
-        attention_cores(c, o.batch, o.seq, &pairs_total),
-        pair_products(o.pairs, o.seq, c.head_dim(), hp::core::Precision::kFp32),
-        pair_products(o.pairs, o.seq, c.head_dim(), hp::core::Precision::kInt8)};
+    auto forward = [&](bool bf16) {
+      return [&, bf16] {
+        torch::NoGradGuard no_grad;
+        hp::core::set_bf16_attention_enabled(bf16);
+        model.forward(in);
+        hp::core::set_bf16_attention_enabled(true);
+      };
+    };
+    std::vector<std::function<void()>> items = {forward(false),
+                                                attention_cores(c, o.batch, o.seq, &pairs_total, false),
+                                                pair_products(o.pairs, o.seq, c.head_dim(), hp::core::Precision::kFp32),
+                                                pair_products(o.pairs, o.seq, c.head_dim(), hp::core::Precision::kInt8),
+                                                forward(true),
+                                                attention_cores(c, o.batch, o.seq, &pairs_total, true)};
     std::vector<std::vector<double>> times(items.size());
     for (auto& run : items) run();  // warm-up
     for (int r = 0; r < o.reps; ++r)  // interleaved rounds
       for (size_t i = 0; i < items.size(); ++i) times[i].push_back(seconds_of(items[i]));
     const double scale = 1e3 * static_cast<double>(pairs_total) / o.pairs;  // (c) per pair → the model's pairs, ms
     print_report(o, c, pairs_total,
-                 {1e3 * median(times[0]), 1e3 * median(times[1]), median(times[2]) * scale, median(times[3]) * scale});
+                 {1e3 * median(times[0]), 1e3 * median(times[1]), median(times[2]) * scale, median(times[3]) * scale,
+                  1e3 * median(times[4]), 1e3 * median(times[5])});
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";

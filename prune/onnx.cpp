@@ -11,6 +11,7 @@
 #include "core/base/process.h"
 #include "core/base/strings.h"
 #include "core/base/version.h"
+#include "core/kernels/attention_kernel.h"
 #include "core/kernels/lowp_gemm.h"
 #include "core/model/pooling.h"
 #include "eval/embedding.h"
@@ -187,9 +188,11 @@ Int8ExportCheck export_onnx_int8(const core::Bert& model, const std::string& dir
                                  const Int8CheckLimits& limits) {
   reference_python("--int8");  // before the evaluations: a missing venv is said at once
   const auto fp32 = eval::evaluate(model, task, data, batches);
-  // headprune's int8 with the file's weights (±63, dynamic): the same arithmetic up to float32 rounding.
+  // headprune's int8 with the file's weights (±63, dynamic) and float32 attention: the graph's arithmetic up to
+  // float32 rounding, on every CPU.
   core::Bert int8_model = model;
   int8_model.set_precision(core::Precision::kInt8, core::kPortableInt8WeightMax);
+  const core::ScopedFloat32Attention float32_attention;
   const auto int8 = eval::evaluate(int8_model, task, data, batches);
   core::TensorMap ref = padded_examples(data);
   ref["logits"] = int8.logits;
@@ -230,6 +233,7 @@ SentenceInt8Check export_sentence_onnx_int8(const eval::SentenceEncoder& enc, co
   const torch::Tensor fp32 = eval::embed_texts(enc, texts, batch, len, false);
   eval::SentenceEncoder int8_enc = enc;  // headprune's int8 with the file's weights (±63, dynamic)
   int8_enc.model.set_precision(core::Precision::kInt8, core::kPortableInt8WeightMax);
+  const core::ScopedFloat32Attention float32_attention;  // the graph's arithmetic (above)
   const torch::Tensor int8 = eval::embed_texts(int8_enc, texts, batch, len, false);
   std::vector<core::Example> rows(texts.size());
   for (size_t i = 0; i < texts.size(); ++i) rows[i].text_a = texts[i];

@@ -12,7 +12,7 @@ namespace hp::core {
 
 namespace {
 
-std::atomic<bool> g_enabled{true};
+std::atomic<bool> g_enabled{true}, g_bf16_enabled{true};
 
 }  // namespace
 
@@ -22,14 +22,26 @@ bool attention_kernel_available() {
 
 void set_attention_kernel_enabled(bool enabled) { g_enabled.store(enabled, std::memory_order_relaxed); }
 
+void set_bf16_attention_enabled(bool enabled) { g_bf16_enabled.store(enabled, std::memory_order_relaxed); }
+
+ScopedFloat32Attention::ScopedFloat32Attention() : was_(g_bf16_enabled.exchange(false)) {}
+ScopedFloat32Attention::~ScopedFloat32Attention() { g_bf16_enabled.store(was_); }
+
+bool bf16_attention_available() {
+  return isa::vector_path() == isa::Level::kAvx512 && isa::usable(isa::Level::kAvx512Bf16) &&
+         g_enabled.load(std::memory_order_relaxed) && g_bf16_enabled.load(std::memory_order_relaxed);
+}
+
 std::size_t attention_pair_scratch(int S, int Dh) {
-  // The larger need of the two paths, so that the size does not depend on a cap lowered in between.
-  return static_cast<std::size_t>(attention_isa::packed_ld(S)) *
-         static_cast<std::size_t>(Dh + attention_isa::kMaxBlockRows);
+  // The largest need of the paths, so that the size does not depend on a cap lowered in between.
+  const std::size_t f32 = static_cast<std::size_t>(attention_isa::packed_ld(S)) *
+                          static_cast<std::size_t>(Dh + attention_isa::kMaxBlockRows);
+  return std::max(f32, attention_isa::bf16_scratch(S, Dh));
 }
 
 void attend_pair(const AttentionPair& a, float* scratch) {
-  if (isa::vector_path() == isa::Level::kAvx512) attention_isa::attend_avx512(a, scratch);
+  if (a.bf16 && !a.p && bf16_attention_available()) attention_isa::attend_bf16(a, scratch);
+  else if (isa::vector_path() == isa::Level::kAvx512) attention_isa::attend_avx512(a, scratch);
   else attention_isa::attend_avx2(a, scratch);
 }
 

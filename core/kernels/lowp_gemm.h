@@ -1,7 +1,8 @@
 // The inference linears at a lower precision (run.precision: fp32 | bf16 | int8). A weight is prepared once
 // (PackedLinear::pack, when a model is set to a precision) and every product then takes float32 activations
-// and writes float32 outputs, so the model around it (LayerNorm, softmax, GELU, the attention products, the
-// epilogues of core/kernels/epilogue.h) stays float32. One dispatch point per precision, chosen from
+// and writes float32 outputs, so the model around it (LayerNorm, softmax, GELU, the epilogues of
+// core/kernels/epilogue.h) stays float32; the attention products take bf16 operands at int8 and bf16 where the CPU
+// has AVX512_BF16 (core/kernels/attention_kernel.h), float32 elsewhere. One dispatch point per precision, chosen from
 // core/kernels/isa.h (the CPU's instructions under HEADPRUNE_MAX_ISA):
 // - int8: weights s8 per output channel, activations u8 per row on the fly (core/kernels/quantize.h has the
 //   scheme and the error bound), int32 accumulation in oneDNN's dnnl_gemm_u8s8s32 on every CPU with AVX2.

@@ -84,14 +84,14 @@ void for_each_pair(const Dims& d, const F& f) {
 // Per (b, h): P = softmax(scale · Q Kᵀ + ext row of b), C = P V. ext: [B, S] contiguous. P.base may be
 // null when the probabilities are not wanted: they then stay in per-thread scratch.
 void attend_pairs(const Dims& d, const HeadMatrix& Q, const HeadMatrix& K, const HeadMatrix& V, const float* E,
-                  const ProbsMatrix& P, const HeadMatrix& C) {
+                  const ProbsMatrix& P, const HeadMatrix& C, bool bf16 = false) {
   const float scale = d.scale();
   if (attention_kernel_available()) {  // AVX-512 register tiles (core/kernels/attention_kernel.h)
     auto pair = [&](int64_t i) {
       const int64_t b = i / d.H, h = i % d.H;
       return AttentionPair{d.Sq,       d.S,        d.Dh,       scale, Q.at(b, h),  Q.ld,
                            K.at(b, h), K.ld,       V.at(b, h), V.ld,  E + b * d.S, P.base ? P.at(b, h) : nullptr,
-                           P.ld,       C.at(b, h), C.ld};
+                           P.ld,       C.at(b, h), C.ld,       bf16};
     };
     at::parallel_for(0, d.B * d.H, 1, [&](int64_t begin, int64_t end) {
       std::vector<float> scratch(attention_pair_scratch(d.S, d.Dh));
@@ -241,7 +241,7 @@ bool all_float(std::initializer_list<torch::Tensor> ts) {
 
 std::pair<torch::Tensor, torch::Tensor> attention_no_grad(const torch::Tensor& q, const torch::Tensor& k,
                                                           const torch::Tensor& v, const torch::Tensor& ext,
-                                                          bool want_probs) {
+                                                          bool want_probs, bool bf16) {
   const Dims d{q.size(0), q.size(1), static_cast<int>(q.size(2)), static_cast<int>(k.size(2)),
                static_cast<int>(q.size(3))};
   if (!all_float({q, k, v, ext})) {
@@ -254,7 +254,7 @@ std::pair<torch::Tensor, torch::Tensor> attention_no_grad(const torch::Tensor& q
   auto probs = want_probs ? torch::empty({d.B, d.H, d.Sq, d.S}, q.options()) : torch::Tensor();
   auto ctx = torch::empty({d.B, d.Sq, d.H, d.Dh}, q.options());
   attend_pairs(d, heads_of(qu), heads_of(ku), heads_of(vu), e.data_ptr<float>(),
-               want_probs ? probs_of(probs) : ProbsMatrix{nullptr, 0, 0, 0}, heads_of(ctx.transpose(1, 2)));
+               want_probs ? probs_of(probs) : ProbsMatrix{nullptr, 0, 0, 0}, heads_of(ctx.transpose(1, 2)), bf16);
   return {probs, ctx};
 }
 

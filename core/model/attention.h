@@ -18,9 +18,11 @@ namespace hp::core {
 // Dh], k, v: [B, H, S, Dh] (views of the linears' outputs; a non-unit last stride is copied; Sq ≤ S,
 // e.g. only the [CLS] query); ext: [B, 1, 1, S] additive mask. Returns probs [B, H, Sq, S] (undefined
 // unless want_probs: writing them costs a pass over B·H·Sq·S floats) and ctx [B, Sq, H, Dh].
+// `bf16`: the products with bf16 operands where the kernel has them (AttentionPair::bf16 of
+// core/kernels/attention_kernel.h; a model at bf16 or int8), unless the probabilities are wanted.
 std::pair<torch::Tensor, torch::Tensor> attention_no_grad(const torch::Tensor& q, const torch::Tensor& k,
                                                           const torch::Tensor& v, const torch::Tensor& ext,
-                                                          bool want_probs);
+                                                          bool want_probs, bool bf16 = false);
 
 // Differentiable, no dropout. q: [B, Sq, D] (the query projection), kv: [B, S, 2D] (key and value
 // projections from one linear, keys first); ext: [B, 1, 1, S] additive mask (not differentiated);

@@ -295,8 +295,9 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
       const auto qkv = pk.qkv.linear(x, pk.qkv_b).view({B, S, 3, H, Dh});
       auto q = qkv.select(2, 0).transpose(1, 2).narrow(2, 0, Sq);
       torch::Tensor ctx_bshd;  // [B, Sq, H, Dh]
-      std::tie(probs, ctx_bshd) = attention_no_grad(q, qkv.select(2, 1).transpose(1, 2),
-                                                    qkv.select(2, 2).transpose(1, 2), ext_mask, in.want_attention);
+      std::tie(probs, ctx_bshd) =
+          attention_no_grad(q, qkv.select(2, 1).transpose(1, 2), qkv.select(2, 2).transpose(1, 2), ext_mask,
+                            in.want_attention, pk.qkv.precision() != Precision::kFp32);
       ctx = ctx_bshd.transpose(1, 2);  // [B, H, Sq, Dh] view; the reshape below is then free
       if (in.want_attention) out.attentions.push_back(probs);
     } else if (cpu && !training_ && !in.lrp_rules && !in.want_attention) {

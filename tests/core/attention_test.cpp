@@ -203,3 +203,86 @@ TEST_CASE("attention kernel writes only inside its rows, on every kernel path", 
     CHECK(c.narrow(1, kDh, kGap).eq(kSentinel).all().item<bool>());
   }
 }
+
+// The bf16 products (AttentionPair::bf16, AVX512_BF16): against an emulation of their arithmetic in float64 — Q, K
+// and V rounded to bf16, the softmax's numerators exp(s − max) rounded to bf16 and normalised by their own sum — and
+// against float32 attention within what bf16's rounding allows. Odd S and Dh (the pairs' zero padding), a row
+// block shorter than 12, padded keys, strided rows with sentinels in the gaps. Skipped, visibly, without
+// AVX512_BF16.
+TEST_CASE("bf16 attention products equal their float64 emulation and float32 attention within bf16 rounding",
+          "[core][attention]") {
+  torch::NoGradGuard no_grad;
+  if (!isa::usable(isa::Level::kAvx512Bf16)) {
+    WARN("no AVX512_BF16 on this CPU or under HEADPRUNE_MAX_ISA: the bf16 attention products are not tested here");
+    return;
+  }
+  REQUIRE(hp::core::bf16_attention_available());
+  torch::manual_seed(11);
+  auto bf16 = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kDouble); };
+  constexpr int kGap = 5;
+  constexpr float kSentinel = 12345.0f;
+  struct Shape {
+    int sq, s, dh;
+  };
+  for (const Shape& shape : {Shape{37, 37, 33}, Shape{13, 19, 12}, Shape{128, 128, 32}, Shape{1, 64, 64}}) {
+    const auto [sq, s, dh] = shape;
+    INFO("Sq " << sq << ", S " << s << ", Dh " << dh);
+    const auto q = torch::randn({sq, dh}) * 2, k = torch::randn({s, dh}) * 2, v = torch::randn({s, dh});
+    auto ext = torch::zeros({s});
+    ext.narrow(0, s - 3, 3).fill_(-1e4f);  // padded keys
+    const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+    // The emulation in float64.
+    const auto scores = torch::matmul(bf16(q), bf16(k).t()) * scale + ext.to(torch::kDouble);
+    const auto e = bf16(torch::exp(scores - std::get<0>(scores.max(1, true))));
+    const auto emulated = torch::matmul(e, bf16(v)) / e.sum(1, true);
+    const auto f32 = torch::matmul(torch::softmax(torch::matmul(q, k.t()) * static_cast<float>(scale) + ext, -1), v);
+    auto c = torch::full({sq, dh + kGap}, kSentinel);
+    hp::core::AttentionPair pair{sq, s, dh, static_cast<float>(scale), q.data_ptr<float>(), dh, k.data_ptr<float>(),
+                                 dh};
+    pair.v = v.data_ptr<float>(), pair.ldv = dh, pair.ext = ext.data_ptr<float>();
+    pair.c = c.data_ptr<float>(), pair.ldc = dh + kGap, pair.bf16 = true;
+    std::vector<float> scratch(hp::core::attention_pair_scratch(s, dh));
+    hp::core::attend_pair(pair, scratch.data());
+    const auto ctx = c.narrow(1, 0, dh).clone();
+    // A numerator near a bf16 rounding boundary may round the other way (the float32 exp against float64's): one
+    // unit in the last place (2^-8 of it) on a few of them.
+    CHECK(max_diff(ctx.to(torch::kDouble), emulated) < 1e-4);
+    CHECK(max_diff(ctx, f32) < 5e-2);  // scores of a few units: 2^-9 of each operand moves them by ~1e-2
+    CHECK(max_diff(ctx, f32) > 1e-6);  // bf16 indeed (float32 would agree to ~1e-6)
+    CHECK(c.narrow(1, dh, kGap).eq(kSentinel).all().item<bool>());
+    // Changing a padded key's value changes nothing.
+    v[s - 1].fill_(1e3f);
+    hp::core::attend_pair(pair, scratch.data());
+    CHECK(torch::equal(c.narrow(1, 0, dh), ctx));
+  }
+}
+
+// A model whose linears run at int8 or bf16 takes the bf16 products unless the probabilities are asked for; fp32
+// never does.
+TEST_CASE("attention_no_grad takes the bf16 products only when asked and the probabilities are not wanted",
+          "[core][attention]") {
+  torch::NoGradGuard no_grad;
+  if (!isa::usable(isa::Level::kAvx512Bf16)) {
+    WARN("no AVX512_BF16 on this CPU or under HEADPRUNE_MAX_ISA: the bf16 attention products are not tested here");
+    return;
+  }
+  torch::manual_seed(12);
+  const auto q = torch::randn({2, 3, 17, 16}), k = torch::randn({2, 3, 17, 16}), v = torch::randn({2, 3, 17, 16});
+  const auto ext = torch::zeros({2, 1, 1, 17});
+  const auto f32 = hp::core::attention_no_grad(q, k, v, ext, false, false).second;
+  const auto asked = hp::core::attention_no_grad(q, k, v, ext, false, true).second;
+  const auto with_probs = hp::core::attention_no_grad(q, k, v, ext, true, true).second;
+  CHECK(max_diff(asked, f32) > 1e-6);
+  CHECK(max_diff(asked, f32) < 3e-2);
+  CHECK(max_diff(with_probs, f32) < 1e-6);
+  {  // below AVX512_BF16 the float32 kernel
+    isa::ScopedCap cap(isa::Level::kAvx512Vnni);
+    CHECK(!hp::core::bf16_attention_available());
+    CHECK(max_diff(hp::core::attention_no_grad(q, k, v, ext, false, true).second, f32) < 1e-6);
+  }
+  {  // the int8 export's check: float32 while the guard lives
+    const hp::core::ScopedFloat32Attention float32_attention;
+    CHECK(max_diff(hp::core::attention_no_grad(q, k, v, ext, false, true).second, f32) < 1e-6);
+  }
+  CHECK(max_diff(hp::core::attention_no_grad(q, k, v, ext, false, true).second, asked) == 0.0);
+}
