@@ -166,6 +166,31 @@ bool load_recovery(const std::string& dir, const std::string& descriptor, core::
   return true;
 }
 
+// One optimiser step towards the teacher's embeddings of `batch` (and, weighted, its layers' outputs): the loss and
+// the layer-wise term (0 without it), on the device.
+std::pair<torch::Tensor, torch::Tensor> distill_step(core::Bert& student, const core::Bert& teacher,
+                                                     const Pooling& pooling, const core::Batch& batch,
+                                                     double hidden_weight, Optimizer& opt) {
+  core::EncoderInput in = core::encoder_input(batch);
+  in.want_hidden = hidden_weight > 0;
+  core::EncoderOutput target;
+  {
+    torch::NoGradGuard no_grad;
+    target = teacher.forward(in);
+  }
+  opt.zero_grad();
+  const core::EncoderOutput out = student.forward(in);
+  auto loss = embedding_distill_loss(pooled(out, in, pooling), pooled(target, in, pooling));
+  torch::Tensor hidden = torch::zeros({}, loss.options());
+  if (in.want_hidden) {
+    hidden = hidden_distill_loss(out.hidden_states, target.hidden_states, in.attention_mask);
+    loss = loss + hidden_weight * hidden;
+  }
+  loss.backward();
+  opt.step();
+  return {loss, hidden};
+}
+
 }  // namespace
 
 EmbeddingRecovery recover_embeddings(core::Bert& student, const core::Bert& teacher, const Pooling& pooling,
@@ -197,7 +222,6 @@ EmbeddingRecovery recover_embeddings(core::Bert& student, const core::Bert& teac
   student.set_training(true);
   const long window = std::max(1L, steps / 10);
   const double share = 1.0 / static_cast<double>(window);
-  const bool layers = hidden_weight > 0;
   for (; at.step < steps; ++at.step) {
     if (stop && stop->load()) {
       r.interrupted = true;
@@ -205,24 +229,8 @@ EmbeddingRecovery recover_embeddings(core::Bert& student, const core::Bert& teac
     }
     if (at.next == batches.size())
       batches = shuffled_batches(sentences, tc.batch_size, pad_id, seed, ++at.epoch), at.next = 0;
-    core::EncoderInput in = core::encoder_input(batches[at.next++]);
-    in.want_hidden = layers;
-    core::EncoderOutput target;
-    {
-      torch::NoGradGuard no_grad;
-      target = teacher.forward(in);
-    }
     opt.set_step(at.step);
-    opt.zero_grad();
-    const core::EncoderOutput out = student.forward(in);
-    auto loss = embedding_distill_loss(pooled(out, in, pooling), pooled(target, in, pooling));
-    torch::Tensor hidden = torch::zeros({}, loss.options());
-    if (layers) {
-      hidden = hidden_distill_loss(out.hidden_states, target.hidden_states, in.attention_mask);
-      loss = loss + hidden_weight * hidden;
-    }
-    loss.backward();
-    opt.step();
+    const auto [loss, hidden] = distill_step(student, teacher, pooling, batches[at.next++], hidden_weight, opt);
     if (at.step < window || at.step >= steps - window) {
       const torch::Tensor both = torch::stack({loss.detach(), hidden.detach()}).to(torch::kFloat64) * share;
       if (at.first.device() != both.device())
