@@ -16,6 +16,7 @@ namespace {
 using attention_isa::packed_ld;
 using simd::exp_ps;
 using simd::lanes;
+using simd::transpose16;
 
 constexpr int kRows = 12;  // query rows per register tile: 12 × 2 accumulators + 2 loads fit 32 zmm
 static_assert(kRows <= attention_isa::kMaxBlockRows, "the scratch holds kMaxBlockRows probability rows");
@@ -89,31 +90,6 @@ HP_AVX512 void softmax_row(float* row, int S) {
   for (int j = 0; j < S; j += 16) {
     const __mmask16 k = lanes(S - j);
     _mm512_mask_storeu_ps(row + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + j), inv));
-  }
-}
-
-// Transposes the 16×16 block in r[0..15] in registers (row i of the result is column i of the input).
-HP_AVX512 inline void transpose16(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-  for (int i = 0; i < 16; i += 8) {
-    for (int j = 0; j < 4; ++j) {
-      t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
-      t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xDD);
-    }
-  }
-  for (int j = 0; j < 8; ++j) {
-    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
-    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xDD);
   }
 }
 

@@ -10,7 +10,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <utility>
 
 #include "core/kernels/attention_kernel.h"
@@ -100,8 +99,8 @@ HP_AVX512_BF16 void to_bf16(const float* x, int n, uint16_t* y) {
 }
 
 // out[0:even(S)) = bf16(exp(row[0:S) − max)), a zero after an odd S; returns 1 / Σ exp(row − max) (the softmax's
-// normalisation, applied to the context rows: the probabilities are these rounded numerators times it). `lane_max`:
-// the 16 lanes whose maximum is the row's.
+// normalisation, of the float32 numerators, applied to the context rows: the probabilities are the rounded numerators
+// times it). `lane_max`: the 16 lanes whose maximum is the row's.
 HP_AVX512_BF16 float exp_to_bf16(const float* row, int S, const float* lane_max, uint16_t* out) {
   const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(_mm512_loadu_ps(lane_max)));
   __m512 sum = _mm512_setzero_ps();
@@ -110,26 +109,35 @@ HP_AVX512_BF16 float exp_to_bf16(const float* row, int S, const float* lane_max,
     const __m512 e0 = _mm512_maskz_mov_ps(k0, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k0, row + j), m)));
     const __m512 e1 = _mm512_maskz_mov_ps(k1, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k1, row + j + 16), m)));
     const __m512bh both = _mm512_cvtne2ps_pbh(e1, e0);
-    // The sum of the rounded numerators, as the context's product reads them.
-    sum = _mm512_dpbf16_ps(sum, both, (__m512bh)_mm512_set1_epi16(0x3F80));  // bf16 1.0
+    sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
     const int n = std::min(32, even(S) - j);
     _mm512_mask_storeu_epi16(out + j, n >= 32 ? ~0u : (1u << n) - 1, (__m512i)both);
   }
   return 1.0f / _mm512_reduce_add_ps(sum);
 }
 
-// Kp[d2][j] = the words (K[j, 2·d2], K[j, 2·d2 + 1]) as bf16, j < S (row stride ldkp words). `row` holds one
-// rounded key row.
-HP_AVX512_BF16 void pack_keys(const float* k, std::ptrdiff_t ldk, int S, int Dh, uint32_t* kp, std::ptrdiff_t ldkp,
-                              uint16_t* row) {
+// Kp[d2][j] = the words (K[j, 2·d2], K[j, 2·d2 + 1]) as bf16, j < S (row stride ldkp words): 16 key rows at a time
+// rounded into 16 registers of 16 words each, transposed in registers (core/kernels/simd_avx512.h).
+HP_AVX512_BF16 void pack_keys(const float* k, std::ptrdiff_t ldk, int S, int Dh, uint32_t* kp, std::ptrdiff_t ldkp) {
   const int D2 = even(Dh) / 2;
-  for (int j = 0; j < S; ++j) {
-    to_bf16(k + j * ldk, Dh, row);
-    uint32_t words[64];
-    for (int d2 = 0; d2 < D2; d2 += 64) {
-      const int n = std::min(64, D2 - d2);
-      std::memcpy(words, row + 2 * d2, static_cast<std::size_t>(n) * 4);
-      for (int i = 0; i < n; ++i) kp[(d2 + i) * ldkp + j] = words[i];
+  for (int j0 = 0; j0 < S; j0 += 16) {
+    const int rows = std::min(16, S - j0);
+    for (int w0 = 0; w0 < D2; w0 += 16) {  // words w0 … w0 + 15: floats 2·w0 … 2·w0 + 31
+      const int f = 2 * w0;
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i) {
+        if (i >= rows) {
+          r[i] = _mm512_setzero_ps();
+          continue;
+        }
+        const float* row = k + (j0 + i) * ldk + f;
+        const __m512 lo = _mm512_maskz_loadu_ps(lanes(Dh - f), row),
+                     hi = _mm512_maskz_loadu_ps(lanes(Dh - f - 16), row + 16);
+        r[i] = (__m512)_mm512_cvtne2ps_pbh(hi, lo);
+      }
+      simd::transpose16(r);
+      const int wn = std::min(16, D2 - w0);
+      for (int i = 0; i < wn; ++i) _mm512_mask_storeu_ps(kp + (w0 + i) * ldkp + j0, lanes(rows), r[i]);
     }
   }
 }
@@ -154,8 +162,8 @@ HP_AVX512_BF16 void pack_values(const float* v, std::ptrdiff_t ldv, int S, int D
 }
 
 // The scratch, in floats: Kp [D2][ld], Vp [S2][Dh], one block's scores in float32 [kRows][ld] and their exp in bf16
-// [kRows][ld] (half as many floats), one block's queries in bf16 [kRows][D2], one key row in bf16, per row of the
-// block 16 lanes of the scores' maximum, the scale and the normalisation.
+// [kRows][ld] (half as many floats), one block's queries in bf16 [kRows][D2], per row of the block 16 lanes of the
+// scores' maximum, the scale and the normalisation.
 struct Layout {
   std::ptrdiff_t ld, D2, S2;
   uint32_t* kp;
@@ -163,7 +171,6 @@ struct Layout {
   float* block;
   uint32_t* pb;
   uint32_t* qb;
-  uint16_t* row;
   float *lane_max, *scale, *norm;
 };
 
@@ -176,8 +183,7 @@ Layout layout(int S, int Dh, float* scratch) {
   l.block = reinterpret_cast<float*>(l.vp + l.S2 * Dh);
   l.pb = reinterpret_cast<uint32_t*>(l.block + kRows * l.ld);
   l.qb = l.pb + kRows * l.ld / 2;
-  l.row = reinterpret_cast<uint16_t*>(l.qb + kRows * l.D2);
-  l.lane_max = reinterpret_cast<float*>(l.qb + kRows * l.D2 + l.D2);
+  l.lane_max = reinterpret_cast<float*>(l.qb + kRows * l.D2);
   l.scale = l.lane_max + 16 * kRows;
   l.norm = l.scale + kRows;
   return l;
@@ -185,7 +191,7 @@ Layout layout(int S, int Dh, float* scratch) {
 
 HP_AVX512_BF16 void attend(const AttentionPair& a, float* scratch) {
   const Layout l = layout(a.S, a.Dh, scratch);
-  pack_keys(a.k, a.ldk, a.S, a.Dh, l.kp, l.ld, l.row);
+  pack_keys(a.k, a.ldk, a.S, a.Dh, l.kp, l.ld);
   pack_values(a.v, a.ldv, a.S, a.Dh, l.vp, a.Dh);
   std::fill_n(l.scale, kRows, a.scale);
   const std::ptrdiff_t ldpb = l.ld / 2;  // words of a bf16 row (ld is a multiple of 16)
@@ -215,7 +221,7 @@ namespace attention_isa {
 std::size_t bf16_scratch(int S, int Dh) {
   const std::size_t ld = static_cast<std::size_t>(packed_ld(S)), D2 = static_cast<std::size_t>(even(Dh) / 2),
                     S2 = static_cast<std::size_t>(even(S) / 2);
-  return D2 * ld + S2 * static_cast<std::size_t>(Dh) + kRows * ld + kRows * ld / 2 + kRows * D2 + D2 + 18 * kRows + 16;
+  return D2 * ld + S2 * static_cast<std::size_t>(Dh) + kRows * ld + kRows * ld / 2 + kRows * D2 + 18 * kRows;
 }
 
 void attend_bf16(const AttentionPair& a, float* scratch) { attend(a, scratch); }

@@ -205,7 +205,7 @@ TEST_CASE("attention kernel writes only inside its rows, on every kernel path", 
 }
 
 // The bf16 products (AttentionPair::bf16, AVX512_BF16): against an emulation of their arithmetic in float64 — Q, K
-// and V rounded to bf16, the softmax's numerators exp(s − max) rounded to bf16 and normalised by their own sum — and
+// and V rounded to bf16, the softmax's numerators exp(s − max) rounded to bf16, normalised by the unrounded sum — and
 // against float32 attention within what bf16's rounding allows. Odd S and Dh (the pairs' zero padding), a row
 // block shorter than 12, padded keys, strided rows with sentinels in the gaps. Skipped, visibly, without
 // AVX512_BF16.
@@ -233,8 +233,8 @@ TEST_CASE("bf16 attention products equal their float64 emulation and float32 att
     const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
     // The emulation in float64.
     const auto scores = torch::matmul(bf16(q), bf16(k).t()) * scale + ext.to(torch::kDouble);
-    const auto e = bf16(torch::exp(scores - std::get<0>(scores.max(1, true))));
-    const auto emulated = torch::matmul(e, bf16(v)) / e.sum(1, true);
+    const auto e = torch::exp(scores - std::get<0>(scores.max(1, true)));
+    const auto emulated = torch::matmul(bf16(e), bf16(v)) / e.sum(1, true);
     const auto f32 = torch::matmul(torch::softmax(torch::matmul(q, k.t()) * static_cast<float>(scale) + ext, -1), v);
     auto c = torch::full({sq, dh + kGap}, kSentinel);
     hp::core::AttentionPair pair{sq, s, dh, static_cast<float>(scale), q.data_ptr<float>(), dh, k.data_ptr<float>(),
