@@ -327,7 +327,7 @@ torch::Tensor PackedLinear::linear(const torch::Tensor& x, const torch::Tensor& 
   auto rows = x.reshape({-1, x.size(-1)});
   if (rows.stride(1) != 1) rows = rows.contiguous();
   if (epilogue_kernels_available() && b.is_contiguous() && b.scalar_type() == torch::kFloat) {
-    // The bias is added row block by row block as the product lands (at int8 while the rows are in cache).
+    // The bias is added by the threads that convert the product (at int8), not in a parallel region of its own.
     float* y = out.data_ptr<float>();
     const float* bias = b.data_ptr<float>();
     const int64_t N = out.size(1);

@@ -84,8 +84,9 @@ class PackedLinear {
   // The float32 weight it was packed from (the autograd paths multiply this one).
   const torch::Tensor& weight() const { return w_; }
   // out[rows, N] = x[rows, K] · Ŵᵀ (accumulate: out += …), x and out float32 2-D with unit column stride.
-  // `after(begin, end)` then runs on the output rows [begin, end): at int8 block by block as the rows are
-  // converted from int32 (while in cache), otherwise once over all rows after the product.
+  // `after(begin, end)` then runs on the output rows [begin, end): at int8 on each thread's rows, by that thread,
+  // once it has converted them from int32 (no second parallel region), otherwise once over all rows after the
+  // product.
   using RowEpilogue = std::function<void(int64_t, int64_t)>;
   void apply(torch::Tensor& out, const torch::Tensor& x, bool accumulate, const RowEpilogue& after = {}) const;
   // x · Ŵᵀ + b over the last dimension of x (any leading shape): the bias first, then an accumulating apply.
