@@ -204,6 +204,13 @@ TEST_CASE("attention kernel writes only inside its rows, on every kernel path", 
   }
 }
 
+// Whether this CPU, under HEADPRUNE_MAX_ISA, has the bf16 products; a warning names what is not tested when not.
+static bool bf16_products_here() {
+  if (isa::usable(isa::Level::kAvx512Bf16)) return true;
+  WARN("no AVX512_BF16 on this CPU or under HEADPRUNE_MAX_ISA: the bf16 attention products are not tested here");
+  return false;
+}
+
 // The bf16 products (AttentionPair::bf16, AVX512_BF16): against an emulation of their arithmetic in float64 — Q, K
 // and V rounded to bf16, the softmax's numerators exp(s − max) rounded to bf16, normalised by the unrounded sum — and
 // against float32 attention within what bf16's rounding allows. Odd S and Dh (the pairs' zero padding), a row
@@ -212,10 +219,7 @@ TEST_CASE("attention kernel writes only inside its rows, on every kernel path", 
 TEST_CASE("bf16 attention products equal their float64 emulation and float32 attention within bf16 rounding",
           "[core][attention]") {
   torch::NoGradGuard no_grad;
-  if (!isa::usable(isa::Level::kAvx512Bf16)) {
-    WARN("no AVX512_BF16 on this CPU or under HEADPRUNE_MAX_ISA: the bf16 attention products are not tested here");
-    return;
-  }
+  if (!bf16_products_here()) return;
   REQUIRE(hp::core::bf16_attention_available());
   torch::manual_seed(11);
   auto bf16 = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kDouble); };
@@ -262,10 +266,7 @@ TEST_CASE("bf16 attention products equal their float64 emulation and float32 att
 TEST_CASE("attention_no_grad takes the bf16 products only when asked and the probabilities are not wanted",
           "[core][attention]") {
   torch::NoGradGuard no_grad;
-  if (!isa::usable(isa::Level::kAvx512Bf16)) {
-    WARN("no AVX512_BF16 on this CPU or under HEADPRUNE_MAX_ISA: the bf16 attention products are not tested here");
-    return;
-  }
+  if (!bf16_products_here()) return;
   torch::manual_seed(12);
   const auto q = torch::randn({2, 3, 17, 16}), k = torch::randn({2, 3, 17, 16}), v = torch::randn({2, 3, 17, 16});
   const auto ext = torch::zeros({2, 1, 1, 17});
