@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/base/errors.h"  // ConfigError, InternalError
+#include "core/kernels/attention_kernel.h"
 #include "core/kernels/epilogue.h"
 #include "core/kernels/gemm.h"
 #include "core/kernels/isa.h"
@@ -206,12 +207,21 @@ bool lowp_native(Precision p) {
 
 int int8_weight_max() { return int8_path() == Int8Path::kGemm63 ? kPortableInt8WeightMax : 127; }
 
+namespace {
+// What the bf16 and int8 models' attention products run on (core/kernels/attention_kernel.h).
+std::string attention_note() {
+  return bf16_attention_available() ? "; attention products in bf16 (vdpbf16ps, avx512_bf16)" : "";
+}
+}  // namespace
+
 std::string precision_backend(Precision p) {
   const std::string name = precision_name(p);
   if (p == Precision::kFp32) return name + ": " + gemm_backend();
   const std::string cap = std::string(" under the cap ") + isa::name(isa::cap());
   if (p == Precision::kBf16) {
-    if (lowp_native(p)) return name + ": oneDNN " + onednn_version() + " bf16 matmul (" + isa::name(Level::kAvx512Bf16) + ")";
+    if (lowp_native(p))
+      return name + ": oneDNN " + onednn_version() + " bf16 matmul (" + isa::name(Level::kAvx512Bf16) + ")" +
+             attention_note();
     return name + ": runs as fp32 (no AVX512_BF16" + (isa::cpu_has(Level::kAvx512Bf16) ? cap : " on this CPU") +
            "; oneDNN " + onednn_version() + " has no bf16 kernel below it, and rounding the operands for the fp32 " +
            "GEMM would be slower than fp32)";
@@ -221,11 +231,11 @@ std::string precision_backend(Precision p) {
       return name + ": emulated in float32 (no AVX2" + (isa::cpu_has(Level::kAvx2) ? cap : " on this CPU") + ")";
     case Int8Path::kGemm127:
       return name + ": " + int8_gemm_name() + ", weights ±127 (" + isa::name(int8_level()) +
-             ": u8·s8 products summed exactly, probed)";
+             ": u8·s8 products summed exactly, probed)" + attention_note();
     case Int8Path::kGemm63: break;
   }
   return name + ": " + int8_gemm_name() + ", weights ±63 (" + isa::name(int8_level()) +
-         ": no VNNI, u8·s8 pair sums saturate int16 at ±127, probed)";
+         ": no VNNI, u8·s8 pair sums saturate int16 at ±127, probed)" + attention_note();
 }
 
 // LibTorch 2.4 named autocast's switches by device type; 1.13 has one pair for the CPU and one for CUDA.

@@ -13,6 +13,7 @@
 #include "core/model/attention.h"
 #include "core/kernels/attention_kernel.h"
 #include "core/kernels/isa.h"
+#include "core/kernels/lowp_gemm.h"
 #include "core/model/bert.h"  // extended_attention_mask
 
 namespace {
@@ -276,9 +277,13 @@ TEST_CASE("attention_no_grad takes the bf16 products only when asked and the pro
   CHECK(max_diff(asked, f32) > 1e-6);
   CHECK(max_diff(asked, f32) < 3e-2);
   CHECK(max_diff(with_probs, f32) < 1e-6);
+  // --version says so, for the precisions that take them.
+  CHECK_THAT(hp::core::precision_backend(hp::core::Precision::kInt8), Catch::Contains("attention products in bf16"));
+  CHECK_THAT(hp::core::precision_backend(hp::core::Precision::kBf16), Catch::Contains("attention products in bf16"));
   {  // below AVX512_BF16 the float32 kernel
     isa::ScopedCap cap(isa::Level::kAvx512Vnni);
     CHECK(!hp::core::bf16_attention_available());
+    CHECK_THAT(hp::core::precision_backend(hp::core::Precision::kInt8), !Catch::Contains("attention products"));
     CHECK(max_diff(hp::core::attention_no_grad(q, k, v, ext, false, true).second, f32) < 1e-6);
   }
   {  // the int8 export's check: float32 while the guard lives
