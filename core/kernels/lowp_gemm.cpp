@@ -199,9 +199,17 @@ bool int8_gemm_exact_at_8_bits() {
   return exact;
 }
 
+// LibTorch 2.x: Debian's oneDNN 2 cannot execute its bf16 matmul in a process with the wheel's oneDNN 3 ("could not
+// execute a primitive", as its int8 GEMM answers "unimplemented": docs/gpu.md), so bf16 runs as fp32 there.
+#if TORCH_VERSION_MAJOR >= 2
+constexpr bool kOneDnnBf16 = false;
+#else
+constexpr bool kOneDnnBf16 = true;
+#endif
+
 bool lowp_native(Precision p) {
   if (p == Precision::kInt8) return int8_path() != Int8Path::kEmulated;
-  if (p == Precision::kBf16) return isa::usable(Level::kAvx512Bf16);
+  if (p == Precision::kBf16) return kOneDnnBf16 && isa::usable(Level::kAvx512Bf16);
   return true;
 }
 
@@ -222,6 +230,9 @@ std::string precision_backend(Precision p) {
     if (lowp_native(p))
       return name + ": oneDNN " + onednn_version() + " bf16 matmul (" + isa::name(Level::kAvx512Bf16) + ")" +
              attention_note();
+    if (!kOneDnnBf16 && isa::usable(Level::kAvx512Bf16))
+      return name + ": runs as fp32 (LibTorch " + TORCH_VERSION + " carries oneDNN 3, with which Debian's oneDNN " +
+             onednn_version() + " cannot run its bf16 matmul in one process: docs/gpu.md)";
     return name + ": runs as fp32 (no AVX512_BF16" + (isa::cpu_has(Level::kAvx512Bf16) ? cap : " on this CPU") +
            "; oneDNN " + onednn_version() + " has no bf16 kernel below it, and rounding the operands for the fp32 " +
            "GEMM would be slower than fp32)";

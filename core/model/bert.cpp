@@ -121,6 +121,12 @@ namespace {
 // the second smallest (to 0.4) on STS-B.
 constexpr double kSmoothAlpha = 0.5;
 
+// The attention products take bf16 operands (core/kernels/attention_kernel.h) where the linears feeding them run
+// natively below fp32: at int8, or at bf16 where bf16 is not run as fp32.
+bool lowp_attention(Precision linears) {
+  return linears == Precision::kInt8 || (linears == Precision::kBf16 && lowp_native(Precision::kBf16));
+}
+
 }  // namespace
 
 // s_k = max|x_k|^α / max_n |w_nk|^(1−α); 1 where a channel gives no finite positive factor, and everywhere for a
@@ -297,7 +303,7 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
       torch::Tensor ctx_bshd;  // [B, Sq, H, Dh]
       std::tie(probs, ctx_bshd) =
           attention_no_grad(q, qkv.select(2, 1).transpose(1, 2), qkv.select(2, 2).transpose(1, 2), ext_mask,
-                            in.want_attention, pk.qkv.precision() != Precision::kFp32);
+                            in.want_attention, lowp_attention(pk.qkv.precision()));
       ctx = ctx_bshd.transpose(1, 2);  // [B, H, Sq, Dh] view; the reshape below is then free
       if (in.want_attention) out.attentions.push_back(probs);
     } else if (cpu && !training_ && !in.lrp_rules && !in.want_attention) {
