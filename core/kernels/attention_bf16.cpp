@@ -87,15 +87,17 @@ constexpr std::array<PairTileFn, sizeof...(I)> pair_tile_table(std::index_sequen
 
 constexpr std::array<PairTileFn, kRows> kPairTiles = pair_tile_table(std::make_index_sequence<kRows>{});
 
+// x[0:32) as 32 bf16 (lanes at or past n read as 0), in one register.
+HP_AVX512_BF16 inline __m512bh round32(const float* x, int n) {
+  return _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(lanes(n - 16), x + 16), _mm512_maskz_loadu_ps(lanes(n), x));
+}
+
+// The store mask of the first n of 32 bf16 lanes (all for n ≥ 32).
+inline __mmask32 lanes32(int n) { return n >= 32 ? ~0u : (1u << n) - 1; }
+
 // y[0:even(n)) = bf16(x[0:n)), a zero after an odd n.
 HP_AVX512_BF16 void to_bf16(const float* x, int n, uint16_t* y) {
-  int j = 0;
-  for (; j < n; j += 32) {
-    const __m512 lo = _mm512_maskz_loadu_ps(lanes(n - j), x + j),
-                 hi = _mm512_maskz_loadu_ps(lanes(n - j - 16), x + j + 16);
-    const int m = std::min(32, even(n) - j);
-    _mm512_mask_storeu_epi16(y + j, m >= 32 ? ~0u : (1u << m) - 1, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-  }
+  for (int j = 0; j < n; j += 32) _mm512_mask_storeu_epi16(y + j, lanes32(even(n) - j), (__m512i)round32(x + j, n - j));
 }
 
 // out[0:even(S)) = bf16(exp(row[0:S) − max)), a zero after an odd S; returns 1 / Σ exp(row − max) (the softmax's
@@ -110,8 +112,7 @@ HP_AVX512_BF16 float exp_to_bf16(const float* row, int S, const float* lane_max,
     const __m512 e1 = _mm512_maskz_mov_ps(k1, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k1, row + j + 16), m)));
     const __m512bh both = _mm512_cvtne2ps_pbh(e1, e0);
     sum = _mm512_add_ps(sum, _mm512_add_ps(e0, e1));
-    const int n = std::min(32, even(S) - j);
-    _mm512_mask_storeu_epi16(out + j, n >= 32 ? ~0u : (1u << n) - 1, (__m512i)both);
+    _mm512_mask_storeu_epi16(out + j, lanes32(even(S) - j), (__m512i)both);
   }
   return 1.0f / _mm512_reduce_add_ps(sum);
 }
@@ -125,16 +126,8 @@ HP_AVX512_BF16 void pack_keys(const float* k, std::ptrdiff_t ldk, int S, int Dh,
     for (int w0 = 0; w0 < D2; w0 += 16) {  // words w0 … w0 + 15: floats 2·w0 … 2·w0 + 31
       const int f = 2 * w0;
       __m512 r[16];
-      for (int i = 0; i < 16; ++i) {
-        if (i >= rows) {
-          r[i] = _mm512_setzero_ps();
-          continue;
-        }
-        const float* row = k + (j0 + i) * ldk + f;
-        const __m512 lo = _mm512_maskz_loadu_ps(lanes(Dh - f), row),
-                     hi = _mm512_maskz_loadu_ps(lanes(Dh - f - 16), row + 16);
-        r[i] = (__m512)_mm512_cvtne2ps_pbh(hi, lo);
-      }
+      for (int i = 0; i < 16; ++i)
+        r[i] = i < rows ? (__m512)round32(k + (j0 + i) * ldk + f, Dh - f) : _mm512_setzero_ps();
       simd::transpose16(r);
       const int wn = std::min(16, D2 - w0);
       for (int i = 0; i < wn; ++i) _mm512_mask_storeu_ps(kp + (w0 + i) * ldkp + j0, lanes(rows), r[i]);
