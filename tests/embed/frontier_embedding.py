@@ -78,11 +78,13 @@ def main():
                     f"Spearman of its embeddings {sp:.2f}")
     # The gates' candidate is the model they trained (frontier_gates/30): its fp32 point scores on the selection slice
     # what the trainer measured of the masked model (the slimmed model's cosines differ from the masked one's in the
-    # last float bits, and the tiny model's nearly tie: within 0.1); its cost is their training time.
+    # last float bits, and the tiny model's nearly tie, so ranks reorder: within 0.5 as for ONNX Runtime's rows above;
+    # LibTorch 2.11's GEMM moves it by 0.17, 1.13's by less; another candidate's model is points away); its cost is
+    # their training time.
     gated = json.load(open(os.path.join(out, "frontier_gates", "30", "train_result.json"), encoding="utf-8"))
     for p in points:
         if p["method"] == "gates" and p["precision"] == "fp32":
-            ok &= check(abs(p["select_metric"] - gated["final_metrics"]["select_spearman"]) < 0.1 and
+            ok &= check(abs(p["select_metric"] - gated["final_metrics"]["select_spearman"]) < 0.5 and
                         p["flops_kept"] <= 0.3 + 1e-9 and abs(p["cost_s"] - gated["train_seconds"]) < 1e-6,
                         f"gates 30%: the trained model ({p['select_metric']:.3f} on the slice, the trainer "
                         f"{gated['final_metrics']['select_spearman']:.3f}), FLOPs kept {p['flops_kept']:.3f}, cost "
