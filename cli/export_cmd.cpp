@@ -206,7 +206,8 @@ core::Bert model_to_export(const core::Config& cfg) {
 // (its modules around the exported encoder, #59).
 void write_export(const core::Config& cfg, const core::Bert& model, const std::string& dir) {
   const bool sentence = core::is_sentence_model(cfg.model.path);
-  core::write_bert_files(model, dir, encoder_dir(cfg.model.path), cfg.export_.hdf5, cfg.export_.max_shard_mb, sentence);
+  core::write_bert_files(model, dir, encoder_dir(cfg.model.path),
+                         {cfg.export_.hdf5, cfg.export_.max_shard_mb, sentence, cfg.export_.dtype});
   if (sentence)
     core::write_sentence_model_files(core::read_sentence_model(cfg.model.path), model.config().hidden_size, dir);
   // An export in place (--to the --model folder) keeps the folder's model card, less its int8 section.

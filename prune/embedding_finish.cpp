@@ -86,7 +86,7 @@ json export_choice(const EmbedRun& r, const core::Bert& model) {
   const std::string out = cfg.run.out_dir + "/model";
   log_step(5, "export: " + out + " (a sentence-transformers folder), checked, timed");
   core::StagedFolder(out).write([&](const std::string& dir) {
-    core::write_bert_files(model, dir, r.teacher->layout.transformer_dir, false, cfg.export_.max_shard_mb, true);
+    core::write_bert_files(model, dir, r.teacher->layout.transformer_dir, {false, cfg.export_.max_shard_mb, true});
     core::write_sentence_model_files(r.teacher->layout, model.config().hidden_size, dir);
   });
   const eval::SentenceEncoder back = eval::load_sentence_encoder(out);

@@ -368,6 +368,12 @@ void validate(const Config& cfg) {
   need(std::isfinite(cfg.export_.max_shard_mb) && cfg.export_.max_shard_mb >= 0 && cfg.export_.max_shard_mb <= 1e6,
        "export.max_shard_mb = " + shard_mb.str() +
            "; use 0 (one model.safetensors) or a shard size in MB such as 5000 (transformers' default 5GB)");
+  need(cfg.export_.dtype == "fp32" || cfg.export_.dtype == "bf16" || cfg.export_.dtype == "fp16",
+       "export.dtype = '" + cfg.export_.dtype + "'; use fp32, bf16 or fp16");
+  need(cfg.export_.dtype == "fp32" || !(cfg.export_.onnx || cfg.export_.int8),
+       "export.dtype = " + cfg.export_.dtype +
+           " with --onnx/--int8: the ONNX files are written and checked from fp32 "
+           "weights; export at fp32 for them (or leave out --onnx/--int8)");
   need(!cfg.model.path.empty(), "model.path is empty; pass --model DIR (a Hugging Face model folder)");
   const auto& a = cfg.analysis;
   need(a.examples >= 0, "analysis.examples = " + std::to_string(a.examples) + "; use 0 (all) or a positive count");

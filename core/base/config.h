@@ -91,9 +91,14 @@ struct ExportConfig {
   std::string mask;  // slim to what this mask spec (or file) keeps before writing
   bool force = false;  // replace an out folder that holds files of no export
   double max_shard_mb = 0;  // 0: one model.safetensors; else transformers' shards of at most this many MB
+  std::string dtype = "fp32";  // the safetensors' element type: fp32, bf16 or fp16
   template <class V>
   void visit_fields(V& v) {
     v("out", out, "output folder for the exported Hugging Face checkpoint");
+    v("dtype", dtype,
+      "element type of the exported weights: fp32, or bf16 / fp16 for half the bytes (a model carried where 32 bits "
+      "do not fit; config.json's torch_dtype says which; every loader, headprune's included, computes in fp32 from "
+      "them unless told otherwise); applies to `prune export`");
     v("max_shard_mb", max_shard_mb,
       "0: the weights in one model.safetensors; else split, as transformers' save_pretrained(max_shard_size) splits "
       "them, into model-00001-of-0000N.safetensors files of at most this many MB (10^6 bytes) of tensors each plus "

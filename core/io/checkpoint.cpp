@@ -261,9 +261,11 @@ void check_max_seq_len(const BertConfig& cfg, int max_seq_len) {
 
 void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5,
                double max_shard_mb) {
-  shared_write([&] { StagedFolder(dir).write([&](const std::string& staged) {
-    write_bert_files(model, staged, tokenizer_dir, hdf5, max_shard_mb);
-  }); });
+  shared_write([&] {
+    StagedFolder(dir).write([&](const std::string& staged) {
+      write_bert_files(model, staged, tokenizer_dir, {hdf5, max_shard_mb});
+    });
+  });
 }
 
 bool holds_headprune_export(const std::string& dir) {
@@ -304,6 +306,18 @@ std::vector<std::pair<std::string, torch::Tensor>> stored_tensors(const Bert& mo
   return out;
 }
 
+// export.dtype's element type and its name in transformers' config.json (torch_dtype).
+struct StoredType {
+  torch::ScalarType type;
+  const char* hf_name;
+};
+StoredType stored_type(const std::string& dtype) {
+  if (dtype == "bf16") return {torch::kBFloat16, "bfloat16"};
+  if (dtype == "fp16") return {torch::kHalf, "float16"};
+  if (dtype == "fp32") return {torch::kFloat, "float32"};
+  throw ConfigError("export.dtype = '" + dtype + "'; use fp32, bf16 or fp16");
+}
+
 // model.safetensors, or with max_shard_mb > 0 and more than that many MB (10^6 bytes, as transformers counts them) of
 // tensors, transformers' shards and index: model-0000i-of-0000N.safetensors + model.safetensors.index.json.
 void write_weights(const std::vector<std::pair<std::string, torch::Tensor>>& tensors, const std::string& dir,
@@ -335,16 +349,27 @@ void write_weights(const std::vector<std::pair<std::string, torch::Tensor>>& ten
 
 }  // namespace
 
-void write_bert_files(const Bert& model, const std::string& dir, const std::string& tokenizer_dir, bool hdf5,
-                      double max_shard_mb, bool encoder_only) {
+void write_bert_files(const Bert& model, const std::string& dir, const std::string& tokenizer_dir,
+                      const WeightFiles& files) {
   fs::create_directories(dir);
   const Arch& arch = arch_of(model.config().model_type);
-  const auto tensors = stored_tensors(model, encoder_only);
-  write_weights(tensors, dir, max_shard_mb);
-  if (hdf5)
-    write_hdf5(dir + "/model.h5", TensorMap(tensors.begin(), tensors.end()),
+  auto tensors = stored_tensors(model, files.encoder_only);
+  const StoredType stored = stored_type(files.dtype);
+  for (auto& [name, t] : tensors) t = t.to(stored.type);
+  write_weights(tensors, dir, files.max_shard_mb);
+  if (files.hdf5) {  // HDF5 has no bf16: the stored values at fp32
+    TensorMap h5;
+    for (const auto& [name, t] : tensors) h5[name] = t.to(torch::kFloat);
+    write_hdf5(dir + "/model.h5", h5,
                {{"format", std::string("headprune ") + arch.name + ", Hugging Face tensor names"}});
-  write_file_atomic(dir + "/config.json", bert_config_json(model.config()));
+  }
+  std::string config = bert_config_json(model.config());
+  if (stored.type != torch::kFloat) {
+    json j = json::parse(config);
+    j["torch_dtype"] = stored.hf_name;
+    config = j.dump(2) + "\n";
+  }
+  write_file_atomic(dir + "/config.json", config);
   if (model.config().slimmed()) write_file_atomic(dir + "/modeling_headprune.py", kModelingHeadprunePy);
   if (!tokenizer_dir.empty() && fs::absolute(tokenizer_dir) != fs::absolute(dir))
     for (const char* name : {"vocab.txt", "vocab.json", "merges.txt", "sentencepiece.bpe.model", "tokenizer.json",

@@ -49,14 +49,24 @@ void check_max_seq_len(const BertConfig& cfg, int max_seq_len);
 void save_bert(const Bert& model, const std::string& dir, const std::string& tokenizer_dir = "", bool hdf5 = false,
                double max_shard_mb = 0);
 
+// How write_bert_files writes the weights: model.h5 beside them, transformers' shards of at most max_shard_mb MB,
+// without the classifier (a sentence-transformers export), at the element type `dtype` (export.dtype: fp32, bf16 or
+// fp16; config.json's torch_dtype names it, model.h5 holds the rounded values at fp32).
+struct WeightFiles {
+  bool hdf5 = false;
+  double max_shard_mb = 0;
+  bool encoder_only = false;
+  std::string dtype = "fp32";
+};
+
 // Whether `dir` holds a model folder headprune wrote (save_bert, `prune export`): told by its config.json's content
 // (an object with headprune's "heads_per_layer", which every export since the first writes and Hugging Face never
 // does), not by file names: a user's Hugging Face folder holds the same names.
 bool holds_headprune_export(const std::string& dir);
 
 // The files of save_bert, written into `dir` as it is (a fresh staging folder of the caller's, which adds its
-// own files before it commits). encoder_only: without the classifier's tensors (a sentence-transformers export).
+// own files before it commits).
 void write_bert_files(const Bert& model, const std::string& dir, const std::string& tokenizer_dir = "",
-                      bool hdf5 = false, double max_shard_mb = 0, bool encoder_only = false);
+                      const WeightFiles& files = {});
 
 }  // namespace hp::core

@@ -120,6 +120,41 @@ TEST_CASE("sharded: save_bert with max_shard_mb writes transformers' shards, whi
   }
 }
 
+TEST_CASE("sharded: export.dtype bf16 and fp16 store the weights at 16 bits, which load as their rounded values",
+          "[core][sharded]") {
+  const auto model = hp::core::load_bert(hp::test::kTinyBert);
+  std::uint64_t fp32_bytes = 0;
+  for (const auto& [k, v] : model.parameters()) fp32_bytes += v.numel() * v.element_size();
+  for (const auto& [dtype, type, hf_name] :
+       {std::tuple{"bf16", torch::kBFloat16, "bfloat16"}, std::tuple{"fp16", torch::kHalf, "float16"}}) {
+    INFO(dtype);
+    const std::string dir = scratch(std::string("dtype_") + dtype);
+    hp::core::write_bert_files(model, dir, "", {true, 0.02, false, dtype});
+    CHECK(read_json(dir + "/config.json")["torch_dtype"] == hf_name);
+    const auto index = hp::core::read_safetensors_index(dir + "/" + kSafetensorsIndexName);
+    CHECK(index.total_size * 2 == fp32_bytes);
+    const auto h5 = hp::core::read_hdf5(dir + "/model.h5");  // HDF5 has no bf16: the stored values at fp32
+    for (const auto& shard : index.shards)
+      for (const auto& [name, t] : hp::core::read_safetensors(dir + "/" + shard)) {
+        INFO(name);
+        CHECK(t.scalar_type() == type);
+        CHECK(torch::equal(h5.at(name), t.to(torch::kFloat)));
+      }
+    const auto back = hp::core::load_bert(dir);
+    for (const auto& [k, v] : model.parameters()) {
+      INFO(k);
+      const auto& got = back.parameters().at(k);
+      CHECK(got.scalar_type() == torch::kFloat);
+      CHECK(torch::equal(got, v.to(type).to(torch::kFloat)));
+    }
+    const auto a = logits_of(model, hp::test::kTinyBertH5), b = logits_of(back, hp::test::kTinyBertH5);
+    CHECK((a - b).abs().max().item<double>() <= 2e-2 * a.abs().max().item<double>());
+  }
+  const std::string fp32 = scratch("dtype_fp32");
+  hp::core::write_bert_files(model, fp32);
+  CHECK(read_json(fp32 + "/config.json").count("torch_dtype") == 0);  // fp32 writes none, as before
+}
+
 TEST_CASE("sharded: bad indexes and shards give one-line errors naming the file and the fix", "[core][sharded][bad]") {
   const std::string dir = sharded_tiny("bad");
   const std::string index_path = dir + "/" + kSafetensorsIndexName;
@@ -238,4 +273,14 @@ TEST_CASE("sharded: transformers' shards load with its logits, and ours load in 
   const std::string check = python + " " + hp::test::kSourceDir + "/tools/hf_check.py " + ours + " " + inputs +
                             " --tol 1e-5";
   REQUIRE(std::system(check.c_str()) == 0);
+
+  // A bf16 export (export.dtype) loads in transformers at fp32 with headprune's logits of the same folder.
+  const std::string half = scratch("ours_bf16");
+  hp::core::write_bert_files(model, half, "", {false, 0.2, false, "bf16"});
+  auto golden = hp::core::read_hdf5(inputs);
+  golden["logits"] = logits_of(hp::core::load_bert(half), inputs);
+  hp::core::write_hdf5(half + ".inputs.h5", golden);
+  const std::string check16 =
+      python + " " + hp::test::kSourceDir + "/tools/hf_check.py " + half + " " + half + ".inputs.h5 --tol 1e-5";
+  REQUIRE(std::system(check16.c_str()) == 0);
 }

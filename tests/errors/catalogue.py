@@ -524,6 +524,14 @@ add("max-shard-negative", "export.max_shard_mb = -1 (sharded exports, #62)",
     lambda s: ["export", "--model", fx.copy_tiny(s + "/model"), "--to", s + "/out", "--set", "export.max_shard_mb=-1"],
     2, "error: export.max_shard_mb = -1; use 0 (one model.safetensors) or a shard size in MB such as 5000 "
     "(transformers' default 5GB)")
+add("export-dtype", "export.dtype misspelt (16-bit exports, #62)",
+    lambda s: ["export", "--model", fx.copy_tiny(s + "/model"), "--to", s + "/out", "--set", "export.dtype=float16"],
+    2, "error: export.dtype = 'float16'; use fp32, bf16 or fp16")
+add("export-dtype-onnx", "export.dtype = bf16 with --onnx",
+    lambda s: ["export", "--model", fx.copy_tiny(s + "/model"), "--to", s + "/out", "--set", "export.dtype=bf16",
+               "--onnx"],
+    2, "error: export.dtype = bf16 with --onnx/--int8: the ONNX files are written and checked from fp32 weights; "
+    "export at fp32 for them (or leave out --onnx/--int8)")
 add("bench-compare-precision", "bench.compare_precision misspelt",
     lambda s: ["bench", "--model", fx.copy_tiny(s + "/model"), "--set", "bench.compare_precision=int4"], 2,
     "error: bench.compare_precision = 'int4'; use fp32, bf16, int8 or leave it empty")
