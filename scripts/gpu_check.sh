@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU checks in one run (#62, docs/gpu.md): on a machine with a CUDA GPU and PyTorch's pip wheel (its LibTorch),
 # builds headprune against that LibTorch with every core, runs the CUDA tests, times headprune's training step and
-# forward beside PyTorch's on the same GPU, and fine-tunes on SST-2 there through `prune train --device cuda`.
+# forward beside PyTorch's on the same GPU, trains CoFi's gates on SST-2 there (scripts/gpu_cofi.sh) and fine-tunes
+# through `prune train --device cuda`.
 # Writes its logs into $OUT (default build-gpu/out) and prints a summary; each stage says how long it took, and a
 # stage that would not fit the time left (HP_GPU_BUDGET_S, default 540 s) is skipped, saying so.
 #
@@ -9,11 +10,15 @@
 # (scripts/setup.sh lists them). What that machine lacks can come as Debian .debs in .gpu/debs (unpacked into
 # .gpu/prefix, never into /), and ../shared (GLUE SST-2 and the vocabulary) as .gpu/shared when it is not beside
 # the checkout. With this workplace's `device` tool (a copy of the working tree, nothing fetched there):
-#   here, once:  mkdir -p .gpu/debs && (cd .gpu/debs && apt-get download libdnnl2 libdnnl-dev libutf8proc2 \
-#                  libutf8proc-dev catch2); mkdir -p .gpu/shared/data/glue/SST-2 .gpu/shared/vocab; copy
-#                  ../shared/data/glue/SST-2/{train,dev}.tsv and ../shared/vocab/* there; echo /.gpu/ >> .git/info/exclude
-#   device run:  command "scripts/gpu_check.sh", carry [".gpu"]
-# Usage: scripts/gpu_check.sh [--no-compile]   (--no-compile: leave out the torch.compile rows of PyTorch)
+#   here, once:  scripts/gpu_carry.sh runs/sst2/finetune/best   (.gpu/: the .debs, SST-2, the vocabulary and the
+#                fine-tune at bf16 for CoFi's recipe; 60 of the 64 MiB a call carries)
+#   device run:  command "scripts/gpu_check.sh", carry [".gpu"], timeout_s about 60 more than HP_GPU_BUDGET_S
+# CoFi's recipe on SST-2 (scripts/gpu_cofi.sh) runs when .gpu/sst2_ft was carried (scripts/gpu_carry.sh makes .gpu/
+# whole), with the time left after the stages before it but 60 s; its models come back as $OUT/cofi.tar.NN, and the
+# logs other than gpu_check.log as $OUT/logs.tgz (the device tool brings back 8 files at most).
+# Usage: scripts/gpu_check.sh [--no-compile] [--skip STAGES]
+#   --no-compile: leave out the torch.compile rows of PyTorch; --skip: a comma list of tests, bench, cofi, train,
+#   compile (e.g. --skip bench,train once the benchmarks are measured, to give CoFi the time)
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,13 +26,20 @@ cd "$REPO"
 BUILD="${BUILD_DIR:-$REPO/build-gpu}"
 OUT="${OUT:-$BUILD/out}"
 BUDGET="${HP_GPU_BUDGET_S:-540}"
-COMPILE=1
-for arg in "$@"; do
-  case "$arg" in
-    --no-compile) COMPILE=0 ;;
-    *) echo "gpu_check: error: unknown option '$arg'; use --no-compile or nothing" >&2; exit 2 ;;
+SKIP=","
+while (($#)); do
+  case "$1" in
+    --no-compile) SKIP+="compile," ;;
+    --skip) SKIP+="${2:-},"; shift ;;
+    *) echo "gpu_check: error: unknown option '$1'; use --no-compile, --skip STAGES or nothing" >&2; exit 2 ;;
   esac
+  shift
 done
+for s in ${SKIP//,/ }; do
+  [[ $s =~ ^(tests|bench|cofi|train|compile)$ ]] \
+    || { echo "gpu_check: error: --skip '$s'; the stages are tests, bench, cofi, train, compile" >&2; exit 2; }
+done
+runs() { [[ $SKIP != *",$1,"* ]]; }
 mkdir -p "$OUT" "$BUILD"
 exec > >(tee -a "$OUT/gpu_check.log") 2>&1
 T0=$SECONDS
@@ -72,23 +84,35 @@ echo "built in $((SECONDS - T)) s"
 PRUNE="$BUILD/bin/prune"
 "$PRUNE" --version || fail "prune --version"
 
-stage "CUDA tests (train.device_test and train.device_cuda)"
-T=$SECONDS
-timeout 300 ctest --test-dir "$BUILD" -R '^train\.device' --output-on-failure >"$OUT/tests.log" 2>&1 || fail "CUDA tests"
-grep -E "tests passed|Passed|Failed|Skipped|\*\*\*|WARN|difference|with expansion" "$OUT/tests.log" | head -40
-echo "tests took $((SECONDS - T)) s"
+if runs tests; then
+  stage "CUDA tests (train.device_test and train.device_cuda)"
+  T=$SECONDS
+  timeout 300 ctest --test-dir "$BUILD" -R '^train\.device' --output-on-failure >"$OUT/tests.log" 2>&1 || fail "CUDA tests"
+  grep -E "tests passed|Passed|Failed|Skipped|\*\*\*|WARN|difference|with expansion" "$OUT/tests.log" | head -40
+  echo "tests took $((SECONDS - T)) s"
+fi
 
-stage "headprune's training step and forward on the GPU"
-BENCH=$(find "$BUILD" -name gpu_step_bench -type f -perm -u+x | head -1)
-timeout 150 "$BENCH" --device cuda | tee "$OUT/bench_headprune.txt" || fail "gpu_step_bench"
+if runs bench; then
+  stage "headprune's training step and forward on the GPU"
+  BENCH=$(find "$BUILD" -name gpu_step_bench -type f -perm -u+x | head -1)
+  timeout 150 "$BENCH" --device cuda | tee "$OUT/bench_headprune.txt" || fail "gpu_step_bench"
 
-stage "PyTorch's (eager) on the same GPU"
-timeout 200 python3 bench/gpu_step_bench.py --device cuda | tee "$OUT/bench_pytorch.txt" || fail "gpu_step_bench.py"
+  stage "PyTorch's (eager) on the same GPU"
+  timeout 200 python3 bench/gpu_step_bench.py --device cuda | tee "$OUT/bench_pytorch.txt" || fail "gpu_step_bench.py"
+fi
 
-stage "prune train on SST-2 on the GPU (random weights of MiniLM's shape, bf16, 1 epoch)"
-if fits 150 "the SST-2 fine-tune"; then
-  MODEL="$BUILD/minilm_random"
-  python3 - "$MODEL" <<'EOF'
+if runs cofi && [[ -f .gpu/sst2_ft/config.json ]]; then
+  stage "CoFi's recipe on SST-2 (scripts/gpu_cofi.sh): gates at ${HP_COFI_BUDGETS:-30 20}% of the FLOPs"
+  if fits 180 "CoFi's recipe"; then
+    HP_COFI_S=$((BUDGET - SECONDS + T0 - 60)) scripts/gpu_cofi.sh "$PRUNE" "$OUT" "$BUILD/cofi_work" || fail "CoFi's recipe"
+  fi
+fi
+
+if runs train; then
+  stage "prune train on SST-2 on the GPU (random weights of MiniLM's shape, bf16, 1 epoch)"
+  if fits 150 "the SST-2 fine-tune"; then
+    MODEL="$BUILD/minilm_random"
+    python3 - "$MODEL" <<'EOF'
 import sys, torch
 from transformers import BertConfig, BertForSequenceClassification
 torch.manual_seed(0)
@@ -96,15 +120,16 @@ cfg = BertConfig(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_att
                  num_labels=2)
 BertForSequenceClassification(cfg).save_pretrained(sys.argv[1])
 EOF
-  cp "$REPO/../shared/vocab/vocab.txt" "$MODEL/"
-  T=$SECONDS
-  timeout 240 "$PRUNE" train --model "$MODEL" --task sst2 --device cuda --precision bf16 --epochs 1 --lr 1e-4 \
-    --out "$BUILD/runs/sst2_gpu" >"$OUT/train_gpu.log" 2>&1 || fail "prune train --device cuda"
-  grep -E "training on|step [0-9]+ accuracy|examples/s|error" "$OUT/train_gpu.log" | tail -8
-  echo "prune train (1 epoch, SST-2, GPU) took $((SECONDS - T)) s"
+    cp "$REPO/../shared/vocab/vocab.txt" "$MODEL/"
+    T=$SECONDS
+    timeout 240 "$PRUNE" train --model "$MODEL" --task sst2 --device cuda --precision bf16 --epochs 1 --lr 1e-4 \
+      --out "$BUILD/runs/sst2_gpu" >"$OUT/train_gpu.log" 2>&1 || fail "prune train --device cuda"
+    grep -E "training on|step [0-9]+ accuracy|examples/s|error" "$OUT/train_gpu.log" | tail -8
+    echo "prune train (1 epoch, SST-2, GPU) took $((SECONDS - T)) s"
+  fi
 fi
 
-if ((COMPILE)); then
+if runs compile; then
   stage "PyTorch torch.compile rows (MiniLM)"
   if fits 200 "the torch.compile rows"; then
     timeout 240 python3 bench/gpu_step_bench.py --device cuda --models minilm --compile 2>&1 | grep -v eager \
@@ -113,7 +138,10 @@ if ((COMPILE)); then
 fi
 
 stage "summary ($((SECONDS - T0)) s in all)"
-for f in "$OUT"/bench_*.txt; do grep "^row" "$f"; done | sort -k2,2 -k4,4 -k3,3
+for f in "$OUT"/bench_*.txt; do [[ -f $f ]] && grep "^row" "$f"; done | sort -k2,2 -k4,4 -k3,3
+# The device tool brings back 8 files: every log but this one in logs.tgz (their lines that matter are above).
+(cd "$OUT" && shopt -s nullglob && logs=(*.log *.txt) && logs=("${logs[@]/gpu_check.log/}") \
+  && tar -czf logs.tgz ${logs[*]} && rm -f ${logs[*]})
 if ((${#FAILED[@]})); then
   echo "FAILED: ${FAILED[*]}"
   exit 1
