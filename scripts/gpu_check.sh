@@ -22,7 +22,7 @@
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$REPO"
+cd "$REPO" || exit 1
 BUILD="${BUILD_DIR:-$REPO/build-gpu}"
 OUT="${OUT:-$BUILD/out}"
 BUDGET="${HP_GPU_BUDGET_S:-540}"
@@ -140,8 +140,8 @@ fi
 stage "summary ($((SECONDS - T0)) s in all)"
 for f in "$OUT"/bench_*.txt; do [[ -f $f ]] && grep "^row" "$f"; done | sort -k2,2 -k4,4 -k3,3
 # The device tool brings back 8 files: every log but this one in logs.tgz (their lines that matter are above).
-(cd "$OUT" && shopt -s nullglob && logs=(*.log *.txt) && logs=("${logs[@]/gpu_check.log/}") \
-  && tar -czf logs.tgz ${logs[*]} && rm -f ${logs[*]})
+(cd "$OUT" && shopt -s nullglob && logs=() && for f in *.log *.txt; do [[ $f == gpu_check.log ]] || logs+=("$f"); done \
+  && ((${#logs[@]})) && tar -czf logs.tgz "${logs[@]}" && rm -f "${logs[@]}")
 if ((${#FAILED[@]})); then
   echo "FAILED: ${FAILED[*]}"
   exit 1
