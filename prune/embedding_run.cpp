@@ -358,6 +358,7 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
                               f.select_split + " (unpruned " + core::format_number("%.2f", f.select_baseline) + "), " +
                               core::format_number("%.2f", c.metric) + " on " + f.split + ", x" +
                               core::format_number("%.2f", c.speedup));
+  if (const std::string risk = unresolved_choice(c, f); !risk.empty()) core::log_warn("frontier", risk);
   summary["export"] = export_choice(r, model);
   summary["export"]["precision"] = c.precision;  // the folder holds fp32 weights: `prune embed --precision` runs it
   summary["final"] = {{"spearman", c.metric}, {"select_spearman", c.select_metric}, {"precision", c.precision},

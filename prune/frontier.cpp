@@ -8,6 +8,7 @@
 
 #include "core/base/errors.h"
 #include "core/base/files.h"  // read_file, write_file_atomic
+#include "core/base/strings.h"  // format_number
 #include "eval/metrics.h"
 
 namespace hp::prune {
@@ -68,6 +69,18 @@ std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& point
       best = i;
   }
   return best;
+}
+
+std::string unresolved_choice(const FrontierPoint& p, const Frontier& f) {
+  const double width = p.select_hi - p.select_lo;
+  if (!std::isfinite(width) || width <= 2 * f.max_drop + kSlack) return "";
+  const auto num = [](double v) { return core::format_number("%+.2f", v); };
+  return "the selection slice " + f.select_split + " cannot resolve " + core::format_number("%g", f.max_drop) +
+         " point(s): the chosen candidate's 90% interval there is " + num(p.select_lo) + " to " + num(p.select_hi) +
+         " (" + core::format_number("%.2f", width) + " points wide), so on other data it may land more than " +
+         core::format_number("%g", f.max_drop) +
+         " below the unpruned model; more held-out rows "
+         "(prune.select_examples, at most a tenth of the training split) or a larger --max-drop narrow that";
 }
 
 std::vector<double> frontier_gate_budgets(const std::vector<std::string>& setting, const Frontier& f) {

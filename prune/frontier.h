@@ -94,6 +94,12 @@ std::vector<std::size_t> pareto_front(const std::vector<FrontierPoint>& points);
 std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& points, double select_baseline,
                                          double max_drop);
 
+// What the choice risks when the selection slice is too small to tell max_drop apart: a warning when the chosen
+// point's 90% interval on the slice is wider than 2·max_drop (its difference from the unpruned model could then be
+// D off either way, and the evaluation split may put it more than D down), "" when it is narrower or no interval was
+// drawn (prune.bootstrap 0).
+std::string unresolved_choice(const FrontierPoint& chosen, const Frontier& f);
+
 // The FLOPs fractions the gates are trained at, by prune.frontier_gates (`setting`): percents in (0, 100), or
 // [auto]: the cheapest point of the budget search (kwon, fp32) whose select_metric is
 // within 2·max_drop of f.select_baseline; [] none. Ascending, without repeats. ConfigError naming the entry that is neither.

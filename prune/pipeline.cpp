@@ -326,6 +326,7 @@ bool frontier_choice(RunContext& ctx, RunSummary& s, const MaskGradients& grads,
        << p.select_delta << ", 90% interval " << p.select_lo << " to " << p.select_hi << "), " << p.metric << " on "
        << f->split << " (unpruned fp32 " << f->baseline << "), x" << p.speedup << " at " << f->timing;
   log_stage(5, "frontier", what.str());
+  if (const std::string risk = unresolved_choice(p, *f); !risk.empty()) core::log_warn("frontier", risk);
   chosen = chosen_config(cfg, *f);
   ctx.cfg = &*chosen;
   ctx.export_onnx = true;

@@ -9,6 +9,7 @@
 
 #include "core/base/errors.h"
 #include "core/data/glue.h"
+#include "core/base/strings.h"
 #include "prune/frontier.h"
 
 using hp::prune::choose_within;
@@ -91,6 +92,26 @@ TEST_CASE("the choice reads the selection slice only: the evaluation split's met
   CHECK(choose_within({apart(1, 91, 91), apart(3, 85, 91)}, 91.0, 1.0) == std::optional<std::size_t>(0));
   // Equally fast: the more accurate on the selection slice, whatever the evaluation split says.
   CHECK(choose_within({apart(2, 90.2, 95), apart(2, 90.4, 80)}, 91.0, 1.0) == std::optional<std::size_t>(1));
+}
+
+TEST_CASE("a choice the selection slice cannot resolve is said: its 90% interval wider than 2·D (#58)",
+          "[prune][frontier]") {
+  hp::prune::Frontier f;
+  f.max_drop = 1, f.select_split = "train[holdout:366]";
+  FrontierPoint p = pt(4, 85.9);
+  p.select_lo = -2.24, p.select_hi = 1.08;  // MRPC's 366 pairs, 2026-11-29: 3.32 points wide
+  const std::string risk = hp::prune::unresolved_choice(p, f);
+  CHECK_THAT(risk, Catch::Contains("train[holdout:366] cannot resolve 1 point(s)") &&
+                       Catch::Contains("-2.24 to +1.08 (3.32 points wide)") &&
+                       Catch::Contains("prune.select_examples"));
+  p.select_lo = -1.0, p.select_hi = 0.99;  // narrower than 2·D: nothing to say
+  CHECK(hp::prune::unresolved_choice(p, f).empty());
+  p.select_lo = -1.0, p.select_hi = 1.0;  // exactly 2·D: the edge resolves
+  CHECK(hp::prune::unresolved_choice(p, f).empty());
+  f.max_drop = 0.5;
+  CHECK_FALSE(hp::prune::unresolved_choice(p, f).empty());
+  p.select_lo = p.select_hi = std::nan("");  // no interval drawn (prune.bootstrap 0)
+  CHECK(hp::prune::unresolved_choice(p, f).empty());
 }
 
 TEST_CASE("the choice is the fastest candidate within D points of the unpruned model", "[prune][frontier]") {
