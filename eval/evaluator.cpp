@@ -34,7 +34,7 @@ torch::Tensor layer_mask_tensor(const std::vector<bool>& keep) {
 }
 
 std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool regression) {
-  auto p = regression ? logits.select(1, 0).contiguous() : logits.argmax(1).to(torch::kFloat32).contiguous();
+  auto p = (regression ? logits.select(1, 0) : logits.argmax(1)).to(torch::kCPU, torch::kFloat32).contiguous();
   return std::vector<float>(p.data_ptr<float>(), p.data_ptr<float>() + p.numel());
 }
 

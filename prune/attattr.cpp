@@ -68,9 +68,12 @@ torch::Tensor attention_attribution(const core::Bert& model, const core::Batch& 
       const auto e = train::pooled(out, in, *embedding);
       f = torch::cosine_similarity(e, target.narrow(0, from, n).repeat({m, 1}).to(e.device()), 1);
     } else if (regression) f = logits.select(1, 0);
-    else f = torch::softmax(logits, 1).gather(1, target.narrow(0, from, n).repeat({m}).unsqueeze(1)).squeeze(1);
+    else
+      f = torch::softmax(logits, 1)
+              .gather(1, target.narrow(0, from, n).repeat({m}).unsqueeze(1).to(logits.device()))
+              .squeeze(1);
     auto grad = torch::autograd::grad({f.sum()}, {scaled})[0].view({m, n, H, len, len}).sum(0);
-    auto attr = torch::zeros({n, H, S, S});
+    auto attr = torch::zeros({n, H, S, S}, A.options());  // on the model's device
     attr.narrow(2, 0, len).narrow(3, 0, len).copy_(A * grad / static_cast<double>(m));
     parts.push_back(attr);
   }
@@ -113,8 +116,8 @@ torch::Tensor attattr_importance(const CriterionContext& c) {
       if (H == 0 || c.keep[l].narrow(0, 0, H).sum().item<double>() == 0) continue;
       auto attr =
           attention_attribution(*c.model, b, c.keep, base, l, target, alphas, c.reuse_lower_layers, c.embedding);
-      auto masked = attr.masked_fill(~pair, -std::numeric_limits<float>::infinity());
-      total[l].narrow(0, 0, H) += std::get<0>(masked.flatten(2).max(-1)).sum(0).to(torch::kFloat64);
+      auto masked = attr.masked_fill(~pair.to(attr.device()), -std::numeric_limits<float>::infinity());
+      total[l].narrow(0, 0, H) += std::get<0>(masked.flatten(2).max(-1)).sum(0).to(torch::kCPU, torch::kFloat64);
     }
   }
   core::dist::all_reduce_sum(total, "the attattr criterion");

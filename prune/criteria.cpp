@@ -57,8 +57,8 @@ long example_count(const RankData& r) {
 }  // namespace
 
 torch::Tensor per_example_loss(const torch::Tensor& logits, const torch::Tensor& labels, bool regression) {
-  if (regression) return (logits.select(1, 0) - labels).pow(2);
-  return at::cross_entropy_loss(logits, labels.to(torch::kLong), /*weight=*/{}, at::Reduction::None);
+  if (regression) return (logits.select(1, 0) - labels.to(logits.device())).pow(2);
+  return at::cross_entropy_loss(logits, labels.to(logits.device(), torch::kLong), /*weight=*/{}, at::Reduction::None);
 }
 
 RankData make_rank_data(const core::TaskSpec& task, const core::EncodedDataset& data, int batch_size, int pad_id) {
@@ -115,12 +115,12 @@ torch::Tensor confidence_importance(const CriterionContext& c) {
 torch::Tensor confidence_sums(const std::vector<torch::Tensor>& attentions, const torch::Tensor& attention_mask,
                               int64_t max_heads) {
   auto sum = torch::zeros({static_cast<int64_t>(attentions.size()), max_heads}, torch::kFloat64);
-  auto real = attention_mask.to(torch::kFloat64).unsqueeze(1);  // [B, 1, S] query tokens that count
   for (size_t l = 0; l < attentions.size(); ++l) {
     const auto H = attentions[l].size(1);
     if (H == 0) continue;
-    auto top = std::get<0>(attentions[l].detach().max(-1)).to(torch::kFloat64);  // [B, H, S]
-    sum[l].narrow(0, 0, H) += (top * real).sum(torch::IntArrayRef{0, 2});
+    auto top = std::get<0>(attentions[l].detach().max(-1)).to(torch::kFloat64);  // [B, H, S], on the model's device
+    auto real = attention_mask.to(top.device(), torch::kFloat64).unsqueeze(1);  // [B, 1, S] query tokens that count
+    sum[l].narrow(0, 0, H) += (top * real).sum(torch::IntArrayRef{0, 2}).to(torch::kCPU);
   }
   return sum;
 }
@@ -157,12 +157,12 @@ torch::Tensor taylor_importance(const CriterionContext& c) {
     }
     // Per token: the head's share of ∂L/∂ξ at each position, |Σ_d ctx · ∂L/∂ctx|, summed over tokens.
     auto grads = torch::autograd::grad({loss}, out.contexts);
-    auto real = b.attention_mask.to(torch::kFloat32).unsqueeze(1);  // [B, 1, S]
+    auto real = b.attention_mask.to(out.logits.device(), torch::kFloat32).unsqueeze(1);  // [B, 1, S]
     for (int l = 0; l < cfg.num_hidden_layers; ++l) {
       const auto H = out.contexts[l].size(1);
       if (H == 0) continue;
       auto share = (out.contexts[l] * grads[l]).sum(-1).abs() * real;  // [B, H, S]
-      total[l].narrow(0, 0, H) += share.sum(torch::IntArrayRef{0, 2}).to(torch::kFloat64);
+      total[l].narrow(0, 0, H) += share.sum(torch::IntArrayRef{0, 2}).to(torch::kCPU, torch::kFloat64);
     }
   }
   core::dist::all_reduce_sum(total, "the taylor criterion");

@@ -33,7 +33,7 @@ torch::Tensor importance_at(const CurveInputs& in, const Criterion& crit, int se
                             RunStore& store, const core::HeadSet& keep, int pruned) {
   if (auto cached = store.load_importance(crit.name, seed, pruned)) return *cached;
   CriterionContext c;
-  c.model = in.model;
+  c.model = in.score_model ? in.score_model : in.model;
   c.rank = &rank;
   c.keep = eval::head_mask_tensor(keep);
   c.opts = in.opts;
@@ -47,7 +47,7 @@ torch::Tensor importance_at(const CurveInputs& in, const Criterion& crit, int se
     if (!progress) progress.emplace(std::string("score ") + crit.name, of, unit), total = of;
     progress->update(done);
   };
-  auto imp = crit.score(c).to(torch::kFloat32);
+  auto imp = crit.score(c).to(torch::kCPU, torch::kFloat32);
   if (progress) {
     progress->update(total);
     progress->finish();

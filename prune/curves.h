@@ -24,6 +24,7 @@ Matrix to_matrix(const torch::Tensor& importance);
 
 struct CurveInputs {
   const core::Bert* model = nullptr;  // fine-tuned, unpruned
+  const core::Bert* score_model = nullptr;  // the same on run.device, where the criteria score (null: `model`)
   const core::TaskSpec* task = nullptr;
   const core::EncodedDataset* eval = nullptr;  // the evaluation split (labelled)
   std::vector<core::Batch> eval_batches;

@@ -76,6 +76,7 @@ struct RunContext {
   // Stage 2, fine-tune: the model every later stage starts from, and the data encoded for it.
   std::string model_dir;
   std::optional<core::Bert> model;
+  std::optional<core::Bert> device_model;  // model on run.device (a GPU) for the criteria; unset on the CPU
   std::optional<core::Tokenizer> tok;
   core::EncodedDataset eval_data;
   core::EncodedDataset select_data;  // select_examples encoded, and batched as the evaluation split is

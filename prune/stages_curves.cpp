@@ -8,6 +8,7 @@
 #include "core/base/log.h"
 #include "core/data/task_options.h"
 #include "core/dist/distributed.h"
+#include "core/kernels/device.h"  // parse_device, gpu_summary
 #include "prune/pipeline.h"
 #include "prune/report.h"
 #include "prune/schedule.h"
@@ -53,6 +54,12 @@ void load_model_and_data(RunContext& ctx) {
 
   CurveInputs& ci = ctx.curves;
   ci.model = &*ctx.model;
+  const torch::Device device = core::parse_device(cfg.run.device);
+  if (!device.is_cpu()) {  // the criteria score on the GPU (forward and backward there), their importances come back
+    ctx.device_model.emplace(ctx.model->to(device));
+    ci.score_model = &*ctx.device_model;
+    core::log_info("prune", "the criteria score on " + device.str() + " (" + core::gpu_summary() + ")");
+  }
   ci.precision = core::precision_setting(cfg.run.precision);
   ci.task = ctx.task;
   ci.eval = &ctx.eval_data;

@@ -78,16 +78,16 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHP_BUILD_BENCH=ON \
   || { tail -30 "$OUT/configure.log"; echo "configure failed"; exit 1; }
 grep "headprune:" "$OUT/configure.log"
 # -k 0: a target that fails to build leaves the others to run.
-ninja -C "$BUILD" -k 0 -j"$(nproc)" prune hp_train_tests gpu_step_bench >"$OUT/build.log" 2>&1 \
+ninja -C "$BUILD" -k 0 -j"$(nproc)" prune hp_train_tests hp_device_tests gpu_step_bench >"$OUT/build.log" 2>&1 \
   || { grep -E "error|FAILED" "$OUT/build.log" | head -40; fail "build"; }
 echo "built in $((SECONDS - T)) s"
 PRUNE="$BUILD/bin/prune"
 "$PRUNE" --version || fail "prune --version"
 
 if runs tests; then
-  stage "CUDA tests (train.device_test and train.device_cuda)"
+  stage "CUDA tests (train.device_test, train.device_cuda, prune.device_cuda)"
   T=$SECONDS
-  timeout 300 ctest --test-dir "$BUILD" -R '^train\.device' --output-on-failure >"$OUT/tests.log" 2>&1 || fail "CUDA tests"
+  timeout 300 ctest --test-dir "$BUILD" -R '^train\.device|^prune\.device' --output-on-failure >"$OUT/tests.log" 2>&1 || fail "CUDA tests"
   grep -E "tests passed|Passed|Failed|Skipped|\*\*\*|WARN|difference|with expansion" "$OUT/tests.log" | head -40
   echo "tests took $((SECONDS - T)) s"
 fi

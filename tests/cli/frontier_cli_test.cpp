@@ -333,10 +333,18 @@ TEST_CASE("the frontier's budget candidate at F and --target-flops F give the sa
   auto t = run_capped(args(target) + " --target-flops 0.4", "HP_PYTHON=" + (root / "no-python").string());
   INFO(t.output);
   REQUIRE(t.code == 0);
-  // The frontier measures that export too (prune.frontier_models), beside its own candidates.
-  auto f = run_capped(args(frontier) + " --set prune.budget_schedule=100,40 --max-drop 50"
-                                       " --set prune.frontier_precisions=[fp32] --set prune.frontier_gates=[]"
-                                       " --set prune.frontier_models=[" + (target / "model").string() + "]",
+  // The frontier measures that export too (prune.frontier_models), beside its own candidates, and the same export
+  // written at bf16 (export.dtype), as a GPU-trained model comes back (scripts/gpu_cofi.sh).
+  const auto half = root / "target_bf16";
+  auto h = hp::test::run_prune("export --model " + (target / "model").string() + " --to " + half.string() +
+                               " --set export.dtype=bf16 --set export.hdf5=false");
+  INFO(h.output);
+  REQUIRE(h.code == 0);
+  auto f = run_capped(args(frontier) +
+                          " --set prune.budget_schedule=100,40 --max-drop 50"
+                          " --set prune.frontier_precisions=[fp32] --set prune.frontier_gates=[]"
+                          " --set prune.frontier_models=[" +
+                          (target / "model").string() + "," + half.string() + "]",
                       "HP_PYTHON=" + (root / "no-python").string());
   INFO(f.output);
   REQUIRE(f.code <= 2);  // 2: nothing within D; the candidates are measured either way
@@ -349,9 +357,11 @@ TEST_CASE("the frontier's budget candidate at F and --target-flops F give the sa
   const auto tsum = nlohmann::json::parse(slurp(target / "summary.json"));
   const nlohmann::json* kwon = nullptr;
   const nlohmann::json* model = nullptr;
+  const nlohmann::json* model16 = nullptr;
   for (const auto& p : summary["frontier"]["points"]) {
     if (p["method"] == "kwon") kwon = &p;
-    if (p["method"] == "model") model = &p;
+    if (p["method"] == "model" && p["model"] == (target / "model").string()) model = &p;
+    if (p["method"] == "model" && p["model"] == half.string()) model16 = &p;
   }
   REQUIRE(kwon);
   CHECK((*kwon)["metric"].get<double>() == Approx(100 * tsum["final"]["metrics"]["accuracy"].get<double>()).epsilon(1e-12));
@@ -361,6 +371,11 @@ TEST_CASE("the frontier's budget candidate at F and --target-flops F give the sa
   CHECK((*model)["metric"].get<double>() == Approx((*kwon)["metric"].get<double>()).epsilon(1e-12));
   CHECK((*model)["select_metric"].get<double>() == Approx((*kwon)["select_metric"].get<double>()).epsilon(1e-12));
   CHECK((*model)["flops_kept"].get<double>() == Approx(tsum["final"]["budget"]["kept"].get<double>()).epsilon(1e-9));
+  // The bf16 copy: the same structure, measured from its rounded weights (within a few examples of the fp32 one).
+  REQUIRE(model16);
+  CHECK((*model16)["flops_kept"] == (*model)["flops_kept"]);
+  CHECK((*model16)["heads_kept"] == (*model)["heads_kept"]);
+  CHECK((*model16)["metric"].get<double>() == Approx((*model)["metric"].get<double>()).margin(5));
   // ...and, for the recovered step, the same weights byte for byte (the recovery ran twice, from the same start).
   if (tstep["variant"] == "recovered")
     CHECK(slurp(frontier / "budget_recover" / "1" / "best" / "model.safetensors") ==

@@ -1,0 +1,65 @@
+// The criteria on a GPU (#62; the CTest test prune.device_cuda, skipped visibly without one): a pruning run with
+// run.device: cuda scores its heads with the model there (prune/stages_curves.cpp), so each criterion's importances
+// from a GPU copy of the tiny model must equal the CPU's within 1e-3 of the largest — classification and
+// regression, Taylor per example and per token, LRP, attention attribution to the predicted and the gold class,
+// leave-one-out with and without the lower layers reused, confidence and random — and come back as CPU tensors.
+#include <catch2/catch.hpp>
+
+#include "core/io/checkpoint.h"
+#include "core/io/tensor_io.h"
+#include "core/kernels/device.h"
+#include "fixtures.h"
+#include "golden_data.h"
+#include "prune/criteria.h"
+#include "skip.h"
+
+using namespace hp;
+
+namespace {
+
+bool no_gpu() {
+  if (core::cuda_devices() > 0) return false;
+  test::skip(core::gpu_summary() + ": the CUDA checks need a CUDA build of LibTorch and a GPU (docs/gpu.md)");
+  return true;
+}
+
+// The criteria's importances on `cpu` and on its GPU copy, criterion by criterion, under the same options.
+void compare(const core::Bert& cpu, const core::TaskSpec& task, const core::EncodedDataset& data,
+             core::PruneConfig opts, const std::vector<std::string>& names) {
+  const core::Bert gpu = cpu.to(torch::kCUDA);
+  const prune::RankData rank = prune::make_rank_data(task, data, 3, 0);
+  auto keep = torch::ones({cpu.config().num_hidden_layers, cpu.config().max_heads()});
+  keep[1][2] = 0;  // a head already pruned: the criteria see the mask on both devices
+  for (const auto& name : names)
+    for (bool variant : {false, true}) {
+      // The variant: Taylor per token, attattr to the gold class, loo with every layer recomputed.
+      if (variant && name != "taylor" && name != "attattr" && name != "loo") continue;
+      opts.taylor_token_level = variant && name == "taylor";
+      opts.attattr_target = variant && name == "attattr" ? "gold" : "predicted";
+      prune::CriterionContext c;
+      c.rank = &rank, c.keep = keep, c.opts = &opts, c.seed = 5;
+      c.reuse_lower_layers = !(variant && name == "loo");
+      c.model = &cpu;
+      const auto want = prune::find_criterion(name).score(c);
+      c.model = &gpu;
+      const auto got = prune::find_criterion(name).score(c);
+      INFO(task.name << " " << name << (variant ? " (variant)" : ""));
+      REQUIRE(got.device().is_cpu());
+      const double scale = std::max(want.abs().max().item<double>(), 1e-12);
+      CHECK((got.to(torch::kFloat64) - want.to(torch::kFloat64)).abs().max().item<double>() <= 1e-3 * scale);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("on the GPU: every criterion's importances within 1e-3 of the CPU's", "[.cuda]") {
+  if (no_gpu()) return;
+  auto g = core::read_hdf5(test::kTinyBertH5);
+  const auto data = test::golden_dataset(g);
+  core::PruneConfig opts;
+  opts.attattr_steps = 4;
+  compare(core::load_bert(test::kTinyBert), core::find_task("mnli"), data, opts,
+          {"confidence", "taylor", "lrp", "attattr", "loo", "random"});
+  const auto reg = test::golden_dataset(g, "reg_labels");
+  compare(core::load_bert(test::kTinyBertReg), core::find_task("stsb"), reg, opts, {"taylor", "lrp", "loo"});
+}
