@@ -8,6 +8,7 @@
 #include "core/base/errors.h"
 #include "core/base/files.h"
 #include "core/base/log.h"
+#include "core/base/strings.h"  // format_number
 #include "core/base/version.h"
 #include "core/dist/distributed.h"
 #include "core/kernels/isa.h"
@@ -239,21 +240,25 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
       std::cout << s.task << " " << s.eval_split << ": "
                 << (f.layers ? std::to_string(f.layers->choices.at(f.layers->choice).kept.size()) + "/" +
                                    std::to_string(ctx.arch.num_hidden_layers) + " layers, "
-                    : f.budget && f.budget->layers_total
-                        ? std::to_string(f.budget->layers_kept) + "/" + std::to_string(f.budget->layers_total) + " layers, "
-                        : std::string())
+                    : f.budget && f.budget->layers_total ? std::to_string(f.budget->layers_kept) + "/" +
+                                                               std::to_string(f.budget->layers_total) + " layers, "
+                                                         : std::string())
                 << f.heads_kept << "/" << s.heads_total << " heads"
                 << (f.budget ? ", " + std::to_string(f.budget->neurons_kept) + "/" +
                                    std::to_string(f.budget->neurons_total) + " FFN neurons, " +
-                                   (f.budget->hidden_total ? std::to_string(f.budget->hidden_kept) + "/" +
-                                                                 std::to_string(f.budget->hidden_total) +
-                                                                 " hidden channels, "
-                                                           : std::string()) +
+                                   (f.budget->hidden_total
+                                        ? std::to_string(f.budget->hidden_kept) + "/" +
+                                              std::to_string(f.budget->hidden_total) + " hidden channels, "
+                                        : std::string()) +
                                    std::to_string(std::lround(f.budget->kept * 100)) + "% of " + f.budget->unit
                              : std::string())
                 << " (" << f.method << (f.criterion.empty() ? "" : " " + f.criterion) << "): " << s.metric << " "
-                << f.metrics.at(s.metric) << "; speedup x" << f.latency.at("batch32").speedup
-                << speed_precisions(f.latency.at("batch32")) << " at batch 32 (FLOP bound x" << f.latency.at("batch32").flop_bound << "), x"
+                << f.metrics.at(s.metric)
+                << (f.metrics_fp32.empty() ? std::string()
+                                           : " at " + s.precision + " (fp32 " +
+                                                 core::format_number("%g", f.metrics_fp32.at(s.metric)) + ")")
+                << "; speedup x" << f.latency.at("batch32").speedup << speed_precisions(f.latency.at("batch32"))
+                << " at batch 32 (FLOP bound x" << f.latency.at("batch32").flop_bound << "), x"
                 << f.latency.at("batch1").speedup << " at batch 1; slimmed model in " << cfg.run.out_dir << "/model\n";
     s.files.push_back("model/");
     const core::BertConfig& slim = models->slim->config();

@@ -350,6 +350,15 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
   final.hf_check = hf_checks(ctx, reloaded, out_model);
   if (ctx.export_onnx && core::dist::is_main()) final.onnx = export_onnx_files(ctx, reloaded, out_model);
   final.metrics = slim_eval.metrics;
+  if (ctx.curves.precision != core::Precision::kFp32) {
+    // The export at the run's precision, as the frontier measured its choice (calibrated int8) or as the curves
+    // were drawn (dynamic int8, bf16): what a user running it at that precision gets. The fp32 figure beside it.
+    core::Bert at = reloaded;  // shares the weights, packs its own
+    at.set_precision(ctx.curves.precision);
+    if (cfg.prune.max_drop > 0) eval::calibrate_int8(at, cfg, *ctx.tok);
+    final.metrics_fp32 = slim_eval.metrics;
+    final.metrics = eval::evaluate(at, *ctx.task, ctx.eval_data, ctx.curves.eval_batches).metrics;
+  }
   return m;
 }
 

@@ -31,6 +31,7 @@ nlohmann::json final_json(const FinalSummary& f) {
   if (!f.criterion.empty()) j["criterion"] = f.criterion;
   j["metrics_before_recovery"] = f.metrics_before_recovery;
   j["metrics"] = f.metrics;
+  if (!f.metrics_fp32.empty()) j["metrics_fp32"] = f.metrics_fp32;
   j["model_dir"] = f.model_dir;
   j["params"] = f.params;
   j["params_unpruned"] = f.params_unpruned;

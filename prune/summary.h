@@ -107,7 +107,8 @@ struct FinalSummary {
   std::map<std::string, LatencySummary> latency;  // "batch1", "batch32"; empty on ranks other than 0
   int heads_kept = 0;
   std::string mask, method, criterion;  // criterion: only when method is "criterion"
-  std::map<std::string, double> metrics_before_recovery, metrics;
+  std::map<std::string, double> metrics_before_recovery, metrics;  // metrics: at the run's precision, as chosen
+  std::map<std::string, double> metrics_fp32;  // the export at fp32, when `metrics` are at bf16 or int8
   std::string model_dir = "model";
   long params = 0, params_unpruned = 0;
   std::optional<BudgetSummary> budget;  // with a FLOPs or parameter budget

@@ -153,15 +153,18 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
             (variant != "recovered"));
       CHECK(p["cost_s"].get<double>() > 0);
     }
-  // Exported as measured: the chosen candidate's own model (RUN_DIR/frontier_choice), its heads, its metric at fp32
-  // on the evaluation split to the last digit.
+  // Exported as measured: the chosen candidate's own model (RUN_DIR/frontier_choice), its heads, its metric at the
+  // chosen precision on the evaluation split to the last digit, and beside it (int8, bf16) its fp32 point's.
   const auto& fin = summary["final"];
+  const std::string metric = f["metric"].get<std::string>();
   CHECK(fin["heads_kept"] == c["heads_kept"]);
   CHECK(nlohmann::json::parse(slurp(out / "frontier_choice" / "choice.json"))["point"]["method"] == c["method"]);
+  CHECK(100 * fin["metrics"][metric].get<double>() == Approx(c["metric"].get<double>()).epsilon(1e-12));
+  CHECK(fin.contains("metrics_fp32") == (c["precision"] != "fp32"));
   for (const auto& p : points)
     if (p["method"] == c["method"] && p["step"] == c["step"] && p["criterion"] == c["criterion"] &&
-        p["precision"] == "fp32")
-      CHECK(100 * fin["metrics"][f["metric"].get<std::string>()].get<double>() == Approx(p["metric"].get<double>()).epsilon(1e-12));
+        p["precision"] == "fp32" && c["precision"] != "fp32")
+      CHECK(100 * fin["metrics_fp32"][metric].get<double>() == Approx(p["metric"].get<double>()).epsilon(1e-12));
   if (c["method"] == "kwon") CHECK(fin["budget"]["target"].get<double>() == Approx(c["flops_kept"].get<double>()));
   if (c["method"] == "gates") CHECK(fin["method"] == "gates");  // the gates the frontier trained, not trained again
   CHECK(!fs::exists(out / "recover"));  // nothing trained again after the choice
@@ -457,7 +460,13 @@ TEST_CASE("the frontier run choosing int8: model.int8.onnx checked in ONNX Runti
   REQUIRE(r.code == 0);
   const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
   const auto& f = summary["frontier"];
-  CHECK(f["points"][f["chosen"].get<size_t>()]["precision"] == "int8");
+  const auto& chosen = f["points"][f["chosen"].get<size_t>()];
+  CHECK(chosen["precision"] == "int8");
+  // The export's metric as measured at int8 (calibrated as the frontier did), its fp32 score beside it.
+  CHECK(100 * summary["final"]["metrics"]["accuracy"].get<double>() ==
+        Approx(chosen["metric"].get<double>()).epsilon(1e-12));
+  CHECK(summary["final"]["metrics_fp32"].contains("accuracy"));
+  CHECK_THAT(r.output, Catch::Contains(" at int8 (fp32 "));
   const auto& onnx = summary["final"]["onnx"];
   const std::string card = slurp(out / "model" / "README.md");
   CHECK_THAT(card, Catch::Contains("`model.int8.onnx` (headprune's int8 scheme"));
