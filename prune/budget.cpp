@@ -216,8 +216,9 @@ std::optional<MaskGradients> budget_gradients(RunContext& ctx) {
     if (core::dist::stop_requested(ctx.stop)) return std::nullopt;
     core::Progress progress("gradients", static_cast<long>(ctx.search.batches.size()), "batches");
     const auto start = std::chrono::steady_clock::now();
-    const auto g =
-        mask_gradients(*ctx.model, ctx.search, [&](long done, long) { progress.update(done); }, hidden, layers);
+    const core::Bert& on = ctx.device_model ? *ctx.device_model : *ctx.model;  // run.device: the GPU's copy
+    const auto g = mask_gradients(
+        on, ctx.search, [&](long done, long) { progress.update(done); }, hidden, layers);
     progress.finish();
     std::map<std::string, torch::Tensor> sets = {{"heads", g.heads}, {"neurons", g.neurons}};
     if (hidden) sets["hidden"] = g.hidden;

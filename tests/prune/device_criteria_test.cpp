@@ -1,8 +1,10 @@
-// The criteria on a GPU (#62; the CTest test prune.device_cuda, skipped visibly without one): a pruning run with
-// run.device: cuda scores its heads with the model there (prune/stages_curves.cpp), so each criterion's importances
-// from a GPU copy of the tiny model must equal the CPU's within 1e-3 of the largest — classification and
-// regression, Taylor per example and per token, LRP, attention attribution to the predicted and the gold class,
-// leave-one-out with and without the lower layers reused, confidence and random — and come back as CPU tensors.
+// The criteria and the search on a GPU (#62; the CTest test prune.device_cuda, skipped visibly without one): a pruning
+// run with run.device: cuda scores its heads and takes the search's mask gradients with the model there
+// (prune/stages_curves.cpp, prune/budget.cpp), so from a GPU copy of the tiny model each criterion's importances —
+// classification and regression, Taylor per example and per token, LRP, attention attribution to the predicted and
+// the gold class, leave-one-out with and without the lower layers reused, confidence and random — and the mask
+// gradients of heads, neurons, hidden channels and layers must equal the CPU's within 1e-3 of the largest, and come
+// back as CPU tensors.
 #include <catch2/catch.hpp>
 
 #include "core/io/checkpoint.h"
@@ -11,6 +13,7 @@
 #include "fixtures.h"
 #include "golden_data.h"
 #include "prune/criteria.h"
+#include "prune/mask_search.h"
 #include "skip.h"
 
 using namespace hp;
@@ -62,4 +65,23 @@ TEST_CASE("on the GPU: every criterion's importances within 1e-3 of the CPU's", 
           {"confidence", "taylor", "lrp", "attattr", "loo", "random"});
   const auto reg = test::golden_dataset(g, "reg_labels");
   compare(core::load_bert(test::kTinyBertReg), core::find_task("stsb"), reg, opts, {"taylor", "lrp", "loo"});
+}
+
+TEST_CASE("on the GPU: the search's mask gradients within 1e-3 of the CPU's", "[.cuda]") {
+  if (no_gpu()) return;
+  auto g = core::read_hdf5(test::kTinyBertH5);
+  const auto data = test::golden_dataset(g);
+  const auto cpu = core::load_bert(test::kTinyBert);
+  const auto gpu = cpu.to(torch::kCUDA);
+  const prune::RankData sample = prune::make_rank_data(core::find_task("mnli"), data, 3, 0);
+  const auto want = prune::mask_gradients(cpu, sample, {}, /*hidden=*/true, /*layers=*/true);
+  const auto got = prune::mask_gradients(gpu, sample, {}, true, true);
+  for (const auto& [name, a, b] : {std::tuple{"heads", want.heads, got.heads},
+                                   {"neurons", want.neurons, got.neurons},
+                                   {"hidden", want.hidden, got.hidden},
+                                   {"layers", want.layers, got.layers}}) {
+    INFO(name);
+    REQUIRE(b.device().is_cpu());
+    CHECK((a - b).abs().max().item<double>() <= 1e-3 * std::max(a.abs().max().item<double>(), 1e-12));
+  }
 }
