@@ -351,11 +351,11 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
   if (ctx.export_onnx && core::dist::is_main()) final.onnx = export_onnx_files(ctx, reloaded, out_model);
   final.metrics = slim_eval.metrics;
   if (ctx.curves.precision != core::Precision::kFp32) {
-    // The export at the run's precision, as the frontier measured its choice (calibrated int8) or as the curves
-    // were drawn (dynamic int8, bf16): what a user running it at that precision gets. The fp32 figure beside it.
+    // The export at the run's precision as `prune eval --precision` runs it (int8 calibrated on run.calibrate
+    // examples, as the frontier measured its choice): what a user gets. The fp32 figure beside it.
     core::Bert at = reloaded;  // shares the weights, packs its own
     at.set_precision(ctx.curves.precision);
-    if (cfg.prune.max_drop > 0) eval::calibrate_int8(at, cfg, *ctx.tok);
+    eval::calibrate_int8(at, cfg, *ctx.tok);  // int8 only
     final.metrics_fp32 = slim_eval.metrics;
     final.metrics = eval::evaluate(at, *ctx.task, ctx.eval_data, ctx.curves.eval_batches).metrics;
   }

@@ -37,7 +37,8 @@ struct RunConfig {
     v("calibrate", calibrate,
       "int8 only: calibrate on the first N examples of the task's train split (SmoothQuant: each linear's input "
       "channels rescaled by the square root of (largest input / largest weight) so that outlier channels stop setting the activation rows' "
-      "scale); 0 = dynamic quantisation alone. eval, infer and bench (the pruning run's curves and export --int8 stay dynamic)");
+      "scale); 0 = dynamic quantisation alone. eval, infer, bench, the --max-drop frontier's int8 measurements and the "
+      "pruning run's final int8 metric (its curves and export --int8's check stay dynamic)");
     v("out_dir", out_dir, "run directory for results, checkpoints and config.resolved.yaml");
     v("dist_timeout_s", dist_timeout_s,
       "data-parallel runs: seconds a rank waits for the others before it stops "
