@@ -306,7 +306,8 @@ std::vector<std::pair<std::string, torch::Tensor>> stored_tensors(const Bert& mo
   return out;
 }
 
-// export.dtype's element type and its name in transformers' config.json (torch_dtype).
+// export.dtype's element type and its name in transformers' config.json (torch_dtype); the value was checked with
+// the config (core/base/config.cpp validate), where a user's misspelling is refused.
 struct StoredType {
   torch::ScalarType type;
   const char* hf_name;
@@ -314,8 +315,8 @@ struct StoredType {
 StoredType stored_type(const std::string& dtype) {
   if (dtype == "bf16") return {torch::kBFloat16, "bfloat16"};
   if (dtype == "fp16") return {torch::kHalf, "float16"};
-  if (dtype == "fp32") return {torch::kFloat, "float32"};
-  throw ConfigError("export.dtype = '" + dtype + "'; use fp32, bf16 or fp16");
+  HP_CHECK(dtype == "fp32", "stored_type: export.dtype '" << dtype << "' passed validation");
+  return {torch::kFloat, "float32"};
 }
 
 // model.safetensors, or with max_shard_mb > 0 and more than that many MB (10^6 bytes, as transformers counts them) of
