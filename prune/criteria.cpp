@@ -115,11 +115,12 @@ torch::Tensor confidence_importance(const CriterionContext& c) {
 torch::Tensor confidence_sums(const std::vector<torch::Tensor>& attentions, const torch::Tensor& attention_mask,
                               int64_t max_heads) {
   auto sum = torch::zeros({static_cast<int64_t>(attentions.size()), max_heads}, torch::kFloat64);
+  torch::Tensor real;  // [B, 1, S] query tokens that count, on the model's device
   for (size_t l = 0; l < attentions.size(); ++l) {
     const auto H = attentions[l].size(1);
     if (H == 0) continue;
-    auto top = std::get<0>(attentions[l].detach().max(-1)).to(torch::kFloat64);  // [B, H, S], on the model's device
-    auto real = attention_mask.to(top.device(), torch::kFloat64).unsqueeze(1);  // [B, 1, S] query tokens that count
+    auto top = std::get<0>(attentions[l].detach().max(-1)).to(torch::kFloat64);  // [B, H, S]
+    if (!real.defined()) real = attention_mask.to(top.device(), torch::kFloat64).unsqueeze(1);
     sum[l].narrow(0, 0, H) += (top * real).sum(torch::IntArrayRef{0, 2}).to(torch::kCPU);
   }
   return sum;
