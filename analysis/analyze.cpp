@@ -18,6 +18,7 @@
 #include "core/base/log.h"
 #include "core/io/safetensors_index.h"
 #include "core/io/tensor_io.h"
+#include "core/kernels/device.h"  // parse_device, gpu_summary
 #include "eval/evaluator.h"  // head_mask_tensor
 #include "eval/results_schema.h"
 
@@ -40,11 +41,18 @@ core::Bert random_init_like(const core::Bert& like, uint64_t seed) {
 
 namespace {
 
-// The pass over `model`, resumed from <out>/state/pass_<name>.bin when present.
+// The pass over `model`, resumed from <out>/state/pass_<name>.bin when present; its forwards (and the no-op
+// gradients' backward) on run.device, a copy of the model there, the statistics on the CPU.
 PassResult pass(const AnalyzeContext& ctx, const core::Bert& model, const std::string& name, bool noop,
                 const std::string& model_id, const torch::Tensor& keep) {
+  const torch::Device device = core::parse_device(ctx.cfg->run.device);
+  std::optional<core::Bert> there;
+  if (device != model.device()) {
+    there.emplace(model.to(device));
+    core::log_info("analyze", name + ": the forwards on " + device.str() + " (" + core::gpu_summary() + ")");
+  }
   PassInput in;
-  in.model = &model;
+  in.model = there ? &*there : &model;
   in.data = &ctx.inputs.data;
   in.info = &ctx.inputs.info;
   in.keep = keep;

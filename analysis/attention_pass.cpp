@@ -292,16 +292,17 @@ BatchMaps forward_batch(const PassInput& in, const core::Batch& b) {
     // (Bert::attention_grads; tested equal to autograd).
     auto got = in.model->attention_grads(ei, [&](const torch::Tensor& logits) {
       auto leaf = logits.detach().requires_grad_(true);
-      return torch::autograd::grad({prune::per_example_loss(leaf, b.labels, in.regression).sum()}, {leaf})[0];
+      return torch::autograd::grad({prune::per_example_loss(leaf, b.labels.to(leaf.device()), in.regression).sum()},
+                                   {leaf})[0];
     });
     out = std::move(got.out);
-    m.grads = std::move(got.grads);
+    for (const auto& g : got.grads) m.grads.push_back(g.to(torch::kCPU));
   } else {
     torch::NoGradGuard no_grad;
     out = in.model->forward(ei);
   }
   torch::NoGradGuard no_grad;
-  for (const auto& a : out.attentions) m.maps.push_back(a.detach().to(torch::kFloat32).contiguous());
+  for (const auto& a : out.attentions) m.maps.push_back(a.detach().to(torch::kCPU, torch::kFloat32).contiguous());
   return m;
 }
 

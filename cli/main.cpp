@@ -76,9 +76,11 @@ int start(const Config& cfg, const std::string& command, bool data_parallel) {
   hp::core::log_info("runtime", hp::core::runtime_summary() + how);
   if (cfg.run.device != "cpu") {  // checked before any work: a missing GPU is the first line, not the last
     const auto device = hp::core::parse_device(cfg.run.device);
-    hp::core::log_info("runtime", "run.device " + device.str() + ": training, its evaluations and `prune eval` there (criteria, " +
-                                      "analysis, timing and bf16/int8 inference stay on the CPU) | " +
-                                      hp::core::gpu_summary());
+    hp::core::log_info("runtime",
+                       "run.device " + device.str() + ": training and its evaluations, the criteria, the search's " +
+                           "gradients, the curves' fp32 evaluations, `prune eval` and analyze there (mask tuning, " +
+                           "the frontier's measurements, timing and bf16/int8 inference stay on the CPU) | " +
+                           hp::core::gpu_summary());
   }
   return 0;
 }

@@ -510,14 +510,14 @@ FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const Budget
   auto metrics_of = [&](const MaskScales& scales) {  // the layers and hidden channels as chosen
     eval::Masks m = eval::masks_of(s.rearranged);
     m.heads = scales.heads, m.neurons = scales.neurons;
-    return eval::evaluate(*ctx.model, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, m);
+    return evaluate_on(ctx.curves, *ctx.model, ctx.eval_data, ctx.curves.eval_batches, m);
   };
   b.metrics_by_step["search"] = metrics_of(unit_scales(s.searched)).metrics;
   b.metrics_by_step["rearranged"] = metrics_of(unit_scales(s.rearranged)).metrics;
   const auto scaled = metrics_of(s.scales);
   b.metrics_by_step["tuned"] = scaled.metrics;
   const core::Bert slim = slim_model(fold_scales(*ctx.model, s.scales), s.rearranged);
-  const auto slim_eval = eval::evaluate(slim, *ctx.task, ctx.eval_data, ctx.curves.eval_batches);
+  const auto slim_eval = evaluate_on(ctx.curves, slim, ctx.eval_data, ctx.curves.eval_batches);
   b.folded_vs_scaled_max_abs_logit_diff = (slim_eval.logits - scaled.logits).abs().max().item<double>();
   if (ctx.cfg->prune.verify && b.folded_vs_scaled_max_abs_logit_diff > 1e-4)
     throw InternalError("the slimmed model with the tuning scales folded in differs from masking with the scales by " +

@@ -58,6 +58,15 @@ torch::Tensor importance_at(const CurveInputs& in, const Criterion& crit, int se
 
 }  // namespace
 
+eval::EvalResult evaluate_on(const CurveInputs& in, const core::Bert& model, const core::EncodedDataset& data,
+                             const std::vector<core::Batch>& batches, const eval::Masks& masks) {
+  if (!in.score_model || model.precision() != core::Precision::kFp32)
+    return eval::evaluate(model, *in.task, data, batches, masks);
+  std::optional<core::Bert> copy;
+  const core::Bert& there = &model == in.model ? *in.score_model : copy.emplace(model.to(in.score_model->device()));
+  return eval::evaluate(there, *in.task, data, batches, masks);
+}
+
 CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const std::string& criterion, int seed,
                           int step, const core::HeadSet& keep, const core::NeuronSet& neurons) {
   return evaluate_point(in, model, criterion, seed, step, core::StructureMask{keep, neurons});
@@ -68,7 +77,7 @@ CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const 
   const core::HeadSet& keep = structure.heads;
   core::Bert slim = slim_model(model, structure);
   slim.set_precision(in.precision);
-  auto r = eval::evaluate(slim, *in.task, *in.eval, in.eval_batches);
+  auto r = evaluate_on(in, slim, *in.eval, in.eval_batches);
   CurvePoint p;
   p.criterion = criterion, p.seed = seed, p.step = step;
   p.kept = core::count_kept(keep);

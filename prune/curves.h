@@ -13,6 +13,7 @@
 #include "core/model/bert.h"
 #include "core/base/config.h"
 #include "core/model/head_mask.h"
+#include "eval/evaluator.h"
 #include "prune/criteria.h"
 #include "prune/run_store.h"
 #include "prune/schedule.h"  // Matrix
@@ -24,7 +25,9 @@ Matrix to_matrix(const torch::Tensor& importance);
 
 struct CurveInputs {
   const core::Bert* model = nullptr;  // fine-tuned, unpruned
-  const core::Bert* score_model = nullptr;  // the same on run.device, where the criteria score (null: `model`)
+  // The same on run.device (a GPU), where the criteria score and the curves' points are evaluated (null: `model`,
+  // on the CPU).
+  const core::Bert* score_model = nullptr;
   const core::TaskSpec* task = nullptr;
   const core::EncodedDataset* eval = nullptr;  // the evaluation split (labelled)
   std::vector<core::Batch> eval_batches;
@@ -39,6 +42,14 @@ struct CurveInputs {
 // store (the curves and the exact-N mask of a non-iterative run start from it).
 torch::Tensor score_unpruned(const CurveInputs& in, const Criterion& crit, int seed, const RankData& rank,
                              RunStore& store);
+
+// `model` (a CPU model at its precision; `masks` on it) on `data`: on run.device when that is a GPU (in.score_model
+// set) and the model runs at fp32 — bf16 and int8 are the CPU's kernels (core/kernels) and evaluate here, as `prune
+// eval` does —, else on the CPU. The unpruned model itself is evaluated as its GPU copy, anything else copied there
+// first. The curves' points, the search's steps, its step choice and the layer choice are evaluated this way; timing
+// stays on the CPU.
+eval::EvalResult evaluate_on(const CurveInputs& in, const core::Bert& model, const core::EncodedDataset& data,
+                             const std::vector<core::Batch>& batches, const eval::Masks& masks = {});
 
 // One point of a curve: `model` (the curve's, or one with tuning scales folded in) slimmed to the heads `keep`
 // and the FFN neurons `neurons` (empty = all), evaluated on the evaluation split; FLOPs at its mean length.

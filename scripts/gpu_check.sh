@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU checks in one run (#62, docs/gpu.md): on a machine with a CUDA GPU and PyTorch's pip wheel (its LibTorch),
 # builds headprune against that LibTorch with every core, runs the CUDA tests, times headprune's training step and
-# forward beside PyTorch's on the same GPU, trains CoFi's gates on SST-2 there (scripts/gpu_cofi.sh) and fine-tunes
-# through `prune train --device cuda`.
+# forward beside PyTorch's on the same GPU, trains CoFi's gates on SST-2 there (scripts/gpu_cofi.sh), runs README
+# command 1 and analyze there, and fine-tunes through `prune train --device cuda`.
 # Writes its logs into $OUT (default build-gpu/out) and prints a summary; each stage says how long it took, and a
 # stage that would not fit the time left (HP_GPU_BUDGET_S, default 540 s) is skipped, saying so.
 #
@@ -17,8 +17,10 @@
 # whole), with the time left after the stages before it but 60 s; its models come back as $OUT/cofi.tar.NN, and the
 # logs other than gpu_check.log as $OUT/logs.tgz (the device tool brings back 8 files at most).
 # Usage: scripts/gpu_check.sh [--no-compile] [--skip STAGES]
-#   --no-compile: leave out the torch.compile rows of PyTorch; --skip: a comma list of tests, bench, cofi, train,
-#   compile (e.g. --skip bench,train once the benchmarks are measured, to give CoFi the time)
+#   --no-compile: leave out the torch.compile rows of PyTorch; --skip: a comma list of tests, bench, cofi, curves,
+#   train, compile (e.g. --skip bench,train once the benchmarks are measured, to give CoFi the time). CoFi takes the
+#   time left but 60 s, so `curves` (README command 1 and analyze on the GPU, for their wall time) runs in a call
+#   that skips cofi: --skip bench,cofi,train,compile
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,8 +38,8 @@ while (($#)); do
   shift
 done
 for s in ${SKIP//,/ }; do
-  [[ $s =~ ^(tests|bench|cofi|train|compile)$ ]] \
-    || { echo "gpu_check: error: --skip '$s'; the stages are tests, bench, cofi, train, compile" >&2; exit 2; }
+  [[ $s =~ ^(tests|bench|cofi|curves|train|compile)$ ]] \
+    || { echo "gpu_check: error: --skip '$s'; the stages are tests, bench, cofi, curves, train, compile" >&2; exit 2; }
 done
 runs() { [[ $SKIP != *",$1,"* ]]; }
 mkdir -p "$OUT" "$BUILD"
@@ -105,6 +107,23 @@ if runs cofi && [[ -f .gpu/sst2_ft/config.json ]]; then
   stage "CoFi's recipe on SST-2 (scripts/gpu_cofi.sh): gates at ${HP_COFI_BUDGETS:-30 20}% of the FLOPs"
   if fits 180 "CoFi's recipe"; then
     HP_COFI_S=$((BUDGET - SECONDS + T0 - 60)) scripts/gpu_cofi.sh "$PRUNE" "$OUT" "$BUILD/cofi_work" || fail "CoFi's recipe"
+  fi
+fi
+
+if runs curves && [[ -f .gpu/sst2_ft/config.json ]]; then
+  stage "README command 1 on the GPU (six criteria, their curves, 36 heads, recovery) and analyze"
+  if fits 240 "README command 1 and analyze"; then
+    # Against the CPU run of the same command: each stage's start is in the log (docs/gpu.md has the CPU's).
+    T=$SECONDS
+    timeout 300 "$PRUNE" --config configs/sst2.yaml --model .gpu/sst2_ft --target-heads 36 --device cuda \
+      --out "$BUILD/runs/heads36_gpu" >"$OUT/heads36_gpu.log" 2>&1 || fail "README command 1 --device cuda"
+    grep -E "stage [0-9]+/|scoring attattr|criteria score on|error" "$OUT/heads36_gpu.log" | cut -c1-160
+    echo "README command 1 on the GPU took $((SECONDS - T)) s"
+    T=$SECONDS
+    timeout 120 "$PRUNE" analyze --model .gpu/sst2_ft --task sst2 --device cuda --out "$BUILD/runs/analysis_gpu" \
+      >"$OUT/analyze_gpu.log" 2>&1 || fail "prune analyze --device cuda"
+    grep -E "forwards on|error" "$OUT/analyze_gpu.log" | head -5
+    echo "prune analyze (SST-2 dev, GPU) took $((SECONDS - T)) s"
   fi
 fi
 

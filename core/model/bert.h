@@ -123,6 +123,11 @@ class Bert {
   };
   AttentionGrads attention_grads(const EncoderInput& in,
                                  const std::function<torch::Tensor(const torch::Tensor&)>& dloss) const;
+  // The same by autograd (a forward that keeps its graph from the embedding output up), on any device:
+  // attention_grads runs it on a model off the CPU, whose hand-written backward is built from the CPU's kernels.
+  // A layer without heads has an empty map and gradient, as there.
+  AttentionGrads attention_grads_autograd(const EncoderInput& in,
+                                          const std::function<torch::Tensor(const torch::Tensor&)>& dloss) const;
 
   // The same model with every parameter on `device` (a copy unless it is already there; precision fp32). forward()
   // moves its inputs to the model's device; its outputs stay there. On a GPU every product is ATen's (the CPU

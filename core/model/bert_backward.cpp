@@ -1,5 +1,6 @@
 // ∂loss/∂(attention probabilities) by a hand-written backward (see Bert::attention_grads in core/model/bert.h).
 #include <tuple>
+#include <torch/autograd.h>
 #include <torch/utils.h>
 
 #include "core/model/attention.h"
@@ -97,6 +98,7 @@ Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
                                            const std::function<torch::Tensor(const torch::Tensor&)>& dloss) const {
   TORCH_CHECK(!training_, "attention_grads: the model must be in eval mode (no dropout)");
   TORCH_CHECK(plain_input(in), "attention_grads: plain inputs only (no masks, start layer, override or LRP rules)");
+  if (!device_.is_cpu()) return attention_grads_autograd(in, dloss);
   torch::NoGradGuard no_grad;
   const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
   const int L = cfg_.num_hidden_layers, Dh = cfg_.head_dim();
@@ -169,6 +171,37 @@ Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
     dy = linear_input_grad(dqkv.view({B, S, 3 * H * Dh}), t.w_qkv);
     dy.narrow(1, 0, Sq).add_(du1);
   }
+  return r;
+}
+
+Bert::AttentionGrads Bert::attention_grads_autograd(
+    const EncoderInput& in, const std::function<torch::Tensor(const torch::Tensor&)>& dloss) const {
+  TORCH_CHECK(!training_, "attention_grads: the model must be in eval mode (no dropout)");
+  TORCH_CHECK(plain_input(in), "attention_grads: plain inputs only (no masks, start layer, override or LRP rules)");
+  torch::AutoGradMode grad_on(true);
+  EncoderInput from = on_device(in);
+  {
+    torch::NoGradGuard no_grad;
+    from.start_hidden = embed(from);
+  }
+  from.start_hidden.requires_grad_(true);
+  from.want_attention = true;
+  AttentionGrads r;
+  r.out = forward(from);
+  std::vector<torch::Tensor> maps;  // the layers with heads (a 0-head layer's empty map is not in the graph)
+  for (const auto& a : r.out.attentions)
+    if (a.requires_grad()) maps.push_back(a);
+  const auto dlogits = dloss(r.out.logits.detach());
+  const auto grads = maps.empty() ? std::vector<torch::Tensor>{}
+                                  : torch::autograd::grad({r.out.logits}, maps, {dlogits}, false, false, true);
+  size_t i = 0;
+  for (auto& a : r.out.attentions) {
+    const bool in_graph = a.requires_grad();
+    r.grads.push_back(in_graph && grads[i].defined() ? grads[i] : torch::zeros_like(a));
+    i += in_graph ? 1 : 0;
+    a = a.detach();
+  }
+  r.out.logits = r.out.logits.detach();
   return r;
 }
 

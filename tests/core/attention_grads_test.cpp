@@ -1,6 +1,7 @@
 // Bert::attention_grads (the hand-written backward to the attention probabilities) against autograd
 // through Bert::forward: the same logits, maps and ∂loss/∂A in every layer, with padding, a 0-head layer,
-// narrowed and 0-neuron FFN blocks, the tanh GELU and a regression head.
+// narrowed and 0-neuron FFN blocks, the tanh GELU and a regression head; and Bert::attention_grads_autograd, which
+// a model off the CPU runs in its place, the same against the same reference.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -42,6 +43,10 @@ torch::Tensor loss_of(const torch::Tensor& logits) {
   return torch::nll_loss(torch::log_softmax(logits, 1), labels, {}, at::Reduction::Sum);
 }
 
+void check_grads(const hp::core::Bert& model, const hp::core::Bert::AttentionGrads& got,
+                 const hp::core::EncoderOutput& ref, const std::vector<torch::Tensor>& maps,
+                 const std::vector<torch::Tensor>& grads, double tol);
+
 // `tol`: relative to each layer's largest gradient (float32 rounding of two different summation orders,
 // which the BLAS picks per CPU: 1.005e-5 was seen on an AMD EPYC, so 1e-5 failed there; a wrong gradient is
 // off by far more than 5e-5).
@@ -61,10 +66,21 @@ void check_against_autograd(const hp::core::Bert& model, double tol = 5e-5) {
     if (a.requires_grad()) maps.push_back(a);
   const auto grads = torch::autograd::grad({loss_of(ref.logits)}, maps, {}, false, false, true);
 
-  const auto got = model.attention_grads(in, [](const torch::Tensor& logits) {
+  const auto dloss = [](const torch::Tensor& logits) {
     auto leaf = logits.detach().requires_grad_(true);
     return torch::autograd::grad({loss_of(leaf)}, {leaf})[0];
-  });
+  };
+  // The hand-written backward, and the autograd one a model off the CPU runs (analyze --device cuda).
+  for (bool by_autograd : {false, true}) {
+    INFO((by_autograd ? "attention_grads_autograd" : "attention_grads"));
+    check_grads(model, by_autograd ? model.attention_grads_autograd(in, dloss) : model.attention_grads(in, dloss), ref,
+                maps, grads, tol);
+  }
+}
+
+void check_grads(const hp::core::Bert& model, const hp::core::Bert::AttentionGrads& got,
+                 const hp::core::EncoderOutput& ref, const std::vector<torch::Tensor>& maps,
+                 const std::vector<torch::Tensor>& grads, double tol) {
   CHECK(max_diff(got.out.logits, ref.logits.detach()) < 1e-5);
   const int L = model.config().num_hidden_layers;
   REQUIRE(got.grads.size() == static_cast<size_t>(L));
@@ -73,6 +89,7 @@ void check_against_autograd(const hp::core::Bert& model, double tol = 5e-5) {
     INFO("layer " << l);
     REQUIRE(got.out.attentions[l].sizes() == ref.attentions[l].sizes());
     REQUIRE(got.grads[l].sizes() == ref.attentions[l].sizes());
+    CHECK(!got.out.attentions[l].requires_grad());
     if (got.grads[l].numel() == 0) continue;
     CHECK(max_diff(got.out.attentions[l], ref.attentions[l].detach()) < 1e-5);  // float32 rounding of other GEMMs
     torch::Tensor want;

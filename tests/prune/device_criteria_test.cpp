@@ -4,7 +4,9 @@
 // classification and regression, Taylor per example and per token, LRP, attention attribution to the predicted and
 // the gold class, leave-one-out with and without the lower layers reused, confidence and random — and the mask
 // gradients of heads, neurons, hidden channels and layers must equal the CPU's within 1e-3 of the largest, and come
-// back as CPU tensors.
+// back as CPU tensors. The curves' evaluations (a curve point, the search's steps) run on the GPU copy with the
+// CPU's predictions, int8 stays on the CPU, and the no-op evidence's attention gradients of `analyze` (autograd
+// there, the hand-written backward here) agree within 1e-3.
 #include <catch2/catch.hpp>
 
 #include "core/io/checkpoint.h"
@@ -13,7 +15,9 @@
 #include "fixtures.h"
 #include "golden_data.h"
 #include "prune/criteria.h"
+#include "prune/curves.h"
 #include "prune/mask_search.h"
+#include "prune/slim.h"
 #include "skip.h"
 
 using namespace hp;
@@ -83,5 +87,66 @@ TEST_CASE("on the GPU: the search's mask gradients within 1e-3 of the CPU's", "[
     INFO(name);
     REQUIRE(b.device().is_cpu());
     CHECK((a - b).abs().max().item<double>() <= 1e-3 * std::max(a.abs().max().item<double>(), 1e-12));
+  }
+}
+
+TEST_CASE("on the GPU: the curves' evaluations run there with the CPU's predictions; int8 stays on the CPU",
+          "[.cuda]") {
+  if (no_gpu()) return;
+  auto g = core::read_hdf5(test::kTinyBertH5);
+  const auto data = test::golden_dataset(g);
+  const auto cpu = core::load_bert(test::kTinyBert);
+  const auto gpu = cpu.to(torch::kCUDA);
+  core::PruneConfig opts;
+  prune::CurveInputs in;
+  in.model = &cpu, in.score_model = &gpu, in.task = &core::find_task("mnli"), in.eval = &data, in.opts = &opts;
+  core::BatchOptions bo;
+  bo.batch_size = 3;
+  in.eval_batches = core::make_batches(data, bo);
+  auto same = [&](const core::Bert& model, const eval::Masks& masks) {
+    const auto want = eval::evaluate(model, *in.task, data, in.eval_batches, masks);
+    const auto got = prune::evaluate_on(in, model, data, in.eval_batches, masks);
+    CHECK(got.predictions == want.predictions);
+    CHECK((got.logits - want.logits).abs().max().item<double>() <= 1e-4);
+    return got;
+  };
+  auto keep = torch::ones({cpu.config().num_hidden_layers, cpu.config().max_heads()});
+  keep[0][1] = 0;
+  same(cpu, {keep});  // the unpruned model: its GPU copy, masked
+  core::HeadSet heads(cpu.config().num_hidden_layers, std::vector<bool>(cpu.config().max_heads(), true));
+  heads[1][0] = false;
+  const core::Bert slim = prune::slim_model(cpu, core::StructureMask{heads, {}});
+  same(slim, {});  // a slimmed model: copied there
+  // The point of a curve, evaluated there, with the CPU's metric.
+  const auto p = prune::evaluate_point(in, cpu, "taylor", 0, 0, heads);
+  const auto cpu_point = eval::evaluate(slim, *in.task, data, in.eval_batches);
+  CHECK(p.predictions == cpu_point.predictions);
+  // int8 is the CPU's kernels: evaluated on the CPU, bit for bit the CPU's result.
+  core::Bert int8 = slim;
+  int8.set_precision(core::Precision::kInt8);
+  const auto got = prune::evaluate_on(in, int8, data, in.eval_batches);
+  CHECK(torch::equal(got.logits, eval::evaluate(int8, *in.task, data, in.eval_batches).logits));
+}
+
+TEST_CASE("on the GPU: the no-op evidence's attention gradients (analyze) within 1e-3 of the CPU's", "[.cuda]") {
+  if (no_gpu()) return;
+  auto g = core::read_hdf5(test::kTinyBertH5);
+  const auto data = test::golden_dataset(g);
+  const auto cpu = core::load_bert(test::kTinyBert);
+  const auto gpu = cpu.to(torch::kCUDA);
+  core::BatchOptions bo;
+  bo.batch_size = 4;
+  const auto batch = core::make_batches(data, bo).front();
+  const auto in = core::encoder_input(batch);
+  const auto dloss = [](const torch::Tensor& logits) { return torch::ones_like(logits) / logits.size(0); };
+  const auto want = cpu.attention_grads(in, dloss);
+  const auto got = gpu.attention_grads(in, dloss);
+  REQUIRE(got.grads.size() == want.grads.size());
+  for (size_t l = 0; l < want.grads.size(); ++l) {
+    INFO("layer " << l);
+    REQUIRE(got.grads[l].sizes() == want.grads[l].sizes());
+    const double scale = std::max(want.grads[l].abs().max().item<double>(), 1e-12);
+    CHECK((got.grads[l].cpu() - want.grads[l]).abs().max().item<double>() <= 1e-3 * scale);
+    CHECK((got.out.attentions[l].cpu() - want.out.attentions[l]).abs().max().item<double>() <= 1e-4);
   }
 }
