@@ -249,8 +249,9 @@ BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const 
   TuningOptions opts;
   opts.damping = P.tuning_damping;
   opts.cls_last_layer = true;
-  s.scales =
-      P.mask_tuning ? tune_masks(*ctx.model, s.rearranged, ctx.search, opts, &s.fits) : unit_scales(s.rearranged);
+  s.scales = P.mask_tuning ? tune_masks(ctx.device_model ? *ctx.device_model : *ctx.model, s.rearranged, ctx.search,
+                                        opts, &s.fits)
+                           : unit_scales(s.rearranged);
   s.seconds["tuning"] = seconds_since(t);
   return s;
 }

@@ -30,30 +30,34 @@ void LstsqSystem::add(const LstsqSystem& o) {
 
 namespace {
 
-torch::Tensor index_of(const std::vector<long>& v) { return torch::tensor(v, torch::kLong); }
+torch::Tensor index_of(const std::vector<long>& v, const torch::Device& device = torch::kCPU) {
+  return torch::tensor(v, torch::kLong).to(device);
+}
 
 }  // namespace
 
 LstsqSystem attention_system(const torch::Tensor& ctx, const torch::Tensor& o_w, const torch::Tensor& residual,
                              const torch::Tensor& rows, const std::vector<long>& kept) {
   const auto K = static_cast<long>(kept.size()), D = o_w.size(0), Dh = ctx.size(3);
-  const auto r = residual.index({rows}).to(torch::kFloat64);  // [T, D]
+  const torch::Device device = ctx.device();  // the model's (a GPU's with run.device): the system comes back here
+  const auto at = rows.to(device), units = index_of(kept, device);
+  const auto r = residual.index({at}).to(torch::kFloat64);  // [T, D]
   // Column k of A: head kept[k]'s output-projection contribution at every selected row, [T, D] each.
-  const auto c =
-      ctx.index_select(1, index_of(kept)).permute({0, 2, 1, 3}).index({rows}).to(torch::kFloat64);  // [T, K, Dh]
-  const auto w =
-      o_w.to(torch::kFloat64).view({D, -1, Dh}).index_select(1, index_of(kept)).permute({1, 2, 0});  // [K, Dh, D]
+  const auto c = ctx.index_select(1, units).permute({0, 2, 1, 3}).index({at}).to(torch::kFloat64);  // [T, K, Dh]
+  const auto w = o_w.to(torch::kFloat64).view({D, -1, Dh}).index_select(1, units).permute({1, 2, 0});  // [K, Dh, D]
   const auto a = torch::einsum("tkd,kde->kte", {c, w}).reshape({K, -1});  // [K, T·D]
-  return {a.mm(a.t()), a.mv(r.reshape({-1})), r.pow(2).sum().item<double>()};
+  return {a.mm(a.t()).cpu(), a.mv(r.reshape({-1})).cpu(), r.pow(2).sum().item<double>()};
 }
 
 LstsqSystem ffn_system(const torch::Tensor& acts, const torch::Tensor& w2, const torch::Tensor& residual,
                        const torch::Tensor& rows, const std::vector<long>& kept) {
-  const auto r = residual.index({rows}).to(torch::kFloat64);  // [T, D]
-  const auto h = acts.index({rows}).index_select(1, index_of(kept)).to(torch::kFloat64);  // [T, K]
-  const auto w = w2.to(torch::kFloat64).index_select(1, index_of(kept));  // [D, K]
+  const torch::Device device = acts.device();
+  const auto at = rows.to(device), units = index_of(kept, device);
+  const auto r = residual.index({at}).to(torch::kFloat64);  // [T, D]
+  const auto h = acts.index({at}).index_select(1, units).to(torch::kFloat64);  // [T, K]
+  const auto w = w2.to(torch::kFloat64).index_select(1, units);  // [D, K]
   // Column i of A is act_i ⊗ W_2,i, so (AᵀA)_ij = (Σ_t act_ti act_tj)(W_2,i · W_2,j) and (Aᵀr)_i = Σ_t act_ti (W_2,i · r_t).
-  return {h.t().mm(h) * w.t().mm(w), (r.mm(w) * h).sum(0), r.pow(2).sum().item<double>()};
+  return {(h.t().mm(h) * w.t().mm(w)).cpu(), (r.mm(w) * h).sum(0).cpu(), r.pow(2).sum().item<double>()};
 }
 
 torch::Tensor damped_lstsq(const LstsqSystem& s, double damping) {
@@ -159,6 +163,7 @@ MaskScales tune_masks(const core::Bert& model, const StructureKeep& keep, const 
   if (!keep.hidden.empty()) {
     h = torch::zeros({static_cast<long>(keep.hidden.size())});
     for (size_t c = 0; c < keep.hidden.size(); ++c) h[static_cast<long>(c)] = keep.hidden[c] ? 1.0 : 0.0;
+    h = h.to(model.device());
   }
   auto rows_kept = [&](const torch::Tensor& t) { return h.defined() ? t * h.unsqueeze(1) : t; };  // [D, K]
   auto channels_kept = [&](const torch::Tensor& t) { return h.defined() ? t * h : t; };  // [.., D]

@@ -71,7 +71,8 @@ struct SublayerFit {
 // Tunes the scales of `keep` on `sample`. `progress(done, total)` per layer; may be empty. With keep.hidden the
 // student runs with those channels masked and each sublayer's fit counts the kept channels alone (its LayerNorm
 // normalises over them). A layer keep.layers removes is skipped: the next layer kept fits the teacher's output of
-// its own from the student's input as it is.
+// its own from the student's input as it is. On a model on a GPU (run.device) the forwards and each batch's system
+// run there; the K × K systems come back, and are summed and solved, on the CPU, where the scales are.
 MaskScales tune_masks(const core::Bert& model, const StructureKeep& keep, const RankData& sample,
                       const TuningOptions& opts, std::vector<SublayerFit>* fits = nullptr,
                       const std::function<void(long, long)>& progress = {});

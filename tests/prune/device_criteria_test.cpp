@@ -6,7 +6,8 @@
 // gradients of heads, neurons, hidden channels and layers must equal the CPU's within 1e-3 of the largest, and come
 // back as CPU tensors. The curves' evaluations (a curve point, the search's steps) run on the GPU copy with the
 // CPU's predictions, int8 stays on the CPU, and the no-op evidence's attention gradients of `analyze` (autograd
-// there, the hand-written backward here) agree within 1e-3.
+// there, the hand-written backward here) agree within 1e-3; the search's mask tuning (its forwards and systems
+// there, solved here) gives the CPU's scales within 1e-4.
 #include <catch2/catch.hpp>
 
 #include "core/io/checkpoint.h"
@@ -17,6 +18,7 @@
 #include "prune/criteria.h"
 #include "prune/curves.h"
 #include "prune/mask_search.h"
+#include "prune/mask_tuning.h"
 #include "prune/slim.h"
 #include "skip.h"
 
@@ -148,5 +150,41 @@ TEST_CASE("on the GPU: the no-op evidence's attention gradients (analyze) within
     const double scale = std::max(want.grads[l].abs().max().item<double>(), 1e-12);
     CHECK((got.grads[l].cpu() - want.grads[l]).abs().max().item<double>() <= 1e-3 * scale);
     CHECK((got.out.attentions[l].cpu() - want.out.attentions[l]).abs().max().item<double>() <= 1e-4);
+  }
+}
+
+TEST_CASE("on the GPU: the search's mask tuning within 1e-4 of the CPU's, hidden channels and a layer removed",
+          "[.cuda]") {
+  if (no_gpu()) return;
+  auto g = core::read_hdf5(test::kTinyBertH5);
+  const auto data = test::golden_dataset(g);
+  const auto cpu = core::load_bert(test::kTinyBert);
+  const auto gpu = cpu.to(torch::kCUDA);
+  const prune::RankData rank = prune::make_rank_data(core::find_task("mnli"), data, 3, 0);
+  const auto& c = cpu.config();
+  prune::StructureKeep keep{{}, {}};
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    keep.heads.emplace_back(c.heads_in_layer(l), true);
+    keep.neurons.emplace_back(c.ffn_width(l), true);
+    keep.heads[l][l % c.heads_in_layer(l)] = false;
+    for (long i = l; i < c.ffn_width(l); i += 3) keep.neurons[l][i] = false;
+  }
+  for (const bool coarse : {false, true}) {
+    INFO((coarse ? "hidden channels and layer 0 removed" : "heads and neurons"));
+    prune::StructureKeep k = keep;
+    if (coarse) {
+      k.hidden.assign(c.hidden_size, true);
+      for (long i = 1; i < c.hidden_size; i += 5) k.hidden[i] = false;
+      k.layers.assign(c.num_hidden_layers, true);
+      k.layers[0] = false;
+    }
+    std::vector<prune::SublayerFit> want_fits, got_fits;
+    const auto want = prune::tune_masks(cpu, k, rank, {}, &want_fits);
+    const auto got = prune::tune_masks(gpu, k, rank, {}, &got_fits);
+    REQUIRE(got.heads.device().is_cpu());
+    REQUIRE(got_fits.size() == want_fits.size());
+    CHECK((got.heads - want.heads).abs().max().item<double>() <= 1e-4 * want.heads.abs().max().item<double>());
+    CHECK((got.neurons - want.neurons).abs().max().item<double>() <= 1e-4 * want.neurons.abs().max().item<double>());
+    for (size_t i = 0; i < want_fits.size(); ++i) CHECK(std::abs(got_fits[i].after - want_fits[i].after) <= 1e-4);
   }
 }
