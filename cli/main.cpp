@@ -78,8 +78,8 @@ int start(const Config& cfg, const std::string& command, bool data_parallel) {
     const auto device = hp::core::parse_device(cfg.run.device);
     hp::core::log_info("runtime",
                        "run.device " + device.str() + ": training and its evaluations, the criteria, the search's " +
-                           "gradients, the curves' fp32 evaluations, `prune eval` and analyze there (mask tuning, " +
-                           "the frontier's measurements, timing and bf16/int8 inference stay on the CPU) | " +
+                           "gradients and tuning, the curves' fp32 evaluations, `prune eval` and analyze there " +
+                           "(the frontier's measurements, timing and bf16/int8 inference stay on the CPU) | " +
                            hp::core::gpu_summary());
   }
   return 0;

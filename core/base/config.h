@@ -24,9 +24,9 @@ struct RunConfig {
     v("seed", seed, "random seed for every stochastic step (gates, dropout, shuffling, random criterion)");
     v("device", device,
       "where training runs (fine-tuning, recovery, gates, distillation) and its evaluations, where the pruning run's "
-      "head criteria, the search's mask gradients and the curves' fp32 evaluations are computed, and analyze's "
-      "forwards: cpu, cuda (the first GPU) or cuda:N, with a LibTorch built with CUDA (docs/gpu.md); the search's "
-      "mask tuning, the frontier's measurements, timing and the int8/bf16 inference kernels stay on the CPU");
+      "head criteria, the search's mask gradients and mask tuning and the curves' fp32 evaluations are computed, and "
+      "analyze's forwards: cpu, cuda (the first GPU) or cuda:N, with a LibTorch built with CUDA (docs/gpu.md); the "
+      "frontier's measurements, timing and the int8/bf16 inference kernels stay on the CPU");
     v("threads", threads,
       "CPU threads for LibTorch and BLAS; 0 = all cores (divided by the processes per machine "
       "in a data-parallel run)");
