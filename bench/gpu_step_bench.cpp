@@ -3,7 +3,8 @@
 // transformers on the same GPU, the same shapes and recipe). The step is the training loop's (train/trainer.cpp):
 // forward with dropout (bf16 autocast or fp32), cross-entropy on the [CLS] logits, backward, global-norm clipping
 // and AdamW (train/optim.h). The forward is the evaluator's (no gradient, [CLS] logits). Each row: the median of
-// --steps timed calls after --warmup, the device synchronised around each.
+// --steps timed calls after --warmup, the device synchronised around each. On a GPU the training step is also timed
+// as a captured CUDA graph (graph_rows).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "core/kernels/runtime.h"
 #include "random_model.h"
 #include "timing.h"
+#include "train/captured_step.h"
 #include "train/optim.h"
 
 namespace {
@@ -55,32 +57,87 @@ void print(const char* model, const std::string& what, long B, long S, const Sta
   std::fflush(stdout);
 }
 
+// The training step's model, optimiser and fixed batch of one shape.
+struct StepSetup {
+  hp::core::Bert model;
+  std::unique_ptr<hp::train::Optimizer> opt;
+  hp::core::EncoderInput in;
+  torch::Tensor labels;
+
+  StepSetup(const hp::core::BertConfig& cfg, const torch::Device& device, long B, long S, long total_steps)
+      : model(hp::bench::random_bert(cfg).to(device)) {
+    model.set_training(true);
+    for (auto& [key, p] : model.mutable_parameters()) p.requires_grad_(true);
+    opt = std::make_unique<hp::train::Optimizer>(hp::core::TrainConfig{}, model.parameters(),
+                                                 std::vector<torch::Tensor>{}, 0, total_steps);
+    in = batch(cfg, B, S, device);
+    labels = torch::randint(0, 2, {B}, torch::TensorOptions().dtype(torch::kLong).device(device));
+  }
+  // Forward (bf16 autocast or fp32), cross-entropy on the [CLS] logits, backward, clipping and AdamW.
+  void forward_backward_step(bool bf16) {
+    torch::Tensor logits;
+    {
+      const hp::core::Bf16Autocast autocast(bf16, model.device());
+      logits = model.forward(in).logits.to(torch::kFloat);
+    }
+    torch::cross_entropy_loss(logits, labels).backward();
+    opt->step();
+  }
+};
+
 void train_rows(const char* name, const hp::core::BertConfig& cfg, const torch::Device& device, int warmup, int steps,
                 bool bf16) {
   for (long S : {128L, 64L}) {
     const long B = 32;
-    auto model = hp::bench::random_bert(cfg).to(device);
-    model.set_training(true);
-    for (auto& [key, p] : model.mutable_parameters()) p.requires_grad_(true);
-    hp::core::TrainConfig tc;
-    hp::train::Optimizer opt(tc, model.parameters(), {}, 0, warmup + steps);
-    const auto in = batch(cfg, B, S, device);
-    const auto labels = torch::randint(0, 2, {B}, torch::TensorOptions().dtype(torch::kLong).device(device));
+    StepSetup st(cfg, device, B, S, warmup + steps);
     long step = 0;
     const auto s = time_calls(
         [&] {
-          opt.set_step(step++);
-          opt.zero_grad();
-          torch::Tensor logits;
-          {
-            const hp::core::Bf16Autocast autocast(bf16, device);
-            logits = model.forward(in).logits.to(torch::kFloat);
-          }
-          torch::cross_entropy_loss(logits, labels).backward();
-          opt.step();
+          st.opt->set_step(step++);
+          st.opt->zero_grad();
+          st.forward_backward_step(bf16);
         },
         device, warmup, steps);
     print(name, bf16 ? "headprune-train-bf16" : "headprune-train-fp32", B, S, s, steps);
+  }
+}
+
+// The same step captured once as a CUDA graph (train/captured_step.h) after eager warm-up steps, and replayed: the
+// batch and labels stay in their tensors, the lr is set before each replay (Optimizer's device lr). Only the
+// benchmark captures: `prune train` runs the step eagerly. A capture that fails prints why.
+void graph_rows(const char* name, const hp::core::BertConfig& cfg, const torch::Device& device, int warmup, int steps) {
+  if (!hp::train::CapturedStep::available()) {
+    std::printf("graph rows: skipped (LibTorch without CUDA)\n");
+    return;
+  }
+  for (long S : {128L, 64L}) {
+    const long B = 32;
+    try {
+      StepSetup st(cfg, device, B, S, warmup + steps + 3);
+      long step = 0;
+      hp::train::CapturedStep graph(
+          [&] {
+            st.opt->set_step(step++);
+            st.opt->zero_grad();
+            st.forward_backward_step(true);
+          },
+          [&] {
+            st.opt->set_step(step);
+            st.opt->zero_grad();
+          },
+          device);
+      const auto s = time_calls(
+          [&] {
+            st.opt->set_step(step++);
+            graph.replay();
+          },
+          device, warmup, steps);
+      print(name, "headprune-train-bf16-graph", B, S, s, steps);
+    } catch (const std::exception& e) {
+      std::printf("row %s headprune-train-bf16-graph b%ldx%ld: capture failed: %s\n", name, B, S,
+                  std::string(e.what()).substr(0, 300).c_str());
+      std::fflush(stdout);
+    }
   }
 }
 
@@ -123,6 +180,7 @@ int main(int argc, char** argv) {
       if (models.find(name) == std::string::npos) continue;
       const auto cfg = std::string(name) == "minilm" ? hp::bench::minilm_config() : hp::bench::bert_base_config();
       train_rows(name, cfg, device, warmup, steps, true);
+      if (!device.is_cpu()) graph_rows(name, cfg, device, warmup, steps);
       if (fp32_train) train_rows(name, cfg, device, warmup, steps, false);
       forward_rows(name, cfg, device, warmup, steps);
     }

@@ -91,7 +91,7 @@ bool Optimizer::fused_available() {
 void Optimizer::set_fused(bool on) {
   HP_CHECK(!on || fused_available(), "the fused AdamW needs LibTorch 2.4 or later");
   fused_ = on;
-  fused_steps_.clear();
+  fused_steps_.clear(), fused_lr_.clear();
 }
 
 torch::Tensor Optimizer::clip_and_norm() {
@@ -109,7 +109,7 @@ void Optimizer::fused_adamw() {
   auto& state = adamw_->state();
   auto& groups = adamw_->param_groups();
   const bool first = fused_steps_.empty();
-  if (first) fused_steps_.resize(groups.size());
+  if (first) fused_steps_.resize(groups.size()), fused_lr_.resize(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) {
     const auto& o = static_cast<const torch::optim::AdamWOptions&>(groups[g].options());
     std::vector<torch::Tensor> ps, grads, m, v;
@@ -130,8 +130,14 @@ void Optimizer::fused_adamw() {
     if (ps.empty()) continue;
     if (!first) at::_foreach_add_(fused_steps_[g], 1);
     const auto [beta1, beta2] = o.betas();
-    at::_fused_adamw_(ps, grads, m, v, {}, fused_steps_[g], o.lr(), beta1, beta2, o.weight_decay(), o.eps(), false,
-                      false);
+    if (first && ps.front().is_cuda())
+      fused_lr_[g] = torch::full({}, o.lr(), ps.front().options().dtype(torch::kFloat));
+    if (fused_lr_[g].defined())
+      at::_fused_adamw_(ps, grads, m, v, {}, fused_steps_[g], fused_lr_[g], beta1, beta2, o.weight_decay(), o.eps(),
+                        false, false);
+    else
+      at::_fused_adamw_(ps, grads, m, v, {}, fused_steps_[g], o.lr(), beta1, beta2, o.weight_decay(), o.eps(), false,
+                        false);
   }
 #else
   throw InternalError("train/optim.cpp: the fused AdamW needs LibTorch 2.4 or later");
@@ -141,7 +147,10 @@ void Optimizer::fused_adamw() {
 void Optimizer::set_step(long step) {
   double m = linear_schedule(step, warmup_steps_, total_steps_);
   auto& groups = adamw_->param_groups();
-  for (size_t g = 0; g < groups.size(); ++g) groups[g].options().set_lr(base_lr_[g] * m);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    groups[g].options().set_lr(base_lr_[g] * m);
+    if (g < fused_lr_.size() && fused_lr_[g].defined()) fused_lr_[g].fill_(base_lr_[g] * m);  // queued, not waited on
+  }
   lr_ = cfg_.lr_peak * m;
 }
 
@@ -173,7 +182,7 @@ torch::Tensor Optimizer::step() {
 void Optimizer::save(const std::string& path) const { torch::save(*adamw_, path); }
 
 void Optimizer::load(const std::string& path) {
-  fused_steps_.clear();  // the fused path's step counts are made again from the loaded state
+  fused_steps_.clear(), fused_lr_.clear();  // the fused path's step counts are made again from the loaded state
   // Onto the parameters' device: a state saved by a GPU run resumes on the CPU and the other way round.
   const auto& groups = adamw_->param_groups();
   for (const auto& g : groups)

@@ -77,6 +77,9 @@ class Optimizer {
   std::unique_ptr<torch::optim::AdamW> adamw_;
   bool fused_ = false;
   std::vector<std::vector<torch::Tensor>> fused_steps_;  // per group: each parameter's step count on its device
+  // Per group on a GPU: the lr as a 0-dim float32 tensor there, which set_step fills, so a step captured in a CUDA
+  // graph reads the lr of the step it replays (the CPU's kernel takes the lr as a number, as before).
+  std::vector<torch::Tensor> fused_lr_;
   torch::Tensor clip_and_norm();  // the fused path's clipping; the norm before it (not read)
   void fused_adamw();
 };

@@ -1,12 +1,15 @@
 // run.device (core/kernels/device.h): values checked on every build; on a GPU ([.cuda], the CTest test
 // train.device_cuda, skipped visibly without one) the model, its gradients and training against the CPU's, a
-// resumed GPU run against an uninterrupted one, and a GPU run folder resumed on the CPU.
+// resumed GPU run against an uninterrupted one, a GPU run folder resumed on the CPU, and a training step captured as a
+// CUDA graph and replayed against the same steps run eagerly.
 #include "core/kernels/device.h"
 
 #include <catch2/catch.hpp>
 
 #include "core/base/errors.h"  // ConfigError
 #include "core/io/tensor_io.h"  // read_hdf5
+#include "train/captured_step.h"
+#include "train/optim.h"
 #include "skip.h"
 #include "tiny_training.h"
 
@@ -166,4 +169,53 @@ TEST_CASE("on the GPU: CoFi's gated steps queue without the host waiting for the
   const auto loss = hp::core::read_hdf5(o.run_dir + "/run.h5").at("train/loss");
   CHECK(loss.size(0) == 64);
   CHECK(torch::isfinite(loss).all().item<bool>());
+}
+
+TEST_CASE("a captured step needs CUDA: a build without it says so", "[train]") {
+  if (hp::train::CapturedStep::available()) return;  // a CUDA build: the [.cuda] case below checks it on a GPU
+  CHECK_THROWS_WITH(hp::train::CapturedStep([] {}, {}, torch::kCPU), Contains("LibTorch built with CUDA"));
+}
+
+TEST_CASE("on the GPU: a captured training step replayed gives the eager steps' weights", "[.cuda]") {
+  if (no_gpu()) return;
+  // Six steps of the same batch with the lr schedule running: eagerly, and as three eager warm-up steps, the capture
+  // and three replays (the lr of each replay filled by set_step, the step counts advanced on the device).
+  auto steps = [](bool captured) {
+    auto m = tiny_without_dropout().to(torch::kCUDA);
+    m.set_training(true);
+    for (auto& [key, p] : m.mutable_parameters()) p.requires_grad_(true);
+    hp::core::TrainConfig tc;
+    tc.lr_peak = 1e-3;
+    hp::train::Optimizer opt(tc, m.parameters(), {}, 0, 6);
+    REQUIRE(opt.fused());
+    auto in = masked_input(m.config());
+    in.head_mask = in.neuron_mask = in.layer_mask = in.hidden_mask = torch::Tensor();
+    for (auto* t : {&in.input_ids, &in.token_type_ids, &in.attention_mask})
+      if (t->defined()) *t = t->to(torch::kCUDA);
+    const auto labels = torch::tensor({0, 1, 2}, torch::kLong).to(torch::kCUDA) % m.config().num_labels;
+    long step = 0;
+    auto one = [&] {
+      const auto logits = m.forward(in).logits;
+      torch::cross_entropy_loss(logits, labels).backward();
+      opt.step();
+    };
+    if (!captured) {
+      for (; step < 6; ++step) opt.set_step(step), opt.zero_grad(), one();
+    } else {
+      hp::train::CapturedStep graph([&] { opt.set_step(step++), opt.zero_grad(), one(); },
+                                    [&] { opt.set_step(step), opt.zero_grad(); }, torch::kCUDA, 3);
+      for (; step < 6; ++step) opt.set_step(step), graph.replay();
+      hp::core::synchronize(torch::kCUDA);
+    }
+    return m;
+  };
+  const auto eager = steps(false), captured = steps(true);
+  double worst = 0, moved = 0;
+  const auto start = tiny_without_dropout();
+  for (const auto& [key, t] : eager.parameters()) {
+    worst = std::max(worst, max_diff(t, captured.parameters().at(key)));
+    moved = std::max(moved, max_diff(t, start.parameters().at(key)));
+  }
+  CHECK(moved > 1e-3);  // the steps did move the weights
+  CHECK(worst <= 1e-5);
 }
