@@ -59,6 +59,14 @@ void compare(const core::Bert& cpu, const core::TaskSpec& task, const core::Enco
     }
 }
 
+// The tiny classifier, its golden examples and its copy on the GPU.
+struct TinyOnGpu {
+  core::TensorMap g = core::read_hdf5(test::kTinyBertH5);
+  core::EncodedDataset data = test::golden_dataset(g);
+  core::Bert cpu = core::load_bert(test::kTinyBert);
+  core::Bert gpu = cpu.to(torch::kCUDA);
+};
+
 }  // namespace
 
 TEST_CASE("on the GPU: every criterion's importances within 1e-3 of the CPU's", "[.cuda]") {
@@ -75,10 +83,9 @@ TEST_CASE("on the GPU: every criterion's importances within 1e-3 of the CPU's", 
 
 TEST_CASE("on the GPU: the search's mask gradients within 1e-3 of the CPU's", "[.cuda]") {
   if (no_gpu()) return;
-  auto g = core::read_hdf5(test::kTinyBertH5);
-  const auto data = test::golden_dataset(g);
-  const auto cpu = core::load_bert(test::kTinyBert);
-  const auto gpu = cpu.to(torch::kCUDA);
+  const TinyOnGpu t;
+  const core::EncodedDataset& data = t.data;
+  const core::Bert &cpu = t.cpu, &gpu = t.gpu;
   const prune::RankData sample = prune::make_rank_data(core::find_task("mnli"), data, 3, 0);
   const auto want = prune::mask_gradients(cpu, sample, {}, /*hidden=*/true, /*layers=*/true);
   const auto got = prune::mask_gradients(gpu, sample, {}, true, true);
@@ -95,10 +102,9 @@ TEST_CASE("on the GPU: the search's mask gradients within 1e-3 of the CPU's", "[
 TEST_CASE("on the GPU: the curves' evaluations run there with the CPU's predictions; int8 stays on the CPU",
           "[.cuda]") {
   if (no_gpu()) return;
-  auto g = core::read_hdf5(test::kTinyBertH5);
-  const auto data = test::golden_dataset(g);
-  const auto cpu = core::load_bert(test::kTinyBert);
-  const auto gpu = cpu.to(torch::kCUDA);
+  const TinyOnGpu t;
+  const core::EncodedDataset& data = t.data;
+  const core::Bert &cpu = t.cpu, &gpu = t.gpu;
   core::PruneConfig opts;
   prune::CurveInputs in;
   in.model = &cpu, in.score_model = &gpu, in.task = &core::find_task("mnli"), in.eval = &data, in.opts = &opts;
@@ -132,10 +138,9 @@ TEST_CASE("on the GPU: the curves' evaluations run there with the CPU's predicti
 
 TEST_CASE("on the GPU: the no-op evidence's attention gradients (analyze) within 1e-3 of the CPU's", "[.cuda]") {
   if (no_gpu()) return;
-  auto g = core::read_hdf5(test::kTinyBertH5);
-  const auto data = test::golden_dataset(g);
-  const auto cpu = core::load_bert(test::kTinyBert);
-  const auto gpu = cpu.to(torch::kCUDA);
+  const TinyOnGpu t;
+  const core::EncodedDataset& data = t.data;
+  const core::Bert &cpu = t.cpu, &gpu = t.gpu;
   core::BatchOptions bo;
   bo.batch_size = 4;
   const auto batch = core::make_batches(data, bo).front();
@@ -156,10 +161,9 @@ TEST_CASE("on the GPU: the no-op evidence's attention gradients (analyze) within
 TEST_CASE("on the GPU: the search's mask tuning within 1e-4 of the CPU's, hidden channels and a layer removed",
           "[.cuda]") {
   if (no_gpu()) return;
-  auto g = core::read_hdf5(test::kTinyBertH5);
-  const auto data = test::golden_dataset(g);
-  const auto cpu = core::load_bert(test::kTinyBert);
-  const auto gpu = cpu.to(torch::kCUDA);
+  const TinyOnGpu t;
+  const core::EncodedDataset& data = t.data;
+  const core::Bert &cpu = t.cpu, &gpu = t.gpu;
   const prune::RankData rank = prune::make_rank_data(core::find_task("mnli"), data, 3, 0);
   const auto& c = cpu.config();
   prune::StructureKeep keep{{}, {}};
