@@ -3,8 +3,8 @@
 // transformers on the same GPU, the same shapes and recipe). The step is the training loop's (train/trainer.cpp):
 // forward with dropout (bf16 autocast or fp32), cross-entropy on the [CLS] logits, backward, global-norm clipping
 // and AdamW (train/optim.h). The forward is the evaluator's (no gradient, [CLS] logits). Each row: the median of
-// --steps timed calls after --warmup, the device synchronised around each. On a GPU the training step is also timed
-// as a captured CUDA graph (graph_rows).
+// --steps timed calls after --warmup, the device synchronised around each. On a GPU the training step and the
+// forward are also timed as captured CUDA graphs (the "-graph" rows).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -148,13 +148,21 @@ void forward_rows(const char* name, const hp::core::BertConfig& cfg, const torch
   for (bool bf16 : {false, true})
     for (long B : {32L, 1L}) {
       const auto in = batch(cfg, B, 128, device);
-      const auto s = time_calls(
-          [&] {
-            const hp::core::Bf16Autocast autocast(bf16, device);
-            model.forward(in);
-          },
-          device, warmup, steps);
-      print(name, bf16 ? "headprune-forward-bf16" : "headprune-forward-fp32", B, 128, s, steps);
+      const auto forward = [&] {
+        const hp::core::Bf16Autocast autocast(bf16, device);
+        model.forward(in);
+      };
+      const std::string row = bf16 ? "headprune-forward-bf16" : "headprune-forward-fp32";
+      print(name, row, B, 128, time_calls(forward, device, warmup, steps), steps);
+      // The same forward as a captured CUDA graph (train/captured_step.h), replayed on the same input.
+      if (device.is_cpu() || !hp::train::CapturedStep::available()) continue;
+      try {
+        hp::train::CapturedStep graph(forward, {}, device);
+        print(name, row + "-graph", B, 128, time_calls([&] { graph.replay(); }, device, warmup, steps), steps);
+      } catch (const std::exception& e) {
+        std::printf("row %s %s-graph b%ldx128: capture failed: %s\n", name, row.c_str(), B,
+                    std::string(e.what()).substr(0, 300).c_str());
+      }
     }
 }
 
