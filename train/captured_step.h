@@ -1,8 +1,10 @@
 // A training step captured once as a CUDA graph and replayed (#62): on a GPU the eager step is bound by launching
 // its few hundred kernels, not by the arithmetic, and a replayed graph launches them as one. The step must keep its
 // shapes and read nothing back to the host: a fixed batch (the caller copies each batch into the tensors the step
-// reads), Optimizer's device lr and step counts (set_step before each replay fills the lr), no .item(). Only
-// bench/gpu_step_bench captures so far; `prune train` runs its step eagerly.
+// reads), Optimizer's device lr and step counts (set_step before each replay fills the lr), no .item(). What the
+// host does inside the step runs once, at the capture: the step count in torch::optim::AdamW's state (what
+// Optimizer::save writes) stays where the capture left it, so a caller that saves after replays sets it first.
+// Only bench/gpu_step_bench captures so far; `prune train` runs its step eagerly.
 #pragma once
 
 #include <functional>
