@@ -216,9 +216,8 @@ std::optional<MaskGradients> budget_gradients(RunContext& ctx) {
     if (core::dist::stop_requested(ctx.stop)) return std::nullopt;
     core::Progress progress("gradients", static_cast<long>(ctx.search.batches.size()), "batches");
     const auto start = std::chrono::steady_clock::now();
-    const core::Bert& on = ctx.device_model ? *ctx.device_model : *ctx.model;  // run.device: the GPU's copy
     const auto g = mask_gradients(
-        on, ctx.search, [&](long done, long) { progress.update(done); }, hidden, layers);
+        ctx.curves.working_model(), ctx.search, [&](long done, long) { progress.update(done); }, hidden, layers);
     progress.finish();
     std::map<std::string, torch::Tensor> sets = {{"heads", g.heads}, {"neurons", g.neurons}};
     if (hidden) sets["hidden"] = g.hidden;
@@ -249,8 +248,7 @@ BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const 
   TuningOptions opts;
   opts.damping = P.tuning_damping;
   opts.cls_last_layer = true;
-  s.scales = P.mask_tuning ? tune_masks(ctx.device_model ? *ctx.device_model : *ctx.model, s.rearranged, ctx.search,
-                                        opts, &s.fits)
+  s.scales = P.mask_tuning ? tune_masks(ctx.curves.working_model(), s.rearranged, ctx.search, opts, &s.fits)
                            : unit_scales(s.rearranged);
   s.seconds["tuning"] = seconds_since(t);
   return s;

@@ -33,7 +33,7 @@ torch::Tensor importance_at(const CurveInputs& in, const Criterion& crit, int se
                             RunStore& store, const core::HeadSet& keep, int pruned) {
   if (auto cached = store.load_importance(crit.name, seed, pruned)) return *cached;
   CriterionContext c;
-  c.model = in.score_model ? in.score_model : in.model;
+  c.model = &in.working_model();
   c.rank = &rank;
   c.keep = eval::head_mask_tensor(keep);
   c.opts = in.opts;

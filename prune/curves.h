@@ -28,6 +28,8 @@ struct CurveInputs {
   // The same on run.device (a GPU), where the criteria score and the curves' points are evaluated (null: `model`,
   // on the CPU).
   const core::Bert* score_model = nullptr;
+  // The unpruned model where the work is done: on run.device when that is a GPU, else `model`.
+  const core::Bert& working_model() const { return score_model ? *score_model : *model; }
   const core::TaskSpec* task = nullptr;
   const core::EncodedDataset* eval = nullptr;  // the evaluation split (labelled)
   std::vector<core::Batch> eval_batches;
