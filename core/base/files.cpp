@@ -178,9 +178,13 @@ void remove_stale_staging_under(const std::string& dir) {
   std::vector<fs::path> stale;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
-    if (!it->is_directory(ec) || !writer_gone(staging_pid(it->path().filename().string()))) continue;
+    const std::string name = it->path().filename().string();
+    // write_file_atomic's NAME.tmp: only a writer of this folder makes one, and none is alive (the caller holds
+    // the folder's lock, taken over from a killed run).
+    const bool atomic_tmp = it->is_regular_file(ec) && name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0;
+    if (!atomic_tmp && (!it->is_directory(ec) || !writer_gone(staging_pid(name)))) continue;
     stale.push_back(it->path());
-    it.disable_recursion_pending();
+    if (!atomic_tmp) it.disable_recursion_pending();
   }
   for (const auto& p : stale) fs::remove_all(p, ec);
 }

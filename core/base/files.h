@@ -74,8 +74,9 @@ struct ReadPath {
 };
 void refuse_replacing_inputs(const std::string& target, const std::vector<ReadPath>& inputs = {});
 
-// Removes every staging folder of a StagedFolder (.NAME.tmp-PID-N) under `dir` whose writer is no longer running:
-// what a killed run left, cleared when a run takes its folder over.
+// Removes every staging folder of a StagedFolder (.NAME.tmp-PID-N) under `dir` whose writer is no longer running,
+// and every write_file_atomic NAME.tmp file: what a killed run left, cleared when a run takes its folder's lock over
+// (so a run killed between writing its first record and renaming it into place leaves a folder that resumes).
 void remove_stale_staging_under(const std::string& dir);
 
 // Whole file as a string. Throws InputError naming the path.

@@ -124,3 +124,28 @@ TEST_CASE("a pruning run folder started before a key existed resumes with the ke
                     Contains("holds another pruning run (its config differs: prune.max_drop: (absent) -> 1)"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("a training run killed before its first record was renamed into place starts afresh", "[core][config]") {
+  // The folder a SIGKILL leaves between write_file_atomic's write and its rename: the dead run's lock and
+  // config.resolved.yaml.tmp (stops.kill_resume_gates met it on CI).
+  namespace fs = std::filesystem;
+  const fs::path dir = "/tmp/hp_cfg_" + std::to_string(getpid()) + "_killed";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / hp::core::kRunLockFile) << "pid 4194305 on vm, since 2026-11-29 20:30:02 UTC\n";
+  std::ofstream(dir / "config.resolved.yaml.tmp") << "model:\n";
+  const std::string yaml = hp::core::dump_yaml(hp::core::Config{});
+  {
+    const hp::core::RunLock lock(dir.string());
+    CHECK(!fs::exists(dir / "config.resolved.yaml.tmp"));
+    CHECK_FALSE(hp::core::claim_run_folder(dir.string(), hp::core::RunKind::kTraining, yaml));  // a new run
+  }
+  // A file of the user's that is no writer's leftover still makes the folder foreign.
+  std::ofstream(dir / "notes.txt") << "mine\n";
+  {
+    const hp::core::RunLock lock(dir.string());
+    CHECK_THROWS_WITH(hp::core::claim_run_folder(dir.string(), hp::core::RunKind::kTraining, yaml),
+                      Contains("is not empty and holds no training run"));
+  }
+  fs::remove_all(dir);
+}
