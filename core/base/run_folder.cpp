@@ -77,10 +77,13 @@ namespace {
 bool claim_here(const std::string& dir, RunKind kind, const std::string& config_yaml) {
   std::error_code ec;
   if (!fs::exists(dir) || fs::is_empty(dir, ec)) return false;
-  bool fresh = true;  // nothing but the lock and the kind's seed file: a new run
+  // Nothing but the lock, the kind's seed file and empty folders (what a run killed before its first record was in
+  // place leaves once its NAME.tmp is cleared, e.g. state/): a new run.
+  bool fresh = true;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string file = entry.path().filename().string();
-    fresh = fresh && (file == kRunLockFile || file == row(kind).seed);
+    fresh = fresh && (file == kRunLockFile || file == row(kind).seed ||
+                      (entry.is_directory(ec) && !entry.is_symlink(ec) && fs::is_empty(entry.path(), ec)));
   }
   if (fresh) return false;
   if (!fs::is_directory(dir)) throw ConfigError(dir + " is a file, not a run folder; pass --out NEW_DIR");

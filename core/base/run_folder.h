@@ -14,8 +14,8 @@ const char* run_kind_name(RunKind kind);  // "pruning run", "training run"
 const char* run_kind_record(RunKind kind);  // "state/config.yaml", "config.resolved.yaml"
 
 // `dir` is about to hold a run of `kind` with config `config_yaml`. Returns true when dir already holds
-// this run (same kind, same recorded config); false when dir is absent, empty, or holds only the lock file
-// and the kind's seed file (a pruning run's latency_table.json, put there to be reused). Throws ConfigError naming
+// this run (same kind, same recorded config); false when dir is absent, empty, or holds only the lock file,
+// the kind's seed file (a pruning run's latency_table.json, put there to be reused) and empty folders. Throws ConfigError naming
 // dir, what it holds (a run of another kind, or another config and its first differing line, or files of no
 // run) and the fix (--out NEW_DIR).
 bool claim_run_folder(const std::string& dir, RunKind kind, const std::string& config_yaml);

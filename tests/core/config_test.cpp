@@ -140,6 +140,16 @@ TEST_CASE("a training run killed before its first record was renamed into place 
     CHECK(!fs::exists(dir / "config.resolved.yaml.tmp"));
     CHECK_FALSE(hp::core::claim_run_folder(dir.string(), hp::core::RunKind::kTraining, yaml));  // a new run
   }
+  // The pruning run's first record is state/config.yaml: the kill leaves state/ holding its .tmp.
+  fs::create_directories(dir / "state");
+  std::ofstream(dir / hp::core::kRunLockFile) << "pid 4194305 on vm, since 2026-11-29 20:30:02 UTC\n";
+  std::ofstream(dir / "state" / "config.yaml.tmp") << "model:\n";
+  {
+    const hp::core::RunLock lock(dir.string());
+    CHECK(fs::is_empty(dir / "state"));
+    CHECK_FALSE(hp::core::claim_run_folder(dir.string(), hp::core::RunKind::kPruning, yaml));
+  }
+  fs::remove_all(dir / "state");
   // A file of the user's that is no writer's leftover still makes the folder foreign.
   std::ofstream(dir / "notes.txt") << "mine\n";
   {
