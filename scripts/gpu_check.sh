@@ -2,7 +2,7 @@
 # The GPU checks in one run (#62, docs/gpu.md): on a machine with a CUDA GPU and PyTorch's pip wheel (its LibTorch),
 # builds headprune against that LibTorch with every core, runs the CUDA tests, times headprune's training step and
 # forward beside PyTorch's on the same GPU, trains CoFi's gates on SST-2 there (scripts/gpu_cofi.sh), runs README
-# command 1 and analyze there, and fine-tunes through `prune train --device cuda`.
+# command 1 and analyze there, and fine-tunes through `prune train --device cuda`, eagerly and with train.cuda_graph.
 # Writes its logs into $OUT (default build-gpu/out) and prints a summary; each stage says how long it took, and a
 # stage that would not fit the time left (HP_GPU_BUDGET_S, default 540 s) is skipped, saying so.
 #
@@ -145,6 +145,20 @@ EOF
       --out "$BUILD/runs/sst2_gpu" >"$OUT/train_gpu.log" 2>&1 || fail "prune train --device cuda"
     grep -E "training on|step [0-9]+ accuracy|examples/s|error" "$OUT/train_gpu.log" | tail -8
     echo "prune train (1 epoch, SST-2, GPU) took $((SECONDS - T)) s"
+    # The same run with the steps of full batches replayed as CUDA graphs, one per length bucket (train.cuda_graph).
+    if fits 150 "the SST-2 fine-tune with train.cuda_graph"; then
+      T=$SECONDS
+      timeout 240 "$PRUNE" train --model "$MODEL" --task sst2 --device cuda --precision bf16 --epochs 1 --lr 1e-4 \
+        --set train.cuda_graph=true --out "$BUILD/runs/sst2_gpu_graph" >"$OUT/train_gpu_graph.log" 2>&1 \
+        || fail "prune train --device cuda --set train.cuda_graph=true"
+      grep -E "training on|cuda_graph|step [0-9]+ accuracy|examples/s|error" "$OUT/train_gpu_graph.log" | tail -10
+      echo "prune train with train.cuda_graph (1 epoch, SST-2, GPU) took $((SECONDS - T)) s"
+    fi
+    # Both runs' rates side by side (the result line of prune train: "... N steps, X steps/s, Y examples/s").
+    for run in train_gpu train_gpu_graph; do
+      [[ -f "$OUT/$run.log" ]] || continue
+      echo "steps/s $run: $(grep -oE '[0-9.e+]+ steps/s, [0-9.e+]+ examples/s' "$OUT/$run.log" | tail -1)"
+    done | tee "$OUT/train_steps.txt"
   fi
 fi
 

@@ -3,8 +3,10 @@
 // shapes and read nothing back to the host: a fixed batch (the caller copies each batch into the tensors the step
 // reads), Optimizer's device lr and step counts (set_step before each replay fills the lr), no .item(). What the
 // host does inside the step runs once, at the capture: the step count in torch::optim::AdamW's state (what
-// Optimizer::save writes) stays where the capture left it, so a caller that saves after replays sets it first.
-// Only bench/gpu_step_bench captures so far; `prune train` runs its step eagerly.
+// Optimizer::save writes) stays where the capture left it, so a caller that saves after replays sets it first
+// (Optimizer::set_step_count). Set the lr outside the captured step: a fill recorded in it replays its value.
+// `prune train` captures one per length bucket with train.cuda_graph (train/graph_steps.h); bench/gpu_step_bench
+// times it.
 #pragma once
 
 #include <functional>

@@ -16,6 +16,7 @@
 #include "gates/structure_gates.h"
 #include "gates/target_controller.h"
 #include "train/distill.h"
+#include "train/graph_steps.h"
 #include "train/optim.h"
 #include "train/pending_steps.h"
 #include "train/run_state.h"
@@ -50,7 +51,13 @@ class Loop {
   torch::Tensor constrained() const {
     return budget_mode_ ? 100.0 * gates_->expected_cost(costs_) / total_cost_ : gates_->heads().expected_open();
   }
-  void train_step(const core::Batch& b, Optimizer& opt, core::dist::GradientReducer& reducer);
+  // One step on `b`: through `graphs` where it fits there (null: every step eager).
+  void train_step(const core::Batch& b, Optimizer& opt, core::dist::GradientReducer& reducer, GraphSteps* graphs);
+  // This phase's captured steps under train.cuda_graph, or null (the CPU, or a phase whose steps stay eager: logged).
+  std::unique_ptr<GraphSteps> make_graphs(Optimizer& opt);
+  std::string eager_reason(const Optimizer& opt) const;  // why this phase's steps stay eager; empty: they capture
+  // The step a graph captures: the fixed structure's loss under device masks (graph_fixed_), backward, AdamW.
+  StepOutputs graph_step(const core::Batch& fixed, Optimizer& opt);
   void read_steps(core::Progress& progress);
   struct StepLoss {
     // This rank's share; kd undefined unless distilling, layer unless distilling hidden states.
@@ -72,6 +79,7 @@ class Loop {
   TrainResult interrupted_result() const {
     TrainResult r;
     r.steps = s_.step, r.interrupted = true;
+    r.graphs_captured = graphs_captured_, r.graph_replays = graph_replays_;
     if (gates_) r.log_alpha = gates_->heads().log_alpha().detach().cpu().clone();
     return r;
   }
@@ -95,6 +103,12 @@ class Loop {
   std::vector<core::Batch> eval_batches_;
   // 0/1 masks in phase 2 (heads [L, H], neurons [L, I] with a budget), or all along with opts_.fixed_keep (heads).
   gates::GateMasks fixed_;
+  // The same on the device for a captured step, each undefined where fixed_'s is all ones (as the model skips it): a
+  // graph may not copy from the host. in_graph_: batch_loss is being called by graph_step.
+  gates::GateMasks graph_fixed_;
+  bool in_graph_ = false;
+  int graphs_captured_ = 0;  // over the phases, this process
+  long graph_replays_ = 0;
   std::unique_ptr<MetricsLog> log_;
   PendingSteps pending_;  // the steps' scalars not yet read to the host
   RunState s_;

@@ -5,6 +5,7 @@
 #include "core/base/strings.h"  // format_number
 #include "core/kernels/device.h"  // to_device
 #include "core/kernels/lowp_gemm.h"  // Bf16Autocast
+#include "train/captured_step.h"  // CapturedStep::available
 #include "train/loop.h"
 
 namespace hp::train::detail {
@@ -41,8 +42,9 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
   }
   core::EncoderInput in = core::encoder_input(local);
   if (fixed_.heads.defined()) {
-    in.head_mask = fixed_.heads, in.neuron_mask = fixed_.neurons, in.layer_mask = fixed_.layers;
-    in.hidden_mask = fixed_.hidden;
+    const gates::GateMasks& f = in_graph_ ? graph_fixed_ : fixed_;
+    in.head_mask = f.heads, in.neuron_mask = f.neurons, in.layer_mask = f.layers;
+    in.hidden_mask = f.hidden;
   } else if (gates_) {
     const gates::GateMasks g = gates_->sample(B);  // every rank draws the whole batch's noise, as one process does
     in.head_mask = g.heads, in.neuron_mask = g.neurons, in.layer_mask = g.layers, in.hidden_mask = g.hidden;
@@ -122,24 +124,32 @@ void Loop::objective_loss(const core::EncoderInput& masked, const core::Batch& l
   r.loss = r.loss + gc_.distill_hidden * r.layer;
 }
 
-void Loop::train_step(const core::Batch& b, Optimizer& opt, core::dist::GradientReducer& reducer) {
+void Loop::train_step(const core::Batch& b, Optimizer& opt, core::dist::GradientReducer& reducer, GraphSteps* graphs) {
   auto start = std::chrono::steady_clock::now();
   const bool phase1 = s_.phase == 1;
   opt.set_step(s_.phase_step);
-  opt.zero_grad();
-  StepLoss l = batch_loss(b);
-  torch::Tensor expected, penalty;
-  if (gates_ && phase1) {
-    // log α is the same on every rank (its gradient is all-reduced), so is the expectation: each rank adds
-    // its 1/world of the penalty.
-    expected = target_mode_ ? constrained() : gates_->heads().expected_open();
-    penalty = target_mode_ ? controller_->penalty(expected, s_.phase_step) : gates_->heads().l0_penalty();
-    l.loss = l.loss + penalty / core::dist::world();
+  StepLoss l;
+  torch::Tensor norm, expected, penalty;
+  if (graphs && graphs->fits(b)) {
+    // A fixed structure's step (make_graphs): no gates' penalty, one process.
+    const StepOutputs o = graphs->run(b);
+    l.loss = o[0], l.task_loss = o[1], l.kd = o[2], l.layer = o[3], norm = o[4];
+    l.distilling = l.kd.defined();
+  } else {
+    opt.zero_grad();
+    l = batch_loss(b);
+    if (gates_ && phase1) {
+      // log α is the same on every rank (its gradient is all-reduced), so is the expectation: each rank adds
+      // its 1/world of the penalty.
+      expected = target_mode_ ? constrained() : gates_->heads().expected_open();
+      penalty = target_mode_ ? controller_->penalty(expected, s_.phase_step) : gates_->heads().l0_penalty();
+      l.loss = l.loss + penalty / core::dist::world();
+    }
+    reducer.start_step();
+    if (l.loss.requires_grad()) l.loss.backward();  // gradient buckets are summed over ranks as they fill
+    reducer.finish();
+    norm = opt.step();
   }
-  reducer.start_step();
-  if (l.loss.requires_grad()) l.loss.backward();  // gradient buckets are summed over ranks as they fill
-  reducer.finish();
-  const torch::Tensor norm = opt.step();
   StepRow row;
   row.phase = s_.phase, row.lr = opt.lr();
   row.distilling = l.distilling, row.distilling_hidden = l.layer.defined();
@@ -160,6 +170,54 @@ void Loop::train_step(const core::Batch& b, Optimizer& opt, core::dist::Gradient
                {norm, expected, penalty, lambda.defined() ? lambda[0] : lambda, lambda.defined() ? lambda[1] : lambda},
                model_.device());
   train_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// What a captured step does, with the same loss as the eager step's; the fixed structure's masks are device copies
+// (a graph replays a copy from the host with whatever that host memory holds then).
+StepOutputs Loop::graph_step(const core::Batch& fixed, Optimizer& opt) {
+  opt.zero_grad();
+  in_graph_ = true;
+  StepLoss l;
+  try {
+    l = batch_loss(fixed);
+  } catch (...) {
+    in_graph_ = false;
+    throw;
+  }
+  in_graph_ = false;
+  if (l.loss.requires_grad()) l.loss.backward();
+  const torch::Tensor norm = opt.step();
+  return {l.loss, l.task_loss, l.kd, l.layer, norm};
+}
+
+// Why this phase's steps cannot be captured (empty: they can). A captured step must keep its shapes and structure
+// and read nothing on the host that changes between steps.
+std::string Loop::eager_reason(const Optimizer& opt) const {
+  if (core::dist::world() > 1) return "a data-parallel run (its all-reduce sums host memory)";
+  if (!CapturedStep::available()) return "this LibTorch has no CUDA graphs";
+  if (!opt.fused()) return "the optimiser's step reads the gradient norm to the host here (LibTorch < 2.4)";
+  if (data_.objective) return "an objective's loss (the caller's function, not checked for host reads)";
+  if (gates_ && !fixed_.heads.defined()) return "the gates' phase (the structure is sampled every step)";
+  if (fixed_.layers.defined() && !fixed_.layers.eq(1).all().item<bool>())
+    return "a fixed layer mask (the model reads which layers to skip on the host)";
+  return {};
+}
+
+std::unique_ptr<GraphSteps> Loop::make_graphs(Optimizer& opt) {
+  if (!tc_.cuda_graph || !model_.device().is_cuda()) return nullptr;  // the CPU: logged once in run()
+  const std::string why = eager_reason(opt);
+  if (!why.empty()) {
+    core::log_info("train", "train.cuda_graph: phase " + std::to_string(s_.phase) + " runs eagerly: " + why);
+    return nullptr;
+  }
+  // The fixed structure on the device, each mask left out where it is all ones (as the model leaves it out).
+  auto on_device = [&](const torch::Tensor& m) {
+    return !m.defined() || m.eq(1).all().item<bool>() ? torch::Tensor() : m.to(model_.device());
+  };
+  graph_fixed_ = {on_device(fixed_.heads), on_device(fixed_.neurons), {}, on_device(fixed_.hidden)};
+  return std::make_unique<GraphSteps>(
+      model_.device(), core::length_buckets(core::longest_length(*data_.train)), tc_.batch_size,
+      [this, &opt](const core::Batch& fixed) { return graph_step(fixed, opt); }, [&opt] { opt.zero_grad(); });
 }
 
 // The steps since the last read into the history and metrics log, and the progress line: one host read (the time it

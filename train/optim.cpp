@@ -179,6 +179,11 @@ torch::Tensor Optimizer::step() {
   return torch::tensor(norm, torch::kFloat64);
 }
 
+void Optimizer::set_step_count(long n) {
+  // Every state is an AdamWParamState (both paths make them); the map's key type differs between LibTorch versions.
+  for (auto& entry : adamw_->state()) static_cast<torch::optim::AdamWParamState&>(*entry.second).step(n);
+}
+
 void Optimizer::save(const std::string& path) const { torch::save(*adamw_, path); }
 
 void Optimizer::load(const std::string& path) {

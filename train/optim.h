@@ -62,6 +62,11 @@ class Optimizer {
   bool fused() const { return fused_; }
   void set_fused(bool on);
 
+  // Sets the step count of every parameter in torch::optim::AdamW's state (what save writes) to `n`: a captured
+  // step's replays advance only the device copies (train/captured_step.h), so a caller that replayed sets the
+  // true count before it saves. The device copies are left as they are.
+  void set_step_count(long n);
+
   // Optimizer moments and step counts, via torch::serialize (exact round trip).
   void save(const std::string& path) const;
   void load(const std::string& path);

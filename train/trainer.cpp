@@ -193,6 +193,7 @@ bool Loop::run_phase(int phase, bool resumed_here) {
   for (auto& [name, t] : params) trained.push_back(t);
   trained.insert(trained.end(), gate_params.begin(), gate_params.end());
   core::dist::GradientReducer reducer(trained);  // data-parallel: gradients summed over ranks during backward
+  const std::unique_ptr<GraphSteps> graphs = make_graphs(opt);  // train.cuda_graph on a GPU; else null
   if (resumed_here) set_cpu_rng_state(s_.rng_state), core::set_device_rng_state(model_.device(), s_.device_rng_state);
   model_.set_training(true);
   // Steps of earlier phases (and resumed ones) count as done, not towards this phase's rate.
@@ -201,6 +202,10 @@ bool Loop::run_phase(int phase, bool resumed_here) {
   bo.batch_size = tc_.batch_size;
   bo.sort_by_length = false;  // random batches, each padded to its longest member
   bo.pad_id = data_.pad_id;
+  if (graphs) bo.length_buckets = graphs->buckets();  // a few shapes, a graph each
+  auto count_graphs = [&] {
+    if (graphs) graphs_captured_ += graphs->captured(), graph_replays_ += graphs->replays();
+  };
   while (s_.phase_step < phase_total_[phase]) {
     auto batches = core::make_batches(*data_.train, bo, epoch_order(data_.train->size(), rc_.seed, phase, s_.epoch));
     const long nb = static_cast<long>(batches.size());
@@ -208,7 +213,7 @@ bool Loop::run_phase(int phase, bool resumed_here) {
       {
         std::optional<core::HostWaits> no_waits;
         if (opts_.forbid_host_waits) no_waits.emplace(core::HostWaits::kForbidden);
-        train_step(batches[i], opt, reducer);
+        train_step(batches[i], opt, reducer, graphs.get());
       }
       s_.batch_in_epoch = i + 1;
       const bool epoch_end = i + 1 == nb, done = s_.phase_step >= phase_total_[phase];
@@ -220,12 +225,17 @@ bool Loop::run_phase(int phase, bool resumed_here) {
       const bool save_due = tc_.save_every > 0 ? s_.phase_step % tc_.save_every == 0 : evaluated;
       const bool stop =
           (opts_.stop_after_steps > 0 && s_.step >= opts_.stop_after_steps) || core::dist::stop_requested(opts_.stop);
+      if ((save_due || stop) && graphs) opt.set_step_count(s_.phase_step);  // the replays advanced only the GPU's
       if (save_due || stop) read_steps(progress), save_state(opt);
-      if (stop) return false;
+      if (stop) {
+        count_graphs();
+        return false;
+      }
       if (epoch_end) break;
     }
   }
   progress.finish();
+  count_graphs();
   return true;
 }
 
@@ -289,6 +299,8 @@ void Loop::fix_structure() {
 TrainResult Loop::run() {
   core::shared_write([&] { fs::create_directories(opts_.run_dir); });
   const bool resumed = start_or_resume();
+  if (tc_.cuda_graph && !model_.device().is_cuda())
+    core::log_info("train", "train.cuda_graph is ignored on " + model_.device().str() + ": CUDA graphs need a GPU");
   log_ = std::make_unique<MetricsLog>(opts_.run_dir + "/metrics.csv", resumed ? s_.step : -1);
   const int last_phase = phase_total_[2] > 0 ? 2 : 1, first_phase = s_.phase;
   for (int phase = first_phase; phase <= last_phase; ++phase) {
@@ -330,6 +342,7 @@ TrainResult Loop::finish() {
   r.train_seconds = earlier_seconds_ + train_seconds_;
   r.steps_per_s = train_seconds_ > 0 ? steps_this_process_ / train_seconds_ : 0;
   r.host_reads = pending_.reads();
+  r.graphs_captured = graphs_captured_, r.graph_replays = graph_replays_;
   r.examples_per_s = train_seconds_ > 0 ? examples_done_ / train_seconds_ : 0;
 
   core::LoadOptions lo;

@@ -86,6 +86,10 @@ struct TrainResult {
   double train_seconds = 0;  // time in training steps (evaluation excluded), a resumed run's earlier processes included
   double steps_per_s = 0, examples_per_s = 0;  // this process's
   long host_reads = 0;  // reads of the steps' logged scalars to the host in this process (train/pending_steps.h)
+  // train.cuda_graph on a GPU, this process: the steps' graphs captured (one per length bucket and phase) and the
+  // steps that replayed one (train/graph_steps.h); 0 where every step ran eagerly.
+  int graphs_captured = 0;
+  long graph_replays = 0;
 };
 
 // Trains `model` in place (its tensors get requires_grad). Throws ConfigError for bad train/gates

@@ -308,6 +308,7 @@ std::string resume_yaml(const Config& cfg) {
   fixed.prune.latency = false;
   fixed.run.dist_timeout_s = RunConfig{}.dist_timeout_s;
   fixed.run.device = RunConfig{}.device;
+  fixed.train.cuda_graph = false;  // a GPU run's way of launching its steps, ignored on the CPU where it may resume
   // --max-drop D: the frontier's measurements do not depend on D, only its choice (and which budgets its gates take,
   // each kept apart), so a run with no candidate within D resumes with a larger D instead of being refused (#61).
   if (fixed.prune.max_drop > 0) fixed.prune.max_drop = 1;

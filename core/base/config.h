@@ -174,6 +174,7 @@ struct TrainConfig {
   std::string eval_split = "dev";
   std::string resume;  // run directory to continue from
   std::string precision = "fp32";  // fp32 | bf16 (the student's products; see train/trainer.cpp)
+  bool cuda_graph = false;  // on a GPU: length buckets and one captured step per bucket (train/graph_steps.h)
   template <class V>
   void visit_fields(V& v) {
     v("epochs", epochs, "training epochs over the train split");
@@ -197,6 +198,9 @@ struct TrainConfig {
     v("precision", precision,
       "fp32, or bf16: the matrix products of the trained model's forward and backward in bf16 (AVX512_BF16; "
       "LibTorch's CPU autocast); weights, optimizer state, LayerNorm, softmax, losses and gates stay fp32");
+    v("cuda_graph", cuda_graph,
+      "on a CUDA device, pad each training batch to the smallest of a few length buckets and replay one captured "
+      "CUDA graph per bucket for the steps whose shapes are fixed (docs/gpu.md); ignored on the CPU");
   }
 };
 

@@ -12,6 +12,25 @@ double mean_length(const EncodedDataset& d) {
   return d.size() ? s / static_cast<double>(d.size()) : 0;
 }
 
+int longest_length(const EncodedDataset& d) {
+  size_t n = 0;
+  for (const auto& ids : d.ids) n = std::max(n, ids.size());
+  return static_cast<int>(n);
+}
+
+std::vector<int> length_buckets(int longest) {
+  // Quarters bound the padding to a quarter of the longest length per batch with four graphs at most (each one
+  // capture, a warm-up step and its own memory); multiples of 8 suit the GPU's matrix tiles. The top bucket is the
+  // longest length itself, not rounded up, so that no batch grows past what the model's positions allow.
+  std::vector<int> out;
+  for (int k = 1; k < 4 && longest > 0; ++k) {
+    const int b = (((longest * k + 3) / 4 + 7) / 8) * 8;
+    if (b < longest && (out.empty() || out.back() != b)) out.push_back(b);
+  }
+  if (longest > 0) out.push_back(longest);
+  return out;
+}
+
 EncodedDataset encode_examples(const Tokenizer& tok, const std::vector<Example>& examples, int max_seq_len) {
   EncodedDataset out;
   out.has_labels = !examples.empty() && examples.front().has_label;
@@ -38,6 +57,8 @@ std::vector<Batch> make_batches(const EncodedDataset& data, const BatchOptions& 
     long B = static_cast<long>(end - start);
     long S = opts.pad_to;
     for (size_t i = start; i < end; ++i) S = std::max<long>(S, static_cast<long>(data.ids[order[i]].size()));
+    const auto bucket = std::lower_bound(opts.length_buckets.begin(), opts.length_buckets.end(), S);
+    if (bucket != opts.length_buckets.end()) S = *bucket;  // the smallest bucket that holds the batch
     Batch b;
     b.input_ids = torch::full({B, S}, opts.pad_id, torch::kLong);
     b.token_type_ids = torch::zeros({B, S}, torch::kLong);

@@ -37,8 +37,18 @@ struct BatchOptions {
   int batch_size = 32;
   bool sort_by_length = true;  // group similar lengths (evaluation); false keeps dataset order
   int pad_to = 0;  // > 0: pad every batch to this length instead of its longest member
+  // Ascending lengths (length_buckets()); non-empty: pad each batch to the smallest one >= its longest member (and
+  // >= pad_to), so that batches come in a few shapes (a captured CUDA graph each); a longer batch keeps its length.
+  std::vector<int> length_buckets;
   int pad_id = 0;
 };
+
+// The length buckets of a split whose longest example has `longest` tokens: a quarter, half and three quarters of
+// it rounded up to a multiple of 8, then `longest` itself; ascending, without repeats.
+std::vector<int> length_buckets(int longest);
+
+// The longest example's length (tokens); 0 when empty.
+int longest_length(const EncodedDataset& d);
 
 // Batches of `order` (dataset positions; empty = all in order).
 std::vector<Batch> make_batches(const EncodedDataset& data, const BatchOptions& opts, std::vector<long> order = {});

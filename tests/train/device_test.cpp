@@ -1,7 +1,7 @@
 // run.device (core/kernels/device.h): values checked on every build; on a GPU ([.cuda], the CTest test
 // train.device_cuda, skipped visibly without one) the model, its gradients and training against the CPU's, a
-// resumed GPU run against an uninterrupted one, a GPU run folder resumed on the CPU, and a training step captured as a
-// CUDA graph and replayed against the same steps run eagerly.
+// resumed GPU run against an uninterrupted one, a GPU run folder resumed on the CPU, a training step captured as a
+// CUDA graph and replayed against the same steps run eagerly, and train.cuda_graph's training against the eager one.
 #include "core/kernels/device.h"
 
 #include <catch2/catch.hpp>
@@ -10,6 +10,7 @@
 #include "core/io/tensor_io.h"  // read_hdf5
 #include "train/captured_step.h"
 #include "train/optim.h"
+#include "train/run_state.h"  // optimizer_file
 #include "skip.h"
 #include "tiny_training.h"
 
@@ -202,8 +203,14 @@ TEST_CASE("on the GPU: a captured training step replayed gives the eager steps' 
     if (!captured) {
       for (; step < 6; ++step) opt.set_step(step), opt.zero_grad(), one();
     } else {
-      hp::train::CapturedStep graph([&] { opt.set_step(step++), opt.zero_grad(), one(); },
-                                    [&] { opt.set_step(step), opt.zero_grad(); }, torch::kCUDA, 3);
+      // set_step stays out of the capture: its fill of the device lr, recorded there, would replay the capture's lr.
+      bool capturing = false;
+      hp::train::CapturedStep graph(
+          [&] {
+            if (!capturing) opt.set_step(step++);
+            opt.zero_grad(), one();
+          },
+          [&] { capturing = true, opt.set_step(step), opt.zero_grad(); }, torch::kCUDA, 3);
       for (; step < 6; ++step) opt.set_step(step), graph.replay();
       hp::core::synchronize(torch::kCUDA);
     }
@@ -218,4 +225,72 @@ TEST_CASE("on the GPU: a captured training step replayed gives the eager steps' 
   }
   CHECK(moved > 1e-3);  // the steps did move the weights
   CHECK(worst <= 1e-5);
+}
+
+TEST_CASE("on the GPU: train.cuda_graph follows the eager run's losses; its stopped run resumes to the same weights",
+          "[.cuda]") {
+  if (no_gpu()) return;
+  // Batches of 4 over 198 rows: 49 full ones an epoch, padded to the tiny data's buckets {8, 12} (6 to 12 tokens),
+  // each replaying its bucket's graph after one warm-up step, and a last batch of 2 rows, which runs eagerly. Dropout
+  // is off: a graph's replays draw from the generator at other offsets than the eager steps do.
+  // The captured steps run the eager step's kernels on inputs padded to the bucket, where the eager run pads to each
+  // batch's longest row; the masked keys weigh exact zeros, so only float32 summation order differs, ~1e-6 a step,
+  // carried through 50 steps.
+  constexpr double kGraphLossTol = 1e-4;
+  // A resumed run's first batch of each bucket is its warm-up step on a side stream where the uninterrupted run
+  // replays: the same kernels. A saved AdamW step count left where the capture put it would move the weights by
+  // about the lr (1e-3) through the bias correction.
+  constexpr double kResumeTol = 1e-5;
+  Setup s;
+  s.train = make_data(198, 1);
+  s.tc.epochs = 1;
+  s.tc.batch_size = 4;
+  s.tc.lr_peak = 1e-3;
+  auto data = s.data();
+  auto run = [&](const std::string& name, bool graph, long stop_after, bool resume) {
+    auto m = tiny_without_dropout();
+    hp::core::TrainConfig tc = s.tc;
+    tc.cuda_graph = graph;
+    hp::core::RunConfig rc = s.rc;
+    rc.device = "cuda";
+    hp::train::TrainOptions o;
+    o.run_dir = resume ? std::string(HP_BINARY_DIR) + "/test_tmp/train/" + name : fresh_dir(name);
+    o.config_yaml = graph ? "graph on" : "graph off";
+    o.stop_after_steps = stop_after;
+    o.resume = resume;
+    o.forbid_host_waits = true;  // a replay, as an eager step, waits for nothing (a capture's one wait is allowed)
+    const auto r = hp::train::train_model(tc, s.gc, rc, m, data, o);
+    return std::make_pair(r, m);
+  };
+  const auto [r_off, m_off] = run("graph_off", false, 0, false);
+  const auto [r_on, m_on] = run("graph_on", true, 0, false);
+  REQUIRE(r_on.steps == 50);
+  REQUIRE(r_off.steps == 50);
+  CHECK(r_off.graphs_captured == 0);
+  CHECK(r_on.graphs_captured >= 1);
+  CHECK(r_on.graphs_captured + r_on.graph_replays == 49);  // every full batch: a warm-up step or a replay
+  const auto dir = std::string(HP_BINARY_DIR) + "/test_tmp/train/";
+  const auto l_off = hp::core::read_hdf5(dir + "graph_off/run.h5").at("train/loss");
+  const auto l_on = hp::core::read_hdf5(dir + "graph_on/run.h5").at("train/loss");
+  REQUIRE(l_on.size(0) == 50);
+  WARN("train.cuda_graph against eager: largest loss difference "
+       << max_diff(l_on, l_off) << ", " << r_on.graphs_captured << " graphs, " << r_on.graph_replays << " replays");
+  CHECK(max_diff(l_on, l_off) <= kGraphLossTol);
+
+  // Stopped after 20 steps: the saved AdamW state counts 20 steps (the replays advanced only the GPU's counts).
+  REQUIRE(run("graph_part", true, 20, false).first.interrupted);
+  {
+    auto m = tiny_without_dropout();
+    for (auto& [key, p] : m.mutable_parameters()) p.requires_grad_(true);
+    hp::train::Optimizer opt(s.tc, m.parameters(), {}, 0, 50);
+    opt.load(hp::train::optimizer_file(dir + "graph_part"));
+    for (auto& entry : opt.adamw().state())
+      CHECK(static_cast<torch::optim::AdamWParamState&>(*entry.second).step() == 20);
+  }
+  const auto [r_res, m_res] = run("graph_part", true, 0, true);
+  REQUIRE(r_res.steps == 50);
+  double worst = 0;
+  for (const auto& [key, t] : m_on.parameters()) worst = std::max(worst, max_diff(t, m_res.parameters().at(key)));
+  WARN("train.cuda_graph resumed after 20 steps against uninterrupted: largest weight difference " << worst);
+  CHECK(worst <= kResumeTol);
 }

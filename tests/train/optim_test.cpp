@@ -196,3 +196,32 @@ TEST_CASE("the fused AdamW path steps as torch::optim::AdamW does, and their sav
   step(c, cont, gate_c, 4);
   for (const auto& [name, t] : plain) CHECK(torch::allclose(t, cont.at(name), 1e-6, 1e-7));
 }
+
+TEST_CASE("set_step_count sets the step count a saved state carries (a captured step's replays do not advance it)",
+          "[train]") {
+  hp::core::TrainConfig cfg;
+  auto p = std::map<std::string, torch::Tensor>{{"a.weight", torch::tensor({1.0f, 2.0f}).requires_grad_()},
+                                                {"a.bias", torch::tensor({3.0f}).requires_grad_()}};
+  Optimizer opt(cfg, p, {}, 0.1, 10);
+  for (long step = 0; step < 2; ++step) {
+    opt.zero_grad();
+    opt.set_step(step);
+    (p["a.weight"].pow(2).sum() + p["a.bias"].sum()).backward();
+    opt.step();
+  }
+  auto counts = [](Optimizer& o) {
+    std::vector<long> c;
+    for (auto& entry : o.adamw().state())
+      c.push_back(static_cast<long>(static_cast<torch::optim::AdamWParamState&>(*entry.second).step()));
+    return c;
+  };
+  REQUIRE(counts(opt) == std::vector<long>{2, 2});  // one count per parameter, as the steps taken
+  opt.set_step_count(7);
+  const auto dir = hp::test::scratch_dir("hp_optim_step_count");
+  std::filesystem::create_directories(dir);
+  const std::string saved = (dir / "optimizer.pt").string();
+  opt.save(saved);
+  Optimizer loaded(cfg, p, {}, 0.1, 10);
+  loaded.load(saved);
+  CHECK(counts(loaded) == std::vector<long>{7, 7});
+}

@@ -1,10 +1,12 @@
 // train/trainer on the tiny BERT (L=2, H=4, D=32, 3 labels) and synthetic data with a learnable rule:
-// the label says which of two marker tokens occurs (or neither). Checks learning, bit-exact resume, config errors and target mode.
+// the label says which of two marker tokens occurs (or neither). Checks learning, bit-exact resume, config errors and
+// target mode, and the length buckets of train.cuda_graph (padding that leaves the loss as it was; CPU: ignored).
 #include "train/trainer.h"
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "core/io/checkpoint.h"  // load_bert
 #include "core/base/errors.h"  // ConfigError
@@ -436,4 +438,81 @@ TEST_CASE("a FLOPs target with hidden gates: the channels kept leave the structu
   hp::core::GateConfig gc;
   gc.hidden_gates = true;
   CHECK_THROWS_WITH(hp::train::validate_train_config(tc, gc, 8), Contains("gates.hidden_gates = true without"));
+}
+
+TEST_CASE("length buckets: the quarters of the longest length rounded up to 8, then the longest itself", "[train]") {
+  using hp::core::length_buckets;
+  CHECK(length_buckets(128) == std::vector<int>{32, 64, 96, 128});
+  CHECK(length_buckets(66) == std::vector<int>{24, 40, 56, 66});  // 17, 33, 50 rounded up
+  CHECK(length_buckets(12) == std::vector<int>{8, 12});  // 3 and 6 round to 8; 9 rounds to 16, past 12
+  CHECK(length_buckets(8) == std::vector<int>{8});
+  CHECK(length_buckets(0).empty());
+}
+
+TEST_CASE("batches padded to length buckets: each at its bucket, the padding masked, the loss and logits unchanged",
+          "[train]") {
+  // Padded keys get the additive mask's lowest float, so their softmax weights are exact zeros: only the order of
+  // float32 sums over the longer rows differs (~1e-7 at the tiny model's magnitudes).
+  constexpr double kPadTol = 1e-5;
+  const auto data = make_data(64, 5);  // 6 to 12 tokens
+  hp::core::BatchOptions plain;
+  plain.batch_size = 2;
+  plain.sort_by_length = false;  // as training batches
+  plain.pad_id = 0;
+  hp::core::BatchOptions bucketed = plain;
+  bucketed.length_buckets = {8, 11, 16};
+  const auto a = hp::core::make_batches(data, plain), b = hp::core::make_batches(data, bucketed);
+  REQUIRE(a.size() == b.size());
+  auto model = tiny_model();
+  model.set_training(false);
+  torch::NoGradGuard no_grad;
+  std::set<long> met;
+  double worst_logit = 0, worst_loss = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    long longest = 0;
+    for (long idx : b[i].index) longest = std::max(longest, static_cast<long>(data.ids[idx].size()));
+    const long want = longest <= 8 ? 8 : longest <= 11 ? 11 : 16;  // the smallest bucket that holds it, by hand
+    REQUIRE(a[i].input_ids.size(1) == longest);
+    REQUIRE(b[i].input_ids.size(1) == want);
+    met.insert(want);
+    CHECK(torch::equal(b[i].input_ids.narrow(1, 0, longest), a[i].input_ids));
+    CHECK(torch::equal(b[i].token_type_ids.narrow(1, 0, longest), a[i].token_type_ids));
+    CHECK(torch::equal(b[i].attention_mask.narrow(1, 0, longest), a[i].attention_mask));
+    CHECK((b[i].input_ids.narrow(1, longest, want - longest) == plain.pad_id).all().item<bool>());
+    CHECK((b[i].attention_mask.narrow(1, longest, want - longest) == 0).all().item<bool>());
+    const auto la = model.forward(hp::core::encoder_input(a[i])).logits;
+    const auto lb = model.forward(hp::core::encoder_input(b[i])).logits;
+    const auto labels = a[i].labels.to(torch::kLong);
+    worst_logit = std::max(worst_logit, (la - lb).abs().max().item<double>());
+    worst_loss = std::max(worst_loss, std::abs(torch::cross_entropy_loss(la, labels).item<double>() -
+                                               torch::cross_entropy_loss(lb, labels).item<double>()));
+  }
+  CHECK(met == std::set<long>{8, 11, 16});  // every bucket met, so every amount of padding was compared
+  CHECK(worst_logit <= kPadTol);
+  CHECK(worst_loss <= kPadTol);
+}
+
+TEST_CASE("train.cuda_graph is ignored on the CPU: the same run bit for bit, nothing captured", "[train]") {
+  Setup s;
+  s.tc.epochs = 1;  // 12 steps
+  auto data = s.data();
+  auto run = [&](bool graph) {
+    auto m = tiny_model();
+    hp::core::TrainConfig tc = s.tc;
+    tc.cuda_graph = graph;
+    hp::train::TrainOptions o;
+    o.run_dir = fresh_dir(graph ? "graph_on_cpu" : "graph_off_cpu");
+    o.config_yaml = "graph on the CPU";
+    const auto r = hp::train::train_model(tc, s.gc, s.rc, m, data, o);
+    return std::make_pair(r, m);
+  };
+  const auto [r_off, m_off] = run(false);
+  const auto [r_on, m_on] = run(true);
+  CHECK(r_on.steps == 12);
+  CHECK(r_on.graphs_captured == 0);
+  CHECK(r_on.graph_replays == 0);
+  for (const auto& [key, t] : m_off.parameters()) {
+    INFO(key);
+    CHECK(torch::equal(t, m_on.parameters().at(key)));
+  }
 }
