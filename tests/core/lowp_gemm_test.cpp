@@ -7,6 +7,7 @@
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -461,4 +462,32 @@ TEST_CASE("HEADPRUNE_MAX_ISA is a ceiling: a scoped cap lowers the path, never r
     CHECK(isa::cap() == isa::Level::kScalar);
   }
   CHECK(isa::cap() == ceiling);
+}
+
+TEST_CASE("int8 on AMX tiles: the VNNI GEMM's exact int32 sums, so its outputs bit for bit", "[core][lowp]") {
+  // lowp_gemm.cpp runs the int8 product through oneDNN's matmul primitive where AMX is usable (a primitive per shape),
+  // and through the u8s8s32 GEMM below the cap: both sum u8·s8 exactly in int32, so the dequantised outputs agree to
+  // the bit — at odd shapes, a destination row stride past N, with and without accumulation.
+  if (!isa::usable(isa::Level::kAmx)) {
+    WARN("AMX is not usable here (no AMX, or capped below amx): the int8 AMX path is not run");
+    return;
+  }
+  torch::manual_seed(3);
+  for (const auto& [M, K, N] : std::vector<std::array<int64_t, 3>>{{1, 64, 16}, {37, 100, 45}, {256, 384, 1536}}) {
+    INFO("M " << M << " K " << K << " N " << N);
+    const auto w = torch::randn({N, K}), x = torch::randn({M, K}), start = torch::randn({M, N + 7});
+    const PackedLinear pl = PackedLinear::pack(w, Precision::kInt8, {}, 127);
+    for (const bool accumulate : {false, true}) {
+      auto amx = start.clone(), vnni = start.clone();
+      auto out = amx.narrow(1, 0, N);
+      pl.apply(out, x, accumulate);
+      {
+        isa::ScopedCap below(isa::Level::kAvx512Bf16);
+        auto out_vnni = vnni.narrow(1, 0, N);
+        pl.apply(out_vnni, x, accumulate);
+      }
+      CHECK(torch::equal(amx, vnni));  // the 7 columns past N untouched by both
+      CHECK((amx - start).abs().max().item<float>() > 0);  // something was written
+    }
+  }
 }
