@@ -19,6 +19,7 @@
 #include "core/kernels/quantize.h"
 #include "core/kernels/isa.h"
 #include "fixtures.h"
+#include "skip.h"
 
 namespace {
 
@@ -464,12 +465,13 @@ TEST_CASE("HEADPRUNE_MAX_ISA is a ceiling: a scoped cap lowers the path, never r
   CHECK(isa::cap() == ceiling);
 }
 
-TEST_CASE("int8 on AMX tiles: the VNNI GEMM's exact int32 sums, so its outputs bit for bit", "[core][lowp]") {
+TEST_CASE("int8 on AMX tiles: the VNNI GEMM's exact int32 sums, so its outputs bit for bit", "[.amx]") {
   // lowp_gemm.cpp runs the int8 product through oneDNN's matmul primitive where AMX is usable (a primitive per shape),
   // and through the u8s8s32 GEMM below the cap: both sum u8·s8 exactly in int32, so the dequantised outputs agree to
-  // the bit — at odd shapes, a destination row stride past N, with and without accumulation.
+  // the bit — at odd shapes, a destination row stride past N, with and without accumulation. Hidden: core.lowp_amx
+  // runs it, skipped (CTest) where AMX is not usable.
   if (!isa::usable(isa::Level::kAmx)) {
-    WARN("AMX is not usable here (no AMX, or capped below amx): the int8 AMX path is not run");
+    hp::test::skip_optional("AMX is not usable here (no AMX, or capped below amx): the int8 AMX path is not run");
     return;
   }
   torch::manual_seed(3);
