@@ -269,8 +269,8 @@ std::optional<CurvePoint> recovered_point(RunContext& ctx, const BudgetSearch& s
     core::shared_write([&] {
       core::save_bert(slim_model(fold_scales(*ctx.model, s.scales), s.rearranged), start, ctx.model_dir);
     });
-  if (!train_in(ctx, recovery_config(cfg, budget_recover_steps(cfg.prune, fraction, true), true), sub, start))
-    return std::nullopt;
+  const core::Config rc = recovery_config(cfg, budget_recover_steps(cfg.prune, fraction, true), true);
+  if (!train_in(ctx, rc, sub, start, {}, 0, rc.gates.distill ? ctx.model_dir : "")) return std::nullopt;
   const core::Bert recovered = core::load_bert(dir + "/best", ctx.load);
   const core::BertConfig& slim = recovered.config();
   core::NeuronSet neurons;

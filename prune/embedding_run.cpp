@@ -150,9 +150,6 @@ void validate_embedding_run(const core::Config& cfg) {
                                          "heads,neurons)");
   refuse(core::dist::world() > 1, "data parallelism is not built for embeddings; run one process");
   check_distill_tasks(p.distill_tasks, cfg.data.task);
-  refuse(!(p.distill_hidden >= 0) || !std::isfinite(p.distill_hidden),
-         "prune.distill_hidden = " + core::format_number("%g", p.distill_hidden) +
-             "; it weighs the layer-wise term of the recovery: 0 (off) or a positive number, e.g. 1");
 }
 
 namespace {

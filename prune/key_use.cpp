@@ -116,7 +116,12 @@ const std::vector<KeyUse>& key_use_table() {
       {"finetune", always, ""},
       {"objective", always, ""},
       {"distill_tasks", [](const P& p) { return p.objective == "embedding"; }, "prune.objective: embedding"},
-      {"distill_hidden", [](const P& p) { return p.objective == "embedding"; }, "prune.objective: embedding"},
+      {"distill_hidden",
+       [](const P& p) {
+         return p.objective == "embedding" || (final_model(p) && p.recover_steps > 0 && p.recover_distill);
+       },
+       "a run that recovers by distillation (prune.recover_steps > 0, prune.recover_distill) or prune.objective: "
+       "embedding"},
       {"latency", always, ""},
       {"verify", final_model, "a run that exports a model (--target-heads, --target-layers, a budget, --max-drop)"},
   };

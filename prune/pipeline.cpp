@@ -2,6 +2,7 @@
 #include "prune/pipeline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -199,6 +200,9 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
        "prune.min_heads_per_layer = " + std::to_string(p.min_heads_per_layer) + "; use 0.." +
            std::to_string(arch.num_attention_heads));
   need(p.recover_steps >= 0, "prune.recover_steps must be 0 (off) or positive");
+  need(p.distill_hidden >= 0 && std::isfinite(p.distill_hidden),
+       "prune.distill_hidden = " + core::format_number("%g", p.distill_hidden) +
+           "; it weighs the layer-wise term of the recovery: 0 (off) or a positive number, e.g. 1");
   need(p.objective == "task" || p.objective == "embedding",
        "prune.objective = '" + p.objective + "'; use task (a classifier for data.task) or embedding (a "
        "sentence-transformers folder, pruned for its embeddings)");

@@ -34,10 +34,11 @@ void log_stage(int number, const std::string& name, const std::string& what);
 
 struct RunContext;
 // A training run of the pruning run in RUN_DIR/<sub> (resumed when its state is there), starting from the
-// model in `from`, on the task and data resolved in stage 1; `fixed_keep` fixes the heads (recovery). False when
+// model in `from`, on the task and data resolved in stage 1; `fixed_keep` fixes the heads (recovery), or
+// `teacher_dir` names the unpruned model a slimmed one distils from (recovery_config's gates.distill). False when
 // stopped.
 bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string& sub, const std::string& from,
-              const core::HeadSet& fixed_keep = {}, long finetune_steps = 0);
+              const core::HeadSet& fixed_keep = {}, long finetune_steps = 0, const std::string& teacher_dir = "");
 // Budget gates (gates_budget_config's) in RUN_DIR/<sub>: their fixed-structure fine-tuning is the recovery
 // every budget candidate gets (budget_recover_steps at the gates' target), not gates.finetune_epochs.
 bool train_budget_gates_in(const RunContext& ctx, const core::Config& gates_cfg, const std::string& sub);
@@ -123,8 +124,12 @@ std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& cu
 // line): no gates, evaluated twice, on the whole training split (the selection slice held out):
 // train.max_train_examples and train.epochs, which shape fine-tuning and the gates, leave it alone. A recovery
 // under a fixed head mask distils as prune.recover_distill says; a `slimmed` one trains on the labels alone
-// (docs/budgets.md stage 6 gives the measurement that kept it so), and so loads no teacher.
+// (docs/budgets.md stage 6 gives the measurement that kept it so) unless prune.distill_hidden > 0: then it distils
+// too, the logits (gates.distill_weight) and each layer's output at that weight. Either adds the layer term
+// (gates.distill_hidden = prune.distill_hidden, matched at the same depth).
 core::Config recovery_config(const core::Config& cfg, int steps, bool slimmed);
+// Whether the recovery of a slimmed model distils (and so loads the unpruned model as its teacher).
+bool slimmed_recovery_distils(const core::PruneConfig& p);
 
 // Stage 6. Fine-tunes `choice.model_dir` with the heads fixed (prune.recover_steps; not after gates).
 // False when stopped.

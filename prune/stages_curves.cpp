@@ -87,8 +87,9 @@ std::vector<core::Example> sample_examples(std::vector<core::Example> all, int n
 // A training run of the pruning run, in RUN_DIR/<sub> (resumed when its state is there) on the task
 // and data resolved in stage 1. False when stopped.
 bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string& sub, const std::string& from,
-              const core::HeadSet& fixed_keep, long finetune_steps) {
+              const core::HeadSet& fixed_keep, long finetune_steps, const std::string& teacher_dir) {
   train::TaskRun run;
+  run.teacher_dir = teacher_dir;
   run.model_dir = from;
   run.run_dir = ctx.cfg->run.out_dir + "/" + sub;
   run.resume = fs::exists(run.run_dir + "/state");

@@ -231,9 +231,10 @@ std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& cu
 core::Config recovery_config(const core::Config& cfg, int steps, bool slimmed) {
   core::Config c = cfg;
   c.gates = core::GateConfig{};
-  c.gates.distill = cfg.prune.recover_distill && !slimmed;
+  c.gates.distill = cfg.prune.recover_distill && (!slimmed || slimmed_recovery_distils(cfg.prune));
   c.gates.distill_weight = cfg.gates.distill_weight;
   c.gates.distill_temperature = cfg.gates.distill_temperature;
+  c.gates.distill_hidden = cfg.prune.distill_hidden;
   c.train.max_steps = steps;
   c.train.eval_every = std::max(1, steps / 2);
   // Its length is prune.recover_steps alone: train.max_train_examples and train.epochs shape fine-tuning and the
@@ -241,6 +242,8 @@ core::Config recovery_config(const core::Config& cfg, int steps, bool slimmed) {
   c.train.max_train_examples = 0;
   return c;
 }
+
+bool slimmed_recovery_distils(const core::PruneConfig& p) { return p.recover_distill && p.distill_hidden > 0; }
 
 bool recover(RunContext& ctx, FinalChoice& choice) {
   const core::Config& cfg = *ctx.cfg;
@@ -256,11 +259,14 @@ bool recover(RunContext& ctx, FinalChoice& choice) {
               std::to_string(steps) + " fine-tuning steps " +
                   (choice.slimmed ? std::string("of the slimmed model")
                                   : "with the " + std::to_string(core::count_kept(choice.keep)) + " heads fixed") +
-                  // A slimmed model's recovery trains on the labels alone (recovery_config; docs/budgets.md says
-                  // what distilling it measured, #58).
-                  (P.recover_distill && !choice.slimmed ? ", distilling from the unpruned model" : ""));
-    // A slimmed model needs no fixed mask: what was removed is gone.
-    if (!train_in(ctx, c, "recover", choice.model_dir, choice.slimmed ? core::HeadSet{} : choice.keep)) return false;
+                  // A slimmed model's recovery trains on the labels alone unless prune.distill_hidden is set
+                  // (recovery_config; docs/budgets.md says what distilling it measured, #58).
+                  (c.gates.distill ? ", distilling from the unpruned model" : "") +
+                  (c.gates.distill && P.distill_hidden > 0 ? " (its logits and each layer's output)" : ""));
+    // A slimmed model needs no fixed mask: what was removed is gone; its teacher is the unpruned model.
+    if (!train_in(ctx, c, "recover", choice.model_dir, choice.slimmed ? core::HeadSet{} : choice.keep, 0,
+                  choice.slimmed && c.gates.distill ? ctx.model_dir : ""))
+      return false;
   }
   choice.model_dir = dir + "/best";
   return true;

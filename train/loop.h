@@ -99,7 +99,11 @@ class Loop {
   long phase_total_[3] = {0, 0, 0};
   std::unique_ptr<gates::StructureGates> gates_;
   std::unique_ptr<gates::TargetController> controller_;
-  std::unique_ptr<LayerDistill> layer_distill_;  // gates.distill_hidden > 0 with a teacher
+  std::unique_ptr<LayerDistill> layer_distill_;  // gates.distill_hidden > 0 with a teacher, budget gates
+  // A recovery (no gates) with a teacher and gates.distill_hidden > 0: each layer's output matched to the teacher's
+  // at the same depth, no map (train/embedding_objective.h hidden_distill_loss; the recovered model keeps the layers
+  // and the width).
+  bool same_depth_distill_ = false;
   std::vector<core::Batch> eval_batches_;
   // 0/1 masks in phase 2 (heads [L, H], neurons [L, I] with a budget), or all along with opts_.fixed_keep (heads).
   gates::GateMasks fixed_;

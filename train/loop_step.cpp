@@ -6,6 +6,7 @@
 #include "core/kernels/device.h"  // to_device
 #include "core/kernels/lowp_gemm.h"  // Bf16Autocast
 #include "train/captured_step.h"  // CapturedStep::available
+#include "train/embedding_objective.h"  // hidden_distill_loss
 #include "train/loop.h"
 
 namespace hp::train::detail {
@@ -33,8 +34,9 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
   const core::Batch local = core::dist::active() ? rows_of(b, lo, hi) : b;
   const double share = static_cast<double>(hi - lo) / static_cast<double>(B);
   StepLoss r;
-  // Target mode distils in its fixed-structure phase; a budget target (as CoFi) in both phases.
-  r.distilling = opts_.teacher && gc_.distill && (s_.phase == 2 || budget_mode_ || !opts_.fixed_keep.empty());
+  // Target mode distils in its fixed-structure phase; a budget target (as CoFi) in both phases; a recovery (no gates:
+  // heads fixed by a mask, or a slimmed model, whose caller gave it a teacher) throughout.
+  r.distilling = opts_.teacher && gc_.distill && (s_.phase == 2 || budget_mode_ || !gates_);
   r.loss = torch::zeros({}), r.task_loss = torch::zeros({});
   if (hi <= lo) {
     if (gates_ && !fixed_.heads.defined()) gates_->sample(B);  // keeps the gate noise in step with the other ranks
@@ -54,7 +56,7 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
     objective_loss(in, local, share, r);
     return r;
   }
-  const bool hidden = r.distilling && layer_distill_;
+  const bool hidden = r.distilling && (layer_distill_ || same_depth_distill_);
   in.cls_only = !hidden;  // the layer loss reads every row of every layer
   in.want_hidden = hidden;
   core::EncoderOutput out;
@@ -79,7 +81,12 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
     }
     r.kd = share * distill_loss(logits, teacher.logits, gc_.distill_temperature, data_.task->is_regression());
     r.loss = (1.0 - gc_.distill_weight) * r.task_loss + gc_.distill_weight * r.kd;
-    if (hidden) {
+    if (hidden && same_depth_distill_) {
+      // This rank's mean over its tokens, weighted by its share of the rows (the whole batch's mean in one process).
+      r.layer = share * hidden_distill_loss(out.hidden_states, teacher.hidden_states,
+                                            core::to_device(local.attention_mask, model_.device()));
+      r.loss = r.loss + gc_.distill_hidden * r.layer;
+    } else if (hidden) {
       // Already this rank's share of the whole batch's mean (its errors over the whole batch's token count).
       r.layer = layer_distill_->loss(out.hidden_states, teacher.hidden_states,
                                      core::to_device(local.attention_mask, model_.device()),

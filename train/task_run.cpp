@@ -36,7 +36,7 @@ TaskExamples read_examples(const core::Config& cfg, const TaskRun& run, const co
 // The distillation teacher (the unpruned model), when gates.distill applies to this run.
 std::optional<core::Bert> load_teacher(const core::Config& cfg, const TaskRun& run, const core::TaskSpec& task,
                                        const core::LoadOptions& load) {
-  const bool recovery = !run.fixed_keep.empty();  // a masked model's fine-tuning
+  const bool recovery = !run.fixed_keep.empty() || !run.teacher_dir.empty();  // a pruned model's fine-tuning
   const bool budget = cfg.gates.target_flops > 0 || cfg.gates.target_params > 0;  // distils in both phases
   const bool use_teacher =
       cfg.gates.distill && (recovery || budget || (cfg.gates.target_heads > 0 && cfg.gates.finetune_after));
@@ -46,7 +46,8 @@ std::optional<core::Bert> load_teacher(const core::Config& cfg, const TaskRun& r
                    "target) distils; set gates.target_heads and gates.finetune_after, or gates.target_flops, to use it");
   if (!use_teacher) return std::nullopt;
   core::LoadReport teacher_report;
-  std::optional<core::Bert> teacher(core::load_bert(run.model_dir, load, &teacher_report));  // the unpruned model
+  const std::string& from = run.teacher_dir.empty() ? run.model_dir : run.teacher_dir;
+  std::optional<core::Bert> teacher(core::load_bert(from, load, &teacher_report));  // the unpruned model
   if (teacher_report.classifier_initialized)
     core::log_warn("train",
                    "the distillation teacher has a fresh (untrained) classifier; distil from a model "

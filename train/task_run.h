@@ -20,6 +20,9 @@ struct TaskRun {
   std::string run_dir;  // RUN_DIR
   bool resume = false;  // continue from RUN_DIR/state
   core::HeadSet fixed_keep;  // train with these heads fixed (recovery after pruning); empty = none
+  // Distil from this model (gates.distill) instead of model_dir as it starts: the unpruned model a slimmed one
+  // recovers from (a budget candidate's recovery, which has no fixed_keep); empty = model_dir.
+  std::string teacher_dir;
   long finetune_steps = 0;  // TrainOptions::finetune_steps: > 0 = the gates' fixed-structure fine-tuning's steps
   const std::atomic<bool>* stop = nullptr;
   // Resolved by a caller that already has them (the pruning run's stage 1); null/empty: from cfg.data.

@@ -69,6 +69,7 @@ Loop::Loop(const core::TrainConfig& tc, const core::GateConfig& gc, const core::
   eval_batches_ = core::make_batches(*data.eval, bo);
   if (budget_mode_ && opts.teacher && (gc.distill || data.objective) && gc.distill_hidden > 0)
     layer_distill_ = std::make_unique<LayerDistill>(mc.hidden_size, L_), layer_distill_->to(model.device());
+  same_depth_distill_ = !gates_ && opts.teacher && gc.distill && gc.distill_hidden > 0 && !data.objective;
   if (!opts.fixed_keep.empty()) {
     HP_CHECK(!gates_, "TrainOptions::fixed_keep excludes gates");
     fixed_.heads = eval::head_mask_tensor(opts.fixed_keep);

@@ -270,7 +270,8 @@ struct GateConfig {
     v("distill_temperature", distill_temperature, "softmax temperature of teacher and student logits in the KL term");
     v("distill_hidden", distill_hidden,
       "weight of CoFi's layer-wise hidden-state distillation (a learned map onto matched teacher layers) added "
-      "while distilling; 0 = off");
+      "while distilling to a FLOPs or parameter target; a recovery without gates (prune.distill_hidden sets it) "
+      "matches each layer at the same depth instead, no map; 0 = off");
   }
 };
 
@@ -462,12 +463,15 @@ struct PruneConfig {
       "on besides data.task's, each at most as many as data.task gives (a seeded sample), so that the embedding "
       "holds on other text too, e.g. [sst2]; [] = data.task's alone");
     v("distill_hidden", distill_hidden,
-      "objective embedding: weight of a layer-wise term in the recovery beside the embeddings' distance: each "
-      "layer's output against the teacher's at the same depth (squared distance per token / width, averaged over "
-      "tokens and layers; TinyBERT's, no map: the slimmed model keeps the layers and the width); 0 = off");
+      "weight of a layer-wise term in the recovery: each layer's output against the unpruned model's at the same "
+      "depth (squared distance per token / width, averaged over tokens and layers; TinyBERT's, no map: a recovered "
+      "model keeps the layers and the width). Objective embedding: beside the embeddings' distance. Objective task: "
+      "beside the logits' distillation, and > 0 makes a slimmed model's recovery (budgets, the frontier) distil, "
+      "which otherwise trains on the labels alone; 0 = off");
     v("recover_distill", recover_distill,
-      "distil from the unpruned model during the recovery fine-tuning of a fixed head mask (--target-heads); a "
-      "slimmed model's recovery (budgets, the frontier) trains on the labels alone (docs/budgets.md, stage 6)");
+      "distil from the unpruned model during the recovery fine-tuning of a fixed head mask (--target-heads), and of "
+      "a slimmed model (budgets, the frontier) with prune.distill_hidden > 0; without it a slimmed model's recovery "
+      "trains on the labels alone (docs/budgets.md, stage 6)");
     v("finetune", finetune, "fine-tune first (train section) when the model has no classifier for the task");
     v("latency", latency,
       "measure the latency of the slimmed model at every curve step (needed by a latency budget's curves)");

@@ -16,6 +16,7 @@
 #include "core/data/batching.h"
 #include "core/data/glue.h"
 #include "core/io/checkpoint.h"
+#include "core/io/tensor_io.h"  // read_hdf5
 #include "core/kernels/isa.h"
 #include "core/text/tokenizer.h"
 #include "eval/evaluator.h"
@@ -321,7 +322,11 @@ TEST_CASE("a recovery that lowers the selection metric is not the budget candida
 
 TEST_CASE("the frontier's budget candidate at F and --target-flops F give the same model (#58)",
           "[cli][prune][frontier]") {
-  const auto root = hp::test::scratch_dir("hp_prune_same_f");
+  // Both recover alike: on the labels alone, or distilling the logits and the layers (prune.distill_hidden), from
+  // the unpruned model in both.
+  const bool distil = GENERATE(false, true);
+  INFO("prune.distill_hidden " << (distil ? 1 : 0));
+  const auto root = hp::test::scratch_dir(distil ? "hp_prune_same_f_distil" : "hp_prune_same_f");
   fs::remove_all(root);
   const std::string data = hp::test::tiny_data_root();
   auto args = [&](const fs::path& out) {
@@ -330,7 +335,8 @@ TEST_CASE("the frontier's budget candidate at F and --target-flops F give the sa
            " --set prune.rank_split=matched --set prune.eval_split=mismatched --rank-examples 12 --schedule 0,100"
            " --set prune.bootstrap=0 --set prune.latency=false --set eval.batch_size=8 --set prune.rank_batch_size=4"
            " --criteria taylor --recover-steps 3 --set train.train_split=matched --set train.eval_split=mismatched"
-           " --set prune.latency_batch=4 --set prune.frontier_time=0.02 --set prune.verify=false";
+           " --set prune.latency_batch=4 --set prune.frontier_time=0.02 --set prune.verify=false" +
+           (distil ? " --set prune.distill_hidden=1" : "");
   };
   const auto frontier = root / "frontier", target = root / "target";
   auto t = run_capped(args(target) + " --target-flops 0.4", "HP_PYTHON=" + (root / "no-python").string());
@@ -379,6 +385,13 @@ TEST_CASE("the frontier's budget candidate at F and --target-flops F give the sa
   CHECK((*model16)["flops_kept"] == (*model)["flops_kept"]);
   CHECK((*model16)["heads_kept"] == (*model)["heads_kept"]);
   CHECK((*model16)["metric"].get<double>() == Approx((*model)["metric"].get<double>()).margin(5));
+  // Both recoveries distilled, logits and layers, or neither did.
+  for (const auto& dir : {target / "recover", frontier / "budget_recover" / "1"}) {
+    INFO(dir.string());
+    const auto h5 = hp::core::read_hdf5((dir / "run.h5").string());
+    CHECK(h5.count("train/distill") == (distil ? 1u : 0u));
+    CHECK(h5.count("train/distill_hidden") == (distil ? 1u : 0u));
+  }
   // ...and, for the recovered step, the same weights byte for byte (the recovery ran twice, from the same start).
   if (tstep["variant"] == "recovered")
     CHECK(slurp(frontier / "budget_recover" / "1" / "best" / "model.safetensors") ==

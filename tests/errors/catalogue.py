@@ -732,8 +732,8 @@ add("embedding-distill-task", "prune.distill_tasks naming no task: refused befor
 add("embedding-distill-hidden", "a negative prune.distill_hidden: refused before anything is written, not a recovery "
     "that pushes the layers away from the teacher's (#59)",
     sts_prune("--target-flops", "0.5", "--set", "prune.distill_hidden=-1"), 2,
-    "error: prune.objective = embedding: prune.distill_hidden = -1; it weighs the layer-wise term of the recovery: 0 "
-    "(off) or a positive number, e.g. 1", not_created("run"))
+    "error: prune.distill_hidden = -1; it weighs the layer-wise term of the recovery: 0 (off) or a positive number, "
+    "e.g. 1", not_created("run"))
 add("embedding-objective-folder", "prune.objective: embedding on a plain Hugging Face folder (no modules.json): "
     "refused before anything is written, not pruned as a classifier",
     lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model", fx.TINY, "--target-flops",

@@ -74,7 +74,8 @@ TEST_CASE("budget recoveries: longer the more a point removed (prune.recover_sca
   CHECK(budget_recover_steps(p, 0.3, false) == 0);
 }
 
-TEST_CASE("recovery_config: no gates, its own length, and a teacher only under a fixed head mask", "[prune]") {
+TEST_CASE("recovery_config: no gates, its own length, a teacher under a fixed head mask or with prune.distill_hidden",
+          "[prune]") {
   hp::core::Config cfg;
   cfg.gates.target_flops = 0.4, cfg.gates.distill_hidden = 1.0, cfg.gates.distill_temperature = 3.0;
   cfg.prune.recover_distill = true;
@@ -87,10 +88,19 @@ TEST_CASE("recovery_config: no gates, its own length, and a teacher only under a
   CHECK(masked.train.max_steps == 300);
   CHECK(masked.train.eval_every == 150);
   CHECK(masked.train.max_train_examples == 0);  // fine-tuning's trim leaves the recovery alone (#58)
-  // A slimmed model trains on the labels: no teacher is loaded for it (docs/budgets.md stage 6).
+  // A slimmed model trains on the labels: no teacher is loaded for it (docs/budgets.md stage 6)...
   CHECK_FALSE(hp::prune::recovery_config(cfg, 300, true).gates.distill);
+  // ... unless prune.distill_hidden asks for the layers: then it distils the logits and the layers, as a masked one.
+  cfg.prune.distill_hidden = 0.5;
+  for (const bool slimmed : {true, false}) {
+    const hp::core::Config c = hp::prune::recovery_config(cfg, 300, slimmed);
+    CHECK(c.gates.distill);
+    CHECK(c.gates.distill_hidden == 0.5);
+    CHECK(c.gates.target_flops == 0);
+  }
   cfg.prune.recover_distill = false;
   CHECK_FALSE(hp::prune::recovery_config(cfg, 300, false).gates.distill);
+  CHECK_FALSE(hp::prune::recovery_config(cfg, 300, true).gates.distill);
 }
 
 TEST_CASE("the best criterion: an undefined area (Spearman of constant predictions) ranks last, but still counts",

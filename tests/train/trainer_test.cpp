@@ -92,6 +92,44 @@ TEST_CASE("training lowers the loss and learns the marker rule", "[train]") {
   CHECK(er.metrics.at("accuracy") >= 0.95);
 }
 
+TEST_CASE("a recovery distils from its teacher: heads fixed by a mask, or a slimmed model with none", "[train]") {
+  // The pruning run's recoveries (prune/stages.h recovery_config): no gates, a teacher, gates.distill; a slimmed
+  // model has no fixed mask. gates.distill_hidden adds each layer's output matched to the teacher's at the same
+  // depth (hidden_distill_loss, no map).
+  Setup s;
+  s.tc.epochs = 1;
+  s.gc.distill = true;
+  const bool masked = GENERATE(false, true);
+  const double hidden = GENERATE(0.0, 0.5);
+  INFO("masked " << masked << ", distill_hidden " << hidden);
+  s.gc.distill_hidden = hidden;
+  auto data = s.data();
+  auto model = tiny_model();
+  auto teacher = tiny_model();
+  hp::train::TrainOptions o;
+  o.run_dir = fresh_dir("recover_distils");
+  o.config_yaml = "recover";
+  o.teacher = &teacher;
+  if (masked) o.fixed_keep = hp::core::HeadSet{{true, false, true, true}, {false, true, true, true}};
+  hp::train::train_model(s.tc, s.gc, s.rc, model, data, o);
+  auto h5 = hp::core::read_hdf5(o.run_dir + "/run.h5");
+  REQUIRE(h5.count("train/distill"));
+  const auto task = h5.at("train/task_loss"), kd = h5.at("train/distill"), loss = h5.at("train/loss");
+  // loss = (1 - w) task + w KL (+ distill_hidden x the layer term): the logged total is not the task loss alone.
+  const double w = s.gc.distill_weight;
+  CHECK(kd[0].item<double>() > 0);
+  if (hidden == 0) {
+    CHECK_FALSE(h5.count("train/distill_hidden"));
+    CHECK(loss[0].item<double>() == Approx((1 - w) * task[0].item<double>() + w * kd[0].item<double>()));
+  } else {
+    REQUIRE(h5.count("train/distill_hidden"));
+    const double layer = h5.at("train/distill_hidden")[0].item<double>();
+    CHECK(layer > 0);
+    CHECK(loss[0].item<double>() ==
+          Approx((1 - w) * task[0].item<double>() + w * kd[0].item<double>() + hidden * layer));
+  }
+}
+
 TEST_CASE("resume after K steps equals uninterrupted training bit for bit", "[train]") {
   Setup s;
   s.tc.epochs = 3;  // 36 steps
