@@ -128,8 +128,6 @@ std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& cu
 // too, the logits (gates.distill_weight) and each layer's output at that weight. Either adds the layer term
 // (gates.distill_hidden = prune.distill_hidden, matched at the same depth).
 core::Config recovery_config(const core::Config& cfg, int steps, bool slimmed);
-// Whether the recovery of a slimmed model distils (and so loads the unpruned model as its teacher).
-bool slimmed_recovery_distils(const core::PruneConfig& p);
 
 // Stage 6. Fine-tunes `choice.model_dir` with the heads fixed (prune.recover_steps; not after gates).
 // False when stopped.

@@ -231,7 +231,7 @@ std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& cu
 core::Config recovery_config(const core::Config& cfg, int steps, bool slimmed) {
   core::Config c = cfg;
   c.gates = core::GateConfig{};
-  c.gates.distill = cfg.prune.recover_distill && (!slimmed || slimmed_recovery_distils(cfg.prune));
+  c.gates.distill = cfg.prune.recover_distill && (!slimmed || cfg.prune.distill_hidden > 0);
   c.gates.distill_weight = cfg.gates.distill_weight;
   c.gates.distill_temperature = cfg.gates.distill_temperature;
   c.gates.distill_hidden = cfg.prune.distill_hidden;
@@ -242,8 +242,6 @@ core::Config recovery_config(const core::Config& cfg, int steps, bool slimmed) {
   c.train.max_train_examples = 0;
   return c;
 }
-
-bool slimmed_recovery_distils(const core::PruneConfig& p) { return p.recover_distill && p.distill_hidden > 0; }
 
 bool recover(RunContext& ctx, FinalChoice& choice) {
   const core::Config& cfg = *ctx.cfg;
