@@ -123,6 +123,10 @@ void validate_embedding_run(const core::Config& cfg) {
                                       "use data.task: stsb (configs/sts_embed.yaml)");
   refuse(p.max_drop > 0 && (p.target_flops > 0 || p.target_params > 0),
          "--max-drop chooses the budget itself (prune.budget_schedule); pass it or --target-flops F, not both");
+  refuse(cfg.gates.distill_augment > 0,
+         "gates.distill_augment = " + core::format_number("%g", cfg.gates.distill_augment) +
+             " swaps words in a task's distillation; the embeddings' recovery distils the unpruned model's "
+             "embeddings of unlabelled sentences (add more with prune.distill_tasks): set it to 0");
   refuse(!p.frontier_models.empty(),
          "prune.frontier_models is not measured for embeddings (the frontier measures "
          "the search at prune.budget_schedule); leave it []");

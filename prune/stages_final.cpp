@@ -231,10 +231,13 @@ std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& cu
 core::Config recovery_config(const core::Config& cfg, int steps, bool slimmed) {
   core::Config c = cfg;
   c.gates = core::GateConfig{};
-  c.gates.distill = cfg.prune.recover_distill && (!slimmed || cfg.prune.distill_hidden > 0);
+  // A slimmed model's recovery distils with the layer term or the word swaps, else trains on the labels (#58).
+  c.gates.distill = cfg.prune.recover_distill &&
+                    (!slimmed || cfg.prune.distill_hidden > 0 || cfg.gates.distill_augment > 0);
   c.gates.distill_weight = cfg.gates.distill_weight;
   c.gates.distill_temperature = cfg.gates.distill_temperature;
   c.gates.distill_hidden = cfg.prune.distill_hidden;
+  c.gates.distill_augment = cfg.gates.distill_augment;
   c.train.max_steps = steps;
   c.train.eval_every = std::max(1, steps / 2);
   // Its length is prune.recover_steps alone: train.max_train_examples and train.epochs shape fine-tuning and the
@@ -260,7 +263,8 @@ bool recover(RunContext& ctx, FinalChoice& choice) {
                   // A slimmed model's recovery trains on the labels alone unless prune.distill_hidden is set
                   // (recovery_config; docs/budgets.md says what distilling it measured, #58).
                   (c.gates.distill ? ", distilling from the unpruned model" : "") +
-                  (c.gates.distill && P.distill_hidden > 0 ? " (its logits and each layer's output)" : ""));
+                  (c.gates.distill && P.distill_hidden > 0 ? " (its logits and each layer's output)" : "") +
+                  (c.gates.distill && c.gates.distill_augment > 0 ? ", with word swaps" : ""));
     // A slimmed model needs no fixed mask: what was removed is gone; its teacher is the unpruned model.
     if (!train_in(ctx, c, "recover", choice.model_dir, choice.slimmed ? core::HeadSet{} : choice.keep, 0,
                   choice.slimmed && c.gates.distill ? ctx.model_dir : ""))

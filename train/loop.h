@@ -15,6 +15,7 @@
 #include "eval/evaluator.h"
 #include "gates/structure_gates.h"
 #include "gates/target_controller.h"
+#include "train/augment.h"
 #include "train/distill.h"
 #include "train/graph_steps.h"
 #include "train/optim.h"
@@ -65,6 +66,9 @@ class Loop {
     bool distilling = false;
   };
   StepLoss batch_loss(const core::Batch& b);
+  // Whether this phase's steps distil from the teacher: target mode's fixed-structure phase, a budget target's (as
+  // CoFi) both phases, a recovery (no gates: heads fixed by a mask, or a slimmed model) throughout.
+  bool distils() const { return opts_.teacher && gc_.distill && (s_.phase == 2 || budget_mode_ || !gates_); }
   void objective_loss(const core::EncoderInput& in, const core::Batch& local, double share, StepLoss& r);
   void evaluate_and_keep_best();
   void save_best(const torch::Tensor& mask_log_alpha);
@@ -104,6 +108,8 @@ class Loop {
   // at the same depth, no map (train/embedding_objective.h hidden_distill_loss; the recovered model keeps the layers
   // and the width).
   bool same_depth_distill_ = false;
+  // gates.distill_augment > 0 with a task's distillation: the distilled steps' word swaps (train/augment.h).
+  std::unique_ptr<WordSwap> swap_;
   std::vector<core::Batch> eval_batches_;
   // 0/1 masks in phase 2 (heads [L, H], neurons [L, I] with a budget), or all along with opts_.fixed_keep (heads).
   gates::GateMasks fixed_;

@@ -34,9 +34,7 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
   const core::Batch local = core::dist::active() ? rows_of(b, lo, hi) : b;
   const double share = static_cast<double>(hi - lo) / static_cast<double>(B);
   StepLoss r;
-  // Target mode distils in its fixed-structure phase; a budget target (as CoFi) in both phases; a recovery (no gates:
-  // heads fixed by a mask, or a slimmed model, whose caller gave it a teacher) throughout.
-  r.distilling = opts_.teacher && gc_.distill && (s_.phase == 2 || budget_mode_ || !gates_);
+  r.distilling = distils();
   r.loss = torch::zeros({}), r.task_loss = torch::zeros({});
   if (hi <= lo) {
     if (gates_ && !fixed_.heads.defined()) gates_->sample(B);  // keeps the gate noise in step with the other ranks
@@ -67,8 +65,11 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
     logits = out.logits.to(torch::kFloat);  // the loss in fp32
   }
   const torch::Tensor labels = core::to_device(local.labels, logits.device());
-  r.task_loss = share * (data_.task->is_regression() ? torch::mse_loss(logits.select(1, 0), labels)
-                                                     : torch::cross_entropy_loss(logits, labels.to(torch::kLong)));
+  const bool regression = data_.task->is_regression();
+  // With word swaps some rows' labels are NaN (the teacher's alone); without them the plain mean, as ever measured.
+  r.task_loss = share * (swap_ ? labelled_task_loss(logits, labels, regression)
+                         : regression ? torch::mse_loss(logits.select(1, 0), labels)
+                                      : torch::cross_entropy_loss(logits, labels.to(torch::kLong)));
   r.loss = r.task_loss;
   if (r.distilling) {
     core::EncoderOutput teacher;
@@ -79,7 +80,7 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
       tin.want_hidden = hidden;
       teacher = opts_.teacher->forward(tin);
     }
-    r.kd = share * distill_loss(logits, teacher.logits, gc_.distill_temperature, data_.task->is_regression());
+    r.kd = share * distill_loss(logits, teacher.logits, gc_.distill_temperature, regression);
     r.loss = (1.0 - gc_.distill_weight) * r.task_loss + gc_.distill_weight * r.kd;
     if (hidden && same_depth_distill_) {
       // This rank's mean over its tokens, weighted by its share of the rows (the whole batch's mean in one process).

@@ -92,6 +92,10 @@ std::vector<long> epoch_order(long n, int seed, int phase, int epoch) {
   return order;
 }
 
+uint64_t step_seed(int seed, long step) {
+  return splitmix64(splitmix64(static_cast<uint64_t>(seed) ^ 0x5741505357415053ULL) ^ static_cast<uint64_t>(step));
+}
+
 torch::Tensor cpu_rng_state() {
   auto gen = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(gen.mutex());

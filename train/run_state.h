@@ -60,6 +60,9 @@ std::string config_hash(const std::string& text);
 // epoch) alone, so a resumed run recomputes the same order.
 std::vector<long> epoch_order(long n, int seed, int phase, int epoch);
 
+// A generator seed for one step's draws (the word swaps of train/augment.h) from (seed, step) alone, as epoch_order.
+uint64_t step_seed(int seed, long step);
+
 // The default CPU generator's state (uint8 tensor) and its inverse.
 torch::Tensor cpu_rng_state();
 void set_cpu_rng_state(const torch::Tensor& state);

@@ -70,6 +70,13 @@ Loop::Loop(const core::TrainConfig& tc, const core::GateConfig& gc, const core::
   if (budget_mode_ && opts.teacher && (gc.distill || data.objective) && gc.distill_hidden > 0)
     layer_distill_ = std::make_unique<LayerDistill>(mc.hidden_size, L_), layer_distill_->to(model.device());
   same_depth_distill_ = !gates_ && opts.teacher && gc.distill && gc.distill_hidden > 0 && !data.objective;
+  if (gc.distill_augment > 0 && opts.teacher && gc.distill && !data.objective) {
+    if (opts.tokenizer_dir.empty())
+      throw ConfigError("gates.distill_augment = " + core::format_number("%g", gc.distill_augment) +
+                        " swaps words, which needs the model's tokenizer; this run has none: set it to 0");
+    swap_ = std::make_unique<WordSwap>(core::Tokenizer::from_model_dir(opts.tokenizer_dir),
+                                       opts.teacher->parameters().at("embeddings.word_embeddings.weight"), *data.train);
+  }
   if (!opts.fixed_keep.empty()) {
     HP_CHECK(!gates_, "TrainOptions::fixed_keep excludes gates");
     fixed_.heads = eval::head_mask_tensor(opts.fixed_keep);
@@ -214,7 +221,12 @@ bool Loop::run_phase(int phase, bool resumed_here) {
       {
         std::optional<core::HostWaits> no_waits;
         if (opts_.forbid_host_waits) no_waits.emplace(core::HostWaits::kForbidden);
-        train_step(batches[i], opt, reducer, graphs.get());
+        // A distilled step's word swaps, drawn from (seed, step): the same on every rank and after a resume.
+        if (swap_ && distils())
+          train_step(swap_->apply(batches[i], gc_.distill_augment, step_seed(rc_.seed, s_.step)), opt, reducer,
+                     graphs.get());
+        else
+          train_step(batches[i], opt, reducer, graphs.get());
       }
       s_.batch_in_epoch = i + 1;
       const bool epoch_end = i + 1 == nb, done = s_.phase_step >= phase_total_[phase];

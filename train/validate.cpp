@@ -50,6 +50,9 @@ void validate_train_config(const core::TrainConfig& t, const core::GateConfig& g
        "gates.distill_weight = " + num(g.distill_weight) + "; use a weight in [0, 1], e.g. 0.5");
   need(g.distill_temperature > 0,
        "gates.distill_temperature = " + num(g.distill_temperature) + "; use a positive temperature, e.g. 2");
+  need(g.distill_augment >= 0 && g.distill_augment <= 1,
+       "gates.distill_augment = " + num(g.distill_augment) +
+           "; it is the probability a word of an augmented row is swapped: 0 (off) or in (0, 1], e.g. 0.4");
   need(g.target_heads >= 0 && g.target_heads <= total_heads,
        "gates.target_heads = " + std::to_string(g.target_heads) + ", model has " + std::to_string(total_heads) +
            " heads; use 1.." + std::to_string(total_heads) + " (or 0 for no target)");

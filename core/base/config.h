@@ -231,6 +231,7 @@ struct GateConfig {
   double distill_weight = 0.5;  // loss = (1 - w) task + w KL(teacher || student)
   double distill_temperature = 2.0;
   double distill_hidden = 0;  // weight of CoFi's layer-wise hidden-state distillation; 0 = off
+  double distill_augment = 0;  // TinyBERT's word swaps in distilled steps: a word's swap probability; 0 = off
   template <class V>
   void visit_fields(V& v) {
     v("enabled", enabled, "train Hard-Concrete gates on the heads with an L0 penalty");
@@ -272,6 +273,11 @@ struct GateConfig {
       "weight of CoFi's layer-wise hidden-state distillation (a learned map onto matched teacher layers) added "
       "while distilling to a FLOPs or parameter target; a recovery without gates (prune.distill_hidden sets it) "
       "matches each layer at the same depth instead, no map; 0 = off");
+    v("distill_augment", distill_augment,
+      "TinyBERT's data augmentation wherever a task run distils (the gates, and the recoveries, which it makes "
+      "distil, slimmed or not): each row of a step, with probability 1/2, has every whole word swapped with this "
+      "probability for one of its 15 nearest words in the teacher's input embeddings, and is labelled by the "
+      "teacher alone (its task loss left out; train/augment.h); TinyBERT: 0.4; 0 = off");
   }
 };
 

@@ -734,6 +734,12 @@ add("embedding-distill-hidden", "a negative prune.distill_hidden: refused before
     sts_prune("--target-flops", "0.5", "--set", "prune.distill_hidden=-1"), 2,
     "error: prune.distill_hidden = -1; it weighs the layer-wise term of the recovery: 0 (off) or a positive number, "
     "e.g. 1", not_created("run"))
+add("embedding-distill-augment", "gates.distill_augment with prune.objective: embedding, whose recovery has no "
+    "task distillation to swap words in: refused before anything is written, not ignored",
+    sts_prune("--target-flops", "0.5", "--set", "gates.distill_augment=0.4"), 2,
+    "error: prune.objective = embedding: gates.distill_augment = 0.4 swaps words in a task's distillation; the "
+    "embeddings' recovery distils the unpruned model's embeddings of unlabelled sentences (add more with "
+    "prune.distill_tasks): set it to 0", not_created("run"))
 add("embedding-objective-folder", "prune.objective: embedding on a plain Hugging Face folder (no modules.json): "
     "refused before anything is written, not pruned as a classifier",
     lambda s: ["--config", os.path.join(fx.REPO, "configs/sts_embed.yaml"), "--model", fx.TINY, "--target-flops",
@@ -917,6 +923,10 @@ add("train-target-flops-range", "prune train --target-flops 1.5 (a fraction to k
 add("train-warmup-ratio-range", "prune train --target-heads with gates.target_warmup_ratio 2 (the refused run left "
     "its folder with config.resolved.yaml)", gated_train("--target-heads", "3", "--set", "gates.target_warmup_ratio=2"),
     2, "error: gates.target_warmup_ratio = 2, must be in [0, 1]; use e.g. 0.5", nothing_under("run"))
+add("train-distill-augment-range", "prune train distilling with gates.distill_augment 2 (a word's swap probability)",
+    gated_train("--target-heads", "3", "--set", "gates.distill=true", "--set", "gates.distill_augment=2"), 2,
+    "error: gates.distill_augment = 2; it is the probability a word of an augmented row is swapped: 0 (off) or in "
+    "(0, 1], e.g. 0.4", nothing_under("run"))
 add("train-two-targets", "prune train --target-heads and --target-flops together",
     gated_train("--target-heads", "3", "--target-flops", "0.5"), 2,
     "error: more than one of gates.target_heads, target_flops and target_params is set; give one target",

@@ -130,6 +130,62 @@ TEST_CASE("a recovery distils from its teacher: heads fixed by a mask, or a slim
   }
 }
 
+TEST_CASE("a recovery with word swaps trains on them, labels none of them, and resumes to the same swaps", "[train]") {
+  // gates.distill_augment (train/augment.h): in a distilled step about half the rows have words swapped and only the
+  // teacher labels them; the swaps are drawn from (seed, step), so a resumed run draws the ones it would have.
+  Setup s;
+  s.tc.epochs = 2;  // 24 steps
+  s.tc.save_every = 5;
+  s.gc.distill = true;
+  s.gc.distill_weight = 0.5;
+  auto data = s.data();
+  auto teacher = tiny_model();
+  hp::train::TrainOptions o;
+  o.config_yaml = "swaps";
+  o.teacher = &teacher;
+  o.tokenizer_dir = kTinyBert;  // the tiny vocabulary: whole words, "##" pieces, punctuation
+  o.fixed_keep = hp::core::HeadSet{{true, false, true, true}, {false, true, true, true}};
+  auto run = [&](double p, const std::string& name, long stop_after, bool resume) {
+    hp::core::GateConfig gc = s.gc;
+    gc.distill_augment = p;
+    hp::train::TrainOptions here = o;
+    here.run_dir = resume ? std::string(HP_BINARY_DIR) + "/test_tmp/train/" + name : fresh_dir(name);
+    here.stop_after_steps = stop_after, here.resume = resume;
+    auto model = tiny_model();
+    hp::train::train_model(s.tc, gc, s.rc, model, data, here);
+    // A stopped run keeps its state, not run.h5 (written as the run finishes).
+    return std::pair{model.parameters(), stop_after > 0 ? hp::core::TensorMap{}
+                                                        : hp::core::read_hdf5(here.run_dir + "/run.h5")};
+  };
+  const auto [plain, plain_log] = run(0.0, "swaps_off", 0, false);
+  const auto [swapped, log] = run(0.4, "swaps_full", 0, false);
+  // Every step's loss is a number: the swapped rows' NaN labels never reach the cross-entropy.
+  for (const char* key : {"train/loss", "train/task_loss", "train/distill"}) {
+    INFO(key);
+    REQUIRE(log.count(key));
+    CHECK(torch::isfinite(log.at(key)).all().item<bool>());
+    CHECK(log.at(key).size(0) == 24);
+  }
+  // The swaps reach the steps: the same seed without them trains other weights.
+  bool differs = false;
+  for (const auto& [name, t] : plain) differs = differs || !torch::equal(t, swapped.at(name));
+  CHECK(differs);
+  // Stopped after 11 steps and resumed: the same weights, tensor for tensor.
+  run(0.4, "swaps_part", 11, false);
+  const auto [resumed, resumed_log] = run(0.4, "swaps_part", 0, true);
+  for (const auto& [name, t] : swapped) {
+    INFO(name);
+    CHECK(torch::equal(t, resumed.at(name)));
+  }
+  // Without the model's tokenizer there are no words to swap: refused, naming the key.
+  hp::core::GateConfig gc = s.gc;
+  gc.distill_augment = 0.4;
+  o.tokenizer_dir.clear();
+  o.run_dir = fresh_dir("swaps_no_tokenizer");
+  auto model = tiny_model();
+  CHECK_THROWS_WITH(hp::train::train_model(s.tc, gc, s.rc, model, data, o), Contains("gates.distill_augment"));
+}
+
 TEST_CASE("resume after K steps equals uninterrupted training bit for bit", "[train]") {
   Setup s;
   s.tc.epochs = 3;  // 36 steps
