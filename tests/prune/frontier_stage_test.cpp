@@ -74,8 +74,10 @@ TEST_CASE("budget recoveries: longer the more a point removed (prune.recover_sca
   CHECK(budget_recover_steps(p, 0.3, false) == 0);
 }
 
-TEST_CASE("recovery_config: no gates, its own length, a teacher under a fixed head mask or with prune.distill_hidden",
-          "[prune]") {
+TEST_CASE(
+    "recovery_config: no gates, its own length, a teacher under a fixed head mask, with prune.distill_hidden or word "
+    "swaps",
+    "[prune]") {
   hp::core::Config cfg;
   cfg.gates.target_flops = 0.4, cfg.gates.distill_hidden = 1.0, cfg.gates.distill_temperature = 3.0;
   cfg.prune.recover_distill = true;
@@ -98,6 +100,13 @@ TEST_CASE("recovery_config: no gates, its own length, a teacher under a fixed he
     CHECK(c.gates.distill_hidden == 0.5);
     CHECK(c.gates.target_flops == 0);
   }
+  // ... or the word swaps (gates.distill_augment), which need a teacher to label the swapped rows.
+  cfg.prune.distill_hidden = 0;
+  cfg.gates.distill_augment = 0.4;
+  const hp::core::Config swapped = hp::prune::recovery_config(cfg, 300, true);
+  CHECK(swapped.gates.distill);
+  CHECK(swapped.gates.distill_augment == 0.4);
+  CHECK(swapped.gates.distill_hidden == 0);
   cfg.prune.recover_distill = false;
   CHECK_FALSE(hp::prune::recovery_config(cfg, 300, false).gates.distill);
   CHECK_FALSE(hp::prune::recovery_config(cfg, 300, true).gates.distill);
