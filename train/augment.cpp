@@ -46,7 +46,8 @@ Piece piece_of(core::TokenizerKind kind, std::string_view s) {
 }
 
 bool letters(std::string_view s) {
-  return s.size() >= 2 && std::all_of(s.begin(), s.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
+  return s.size() >= 2 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; });
 }
 
 }  // namespace
@@ -64,7 +65,10 @@ WordSwap::WordSwap(const core::Tokenizer& tok, const torch::Tensor& word_embeddi
     if (std::find(specials.begin(), specials.end(), id) != specials.end()) continue;
     const Piece p = piece_of(tok.kind(), tok.token(static_cast<int32_t>(id)));
     continuation_[id] = !p.starts;
-    if (p.starts && letters(p.text)) word_[id] = true, column[id] = static_cast<int64_t>(candidates.size()), candidates.push_back(id);
+    if (!p.starts || !letters(p.text)) continue;
+    word_[id] = true;
+    column[id] = static_cast<int64_t>(candidates.size());
+    candidates.push_back(id);
   }
   std::vector<bool> seen(V, false);
   std::vector<int64_t> queries;  // the swappable words of the data
@@ -128,9 +132,9 @@ core::Batch WordSwap::apply(const core::Batch& b, double p, uint64_t seed) const
 torch::Tensor labelled_task_loss(const torch::Tensor& logits, const torch::Tensor& labels, bool regression) {
   const torch::Tensor known = labels.isnan().logical_not();
   const torch::Tensor y = torch::where(known, labels, torch::zeros_like(labels));
-  const torch::Tensor each =
-      regression ? (logits.select(1, 0) - y).pow(2)
-                 : torch::cross_entropy_loss(logits, y.to(torch::kLong), {}, at::Reduction::None);
+  const torch::Tensor each = regression
+                                 ? (logits.select(1, 0) - y).pow(2)
+                                 : torch::cross_entropy_loss(logits, y.to(torch::kLong), {}, at::Reduction::None);
   const torch::Tensor w = known.to(each.scalar_type());
   return (each * w).sum() / w.sum().clamp_min(1);
 }

@@ -44,8 +44,8 @@ hp::core::EncodedDataset one_row(std::vector<int32_t> ids) {
 TEST_CASE("word swaps: the nearest whole words by cosine in the embeddings, never the word itself", "[train]") {
   const auto tok = hp::core::Tokenizer::from_model_dir(hp::test::kTinyBert);
   const int64_t V = static_cast<int64_t>(tok.vocab_size());
-  const int32_t good = *tok.find("good"), movie = *tok.find("movie"), ing = *tok.find("##ing"),
-                comma = *tok.find(","), cls = tok.cls_id();
+  const int32_t good = *tok.find("good"), movie = *tok.find("movie"), ing = *tok.find("##ing"), comma = *tok.find(","),
+                cls = tok.cls_id();
   const auto data = one_row({cls, good, movie, ing, comma, tok.sep_id()});
   const hp::train::WordSwap swap(tok, circle(V), data, 4);
   for (int32_t id : {good, movie}) {
@@ -72,8 +72,8 @@ TEST_CASE("word swaps: the nearest whole words by cosine in the embeddings, neve
 TEST_CASE("word swaps rewrite half the rows, whole words only, and the teacher labels a changed row", "[train]") {
   const auto tok = hp::core::Tokenizer::from_model_dir(hp::test::kTinyBert);
   const int64_t V = static_cast<int64_t>(tok.vocab_size());
-  const int32_t good = *tok.find("good"), movie = *tok.find("movie"), act = *tok.find("act"),
-                ing = *tok.find("##ing"), the = *tok.find("the"), comma = *tok.find(",");
+  const int32_t good = *tok.find("good"), movie = *tok.find("movie"), act = *tok.find("act"), ing = *tok.find("##ing"),
+                the = *tok.find("the"), comma = *tok.find(",");
   // [CLS] good movie act ##ing , the [SEP] [PAD]: "act" is the first piece of "acting" and must stay.
   const std::vector<int32_t> row = {tok.cls_id(), good, movie, act, ing, comma, the, tok.sep_id(), tok.pad_id()};
   const auto data = one_row(row);
