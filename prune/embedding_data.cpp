@@ -2,11 +2,15 @@
 #include "prune/embedding_data.h"
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <random>
 
 #include "core/base/errors.h"
 
 namespace hp::prune {
+
+namespace fs = std::filesystem;
 
 std::vector<core::Example> single_sentences(const std::vector<core::Example>& rows) {
   std::vector<core::Example> out;
@@ -66,6 +70,51 @@ std::vector<core::Example> distill_sentences(const std::vector<core::Example>& o
     for (const auto& e : fresh) seen.insert(e.text_a);
     if (what) *what += ", " + extra[t] + " +" + std::to_string(fresh.size()) + " of " + std::to_string(found);
     out.insert(out.end(), fresh.begin(), fresh.end());
+  }
+  return out;
+}
+
+namespace {
+
+bool pairs(const core::TaskSpec& t) { return !t.columns.text_b_name.empty() || t.columns.text_b_index >= 0; }
+
+// The text a row is compared by: its ASCII letters and digits lower-cased, other bytes (UTF-8) kept.
+std::string comparable(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s)
+    if (std::isalnum(c) || c >= 0x80) out += static_cast<char>(std::tolower(c));
+  return out;
+}
+
+}  // namespace
+
+std::vector<core::Example> distill_rows(const core::TaskSpec& task, const std::vector<std::string>& extra,
+                                        const std::string& root, std::string* what) {
+  std::set<std::string> own;  // the texts of the task's splits
+  for (const auto& split : task.splits)
+    if (fs::exists(root + "/" + task.folder + "/" + split.file))
+      for (const auto& e : core::read_task(task, root, split.split))
+        own.insert(comparable(e.text_a)), own.insert(comparable(e.text_b));
+  own.erase("");
+  std::set<std::string> taken_rows;
+  std::vector<core::Example> out;
+  for (const auto& name : extra) {
+    const core::TaskSpec& source = core::find_task(name);
+    if (pairs(task) && !pairs(source))
+      throw ConfigError("prune.distill_tasks has " + name + ", whose rows are single texts, and " + task.name +
+                        "'s are pairs; name pair tasks (e.g. stsb, rte), or remove it");
+    std::vector<core::Example> rows = core::read_task(source, root, "train");
+    if (!pairs(task)) rows = single_sentences(rows);
+    size_t taken = 0;
+    for (auto& e : rows) {
+      const std::string a = comparable(e.text_a), b = comparable(e.text_b);
+      if (own.count(a) || own.count(b) || !taken_rows.insert(a + '\t' + b).second) continue;
+      e.label = 0, e.has_label = false;
+      out.push_back(std::move(e));
+      ++taken;
+    }
+    if (what) *what += std::string(what->empty() ? "" : ", ") + name + " +" + std::to_string(taken) + " of " +
+                                     std::to_string(rows.size());
   }
   return out;
 }

@@ -1,5 +1,7 @@
-// The sentences the pruning run for embeddings distils on (#59, prune/embedding_run.h): unlabelled single sentences
-// from training splits only — data.task's (less the selection slice) and those of prune.distill_tasks. Torch-free.
+// The unlabelled rows a pruning run distils on besides its labels, from training splits only (prune.distill_tasks):
+// for embeddings (#59, prune/embedding_run.h) single sentences, data.task's (less the selection slice) and those of
+// the other tasks; for a task's distillation (#58) the other tasks' rows, which a distilled step adds for the
+// teacher alone to label (train/augment.h with_unlabelled_rows). Torch-free.
 #pragma once
 
 #include <set>
@@ -24,5 +26,14 @@ void check_distill_tasks(const std::vector<std::string>& extra, const std::strin
 std::vector<core::Example> distill_sentences(const std::vector<core::Example>& own, const std::vector<std::string>& extra,
                                              const std::string& root, const std::set<std::string>& exclude, int seed,
                                              std::string* what);
+
+// prune.distill_tasks' training rows for `task`'s distillation: each task's train split with its labels dropped, for
+// a one-text `task` a pair task's sentences one by one; every row sharing a text with a split of `task` left out
+// (train, dev, test: the teacher labels no text the run trains, chooses or reports on, nor the test's), and
+// repeats. Texts are compared on their letters and digits, lower-cased: STS-B holds 63 MRPC dev sentences, most of
+// them tokenised otherwise. ConfigError naming the key for a one-text task given to a pair `task`. `what` gets
+// one clause per task for the log ("stsb +4893 of 5749").
+std::vector<core::Example> distill_rows(const core::TaskSpec& task, const std::vector<std::string>& extra,
+                                        const std::string& root, std::string* what);
 
 }  // namespace hp::prune

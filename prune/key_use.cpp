@@ -115,7 +115,12 @@ const std::vector<KeyUse>& key_use_table() {
        "a run that recovers its model (prune.recover_steps > 0 with a target)"},
       {"finetune", always, ""},
       {"objective", always, ""},
-      {"distill_tasks", [](const P& p) { return p.objective == "embedding"; }, "prune.objective: embedding"},
+      {"distill_tasks",
+       [](const P& p) {
+         return p.objective == "embedding" || (final_model(p) && p.recover_steps > 0 && p.recover_distill);
+       },
+       "a run that recovers by distillation (prune.recover_steps > 0, prune.recover_distill) or prune.objective: "
+       "embedding"},
       {"distill_hidden",
        [](const P& p) {
          return p.objective == "embedding" || (final_model(p) && p.recover_steps > 0 && p.recover_distill);

@@ -62,6 +62,9 @@ struct RunContext {
   std::string data_root;  // data.root resolved
   std::vector<core::Example> eval_examples;  // prune.eval_split
   std::vector<core::Example> rank_examples;  // prune.rank_split, all rows
+  // prune.distill_tasks' rows, which every distilled training of the run adds for the teacher to label
+  // (prune/embedding_data.h distill_rows); empty: none.
+  std::vector<core::Example> distill_rows;
   core::LoadOptions load;  // the task's labels, run.seed
   std::unique_ptr<RunStore> store;  // the claimed run folder
   std::optional<LatencyTable> latency_table;  // with a latency budget (prune/budget.h)

@@ -14,6 +14,7 @@
 #include "prune/schedule.h"
 #include "prune/best_step.h"
 #include "prune/budget.h"
+#include "prune/embedding_data.h"  // check_distill_tasks, distill_rows
 #include "prune/frontier_stage.h"
 #include "prune/selection.h"
 #include "prune/stages.h"
@@ -98,6 +99,7 @@ bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string&
   run.task = ctx.task;
   run.data_root = ctx.data_root;
   run.finetune_steps = finetune_steps;
+  if (!ctx.distill_rows.empty()) run.distill_rows = &ctx.distill_rows;
   return !train::train_task(cfg, run).interrupted;
 }
 
@@ -140,6 +142,13 @@ void prepare(RunContext& ctx, const core::Config& user, const std::atomic<bool>*
   if (std::count(names.begin(), names.end(), core::parse_split_spec(ctx.select_split).name))
     ctx.select_examples = core::read_task(*ctx.task, ctx.data_root, ctx.select_split);
   core::log_info("prune", sel.what);
+  if (!P.distill_tasks.empty()) {  // the teacher's extra inputs, read before the folder is claimed
+    check_distill_tasks(P.distill_tasks, ctx.task->name);
+    std::string what;
+    ctx.distill_rows = distill_rows(*ctx.task, P.distill_tasks, ctx.data_root, &what);
+    core::log_info("prune", "prune.distill_tasks: " + what + " unlabelled rows for the distilled trainings (none shares "
+                            "a text with " + ctx.task->name + "'s splits)");
+  }
   if (P.rank_split == P.eval_split)
     core::log_warn("prune", "prune.rank_split = eval_split = " + P.eval_split +
                                 ": heads are ranked on the data the curves report");

@@ -231,9 +231,10 @@ std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& cu
 core::Config recovery_config(const core::Config& cfg, int steps, bool slimmed) {
   core::Config c = cfg;
   c.gates = core::GateConfig{};
-  // A slimmed model's recovery distils with the layer term or the word swaps, else trains on the labels (#58).
-  c.gates.distill = cfg.prune.recover_distill &&
-                    (!slimmed || cfg.prune.distill_hidden > 0 || cfg.gates.distill_augment > 0);
+  // A slimmed model's recovery distils with the layer term, the word swaps or other tasks' rows, else trains on the
+  // labels (#58).
+  c.gates.distill = cfg.prune.recover_distill && (!slimmed || cfg.prune.distill_hidden > 0 ||
+                                                  cfg.gates.distill_augment > 0 || !cfg.prune.distill_tasks.empty());
   c.gates.distill_weight = cfg.gates.distill_weight;
   c.gates.distill_temperature = cfg.gates.distill_temperature;
   c.gates.distill_hidden = cfg.prune.distill_hidden;
@@ -260,11 +261,12 @@ bool recover(RunContext& ctx, FinalChoice& choice) {
               std::to_string(steps) + " fine-tuning steps " +
                   (choice.slimmed ? std::string("of the slimmed model")
                                   : "with the " + std::to_string(core::count_kept(choice.keep)) + " heads fixed") +
-                  // A slimmed model's recovery trains on the labels alone unless prune.distill_hidden or
-                  // gates.distill_augment is set (recovery_config; docs/budgets.md says what distilling measured, #58).
+                  // A slimmed model's recovery trains on the labels alone unless prune.distill_hidden,
+                  // gates.distill_augment or prune.distill_tasks is set (recovery_config; docs/budgets.md says what distilling measured, #58).
                   (c.gates.distill ? ", distilling from the unpruned model" : "") +
                   (c.gates.distill && P.distill_hidden > 0 ? " (its logits and each layer's output)" : "") +
-                  (c.gates.distill && c.gates.distill_augment > 0 ? ", with word swaps" : ""));
+                  (c.gates.distill && c.gates.distill_augment > 0 ? ", with word swaps" : "") +
+                  (c.gates.distill && !P.distill_tasks.empty() ? ", with prune.distill_tasks' rows" : ""));
     // A slimmed model needs no fixed mask: what was removed is gone; its teacher is the unpruned model.
     if (!train_in(ctx, c, "recover", choice.model_dir, choice.slimmed ? core::HeadSet{} : choice.keep, 0,
                   choice.slimmed && c.gates.distill ? ctx.model_dir : ""))

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <numeric>  // iota
 #include <random>
 #include <string_view>
 
@@ -126,6 +127,36 @@ core::Batch WordSwap::apply(const core::Batch& b, double p, uint64_t seed) const
     if (changed) labels[r] = std::numeric_limits<float>::quiet_NaN();
   }
   out.input_ids = out.input_ids.to(b.input_ids.scalar_type());
+  return out;
+}
+
+core::Batch with_unlabelled_rows(const core::Batch& b, const core::EncodedDataset& pool, uint64_t seed, int pad_id) {
+  const long B = b.input_ids.size(0), N = static_cast<long>(pool.size());
+  const long n = std::min(B, N);
+  if (n == 0) return b;
+  std::vector<long> order(static_cast<size_t>(N));
+  std::iota(order.begin(), order.end(), 0L);
+  std::mt19937_64 rng(seed);
+  for (long i = 0; i < n; ++i)  // the first n of a partial Fisher-Yates shuffle
+    std::swap(order[i], order[std::uniform_int_distribution<long>(i, N - 1)(rng)]);
+  order.resize(static_cast<size_t>(n));
+  core::BatchOptions bo;
+  bo.batch_size = static_cast<int>(n);
+  bo.sort_by_length = false;
+  bo.pad_to = static_cast<int>(b.input_ids.size(1));  // at least the labelled rows' length
+  bo.pad_id = pad_id;
+  core::Batch extra = core::make_batches(pool, bo, order).front();
+  const long S = extra.input_ids.size(1), grow = S - b.input_ids.size(1);
+  auto widen = [&](const torch::Tensor& t, int64_t fill) {
+    return grow == 0 ? t.to(torch::kLong) : torch::constant_pad_nd(t.to(torch::kLong), {0, grow}, fill);
+  };
+  core::Batch out;
+  out.input_ids = torch::cat({widen(b.input_ids, pad_id), extra.input_ids}).to(b.input_ids.scalar_type());
+  out.token_type_ids = torch::cat({widen(b.token_type_ids, 0), extra.token_type_ids}).to(b.token_type_ids.scalar_type());
+  out.attention_mask = torch::cat({widen(b.attention_mask, 0), extra.attention_mask}).to(b.attention_mask.scalar_type());
+  out.labels = torch::cat({b.labels.to(torch::kFloat), torch::full({n}, std::numeric_limits<float>::quiet_NaN())});
+  out.index = b.index;
+  out.index.resize(static_cast<size_t>(B + n), -1);
   return out;
 }
 

@@ -47,6 +47,12 @@ class WordSwap {
   std::vector<std::vector<int32_t>> neighbours_;  // per vocabulary id; empty for most
 };
 
+// The other half of TinyBERT's answer for a small task: inputs the task has no labels for (prune.distill_tasks:
+// other tasks' training rows, read by prune/embedding_data.h distill_rows). `b` with as many rows of `pool` appended
+// as it has (fewer when the pool is smaller), drawn without repeats from `seed`, each with the label NaN (the
+// teacher alone labels it) and the index -1; the shorter part padded with `pad_id` to the longer one's length.
+core::Batch with_unlabelled_rows(const core::Batch& b, const core::EncodedDataset& pool, uint64_t seed, int pad_id);
+
 // The task's loss over the rows that have a label (NaN: a row the teacher alone labels, WordSwap::apply): the mean
 // cross-entropy of [B, C] logits, or with `regression` the mean squared error of their first column; 0 when no row
 // has one. Equals the plain mean when every row has.

@@ -69,6 +69,12 @@ class Loop {
   // Whether this phase's steps distil from the teacher: target mode's fixed-structure phase, a budget target's (as
   // CoFi) both phases, a recovery (no gates: heads fixed by a mask, or a slimmed model) throughout.
   bool distils() const { return opts_.teacher && gc_.distill && (s_.phase == 2 || budget_mode_ || !gates_); }
+  // Some of a task's rows the teacher alone labels (NaN): word swaps, prune.distill_tasks' rows.
+  bool unlabelled_rows() const { return swap_ || extra_rows(); }
+  bool extra_rows() const { return data_.distill_rows && data_.distill_rows->size() > 0 && !data_.objective; }
+  // A distilled step's batch: its word swaps, then the unlabelled rows, drawn from (seed, step): the same on every
+  // rank and after a resume.
+  core::Batch augmented(const core::Batch& b) const;
   void objective_loss(const core::EncoderInput& in, const core::Batch& local, double share, StepLoss& r);
   void evaluate_and_keep_best();
   void save_best(const torch::Tensor& mask_log_alpha);

@@ -26,6 +26,14 @@ core::Batch rows_of(const core::Batch& b, long lo, long hi) {
 
 }  // namespace
 
+core::Batch Loop::augmented(const core::Batch& b) const {
+  const uint64_t seed = step_seed(rc_.seed, s_.step);
+  core::Batch out = swap_ ? swap_->apply(b, gc_.distill_augment, seed) : b;
+  // Another stream than the swaps' (splitmix64 of the seed), so that the rows drawn do not follow the words swapped.
+  if (extra_rows()) out = with_unlabelled_rows(out, *data_.distill_rows, seed ^ 0x9E3779B97F4A7C15ULL, data_.pad_id);
+  return out;
+}
+
 // The loss of this rank's rows of the global batch (all of it in one process), weighted by their share of
 // the batch, so that the gradients summed over ranks are the whole batch's; gate penalty not included.
 Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
@@ -66,10 +74,17 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
   }
   const torch::Tensor labels = core::to_device(local.labels, logits.device());
   const bool regression = data_.task->is_regression();
-  // With word swaps some rows' labels are NaN (the teacher's alone); without them the plain mean, as ever measured.
-  r.task_loss = share * (swap_ ? labelled_task_loss(logits, labels, regression)
-                         : regression ? torch::mse_loss(logits.select(1, 0), labels)
+  // With word swaps or prune.distill_tasks' rows some labels are NaN (the teacher's alone): the mean over the whole
+  // batch's labelled rows, this rank's weighted by its share of them; without them the plain mean, as ever measured.
+  // (One process: all of them, and nothing read to the host, which a captured step may not do.)
+  if (unlabelled_rows()) {
+    auto labelled = [](const core::Batch& x) { return x.labels.isnan().logical_not().sum().item<double>(); };
+    const double all = core::dist::active() ? labelled(b) : 1.0, here = core::dist::active() ? labelled(local) : 1.0;
+    r.task_loss = (all > 0 ? here / all : 0.0) * labelled_task_loss(logits, labels, regression);
+  } else {
+    r.task_loss = share * (regression ? torch::mse_loss(logits.select(1, 0), labels)
                                       : torch::cross_entropy_loss(logits, labels.to(torch::kLong)));
+  }
   r.loss = r.task_loss;
   if (r.distilling) {
     core::EncoderOutput teacher;
@@ -206,6 +221,7 @@ std::string Loop::eager_reason(const Optimizer& opt) const {
   if (!opt.fused()) return "the optimiser's step reads the gradient norm to the host here (LibTorch < 2.4)";
   if (data_.objective) return "an objective's loss (the caller's function, not checked for host reads)";
   if (gates_ && !fixed_.heads.defined()) return "the gates' phase (the structure is sampled every step)";
+  if (distils() && extra_rows()) return "prune.distill_tasks' rows (a step's row count and length vary)";
   if (fixed_.layers.defined() && !fixed_.layers.eq(1).all().item<bool>())
     return "a fixed layer mask (the model reads which layers to skip on the host)";
   return {};

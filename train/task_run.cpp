@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include "core/data/batching.h"
@@ -85,6 +86,12 @@ TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
   auto tok = core::Tokenizer::from_model_dir(run.model_dir);
   auto train_data = core::encode_examples(tok, examples.train, cfg.data.max_seq_len);
   auto eval_data = core::encode_examples(tok, examples.eval, cfg.data.max_seq_len);
+  core::EncodedDataset distill_rows;
+  if (run.distill_rows && teacher) {
+    distill_rows = core::encode_examples(tok, *run.distill_rows, cfg.data.max_seq_len);
+    std::fill(distill_rows.labels.begin(), distill_rows.labels.end(), std::numeric_limits<float>::quiet_NaN());
+    distill_rows.has_labels = false;
+  }
 
   core::write_file_atomic(run.run_dir + "/config.resolved.yaml", core::dump_yaml(cfg));
 
@@ -94,6 +101,7 @@ TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
   data.eval = &eval_data;
   data.pad_id = tok.pad_id();
   data.eval_batch_size = cfg.eval.batch_size;
+  data.distill_rows = &distill_rows;
   TrainOptions opts;
   opts.run_dir = run.run_dir;
   opts.config_yaml = core::resume_yaml(cfg);

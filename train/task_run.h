@@ -28,6 +28,9 @@ struct TaskRun {
   // Resolved by a caller that already has them (the pruning run's stage 1); null/empty: from cfg.data.
   const core::TaskSpec* task = nullptr;
   std::string data_root;
+  // Unlabelled rows a distilled step adds for the teacher to label (prune.distill_tasks, read by the pruning run:
+  // prune/embedding_data.h distill_rows); null: none. Unread where the run does not distil.
+  const std::vector<core::Example>* distill_rows = nullptr;
 };
 
 // Trains as `cfg` says. The resume check covers everything in cfg except run.out_dir and train.resume.

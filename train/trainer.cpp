@@ -221,12 +221,7 @@ bool Loop::run_phase(int phase, bool resumed_here) {
       {
         std::optional<core::HostWaits> no_waits;
         if (opts_.forbid_host_waits) no_waits.emplace(core::HostWaits::kForbidden);
-        // A distilled step's word swaps, drawn from (seed, step): the same on every rank and after a resume.
-        if (swap_ && distils())
-          train_step(swap_->apply(batches[i], gc_.distill_augment, step_seed(rc_.seed, s_.step)), opt, reducer,
-                     graphs.get());
-        else
-          train_step(batches[i], opt, reducer, graphs.get());
+        train_step(distils() ? augmented(batches[i]) : batches[i], opt, reducer, graphs.get());
       }
       s_.batch_in_epoch = i + 1;
       const bool epoch_end = i + 1 == nb, done = s_.phase_step >= phase_total_[phase];

@@ -44,6 +44,9 @@ struct TrainData {
   int pad_id = 0;
   int eval_batch_size = 64;
   const Objective* objective = nullptr;  // null: the task's loss and metrics on the labels
+  // Unlabelled rows (prune.distill_tasks): a distilled step of a task adds as many of them as it has labelled rows,
+  // for the teacher alone to label (train/augment.h with_unlabelled_rows); null or empty: none.
+  const core::EncodedDataset* distill_rows = nullptr;
 };
 
 struct TrainOptions {

@@ -465,9 +465,13 @@ struct PruneConfig {
       "model's embeddings of data.task's train sentences, the metric is eval_split's cosine Spearman (STS-B, as MTEB "
       "scores it); with --target-flops or --target-params only");
     v("distill_tasks", distill_tasks,
-      "objective embedding: tasks whose train sentences (unlabelled, never an evaluation split) the recovery distils "
-      "on besides data.task's, each at most as many as data.task gives (a seeded sample), so that the embedding "
-      "holds on other text too, e.g. [sst2]; [] = data.task's alone");
+      "tasks whose train rows (unlabelled, never an evaluation split) a distillation reads besides data.task's. "
+      "Objective embedding: their sentences, each task at most as many as data.task gives (a seeded sample), so that "
+      "the embedding holds on other text too, e.g. [sst2]. Objective task: wherever a run distils (the recoveries, "
+      "which it makes distil, and the gates) each step adds as many of their rows (pairs for a pair task), drawn "
+      "from (seed, step), as it has labelled ones, for the teacher alone to label (the KL and layer terms; "
+      "train/augment.h), e.g. [stsb, rte] for MRPC; a row sharing a text with any split of data.task is left "
+      "out. [] = data.task's alone");
     v("distill_hidden", distill_hidden,
       "weight of a layer-wise term in the recovery: each layer's output against the unpruned model's at the same "
       "depth (squared distance per token / width, averaged over tokens and layers; TinyBERT's, no map: a recovered "

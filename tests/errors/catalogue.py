@@ -584,6 +584,12 @@ add("budget-two-targets", "--target-heads and --target-flops together", budget_r
     "error: prune.target_heads and a FLOPs, parameter or latency budget are both set; give --target-heads N or "
     "--target-flops F",
     not_created("run"))
+add("distill-tasks-single-texts", "prune.distill_tasks naming a one-text task for a pair task's distillation: refused "
+    "before anything is written, not pairs made of single sentences (#58)",
+    lambda s: ["--model", fx.copy_tiny(s + "/model"), "--task", "mrpc", "--max-seq-len", "32", "--target-flops",
+               "0.5", "--set", "prune.distill_tasks=[sst2]", "--out", s + "/run"], 2,
+    "error: prune.distill_tasks has sst2, whose rows are single texts, and mrpc's are pairs; name pair tasks "
+    "(e.g. stsb, rte), or remove it", not_created("run"))
 add("layers-count", "--target-layers as many as the model has (nothing would be dropped)",
     budget_run("--target-layers", "2"), 2,
     "error: prune.target_layers = 2 but the model has 2 layers; use 1..1 (or 0 for off)", not_created("run"))

@@ -107,6 +107,10 @@ TEST_CASE(
   CHECK(swapped.gates.distill);
   CHECK(swapped.gates.distill_augment == 0.4);
   CHECK(swapped.gates.distill_hidden == 0);
+  // ... or other tasks' rows (prune.distill_tasks), which only the teacher labels.
+  cfg.gates.distill_augment = 0;
+  cfg.prune.distill_tasks = {"stsb"};
+  CHECK(hp::prune::recovery_config(cfg, 300, true).gates.distill);
   cfg.prune.recover_distill = false;
   CHECK_FALSE(hp::prune::recovery_config(cfg, 300, false).gates.distill);
   CHECK_FALSE(hp::prune::recovery_config(cfg, 300, true).gates.distill);

@@ -138,3 +138,56 @@ TEST_CASE("the task loss of a batch with rows the teacher labels is the mean ove
   CHECK(hp::train::labelled_task_loss(logits, y, false).item<double>() ==
         Approx(torch::cross_entropy_loss(logits, y.to(torch::kLong)).item<double>()).epsilon(1e-6));
 }
+
+TEST_CASE("unlabelled rows join a batch: as many as it has, distinct, padded, labelled NaN, drawn from the seed",
+          "[train]") {
+  // A pool of 9 rows, row i of length 3 + i holding the id 100 + i; a batch of 4 labelled rows of length 6.
+  hp::core::EncodedDataset pool;
+  for (int i = 0; i < 9; ++i) {
+    pool.ids.emplace_back(3 + i, 100 + i);
+    pool.type_ids.emplace_back(3 + i, 1);
+    pool.labels.push_back(std::nanf(""));
+  }
+  hp::core::Batch b;
+  b.input_ids = torch::full({4, 6}, 7, torch::kLong);
+  b.input_ids.narrow(1, 4, 2).fill_(0);  // two pads at the end
+  b.token_type_ids = torch::zeros({4, 6}, torch::kLong);
+  b.attention_mask = (b.input_ids != 0).to(torch::kLong);
+  b.labels = torch::tensor({0.0f, 1.0f, 2.0f, 1.0f});
+  b.index = {5, 6, 7, 8};
+  const hp::core::Batch out = hp::train::with_unlabelled_rows(b, pool, 3, /*pad_id=*/0);
+  REQUIRE(out.input_ids.size(0) == 8);
+  const long S = out.input_ids.size(1);
+  std::set<int64_t> drawn;
+  long longest = 6;
+  for (long r = 4; r < 8; ++r) {
+    const int64_t id = out.input_ids[r][0].item<int64_t>();
+    const long len = id - 100 + 3;  // row id - 100 has 3 + that many tokens
+    REQUIRE((id >= 100 && id < 109));
+    drawn.insert(id);
+    longest = std::max(longest, len);
+    CHECK(out.attention_mask[r].sum().item<long>() == len);
+    CHECK(out.input_ids[r].narrow(0, 0, len).eq(id).all().item<bool>());
+    CHECK(out.token_type_ids[r].narrow(0, 0, len).eq(1).all().item<bool>());
+    CHECK(std::isnan(out.labels[r].item<float>()));
+    CHECK(out.index[r] == -1);
+  }
+  CHECK(drawn.size() == 4);  // no row twice
+  CHECK(S == longest);       // the longer part's length, here the pool's
+  // The labelled rows as they were, padded further with the pad id and no attention.
+  CHECK(torch::equal(out.input_ids.narrow(0, 0, 4).narrow(1, 0, 6), b.input_ids));
+  CHECK(out.input_ids.narrow(0, 0, 4).narrow(1, 6, S - 6).eq(0).all().item<bool>());
+  CHECK(torch::equal(out.attention_mask.narrow(0, 0, 4).sum(1), b.attention_mask.sum(1)));
+  CHECK(torch::equal(out.labels.narrow(0, 0, 4), b.labels));
+  CHECK(std::vector<long>(out.index.begin(), out.index.begin() + 4) == b.index);
+  // Deterministic in the seed; other seeds draw other rows; a smaller pool gives what it has.
+  CHECK(torch::equal(hp::train::with_unlabelled_rows(b, pool, 3, 0).input_ids, out.input_ids));
+  bool differs = false;
+  for (uint64_t seed = 4; seed < 8; ++seed)
+    differs = differs || !torch::equal(hp::train::with_unlabelled_rows(b, pool, seed, 0).input_ids, out.input_ids);
+  CHECK(differs);
+  hp::core::EncodedDataset two = pool;
+  two.ids.resize(2), two.type_ids.resize(2), two.labels.resize(2);
+  CHECK(hp::train::with_unlabelled_rows(b, two, 3, 0).input_ids.size(0) == 6);
+  CHECK(hp::train::with_unlabelled_rows(b, hp::core::EncodedDataset{}, 3, 0).input_ids.size(0) == 4);
+}

@@ -186,6 +186,55 @@ TEST_CASE("a recovery with word swaps trains on them, labels none of them, and r
   CHECK_THROWS_WITH(hp::train::train_model(s.tc, gc, s.rc, model, data, o), Contains("gates.distill_augment"));
 }
 
+TEST_CASE("a recovery with unlabelled rows distils on them, labels none of them, and resumes to the same rows",
+          "[train]") {
+  // prune.distill_tasks (TrainData::distill_rows): each distilled step adds as many unlabelled rows as it has,
+  // drawn from (seed, step); only the KL term reads them. Without a teacher nothing distils: the rows are unread.
+  Setup s;
+  s.tc.epochs = 2;  // 24 steps
+  s.tc.save_every = 5;
+  s.gc.distill = true;
+  s.gc.distill_weight = 0.5;
+  hp::core::EncodedDataset pool = hp::test::make_data(50, 9);
+  std::fill(pool.labels.begin(), pool.labels.end(), std::nanf(""));
+  auto teacher = tiny_model();
+  hp::train::TrainOptions o;
+  o.config_yaml = "rows";
+  o.teacher = &teacher;
+  o.fixed_keep = hp::core::HeadSet{{true, false, true, true}, {false, true, true, true}};
+  auto run = [&](const hp::core::EncodedDataset* rows, const std::string& name, long stop_after, bool resume) {
+    hp::train::TrainData data = s.data();
+    data.distill_rows = rows;
+    hp::train::TrainOptions here = o;
+    here.run_dir = resume ? std::string(HP_BINARY_DIR) + "/test_tmp/train/" + name : fresh_dir(name);
+    here.stop_after_steps = stop_after, here.resume = resume;
+    auto model = tiny_model();
+    hp::train::train_model(s.tc, s.gc, s.rc, model, data, here);
+    return std::pair{model.parameters(), stop_after > 0 ? hp::core::TensorMap{}
+                                                        : hp::core::read_hdf5(here.run_dir + "/run.h5")};
+  };
+  const auto [plain, plain_log] = run(nullptr, "rows_off", 0, false);
+  const auto [with_rows, log] = run(&pool, "rows_on", 0, false);
+  for (const char* key : {"train/loss", "train/task_loss", "train/distill"}) {
+    INFO(key);
+    REQUIRE(log.count(key));
+    CHECK(torch::isfinite(log.at(key)).all().item<bool>());
+    CHECK(log.at(key).size(0) == 24);
+  }
+  // Finite above: the added rows' NaN labels never reach the cross-entropy. The KL term reads them from the first
+  // step, which starts from the same weights.
+  CHECK(log.at("train/distill")[0].item<double>() != Approx(plain_log.at("train/distill")[0].item<double>()));
+  bool differs = false;
+  for (const auto& [name, t] : plain) differs = differs || !torch::equal(t, with_rows.at(name));
+  CHECK(differs);
+  run(&pool, "rows_part", 11, false);
+  const auto [resumed, resumed_log] = run(&pool, "rows_part", 0, true);
+  for (const auto& [name, t] : with_rows) {
+    INFO(name);
+    CHECK(torch::equal(t, resumed.at(name)));
+  }
+}
+
 TEST_CASE("resume after K steps equals uninterrupted training bit for bit", "[train]") {
   Setup s;
   s.tc.epochs = 3;  // 36 steps
