@@ -9,6 +9,8 @@ Cases (each a CTest test, dist.NAME):
   train      `prune train` in exact-N target mode on a dropout-free copy of the tiny model: the loss of every
              step within 1e-5 relative, the gates' expected count, the final mask and metrics equal
   train_uneven  as train with batches of 7 over 2 ranks and each epoch ending on a batch of 1
+  train_swaps   a budget target distilling with word swaps (NaN labels on about half the rows), batches of 7: the
+             task loss the mean over the whole batch's labelled rows however they fall over the ranks
   eval       `prune eval` metrics equal (predictions gathered from both ranks)
   eval_uneven   as eval with batches of 3 over 2 ranks and a last batch of 1
   analyze    `prune analyze` (statistics, sieve scores and their tests, no-op gradients): analysis.json
@@ -188,6 +190,15 @@ def case_train_budget(prune, tmp, port):
     check(t1["mask"] == t2["mask"], "final structure equal")
     check(t1["budget"]["kept"] == t2["budget"]["kept"] and t1["budget"]["kept"] <= 0.5,
           f"on the budget ({t1['budget']['kept']:.4f} of the FLOPs)")
+
+
+def case_train_swaps(prune, tmp, port):
+    """A distillation whose rows the teacher alone labels (gates.distill_augment: about half a batch's rows get NaN
+    labels): the task loss is the mean over the whole batch's labelled rows, however they fall over the ranks (7
+    rows over 2: 4 and 3)."""
+    target = ("--target-flops", "0.5", "--distill", "--set", "gates.distill_augment=1")
+    train_both(prune, tmp, port, "swaps", ("train/loss", "train/task_loss", "train/distill", "train/grad_norm"),
+               batch=7, target=target)
 
 
 def case_train_uneven(prune, tmp, port):
@@ -430,7 +441,7 @@ def case_torchrun_other(prune, tmp, port):
 
 
 CASES = {"prune": case_prune, "train": case_train, "train_uneven": case_train_uneven, "train_budget": case_train_budget,
-         "eval": case_eval,
+         "train_swaps": case_train_swaps, "eval": case_eval,
          "eval_uneven": case_eval_uneven, "analyze": case_analyze, "hang": case_hang, "kill": case_kill, "mismatch": case_mismatch,
          "env": case_env, "torchrun": case_torchrun, "torchrun_other": case_torchrun_other}
 
