@@ -29,7 +29,7 @@ core::Batch rows_of(const core::Batch& b, long lo, long hi) {
 core::Batch Loop::augmented(const core::Batch& b) const {
   const uint64_t seed = step_seed(rc_.seed, s_.step);
   core::Batch out = swap_ ? swap_->apply(b, gc_.distill_augment, seed) : b;
-  // Another stream than the swaps' (splitmix64 of the seed), so that the rows drawn do not follow the words swapped.
+  // Another stream than the swaps' (the seed XOR a constant), so that the rows drawn do not follow the words swapped.
   if (extra_rows()) out = with_unlabelled_rows(out, *data_.distill_rows, seed ^ 0x9E3779B97F4A7C15ULL, data_.pad_id);
   return out;
 }
