@@ -23,6 +23,13 @@ bool always(const P&) { return true; }
 bool budget(const P& p) { return p.target_flops > 0 || p.target_params > 0 || p.target_latency > 0 || p.max_drop > 0; }
 // Stages 5-8 run: a final model is chosen, recovered and exported.
 bool final_model(const P& p) { return p.target_heads > 0 || p.target_layers > 0 || budget(p); }
+// The recovery distils (prune.distill_hidden and prune.distill_tasks add to it), or the embedding run's does.
+bool distils(const P& p) {
+  return p.objective == "embedding" || (final_model(p) && p.recover_steps > 0 && p.recover_distill);
+}
+constexpr const char* kDistils =
+    "a run that recovers by distillation (prune.recover_steps > 0, prune.recover_distill) or prune.objective: "
+    "embedding";
 
 // A field's value as text, to compare with the default's.
 template <class T>
@@ -115,18 +122,8 @@ const std::vector<KeyUse>& key_use_table() {
        "a run that recovers its model (prune.recover_steps > 0 with a target)"},
       {"finetune", always, ""},
       {"objective", always, ""},
-      {"distill_tasks",
-       [](const P& p) {
-         return p.objective == "embedding" || (final_model(p) && p.recover_steps > 0 && p.recover_distill);
-       },
-       "a run that recovers by distillation (prune.recover_steps > 0, prune.recover_distill) or prune.objective: "
-       "embedding"},
-      {"distill_hidden",
-       [](const P& p) {
-         return p.objective == "embedding" || (final_model(p) && p.recover_steps > 0 && p.recover_distill);
-       },
-       "a run that recovers by distillation (prune.recover_steps > 0, prune.recover_distill) or prune.objective: "
-       "embedding"},
+      {"distill_tasks", distils, kDistils},
+      {"distill_hidden", distils, kDistils},
       {"latency", always, ""},
       {"verify", final_model, "a run that exports a model (--target-heads, --target-layers, a budget, --max-drop)"},
   };

@@ -146,8 +146,9 @@ void prepare(RunContext& ctx, const core::Config& user, const std::atomic<bool>*
     check_distill_tasks(P.distill_tasks, ctx.task->name);
     std::string what;
     ctx.distill_rows = distill_rows(*ctx.task, P.distill_tasks, ctx.data_root, &what);
-    core::log_info("prune", "prune.distill_tasks: " + what + " unlabelled rows for the distilled trainings (none shares "
-                            "a text with " + ctx.task->name + "'s splits)");
+    core::log_info("prune", "prune.distill_tasks: " + what +
+                                " unlabelled rows for the distilled trainings (none shares a text with " +
+                                ctx.task->name + "'s splits)");
   }
   if (P.rank_split == P.eval_split)
     core::log_warn("prune", "prune.rank_split = eval_split = " + P.eval_split +

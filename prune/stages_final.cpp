@@ -262,7 +262,8 @@ bool recover(RunContext& ctx, FinalChoice& choice) {
                   (choice.slimmed ? std::string("of the slimmed model")
                                   : "with the " + std::to_string(core::count_kept(choice.keep)) + " heads fixed") +
                   // A slimmed model's recovery trains on the labels alone unless prune.distill_hidden,
-                  // gates.distill_augment or prune.distill_tasks is set (recovery_config; docs/budgets.md says what distilling measured, #58).
+                  // gates.distill_augment or prune.distill_tasks is set (recovery_config; docs/budgets.md says
+                  // what distilling measured, #58).
                   (c.gates.distill ? ", distilling from the unpruned model" : "") +
                   (c.gates.distill && P.distill_hidden > 0 ? " (its logits and each layer's output)" : "") +
                   (c.gates.distill && c.gates.distill_augment > 0 ? ", with word swaps" : "") +

@@ -147,14 +147,14 @@ core::Batch with_unlabelled_rows(const core::Batch& b, const core::EncodedDatase
   bo.pad_id = pad_id;
   core::Batch extra = core::make_batches(pool, bo, order).front();
   const long S = extra.input_ids.size(1), grow = S - b.input_ids.size(1);
-  auto widen = [&](const torch::Tensor& t, int64_t fill) {
-    return grow == 0 ? t.to(torch::kLong) : torch::constant_pad_nd(t.to(torch::kLong), {0, grow}, fill);
+  auto widen = [&](const torch::Tensor& t, int64_t fill) {  // int64, as make_batches writes both parts
+    return grow == 0 ? t : torch::constant_pad_nd(t, {0, grow}, fill);
   };
   core::Batch out;
-  out.input_ids = torch::cat({widen(b.input_ids, pad_id), extra.input_ids}).to(b.input_ids.scalar_type());
-  out.token_type_ids = torch::cat({widen(b.token_type_ids, 0), extra.token_type_ids}).to(b.token_type_ids.scalar_type());
-  out.attention_mask = torch::cat({widen(b.attention_mask, 0), extra.attention_mask}).to(b.attention_mask.scalar_type());
-  out.labels = torch::cat({b.labels.to(torch::kFloat), torch::full({n}, std::numeric_limits<float>::quiet_NaN())});
+  out.input_ids = torch::cat({widen(b.input_ids, pad_id), extra.input_ids});
+  out.token_type_ids = torch::cat({widen(b.token_type_ids, 0), extra.token_type_ids});
+  out.attention_mask = torch::cat({widen(b.attention_mask, 0), extra.attention_mask});
+  out.labels = torch::cat({b.labels, torch::full({n}, std::numeric_limits<float>::quiet_NaN())});
   out.index = b.index;
   out.index.resize(static_cast<size_t>(B + n), -1);
   return out;
