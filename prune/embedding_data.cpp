@@ -25,6 +25,13 @@ std::vector<core::Example> single_sentences(const std::vector<core::Example>& ro
   return out;
 }
 
+std::string comparable(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s)
+    if (std::isalnum(c) || c >= 0x80) out += static_cast<char>(std::tolower(c));
+  return out;
+}
+
 void check_distill_tasks(const std::vector<std::string>& extra, const std::string& task) {
   std::set<std::string> seen;
   for (const auto& name : extra) {
@@ -49,12 +56,16 @@ std::vector<core::Example> distill_sentences(const std::vector<core::Example>& o
                                              const std::string& root, const std::set<std::string>& exclude, int seed,
                                              std::string* what) {
   std::vector<core::Example> out = own;
-  std::set<std::string> seen(exclude);
-  for (const auto& e : own) seen.insert(e.text_a);
+  std::set<std::string> seen;  // compared as distill_rows compares: another task's copy may be tokenised otherwise
+  for (const auto& t : exclude) seen.insert(comparable(t));
+  for (const auto& e : own) seen.insert(comparable(e.text_a));
   for (size_t t = 0; t < extra.size(); ++t) {
     std::vector<core::Example> fresh;
-    for (auto& e : single_sentences(core::read_task(core::find_task(extra[t]), root, "train")))
-      if (!seen.count(e.text_a)) fresh.push_back(std::move(e));
+    std::set<std::string> taken;
+    for (auto& e : single_sentences(core::read_task(core::find_task(extra[t]), root, "train"))) {
+      const std::string key = comparable(e.text_a);
+      if (!seen.count(key) && taken.insert(key).second) fresh.push_back(std::move(e));
+    }
     const size_t found = fresh.size();
     if (fresh.size() > own.size()) {  // a seeded sample, kept in file order
       std::vector<size_t> idx(fresh.size());
@@ -67,7 +78,7 @@ std::vector<core::Example> distill_sentences(const std::vector<core::Example>& o
       for (size_t i : idx) kept.push_back(std::move(fresh[i]));
       fresh = std::move(kept);
     }
-    for (const auto& e : fresh) seen.insert(e.text_a);
+    for (const auto& e : fresh) seen.insert(comparable(e.text_a));
     if (what) *what += ", " + extra[t] + " +" + std::to_string(fresh.size()) + " of " + std::to_string(found);
     out.insert(out.end(), fresh.begin(), fresh.end());
   }
@@ -77,14 +88,6 @@ std::vector<core::Example> distill_sentences(const std::vector<core::Example>& o
 namespace {
 
 bool pairs(const core::TaskSpec& t) { return !t.columns.text_b_name.empty() || t.columns.text_b_index >= 0; }
-
-// The text a row is compared by: its ASCII letters and digits lower-cased, other bytes (UTF-8) kept.
-std::string comparable(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s)
-    if (std::isalnum(c) || c >= 0x80) out += static_cast<char>(std::tolower(c));
-  return out;
-}
 
 }  // namespace
 
