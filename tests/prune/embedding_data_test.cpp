@@ -15,6 +15,19 @@ using Catch::Matchers::Contains;
 using hp::prune::distill_sentences;
 using hp::prune::single_sentences;
 
+namespace {
+
+// The test's own reading of "the same text" (not the library's): ASCII letters and digits lower-cased, other bytes kept.
+std::string key(const std::string& s) {
+  std::string k;
+  for (char c : s)
+    if (std::isalnum(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) >= 0x80)
+      k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return k;
+}
+
+}  // namespace
+
 TEST_CASE("distill sentences: STS-B's own, then as many SST-2 training sentences, never a held-out one",
           "[prune][embed]") {
   const auto& stsb = hp::core::find_task("stsb");
@@ -60,13 +73,6 @@ TEST_CASE("distill sentences: another task's copy of a held-out sentence, tokeni
   std::string what;
   const auto all = distill_sentences(own, {"mrpc"}, hp::test::kSharedData, held, 42, &what);
   CHECK_THAT(what, Contains("mrpc +5818 of 5818"));
-  auto key = [](const std::string& s) {  // the test's own reading of "the same text"
-    std::string k;
-    for (char c : s)
-      if (std::isalnum(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) >= 0x80)
-        k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return k;
-  };
   std::set<std::string> held_keys;
   for (const auto& t : held) held_keys.insert(key(t));
   size_t leaked = 0;  // of MRPC's part (STS-B's own training sentences hold some of its dev's: the task's own data)
@@ -93,14 +99,6 @@ TEST_CASE("distill rows for MRPC: STS-B's and RTE's training pairs, unlabelled, 
   // with MRPC (train, dev or test; only 2 of them byte for byte), 45 more repeat a pair; RTE loses 3 repeats.
   CHECK(what == "stsb +4704 of 5749, rte +2487 of 2490");
   REQUIRE(rows.size() == 4704 + 2487);
-  // The test's own reading of "the same text": letters and digits, lower-cased.
-  auto key = [](const std::string& s) {
-    std::string k;
-    for (char c : s)
-      if (std::isalnum(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) >= 0x80)
-        k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return k;
-  };
   std::set<std::string> mrpc_texts;
   for (const char* split : {"train", "dev", "test"})
     for (const auto& e : hp::core::read_task(mrpc, hp::test::kSharedData, split))
