@@ -17,7 +17,7 @@ using hp::prune::single_sentences;
 
 namespace {
 
-// The test's own reading of "the same text" (not the library's): ASCII letters and digits lower-cased, other bytes kept.
+// The test's own reading of "the same text", not the library's: ASCII letters and digits lower-cased.
 std::string key(const std::string& s) {
   std::string k;
   for (char c : s)
