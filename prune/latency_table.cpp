@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "core/base/log.h"
 #include "core/kernels/runtime.h"
 #include "eval/latency.h"
 #include "prune/slim.h"
@@ -130,7 +131,19 @@ double sublayer_sum(const LatencyTable& t, const core::BertConfig& cfg) {
 void fit_table(LatencyTable& t, const core::BertConfig& cfg) {
   fit_line(t.attention);
   fit_line(t.ffn);
-  const double sum = sublayer_sum(t, cfg);
+  double sum = sublayer_sum(t, cfg);
+  if (sum <= 0 && t.unpruned_ms > t.fixed_ms) {
+    // The sublayers' times are lost in the noise (a tiny model): the lines fall back to multiply-adds per
+    // token through the origin (a head: its four D x head_dim projections and its seq x head_dim scores and
+    // context; a neuron: its two D-wide rows), scaled below to the whole model's measured time.
+    const double D = cfg.hidden_size, dh = cfg.head_dim(), seq = static_cast<double>(std::max(1L, t.seq));
+    t.attention.intercept = 0, t.attention.slope = 4 * D * dh + 2 * seq * dh, t.attention.r2 = 0;
+    t.ffn.intercept = 0, t.ffn.slope = 2 * D, t.ffn.r2 = 0;
+    core::log_warn("prune", "latency table " + t.key +
+                                ": the sublayers' measured times fit to nothing above the noise; their costs "
+                                "fall back to multiply-adds, scaled to the whole model's measured time");
+    sum = sublayer_sum(t, cfg);
+  }
   t.scale = sum > 0 && t.unpruned_ms > t.fixed_ms ? (t.unpruned_ms - t.fixed_ms) / sum : 1.0;
 }
 

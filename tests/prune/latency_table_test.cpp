@@ -54,6 +54,29 @@ TEST_CASE("latency table: the prediction of a slimmed model is the fixed part pl
   CHECK(prune::predicted_latency(t, slim.config()) == Approx(1.0 + 2 * (by_hand - 1.0)).epsilon(1e-12));
 }
 
+TEST_CASE("latency table: sublayer times lost in the noise fall back to multiply-adds, still exact on the whole",
+          "[prune][latency]") {
+  // What CI met on a noisy machine: the tiny model's sublayer times all measured 0 (or fitted below 0), so the
+  // sum at the unpruned shape was 0 and the prediction missed the measured whole model by half.
+  const auto model = core::load_bert(test::kTinyBert);
+  const auto& c = model.config();
+  prune::LatencyTable t = prune::latency_layout(c, 2, 8);
+  t.fixed_ms = 0.1, t.unpruned_ms = 0.3;
+  prune::fit_table(t, c);
+  CHECK(prune::predicted_latency(t, c) == Approx(0.3).epsilon(1e-12));
+  const double D = c.hidden_size, dh = c.head_dim();
+  CHECK(t.attention.slope / t.ffn.slope == Approx((4 * D * dh + 2 * 8 * dh) / (2 * D)).epsilon(1e-12));
+  CHECK(t.attention.intercept == 0);
+  CHECK(t.ffn.intercept == 0);
+  // A line that fits below 0 at the unpruned width (one head's noise, the rest 0) falls back the same way.
+  REQUIRE(t.attention.ms.size() >= 3);
+  t.attention.ms.assign(t.attention.ms.size(), 0.0);
+  t.attention.ms[0] = 1.0;
+  prune::fit_table(t, c);
+  CHECK(t.attention.intercept == 0);
+  CHECK(prune::predicted_latency(t, c) == Approx(0.3).epsilon(1e-12));
+}
+
 TEST_CASE("latency table: every head count and 16 FFN widths timed, keyed by shape and machine", "[prune][latency]") {
   const auto model = core::load_bert(test::kTinyBert);
   const auto& c = model.config();
