@@ -8,6 +8,7 @@
 
 #include "core/base/log.h"
 #include "core/kernels/runtime.h"
+#include "eval/flops.h"
 #include "eval/latency.h"
 #include "prune/slim.h"
 
@@ -133,15 +134,14 @@ void fit_table(LatencyTable& t, const core::BertConfig& cfg) {
   fit_line(t.ffn);
   double sum = sublayer_sum(t, cfg);
   if (sum <= 0 && t.unpruned_ms > t.fixed_ms) {
-    // The sublayers' times are lost in the noise (a tiny model): the lines fall back to multiply-adds per
-    // token through the origin (a head: its four D x head_dim projections and its seq x head_dim scores and
-    // context; a neuron: its two D-wide rows), scaled below to the whole model's measured time.
-    const double D = cfg.hidden_size, dh = cfg.head_dim(), seq = static_cast<double>(std::max(1L, t.seq));
-    t.attention.intercept = 0, t.attention.slope = 4 * D * dh + 2 * seq * dh, t.attention.r2 = 0;
-    t.ffn.intercept = 0, t.ffn.slope = 2 * D, t.ffn.r2 = 0;
+    // The sublayers' times are lost in the noise (a tiny model): the lines fall back to a head's and a
+    // neuron's FLOPs (eval/flops.h) through the origin, scaled below to the whole model's measured time.
+    const long seq = std::max(1L, t.seq);
+    t.attention.intercept = 0, t.attention.slope = eval::head_flops(cfg, seq), t.attention.r2 = 0;
+    t.ffn.intercept = 0, t.ffn.slope = eval::neuron_flops(cfg, seq), t.ffn.r2 = 0;
     core::log_warn("prune", "latency table " + t.key +
                                 ": the sublayers' measured times fit to nothing above the noise; their costs "
-                                "fall back to multiply-adds, scaled to the whole model's measured time");
+                                "fall back to FLOPs, scaled to the whole model's measured time");
     sum = sublayer_sum(t, cfg);
   }
   t.scale = sum > 0 && t.unpruned_ms > t.fixed_ms ? (t.unpruned_ms - t.fixed_ms) / sum : 1.0;
