@@ -47,13 +47,22 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "interleaved rounds (median)");
   app.add_option("--threads", threads, "threads; 0 = all cores");
   app.add_option("--rows", rows, "M = batch x sequence");
+  std::vector<std::string> shape_args;
+  app.add_option("--shapes", shape_args, "N:K pairs to time instead of MiniLM's and BERT-base's, e.g. 960:384 384:1315");
   CLI11_PARSE(app, argc, argv);
   hp::core::set_threads(threads);
   std::printf("%s\n", hp::core::runtime_summary().c_str());
   torch::manual_seed(0);
   // (N, K): MiniLM's fused QKV, FFN in, FFN out; BERT-base's FFN in and out.
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1152, 384}, {1536, 384}, {384, 1536}, {3072, 768},
-                                                           {768, 3072}};
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{1152, 384}, {1536, 384}, {384, 1536}, {3072, 768}, {768, 3072}};
+  if (!shape_args.empty()) {
+    shapes.clear();
+    for (const auto& a : shape_args) {
+      const auto colon = a.find(':');
+      if (colon == std::string::npos) throw CLI::ValidationError("--shapes", a + ": give N:K, e.g. 960:384");
+      shapes.emplace_back(std::stoll(a.substr(0, colon)), std::stoll(a.substr(colon + 1)));
+    }
+  }
   std::vector<Row> table;
   std::vector<torch::Tensor> keep;  // inputs, outputs and buffers alive for the whole run
   for (int M : rows)

@@ -77,6 +77,12 @@ std::string onednn_version() {
   return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
 }
 
+// The int8 weights' rows (output channels) are padded with zero rows to a multiple of this for the GEMM: oneDNN
+// 2.6's AVX2 u8s8s32 GEMM ran an N of 476 or 1315 (FFN widths of a slimmed SST-2 export) at 0.64–0.69 of the speed
+// of N = 480 or 1312, the padded product taking less time than the unpadded one (bench/lowp_gemm_bench --shapes;
+// AMD EPYC Zen 3, 2026-12-03).
+constexpr int64_t kInt8RowMultiple = 8;
+
 // Scratch buffers of one thread's products, grown as needed and kept: a forward pass calls ~40 products.
 template <class T>
 T* scratch(std::vector<T>& v, int64_t n) {
@@ -344,9 +350,13 @@ PackedLinear PackedLinear::pack(const torch::Tensor& w_in, Precision p, const to
     pl.weight_max_ = weight_max > 0 ? weight_max : int8_weight_max();
     TORCH_CHECK(pl.weight_max_ == 127 || pl.weight_max_ == kPortableInt8WeightMax,
                 "PackedLinear::pack: int8 weights in ±127 or ±63, asked for ±", pl.weight_max_);
-    pl.q_ = torch::empty({N, K}, torch::kInt8);
+    // The GEMM multiplies kInt8RowMultiple-aligned rows: zero rows pad the weight (q_ and colsum_ view the first N).
+    const int64_t padded = (N + kInt8RowMultiple - 1) / kInt8RowMultiple * kInt8RowMultiple;
+    pl.q_padded_ = torch::zeros({padded, K}, torch::kInt8);
+    pl.colsum_padded_ = torch::zeros({padded}, torch::kInt32);
+    pl.q_ = pl.q_padded_.narrow(0, 0, N);
+    pl.colsum_ = pl.colsum_padded_.narrow(0, 0, N);
     pl.scale_ = torch::empty({N}, torch::kFloat);
-    pl.colsum_ = torch::empty({N}, torch::kInt32);
     quant::quantize_weight_rows(w.data_ptr<float>(), N, K, pl.q_.data_ptr<int8_t>(), pl.scale_.data_ptr<float>(),
                                 pl.colsum_.data_ptr<int32_t>(), pl.weight_max_);
     pl.emulated_ = pl.q_.to(torch::kFloat) * pl.scale_.unsqueeze(1);
@@ -433,12 +443,15 @@ void PackedLinear::apply_int8(torch::Tensor& out, const torch::Tensor& x, bool a
     if (after) after(0, M);
     return;
   }
-  // Without accumulation the int32 result goes into out's own memory and is converted in place.
-  int32_t* c = accumulate ? scratch(s.c, M * N) : reinterpret_cast<int32_t*>(out.data_ptr<float>());
-  const int64_t ldc = accumulate ? N : out.stride(0);
-  if (!gemm_u8s8s32(M, N, K, qx, q_.data_ptr<int8_t>(), colsum_.data_ptr<int32_t>(), c, ldc))
+  // The GEMM runs on the padded weight (Np ≥ N rows). Without accumulation or padding the int32 result goes into
+  // out's own memory and is converted in place; otherwise into scratch, of which the first N columns are converted.
+  const int64_t Np = q_padded_.size(0);
+  const bool in_place = !accumulate && Np == N;
+  int32_t* c = in_place ? reinterpret_cast<int32_t*>(out.data_ptr<float>()) : scratch(s.c, M * Np);
+  const int64_t ldc = in_place ? out.stride(0) : Np;
+  if (!gemm_u8s8s32(M, Np, K, qx, q_padded_.data_ptr<int8_t>(), colsum_padded_.data_ptr<int32_t>(), c, ldc))
     throw InternalError("core/kernels/lowp_gemm.cpp: the u8s8s32 GEMM failed for " + std::to_string(M) + "x" +
-                        std::to_string(K) + " . " + std::to_string(K) + "x" + std::to_string(N));
+                        std::to_string(K) + " . " + std::to_string(K) + "x" + std::to_string(Np));
   quant::dequantize_rows(c, ldc, out.data_ptr<float>(), out.stride(0), M, N, sx, zx, scale_.data_ptr<float>(),
                          colsum_.data_ptr<int32_t>(), accumulate, after);
 }

@@ -111,7 +111,8 @@ class PackedLinear {
   Precision precision_ = Precision::kFp32;
   int weight_max_ = 127;
   torch::Tensor w_;  // fp32 [N, K] as given
-  torch::Tensor q_, scale_, colsum_;  // int8: s8 [N, K], float [N], int32 [N]
+  torch::Tensor q_, scale_, colsum_;  // int8: s8 [N, K], float [N], int32 [N] (q_, colsum_: views of the padded ones)
+  torch::Tensor q_padded_, colsum_padded_;  // int8: [Np, K] and [Np], zero past N (lowp_gemm.cpp: kInt8RowMultiple)
   torch::Tensor inv_smooth_;  // int8 with smoothing: 1 / s_k [K], contiguous
   torch::Tensor emulated_;  // int8: the dequantised weight [N, K] the emulation multiplies
   torch::Tensor bf16_;  // bf16 where native: the rounded weight as bf16 [N, K]
