@@ -161,18 +161,30 @@ HP_AVX512 void dequantize_row_avx512(const int32_t* c, float* y, int64_t N, floa
   }
 }
 
+template <bool kMasked>
+HP_AVX2 inline __m256i load_int32x8(const int32_t* p, __m256i m) {
+  return kMasked ? _mm256_maskload_epi32(p, m) : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// Eight outputs of a row: whole vectors with plain loads and stores, the tail (kMasked) with masked ones — on the
+// AMD EPYC (Zen 3) a masked store on every vector made this pass take 9.5% of an int8 forward (perf).
+template <bool kMasked>
+HP_AVX2 inline void dequantize8_avx2(const int32_t* c, float* y, __m256 vs, __m256i vz, const float* sn,
+                                     const int32_t* colsum, bool accumulate, __m256i m) {
+  const __m256i ci =
+      _mm256_sub_epi32(load_int32x8<kMasked>(c, m), _mm256_mullo_epi32(vz, load_int32x8<kMasked>(colsum, m)));
+  __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(ci), _mm256_mul_ps(vs, simd::load_part<kMasked>(sn, m)));
+  if (accumulate) v = _mm256_add_ps(simd::load_part<kMasked>(y, m), v);
+  simd::store_part<kMasked>(y, m, v);
+}
+
 HP_AVX2 void dequantize_row_avx2(const int32_t* c, float* y, int64_t N, float sm, int32_t z, const float* sn,
                                  const int32_t* colsum, bool accumulate) {
   const __m256 vs = _mm256_set1_ps(sm);
-  const __m256i vz = _mm256_set1_epi32(z);
-  for (int64_t n = 0; n < N; n += 8) {
-    const __m256i m = simd::lanes8(N - n);
-    const __m256i ci = _mm256_sub_epi32(_mm256_maskload_epi32(c + n, m),
-                                        _mm256_mullo_epi32(vz, _mm256_maskload_epi32(colsum + n, m)));
-    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(ci), _mm256_mul_ps(vs, simd::load8(sn + n, m)));
-    if (accumulate) v = _mm256_add_ps(simd::load8(y + n, m), v);
-    simd::store8(y + n, m, v);
-  }
+  const __m256i vz = _mm256_set1_epi32(z), all = _mm256_set1_epi32(-1);
+  int64_t n = 0;
+  for (; n + 8 <= N; n += 8) dequantize8_avx2<false>(c + n, y + n, vs, vz, sn + n, colsum + n, accumulate, all);
+  if (n < N) dequantize8_avx2<true>(c + n, y + n, vs, vz, sn + n, colsum + n, accumulate, simd::lanes8(N - n));
 }
 
 HP_AVX512 void to_bf16_row_avx512(const float* x, int64_t K, uint16_t* y) {
