@@ -396,11 +396,18 @@ def scratch_copy(root, dest):
         shutil.copytree(os.path.join(root, d), os.path.join(dest, d), dirs_exist_ok=True)
 
 
-def plant(dest, pattern, replacement):
-    """Replaces the first match of `pattern` in README.md or docs/*.md; the file and line it changed."""
+def plant(dest, pattern, replacement, link=False):
+    """Replaces the first match of `pattern` in README.md or docs/*.md on a line the check reads for it (a command:
+    a code line, not an inline span in prose or a table; a link: a prose line); the file and line it changed."""
     for path in doc_files(dest):
         text = open(path, encoding="utf-8").read()
-        m = re.search(pattern, text, re.M)
+        code, prose = split_markdown(text)
+        wanted = {n for n, _ in (prose if link else code)}
+        for m in re.finditer(pattern, text, re.M):
+            if text.count("\n", 0, m.start()) + 1 in wanted:
+                break
+        else:
+            m = None
         if m:
             open(path, "w", encoding="utf-8").write(text[:m.start()] + m.expand(replacement) + text[m.end():])
             return os.path.relpath(path, dest), text.count("\n", 0, m.start()) + 1
@@ -436,7 +443,7 @@ def self_test(prune_path, root):
         for i, (what, pattern, replacement, needle) in enumerate(plants):
             d = os.path.join(tmp, "plant%d" % i)
             scratch_copy(root, d)
-            rel, line_no = plant(d, pattern, replacement)
+            rel, line_no = plant(d, pattern, replacement, link=what.startswith("a broken"))
             problems, *_ = check(prune_path, d, prune)
             hits = [p for p in problems if needle.strip() in p and p.startswith("%s:%d" % (rel, line_no))]
             print("planted %s at %s:%d -> %s" % (what, rel, line_no, hits[0] if hits else "NOT REPORTED"))
