@@ -417,6 +417,10 @@ std::vector<std::string> write_budget_report(const RunContext& ctx, const Budget
 
 }  // namespace
 
+bool budget_point_at(RunContext& ctx, const MaskGradients& grads, int step, double fraction) {
+  return !budget_points(ctx, grads, budget_unit(ctx), step, fraction).empty();
+}
+
 bool budget_curves(RunContext& ctx, const MaskGradients& grads, CurvesSummary& curves) {
   const core::PruneConfig& P = ctx.cfg->prune;
   const BudgetUnit unit = budget_unit(ctx);

@@ -240,31 +240,36 @@ void add_slice_intervals(const EmbedRun& r, Frontier& f) {
 
 using Candidates = std::vector<std::tuple<FrontierPoint, std::string, core::Bert>>;  // point, key, slimmed model
 
-// The frontier's structures: the unpruned encoder and the search at each point of prune.budget_schedule (its best
-// step, as a --target-flops run chooses it); each budget's steps into `budgets`. nullopt when stopped.
+// The search at `pct` percent of the encoder's FLOPs (its best step, as a --target-flops run chooses it) appended to
+// `cands`, its steps into `budgets`. False when stopped.
+bool add_budget(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te, int pct, json& budgets,
+                Candidates& cands) {
+  core::PruneConfig p = r.cfg->prune;
+  p.target_flops = pct / 100.0, p.target_params = 0;
+  const BudgetDirs dirs = frontier_dirs(r, pct);
+  core::log_info("prune", "frontier: the search at " + std::to_string(pct) + "% of the encoder's FLOPs");
+  auto b = run_budget(r, g, p, dirs, te);
+  if (!b) return false;
+  FrontierPoint fp;
+  fp.method = "kwon", fp.budget = std::to_string(pct) + "% FLOPs", fp.step = pct, fp.variant = b->chosen;
+  const json st = structure_json(b->s.rearranged, b->s.flops_kept);
+  fp.heads_kept = st["heads_kept"].get<int>(), fp.flops_kept = b->s.flops_kept, fp.cost_s = budget_cost(dirs);
+  budgets[std::to_string(pct)] = {{"steps", b->steps}, {"chosen", b->chosen}, {"structure", st}};
+  cands.emplace_back(fp, "kwon-" + std::to_string(pct), b->choice());
+  return true;
+}
+
+// The frontier's structures: the unpruned encoder and the search at each point of prune.budget_schedule. nullopt when
+// stopped.
 std::optional<Candidates> frontier_candidates(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te,
                                               json& budgets) {
-  const core::Config& cfg = *r.cfg;
   Candidates cands;
   FrontierPoint unpruned;
   unpruned.method = "unpruned",
   unpruned.heads_kept = r.teacher->model.config().num_hidden_layers * r.teacher->model.config().num_attention_heads;
   cands.emplace_back(unpruned, "unpruned", r.teacher->model);
-  for (const int pct : cfg.prune.budget_schedule) {
-    if (pct <= 0 || pct >= 100) continue;
-    core::PruneConfig p = cfg.prune;
-    p.target_flops = pct / 100.0, p.target_params = 0;
-    const BudgetDirs dirs = frontier_dirs(r, pct);
-    core::log_info("prune", "frontier: the search at " + std::to_string(pct) + "% of the encoder's FLOPs");
-    auto b = run_budget(r, g, p, dirs, te);
-    if (!b) return std::nullopt;
-    FrontierPoint fp;
-    fp.method = "kwon", fp.budget = std::to_string(pct) + "% FLOPs", fp.step = pct, fp.variant = b->chosen;
-    const json st = structure_json(b->s.rearranged, b->s.flops_kept);
-    fp.heads_kept = st["heads_kept"].get<int>(), fp.flops_kept = b->s.flops_kept, fp.cost_s = budget_cost(dirs);
-    budgets[std::to_string(pct)] = {{"steps", b->steps}, {"chosen", b->chosen}, {"structure", st}};
-    cands.emplace_back(fp, "kwon-" + std::to_string(pct), b->choice());
-  }
+  for (const int pct : r.cfg->prune.budget_schedule)
+    if (pct > 0 && pct < 100 && !add_budget(r, g, te, pct, budgets, cands)) return std::nullopt;
   return cands;
 }
 
@@ -319,6 +324,16 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
   f.timing = "batch " + std::to_string(cfg.prune.latency_batch) + " x " + std::to_string(timing_seq(cfg)) + " tokens";
   f.max_drop = cfg.prune.max_drop;
   if (!measure_candidates(r, base, te, cands, 0, f)) return 130;
+  // prune.frontier_refine: the search again halfway between the deepest budget within D and the next deeper one.
+  for (int round = 0; round < cfg.prune.frontier_refine; ++round) {
+    const auto pct = refine_budget(f, kRefineGapPercent);
+    if (!pct) break;
+    const size_t from = cands.size();
+    core::log_info("prune", "frontier: the search refined at " + std::to_string(*pct) + "% of the FLOPs (round " +
+                                std::to_string(round + 1) + " of " + std::to_string(cfg.prune.frontier_refine) +
+                                "): between the deepest budget within D on the selection pairs and the next deeper one");
+    if (!add_budget(r, g, te, *pct, budgets, cands) || !measure_candidates(r, base, te, cands, from, f)) return 130;
+  }
   const size_t searched = cands.size();
   if (!add_gates(r, te, f, cands) || !measure_candidates(r, base, te, cands, searched, f)) return 130;
   const long batch = cfg.prune.latency_batch, seq = timing_seq(cfg);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -104,6 +105,20 @@ std::vector<double> frontier_gate_budgets(const std::vector<std::string>& settin
     out.insert(pct / 100);
   }
   return {out.begin(), out.end()};
+}
+
+std::optional<int> refine_budget(const Frontier& f, int min_gap) {
+  std::map<int, bool> within;  // budget percent → some precision of its search candidate is within D on the slice
+  for (const auto& p : f.points) {
+    if (p.method != "kwon") continue;
+    const bool ok = std::isfinite(p.select_metric) && p.select_metric >= f.select_baseline - f.max_drop - kSlack;
+    within[static_cast<int>(std::lround(100 * p.flops_kept))] |= ok;
+  }
+  const auto deepest = std::find_if(within.begin(), within.end(), [](const auto& b) { return b.second; });
+  if (deepest == within.end() || deepest == within.begin()) return std::nullopt;
+  const int hi = deepest->first, lo = std::prev(deepest)->first;
+  if (hi - lo <= std::max(min_gap, 1)) return std::nullopt;
+  return (hi + lo + 1) / 2;
 }
 
 void write_point(const std::string& file, const FrontierPoint& p) {

@@ -23,7 +23,8 @@ struct FrontierPoint {
   std::string criterion;  // heads: the ranking's criterion
   std::string budget;     // as a person reads it: "36 heads", "50% FLOPs", "" for the unpruned model
   std::string precision;  // "fp32", "bf16" or "int8"
-  int step = -1;          // heads: the schedule's index; kwon: budget_schedule's; gates: the FLOPs percent trained
+  int step = -1;          // heads: the schedule's index; kwon: the budget curves' point (budget_schedule's index,
+                          // or past it a refined budget); gates: the FLOPs percent trained
                           // to; -1 for the others
   int heads_kept = 0;
   double flops_kept = 1;  // of the unpruned encoder's (FLOPs at the evaluation split's mean length)
@@ -104,6 +105,15 @@ std::string unresolved_choice(const FrontierPoint& chosen, const Frontier& f);
 // [auto]: the cheapest point of the budget search (kwon, fp32) whose select_metric is
 // within 2·max_drop of f.select_baseline; [] none. Ascending, without repeats. ConfigError naming the entry that is neither.
 std::vector<double> frontier_gate_budgets(const std::vector<std::string>& setting, const Frontier& f);
+
+// Where the budget search is refined (prune.frontier_refine, #58): the schedule's points are 10 percent apart, and
+// the choice within D is made between the deepest budget whose search candidate is within max_drop of
+// f.select_baseline on the slice at some precision and the next deeper budget measured, which is not. Their midpoint
+// in whole percent of the FLOPs kept, when they are more than `min_gap` percent apart (and it is not measured yet);
+// nullopt when nothing is within D, when the deepest budget measured is, or when they are that close.
+std::optional<int> refine_budget(const Frontier& f, int min_gap);
+// The gap both frontiers refine down to: budgets closer than this differ by less than a timing's scatter.
+inline constexpr int kRefineGapPercent = 2;
 
 // frontier.csv: one row per point, the speedup of every timing any point has (empty where it has none), the
 // selection metric, the variant and the cost in seconds, whether it is on the Pareto front and whether it was chosen.

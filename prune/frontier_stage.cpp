@@ -69,46 +69,52 @@ std::vector<Candidate> head_candidates(const RunContext& ctx, const CurvesSummar
   return out;
 }
 
-// The budget search at each point of prune.budget_schedule below 100%: the best on the selection slice of its
-// steps (budget_step_choice): the recovered model the budget curves kept (RUN_DIR/budget_recover/<step>/best), or
-// the search's own choice, rearranged or tuned, folded and slimmed.
-std::vector<Candidate> budget_candidates(const RunContext& ctx, const MaskGradients& grads) {
+// The budget search's candidate at `fraction`, point `step` of the budget curves (budget_schedule's index, or one
+// past it for a refined point): the best on the selection slice of its steps (budget_step_choice): the recovered
+// model the budget curves kept (RUN_DIR/budget_recover/<step>/best), or the search's own choice, rearranged or
+// tuned, folded and slimmed. nullopt for a point not stored (100%, or below what one head costs).
+std::optional<Candidate> budget_candidate(const RunContext& ctx, const MaskGradients& grads, int step,
+                                          double fraction) {
   const core::PruneConfig& P = ctx.cfg->prune;
   const bool recovered = (P.curve_recover_steps < 0 ? P.recover_steps : P.curve_recover_steps) > 0;
   const std::string curve = recovered ? "kwon-recovered" : "kwon-tuned";
+  const auto stored = ctx.store->load_point(curve, ctx.cfg->run.seed, step);
+  if (fraction >= 1 || !stored) return std::nullopt;
+  const std::string dir = recovered ? budget_recover_dir(ctx, step) : "";
+  if (recovered && !fs::exists(dir + "/best/config.json"))
+    throw InputError(dir + "/best is missing (the frontier measures the recovered model there); delete " +
+                     ctx.store->dir() + "/state/points/" + curve + "* to train it again, or pass a new --out");
+  // Decided in the budget curves (budget.cpp) with their search in hand; searched again only where a run stopped
+  // between storing the point and recording the choice.
+  const nlohmann::json choice =
+      fs::exists(step_choice_file(ctx, step))
+          ? nlohmann::json::parse(core::read_file(step_choice_file(ctx, step)))
+          : budget_step_choice(
+                ctx, search_at(ctx, grads, budget_unit(P, ctx.arch, core::mean_length(ctx.eval_data)), fraction), step,
+                fraction, dir);
+  const std::string variant = choice.at("variant").get<std::string>(), kept = step_model_dir(ctx, step);
+  Candidate c{{}, "kwon-" + std::to_string(step), [&ctx, &grads, fraction, variant, dir, kept] {
+                if (variant == "recovered") return core::load_bert(dir + "/best", ctx.load);
+                if (fs::exists(kept + "/config.json")) return core::load_bert(kept, ctx.load);
+                const BudgetSearch s = search_at(
+                    ctx, grads, budget_unit(ctx.cfg->prune, ctx.arch, core::mean_length(ctx.eval_data)), fraction);
+                if (variant == "searched") return slim_model(*ctx.model, s.searched);
+                if (variant == "rearranged") return slim_model(*ctx.model, s.rearranged);
+                return slim_model(fold_scales(*ctx.model, s.scales), s.rearranged);
+              }};
+  c.point.method = "kwon", c.point.variant = variant, c.point.step = step;
+  c.point.heads_kept = stored->kept, c.point.cost_s = choice.at("cost_s").get<double>();
+  c.point.flops_kept = fraction, c.point.budget = percent(fraction) + " FLOPs";
+  return c;
+}
+
+// The budget search at each point of prune.budget_schedule below 100%.
+std::vector<Candidate> budget_candidates(const RunContext& ctx, const MaskGradients& grads) {
+  const core::PruneConfig& P = ctx.cfg->prune;
   std::vector<Candidate> out;
-  for (size_t step = 0; step < P.budget_schedule.size(); ++step) {
-    const double fraction = P.budget_schedule[step] / 100.0;
-    const auto stored = ctx.store->load_point(curve, ctx.cfg->run.seed, static_cast<int>(step));
-    if (fraction >= 1 || !stored) continue;  // 100%, or a point below what one head costs
-    const std::string dir = recovered ? budget_recover_dir(ctx, static_cast<int>(step)) : "";
-    if (recovered && !fs::exists(dir + "/best/config.json"))
-      throw InputError(dir + "/best is missing (the frontier measures the recovered model there); delete " +
-                       ctx.store->dir() + "/state/points/" + curve + "* to train it again, or pass a new --out");
-    const int k = static_cast<int>(step);
-    // Decided in the budget curves (budget.cpp) with their search in hand; searched again only where a run stopped
-    // between storing the point and recording the choice.
-    const nlohmann::json choice =
-        fs::exists(step_choice_file(ctx, k))
-            ? nlohmann::json::parse(core::read_file(step_choice_file(ctx, k)))
-            : budget_step_choice(
-                  ctx, search_at(ctx, grads, budget_unit(P, ctx.arch, core::mean_length(ctx.eval_data)), fraction), k,
-                  fraction, dir);
-    const std::string variant = choice.at("variant").get<std::string>(), kept = step_model_dir(ctx, k);
-    Candidate c{{}, "kwon-" + std::to_string(step), [&ctx, &grads, fraction, variant, dir, kept] {
-                  if (variant == "recovered") return core::load_bert(dir + "/best", ctx.load);
-                  if (fs::exists(kept + "/config.json")) return core::load_bert(kept, ctx.load);
-                  const BudgetSearch s = search_at(
-                      ctx, grads, budget_unit(ctx.cfg->prune, ctx.arch, core::mean_length(ctx.eval_data)), fraction);
-                  if (variant == "searched") return slim_model(*ctx.model, s.searched);
-                  if (variant == "rearranged") return slim_model(*ctx.model, s.rearranged);
-                  return slim_model(fold_scales(*ctx.model, s.scales), s.rearranged);
-                }};
-    c.point.method = "kwon", c.point.variant = variant, c.point.step = static_cast<int>(step);
-    c.point.heads_kept = stored->kept, c.point.cost_s = choice.at("cost_s").get<double>();
-    c.point.flops_kept = fraction, c.point.budget = percent(fraction) + " FLOPs";
-    out.push_back(c);
-  }
+  for (size_t step = 0; step < P.budget_schedule.size(); ++step)
+    if (auto c = budget_candidate(ctx, grads, static_cast<int>(step), P.budget_schedule[step] / 100.0))
+      out.push_back(std::move(*c));
   return out;
 }
 
@@ -254,6 +260,29 @@ bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vecto
   return true;
 }
 
+// prune.frontier_refine rounds (#58): the budget search at refine_budget's midpoint between the deepest budget with a
+// candidate within D on the slice and the next deeper one, searched and recovered as the budget curves do (point
+// budget_schedule.size() + round), its candidate measured and added to `cands`. False when stopped.
+bool refine_budgets(RunContext& ctx, const MaskGradients& grads, const core::Bert& base,
+                    const std::vector<core::Precision>& precisions, std::vector<Candidate>& cands, Frontier& f) {
+  const core::PruneConfig& P = ctx.cfg->prune;
+  for (int round = 0; round < P.frontier_refine; ++round) {
+    const auto pct = refine_budget(f, kRefineGapPercent);
+    if (!pct) break;
+    const int step = static_cast<int>(P.budget_schedule.size()) + round;
+    log_stage(5, "frontier",
+              "the budget search refined at " + std::to_string(*pct) + "% of the FLOPs (round " +
+                  std::to_string(round + 1) + " of " + std::to_string(P.frontier_refine) +
+                  "): between the deepest budget within D on the selection slice and the next deeper one");
+    if (!budget_point_at(ctx, grads, step, *pct / 100.0)) return false;
+    auto c = budget_candidate(ctx, grads, step, *pct / 100.0);
+    if (!c) break;
+    cands.push_back(std::move(*c));
+    if (!measure_all(ctx, base, {cands.back()}, precisions, f)) return false;
+  }
+  return true;
+}
+
 // The chosen candidate's model, slimmed and in fp32 weights, into RUN_DIR/frontier_choice (choice.json last, naming
 // the candidate): the model stage 7 exports is the model that was measured, never a rebuilt one (#58). Kept on a
 // resumed run whose choice is the same.
@@ -321,6 +350,7 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
   core::Bert base = *ctx.model;
   base.set_precision(core::Precision::kFp32);
   if (!measure_all(ctx, base, cands, precisions, f)) return std::nullopt;
+  if (!refine_budgets(ctx, grads, base, precisions, cands, f)) return std::nullopt;
   // The gates at the budgets prune.frontier_gates names (or the cheapest the search left within 2·D), trained once.
   std::vector<Candidate> gated;
   for (const double fraction : frontier_gate_budgets(cfg.prune.frontier_gates, f)) {

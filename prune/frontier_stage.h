@@ -1,8 +1,9 @@
 // Stage 5 of the pruning run with prune.max_drop (`prune --config sst2.yaml --max-drop 1`, issue #41): the
 // compression frontier. Every candidate — the unpruned model, the best head criterion's ranking at each count of
 // prune.schedule, the budget search at each point of prune.budget_schedule (recovered as the budget curves
-// recovered it, or tuned when prune.curve_recover_steps = 0), Hard-Concrete gates at the FLOPs budgets of
-// prune.frontier_gates (by default the two cheapest the search left within 2·max_drop) — slimmed, then at each precision this CPU runs
+// recovered it, or tuned when prune.curve_recover_steps = 0) and at the budgets prune.frontier_refine adds between
+// the deepest within max_drop and the next deeper one, Hard-Concrete gates at the FLOPs budgets of
+// prune.frontier_gates (by default the cheapest the search left within 2·max_drop) — slimmed, then at each precision this CPU runs
 // natively (fp32, bf16, int8 calibrated on run.calibrate examples): evaluated on the evaluation split and timed at
 // prune.latency_batch x latency_seq in alternating rounds with the unpruned fp32 model. The fastest candidate
 // within max_drop points of the unpruned fp32 model is chosen; stages 6-9 then build, export and check it as for

@@ -98,6 +98,9 @@ void validate_frontier(const core::PruneConfig& p) {
     if (name == "gates" && p.max_drop > 0) gates_log_alpha(p.gates_run);
   }
   frontier_gate_budgets(p.frontier_gates, Frontier{});  // ConfigError naming a bad entry
+  if (p.frontier_refine < 0 || p.frontier_refine > 5)
+    throw ConfigError("prune.frontier_refine = " + std::to_string(p.frontier_refine) +
+                      "; use 0 (the schedule alone) to 5 rounds, e.g. 1");
   if (!(p.frontier_time > 0 && p.frontier_time <= 60)) {
     std::ostringstream t;
     t << p.frontier_time;

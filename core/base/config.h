@@ -314,6 +314,7 @@ struct PruneConfig {
   std::vector<std::string> frontier_criteria = {"taylor"};
   std::vector<std::string> frontier_gates = {"auto"};
   std::vector<std::string> frontier_models = {};
+  int frontier_refine = 1;
   double frontier_time = 0.3;
   int latency_batch = 32;
   int latency_seq = 0;
@@ -414,6 +415,11 @@ struct PruneConfig {
     v("frontier_models", frontier_models,
       "--max-drop: model folders exported elsewhere (a prune run's model/, a GPU-trained export) measured as "
       "candidates beside the run's own, on the same splits and timings; [] = none");
+    v("frontier_refine", frontier_refine,
+      "--max-drop: rounds of refinement of the budget search where the choice is made: each searches, recovers and "
+      "measures the midpoint (whole percent) between the deepest budget_schedule point with a candidate within "
+      "max_drop on the selection slice and the next deeper one, until they are 2 percent apart; 0 = the schedule "
+      "alone");
     v("frontier_time", frontier_time,
       "--max-drop: seconds each model is timed for (3 runs at least) in each of the 3 rounds that alternate a "
       "candidate with the unpruned model, per timing; longer gives steadier speedups, shorter a faster frontier");

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -318,6 +319,54 @@ TEST_CASE("a recovery that lowers the selection metric is not the budget candida
   CHECK(delta < 0);
   CHECK((*kwon)["select_lo"].get<double>() < delta);
   CHECK((*kwon)["select_hi"].get<double>() > delta);
+}
+
+TEST_CASE("the budget search refined where the choice is made: the midpoint between the deepest budget within D and "
+          "the next deeper one, searched, measured and a candidate (#58)",
+          "[cli][prune][frontier]") {
+  const auto out = hp::test::scratch_dir("hp_prune_frontier_refine");
+  fs::remove_all(out);
+  // STS-B on the regression twin scored against its own predictions on the train split (Spearman 100 unpruned):
+  // 90% of the FLOPs keeps it within D = 10, 20% does not; two rounds of refinement.
+  const std::string args = stsb_args(out, "hp_prune_frontier_refine_data",
+                                     "--schedule 0,100 --recover-steps 0 --set prune.budget_schedule=100,90,20"
+                                     " --max-drop 10 --set prune.frontier_gates=[] --set prune.frontier_refine=2");
+  auto r = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  const auto& f = summary["frontier"];
+  const double floor = f["select_baseline"].get<double>() - f["max_drop"].get<double>();
+  std::map<int, nlohmann::json> kwon;  // FLOPs percent → the search's candidate (fp32 only here)
+  for (const auto& p : f["points"])
+    if (p["method"] == "kwon") kwon[static_cast<int>(std::lround(100 * p["flops_kept"].get<double>()))] = p;
+  auto within = [&](int pct) { return kwon.at(pct)["select_metric"].get<double>() >= floor; };
+  REQUIRE(kwon.count(90));
+  REQUIRE(kwon.count(20));
+  REQUIRE(within(90));
+  REQUIRE(!within(20));
+  // Round 1: halfway between 90 and 20, the budget curves' point 3 (one past the schedule's), searched and chosen
+  // among its steps as the schedule's are, and measured as a candidate.
+  REQUIRE(kwon.count(55));
+  CHECK(kwon.at(55)["step"] == 3);
+  CHECK_THAT(r.output, Catch::Contains("the budget search refined at 55% of the FLOPs (round 1 of 2)"));
+  CHECK(fs::exists(out / "state" / "frontier" / "kwon-3.step.json"));
+  // Round 2: between 55 and 20 if 55 was within D, else between 90 and 55.
+  const int second = within(55) ? 38 : 73;
+  REQUIRE(kwon.count(second));
+  CHECK(kwon.at(second)["step"] == 4);
+  CHECK_THAT(r.output, Catch::Contains("the budget search refined at " + std::to_string(second) +
+                                       "% of the FLOPs (round 2 of 2)"));
+  CHECK(kwon.size() == 4);
+  // The choice sees them: the fastest within D, refined or not.
+  const auto& c = f["points"][static_cast<size_t>(f["chosen"].get<int>())];
+  for (const auto& [pct, p] : kwon)
+    if (within(pct)) CHECK(p["speedup"].get<double>() <= c["speedup"].get<double>());
+  // Resumed, nothing is searched or measured again, and the same points come back.
+  auto again = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());
+  INFO(again.output);
+  REQUIRE(again.code == 0);
+  CHECK(nlohmann::json::parse(slurp(out / "summary.json"))["frontier"]["points"] == f["points"]);
 }
 
 TEST_CASE("the frontier's budget candidate at F and --target-flops F give the same model (#58)",

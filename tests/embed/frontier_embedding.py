@@ -5,7 +5,7 @@ sentence-transformers folder, checked against sentence-transformers and by hand.
 The tiny folder (mean pooling, Normalize) is pruned with --max-drop at the budgets 60% and 30% (a short search and
 recovery, STS-B dev[:200]), under HEADPRUNE_MAX_ISA=avx2 so that every machine measures fp32 and int8. Then: the
 frontier has the unpruned model (fp32 the reference, int8 a candidate), the search at both budgets at both
-precisions, the gates at 30% (prune.frontier_gates, trained briefly) — the model they trained, their training time
+precisions (and at 45% where 60% is within D and 30% is not: prune.frontier_refine), the gates at 30% (prune.frontier_gates, trained briefly) — the model they trained, their training time
 its cost — and ONNX Runtime's fp32 and quantize_dynamic int8 of the unpruned folder as references (its fp32
 Spearman headprune's unpruned fp32 one: the same embeddings from another engine); each budget candidate is that budget's best step on the selection slice, scored as the summary's steps
 say; the choice is the fastest candidate within D on the selection slice, recomputed here from frontier.csv; the
@@ -46,8 +46,17 @@ def main():
     points = f["points"]
     ok = True
     kinds = sorted((p["method"], p["budget"], p["precision"]) for p in points)
+
+    # prune.frontier_refine (one round by default): the search again at 45%, halfway between 60 and 30, when 60 has a
+    # candidate within D on the selection pairs at some precision and 30 has none; the rule recomputed here.
+    def within(budget):
+        return any(p["method"] == "kwon" and p["step"] == budget and
+                   p["select_metric"] >= f["select_baseline"] - 5 - 1e-9 for p in points)
+    refined = [45] if within(60) and not within(30) else []
+    ok &= check(("frontier: the search refined at 45% of the FLOPs (round 1 of 1)" in first.stderr) == bool(refined),
+                f"the search refined at {refined or 'no budget'} (60% within D: {within(60)}, 30%: {within(30)})")
     want = sorted([("unpruned", "", q) for q in ("fp32", "int8")] +
-                  [("kwon", f"{b}% FLOPs", q) for b in (60, 30) for q in ("fp32", "int8")] +
+                  [("kwon", f"{b}% FLOPs", q) for b in [60, 30] + refined for q in ("fp32", "int8")] +
                   [("gates", "30% FLOPs", q) for q in ("fp32", "int8")] +
                   [("onnxruntime", "", q) for q in ("fp32", "int8")])
     ok &= check(kinds == want, f"the candidates: {kinds}")

@@ -1103,6 +1103,10 @@ add("frontier-bad-time", "prune.frontier_time outside (0, 60]", budget_run("--ma
     "prune.frontier_time=0"), 2,
     "error: prune.frontier_time = 0; use seconds in (0, 60], e.g. 0.3",
     not_created("run"))
+add("frontier-bad-refine", "prune.frontier_refine outside 0..5", budget_run("--max-drop", "1", "--set",
+    "prune.frontier_refine=-1"), 2,
+    "error: prune.frontier_refine = -1; use 0 (the schedule alone) to 5 rounds, e.g. 1",
+    not_created("run"))
 add("frontier-method", "--max-drop with prune.method other than best", budget_run("--max-drop", "1", "--method",
     "taylor"), 2,
     "error: prune.method = taylor with prune.max_drop: the frontier measures the head criteria and the budget search "

@@ -183,6 +183,48 @@ TEST_CASE("the gates' budgets: [auto] the cheapest search point within 2·D at f
     CHECK_THROWS_AS(frontier_gate_budgets({"30", bad}, f), hp::ConfigError);
 }
 
+TEST_CASE("the refined budget: the midpoint between the deepest search budget within D on the slice and the next "
+          "deeper one (#58)",
+          "[prune][frontier]") {
+  using hp::prune::refine_budget;
+  hp::prune::Frontier f;
+  f.baseline = 70, f.select_baseline = 90, f.max_drop = 1;  // the slice decides: the evaluation split is 20 off
+  auto search = [](double flops, double select, const char* precision = "fp32", const char* method = "kwon") {
+    FrontierPoint p = apart(1 / flops, select, select - 20);
+    p.method = method, p.precision = precision, p.flops_kept = flops;
+    return p;
+  };
+  // 50% in, 40% in at int8 only (exactly D below: in), 30% out at every precision: between 40 and 30.
+  f.points = {search(0.5, 89.5), search(0.4, 88.5), search(0.4, 89.0, "int8"), search(0.3, 88.9),
+              search(0.3, 88.0, "int8")};
+  CHECK(refine_budget(f, 2) == 35);
+  // The evaluation split is never read: a 30% point that is within D on dev only changes nothing.
+  f.points[3].metric = 90;
+  CHECK(refine_budget(f, 2) == 35);
+  // Other methods do not move it: heads or gates within D at 30% are not the search's budget.
+  f.points.push_back(search(0.3, 89.9, "fp32", "gates"));
+  f.points.push_back(search(0.3, 89.9, "int8", "heads"));
+  CHECK(refine_budget(f, 2) == 35);
+  // After that round: 35% within D, so between 35 and 30 (rounded up); 35% out, so between 40 and 35.
+  f.points.push_back(search(0.35, 89.2));
+  CHECK(refine_budget(f, 2) == 33);
+  f.points.back().select_metric = 88.9;
+  CHECK(refine_budget(f, 2) == 38);
+  // Points 2 apart are not refined further (the gap is `min_gap`; 0 still never repeats a point).
+  f.points = {search(0.4, 89.5), search(0.38, 88.0)};
+  CHECK(!refine_budget(f, 2));
+  CHECK(refine_budget(f, 1) == 39);
+  f.points = {search(0.4, 89.5), search(0.39, 88.0)};
+  CHECK(!refine_budget(f, 0));
+  // Nothing to refine: the deepest budget measured is within D, or none is.
+  f.points = {search(0.5, 89.5), search(0.3, 89.1)};
+  CHECK(!refine_budget(f, 2));
+  f.points = {search(0.5, 88.5), search(0.3, 87.0)};
+  CHECK(!refine_budget(f, 2));
+  f.points.clear();
+  CHECK(!refine_budget(f, 2));
+}
+
 TEST_CASE("frontier.csv: a row per point with every timing's column, the front and the choice marked",
           "[prune][frontier]") {
   const std::string csv = hp::prune::frontier_csv(hand_frontier());
