@@ -24,7 +24,7 @@ struct FrontierPoint {
   std::string budget;     // as a person reads it: "36 heads", "50% FLOPs", "" for the unpruned model
   std::string precision;  // "fp32", "bf16" or "int8"
   int step = -1;          // heads: the schedule's index; kwon: the budget curves' point (budget_schedule's index,
-                          // or past it a refined budget); gates: the FLOPs percent trained
+                          // or 100 + the percent for a refined budget); gates: the FLOPs percent trained
                           // to; -1 for the others
   int heads_kept = 0;
   double flops_kept = 1;  // of the unpruned encoder's (FLOPs at the evaluation split's mean length)

@@ -262,14 +262,16 @@ bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vecto
 
 // prune.frontier_refine rounds (#58): the budget search at refine_budget's midpoint between the deepest budget with a
 // candidate within D on the slice and the next deeper one, searched and recovered as the budget curves do (point
-// budget_schedule.size() + round), its candidate measured and added to `cands`. False when stopped.
+// 100 + its percent: past every schedule index, and the same budget's whatever D chose it, so that a run resumed
+// with another --max-drop reads back only the budget it stored), its candidate measured and added to `cands`.
+// False when stopped.
 bool refine_budgets(RunContext& ctx, const MaskGradients& grads, const core::Bert& base,
                     const std::vector<core::Precision>& precisions, std::vector<Candidate>& cands, Frontier& f) {
   const core::PruneConfig& P = ctx.cfg->prune;
   for (int round = 0; round < P.frontier_refine; ++round) {
     const auto pct = refine_budget(f, kRefineGapPercent);
     if (!pct) break;
-    const int step = static_cast<int>(P.budget_schedule.size()) + round;
+    const int step = 100 + *pct;  // budget_schedule has at most 100 points (distinct percents)
     log_stage(5, "frontier",
               "the budget search refined at " + std::to_string(*pct) + "% of the FLOPs (round " +
                   std::to_string(round + 1) + " of " + std::to_string(P.frontier_refine) +

@@ -345,16 +345,16 @@ TEST_CASE("the budget search refined where the choice is made: the midpoint betw
   REQUIRE(kwon.count(20));
   REQUIRE(within(90));
   REQUIRE(!within(20));
-  // Round 1: halfway between 90 and 20, the budget curves' point 3 (one past the schedule's), searched and chosen
-  // among its steps as the schedule's are, and measured as a candidate.
+  // Round 1: halfway between 90 and 20, the budget curves' point 155 (100 + its percent, past the schedule's),
+  // searched and chosen among its steps as the schedule's are, and measured as a candidate.
   REQUIRE(kwon.count(55));
-  CHECK(kwon.at(55)["step"] == 3);
+  CHECK(kwon.at(55)["step"] == 155);
   CHECK_THAT(r.output, Catch::Contains("the budget search refined at 55% of the FLOPs (round 1 of 2)"));
-  CHECK(fs::exists(out / "state" / "frontier" / "kwon-3.step.json"));
+  CHECK(fs::exists(out / "state" / "frontier" / "kwon-155.step.json"));
   // Round 2: between 55 and 20 if 55 was within D, else between 90 and 55.
   const int second = within(55) ? 38 : 73;
   REQUIRE(kwon.count(second));
-  CHECK(kwon.at(second)["step"] == 4);
+  CHECK(kwon.at(second)["step"] == 100 + second);
   CHECK_THAT(r.output, Catch::Contains("the budget search refined at " + std::to_string(second) +
                                        "% of the FLOPs (round 2 of 2)"));
   CHECK(kwon.size() == 4);
@@ -367,6 +367,26 @@ TEST_CASE("the budget search refined where the choice is made: the midpoint betw
   INFO(again.output);
   REQUIRE(again.code == 0);
   CHECK(nlohmann::json::parse(slurp(out / "summary.json"))["frontier"]["points"] == f["points"]);
+  // Resumed with another D (a frontier re-chooses from what it measured): round 1 is 55% again (read back), and D = 50
+  // takes 55% in and leaves 20% out, so round 2 is now 38%, a budget of its own (point 138), not the 73% the first
+  // run stored for its round 2.
+  REQUIRE(kwon.at(55)["select_metric"].get<double>() >= f["select_baseline"].get<double>() - 50);
+  REQUIRE(kwon.at(20)["select_metric"].get<double>() < f["select_baseline"].get<double>() - 50);
+  std::string wider = args;
+  wider.replace(wider.find("--max-drop 10"), 13, "--max-drop 50");
+  auto other = run_capped(wider, "HP_PYTHON=" + (out / "no-python").string());
+  INFO(other.output);
+  REQUIRE(other.code == 0);
+  std::map<int, nlohmann::json> kwon50;
+  const auto resumed = nlohmann::json::parse(slurp(out / "summary.json"));
+  for (const auto& p : resumed["frontier"]["points"])
+    if (p["method"] == "kwon") kwon50[static_cast<int>(std::lround(100 * p["flops_kept"].get<double>()))] = p;
+  REQUIRE(kwon50.count(38));
+  CHECK(kwon50.at(38)["step"] == 138);
+  CHECK(kwon50.at(38)["budget"] == "38% FLOPs");
+  CHECK(kwon50.at(38)["heads_kept"].get<int>() <= kwon.at(55)["heads_kept"].get<int>());
+  CHECK(kwon50.at(55) == kwon.at(55));  // the first run's 55% read back as it was measured
+  CHECK_THAT(other.output, Catch::Contains("the budget search refined at 38% of the FLOPs (round 2 of 2)"));
 }
 
 TEST_CASE("the frontier's budget candidate at F and --target-flops F give the same model (#58)",
