@@ -109,7 +109,17 @@ void set_cpu_rng_state(const torch::Tensor& state) {
 }
 
 std::string state_dir(const std::string& run_dir) { return run_dir + "/state"; }
-std::string optimizer_file(const std::string& run_dir) { return state_dir(run_dir) + "/optimizer.pt"; }
+
+namespace {
+// The state a resume reads: RUN/state, or RUN/state.old where a stop between replace_dir's two renames left only that
+// (state.json is written last, so it marks a whole state). Every file of a resume comes from the same one.
+std::string readable_state_dir(const std::string& run_dir) {
+  const std::string dir = state_dir(run_dir);
+  return !fs::exists(dir + "/state.json") && fs::exists(dir + ".old/state.json") ? dir + ".old" : dir;
+}
+}  // namespace
+
+std::string optimizer_file(const std::string& run_dir) { return readable_state_dir(run_dir) + "/optimizer.pt"; }
 
 void replace_dir(const std::string& tmp_dir, const std::string& final_dir) {
   // A crash between the two renames leaves final_dir.old, which read_run_state falls back to.
@@ -167,8 +177,7 @@ void save_run_state_here(const std::string& run_dir, const RunState& s, const co
 }  // namespace
 
 RunState read_run_state(const std::string& run_dir, core::Bert& model) {
-  std::string dir = state_dir(run_dir);
-  if (!fs::exists(dir + "/state.json") && fs::exists(dir + ".old/state.json")) dir += ".old";
+  const std::string dir = readable_state_dir(run_dir);
   if (!fs::exists(dir + "/state.json"))
     throw InputError(state_dir(run_dir) +
                      ": no resumable state (state.json missing); pass the run directory of a "

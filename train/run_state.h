@@ -74,7 +74,7 @@ std::string state_dir(const std::string& run_dir);
 void save_run_state(const std::string& run_dir, const RunState& s, const core::Bert& model, const Optimizer& opt);
 
 // Reads RUN_DIR/state (InputError naming the folder when absent or incomplete) and copies its weights
-// into `model` (same architecture). Load the optimizer with optimizer_file(run_dir).
+// into `model` (same architecture). Load the optimizer with optimizer_file(run_dir), from the same state folder.
 RunState read_run_state(const std::string& run_dir, core::Bert& model);
 std::string optimizer_file(const std::string& run_dir);
 

@@ -265,6 +265,10 @@ TEST_CASE("resume after K steps equals uninterrupted training bit for bit", "[tr
   o2.config_yaml = "cfg\n  lr: 2  # h\n";
   CHECK_THROWS_AS(hp::train::train_model(s.tc, s.gc, s.rc, other, data, o2), hp::ConfigError);
 
+  // Stopped between the two renames of a save (state moved aside, the new one not yet in place): only state.old is
+  // left, and the resume reads every file from it, the optimizer's moments too (stops.kill_resume_gates once found
+  // state.json there and optimizer.pt looked for in state/).
+  std::filesystem::rename(o2.run_dir + "/state", o2.run_dir + "/state.old");
   auto resumed = tiny_model();  // fresh weights: the state must overwrite all of them
   o2.config_yaml = "cfg";
   auto r2 = hp::train::train_model(s.tc, s.gc, s.rc, resumed, data, o2);
