@@ -70,9 +70,10 @@ BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const 
 // False when stopped.
 bool budget_curves(RunContext& ctx, const MaskGradients& grads, CurvesSummary& curves);
 
-// The budget curves' points at one budget outside the schedule (`step` past budget_schedule's indices, one per budget:
-// the frontier's refinement, prune.frontier_refine), searched, recovered and stored as budget_curves stores the schedule's, and with
-// prune.max_drop the frontier's candidate there decided (prune/best_step.h); read back when stored. False when stopped.
+// The budget curves' points at one budget outside the schedule (`step` past budget_schedule's indices, one per
+// budget: the frontier's refinement, prune.frontier_refine), searched, recovered and stored as budget_curves stores
+// the schedule's, and with prune.max_drop the frontier's candidate there decided (prune/best_step.h); read back when
+// stored. False when stopped.
 bool budget_point_at(RunContext& ctx, const MaskGradients& grads, int step, double fraction);
 
 // Stage 5 with a budget and prune.method = gates, after the gated run: its final model (RUN_DIR/gates/best under

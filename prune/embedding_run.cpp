@@ -331,7 +331,8 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
     const size_t from = cands.size();
     core::log_info("prune", "frontier: the search refined at " + std::to_string(*pct) + "% of the FLOPs (round " +
                                 std::to_string(round + 1) + " of " + std::to_string(cfg.prune.frontier_refine) +
-                                "): between the deepest budget within D on the selection pairs and the next deeper one");
+                                "): between the deepest budget within D on the selection pairs and the next "
+                                "deeper one");
     if (!add_budget(r, g, te, *pct, budgets, cands) || !measure_candidates(r, base, te, cands, from, f)) return 130;
   }
   const size_t searched = cands.size();

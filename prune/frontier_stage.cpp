@@ -69,8 +69,8 @@ std::vector<Candidate> head_candidates(const RunContext& ctx, const CurvesSummar
   return out;
 }
 
-// The budget search's candidate at `fraction`, point `step` of the budget curves (budget_schedule's index, or one
-// past it for a refined point): the best on the selection slice of its steps (budget_step_choice): the recovered
+// The budget search's candidate at `fraction`, point `step` of the budget curves (budget_schedule's index, or 100 +
+// the percent for a refined point): the best on the selection slice of its steps (budget_step_choice): the recovered
 // model the budget curves kept (RUN_DIR/budget_recover/<step>/best), or the search's own choice, rearranged or
 // tuned, folded and slimmed. nullopt for a point not stored (100%, or below what one head costs).
 std::optional<Candidate> budget_candidate(const RunContext& ctx, const MaskGradients& grads, int step,
