@@ -82,7 +82,8 @@ double relative_residual(const LstsqSystem& s, const torch::Tensor& x) {
   return s.rtr > 0 ? std::max(fit, 0.0) / s.rtr : 0.0;
 }
 
-// Solves one sublayer's system into scales_row[kept] (left at their values when the solve is refused).
+// Solves one sublayer's system into scales_row[kept] (left at their values when the solve is refused or fits no
+// better than they do).
 SublayerFit solve_into(const LstsqSystem& s, const std::vector<long>& kept, torch::Tensor scales_row,
                        const TuningOptions& opts, int layer, const char* block) {
   SublayerFit fit;
@@ -100,8 +101,10 @@ SublayerFit solve_into(const LstsqSystem& s, const std::vector<long>& kept, torc
     fit.skipped = "a scale outside ±" + std::to_string(opts.max_scale);
     return fit;
   }
+  const double after = relative_residual(s, x);
+  if (after > fit.before) return fit;  // no better than the scales it has (a residual already at round-off)
   scales_row.index_copy_(0, index_of(kept), x.to(scales_row.scalar_type()));
-  fit.after = relative_residual(s, x);
+  fit.after = after;
   return fit;
 }
 

@@ -60,7 +60,8 @@ struct TuningOptions {
   bool cls_last_layer = true;  // classifier: the last layer is fitted on its [CLS] rows only
 };
 
-// Per sublayer: the fit's relative residual ‖A s − r‖² / ‖r‖² at s = 1 and after, or why it was skipped.
+// Per sublayer: the fit's relative residual ‖A s − r‖² / ‖r‖² at s = 1 and after (never above before: a solve that
+// fits worse is not taken), or why it was skipped.
 struct SublayerFit {
   int layer = 0;
   std::string block;  // "attention" or "ffn"

@@ -1,8 +1,12 @@
-// The one Catch2 main shared by every test executable. A run that called hp::test::skip() and had no
+// The one Catch2 main shared by every test executable. It selects the BLAS kernel as prune's main does, so that a
+// test and the prune it runs time and key their measurements alike. A run that called hp::test::skip() and had no
 // failure exits with kSkipExitCode so that CTest shows it as skipped (tests/skip.h).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+
+#include "core/kernels/blas.h"
 #include "skip.h"
 
 namespace {
@@ -33,6 +37,12 @@ void skip_optional(const std::string& why) {
 }  // namespace hp::test
 
 int main(int argc, char* argv[]) {
+  try {
+    hp::core::ensure_fast_blas(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
   const int failed = Catch::Session().run(argc, argv);
   return failed == 0 && g_skipped ? hp::test::kSkipExitCode : failed;
 }

@@ -3,7 +3,6 @@
 
 #include <dlfcn.h>
 #include <malloc.h>
-#include <torch/types.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "core/base/errors.h"  // Error
+#include "core/base/log.h"
 #include "core/kernels/isa.h"
 
 namespace hp::core {
@@ -128,12 +128,20 @@ void ensure_fast_blas(int argc, char** argv) {
                 "(or set HEADPRUNE_ALLOW_SLOW_BLAS=1 to run anyway)");
   }
   // OpenBLAS with a generic kernel on a CPU that has AVX2/AVX-512.
-  if (!tried && !std::getenv("OPENBLAS_CORETYPE")) {
+  const char* user_core = std::getenv("OPENBLAS_CORETYPE");
+  if (!tried && !user_core) {
     setenv("OPENBLAS_CORETYPE", best_openblas_core().c_str(), 1);
     reexec(argc, argv);
   }
+  if (user_core && !tried) {  // the user's own choice (some machines set it to avoid a faulty kernel): run with it
+    log_warn_once("blas", "generic-kernel",
+                  "OPENBLAS_CORETYPE=" + std::string(user_core) + " runs OpenBLAS's generic kernel '" + info.kernel +
+                      "', several times slower than " + best_openblas_core() + " on this CPU; unset it to let prune "
+                      "choose");
+    return;
+  }
   throw Error("BLAS: OpenBLAS chose the generic kernel '" + info.kernel + "' although this CPU supports " +
-              best_openblas_core() + "; unset OPENBLAS_CORETYPE or set it to " + best_openblas_core() +
+              best_openblas_core() + "; set OPENBLAS_CORETYPE=" + best_openblas_core() +
               " (or set HEADPRUNE_ALLOW_SLOW_BLAS=1 to run anyway)");
 }
 
