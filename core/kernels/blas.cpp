@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "core/base/errors.h"  // Error
-#include "core/base/log.h"
 #include "core/kernels/isa.h"
 
 namespace hp::core {
@@ -133,13 +132,8 @@ void ensure_fast_blas(int argc, char** argv) {
     setenv("OPENBLAS_CORETYPE", best_openblas_core().c_str(), 1);
     reexec(argc, argv);
   }
-  if (user_core && !tried) {  // the user's own choice (some machines set it to avoid a faulty kernel): run with it
-    log_warn_once("blas", "generic-kernel",
-                  "OPENBLAS_CORETYPE=" + std::string(user_core) + " runs OpenBLAS's generic kernel '" + info.kernel +
-                      "', several times slower than " + best_openblas_core() + " on this CPU; unset it to let prune "
-                      "choose");
-    return;
-  }
+  // The user's own choice (some machines set it to avoid a faulty kernel) runs; the runtime line says it is generic.
+  if (user_core && !tried) return;
   throw Error("BLAS: OpenBLAS chose the generic kernel '" + info.kernel + "' although this CPU supports " +
               best_openblas_core() + "; set OPENBLAS_CORETYPE=" + best_openblas_core() +
               " (or set HEADPRUNE_ALLOW_SLOW_BLAS=1 to run anyway)");

@@ -28,7 +28,8 @@ void tune_allocator();
 
 // Call first in main(). Tunes the allocator; then if the BLAS is slow and fixable, re-execs this program once with
 // OPENBLAS_CORETYPE and/or LD_LIBRARY_PATH set (only to what the CPU supports); if not fixable,
-// throws hp::Error telling what to install. Set HEADPRUNE_ALLOW_SLOW_BLAS=1 to skip the check.
+// throws hp::Error telling what to install. An OPENBLAS_CORETYPE the user set is kept, generic or not (the runtime
+// line says so). Set HEADPRUNE_ALLOW_SLOW_BLAS=1 to skip the check.
 void ensure_fast_blas(int argc, char** argv);
 
 }  // namespace hp::core
