@@ -3,6 +3,7 @@
 #include <csignal>
 #include <iostream>
 
+#include "core/base/errors.h"  // kInterruptedExit
 #include "cli/commands.h"
 #include "prune/pipeline.h"
 
@@ -29,7 +30,7 @@ int run_prune(const core::Config& cfg) {
   const int rc = prune::run_pruning(cfg, &g_stop);
   std::signal(SIGINT, previous_int);
   std::signal(SIGTERM, previous_term);
-  if (rc == 130)
+  if (rc == kInterruptedExit)
     std::cerr << "interrupted; finished work is saved in " << cfg.run.out_dir
               << "; run the same command again to resume\n";
   return rc;

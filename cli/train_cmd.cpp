@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "core/base/config.h"  // dump_yaml
+#include "core/base/errors.h"  // kInterruptedExit
 #include "core/base/log.h"
 #include "core/base/run_folder.h"
 #include "cli/commands.h"
@@ -41,7 +42,7 @@ int run_train(const core::Config& cfg) {
   if (r.interrupted) {
     std::cerr << "interrupted at step " << r.steps << "; state saved in " << run_dir
               << "/state; continue with: prune train --config <same> --resume " << run_dir << "\n";
-    return 130;  // 128 + SIGINT
+    return kInterruptedExit;
   }
 
   const core::TaskSpec& task = core::find_task(cfg.data.task);

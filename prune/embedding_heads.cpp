@@ -212,9 +212,9 @@ int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, json sum
   RankSet rs;
   make_rank_set(r, rs);
   const auto importance = score_heads(r, rs.rank);
-  if (core::dist::stop_requested(r.stop)) return 130;
+  if (core::dist::stop_requested(r.stop)) return kInterruptedExit;
   const auto curves = run_curves(r, te, importance, summary["unpruned"]["spearman"].get<double>());
-  if (!curves) return 130;
+  if (!curves) return kInterruptedExit;
   const bool named = p.method != "best" && p.method != "kwon";
   const std::string crit = named ? p.method : curves->best;
   const int total = r.teacher->model.config().total_heads();
@@ -228,7 +228,7 @@ int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, json sum
   fs::create_directories(dirs.state);
   if (auto rec = recovered_model(r, models.back().second, p, m.flops_kept, dirs))
     models.emplace_back("recovered", *rec);
-  if (core::dist::stop_requested(r.stop)) return 130;
+  if (core::dist::stop_requested(r.stop)) return kInterruptedExit;
   json steps = json::object();
   const std::string chosen = score_variants(r, models, dirs.state, te, steps);
   summary["criterion"] = crit, summary["curves"] = curves->points;

@@ -24,7 +24,7 @@ namespace hp::prune {
 // ConfigError for what the heads run does not take (a gates criterion, an unknown prune.method).
 void validate_embedding_heads(const core::Config& cfg);
 
-// The run above; `summary` holds what the run's opening wrote. 0 when done, 130 when stopped.
+// The run above; `summary` holds what the run's opening wrote. 0 when done, kInterruptedExit when stopped.
 int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, nlohmann::json summary);
 
 }  // namespace hp::prune

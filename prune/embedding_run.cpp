@@ -309,13 +309,13 @@ bool add_gates(const EmbedRun& r, const TeacherEmbeddings& te, const Frontier& f
 }
 
 // `prune --config sts_embed.yaml --max-drop D`: every candidate (frontier_candidates) at every native precision; the
-// fastest within D points of cosine Spearman on the selection pairs exported. 0 when done, 130 when stopped.
+// fastest within D points of cosine Spearman on the selection pairs exported. 0 when done, kInterruptedExit when stopped.
 int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te, json summary) {
   const core::Config& cfg = *r.cfg;
   fs::create_directories(r.state + "/frontier");
   json budgets = json::object();
   auto found = frontier_candidates(r, g, te, budgets);
-  if (!found) return 130;
+  if (!found) return kInterruptedExit;
   Candidates& cands = *found;
   core::Bert base = r.teacher->model;
   base.set_precision(core::Precision::kFp32);
@@ -323,7 +323,7 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
   f.task = cfg.data.task, f.metric = "cosine_spearman", f.split = cfg.prune.eval_split, f.select_split = r.select_split;
   f.timing = "batch " + std::to_string(cfg.prune.latency_batch) + " x " + std::to_string(timing_seq(cfg)) + " tokens";
   f.max_drop = cfg.prune.max_drop;
-  if (!measure_candidates(r, base, te, cands, 0, f)) return 130;
+  if (!measure_candidates(r, base, te, cands, 0, f)) return kInterruptedExit;
   // prune.frontier_refine: the search again halfway between the deepest budget within D and the next deeper one.
   for (int round = 0; round < cfg.prune.frontier_refine; ++round) {
     const auto pct = refine_budget(f, kRefineGapPercent);
@@ -333,10 +333,10 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
                                 std::to_string(round + 1) + " of " + std::to_string(cfg.prune.frontier_refine) +
                                 "): between the deepest budget within D on the selection pairs and the next "
                                 "deeper one");
-    if (!add_budget(r, g, te, *pct, budgets, cands) || !measure_candidates(r, base, te, cands, from, f)) return 130;
+    if (!add_budget(r, g, te, *pct, budgets, cands) || !measure_candidates(r, base, te, cands, from, f)) return kInterruptedExit;
   }
   const size_t searched = cands.size();
-  if (!add_gates(r, te, f, cands) || !measure_candidates(r, base, te, cands, searched, f)) return 130;
+  if (!add_gates(r, te, f, cands) || !measure_candidates(r, base, te, cands, searched, f)) return kInterruptedExit;
   const long batch = cfg.prune.latency_batch, seq = timing_seq(cfg);
   const std::string ort_dir = r.state + "/frontier/ort";
   add_ort_rows(
@@ -395,11 +395,11 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
 namespace {
 
 // `--method gates --target-flops F`: the gates (prune/embedding_gates.h) in RUN_DIR/gates, the slimmed model scored
-// and exported. 0 when done, 130 when stopped.
+// and exported. 0 when done, kInterruptedExit when stopped.
 int run_gates(const EmbedRun& r, const TeacherEmbeddings& te, json summary) {
   const core::Config& cfg = *r.cfg;
   const auto g = gated_embedding(r, te, cfg.prune.target_flops, cfg.run.out_dir + "/gates");
-  if (!g) return 130;
+  if (!g) return kInterruptedExit;
   const eval::SentenceEncoder enc{r.teacher->layout, g->slim, r.teacher->tokenizer};
   const json scores = cached(r.state, "gates", [&] { return score(r, enc, te); });
   summary["gates"] = g->result;
@@ -436,7 +436,7 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   core::log_info("prune", "unpruned: cosine Spearman " + core::format_number("%.2f", unpruned["spearman"]) + " on " +
                               cfg.prune.eval_split + ", " +
                               core::format_number("%.2f", unpruned["select_spearman"]) + " on " + r.select_split);
-  if (core::dist::stop_requested(stop)) return 130;
+  if (core::dist::stop_requested(stop)) return kInterruptedExit;
   json summary = {{"objective", "embedding"},
                   {"model", cfg.model.path},
                   {"task", cfg.data.task},
@@ -447,11 +447,11 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   if (cfg.prune.method == "gates") return run_gates(r, teacher_embeddings, summary);
   if (cfg.prune.target_heads > 0) return run_embedding_heads(r, teacher_embeddings, summary);
   const MaskGradients g = embedding_gradients(r);
-  if (core::dist::stop_requested(stop)) return 130;
+  if (core::dist::stop_requested(stop)) return kInterruptedExit;
   if (cfg.prune.max_drop > 0) return run_frontier(r, g, teacher_embeddings, summary);
   const BudgetDirs dirs{r.state, cfg.run.out_dir + "/recovered"};
   const auto b = run_budget(r, g, cfg.prune, dirs, teacher_embeddings);
-  if (!b) return 130;
+  if (!b) return kInterruptedExit;
   const Searched& s = b->s;
   summary["steps"] = b->steps, summary["chosen"] = b->chosen;
   summary["budget"] = {{"unit", s.unit.name}, {"target", s.unit.target}, {"mean_length", s.unit.mean_length}};

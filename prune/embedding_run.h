@@ -32,7 +32,7 @@ namespace hp::prune {
 // is no sentence-transformers model, more than one process.
 void validate_embedding_run(const core::Config& cfg);
 
-// The run; 0 when done, 130 when stopped (finished work kept).
+// The run; 0 when done, kInterruptedExit when stopped (finished work kept).
 int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop);
 
 }  // namespace hp::prune

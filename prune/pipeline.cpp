@@ -353,15 +353,14 @@ bool frontier_choice(RunContext& ctx, RunSummary& s, const MaskGradients& grads,
 
 namespace {
 int run_stages(RunContext& ctx, const core::Config& cfg) {
-  constexpr int kInterrupted = 130;  // state saved: the same command resumes
-  if (!fine_tune(ctx)) return kInterrupted;  // 2
+  if (!fine_tune(ctx)) return kInterruptedExit;  // 2
   const auto importance = score(ctx);  // 3
-  if (!importance) return kInterrupted;
+  if (!importance) return kInterruptedExit;
   std::optional<MaskGradients> grads;  // with a FLOPs or parameter budget (prune/budget.h) or --target-layers
   const bool layers = cfg.prune.target_layers > 0;
-  if ((budget_mode(cfg.prune) || layers) && !(grads = budget_gradients(ctx))) return kInterrupted;
+  if ((budget_mode(cfg.prune) || layers) && !(grads = budget_gradients(ctx))) return kInterruptedExit;
   auto curve_summary = curves(ctx, *importance);  // 4
-  if (!curve_summary || (grads && !layers && !budget_curves(ctx, *grads, *curve_summary))) return kInterrupted;
+  if (!curve_summary || (grads && !layers && !budget_curves(ctx, *grads, *curve_summary))) return kInterruptedExit;
 
   RunSummary s;
   s.task = ctx.task->name;
@@ -376,13 +375,13 @@ int run_stages(RunContext& ctx, const core::Config& cfg) {
   s.rank_examples = static_cast<long>(ctx.rank_sets[0].size());
   s.curves = std::move(*curve_summary);
   std::optional<core::Config> chosen;  // prune.max_drop: the frontier's choice (prune/frontier_stage.h)
-  if (cfg.prune.max_drop > 0 && !frontier_choice(ctx, s, *grads, chosen)) return kInterrupted;  // 5
+  if (cfg.prune.max_drop > 0 && !frontier_choice(ctx, s, *grads, chosen)) return kInterruptedExit;  // 5
   const bool budget = budget_mode(ctx.cfg->prune);
   FinalModels models;
   const Frontier* frontier = s.frontier ? &*s.frontier : nullptr;
   if (ctx.cfg->prune.target_heads > 0 || budget || layers || frontier) {
     s.final = final_model(ctx, s.curves, models, budget || layers ? &*grads : nullptr, frontier);  // 5-8
-    if (!s.final) return kInterrupted;
+    if (!s.final) return kInterruptedExit;
   }
   write_summary(ctx, s, &models);  // 9
   return 0;

@@ -26,7 +26,7 @@ namespace hp::prune {
 // Range and name checks of prune.* against the model; ConfigError naming the key and the fix.
 void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& arch);
 
-// Runs the stages; returns the exit code (130 when `stop` was set: state saved, rerun to resume).
+// Runs the stages; returns the exit code (kInterruptedExit when `stop` was set: state saved, rerun to resume).
 int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop);
 
 }  // namespace hp::prune

@@ -68,7 +68,7 @@ struct RunContext {
   core::LoadOptions load;  // the task's labels, run.seed
   std::unique_ptr<RunStore> store;  // the claimed run folder
   std::optional<LatencyTable> latency_table;  // with a latency budget (prune/budget.h)
-  const std::atomic<bool>* stop = nullptr;  // Ctrl-C or a rank's stop: return 130 after the current unit
+  const std::atomic<bool>* stop = nullptr;  // Ctrl-C or a rank's stop: return kInterruptedExit after the current unit
   // A --max-drop run's choice: stage 7 also writes model.onnx, and model.int8.onnx when int8 was chosen; gates
   // chosen are those the frontier trained (RUN_DIR/<gates_sub>).
   bool export_onnx = false;

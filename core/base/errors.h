@@ -8,6 +8,10 @@
 
 namespace hp {
 
+// The exit code of a run stopped by Ctrl-C or SIGTERM with its finished work saved (128 + SIGINT): the same command
+// resumes.
+inline constexpr int kInterruptedExit = 130;
+
 struct Error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
