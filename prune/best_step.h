@@ -14,6 +14,11 @@
 
 namespace hp::prune {
 
+// A budget choice's steps, in the order they are made: the search's choice, rearranged, mask-tuned, recovered.
+enum class Step { kSearched, kRearranged, kTuned, kRecovered };
+std::string step_name(Step s);  // "searched", "rearranged", "tuned", "recovered": as the records and summaries say
+Step parse_step(const std::string& name);  // of a record this run wrote (InternalError otherwise)
+
 // Fine-tuning steps that recover a budget choice keeping `fraction` of its unit: the budget curves' recovered line
 // (`curves`: prune.curve_recover_steps, -1 = recover_steps) or stage 6 (recover_steps), scaled as
 // prune.recover_scale says (removed: by the fraction removed over one half, at least a fifth; fixed: as is). 0 = no
@@ -25,8 +30,8 @@ int budget_recover_steps(const core::PruneConfig& p, double fraction, bool curve
 // model in `recovered_dir` (the best of its evaluations on the same slice; "" when there is none), evaluated at
 // fp32 on ctx.select_data. Of equal ones the later step. `select_metrics`: variant → points.
 struct BestStep {
-  std::string variant;  // "searched", "rearranged", "tuned" or "recovered"
-  std::map<std::string, double> select_metrics;
+  Step variant = Step::kTuned;
+  std::map<std::string, double> select_metrics;  // step_name → points
   std::optional<core::Bert> model;  // the winner, slimmed
 };
 BestStep best_step(const RunContext& ctx, const BudgetSearch& s, const std::string& recovered_dir);

@@ -193,14 +193,14 @@ void validate_embedding_heads(const core::Config& cfg) {
     throw ConfigError(
         "prune.objective = embedding: --target-heads ranks the heads once, with one seed, on the training "
         "sentences the run distils: leave prune.seeds 1, prune.iterative false and prune.rank_split train");
-  const bool taylor = std::count(p.criteria.begin(), p.criteria.end(), "taylor") || p.method == "taylor";
+  const bool taylor = std::count(p.criteria.begin(), p.criteria.end(), "taylor") || (p.method == core::MethodKind::kCriterion && p.method.criterion == "taylor");
   if (taylor && p.taylor_token_level)
     throw ConfigError(
         "prune.objective = embedding: prune.taylor_token_level is a classifier's loss per token; an "
         "embedding's Taylor reads the whole embedding's derivative: set it false");
-  if (p.method == "best" || p.method == "kwon") return;
-  find_criterion(p.method, "prune.method");
-  if (p.method == "gates")
+  if (p.method == core::MethodKind::kBest || p.method == core::MethodKind::kKwon) return;
+  if (p.method == core::MethodKind::kCriterion) find_criterion(p.method.criterion, "prune.method");
+  if (p.method == core::MethodKind::kGates)
     throw ConfigError(
         "prune.objective = embedding: --method gates trains to a FLOPs budget, not to a head count; "
         "pass --target-flops F with it, or a criterion (--method taylor) with --target-heads N");
@@ -215,8 +215,8 @@ int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, json sum
   if (core::dist::stop_requested(r.stop)) return kInterruptedExit;
   const auto curves = run_curves(r, te, importance, summary["unpruned"]["spearman"].get<double>());
   if (!curves) return kInterruptedExit;
-  const bool named = p.method != "best" && p.method != "kwon";
-  const std::string crit = named ? p.method : curves->best;
+  const bool named = p.method == core::MethodKind::kCriterion || p.method == core::MethodKind::kGates;
+  const std::string crit = named ? core::choice_text(p.method) : curves->best;
   const int total = r.teacher->model.config().total_heads();
   const HeadsModel m = heads_model(r, heads_after(r, importance.at(crit), total - p.target_heads), head_costs(r));
   core::log_info("prune", std::to_string(p.target_heads) + " heads by " + crit +

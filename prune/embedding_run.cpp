@@ -141,11 +141,11 @@ void validate_embedding_run(const core::Config& cfg) {
       "--target-layers and --target-latency are not built for embeddings; pass --target-flops F or --target-heads N");
   if (p.target_heads > 0) validate_embedding_heads(cfg);
   else
-    refuse(p.method != "best" && p.method != "kwon" && p.method != "gates",
-           "prune.method = " + p.method +
+    refuse(p.method == core::MethodKind::kCriterion,
+           "prune.method = " + core::choice_text(p.method) +
                "; a budget for embeddings is reached by the search (kwon) or by the gates (gates); a criterion "
                "chooses heads with --target-heads N");
-  refuse(p.method == "gates" && !(p.target_flops > 0),
+  refuse(p.method == core::MethodKind::kGates && !(p.target_flops > 0),
          "--method gates trains to a FLOPs budget: pass --target-flops F (--max-drop measures the search's budgets; "
          "--target-params is not built for the gates on embeddings)");
   for (const auto& s : p.structures)
@@ -444,7 +444,7 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
                   {"eval_split", cfg.prune.eval_split},
                   {"metric", "cosine_spearman"},
                   {"unpruned", unpruned}};
-  if (cfg.prune.method == "gates") return run_gates(r, teacher_embeddings, summary);
+  if (cfg.prune.method == core::MethodKind::kGates) return run_gates(r, teacher_embeddings, summary);
   if (cfg.prune.target_heads > 0) return run_embedding_heads(r, teacher_embeddings, summary);
   const MaskGradients g = embedding_gradients(r);
   if (core::dist::stop_requested(stop)) return kInterruptedExit;

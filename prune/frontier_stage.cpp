@@ -92,17 +92,18 @@ std::optional<Candidate> budget_candidate(const RunContext& ctx, const MaskGradi
           : budget_step_choice(
                 ctx, search_at(ctx, grads, budget_unit(P, ctx.arch, core::mean_length(ctx.eval_data)), fraction), step,
                 fraction, dir);
-  const std::string variant = choice.at("variant").get<std::string>(), kept = step_model_dir(ctx, step);
+  const std::string kept = step_model_dir(ctx, step);
+  const Step variant = parse_step(choice.at("variant").get<std::string>());
   Candidate c{{}, "kwon-" + std::to_string(step), [&ctx, &grads, fraction, variant, dir, kept] {
-                if (variant == "recovered") return core::load_bert(dir + "/best", ctx.load);
+                if (variant == Step::kRecovered) return core::load_bert(dir + "/best", ctx.load);
                 if (fs::exists(kept + "/config.json")) return core::load_bert(kept, ctx.load);
                 const BudgetSearch s = search_at(
                     ctx, grads, budget_unit(ctx.cfg->prune, ctx.arch, core::mean_length(ctx.eval_data)), fraction);
-                if (variant == "searched") return slim_model(*ctx.model, s.searched);
-                if (variant == "rearranged") return slim_model(*ctx.model, s.rearranged);
+                if (variant == Step::kSearched) return slim_model(*ctx.model, s.searched);
+                if (variant == Step::kRearranged) return slim_model(*ctx.model, s.rearranged);
                 return slim_model(fold_scales(*ctx.model, s.scales), s.rearranged);
               }};
-  c.point.method = "kwon", c.point.variant = variant, c.point.step = step;
+  c.point.method = "kwon", c.point.variant = step_name(variant), c.point.step = step;
   c.point.heads_kept = stored->kept, c.point.cost_s = choice.at("cost_s").get<double>();
   c.point.flops_kept = fraction, c.point.budget = percent(fraction) + " FLOPs";
   return c;

@@ -25,7 +25,7 @@ bool budget(const P& p) { return p.target_flops > 0 || p.target_params > 0 || p.
 bool final_model(const P& p) { return p.target_heads > 0 || p.target_layers > 0 || budget(p); }
 // The recovery distils (prune.distill_hidden and prune.distill_tasks add to it), or the embedding run's does.
 bool distils(const P& p) {
-  return p.objective == "embedding" || (final_model(p) && p.recover_steps > 0 && p.recover_distill);
+  return p.objective == core::Objective::kEmbedding || (final_model(p) && p.recover_steps > 0 && p.recover_distill);
 }
 constexpr const char* kDistils =
     "a run that recovers by distillation (prune.recover_steps > 0, prune.recover_distill) or prune.objective: "
@@ -34,9 +34,13 @@ constexpr const char* kDistils =
 // A field's value as text, to compare with the default's.
 template <class T>
 std::string text(const T& v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
+  if constexpr (std::is_enum_v<T> || std::is_same_v<T, core::Method>) {
+    return core::choice_text(v);
+  } else {
+    std::ostringstream o;
+    o << v;
+    return o.str();
+  }
 }
 template <class T>
 std::string text(const std::vector<T>& v) {
@@ -102,7 +106,7 @@ const std::vector<KeyUse>& key_use_table() {
       {"latency_seq", [](const P& p) { return p.latency || p.target_latency > 0 || p.max_drop > 0; },
        "the latency measurements (prune.latency, --target-latency MS, --max-drop D)"},
       {"structures", budget, "a FLOPs, parameter or latency budget or --max-drop D"},
-      {"search_examples", [](const P& p) { return budget(p) || p.target_layers > 0 || p.objective == "embedding"; },
+      {"search_examples", [](const P& p) { return budget(p) || p.target_layers > 0 || p.objective == core::Objective::kEmbedding; },
        "a budget, --max-drop D, --target-layers N or prune.objective: embedding (its heads rank on these sentences)"},
       {"budget_schedule", budget, "a FLOPs, parameter or latency budget or --max-drop D"},
       {"hidden_widths", [](const P& p) { return budget(p) && has(p.structures, "hidden"); },

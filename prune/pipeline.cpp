@@ -54,12 +54,12 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
   need(!(budget_mode(p) && p.target_heads > 0),
        "prune.target_heads and a FLOPs, parameter or latency budget are both set; give --target-heads N or "
        "--target-flops F");
-  need(!(p.method == "kwon" && !budget_mode(p)),
+  need(!(p.method == core::MethodKind::kKwon && !budget_mode(p)),
        "prune.method = kwon searches under a budget; give --target-flops F, --target-params F or --target-latency MS");
-  need(!(budget_mode(p) && p.method != "best" && p.method != "kwon" && p.method != "gates"),
-       "prune.method = " + p.method +
+  need(!(budget_mode(p) && p.method == core::MethodKind::kCriterion),
+       "prune.method = " + core::choice_text(p.method) +
            " chooses heads for --target-heads; a FLOPs, parameter or latency budget uses kwon (or gates)");
-  need(!(p.method == "gates" && p.target_latency > 0),
+  need(!(p.method == core::MethodKind::kGates && p.target_latency > 0),
        "prune.method = gates with --target-latency: the gates learn a FLOPs or parameter budget; give --target-flops F "
        "or --target-params F, or prune.method = kwon");
   need(!p.structures.empty(), "prune.structures is empty; use heads, neurons or both (and hidden, layers)");
@@ -142,8 +142,8 @@ void validate_frontier(const core::PruneConfig& p) {
                   (core::isa::cap_from_environment() ? " from HEADPRUNE_MAX_ISA" : "") +
                   "), so --max-drop would measure no candidate; add fp32, e.g. [fp32, " +
                   core::join_list(p.frontier_precisions) + "]");
-  if (p.method != "best")
-    throw ConfigError("prune.method = " + p.method +
+  if (p.method != core::MethodKind::kBest)
+    throw ConfigError("prune.method = " + core::choice_text(p.method) +
                       " with prune.max_drop: the frontier measures the head criteria and the budget search itself; "
                       "leave prune.method = best");
 }
@@ -169,8 +169,8 @@ void validate_layers(const core::PruneConfig& p, const core::BertConfig& arch) {
   if (other)
     throw ConfigError("prune.target_layers and " + std::string(other) +
                       " are both set; give --target-layers N alone (it drops whole layers, then recovers)");
-  if (p.method != "best")
-    throw ConfigError("prune.method = " + p.method + " with --target-layers: whole layers are chosen by "
+  if (p.method != core::MethodKind::kBest)
+    throw ConfigError("prune.method = " + core::choice_text(p.method) + " with --target-layers: whole layers are chosen by "
                       "prune.layer_choice (fisher, top or alternate), not by a method; leave prune.method = best");
 }
 
@@ -206,9 +206,6 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
   need(p.distill_hidden >= 0 && std::isfinite(p.distill_hidden),
        "prune.distill_hidden = " + core::format_number("%g", p.distill_hidden) +
            "; it weighs the layer-wise term of the recovery: 0 (off) or a positive number, e.g. 1");
-  need(p.objective == "task" || p.objective == "embedding",
-       "prune.objective = '" + p.objective + "'; use task (a classifier for data.task) or embedding (a "
-       "sentence-transformers folder, pruned for its embeddings)");
   need(p.recover_scale == "removed" || p.recover_scale == "fixed",
        "prune.recover_scale = '" + p.recover_scale + "'; use removed (budget points recover longer the more they "
        "removed) or fixed (prune.recover_steps at every budget)");
@@ -217,7 +214,7 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
   validate_frontier(p);
   validate_budget(p, arch);
   validate_layers(p, arch);
-  if (p.method != "best" && p.method != "gates" && p.method != "kwon") find_criterion(p.method, "prune.method");
+  if (p.method == core::MethodKind::kCriterion) find_criterion(p.method.criterion, "prune.method");
   if (p.target_heads > 0) {
     const int reachable = total - max_prunable(all_heads(arch), p.min_heads_per_layer);
     need(p.target_heads >= reachable, "prune.target_heads = " + std::to_string(p.target_heads) + " is below the " +
@@ -283,7 +280,7 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
 // After the frontier (`frontier` set) its chosen candidate as measured: no search, training or recovery again.
 std::optional<FinalSummary> final_model(RunContext& ctx, CurvesSummary& curves, FinalModels& models,
                                         const MaskGradients* grads, const Frontier* frontier) {
-  const bool gated_budget = !frontier && grads && ctx.cfg->prune.method == "gates";
+  const bool gated_budget = !frontier && grads && ctx.cfg->prune.method == core::MethodKind::kGates;
   const bool layers = ctx.cfg->prune.target_layers > 0;
   auto choice = frontier                 ? std::optional<FinalChoice>(frontier_final_choice(ctx, *frontier))
                 : layers                 ? std::optional<FinalChoice>(choose_layers(ctx, *grads))
@@ -389,7 +386,7 @@ int run_stages(RunContext& ctx, const core::Config& cfg) {
 }  // namespace
 
 int run_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
-  if (cfg.prune.objective == "embedding") return run_embedding_pruning(cfg, stop);  // #59: its own stages
+  if (cfg.prune.objective == core::Objective::kEmbedding) return run_embedding_pruning(cfg, stop);
   RunContext ctx;
   prepare(ctx, cfg, stop);  // 1
   try {

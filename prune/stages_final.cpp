@@ -211,11 +211,11 @@ std::string best_criterion(const CurvesSummary& curves, std::string* why) {
 std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& curves) {
   const core::Config& cfg = *ctx.cfg;
   const int n = cfg.prune.target_heads;
-  if (cfg.prune.method == "gates") return choose_by_gates(ctx, n);
+  if (cfg.prune.method == core::MethodKind::kGates) return choose_by_gates(ctx, n);
   FinalChoice choice;
   choice.method = "criterion";
   std::string why;  // why "best" is random
-  choice.criterion = cfg.prune.method == "best" ? best_criterion(curves, &why) : cfg.prune.method;
+  choice.criterion = cfg.prune.method == core::MethodKind::kBest ? best_criterion(curves, &why) : core::choice_text(cfg.prune.method);
   choice.keep = mask_for_count(ctx.curves, find_criterion(choice.criterion), cfg.run.seed, ctx.ranks[0], *ctx.store,
                                ctx.total_heads - n);
   choice.metrics_before_recovery =

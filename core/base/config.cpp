@@ -22,7 +22,14 @@ struct Collector {
   std::vector<FieldRef>* out;
   template <class T>
   void operator()(const char* key, T& value, const char* help) {
-    out->push_back(FieldRef{prefix + key, help, &value});
+    if constexpr (std::is_enum_v<T> || std::is_same_v<T, Method>)
+      out->push_back(FieldRef{prefix + key, help,
+                              ChoiceRef{[&value] { return choice_text(value); },
+                                        [&value](const std::string& text, const std::string& where) {
+                                          parse_choice(text, where, value);
+                                        }}});
+    else
+      out->push_back(FieldRef{prefix + key, help, &value});
   }
 };
 
@@ -88,8 +95,8 @@ bool parse_bool(const std::string& text, const std::string& where) {
 
 void assign(FieldRef& f, const std::string& text, const std::string& where) {
   std::visit(
-      [&](auto* p) {
-        using T = std::remove_pointer_t<decltype(p)>;
+      [&](auto& p) {
+        using T = std::remove_pointer_t<std::decay_t<decltype(p)>>;
         if constexpr (std::is_same_v<T, int>) {
           *p = parse_int(trim(text), where);
         } else if constexpr (std::is_same_v<T, double>) {
@@ -98,6 +105,8 @@ void assign(FieldRef& f, const std::string& text, const std::string& where) {
           *p = parse_bool(trim(text), where);
         } else if constexpr (std::is_same_v<T, std::string>) {
           *p = text;
+        } else if constexpr (std::is_same_v<T, ChoiceRef>) {
+          p.parse(trim(text), where);
         } else if constexpr (std::is_same_v<T, std::vector<int>>) {
           p->clear();
           for (const auto& item : split_list(text)) p->push_back(parse_int(item, where));
@@ -110,10 +119,12 @@ void assign(FieldRef& f, const std::string& text, const std::string& where) {
 
 std::string to_text(const FieldRef& f) {
   return std::visit(
-      [](auto* p) -> std::string {
-        using T = std::remove_pointer_t<decltype(p)>;
+      [](const auto& p) -> std::string {
+        using T = std::remove_pointer_t<std::decay_t<decltype(p)>>;
         std::ostringstream os;
-        if constexpr (std::is_same_v<T, bool>) {
+        if constexpr (std::is_same_v<T, ChoiceRef>) {
+          os << '"' << p.text() << '"';
+        } else if constexpr (std::is_same_v<T, bool>) {
           os << (*p ? "true" : "false");
         } else if constexpr (std::is_same_v<T, std::string>) {
           os << '"' << *p << '"';
@@ -195,6 +206,33 @@ std::string unknown_key_message(Config& cfg, const std::string& where, const std
 }
 
 }  // namespace
+
+std::string choice_text(Objective o) { return o == Objective::kEmbedding ? "embedding" : "task"; }
+
+void parse_choice(const std::string& text, const std::string& where, Objective& out) {
+  if (text == "task") out = Objective::kTask;
+  else if (text == "embedding") out = Objective::kEmbedding;
+  else
+    throw ConfigError(where + " = '" + text + "'; use task (a classifier for data.task) or embedding (a "
+                      "sentence-transformers folder, pruned for its embeddings)");
+}
+
+std::string choice_text(const Method& m) {
+  switch (m.kind) {
+    case MethodKind::kBest: return "best";
+    case MethodKind::kKwon: return "kwon";
+    case MethodKind::kGates: return "gates";
+    case MethodKind::kCriterion: break;
+  }
+  return m.criterion;
+}
+
+void parse_choice(const std::string& text, const std::string&, Method& out) {
+  out = Method{};
+  if (text == "kwon") out.kind = MethodKind::kKwon;
+  else if (text == "gates") out.kind = MethodKind::kGates;
+  else if (text != "best") out.kind = MethodKind::kCriterion, out.criterion = text;  // checked by prune/criteria.h
+}
 
 std::vector<FieldRef> config_fields(Config& cfg) {
   std::vector<FieldRef> out;

@@ -3,6 +3,7 @@
 // reference (prune config --doc). Library code takes only its section; only subcommands see Config.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -338,11 +339,18 @@ struct Config {
   }
 };
 
+// A field of a type of its own (an enum; prune.method), read and written as text through its choice_text and
+// parse_choice.
+struct ChoiceRef {
+  std::function<std::string()> text;
+  std::function<void(const std::string& text, const std::string& where)> parse;
+};
+
 // One field of Config, addressed by its dotted path ("data.max_seq_len").
 struct FieldRef {
   std::string path;
   std::string help;
-  std::variant<int*, double*, bool*, std::string*, std::vector<int>*, std::vector<std::string>*> ptr;
+  std::variant<int*, double*, bool*, std::string*, std::vector<int>*, std::vector<std::string>*, ChoiceRef> ptr;
 };
 
 // Every field of cfg, in declaration order.

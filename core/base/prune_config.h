@@ -7,6 +7,26 @@
 
 namespace hp::core {
 
+// What the run prunes for (prune.objective): a classifier's loss and metric on data.task, or a sentence-embedding
+// model's cosine to its unpruned self.
+enum class Objective { kTask, kEmbedding };
+
+// How the run picks what to keep (prune.method): the criterion whose curve keeps the highest mean metric, one named
+// criterion, Kwon et al.'s retraining-free search, or Hard-Concrete gates.
+enum class MethodKind { kBest, kCriterion, kKwon, kGates };
+struct Method {
+  MethodKind kind = MethodKind::kBest;
+  std::string criterion;  // kCriterion: its name (prune/criteria.h checks it)
+  bool operator==(MethodKind k) const { return kind == k; }
+  bool operator!=(MethodKind k) const { return kind != k; }
+};
+
+// The text of each choice as YAML, --set and the summaries write it, and its parse (ConfigError naming `where`).
+std::string choice_text(Objective o);
+void parse_choice(const std::string& text, const std::string& where, Objective& out);
+std::string choice_text(const Method& m);
+void parse_choice(const std::string& text, const std::string& where, Method& out);
+
 // The pruning run (`prune --config X.yaml`): importance criteria, iterative masking curves, reaching
 // exactly target_heads heads, recovery fine-tuning, slimmed export. Criteria: prune/criteria.h.
 struct PruneConfig {
@@ -53,11 +73,11 @@ struct PruneConfig {
   bool mask_tuning = true;
   double tuning_damping = 1e-2;
   int curve_recover_steps = -1;
-  std::string method = "best";
+  Method method;
   std::string gates_run;
   int recover_steps = 300;
   std::string recover_scale = "removed";
-  std::string objective = "task";
+  Objective objective = Objective::kTask;
   std::vector<std::string> distill_tasks;
   double distill_hidden = 0;
   bool recover_distill = true;

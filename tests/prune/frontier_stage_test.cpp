@@ -50,7 +50,7 @@ TEST_CASE("chosen_config: every kind of candidate keeps its precision and asks f
     CHECK(c.prune.max_drop == 0);
     CHECK(c.prune.target_heads == 0);
     CHECK(c.prune.target_flops == 0);
-    CHECK(c.prune.method == "best");
+    CHECK(c.prune.method == hp::core::MethodKind::kBest);
   }
   CHECK(hp::prune::frontier_gates_dir(30) == "frontier_gates/30");
 }

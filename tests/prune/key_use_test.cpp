@@ -28,7 +28,7 @@ const std::vector<Mode>& modes() {
       {"--target-params 0.5", [](PruneConfig& p) { p.target_params = 0.5; }},
       {"--target-latency 5", [](PruneConfig& p) { p.target_latency = 5; }},
       {"--max-drop 1", [](PruneConfig& p) { p.max_drop = 1; }},
-      {"--method gates --target-flops 0.5", [](PruneConfig& p) { p.method = "gates", p.target_flops = 0.5; }},
+      {"--method gates --target-flops 0.5", [](PruneConfig& p) { p.method.kind = hp::core::MethodKind::kGates, p.target_flops = 0.5; }},
       {"--target-heads 6 --set prune.latency=false", [](PruneConfig& p) { p.target_heads = 6, p.latency = false; }},
   };
   return m;
@@ -45,6 +45,12 @@ struct Change {
   static double other(double v) { return v + 0.25; }
   static bool other(bool v) { return !v; }
   static std::string other(const std::string& v) { return v + "x"; }
+  static hp::core::Objective other(hp::core::Objective v) {
+    return v == hp::core::Objective::kTask ? hp::core::Objective::kEmbedding : hp::core::Objective::kTask;
+  }
+  static hp::core::Method other(const hp::core::Method& v) {
+    return {v == hp::core::MethodKind::kKwon ? hp::core::MethodKind::kBest : hp::core::MethodKind::kKwon, ""};
+  }
   static std::vector<int> other(const std::vector<int>& v) { return v.empty() ? std::vector<int>{1} : std::vector<int>{}; }
   static std::vector<std::string> other(const std::vector<std::string>& v) {
     return v.empty() ? std::vector<std::string>{"x"} : std::vector<std::string>{};
