@@ -1,4 +1,4 @@
-// The report's panels for a pruning run of a sentence-embedding model (prune.objective: embedding, #59): its
+// The report's panels for a pruning run of a sentence-embedding model (prune.objective: embedding): its
 // summary.json says "objective": "embedding" and holds cosine Spearman and the mean cosine to the teacher in place of
 // a classifier's metrics; --target-heads runs add the criteria's curves (summary.json's curves), --max-drop runs the
 // frontier. (Their importances are read as a classifier run's are: analysis/report_panels.cpp.)

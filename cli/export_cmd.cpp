@@ -5,7 +5,7 @@
 // Slimmed exports after pruning reuse the same writer (core/io/checkpoint.h save_bert). --dense writes a
 // slimmed model at its original shapes with the removed heads zeroed (prune/slim.h dense_model).
 // The whole export (ONNX files and their checks included) is written into a fresh folder beside --to and renamed
-// into place only when every check passed (core::StagedFolder, #44, #46): --to then holds exactly this export, or,
+// into place only when every check passed (core::StagedFolder): --to then holds exactly this export, or,
 // after a failure, what it held before.
 #include <algorithm>
 #include <filesystem>
@@ -35,7 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The files an export writes (core::save_bert, prune::export_onnx, export_int8 below) and the check files an
-// export before #44 could leave behind. An earlier export holds only these; a file of any other name is someone
+// older export could leave behind. An earlier export holds only these; a file of any other name is someone
 // else's.
 bool export_file(const std::string& name) {
   static const std::set<std::string> names = {
@@ -49,7 +49,7 @@ bool export_file(const std::string& name) {
 // Refuses a --to that would delete what the command reads (whatever --force says), and without --force one that
 // holds anything but an earlier headprune export (ConfigError): replacing it would destroy it. An earlier export
 // is told by its content (core::holds_headprune_export: headprune's config.json), and then by its file names: a
-// Hugging Face folder holds the same names (#61).
+// Hugging Face folder holds the same names.
 void check_target(const core::Config& cfg) {
   const std::string& out = cfg.export_.out;
   core::refuse_replacing_inputs(out, {{"--model", cfg.model.path},
@@ -138,7 +138,7 @@ void export_int8(const core::Config& cfg, const core::Bert& model, const std::st
           "% of the examples get the same prediction from both int8 models.\n");
 }
 
-// dir/model.int8.onnx of a sentence-transformers export (#59), checked on the sentences of the task's evaluation split;
+// dir/model.int8.onnx of a sentence-transformers export, checked on the sentences of the task's evaluation split;
 // its cosines to float32 into int8.json and the model card.
 void export_sentence_int8(const core::Config& cfg, const std::string& dir) {
   const core::TaskSpec& task = core::find_task(cfg.data.task);
@@ -203,7 +203,7 @@ core::Bert model_to_export(const core::Config& cfg) {
 }
 
 // Every file of the export into `dir` (the staging folder), checks included. A sentence-transformers model stays one
-// (its modules around the exported encoder, #59).
+// (its modules around the exported encoder).
 void write_export(const core::Config& cfg, const core::Bert& model, const std::string& dir) {
   const bool sentence = core::is_sentence_model(cfg.model.path);
   core::write_bert_files(model, dir, encoder_dir(cfg.model.path),

@@ -1,4 +1,4 @@
-// Sentence embeddings of a sentence-transformers model (#59): the encoder (core/model/bert.h) and the folder's
+// Sentence embeddings of a sentence-transformers model: the encoder (core/model/bert.h) and the folder's
 // pooling (core/model/pooling.h), batch by batch, as SentenceTransformer(path).encode(texts) computes them.
 #pragma once
 
@@ -45,7 +45,7 @@ torch::Tensor embed_texts(const SentenceEncoder& enc, const std::vector<std::str
 // a zero row gives 0).
 torch::Tensor paired_cosine(const torch::Tensor& a, const torch::Tensor& b);
 
-// Semantic textual similarity as MTEB scores it (#59): the cosine similarity of each pair's two embeddings against
+// Semantic textual similarity as MTEB scores it: the cosine similarity of each pair's two embeddings against
 // its gold score, nothing trained on the labels. Metrics, as fractions like compute_metrics' (eval/metrics.h):
 // cosine_spearman (the primary one) and cosine_pearson.
 struct StsResult {

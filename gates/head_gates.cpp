@@ -25,7 +25,7 @@ void validate_gate_config(const core::GateConfig& cfg, int layers, int heads) {
     throw_bad_value("gates.lambda", cfg.lambda, "must be >= 0", "use e.g. 0.01 (a sum over heads)");
   if (!(cfg.lr > 0.0) || !std::isfinite(cfg.lr)) throw_bad_value("gates.lr", cfg.lr, "must be > 0", "use e.g. 0.1");
   // The target controller's (gates/target_controller.cpp checks them again): here too, so that a training run
-  // is refused before its folder is written (#44: one was left holding config.resolved.yaml).
+  // is refused before its folder is written.
   if (!(cfg.target_warmup_ratio >= 0.0 && cfg.target_warmup_ratio <= 1.0))
     throw_bad_value("gates.target_warmup_ratio", cfg.target_warmup_ratio, "must be in [0, 1]", "use e.g. 0.5");
   if (!(cfg.lagrangian_lr > 0.0) || !std::isfinite(cfg.lagrangian_lr))

@@ -38,7 +38,7 @@ class TargetController {
   torch::Tensor penalty(const torch::Tensor& expected_open, long step) const;
 
   // Gradient ascent after backward: λ1 += lr (ŝ − t), λ2 += lr (ŝ − t)², lr = cfg.lagrangian_lr. The multipliers
-  // live on ŝ's device and are updated there: the training step reads nothing back to the host (#62).
+  // live on ŝ's device and are updated there: the training step reads nothing back to the host.
   void update(const torch::Tensor& expected_open, long step);
   void update(double expected_open, long step) { update(torch::tensor(expected_open, torch::kFloat64), step); }
 

@@ -1,4 +1,4 @@
-// Which of a budget choice's models is kept, and how long a budget choice recovers (#58): Kwon et al.'s steps —
+// Which of a budget choice's models is kept, and how long a budget choice recovers: Kwon et al.'s steps —
 // the search's choice, rearranged, mask-tuned — and the recovery each score on the selection slice
 // (prune/selection.h), and the best is the candidate (the frontier's, prune/frontier_stage.h) or the export
 // (--target-flops F, stage 6), so that a recovery that loses is never taken and both give the same model at F.
@@ -25,8 +25,8 @@ Step parse_step(const std::string& name);  // of a record this run wrote (Intern
 // recovery.
 int budget_recover_steps(const core::PruneConfig& p, double fraction, bool curves);
 
-// The best on the selection slice (prune/selection.h) of one budget choice's steps (#58: a recovery that loses
-// is not taken): the search's choice, rearranged, tuned (the scales folded in), each slimmed, and the recovered
+// The best on the selection slice (prune/selection.h) of one budget choice's steps (a recovery that loses is not
+// taken): the search's choice, rearranged, tuned (the scales folded in), each slimmed, and the recovered
 // model in `recovered_dir` (the best of its evaluations on the same slice; "" when there is none), evaluated at
 // fp32 on ctx.select_data. Of equal ones the later step. `select_metrics`: variant → points.
 struct BestStep {
@@ -36,7 +36,7 @@ struct BestStep {
 };
 BestStep best_step(const RunContext& ctx, const BudgetSearch& s, const std::string& recovered_dir);
 
-// The frontier's budget candidate at budget_schedule[step] (#58): the best of `s`'s steps on the selection slice
+// The frontier's budget candidate at budget_schedule[step]: the best of `s`'s steps on the selection slice
 // (best_step; the recovered one in `recovered_dir`/best when not empty), decided once, in the budget curves while
 // their search is in hand. Kept in state/frontier/kwon-<step>.step.json (the variant, each step's selection metric,
 // cost_s: the search's seconds plus the recovery's when it wins) and, when the winner is not the recovered model,

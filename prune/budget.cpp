@@ -498,7 +498,7 @@ void latency_check(const RunContext& ctx, const LatencyTable& t, const core::Ber
 FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const BudgetUnit& unit, const std::string& dir) {
   const BudgetSearch s = search_at(ctx, grads, unit, unit.target);
   FinalChoice c;
-  c.method = "kwon";
+  c.method = ChoiceMethod::kKwon;
   c.keep = s.rearranged.heads;
   c.model_dir = dir;
   c.slimmed = true;
@@ -549,7 +549,7 @@ FinalChoice choose_budget(RunContext& ctx, const MaskGradients& grads) {
   FinalChoice c;
   if (fs::exists(dir + "/choice.json")) {  // a resumed run: the search finished before
     const auto j = nlohmann::json::parse(core::read_file(dir + "/choice.json"));
-    c.method = "kwon", c.model_dir = dir, c.slimmed = true;
+    c.method = ChoiceMethod::kKwon, c.model_dir = dir, c.slimmed = true;
     c.keep =
         core::parse_head_mask(j.at("heads_mask").get<std::string>(), ctx.arch.num_hidden_layers, ctx.arch.max_heads());
     c.budget = j.at("budget").get<BudgetSummary>();

@@ -26,7 +26,7 @@
 //               "accuracy difference" baseline); lower layers' activations are reused.
 //   gates       log α of a gated `prune train` run (prune.gates_run): more open = more important.
 //
-// For a sentence-embedding model (CriterionContext::embedding, #59) there is no classifier: each criterion's loss or
+// For a sentence-embedding model (CriterionContext::embedding) there is no classifier: each criterion's loss or
 // target is the pooled embedding's (train/embedding_objective.h), on unlabelled sentences —
 //   taylor      the embedding itself: I_h = Σ_b ‖∂e_b/∂ξ_h‖₂ / N, the first-order change of the embedding (after
 //               Normalize, if the folder has it) when the head's mask moves — one backward per embedding dimension

@@ -1,6 +1,6 @@
 // The unlabelled rows a pruning run distils on besides its labels, from training splits only (prune.distill_tasks):
-// for embeddings (#59, prune/embedding_run.h) single sentences, data.task's (less the selection slice) and those of
-// the other tasks; for a task's distillation (#58) the other tasks' rows, which a distilled step adds for the
+// for embeddings (prune/embedding_run.h) single sentences, data.task's (less the selection slice) and those of
+// the other tasks; for a task's distillation the other tasks' rows, which a distilled step adds for the
 // teacher alone to label (train/augment.h with_unlabelled_rows). Torch-free.
 #pragma once
 

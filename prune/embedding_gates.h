@@ -1,4 +1,4 @@
-// Hard-Concrete gates for a sentence-embedding model (#59, `--method gates` with prune.objective: embedding): CoFi's
+// Hard-Concrete gates for a sentence-embedding model (`--method gates` with prune.objective: embedding): CoFi's
 // gates on heads, FFN neurons and the sublayers, to a FLOPs budget, trained towards the teacher's own embeddings —
 // the loss the recovery distils (train/embedding_objective.h), on the same unlabelled sentences — with CoFi's layer
 // term when gates.distill_hidden > 0; then the structure fixed and fine-tuned for the recovery's steps

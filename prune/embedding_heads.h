@@ -1,4 +1,4 @@
-// `--target-heads N` for a sentence-embedding model (#59), with the criteria's curves. Internal to the embedding
+// `--target-heads N` for a sentence-embedding model, with the criteria's curves. Internal to the embedding
 // run's files (prune/embedding_run.h).
 //
 // 1. Each criterion of prune.criteria scores the teacher's heads with the embedding's loss or target (prune/criteria.h

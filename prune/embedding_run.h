@@ -1,4 +1,4 @@
-// The pruning run for sentence-embedding models (#59): `prune --config sts_embed.yaml --target-flops F` with
+// The pruning run for sentence-embedding models: `prune --config sts_embed.yaml --target-flops F` with
 // prune.objective: embedding, on a sentence-transformers folder (no classifier: the model is pruned as it is used).
 //
 //   1. The folder read as sentence-transformers reads it (eval/embedding.h); the unpruned model is the teacher.

@@ -1,4 +1,4 @@
-// The compression frontier (`prune --max-drop D`, issue #41) as data: every candidate model the run measured —
+// The compression frontier (`prune --max-drop D`) as data: every candidate model the run measured —
 // a method at a budget at a precision — with its metric on the evaluation split and its measured speedup over
 // the unpruned fp32 model, the Pareto front over (speedup, metric), and the choice: the fastest candidate whose
 // metric is within D points of the unpruned fp32 model's. The unpruned fp32 model and ONNX Runtime's rows are
@@ -48,13 +48,13 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FrontierPoint, method, criterion
 
 // A candidate's measurement in the run's state (STATE/frontier/<key>-<precision>.json): the point with its slice
 // predictions (which summary.json leaves out), written atomically. read_point: nullopt for a file written before the
-// selection slice (#58), to be measured again; InputError naming a file that is not a measurement.
+// selection slice, to be measured again; InputError naming a file that is not a measurement.
 void write_point(const std::string& file, const FrontierPoint& p);
 std::optional<FrontierPoint> read_point(const std::string& file);
 
 // Appends a measured point to f.points. Only the unpruned model at fp32 is the baseline (f.baseline, and a reference
 // point, never chosen), whatever else is unpruned among the candidates: the unpruned model quantised, the search's
-// 100% point, a criterion's ranking with nothing pruned stay candidates (#61).
+// 100% point, a criterion's ranking with nothing pruned stay candidates.
 struct Frontier;
 void add_measured(Frontier& f, FrontierPoint p);
 
@@ -106,7 +106,7 @@ std::string unresolved_choice(const FrontierPoint& chosen, const Frontier& f);
 // within 2·max_drop of f.select_baseline; [] none. Ascending, without repeats. ConfigError naming the entry that is neither.
 std::vector<double> frontier_gate_budgets(const std::vector<std::string>& setting, const Frontier& f);
 
-// Where the budget search is refined (prune.frontier_refine, #58): the schedule's points are 10 percent apart, and
+// Where the budget search is refined (prune.frontier_refine): the schedule's points are 10 percent apart, and
 // the choice within D is made between the deepest budget whose search candidate is within max_drop of
 // f.select_baseline on the slice at some precision and the next deeper budget measured, which is not. Their midpoint
 // in whole percent of the FLOPs kept, when they are more than `min_gap` percent apart (and it is not measured yet);

@@ -261,7 +261,7 @@ bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vecto
   return true;
 }
 
-// prune.frontier_refine rounds (#58): the budget search at refine_budget's midpoint between the deepest budget with a
+// prune.frontier_refine rounds: the budget search at refine_budget's midpoint between the deepest budget with a
 // candidate within D on the slice and the next deeper one, searched and recovered as the budget curves do (point
 // 100 + its percent: past every schedule index, and the same budget's whatever D chose it, so that a run resumed
 // with another --max-drop reads back only the budget it stored), its candidate measured and added to `cands`.
@@ -287,7 +287,7 @@ bool refine_budgets(RunContext& ctx, const MaskGradients& grads, const core::Ber
 }
 
 // The chosen candidate's model, slimmed and in fp32 weights, into RUN_DIR/frontier_choice (choice.json last, naming
-// the candidate): the model stage 7 exports is the model that was measured, never a rebuilt one (#58). Kept on a
+// the candidate): the model stage 7 exports is the model that was measured, never a rebuilt one. Kept on a
 // resumed run whose choice is the same.
 void save_choice(const RunContext& ctx, const Frontier& f, const std::vector<Candidate>& cands,
                  const std::vector<Candidate>& gated) {
@@ -390,7 +390,13 @@ core::Config chosen_config(const core::Config& cfg, const Frontier& f) {
 FinalChoice frontier_final_choice(const RunContext& ctx, const Frontier& f) {
   const FrontierPoint& p = f.points.at(static_cast<size_t>(f.chosen));
   FinalChoice c;
-  c.method = p.method == "heads" ? "criterion" : p.method;
+  const std::map<std::string, ChoiceMethod> by_point = {{"heads", ChoiceMethod::kCriterion},
+                                                        {"kwon", ChoiceMethod::kKwon},
+                                                        {"gates", ChoiceMethod::kGates},
+                                                        {"unpruned", ChoiceMethod::kUnpruned},
+                                                        {"model", ChoiceMethod::kModel}};
+  HP_CHECK(by_point.count(p.method), "the frontier chose a " + p.method + " point, which is never a candidate");
+  c.method = by_point.at(p.method);
   c.criterion = p.criterion;
   c.model_dir = ctx.cfg->run.out_dir + "/" + kFrontierChoiceDir;
   c.slimmed = true;

@@ -1,4 +1,4 @@
-// Stage 5 of the pruning run with prune.max_drop (`prune --config sst2.yaml --max-drop 1`, issue #41): the
+// Stage 5 of the pruning run with prune.max_drop (`prune --config sst2.yaml --max-drop 1`): the
 // compression frontier. Every candidate — the unpruned model, the best head criterion's ranking at each count of
 // prune.schedule, the budget search at each point of prune.budget_schedule (recovered as the budget curves
 // recovered it, or tuned when prune.curve_recover_steps = 0) and at the budgets prune.frontier_refine adds between
@@ -39,7 +39,7 @@ inline constexpr const char* kFrontierChoiceDir = "frontier_choice";
 
 // Stages 5-6 after the frontier: the chosen candidate's model as it was measured (RUN_DIR/frontier_choice),
 // slimmed already, its heads (original indices) and, for a budget candidate, its budget counted from its config:
-// nothing is searched, trained or recovered again (#58: MRPC's export, rebuilt, landed 0.27 off the frontier's).
+// nothing is searched, trained or recovered again, so the export is the model measured.
 FinalChoice frontier_final_choice(const RunContext& ctx, const Frontier& f);
 
 }  // namespace hp::prune

@@ -1,4 +1,4 @@
-// Which prune.* keys the mode of a pruning run uses (#61): a key set to other than its default in a mode that never
+// Which prune.* keys the mode of a pruning run uses: a key set to other than its default in a mode that never
 // reads it (prune.hidden_widths without hidden in prune.structures, --structures with --target-heads, a frontier key
 // without --max-drop) is named in one warning at the start, never dropped without a word. One row per key of
 // core::PruneConfig; tests/prune/key_use_test.cpp walks every key against every mode and fails on a key without a

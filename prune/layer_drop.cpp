@@ -83,7 +83,7 @@ std::string join_ints(const std::vector<int>& v) {
 
 FinalChoice choice_of(const RunContext& ctx, const LayerDropSummary& d, const std::string& dir) {
   FinalChoice c;
-  c.method = "layers";
+  c.method = ChoiceMethod::kLayers;
   c.criterion = d.choice;
   c.layers.assign(ctx.arch.num_hidden_layers, false);
   for (int l : d.choices.at(d.choice).kept) c.layers[l] = true;

@@ -23,7 +23,7 @@ namespace hp::prune {
 // (`prune export` then discards its whole folder: cli/export_cmd.cpp).
 void export_onnx(const core::Bert& model, const std::string& dir);
 
-// `prune export --onnx` of a sentence-transformers folder (#59): dir (written by core::save_bert and
+// `prune export --onnx` of a sentence-transformers folder: dir (written by core::save_bert and
 // core::write_sentence_model_files) gets model.onnx of the folder's whole module chain as SentenceTransformer(dir)
 // runs it — the encoder `model`, the pooling and Normalize of `layout` — whose output `sentence_embedding`
 // [batch, width] is checked in ONNX Runtime against headprune's embeddings of the same fixed batch within 1e-4,
@@ -42,7 +42,7 @@ void export_sentence_onnx(const core::Bert& model, const core::SentenceModel& la
 //
 // Why ±63 (7 bits) and not ±127: ONNX Runtime multiplies u8·s8 on AVX2 CPUs without VNNI with vpmaddubsw, which
 // adds the two products of each pair (k, k+1) into an int16 with saturation. 255·127·2 = 64770 saturates (its
-// issues #6004, #5849, #14642: the check failed on 4 of 5 small models on such a CPU, #46); 255·63·2 = 32130 never
+// issues #6004, #5849, #14642: the check failed on 4 of 5 small models on such a CPU); 255·63·2 = 32130 never
 // does, so the file computes the exact int32 product on every CPU, as VNNI does. tools/ort_avx2_model.py checks a
 // file against a numpy model of that kernel.
 struct Int8ExportCheck {
@@ -67,7 +67,7 @@ Int8ExportCheck export_onnx_int8(const core::Bert& model, const std::string& dir
                                  const core::EncodedDataset& data, const std::vector<core::Batch>& batches,
                                  const Int8CheckLimits& limits = {});
 
-// `prune export --int8` of a sentence-transformers folder (#59): dir/model.int8.onnx, dir/model.onnx (the encoder with
+// `prune export --int8` of a sentence-transformers folder: dir/model.int8.onnx, dir/model.onnx (the encoder with
 // its pooling and Normalize, export_sentence_onnx) with the classifier's int8 scheme (above: weights s8 in ±63 per
 // output channel, activations u8 per row, MatMulInteger; pooling and Normalize float32), checked before the command
 // succeeds on `texts` against `enc` at int8 in headprune with the same weights: the mean cosine of their embeddings

@@ -74,7 +74,7 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
   need(heads_or_neurons, "prune.structures is [" + other +
                              "] alone; the budget is spent over heads and neurons: use heads,neurons," + other +
                              (other == "layers" ? " (or --target-layers N to drop whole layers alone)" : ""));
-  // Every key is checked whatever the mode, before stage 1 claims the folder (#61): one checked only where it is used
+  // Every key is checked whatever the mode, before stage 1 claims the folder: one checked only where it is used
   // failed after the work had started, and the corrected command then found a folder of another config.
   hidden_widths(arch.hidden_size, p.hidden_widths);  // ConfigError naming a width out of range
   layer_counts(arch.num_hidden_layers, p.layer_counts);
@@ -126,7 +126,7 @@ void validate_frontier(const core::PruneConfig& p) {
     throw ConfigError("prune.max_drop times every candidate on one machine: run --max-drop without torchrun or "
                       "srun (one process), or give a budget of your own (--target-flops F) to a data-parallel run");
   // The precisions the candidates are measured at (frontier_stage.cpp native_precisions; fp32 only where asked):
-  // none would leave the unpruned baseline alone, and the run would end with "no candidate within D" (#61).
+  // none would leave the unpruned baseline alone, and the run would end with "no candidate within D".
   bool any = false;
   for (const auto& name : p.frontier_precisions) {
     const core::Precision q = core::precision_setting(name, "prune.frontier_precisions");
@@ -161,7 +161,7 @@ void validate_layers(const core::PruneConfig& p, const core::BertConfig& arch) {
     throw ConfigError("prune.target_layers = " + std::to_string(p.target_layers) + " but the model has " +
                       std::to_string(L) + " layers; use 1.." + std::to_string(L - 1) + " (or 0 for off)");
   // --max-drop runs as a FLOPs budget (budget_mode), so it is named before the budgets: "prune.max_drop", never
-  // "prune.a FLOPs … budget" (#61).
+  // "prune.a FLOPs … budget".
   const char* other = p.target_heads > 0 ? "prune.target_heads"
                       : p.max_drop > 0   ? "prune.max_drop"
                       : budget_mode(p)   ? "a FLOPs, parameter or latency budget"
@@ -287,14 +287,14 @@ std::optional<FinalSummary> final_model(RunContext& ctx, CurvesSummary& curves, 
                 : grads && !gated_budget ? std::optional<FinalChoice>(choose_budget(ctx, *grads))
                                          : choose_heads(ctx, curves);
   if (!choice || (!frontier && !recover(ctx, *choice))) return std::nullopt;
-  if (!frontier && choice->method == "kwon") take_best_step(ctx, *grads, *choice);
+  if (!frontier && choice->method == ChoiceMethod::kKwon) take_best_step(ctx, *grads, *choice);
   FinalSummary f;
   models = export_and_verify(ctx, *choice, f);
   f.latency = measure_speed(ctx, models);
   f.heads_kept = core::count_kept(choice->keep);
   f.mask = layers ? core::format_mask({choice->keep, {}, choice->layers}) : core::format_head_mask(choice->keep);
   f.layers = choice->layer_drop;
-  f.method = choice->method;
+  f.method = choice_method_name(choice->method);
   f.criterion = choice->criterion;
   f.metrics_before_recovery = choice->metrics_before_recovery;
   f.params = eval::parameter_count(models.slim->config());

@@ -221,7 +221,7 @@ std::string write_svg_and_png(const std::string& svg_path, const std::string& sv
   }
   const std::string png = svg_path.substr(0, svg_path.size() - 4) + ".png";
   std::error_code ec;
-  // Its own messages stay out of the log (a full disk made it print raw cairo errors, #61); a failure is one warning
+  // Its own messages stay out of the log (a full disk made it print raw cairo errors); a failure is one warning
   // naming the cause where the disk tells it, and no partial PNG is left.
   if (const int rc = core::run_program({"rsvg-convert", "-f", "png", "-o", png + ".tmp", svg_path}, /*quiet=*/true);
       rc != 0) {

@@ -37,7 +37,7 @@ class RunStore {
   bool resumed() const { return resumed_; }
   const std::string& dir() const { return dir_; }
   // A new run (not resumed) refused for a config error after the claim: removes what it wrote, all but the lock
-  // and the seed file (latency_table.json), so that the corrected command finds the folder as it was (#61); the
+  // and the seed file (latency_table.json), so that the corrected command finds the folder as it was; the
   // lock then removes the folder if it made it. A resumed run's folder stays as it is, and so does one that wrote
   // its summary.json (a result: the frontier of a --max-drop run with no candidate within D).
   void abandon_new_run() const;

@@ -1,4 +1,4 @@
-// The selection slice (#58): the rows on which the pruning run makes its choices — the best checkpoint of
+// The selection slice: the rows on which the pruning run makes its choices — the best checkpoint of
 // fine-tuning, recovery and gates (train.eval_split of those runs), the best of a budget candidate's steps and the
 // frontier's choice within prune.max_drop — kept apart from the split the run reports (prune.eval_split), so that
 // "within 1 point" is not optimistic by construction. By default the last prune.select_examples whole rows (at most a

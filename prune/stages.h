@@ -116,8 +116,7 @@ std::optional<std::map<std::string, torch::Tensor>> score(RunContext& ctx);
 std::optional<CurvesSummary> curves(RunContext& ctx, const std::map<std::string, torch::Tensor>& importance);
 
 // prune.method "best": the criterion with the highest mean metric over the schedule, random excluded beside
-// others; when random is the only criterion scored, random itself (#44: the heads of an unasked-for taylor
-// ranking were kept, silently), and `why` says so.
+// others; when random is the only criterion scored, random itself, and `why` says so.
 std::string best_criterion(const CurvesSummary& curves, std::string* why);
 
 // Stage 5. The N heads kept, and the model they are kept in (the gated run's for gates). Empty when stopped.

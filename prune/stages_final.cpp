@@ -76,7 +76,7 @@ std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
   }
   const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
   FinalChoice choice;
-  choice.method = "gates";
+  choice.method = ChoiceMethod::kGates;
   const core::StructureMask keep = gated_mask(ctx, tr);
   choice.keep = keep.heads;
   if (budget) {
@@ -127,7 +127,7 @@ std::string own_class_not_applicable(const core::BertConfig& c) {
 }
 
 // The optional transformers 5 check cannot run (`why`): one warning line naming the venv and the fix, and the
-// summary's entry. Skipped, never failing the run (#44: a half-installed venv-v5 failed every pruning run).
+// summary's entry. Skipped, never failing the run.
 std::string skip_optional_check(const std::string& why) {
   core::log_warn("prune", "stage 7: " + why + "; skipping its Hugging Face check; rerun `scripts/setup.sh --v5`");
   return "skipped (" + why + ")";
@@ -213,7 +213,7 @@ std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& cu
   const int n = cfg.prune.target_heads;
   if (cfg.prune.method == core::MethodKind::kGates) return choose_by_gates(ctx, n);
   FinalChoice choice;
-  choice.method = "criterion";
+  choice.method = ChoiceMethod::kCriterion;
   std::string why;  // why "best" is random
   choice.criterion = cfg.prune.method == core::MethodKind::kBest ? best_criterion(curves, &why) : core::choice_text(cfg.prune.method);
   choice.keep = mask_for_count(ctx.curves, find_criterion(choice.criterion), cfg.run.seed, ctx.ranks[0], *ctx.store,
@@ -232,7 +232,7 @@ core::Config recovery_config(const core::Config& cfg, int steps, bool slimmed) {
   core::Config c = cfg;
   c.gates = core::GateConfig{};
   // A slimmed model's recovery distils with the layer term, the word swaps or other tasks' rows, else trains on the
-  // labels (#58).
+  // labels.
   c.gates.distill = cfg.prune.recover_distill && (!slimmed || cfg.prune.distill_hidden > 0 ||
                                                   cfg.gates.distill_augment > 0 || !cfg.prune.distill_tasks.empty());
   c.gates.distill_weight = cfg.gates.distill_weight;
@@ -242,7 +242,7 @@ core::Config recovery_config(const core::Config& cfg, int steps, bool slimmed) {
   c.train.max_steps = steps;
   c.train.eval_every = std::max(1, steps / 2);
   // Its length is prune.recover_steps alone: train.max_train_examples and train.epochs shape fine-tuning and the
-  // gates (#58: bench/frontier_table.sh shortened the gates with them and shortened the recoveries too).
+  // gates only.
   c.train.max_train_examples = 0;
   return c;
 }
@@ -252,8 +252,8 @@ bool recover(RunContext& ctx, FinalChoice& choice) {
   const core::PruneConfig& P = cfg.prune;
   // A budget's choice recovers as the budget curves' point at the same fraction does (prune.recover_scale).
   const int steps =
-      choice.method == "kwon" && choice.budget ? budget_recover_steps(P, choice.budget->target, false) : P.recover_steps;
-  if (choice.method == "gates" || steps <= 0) return true;
+      choice.method == ChoiceMethod::kKwon && choice.budget ? budget_recover_steps(P, choice.budget->target, false) : P.recover_steps;
+  if (choice.method == ChoiceMethod::kGates || steps <= 0) return true;
   const std::string dir = cfg.run.out_dir + "/recover";
   if (!fs::exists(dir + "/train_result.json")) {
     const core::Config c = recovery_config(cfg, steps, choice.slimmed);
@@ -263,7 +263,7 @@ bool recover(RunContext& ctx, FinalChoice& choice) {
                                   : "with the " + std::to_string(core::count_kept(choice.keep)) + " heads fixed") +
                   // A slimmed model's recovery trains on the labels alone unless prune.distill_hidden,
                   // gates.distill_augment or prune.distill_tasks is set (recovery_config; docs/budgets.md says
-                  // what distilling measured, #58).
+                  // what distilling measured).
                   (c.gates.distill ? ", distilling from the unpruned model" : "") +
                   (c.gates.distill && P.distill_hidden > 0 ? " (its logits and each layer's output)" : "") +
                   (c.gates.distill && c.gates.distill_augment > 0 ? ", with word swaps" : "") +

@@ -47,6 +47,18 @@ nlohmann::json final_json(const FinalSummary& f) {
 
 }  // namespace
 
+std::string choice_method_name(ChoiceMethod m) {
+  switch (m) {
+    case ChoiceMethod::kCriterion: return "criterion";
+    case ChoiceMethod::kGates: return "gates";
+    case ChoiceMethod::kKwon: return "kwon";
+    case ChoiceMethod::kLayers: return "layers";
+    case ChoiceMethod::kUnpruned: return "unpruned";
+    case ChoiceMethod::kModel: return "model";
+  }
+  return "";
+}
+
 nlohmann::json summary_json(const RunSummary& s) {
   nlohmann::json j = {{"task", s.task},
                       {"model", s.model},

@@ -71,8 +71,12 @@ struct LayerDropSummary {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LayerDropSummary, choice, choices, fisher_loss)
 
 // Stages 5 and 6: which heads stay, by what method, and the model (after recovery) they stay in.
+// What made the final choice: a criterion's ranking, gates, the search, whole layers, or the frontier's pick of the
+// unpruned model or a model of prune.frontier_models.
+enum class ChoiceMethod { kCriterion, kGates, kKwon, kLayers, kUnpruned, kModel };
+std::string choice_method_name(ChoiceMethod m);  // "criterion", "gates", …, "model": summary.json's "method"
 struct FinalChoice {
-  std::string method;  // "criterion", "gates", "kwon" or "layers"
+  ChoiceMethod method = ChoiceMethod::kCriterion;
   std::string criterion;  // the ranking used; empty for gates and kwon
   core::HeadSet keep;
   core::NeuronSet neurons;  // gates under a budget: the FFN neurons kept (masked in model_dir); empty = all

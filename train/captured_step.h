@@ -1,4 +1,4 @@
-// A training step captured once as a CUDA graph and replayed (#62): on a GPU the eager step is bound by launching
+// A training step captured once as a CUDA graph and replayed: on a GPU the eager step is bound by launching
 // its few hundred kernels, not by the arithmetic, and a replayed graph launches them as one. The step must keep its
 // shapes and read nothing back to the host: a fixed batch (the caller copies each batch into the tensors the step
 // reads), Optimizer's device lr and step counts (set_step before each replay fills the lr), no .item(). What the

@@ -70,9 +70,9 @@ torch::Tensor LayerDistill::loss(const std::vector<torch::Tensor>& student, cons
   const torch::Tensor count = totals[T * layers_].clamp_min(1.0).to(torch::kFloat32);
   const torch::Tensor errors = totals.narrow(0, 0, T * layers_).view({T, layers_});
   // From the last teacher layer down, the best student layer below the previous match (CoFi's ordering), on the
-  // device: no host synchronisation in the training step (#62). argmin takes the first of equal errors.
+  // device: no host synchronisation in the training step. argmin takes the first of equal errors.
   const torch::Tensor layer = torch::arange(layers_, torch::TensorOptions().dtype(torch::kLong).device(device));
-  // A fixed structure's mask comes from the host: copied without the host waiting (#62).
+  // A fixed structure's mask comes from the host: copied without the host waiting.
   const torch::Tensor usable =
       alive.defined() ? core::to_device(alive, device).to(torch::kBool) : torch::ones_like(layer, torch::kBool);
   const double inf = std::numeric_limits<double>::infinity();

@@ -207,7 +207,7 @@ EmbeddingRecovery recover_embeddings(core::Bert& student, const core::Bert& teac
   const std::string descriptor = recovery_descriptor(student, sentences, tc, steps, seed, hidden_weight);
   const long save_every = tc.save_every > 0 ? tc.save_every : kEmbeddingSaveEvery;
   // The first and last tenth's mean losses, summed on the device: the host reads a loss only for the progress line,
-  // every PendingSteps::kReadEvery steps (#62), and these sums at the end.
+  // every PendingSteps::kReadEvery steps, and these sums at the end.
   RecoveryPosition at;
   at.epoch = -1;
   at.first = torch::zeros({2}, torch::kFloat64), at.last = torch::zeros({2}, torch::kFloat64);

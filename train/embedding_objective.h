@@ -1,4 +1,4 @@
-// The embedding objective (#59): what a sentence-embedding model is pruned for is its embedding, not a task's
+// The embedding objective: what a sentence-embedding model is pruned for is its embedding, not a task's
 // logits. The teacher is the unpruned model; the student's pooled embedding e (core/model/pooling.h: the folder's
 // pooling and Normalize) should stay where the teacher's was.
 //

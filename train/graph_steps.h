@@ -1,4 +1,4 @@
-// The training loop's captured steps (#62, train.cuda_graph): on a CUDA device the training batches are padded to a
+// The training loop's captured steps (train.cuda_graph): on a CUDA device the training batches are padded to a
 // few length buckets (core::length_buckets), and each bucket's full batches replay one CUDA graph of the step
 // (train/captured_step.h), captured on the bucket's first full batch. Which steps may replay (a fixed structure, one
 // process) is the loop's choice (train/loop_step.cpp); this holds the graphs, the fixed batch each reads and what

@@ -160,7 +160,7 @@ torch::Tensor Optimizer::step() {
   // A parameter the loss did not reach this step (the layer-distillation map when no layer matched) steps with a
   // zero gradient, as it does after any earlier step (zero_grad keeps zeros) and in a data-parallel run (the
   // all-reduce fills every gradient). Skipping it only when no step gave it a gradient yet made the first step
-  // after a resume differ from the uninterrupted run's (#44 item 9).
+  // after a resume differ from the uninterrupted run's.
   for (auto& group : adamw_->param_groups())
     for (auto& p : group.params())
       if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);

@@ -1,6 +1,6 @@
 // The training step's logged scalars (losses, gradient norm, the gates' expectation, penalty and multipliers) stay
 // on the device and are read to the host a few steps at a time: one synchronisation per read, not one per step, so
-// that a GPU queues step after step (#62). The loop reads before it evaluates, saves or ends a phase; every rank
+// that a GPU queues step after step. The loop reads before it evaluates, saves or ends a phase; every rank
 // reads at the same steps (the summed columns are all-reduced there).
 #pragma once
 

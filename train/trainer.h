@@ -20,7 +20,7 @@
 
 namespace hp::train {
 
-// An objective of the caller's in place of the task's labels (the embedding objective, #59): what a step minimises
+// An objective of the caller's in place of the task's labels (the embedding objective): what a step minimises
 // and what picks the best checkpoint. The teacher (TrainOptions::teacher, required) runs on every step, every
 // position computed for both models; gates.distill_hidden > 0 adds CoFi's layer term as with a task. No logit
 // distillation: the objective is the teacher's own output.

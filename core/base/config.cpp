@@ -348,7 +348,7 @@ std::string resume_yaml(const Config& cfg) {
   fixed.run.device = RunConfig{}.device;
   fixed.train.cuda_graph = false;  // a GPU run's way of launching its steps, ignored on the CPU where it may resume
   // --max-drop D: the frontier's measurements do not depend on D, only its choice (and which budgets its gates take,
-  // each kept apart), so a run with no candidate within D resumes with a larger D instead of being refused (#61).
+  // each kept apart), so a run with no candidate within D resumes with a larger D instead of being refused.
   if (fixed.prune.max_drop > 0) fixed.prune.max_drop = 1;
   return dump_yaml(fixed);
 }
@@ -469,7 +469,8 @@ std::map<std::string, std::string> yaml_values(const std::string& text) {
 }  // namespace
 
 ConfigDiff config_diff(const std::string& saved, const std::string& current) {
-  const auto a = yaml_values(saved), b = yaml_values(current), defaults = yaml_values(dump_yaml(Config{}));
+  const Config fresh;
+  const auto a = yaml_values(saved), b = yaml_values(current), defaults = yaml_values(dump_yaml(fresh));
   ConfigDiff d;
   for (const auto& [key, value] : b) {
     const auto it = a.find(key), def = defaults.find(key);

@@ -48,7 +48,7 @@ void commit_output_file(const std::string& tmp, const std::string& path) {
 
 namespace {
 
-// What to do about a failed write, by its cause: "free disk space" helps a full disk, not a read-only one (#61).
+// What to do about a failed write, by its cause: "free disk space" helps a full disk, not a read-only one.
 std::string write_fix(int err) {
   switch (err) {
     case EROFS: return "the file system is read-only: choose a folder on a writable disk";

@@ -19,7 +19,7 @@ enum class PythonRef { kTransformers4, kTransformers5 };
 std::string python_reference(PythonRef which = PythonRef::kTransformers4);
 
 // The file scripts/setup_python.sh --v5 writes into its venv last, once torch, transformers and h5py import
-// there: a venv-v5 folder without it is still being installed, or its install was interrupted (#44).
+// there: a venv-v5 folder without it is still being installed, or its install was interrupted.
 inline constexpr const char* kVenvCompleteMarker = ".headprune-complete";
 
 // Why the reference Python `python` of kind `which` is not ready to be run, or "" when it is (or is absent:

@@ -212,7 +212,7 @@ struct PruneConfig {
       "every budget; --target-heads and --target-layers recover for recover_steps");
     v("objective", objective,
       "task = prune a classifier or regressor for data.task (a model without one is fine-tuned first); embedding = "
-      "prune a sentence-transformers folder as it is used, for its embeddings (#59, docs/models.md): the search's "
+      "prune a sentence-transformers folder as it is used, for its embeddings (docs/models.md): the search's "
       "Fisher is that of the teacher's embedding (E_v (v . de/dm)^2, v ~ N(0, I)), the recovery distils the unpruned "
       "model's embeddings of data.task's train sentences, the metric is eval_split's cosine Spearman (STS-B, as MTEB "
       "scores it); with --target-flops or --target-params only");

@@ -1,4 +1,4 @@
-// A sentence-transformers folder as sentence-transformers reads it (#59): modules.json lists the modules in order —
+// A sentence-transformers folder as sentence-transformers reads it: modules.json lists the modules in order —
 // the Transformer (the encoder folder, core/io/checkpoint.h), Pooling (1_Pooling/config.json) and optionally
 // Normalize — and sentence_bert_config.json gives the Transformer's max_seq_length. headprune computes the
 // embedding of SentenceTransformer(path).encode(texts) from these (core/model/pooling.h); a module it does not

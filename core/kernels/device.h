@@ -36,7 +36,7 @@ torch::Tensor to_device(const torch::Tensor& t, const torch::Device& device);
 
 // While a HostWaits(kForbidden) lives, a CUDA operation by which the host waits for a GPU (a read of a value, a
 // blocking copy, a synchronisation) throws: c10's sync debug mode "error", process-wide. Tests hold one over training
-// steps to prove that the steps queue without waiting (#62); a HostWaits(kAllowed) (the deliberate reads:
+// steps to prove that the steps queue without waiting; a HostWaits(kAllowed) (the deliberate reads:
 // train/pending_steps.h) lifts it for its scope. Both do nothing in a build without CUDA.
 class HostWaits {
  public:

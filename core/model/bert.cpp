@@ -442,7 +442,7 @@ namespace {
 
 // The values of a mask that takes no gradient, read where reading costs nothing: the caller's host tensor (`given`,
 // before it moved to the model's device) or, on the CPU, the mask itself; undefined where only a GPU copy exists (a
-// read there would make the host wait for the GPU in every step, #62).
+// read there would make the host wait for the GPU in every step).
 torch::Tensor host_values(const torch::Tensor& m, const torch::Tensor& given) {
   if (!m.defined() || m.requires_grad()) return {};
   if (given.defined() && given.device().is_cpu() && !given.requires_grad()) return given;

@@ -255,7 +255,7 @@ BertConfig parse_bert_config(const std::string& text, const std::string& path) {
     for (const auto& f : kRealFields) read_real_field(j, f, c, path);
     c.sinusoidal_pos_embds = get_or(j, "sinusoidal_pos_embds", false, path);
     // Absent or null: -1, the head takes hidden_dropout_prob. A value given must lie in [0, 1), as for
-    // nn.Dropout (a negative one was taken for "unset" before, #44).
+    // nn.Dropout (a negative one was taken for "unset" before).
     const char* cd_key = config_key(arch, "classifier_dropout");
     c.classifier_dropout = get_or(j, cd_key, -1.0, path);
     if (j.contains(cd_key) && !j[cd_key].is_null() && !(c.classifier_dropout >= 0 && c.classifier_dropout < 1))

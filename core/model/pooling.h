@@ -1,7 +1,7 @@
 // Sentence embeddings as sentence-transformers' Pooling and Normalize modules make them (core/model/pooling_mode.h, read by core/io/sentence_model.h):
 // from the encoder's last hidden states and the attention mask, each pooling mode of the folder in its order,
 // concatenated, then scaled to unit L2 norm when the folder lists Normalize. Differentiable (the embedding
-// objective of #59 trains through it).
+// objective trains through it).
 #pragma once
 
 #include <torch/types.h>
