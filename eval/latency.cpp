@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <sstream>
 #include <vector>
 #include <torch/utils.h>
 
@@ -40,6 +41,36 @@ Latency measure_latency(const core::Bert& model, const core::EncoderInput& in, i
   r.min_ms = ms.front();
   r.examples_per_s = r.batch / (r.median_ms / 1000.0);
   r.runs = static_cast<int>(ms.size());
+  return r;
+}
+
+}  // namespace hp::eval
+
+namespace hp::eval {
+
+namespace {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+}  // namespace
+
+SideBySide time_side_by_side(const std::function<double()>& base, const std::function<double()>& small,
+                             double flop_bound, bool same_precision, int rounds) {
+  SideBySide r;
+  for (int attempt = 0; attempt <= kRetries; ++attempt) {
+    std::vector<double> b, s;
+    for (int round = 0; round < rounds; ++round) b.push_back(base()), s.push_back(small());
+    r.base_ms = median(b), r.small_ms = median(s), r.speedup = r.base_ms / r.small_ms;
+    r.measured = attempt + 1;
+    if (!same_precision || !(r.speedup > kBoundSlack * flop_bound)) return r;
+  }
+  std::ostringstream why;
+  why.precision(3);
+  why << "x" << r.speedup << " is above " << kBoundSlack << " x its FLOP bound x" << flop_bound << " in all "
+      << r.measured << " measurements: the machine was busy while it was timed; time it again with prune bench";
+  r.suspect = why.str();
   return r;
 }
 

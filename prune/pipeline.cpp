@@ -262,8 +262,11 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
                                            : " at " + s.precision + " (fp32 " +
                                                  core::format_number("%g", f.metrics_fp32.at(s.metric)) + ")")
                 << "; speedup x" << f.latency.at("batch32").speedup << speed_precisions(f.latency.at("batch32"))
-                << " at batch 32 (FLOP bound x" << f.latency.at("batch32").flop_bound << "), x"
-                << f.latency.at("batch1").speedup << " at batch 1; slimmed model in " << cfg.run.out_dir << "/model\n";
+                << " at batch 32 (FLOP bound x" << f.latency.at("batch32").flop_bound
+                << (f.latency.at("batch32").suspect.empty() ? "" : ", above it: timing suspect") << "), x"
+                << f.latency.at("batch1").speedup
+                << (f.latency.at("batch1").suspect.empty() ? "" : " (timing suspect)") << " at batch 1; slimmed model in "
+                << cfg.run.out_dir << "/model\n";
     s.files.push_back("model/");
     const core::BertConfig& slim = models->slim->config();
     CardInputs card{summary_json(s),          cfg.run.out_dir,        cfg.model.path,           {},

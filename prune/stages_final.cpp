@@ -377,13 +377,6 @@ std::map<std::string, LatencySummary> measure_speed(const RunContext& ctx, const
   std::map<std::string, LatencySummary> lat;
   if (!core::dist::is_main()) return lat;  // ranks timing at once on one machine would share its cores
   const long seq = ctx.cfg->data.max_seq_len;
-  // Side by side: three alternating rounds of each model, the median of each model's round medians, so that
-  // a passing slowdown of the machine does not land on one model only (one round each measured ×1.50 where
-  // `prune bench` measured ×1.80 for the same pair).
-  auto median3 = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[1];
-  };
   // Both at run.precision (the unpruned one at fp32 after the frontier): copies share the weights and pack their own.
   core::Bert unpruned = *ctx.model, slim = *models.slim;
   const core::Precision base_precision = ctx.speed_baseline.value_or(ctx.curves.precision);
@@ -398,21 +391,19 @@ std::map<std::string, LatencySummary> measure_speed(const RunContext& ctx, const
   slim.set_precision(ctx.curves.precision);
   for (long batch : {1L, 32L}) {
     auto in = eval::synthetic_input(ctx.arch, batch, seq);
-    std::vector<double> base, small;
-    for (int round = 0; round < 3; ++round) {
-      base.push_back(eval::measure_latency(unpruned, in).median_ms);  // the unpruned model
-      small.push_back(eval::measure_latency(slim, in).median_ms);
-    }
     LatencySummary l;
     l.seq = seq;
     l.unpruned_precision = core::precision_name(unpruned.precision());  // as timed
     l.slim_precision = core::precision_name(slim.precision());
-    l.unpruned_ms = median3(base);
-    l.slim_ms = median3(small);
-    l.speedup = l.unpruned_ms / l.slim_ms;
     l.flop_bound =
         eval::forward_flops(ctx.model->config(), batch, seq) / eval::forward_flops(models.slim->config(), batch, seq);
+    const eval::SideBySide t = eval::time_side_by_side(
+        [&] { return eval::measure_latency(unpruned, in).median_ms; },
+        [&] { return eval::measure_latency(slim, in).median_ms; }, l.flop_bound,
+        l.unpruned_precision == l.slim_precision);
+    l.unpruned_ms = t.base_ms, l.slim_ms = t.small_ms, l.speedup = t.speedup, l.suspect = t.suspect;
     l.fraction_of_bound = l.speedup / l.flop_bound;
+    if (!t.suspect.empty()) core::log_warn("prune", "speed-up at batch " + std::to_string(batch) + ": " + t.suspect);
     lat["batch" + std::to_string(batch)] = l;
   }
   return lat;

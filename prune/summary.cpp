@@ -25,6 +25,8 @@ nlohmann::json final_json(const FinalSummary& f) {
         {"seq", l.seq},         {"unpruned_ms", l.unpruned_ms}, {"slim_ms", l.slim_ms},
         {"speedup", l.speedup}, {"flop_bound", l.flop_bound},   {"fraction_of_bound", l.fraction_of_bound},
         {"unpruned_precision", l.unpruned_precision}, {"slim_precision", l.slim_precision}};
+  for (const auto& [batch, l] : f.latency)
+    if (!l.suspect.empty()) j["latency"][batch]["suspect"] = l.suspect;
   j["heads_kept"] = f.heads_kept;
   j["mask"] = f.mask;
   j["method"] = f.method;

@@ -95,6 +95,7 @@ struct LatencySummary {
   double unpruned_ms = 0, slim_ms = 0, speedup = 0, flop_bound = 0, fraction_of_bound = 0;
   // "fp32", "int8", …: the same but after a --max-drop run's int8 choice (timed against unpruned fp32)
   std::string unpruned_precision = {}, slim_precision = {};
+  std::string suspect = {};  // why the speed-up is not to be believed (eval::time_side_by_side); empty when it is
 };
 
 // summary.json's "final" section.
