@@ -1,5 +1,7 @@
 // `prune eval`: task metrics and throughput of a model folder on a GLUE split, heads optionally masked.
+#include <cmath>
 #include <functional>
+#include <set>
 #include <optional>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -86,6 +88,27 @@ std::optional<eval::SentenceEncoder> embeddings_to_score(const core::TaskSpec& t
   return enc;
 }
 
+// InputError when a metric of `metrics` is undefined (NaN): a correlation of fewer than two distinct values, of the
+// gold scores or of the model's, has none. Said before anything is written, with the fix.
+void refuse_undefined(const std::map<std::string, double>& metrics, const std::vector<core::Example>& examples,
+                      const core::Config& cfg, const std::string& scores) {
+  std::string undefined;
+  int count = 0;
+  for (const auto& [name, value] : metrics)
+    if (std::isnan(value)) undefined += (count++ ? " and " : "") + name;
+  if (undefined.empty()) return;
+  std::set<float> gold;
+  for (const auto& e : examples) gold.insert(e.label);
+  const std::string n = std::to_string(examples.size());
+  const std::string why = gold.size() < 2 ? "its " + n + " gold score" + (examples.size() == 1 ? " is" : "s are all") +
+                                                " one value"
+                                          : "the " + scores + " are one value on all " + n + " examples";
+  throw InputError("prune eval: " + undefined + " on " + cfg.data.task + " " + cfg.eval.split + (count > 1 ? " are" : " is") +
+                   " undefined: " + why +
+                   ", and a correlation needs at least two distinct values of each; evaluate more examples "
+                   "(eval.max_examples = " + std::to_string(cfg.eval.max_examples) + ", 0 = the whole split)");
+}
+
 // STS by the cosine of the embeddings: metrics, speed and the run's settings into `out` and one line on stdout.
 int run_sts_eval(eval::SentenceEncoder& enc, const core::TaskSpec& task, const core::Config& cfg,
                  const std::vector<core::Example>& pairs, const std::string& out) {
@@ -103,6 +126,7 @@ int run_sts_eval(eval::SentenceEncoder& enc, const core::TaskSpec& task, const c
                              "): cosine of each pair, up to " + std::to_string(length) +
                              " tokens a sentence (the folder's max_seq_length; data.max_seq_len is for classifiers)");
   auto r = eval::evaluate_sts(enc, pairs, cfg.eval.batch_size, length, tensors, true);
+  refuse_undefined(r.metrics, pairs, cfg, "embeddings' cosines");
   if (!cfg.eval.mask.empty()) {  // what the mask costs the embeddings themselves: the unmasked model as the teacher
     core::log_info("eval", "the same sentences without the mask, for the mean cosine to the unmasked embeddings");
     const auto teacher = eval::embed_texts(enc, eval::sts_texts(pairs), cfg.eval.batch_size, length, true);
@@ -160,6 +184,7 @@ int run_eval(const core::Config& cfg) {
   bo.pad_id = tok.pad_id();
   auto batches = core::make_batches(data, bo);
   auto r = eval::evaluate(model, task, data, batches, tensors, /*show_progress=*/true);
+  refuse_undefined(r.metrics, examples, cfg, "model's predictions");
 
   nlohmann::json j;
   j["task"] = task.name;

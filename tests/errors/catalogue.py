@@ -472,6 +472,15 @@ add("stsb-out-of-range", "an STS-B score outside 0-5", stsb(["1.0", "4.5", "7.5"
     "error: $SCRATCH/data/glue/STS-B/dev.tsv:4: score 7.5 is outside 0 to 5, the scale of stsb; fix the file or pass the right --task")
 add("stsb-not-number", "an STS-B score that is not a number", stsb(["1.0", "high"]), 1,
     "error: $SCRATCH/data/glue/STS-B/dev.tsv:3: score 'high' is not a number for regression task stsb; fix the file or pass the right --task")
+add("stsb-one-pair", "prune eval of STS-B on one pair: the correlations are undefined, said with the reason instead "
+    "of nan in the result (was exit 0 with null metrics)", stsb(["2.5"]), 1,
+    "error: prune eval: pearson and spearman on stsb dev are undefined: its 1 gold score is one value, and a "
+    "correlation needs at least two distinct values of each; evaluate more examples (eval.max_examples = 0, 0 = "
+    "the whole split)")
+add("stsb-constant-gold", "prune eval of STS-B whose gold scores are all one value", stsb(["3.0", "3.0", "3.0"]), 1,
+    "error: prune eval: pearson and spearman on stsb dev are undefined: its 3 gold scores are all one value, and a "
+    "correlation needs at least two distinct values of each; evaluate more examples (eval.max_examples = 0, 0 = "
+    "the whole split)")
 
 # --- YAML config and --set ---------------------------------------------------------------------------------
 add("yaml-typo", "a misspelt key in the YAML config", yaml_config(YAML_HEAD + "eval:\n  bach_size: 4\n"), 2,
