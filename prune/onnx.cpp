@@ -1,6 +1,8 @@
 // ONNX export (see prune/onnx.h).
 #include "prune/onnx.h"
 
+#include <cstring>  // strsignal
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <torch/utils.h>
@@ -37,14 +39,17 @@ std::string reference_python(const std::string& flag) {
   return py;
 }
 
-// Runs tools/onnx_export.py; returns its exit status, 77 (no onnxruntime) as InputError. `command` gets the
-// command line, for messages.
-int run_script(const std::string& py, std::vector<std::string> args, std::string* command) {
+// Runs tools/onnx_export.py; returns its exit status, 77 (no onnxruntime) as InputError.
+int run_script(const std::string& py, std::vector<std::string> args) {
   args.insert(args.begin(), {py, kScript});
-  *command = core::format_command(args);
   const int rc = core::run_program(args);
   if (rc == 77) throw InputError("onnxruntime is not installed in " + py + "; run scripts/setup_python.sh");
   return rc;
+}
+
+// A child's exit status as a person reads it: "exit 3", or "killed by Floating point exception" (128 + the signal).
+std::string exit_text(int rc) {
+  return rc > 128 ? "killed by " + std::string(strsignal(rc - 128)) : "exit " + std::to_string(rc);
 }
 
 // Removes the files of a check (and on failure the file it made); never throws.
@@ -102,12 +107,11 @@ void write_checked_onnx(const std::string& dir, const core::EncoderInput& in, co
                          {"attention_mask", in.attention_mask},
                          {"token_type_ids", in.token_type_ids},
                          {what, want}});
-  std::string command;
   int rc = 0;
   try {
     std::vector<std::string> args = {dir, ref, "--tol", "1e-4", "--result", result};
     args.insert(args.end(), flags.begin(), flags.end());
-    rc = run_script(py, args, &command);
+    rc = run_script(py, args);
   } catch (...) {
     remove_files({ref, result, out});
     throw;
@@ -124,8 +128,9 @@ void write_checked_onnx(const std::string& dir, const core::EncoderInput& in, co
     throw InternalError(out + ": ONNX Runtime's " + what + " differ from headprune's by up to " + g3(diff) +
                         " (tolerance 1e-4) on 4 × 32 random ids; export without --onnx and --int8 (the Hugging Face "
                         "folder alone), and report it with the model's config.json");
-  throw InternalError(out + ": tools/onnx_export.py failed (exit " + std::to_string(rc) +
-                      ", its output is above); export without --onnx and --int8, or run it by hand: " + command);
+  throw InternalError("model.onnx: tools/onnx_export.py failed (" + exit_text(rc) + ", its output is above) and no model.onnx "
+                      "was written; export without --onnx and --int8 (the Hugging Face folder alone), and report it "
+                      "with the model's config.json");
 }
 
 }  // namespace
@@ -163,15 +168,14 @@ torch::Tensor onnx_int8_logits(const std::string& dir, const core::TensorMap& re
   const std::string py = reference_python("--int8");
   const std::string ref_path = dir + "/onnx_int8_check.h5", out_path = dir + "/onnx_int8_logits.h5",
                     onnx_path = dir + "/model.int8.onnx";
-  std::string command;
   try {
     core::write_hdf5(ref_path, ref);
     const int rc = run_script(py, {dir, ref_path, "--int8", "--logits-out", out_path, "--weight-max",
-                                   std::to_string(core::kPortableInt8WeightMax)}, &command);
+                                   std::to_string(core::kPortableInt8WeightMax)});
     if (rc != 0)
-      throw InternalError(onnx_path + ": tools/onnx_export.py --int8 failed (exit " + std::to_string(rc) +
-                          ", its output is above); export without --int8 (model.onnx alone), or run it by hand: " +
-                          command);
+      throw InternalError("model.int8.onnx: tools/onnx_export.py --int8 failed (" + exit_text(rc) +
+                          ", its output is above) and no model.int8.onnx was written; export without --int8 "
+                          "(model.onnx alone), and report it with the model's config.json");
     torch::Tensor logits = core::read_hdf5(out_path).at("logits");
     remove_files({ref_path, out_path});
     return logits;

@@ -58,15 +58,20 @@ except ImportError:
 NAMES = ["input_ids", "attention_mask", "token_type_ids"]
 
 
+def needs_own_modeling(config: dict) -> bool:
+    """Per-layer FFN widths (intermediate_sizes), removed hidden channels (classifier_hidden_size) or a layer with
+    no heads left: headprune's modeling file beside the weights runs it. transformers' own attention reshapes a
+    layer of 0 heads to [batch, seq, 0, head_dim], which torch.onnx's reshape divides by (SIGFPE)."""
+    return ("intermediate_sizes" in config or "classifier_hidden_size" in config
+            or 0 in config.get("heads_per_layer", []))
+
+
 def load(model_dir: str):
-    """A folder with per-layer FFN widths (config.json's intermediate_sizes) or removed hidden channels
-    (classifier_hidden_size) loads through headprune's modeling file beside it; any other through transformers'
-    own class of its model_type."""
+    """A folder that needs_own_modeling loads through headprune's modeling file beside it; any other through
+    transformers' own class of its model_type."""
     with open(os.path.join(model_dir, "config.json")) as f:
         config = json.load(f)
-        if "intermediate_sizes" in config or "classifier_hidden_size" in config:
-            return AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=True)
-    return AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=False)
+    return AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=needs_own_modeling(config))
 
 
 def input_names(model):
@@ -100,7 +105,7 @@ def load_sentence(model_dir: str):
     from sentence_transformers import SentenceTransformer
     with open(os.path.join(model_dir, "config.json")) as f:
         config = json.load(f)
-    remote = "intermediate_sizes" in config or "classifier_hidden_size" in config
+    remote = needs_own_modeling(config)
     st_model = SentenceTransformer(model_dir, device="cpu", trust_remote_code=remote).eval()
     auto = st_model[0].auto_model
     auto.config.return_dict = False

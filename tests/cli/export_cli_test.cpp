@@ -162,6 +162,26 @@ TEST_CASE("prune export --int8: a failed check leaves nothing, a passing one wri
     CHECK(!fs::exists(root / "out" / f));
 }
 
+TEST_CASE("prune export --int8 of a model with a layer that lost all its heads: model.onnx and model.int8.onnx "
+          "checked in ONNX Runtime", "[cli][export][onnx][lowp]") {
+  const std::string py = hp::core::python_reference();
+  if (!fs::exists(py)) return hp::test::skip("no Python reference at " + py + " (scripts/setup_python.sh)");
+  const auto root = hp::test::scratch_dir("hp_cli_export_empty_layer");
+  fs::remove_all(root);
+  // Layer 0's four heads removed, its FFN kept: the folder has no per-layer widths, and transformers' own class
+  // reshapes an attention of 0 heads, which torch.onnx's export divides by (SIGFPE).
+  const auto r = run_prune(int8_args((root / "out").string()) + " --mask '0:0-3'");
+  INFO(r.output);
+  if (r.code == 1 && r.output.find("onnxruntime is not installed") != std::string::npos)
+    return hp::test::skip("onnxruntime is not installed in " + py);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("model.onnx: ONNX Runtime's logits within") &&
+                           Catch::Contains("model.int8.onnx checked in ONNX Runtime against headprune's int8"));
+  CHECK(nlohmann::json::parse(hp::test::slurp(root / "out" / "config.json")).at("heads_per_layer") ==
+        nlohmann::json::array({0, 4}));
+  for (const char* f : {"model.onnx", "model.int8.onnx"}) CHECK(fs::exists(root / "out" / f));
+}
+
 TEST_CASE("prune export --mask with hidden channels and a layer: the export scores what the masked model does; "
           "--dense refuses it in one line",
           "[cli][export][hidden]") {

@@ -171,11 +171,12 @@ def exports_load(args, st, texts, folders):
 
 # `prune export --onnx` of a sentence-transformers folder: model.onnx holds the encoder with its pooling and Normalize.
 # Three pooling layouts, unpruned and slimmed (heads, FFN neurons and hidden channels: the remote-code encoder).
-ONNX_FOLDERS = {"tiny_mean_norm": [None, "0:0;f1:0-9;hidden:0-7", "0:0-3;f1:0-36"], "tiny_max": [None],
+ONNX_FOLDERS = {"tiny_mean_norm": [None, "0:0;f1:0-9;hidden:0-7", "0:0-3;f1:0-36", "0:0-3"], "tiny_max": [None],
                 "tiny_cls_norm": ["1:1-3;f0:5-30"]}
 INT8_FOLDERS = {("tiny_mean_norm", "0:0;f1:0-9;hidden:0-7"), ("tiny_max", None)}  # also exported with --int8
 # Layer 0's attention and layer 1's FFN emptied: the graph must hold no product with a zero-size weight, which ONNX
-# Runtime's own quantize_dynamic fails on (an IndexError in its per-channel path).
+# Runtime's own quantize_dynamic fails on (an IndexError in its per-channel path). "0:0-3" empties the attention alone:
+# no per-layer widths, so only a layer of 0 heads sends the export through headprune's modeling file.
 EMPTIED = ("tiny_mean_norm", "0:0-3;f1:0-36")
 
 
