@@ -350,7 +350,7 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
       },
       f);
   add_slice_intervals(r, f);
-  const auto chosen = choose_within(f.points, f.select_baseline, f.max_drop);
+  const auto chosen = choose(f);
   f.chosen = chosen ? static_cast<int>(*chosen) : -1;
   core::write_file_atomic(cfg.run.out_dir + "/frontier.csv", frontier_csv(f));
   for (const auto& [name, chart] :
@@ -359,12 +359,7 @@ int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddi
   summary["frontier"] = f, summary["budgets"] = budgets;
   if (!chosen) {
     core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary.dump(2) + "\n");
-    throw ConfigError("prune.max_drop = " + core::format_number("%g", f.max_drop) +
-                      ": no candidate is within it of "
-                      "the unpruned model's cosine Spearman " +
-                      core::format_number("%.2f", f.select_baseline) + " on " + f.select_split +
-                      "; raise --max-drop, or recover longer (prune.recover_steps); " + cfg.run.out_dir +
-                      "/frontier.csv lists every candidate, and nothing was exported");
+    throw ConfigError(no_choice_message(f, "cosine Spearman", cfg.run.out_dir));
   }
   const FrontierPoint& c = f.points[*chosen];
   const auto& model = std::get<2>(*std::find_if(cands.begin(), cands.end(), [&](const auto& k) {

@@ -63,13 +63,43 @@ std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& point
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < points.size(); ++i) {
     const FrontierPoint& p = points[i];
-    if (p.reference || !std::isfinite(p.select_metric) || p.select_metric < select_baseline - max_drop - kSlack)
+    if (p.reference || !std::isfinite(p.select_metric) || p.select_metric < select_baseline - max_drop - kSlack ||
+        !(p.speedup > 1))
       continue;
     if (!best || p.speedup > points[*best].speedup ||
         (p.speedup == points[*best].speedup && p.select_metric > points[*best].select_metric))
       best = i;
   }
   return best;
+}
+
+std::optional<std::size_t> choose(const Frontier& f) { return choose_within(f.points, f.select_baseline, f.max_drop); }
+
+std::string no_choice_message(const Frontier& f, const std::string& metric, const std::string& folder) {
+  const FrontierPoint* closest = nullptr;  // the most accurate candidate that is not the unpruned fp32 model
+  const FrontierPoint* fastest = nullptr;  // the fastest within D (none of them beats the unpruned fp32 model)
+  for (const auto& p : f.points) {
+    if (p.reference || !std::isfinite(p.select_metric)) continue;
+    if (!closest || p.select_metric > closest->select_metric) closest = &p;
+    if (p.select_metric >= f.select_baseline - f.max_drop - kSlack && (!fastest || p.speedup > fastest->speedup))
+      fastest = &p;
+  }
+  std::ostringstream msg;
+  msg << "prune.max_drop = " << f.max_drop << ": ";
+  if (fastest) {
+    msg << "no candidate within " << f.max_drop << " point(s) of the unpruned fp32 model's " << metric << " "
+        << f.select_baseline << " on the selection slice " << f.select_split
+        << " runs faster than that model (the fastest of them: " << frontier_label(*fastest) << " at x"
+        << fastest->speedup << "), so the model as it is is the fastest within D; raise --max-drop to trade "
+        << metric << " for speed; ";
+  } else {
+    msg << "no candidate is within " << f.max_drop << " point(s) of the unpruned fp32 model's " << metric << " "
+        << f.select_baseline << " on the selection slice " << f.select_split;
+    if (closest) msg << " (the closest: " << frontier_label(*closest) << " at " << closest->select_metric << ")";
+    msg << "; raise --max-drop, or recover longer (prune.recover_steps); ";
+  }
+  msg << folder << "/frontier.csv lists every candidate, and nothing was exported";
+  return msg.str();
 }
 
 std::string unresolved_choice(const FrontierPoint& p, const Frontier& f) {

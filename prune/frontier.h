@@ -89,11 +89,21 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Frontier, task, metric, split, s
 std::vector<std::size_t> pareto_front(const std::vector<FrontierPoint>& points);
 
 // The fastest candidate (reference points and undefined metrics, e.g. a correlation of constant predictions,
-// excluded) whose select_metric is at least select_baseline − max_drop (to 1e-9 points); of equally fast ones the
+// excluded) whose select_metric is at least select_baseline − max_drop (to 1e-9 points) and that runs faster than
+// the unpruned fp32 model (speedup > 1: a choice slower than doing nothing is never made); of equally fast ones the
 // more accurate on the selection slice, then the first. The evaluation split's `metric` is never read: it is what
-// the run reports. nullopt when none is within max_drop.
+// the run reports. nullopt when none is.
 std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& points, double select_baseline,
                                          double max_drop);
+
+// The frontier's choice: choose_within its points against its selection slice's baseline (select_baseline, never
+// the evaluation split's `baseline`) and its max_drop.
+std::optional<std::size_t> choose(const Frontier& f);
+
+// Why choose_within found nothing, as the refusal says it (`metric`: the metric's name; `folder`: the run folder):
+// no candidate within D (naming the closest), or candidates within D none of which beats the unpruned fp32 model
+// (naming the fastest of them), so that the unpruned model as it is is the answer. Nothing is exported either way.
+std::string no_choice_message(const Frontier& f, const std::string& metric, const std::string& folder);
 
 // What the choice risks when the selection slice is too small to tell max_drop apart: a warning when the chosen
 // point's 90% interval on the slice is wider than 2·max_drop (its difference from the unpruned model could then be

@@ -366,7 +366,7 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
   // The difference on the slice with its interval (prune.bootstrap resamples, the same for every candidate).
   add_select_deltas(f, *ctx.task, ctx.select_data.labels, cfg.prune.bootstrap,
                     static_cast<unsigned long long>(cfg.run.seed));
-  const auto chosen = choose_within(f.points, f.select_baseline, f.max_drop);
+  const auto chosen = choose(f);
   f.chosen = chosen ? static_cast<int>(*chosen) : -1;
   core::write_file_atomic(cfg.run.out_dir + "/frontier.csv", frontier_csv(f));
   curves.files.push_back("frontier.csv");

@@ -317,19 +317,7 @@ bool frontier_choice(RunContext& ctx, RunSummary& s, const MaskGradients& grads,
   s.frontier = *f;
   if (f->chosen < 0) {
     write_summary(ctx, s, nullptr);
-    const FrontierPoint* best = nullptr;  // the most accurate candidate that is not the unpruned fp32 model
-    for (const auto& p : f->points)
-      if (!p.reference && !(p.method == "unpruned" && p.precision == "fp32") &&
-          (!best || p.select_metric > best->select_metric))
-        best = &p;
-    std::ostringstream msg;
-    msg << "prune.max_drop = " << f->max_drop << ": no candidate is within " << f->max_drop << " point(s) of the "
-        << "unpruned fp32 model's " << f->metric << " " << f->select_baseline << " on the selection slice "
-        << f->select_split;
-    if (best) msg << " (the closest: " << frontier_label(*best) << " at " << best->select_metric << ")";
-    msg << "; raise --max-drop, or recover longer (prune.recover_steps); " << cfg.run.out_dir
-        << "/frontier.csv lists every candidate, and nothing was exported";
-    throw ConfigError(msg.str());
+    throw ConfigError(no_choice_message(*f, f->metric, cfg.run.out_dir));
   }
   const FrontierPoint& p = f->points[static_cast<size_t>(f->chosen)];
   std::ostringstream what;

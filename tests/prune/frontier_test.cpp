@@ -88,8 +88,8 @@ TEST_CASE("the choice reads the selection slice only: the evaluation split's met
   // split; 4x: 3 points down on the selection slice, level on the evaluation split. The choice is the 3x one.
   const std::vector<FrontierPoint> pts = {apart(1, 91, 91), apart(3, 90.5, 86), apart(4, 88, 91)};
   CHECK(choose_within(pts, 91.0, 1.0) == std::optional<std::size_t>(1));
-  // A selection slice that reads the other way: nothing but the unpruned model is within 1 point there.
-  CHECK(choose_within({apart(1, 91, 91), apart(3, 85, 91)}, 91.0, 1.0) == std::optional<std::size_t>(0));
+  // A selection slice that reads the other way: nothing faster than the unpruned model is within 1 point there.
+  CHECK_FALSE(choose_within({apart(1, 91, 91), apart(3, 85, 91)}, 91.0, 1.0).has_value());
   // Equally fast: the more accurate on the selection slice, whatever the evaluation split says.
   CHECK(choose_within({apart(2, 90.2, 95), apart(2, 90.4, 80)}, 91.0, 1.0) == std::optional<std::size_t>(1));
 }
@@ -120,8 +120,8 @@ TEST_CASE("the choice is the fastest candidate within D points of the unpruned m
     CHECK(choose_within(pts, 91.0, 1.0) == std::optional<std::size_t>(2));
   }
   SECTION("within 0.5 point: 2x") { CHECK(choose_within(pts, 91.0, 0.5) == std::optional<std::size_t>(1)); }
-  SECTION("within 0: only the unpruned model itself") {
-    CHECK(choose_within(pts, 91.0, 0) == std::optional<std::size_t>(0));
+  SECTION("within 0: only a candidate as fast as the unpruned model, which is not faster: none") {
+    CHECK_FALSE(choose_within(pts, 91.0, 0).has_value());
   }
   SECTION("the reference point is never chosen, though it is the fastest and within D") {
     CHECK(choose_within(pts, 91.0, 5.0) == std::optional<std::size_t>(3));
@@ -133,7 +133,11 @@ TEST_CASE("the choice is the fastest candidate within D points of the unpruned m
     CHECK(choose_within({pt(1, base), pt(2, edge)}, base, 1.0) == std::optional<std::size_t>(1));
   }
   SECTION("an undefined metric (NaN: a correlation of constant predictions) is never within D") {
-    CHECK(choose_within({pt(1, 91.0), pt(9, std::nan(""))}, 91.0, 1.0) == std::optional<std::size_t>(0));
+    CHECK(choose_within({pt(1.5, 91.0), pt(9, std::nan(""))}, 91.0, 1.0) == std::optional<std::size_t>(0));
+  }
+  SECTION("never slower than doing nothing: within D but below x1 (the unpruned model at int8, x0.89) is not chosen") {
+    CHECK_FALSE(choose_within({pt(0.89, 91.0), pt(1.0, 90.5)}, 91.0, 1.0).has_value());
+    CHECK(choose_within({pt(0.89, 91.0), pt(1.2, 88.0), pt(1.01, 90.5)}, 91.0, 1.0) == std::optional<std::size_t>(2));
   }
   SECTION("equally fast: the more accurate, then the first") {
     CHECK(choose_within({pt(2, 90.2), pt(2, 90.4), pt(2, 90.4)}, 91.0, 1.0) == std::optional<std::size_t>(1));
@@ -350,6 +354,43 @@ TEST_CASE("a log x axis: ticks at 1, 2 and 5 times powers of ten over a wide ran
 // Only the unpruned fp32 model is the baseline, whatever other unpruned candidates are measured, in whatever order
 // (#61): the unpruned model at int8 and bf16, the budget search's 100% point and a criterion with nothing pruned are
 // candidates that may be chosen, never the baseline of D.
+TEST_CASE("the frontier's choice reads the selection slice's baseline, not the evaluation split's", "[prune][frontier]") {
+  hp::prune::Frontier f;
+  f.max_drop = 1, f.baseline = 95, f.select_baseline = 91;  // the unpruned model: 95 on dev, 91 on the slice
+  f.points = {apart(2, 90.5, 94.6), apart(4, 89.0, 94.5)};
+  // Within 1 of the slice's 91: the 2x point; against dev's 95 neither would be, and against 91 read as the
+  // reported metric the 4x point (94.5) would be.
+  CHECK(hp::prune::choose(f) == std::optional<std::size_t>(0));
+  f.select_baseline = 90;
+  CHECK(hp::prune::choose(f) == std::optional<std::size_t>(1));
+}
+
+TEST_CASE("no choice said: none within D names the closest; within D but none faster names the fastest and says "
+          "the model as it is is the answer", "[prune][frontier]") {
+  hp::prune::Frontier f;
+  f.select_split = "train[holdout:1000]", f.max_drop = 1, f.select_baseline = 91;
+  auto point = [](const char* method, const char* precision, double speedup, double select) {
+    FrontierPoint p;
+    p.method = method, p.precision = precision, p.speedup = speedup, p.select_metric = select, p.metric = select;
+    return p;
+  };
+  FrontierPoint base = point("unpruned", "fp32", 1, 91);
+  base.reference = true;
+  f.points = {base, point("unpruned", "int8", 0.89, 90.8), point("kwon", "int8", 4.0, 85.0)};
+  f.points[2].budget = "40% FLOPs";
+  REQUIRE_FALSE(choose_within(f.points, f.select_baseline, f.max_drop).has_value());
+  CHECK(hp::prune::no_choice_message(f, "accuracy", "runs/x") ==
+        "prune.max_drop = 1: no candidate within 1 point(s) of the unpruned fp32 model's accuracy 91 on the selection "
+        "slice train[holdout:1000] runs faster than that model (the fastest of them: unpruned int8 at x0.89), so the "
+        "model as it is is the fastest within D; raise --max-drop to trade accuracy for speed; runs/x/frontier.csv "
+        "lists every candidate, and nothing was exported");
+  f.points[1].select_metric = 80;  // now nothing is within D at all
+  CHECK(hp::prune::no_choice_message(f, "accuracy", "runs/x") ==
+        "prune.max_drop = 1: no candidate is within 1 point(s) of the unpruned fp32 model's accuracy 91 on the "
+        "selection slice train[holdout:1000] (the closest: kwon 40% FLOPs int8 at 85); raise --max-drop, or recover "
+        "longer (prune.recover_steps); runs/x/frontier.csv lists every candidate, and nothing was exported");
+}
+
 TEST_CASE("the frontier's baseline: the unpruned fp32 model alone, among other unpruned candidates", "[prune][frontier]") {
   auto point = [](const char* method, const char* precision, double speedup, double metric) {
     FrontierPoint p;
