@@ -464,7 +464,7 @@ def stsb(scores):
     def build(s):
         root = fx.task_root(s, "STS-B", "dev.tsv", fx.stsb_rows(scores))
         return ["eval", "--model", fx.copy_tiny(s + "/model", source=fx.TINY_REG), "--task", "stsb",
-                "--max-seq-len", "32", "--data-root", root]
+                "--max-seq-len", "32", "--data-root", root, "--out", s + "/out"]  # a result of its own
     return build
 
 

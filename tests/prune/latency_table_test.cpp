@@ -75,6 +75,15 @@ TEST_CASE("latency table: sublayer times lost in the noise fall back to multiply
   prune::fit_table(t, c);
   CHECK(t.attention.intercept == 0);
   CHECK(prune::predicted_latency(t, c) == Approx(0.3).epsilon(1e-12));
+  // The whole model no slower than the emptied one (noise again): there is no time to share out, so no fallback:
+  // the lines stay as fitted and the prediction is the fixed part's, never multiply-adds read as milliseconds.
+  prune::LatencyTable flat = prune::latency_layout(c, 2, 8);
+  flat.fixed_ms = 0.3, flat.unpruned_ms = 0.25;
+  prune::fit_table(flat, c);
+  CHECK(flat.attention.slope == 0);
+  CHECK(flat.ffn.slope == 0);
+  CHECK(flat.scale == 1);
+  CHECK(prune::predicted_latency(flat, c) == Approx(0.3).epsilon(1e-12));
 }
 
 TEST_CASE("latency table: every head count and 16 FFN widths timed, keyed by shape and machine", "[prune][latency]") {
