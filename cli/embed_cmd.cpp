@@ -77,6 +77,11 @@ int run_embed(const core::Config& cfg) {
     throw ConfigError("embed.max_seq_len = " + std::to_string(cfg.embed.max_seq_len) +
                       "; use 0 (the folder's max_seq_length) or a number of tokens");
   const std::string out = cfg.embed.output.empty() ? cfg.embed.input + ".embeddings.h5" : cfg.embed.output;
+  std::error_code ec;
+  if (std::filesystem::weakly_canonical(out, ec) == std::filesystem::weakly_canonical(cfg.embed.input, ec) ||
+      std::filesystem::equivalent(out, cfg.embed.input, ec))
+    throw ConfigError("--output " + out + " is the --input file: writing the embeddings would replace the sentences; "
+                      "pass another --output, e.g. " + cfg.embed.input + ".embeddings.h5");
   const Format format = output_format(out);
   std::vector<std::string> texts;
   std::vector<long> lines;

@@ -3,7 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <utility>
 
 #include "core/base/errors.h"
@@ -77,6 +79,12 @@ SentencePooling parse_pooling_config(const std::string& text, const std::string&
     throw InputError(where + ": \"word_embedding_dimension\" is missing or not a positive integer; it is the "
                      "encoder's hidden size, e.g. 384");
   p.dimension = dim->get<int>();
+  for (const auto& [key, value] : j.items())  // sentence-transformers refuses a mode it does not know, as here
+    if (key.rfind("pooling_mode_", 0) == 0 &&
+        std::none_of(std::begin(kPoolingKeys), std::end(kPoolingKeys), [&](const auto& k) { return k.first == key; }))
+      throw InputError(where + ": unknown pooling mode \"" + key + "\"; sentence-transformers refuses the folder "
+                       "too; its modes are pooling_mode_mean_tokens, pooling_mode_cls_token, pooling_mode_max_tokens, "
+                       "pooling_mode_mean_sqrt_len_tokens, pooling_mode_weightedmean_tokens and pooling_mode_lasttoken");
   for (const auto& [key, mode] : kPoolingKeys) {
     const auto v = j.find(key);
     if (v == j.end()) continue;

@@ -797,6 +797,28 @@ add("embedding-heads-seeds", "prune.seeds 3 with --target-heads on the embedding
     2, "error: prune.objective = embedding: --target-heads ranks the heads once, with one seed, on the training "
     "sentences the run distils: leave prune.seeds 1, prune.iterative false and prune.rank_split train",
     not_created("run"))
+add("embed-output-is-input", "prune embed --output naming the --input file (was: the sentences replaced by the "
+    "embeddings)", lambda s: embed_input(ST_MODULES, 32, "--output", s + "/in.txt")(s), 2,
+    "error: --output $SCRATCH/in.txt is the --input file: writing the embeddings would replace the sentences; pass "
+    "another --output, e.g. $SCRATCH/in.txt.embeddings.h5", lambda s: None if open(s + "/in.txt").read() ==
+    "a fine film\n" else "in.txt was changed")
+
+
+def unknown_pooling_mode(s):
+    cmd = embed_input(ST_MODULES, 32, "--output", s + "/e.npy")(s)
+    with open(s + "/model/1_Pooling/config.json", "w") as f:
+        json.dump({"word_embedding_dimension": 32, "pooling_mode_mean_tokens": True,
+                   "pooling_mode_median_tokens": True}, f)
+    return cmd
+
+
+add("embed-pooling-unknown-mode", "a Pooling config with a pooling_mode_* key sentence-transformers does not know "
+    "(was ignored: the embeddings left that mode out, where sentence-transformers refuses the folder)",
+    unknown_pooling_mode, 1,
+    "error: $SCRATCH/model/1_Pooling/config.json: unknown pooling mode \"pooling_mode_median_tokens\"; "
+    "sentence-transformers refuses the folder too; its modes are pooling_mode_mean_tokens, pooling_mode_cls_token, "
+    "pooling_mode_max_tokens, pooling_mode_mean_sqrt_len_tokens, pooling_mode_weightedmean_tokens and "
+    "pooling_mode_lasttoken", not_created("e.npy"))
 add("embed-output-extension", "prune embed --output e.csv",
     lambda s: embed_input(ST_MODULES, 32, "--output", s + "/e.csv")(s), 2,
     "error: --output $SCRATCH/e.csv: embed writes HDF5 (.h5, .hdf5), NumPy (.npy) or JSON lines (.jsonl), and '.csv' "
