@@ -21,7 +21,13 @@ double sum_m_log_m_scalar(const float* p, const float* q, long len) {
   return s;
 }
 
-// ln x for x > 0, Cephes' single-precision logf polynomial (relative error ~1e-7).
+// Cephes' single-precision logf polynomial in r = f - 1, f in [√½, √2): its leading coefficient, then the rest in
+// Horner order (relative error ~1e-7).
+constexpr float kLogPoly0 = 7.0376836292e-2f;
+constexpr float kLogPoly[] = {-1.1514610310e-1f, 1.1676998740e-1f, -1.2420140846e-1f, 1.4249322787e-1f,
+                              -1.6668057665e-1f, 2.0000714765e-1f,  -2.4999993993e-1f, 3.3333331174e-1f};
+
+// ln x for x > 0 through kLogPoly.
 HP_AVX512 inline __m512 log_ps(__m512 x) {
   const __m512 e = _mm512_getexp_ps(x);  // floor(log2 x)
   __m512 f = _mm512_getmant_ps(x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_src);  // [1, 2)
@@ -30,9 +36,8 @@ HP_AVX512 inline __m512 log_ps(__m512 x) {
   f = _mm512_mask_mul_ps(f, big, f, _mm512_set1_ps(0.5f));
   const __m512 ex = _mm512_mask_add_ps(e, big, e, _mm512_set1_ps(1.0f));
   const __m512 r = _mm512_sub_ps(f, _mm512_set1_ps(1.0f));
-  __m512 y = _mm512_set1_ps(7.0376836292e-2f);
-  for (float c : {-1.1514610310e-1f, 1.1676998740e-1f, -1.2420140846e-1f, 1.4249322787e-1f, -1.6668057665e-1f,
-                  2.0000714765e-1f, -2.4999993993e-1f, 3.3333331174e-1f})
+  __m512 y = _mm512_set1_ps(kLogPoly0);
+  for (float c : kLogPoly)
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(c));
   const __m512 r2 = _mm512_mul_ps(r, r);
   y = _mm512_mul_ps(_mm512_mul_ps(y, r), r2);
@@ -77,9 +82,8 @@ HP_AVX2 inline __m256 log_ps(__m256 x) {
   f = _mm256_blendv_ps(f, _mm256_mul_ps(f, _mm256_set1_ps(0.5f)), big);
   e = _mm256_add_ps(e, _mm256_and_ps(big, _mm256_set1_ps(1.0f)));
   const __m256 r = _mm256_sub_ps(f, _mm256_set1_ps(1.0f));
-  __m256 y = _mm256_set1_ps(7.0376836292e-2f);
-  for (float c : {-1.1514610310e-1f, 1.1676998740e-1f, -1.2420140846e-1f, 1.4249322787e-1f, -1.6668057665e-1f,
-                  2.0000714765e-1f, -2.4999993993e-1f, 3.3333331174e-1f})
+  __m256 y = _mm256_set1_ps(kLogPoly0);
+  for (float c : kLogPoly)
     y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(c));
   const __m256 r2 = _mm256_mul_ps(r, r);
   y = _mm256_mul_ps(_mm256_mul_ps(y, r), r2);
