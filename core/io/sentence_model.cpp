@@ -79,12 +79,14 @@ SentencePooling parse_pooling_config(const std::string& text, const std::string&
     throw InputError(where + ": \"word_embedding_dimension\" is missing or not a positive integer; it is the "
                      "encoder's hidden size, e.g. 384");
   p.dimension = dim->get<int>();
-  for (const auto& [key, value] : j.items())  // sentence-transformers refuses a mode it does not know, as here
+  for (const auto& item : j.items()) {  // sentence-transformers refuses a mode it does not know, as here
+    const std::string key = item.key();
     if (key.rfind("pooling_mode_", 0) == 0 &&
         std::none_of(std::begin(kPoolingKeys), std::end(kPoolingKeys), [&](const auto& k) { return k.first == key; }))
       throw InputError(where + ": unknown pooling mode \"" + key + "\"; sentence-transformers refuses the folder "
                        "too; its modes are pooling_mode_mean_tokens, pooling_mode_cls_token, pooling_mode_max_tokens, "
                        "pooling_mode_mean_sqrt_len_tokens, pooling_mode_weightedmean_tokens and pooling_mode_lasttoken");
+  }
   for (const auto& [key, mode] : kPoolingKeys) {
     const auto v = j.find(key);
     if (v == j.end()) continue;
@@ -110,6 +112,15 @@ int parse_max_seq_length(const std::string& text, const std::string& where) {
   if (!v->is_number_integer() || v->get<long>() < 1 || v->get<long>() > 1000000)
     throw InputError(where + ": \"max_seq_length\" is not a positive integer");
   return v->get<int>();
+}
+
+bool parse_do_lower_case(const std::string& text, const std::string& where) {
+  const json j = parse_object(text, where, "the Transformer module's settings");
+  if (!j.is_object()) throw InputError(where + ": not a JSON object");
+  const auto v = j.find("do_lower_case");
+  if (v == j.end() || v->is_null()) return false;
+  if (!v->is_boolean()) throw InputError(where + ": \"do_lower_case\" is not true or false");
+  return v->get<bool>();
 }
 
 bool is_sentence_model(const std::string& dir) {
@@ -138,7 +149,11 @@ SentenceModel read_sentence_model(const std::string& dir) {
   m.pooling = parse_pooling_config(read_file(m.pooling_file), m.pooling_file);
   const std::string st_config = (fs::path(m.transformer_dir) / "sentence_bert_config.json").string();
   std::error_code ec;
-  if (fs::is_regular_file(st_config, ec)) m.max_seq_length = parse_max_seq_length(read_file(st_config), st_config);
+  if (fs::is_regular_file(st_config, ec)) {
+    const std::string text = read_file(st_config);
+    m.max_seq_length = parse_max_seq_length(text, st_config);
+    m.do_lower_case = parse_do_lower_case(text, st_config);
+  }
   return m;
 }
 
