@@ -24,7 +24,9 @@ SentenceEncoder load_sentence_encoder(const std::string& dir, const core::LoadOp
     throw InputError(dir + ": the Pooling module's word_embedding_dimension is " +
                      std::to_string(layout.pooling.dimension) + " but the encoder's hidden size is " +
                      std::to_string(hidden) + "; the two belong together (re-export the folder)");
-  return {std::move(layout), std::move(model), core::Tokenizer::from_model_dir(dir)};
+  core::Tokenizer tok = core::Tokenizer::from_model_dir(dir);
+  tok.set_lowercase_input(layout.do_lower_case);  // as sentence-transformers' Transformer module lowers the texts
+  return {std::move(layout), std::move(model), std::move(tok)};
 }
 
 int embedding_length(const SentenceEncoder& enc, int max_len) {

@@ -17,6 +17,7 @@ struct SentenceModel {
   std::string transformer_dir;  // the Transformer module's folder (dir itself when its path is "")
   std::string pooling_file;  // the Pooling module's config.json
   int max_seq_length = 0;  // sentence_bert_config.json; 0 when the file or the key is absent
+  bool do_lower_case = false;  // sentence_bert_config.json: the texts lowered before tokenizing
   SentencePooling pooling;
   bool normalize = false;  // a Normalize module follows: unit L2 norm
   // The embedding's width: the pooled modes times the dimension.
@@ -51,5 +52,6 @@ bool is_sentence_model_file(const std::string& name);
 std::vector<SentenceModule> parse_modules_json(const std::string& text, const std::string& where);
 SentencePooling parse_pooling_config(const std::string& text, const std::string& where);
 int parse_max_seq_length(const std::string& text, const std::string& where);  // sentence_bert_config.json
+bool parse_do_lower_case(const std::string& text, const std::string& where);  // its do_lower_case; false if absent
 
 }  // namespace hp::core

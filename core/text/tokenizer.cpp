@@ -218,7 +218,8 @@ void Tokenizer::tokenize_plain(const std::string& text, std::vector<int32_t>& id
   if (!text.empty()) model_->encode(text, ids);
 }
 
-std::vector<int32_t> Tokenizer::tokenize_ids(const std::string& text) const {
+std::vector<int32_t> Tokenizer::tokenize_ids(const std::string& raw) const {
+  const std::string text = options_.lowercase_input ? text::python_lower(raw) : raw;
   std::vector<int32_t> ids;
   // Split out added tokens first, leftmost-longest, before any normalization (HF added tokens with
   // normalized=false): "x[SEP]y" gives x, [SEP], y.

@@ -27,6 +27,9 @@ struct TokenizerOptions {
   std::optional<bool> strip_accents;  // strip_accents (WordPiece); unset (null) follows lower_case, as in HF
   bool tokenize_chinese_chars = true;  // tokenize_chinese_chars (WordPiece): CJK ideographs become single words
   bool add_prefix_space = false;  // add_prefix_space (byte-level BPE): a space before text that starts without one
+  // sentence-transformers' do_lower_case (sentence_bert_config.json): Python's str.lower() of the text before
+  // anything else, added tokens included, as its Transformer module lowers each text before the tokenizer sees it.
+  bool lowercase_input = false;
 };
 
 // One encoded input, specials included: [CLS] a [SEP] (b [SEP]) for WordPiece, <s> a </s> (</s> b </s>) else.
@@ -98,6 +101,7 @@ class Tokenizer {
   // [MASK] or <mask>; -1 when the vocab has none.
   int32_t mask_id() const { return mask_id_; }
   const TokenizerOptions& options() const { return options_; }
+  void set_lowercase_input(bool on) { options_.lowercase_input = on; }
 
  private:
   Tokenizer() = default;

@@ -58,4 +58,18 @@ size_t leading_space_bytes(std::string_view s, bool (*is_space)(int32_t)) {
   return offs[i];
 }
 
+std::string python_lower(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (int32_t c : decode_utf8(s)) {
+    if (c == 0x130) {  // İ: Python's full lowercase mapping gives two code points
+      append_utf8('i', out);
+      append_utf8(0x307, out);
+    } else {
+      append_utf8(utf8proc_tolower(c), out);
+    }
+  }
+  return out;
+}
+
 }  // namespace hp::core::text

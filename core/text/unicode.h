@@ -20,6 +20,9 @@ bool is_rust_whitespace(int32_t c);
 // (Python) tokenizers use when they strip text beside an lstrip/rstrip special token.
 bool is_python_space(int32_t c);
 
+// Python's str.lower(): each code point's Unicode lowercase (utf8proc), U+0130 as "i" U+0307 as Python writes it.
+std::string python_lower(std::string_view s);
+
 // Byte length of the whitespace that ends (or starts) `s`, by the predicate given.
 size_t trailing_space_bytes(std::string_view s, bool (*is_space)(int32_t));
 size_t leading_space_bytes(std::string_view s, bool (*is_space)(int32_t));

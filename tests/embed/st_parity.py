@@ -22,6 +22,7 @@ Usage: $VENV/bin/python tests/embed/st_parity.py --prune build/bin/prune --scrat
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -94,11 +95,41 @@ def main():
     import h5py
     with h5py.File(h5, "r") as f:
         ok &= compare(name + " .h5", f["embeddings"][()], ref)
+    ok &= lowered_texts(args, st, texts, dict(folders)["tiny_mean_norm"])
     ok &= sts_by_cosine(args, st, [(n, f) for n, f in folders if n in ("tiny_mean_norm", "all-MiniLM-L6-v2")])
     ok &= exports_load(args, st, texts, [(n, f) for n, f in folders if n in ("tiny_mean_norm", "all-MiniLM-L6-v2")])
     ok &= onnx_exports(args, st, texts, [(n, f) for n, f in folders if n in ONNX_FOLDERS])
     print("all equal within", TOL if ok else "")
     return 0 if ok else 1
+
+
+def lowered_texts(args, st, texts, source):
+    """A folder whose sentence_bert_config.json says do_lower_case over a cased tokenizer: sentence-transformers lowers
+    each text before tokenizing, and so must prune embed (capitalised text; the cased tokenizer alone would read the
+    capitals as [UNK])."""
+    folder = os.path.join(args.scratch, "tiny_lower")
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(source, folder)
+    for name, key, value in (("sentence_bert_config.json", "do_lower_case", True),
+                             ("tokenizer_config.json", "do_lower_case", False)):
+        path = os.path.join(folder, name)
+        config = json.load(open(path, encoding="utf-8"))
+        config[key] = value
+        json.dump(config, open(path, "w", encoding="utf-8"))
+    upper = [t.upper() for t in texts]
+    text_file = os.path.join(args.scratch, "upper.txt")
+    with open(text_file, "w", encoding="utf-8") as f:
+        f.write("\n".join(upper) + "\n")
+    ref = st.SentenceTransformer(folder, device="cpu").encode(upper, batch_size=7, convert_to_numpy=True)
+    unlowered = st.SentenceTransformer(folder, device="cpu")
+    unlowered[0].do_lower_case = False
+    gap = float(np.abs(unlowered.encode(upper, batch_size=7, convert_to_numpy=True) - ref).max())
+    ok = check_gap = gap > 1e-2
+    print(f"{'ok  ' if check_gap else 'FAIL'} tiny_lower: lowering moves sentence-transformers' embeddings by {gap:.2e}")
+    out = os.path.join(args.scratch, "tiny_lower.npy")
+    run_embed(args.prune, folder, text_file, out)
+    ok &= compare("tiny_lower (do_lower_case, cased tokenizer, capitalised text)", np.load(out), ref)
+    return ok
 
 
 # Masks of the exports (prune eval/export --mask): heads only (transformers 4 loads it by config.pruned_heads, no

@@ -24,5 +24,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   hp::fuzz::expect_clean([&] {
     if (hp::core::parse_max_seq_length(text, "fuzz/sentence_bert_config.json") < 0) __builtin_trap();
   });
+  hp::fuzz::expect_clean([&] { hp::core::parse_do_lower_case(text, "fuzz/sentence_bert_config.json"); });
   return 0;
 }
