@@ -103,8 +103,8 @@ void refuse_undefined(const std::map<std::string, double>& metrics, const std::v
   const std::string why = gold.size() < 2 ? "its " + n + " gold score" + (examples.size() == 1 ? " is" : "s are all") +
                                                 " one value"
                                           : "the " + scores + " are one value on all " + n + " examples";
-  throw InputError("prune eval: " + undefined + " on " + cfg.data.task + " " + cfg.eval.split + (count > 1 ? " are" : " is") +
-                   " undefined: " + why +
+  throw InputError("prune eval: " + undefined + " on " + cfg.data.task + " " + cfg.eval.split +
+                   (count > 1 ? " are" : " is") + " undefined: " + why +
                    ", and a correlation needs at least two distinct values of each; evaluate more examples "
                    "(eval.max_examples = " + std::to_string(cfg.eval.max_examples) + ", 0 = the whole split)");
 }

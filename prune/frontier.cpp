@@ -28,6 +28,11 @@ bool same_place(const FrontierPoint& a, const FrontierPoint& b) {
 // Metrics are ratios of counts scaled to points: 91.2 − 1 and 90.2 may differ in the last bit.
 constexpr double kSlack = 1e-9;
 
+// A candidate whose selection metric is defined and at most max_drop below the baseline's.
+bool within_drop(const FrontierPoint& p, double select_baseline, double max_drop) {
+  return !p.reference && std::isfinite(p.select_metric) && p.select_metric >= select_baseline - max_drop - kSlack;
+}
+
 }  // namespace
 
 void add_measured(Frontier& f, FrontierPoint p) {
@@ -63,9 +68,7 @@ std::optional<std::size_t> choose_within(const std::vector<FrontierPoint>& point
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < points.size(); ++i) {
     const FrontierPoint& p = points[i];
-    if (p.reference || !std::isfinite(p.select_metric) || p.select_metric < select_baseline - max_drop - kSlack ||
-        !(p.speedup > 1))
-      continue;
+    if (!within_drop(p, select_baseline, max_drop) || !(p.speedup > 1)) continue;
     if (!best || p.speedup > points[*best].speedup ||
         (p.speedup == points[*best].speedup && p.select_metric > points[*best].select_metric))
       best = i;
@@ -81,8 +84,7 @@ std::string no_choice_message(const Frontier& f, const std::string& metric, cons
   for (const auto& p : f.points) {
     if (p.reference || !std::isfinite(p.select_metric)) continue;
     if (!closest || p.select_metric > closest->select_metric) closest = &p;
-    if (p.select_metric >= f.select_baseline - f.max_drop - kSlack && (!fastest || p.speedup > fastest->speedup))
-      fastest = &p;
+    if (within_drop(p, f.select_baseline, f.max_drop) && (!fastest || p.speedup > fastest->speedup)) fastest = &p;
   }
   std::ostringstream msg;
   msg << "prune.max_drop = " << f.max_drop << ": ";
@@ -118,8 +120,7 @@ std::vector<double> frontier_gate_budgets(const std::vector<std::string>& settin
   std::set<double> out;
   if (setting.size() == 1 && setting[0] == "auto") {
     for (const auto& p : f.points)
-      if (p.method == "kwon" && p.precision == "fp32" &&
-          std::isfinite(p.select_metric) && p.select_metric >= f.select_baseline - 2 * f.max_drop - kSlack)
+      if (p.method == "kwon" && p.precision == "fp32" && within_drop(p, f.select_baseline, 2 * f.max_drop))
         out.insert(p.flops_kept);
     // One training run, where the gates can move the front most: the deepest cut the search left near the line.
     // (Two, the default until the gates' recovery was shortened, made the run take over 2 h on 2 Zen 3 cores.)
@@ -141,8 +142,7 @@ std::optional<int> refine_budget(const Frontier& f, int min_gap) {
   std::map<int, bool> within;  // budget percent → some precision of its search candidate is within D on the slice
   for (const auto& p : f.points) {
     if (p.method != "kwon") continue;
-    const bool ok = std::isfinite(p.select_metric) && p.select_metric >= f.select_baseline - f.max_drop - kSlack;
-    within[static_cast<int>(std::lround(100 * p.flops_kept))] |= ok;
+    within[static_cast<int>(std::lround(100 * p.flops_kept))] |= within_drop(p, f.select_baseline, f.max_drop);
   }
   const auto deepest = std::find_if(within.begin(), within.end(), [](const auto& b) { return b.second; });
   if (deepest == within.end() || deepest == within.begin()) return std::nullopt;

@@ -25,10 +25,9 @@ int thread_count() { return torch::get_num_threads(); }
 std::string runtime_summary() {
   BlasInfo b = detect_blas();
   std::string s = std::string("LibTorch ") + TORCH_VERSION + " | BLAS " + b.name;
-  if (!b.kernel.empty())
-    s += " (kernel " + b.kernel +
-         (b.slow ? ", generic: OPENBLAS_CORETYPE is set; " + best_openblas_core() + " runs several times faster here" : "") +
-         ")";
+  const std::string generic =
+      b.slow ? ", generic: OPENBLAS_CORETYPE is set; " + best_openblas_core() + " runs several times faster here" : "";
+  if (!b.kernel.empty()) s += " (kernel " + b.kernel + generic + ")";
   if (!b.library.empty()) s += " from " + b.library;
   s += " | GEMM " + gemm_backend() + " | " + precision_backend(Precision::kBf16) + " | " +
        precision_backend(Precision::kInt8) + " | threads " + std::to_string(thread_count()) + " | " + isa::summary();
