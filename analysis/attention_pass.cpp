@@ -18,7 +18,7 @@
 #include "core/base/errors.h"
 #include "core/base/files.h"
 #include "core/base/log.h"
-#include "prune/criteria.h"  // confidence_sums, per_example_loss: the criteria's own definitions
+#include "prune/heads/criteria.h"  // confidence_sums, per_example_loss: the criteria's own definitions
 
 namespace hp::analysis {
 

@@ -13,8 +13,8 @@
 #include "core/base/files.h"
 #include "core/data/glue.h"
 #include "core/text/tokenizer.h"
-#include "prune/criteria.h"  // attribution_base, attention_attribution, riemann_alphas: the criterion's code
-#include "prune/plot.h"
+#include "prune/heads/criteria.h"  // attribution_base, attention_attribution, riemann_alphas: the criterion's code
+#include "core/plot/plot.h"
 
 namespace hp::analysis {
 
@@ -132,7 +132,7 @@ void write_explanation(const core::Config& cfg, const core::TaskSpec& task, cons
                             (task.is_regression() ? std::string("score") : task.label_name(x.target)) + " (" +
                             std::to_string(x.probability).substr(0, 5) +
                             "), τ = " + std::to_string(cfg.explain.threshold).substr(0, 4);
-  prune::write_svg_and_png(out + "/tree.svg", svg_tree(x.tree, x.tokens, title));
+  core::write_svg_and_png(out + "/tree.svg", svg_tree(x.tree, x.tokens, title));
 }
 
 std::string tree_line(const Explanation& x) {

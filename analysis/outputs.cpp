@@ -7,7 +7,7 @@
 
 #include "analysis/plots.h"
 #include "core/io/tensor_io.h"
-#include "prune/plot.h"
+#include "core/plot/plot.h"
 
 namespace hp::analysis {
 
@@ -180,7 +180,7 @@ void write_analysis_h5(const std::string& path, const Analysis& a, const std::ma
 std::vector<std::string> write_plots(const std::string& dir, const Analysis& a) {
   std::vector<std::string> files;
   auto heatmap = [&](const std::string& name, const std::string& title, const Grid& g) {
-    prune::Heatmap m;
+    core::Heatmap m;
     m.title = title;
     m.values = g;
     for (size_t l = 0; l < g.size(); ++l) {
@@ -188,7 +188,7 @@ std::vector<std::string> write_plots(const std::string& dir, const Analysis& a) 
       for (size_t h = 0; h < g[l].size(); ++h) m.present.back().push_back(a.present[l * a.max_heads + h] != 0);
     }
     files.push_back(name + ".svg");
-    if (!prune::write_svg_and_png(dir + "/" + name + ".svg", prune::svg_heatmap(m)).empty())
+    if (!core::write_svg_and_png(dir + "/" + name + ".svg", core::svg_heatmap(m)).empty())
       files.push_back(name + ".png");
   };
   for (const auto& [k, g] : a.stats) heatmap("stat_" + k, k + " (layers x heads)", g);
@@ -197,7 +197,7 @@ std::vector<std::string> write_plots(const std::string& dir, const Analysis& a) 
   for (const auto& [name, svg] :
        {std::pair<std::string, std::string>{"role_map", svg_role_map(a)}, {"head_map", svg_head_map(a)}}) {
     files.push_back(name + ".svg");
-    if (!prune::write_svg_and_png(dir + "/" + name + ".svg", svg).empty()) files.push_back(name + ".png");
+    if (!core::write_svg_and_png(dir + "/" + name + ".svg", svg).empty()) files.push_back(name + ".png");
   }
   return files;
 }

@@ -19,7 +19,7 @@
 #include "core/text/tokenizer.h"
 #include "analysis/explain.h"  // load_fine_tuned
 #include "eval/evaluator.h"
-#include "prune/criteria.h"  // attribution_base, attention_attribution, riemann_alphas: the criterion's code
+#include "prune/heads/criteria.h"  // attribution_base, attention_attribution, riemann_alphas: the criterion's code
 
 namespace hp::analysis {
 

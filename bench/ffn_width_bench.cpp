@@ -14,7 +14,7 @@
 #include "core/kernels/runtime.h"
 #include "eval/flops.h"
 #include "eval/latency.h"
-#include "prune/slim.h"
+#include "prune/export/slim.h"
 #include "timing.h"
 
 using namespace hp;

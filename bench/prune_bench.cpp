@@ -1,5 +1,5 @@
 // Pruning benchmarks (numbers in bench/README.md):
-//   1. Taylor importance + 11-point masking curve on SST-2 — the product path (prune/curves.h:
+//   1. Taylor importance + 11-point masking curve on SST-2 — the product path (prune/heads/curves.h:
 //      dynamic padding, no weight gradients, slimmed models per point). Compare with
 //      bench/taylor_curve_bench.py (HF run_bertology-style loop) on the same model and data.
 //   2. Attention attribution, m steps, on the first SST-2 dev examples as Hao et al.'s script takes them,
@@ -20,9 +20,9 @@
 #include "core/base/log.h"
 #include "core/text/tokenizer.h"
 #include "eval/evaluator.h"
-#include "prune/criteria.h"
-#include "prune/curves.h"
-#include "prune/schedule.h"
+#include "prune/heads/criteria.h"
+#include "prune/heads/curves.h"
+#include "prune/heads/schedule.h"
 
 using namespace hp;
 

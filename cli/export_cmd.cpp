@@ -3,7 +3,7 @@
 // holding the same tensors; a sentence-transformers folder stays one (modules.json, pooling and normalize around
 // the encoder, core/io/sentence_model.h).
 // Slimmed exports after pruning reuse the same writer (core/io/checkpoint.h save_bert). --dense writes a
-// slimmed model at its original shapes with the removed heads zeroed (prune/slim.h dense_model).
+// slimmed model at its original shapes with the removed heads zeroed (prune/export/slim.h dense_model).
 // The whole export (ONNX files and their checks included) is written into a fresh folder beside --to and renamed
 // into place only when every check passed (core::StagedFolder): --to then holds exactly this export, or,
 // after a failure, what it held before.
@@ -24,8 +24,8 @@
 #include "core/base/log.h"
 #include "core/base/strings.h"
 #include "eval/embedding.h"
-#include "prune/onnx.h"
-#include "prune/slim.h"
+#include "prune/export/onnx.h"
+#include "prune/export/slim.h"
 #include "cli/commands.h"
 
 namespace hp::cli {

@@ -1,11 +1,11 @@
-// The pruning run, the `prune` executable's default command (no subcommand): prune/pipeline.h.
+// The pruning run, the `prune` executable's default command (no subcommand): prune/run/pipeline.h.
 #include <atomic>
 #include <csignal>
 #include <iostream>
 
 #include "core/base/errors.h"  // kInterruptedExit
 #include "cli/commands.h"
-#include "prune/pipeline.h"
+#include "prune/run/pipeline.h"
 
 namespace hp::cli {
 

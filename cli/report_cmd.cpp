@@ -1,6 +1,6 @@
-// `prune report RUN_DIR... --out report.html`: one self-contained offline HTML page (analysis/report.h),
+// `prune report RUN_DIR... --out report.html`: one self-contained offline HTML page (analysis/report/report.h),
 // in stages sharing one context.
-#include "analysis/report.h"
+#include "analysis/report/report.h"
 #include "cli/commands.h"
 
 namespace hp::cli {

@@ -1,7 +1,7 @@
 // The datasets of run.h5, in one table that every writer and reader uses: the pruning run writes the
-// importance, mask and curve datasets (prune/report.cpp), a training run the gate trajectories
-// (train/run_state.cpp); `prune report` (analysis/report_panels.cpp), `prune analyze --prune-run`
-// (analysis/) and the gates criterion (prune/criteria.cpp) read them. Torch-free: names only.
+// importance, mask and curve datasets (prune/heads/report.cpp), a training run the gate trajectories
+// (train/run_state.cpp); `prune report` (analysis/report/report_panels.cpp), `prune analyze --prune-run`
+// (analysis/) and the gates criterion (prune/heads/criteria.cpp) read them. Torch-free: names only.
 #pragma once
 
 #include <optional>

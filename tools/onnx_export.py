@@ -17,7 +17,7 @@ Usage: onnx_export.py MODEL_DIR REFERENCE.h5 [--out FILE] [--tol 1e-4] [--result
   scheme in standard ONNX operators (weights s8 per output channel in ±--weight-max; activations u8 per row with
   a zero point, computed in the graph; MatMulInteger; the classifier float32), run on REFERENCE.h5's rows in
   length-sorted batches of 32 (each cut to its longest row), its logits written to --logits-out; headprune
-  compares them with its own int8 at the same weight range (prune/onnx.cpp).
+  compares them with its own int8 at the same weight range (prune/export/onnx.cpp).
   --weight-max 63 (the default, 7 bits) keeps every u8·s8 pair sum within int16 (255·63·2 = 32130 <= 32767), so
   ONNX Runtime's AVX2 kernel (vpmaddubsw, which saturates its int16 pair sums) computes the exact product, as its
   VNNI kernel does: the file gives the same numbers on every CPU. 127 (8 bits) saturates on AVX2 CPUs without

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ONNX Runtime's reference points on the compression frontiers (`prune --max-drop D`, prune/frontier_timing.h):
+"""ONNX Runtime's reference points on the compression frontiers (`prune --max-drop D`, prune/frontier/frontier_timing.h):
 the unpruned model folder exported to ONNX (float32, as tools/onnx_export.py exports; --sentence: a
 sentence-transformers folder to its pooled embedding, normalised where it lists Normalize) and quantised by ONNX
 Runtime's own quantize_dynamic (int8 weights per output channel, u8 activations quantised at run time), each run

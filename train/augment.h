@@ -48,7 +48,7 @@ class WordSwap {
 };
 
 // The other half of TinyBERT's answer for a small task: inputs the task has no labels for (prune.distill_tasks:
-// other tasks' training rows, read by prune/embedding_data.h distill_rows). `b` with as many rows of `pool` appended
+// other tasks' training rows, read by prune/data/distill_data.h distill_rows). `b` with as many rows of `pool` appended
 // as it has (fewer when the pool is smaller), drawn without repeats from `seed`, each with the label NaN (the
 // teacher alone labels it) and the index -1; the shorter part padded with `pad_id` to the longer one's length.
 core::Batch with_unlabelled_rows(const core::Batch& b, const core::EncodedDataset& pool, uint64_t seed, int pad_id);

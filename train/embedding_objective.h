@@ -4,7 +4,7 @@
 //
 // - Recovery distils the teacher's embeddings of unlabelled sentences: the loss is the mean over the batch of
 //   ‖e_student − e_teacher‖², which for a model ending in Normalize is 2·(1 − cosine).
-// - The retraining-free search needs a Fisher (prune/mask_search.h), but at the teacher (every mask 1) that loss is
+// - The retraining-free search needs a Fisher (prune/search/mask_search.h), but at the teacher (every mask 1) that loss is
 //   0 with a zero gradient. Its curvature there is the Gauss-Newton matrix Σ_b J_bᵀ J_b (J_b = ∂e_b/∂m), whose
 //   diagonal the probe estimates without forming J: with v_b ~ N(0, I), g = ∂(Σ_b v_b · e_b)/∂m has
 //   E_v[g²] = Σ_b ‖∂e_b/∂m‖² per mask entry — the Fisher of a Gaussian whose mean is the embedding. One backward per

@@ -29,7 +29,7 @@ struct TaskRun {
   const core::TaskSpec* task = nullptr;
   std::string data_root;
   // Unlabelled rows a distilled step adds for the teacher to label (prune.distill_tasks, read by the pruning run:
-  // prune/embedding_data.h distill_rows); null: none. Unread where the run does not distil.
+  // prune/data/distill_data.h distill_rows); null: none. Unread where the run does not distil.
   const std::vector<core::Example>* distill_rows = nullptr;
 };
 

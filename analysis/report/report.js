@@ -167,7 +167,7 @@
   function pairShown(filter, seg, i, j) {  // 'AB': query token in sentence A, key token in B
     return filter === 'all' || (seg[i] === (filter[0] === 'A' ? 0 : 1) && seg[j] === (filter[1] === 'A' ? 0 : 1));
   }
-  // ---------- the attention views: report_views.js, spliced in here by analysis/report.cpp ----------
+  // ---------- the attention views: report_views.js, spliced in here by analysis/report/report.cpp ----------
   /* @views */
   // ---------- page ----------
   function exampleInfo() {

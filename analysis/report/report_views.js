@@ -1,5 +1,5 @@
 /* headprune report: the attention views (head, model, neuron, rollout), spliced into report.js at its
-   "@views" line by analysis/report.cpp, inside report.js's function: they use its helpers, page and state. */
+   "@views" line by analysis/report/report.cpp, inside report.js's function: they use its helpers, page and state. */
   // ---------- head view (lines from query tokens on the left to key tokens on the right) ----------
   function tokenGeometry(tokens) {  // n tokens, fs font size, rh row height, tw token column, sw line width, lines x1 -> x2
     var n = tokens.length, long = n > 40, fs = long ? 11 : 12, rh = long ? 14 : 20, tw = textWidth(tokens, fs);

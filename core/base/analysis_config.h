@@ -89,7 +89,7 @@ struct TriggersConfig {
 };
 
 // `prune report RUN_DIR...`: one offline HTML page of a pruning run, an analysis and gated runs, with
-// attention views of chosen examples (analysis/report.h, analysis/report/README.md).
+// attention views of chosen examples (analysis/report/report.h, analysis/report/README.md).
 struct ReportConfig {
   std::vector<std::string> runs;  // folders: a pruning run, a `prune analyze` output, gated runs
   std::string split = "dev";  // split that report.examples indexes

@@ -231,7 +231,7 @@ void parse_choice(const std::string& text, const std::string&, Method& out) {
   out = Method{};
   if (text == "kwon") out.kind = MethodKind::kKwon;
   else if (text == "gates") out.kind = MethodKind::kGates;
-  else if (text != "best") out.kind = MethodKind::kCriterion, out.criterion = text;  // checked by prune/criteria.h
+  else if (text != "best") out.kind = MethodKind::kCriterion, out.criterion = text;  // checked by prune/heads/criteria.h
 }
 
 std::vector<FieldRef> config_fields(Config& cfg) {

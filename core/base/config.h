@@ -89,8 +89,8 @@ struct EvalConfig {
 struct ExportConfig {
   std::string out;  // output model folder
   bool hdf5 = true;  // also write model.h5
-  bool dense = false;  // original shapes, removed heads zeroed (prune/slim.h dense_model)
-  bool onnx = false;  // also model.onnx, checked in ONNX Runtime (prune/onnx.h)
+  bool dense = false;  // original shapes, removed heads zeroed (prune/export/slim.h dense_model)
+  bool onnx = false;  // also model.onnx, checked in ONNX Runtime (prune/export/onnx.h)
   bool int8 = false;  // also model.int8.onnx, checked against headprune's int8 on the eval split
   std::string mask;  // slim to what this mask spec (or file) keeps before writing
   bool force = false;  // replace an out folder that holds files of no export

@@ -16,7 +16,7 @@ enum class Objective { kTask, kEmbedding };
 enum class MethodKind { kBest, kCriterion, kKwon, kGates };
 struct Method {
   MethodKind kind = MethodKind::kBest;
-  std::string criterion;  // kCriterion: its name (prune/criteria.h checks it)
+  std::string criterion;  // kCriterion: its name (prune/heads/criteria.h checks it)
   bool operator==(MethodKind k) const { return kind == k; }
   bool operator!=(MethodKind k) const { return kind != k; }
 };
@@ -28,7 +28,7 @@ std::string choice_text(const Method& m);
 void parse_choice(const std::string& text, const std::string& where, Method& out);
 
 // The pruning run (`prune --config X.yaml`): importance criteria, iterative masking curves, reaching
-// exactly target_heads heads, recovery fine-tuning, slimmed export. Criteria: prune/criteria.h.
+// exactly target_heads heads, recovery fine-tuning, slimmed export. Criteria: prune/heads/criteria.h.
 struct PruneConfig {
   std::vector<std::string> criteria = {"confidence", "lrp", "taylor", "attattr", "random", "loo"};
   std::string rank_split = "train";  // ranking data; kept apart from the evaluation split

@@ -41,7 +41,7 @@ struct EncoderInput {
   // [D] gate per hidden channel, shared by every layer (CoFi's z_hidden): the embeddings' output and every
   // sublayer's output (before its residual sum) are multiplied by it, and every LayerNorm normalises over the
   // channels whose gate is not 0 and outputs 0 at the others. So at 0/1 values the model is the one whose 0
-  // channels are removed from every tensor (prune/slim.h). Undefined = all ones. Differentiable. With an embedding
+  // channels are removed from every tensor (prune/export/slim.h). Undefined = all ones. Differentiable. With an embedding
   // projection (ELECTRA) the projection's output is multiplied and the embeddings' LayerNorm is left whole.
   torch::Tensor hidden_mask;
   bool want_attention = false;  // fill EncoderOutput::attentions
@@ -60,7 +60,7 @@ struct EncoderInput {
   // instead of computing them (attention attribution scales them by α and differentiates).
   int override_layer = -1;
   torch::Tensor override_probs;
-  // LRP propagation rules (prune/criteria.h): the LayerNorm scale 1/σ, the attention probabilities
+  // LRP propagation rules (prune/heads/criteria.h): the LayerNorm scale 1/σ, the attention probabilities
   // and the activation gates act(x)/x are detached, so the network is locally linear and
   // input × gradient is layer-wise relevance (LRP-0). Same forward values; only gradients change.
   bool lrp_rules = false;

@@ -1,4 +1,4 @@
-// The data behind `prune report`'s views (analysis/report_views.h, analysis/report_panels.h): the query
+// The data behind `prune report`'s views (analysis/report/report_views.h, analysis/report/report_panels.h): the query
 // and key vectors reproduce the model's attention (the neuron view's maths), a slimmed model's heads sit
 // at their original indices, rollout is computed from the attention shown, the encoding matches Python's
 // zlib + base64, and folders are sorted or refused with one-line errors.
@@ -11,14 +11,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include "analysis/report_panels.h"
-#include "analysis/report_views.h"
+#include "analysis/report/report_panels.h"
+#include "analysis/report/report_views.h"
 #include "analysis/rollout.h"
 #include "core/io/checkpoint.h"
 #include "core/base/errors.h"
 #include "core/text/tokenizer.h"
 #include "fixtures.h"
-#include "prune/slim.h"
+#include "prune/export/slim.h"
 #include "skip.h"
 
 namespace {

@@ -22,7 +22,7 @@
 #include "core/kernels/runtime.h"
 #include "core/model/bert_config.h"
 #include "skip.h"
-#include "prune/latency_table.h"
+#include "prune/search/latency_table.h"
 
 using namespace hp::test;
 

@@ -1,4 +1,4 @@
-// The frontier run (`prune --max-drop D`, prune/frontier_stage.h) on the tiny model: every candidate kind at every
+// The frontier run (`prune --max-drop D`, prune/frontier/frontier_stage.h) on the tiny model: every candidate kind at every
 // precision the ISA cap leaves (HEADPRUNE_MAX_ISA=avx2: fp32 and int8, the same on every CPU with AVX2), the
 // choice the fastest within D and exported as the stages 5-8 of a --target-heads or --target-flops run would,
 // a resumed run measuring only what is missing with the same metrics, none within D refused with nothing exported,

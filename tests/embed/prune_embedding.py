@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The pruning run for embeddings (#59, prune/embedding_run.h) on a tiny sentence-transformers folder, checked against
+"""The pruning run for embeddings (#59, prune/embedding/embedding_run.h) on a tiny sentence-transformers folder, checked against
 sentence-transformers itself.
 
 A tiny folder (the tiny BERT, mean pooling, Normalize) made with the package is pruned to half of its encoder's FLOPs

@@ -2,7 +2,8 @@
 """The shape of the code, checked on every test run (docs/ARCHITECTURE.md):
 
   include order   every `#include "folder/..."` runs down the floors: core <- gates <- eval <- train <- prune
-                  <- analysis <- cli, and inside core: base <- kernels, text, dist <- model <- io <- data.
+                  <- analysis <- cli; inside core: base <- kernels, text, dist, plot <- model <- io <- data;
+                  inside prune: record, data, export <- heads <- search <- stages <- frontier <- embedding <- run.
                   A file may include its own folder and any floor below; never one above, never a sibling.
   file length     no source file outside tests/ over 600 lines.
   function length no function in prune/, analysis/, train/, cli/ over 80 lines, except the table-like
@@ -20,7 +21,9 @@ import tempfile
 
 # Floors, lowest first; folders on one floor are siblings and may not include each other.
 FLOORS = [["core"], ["gates"], ["eval"], ["train"], ["prune"], ["analysis"], ["cli"]]
-CORE_FLOORS = [["base"], ["kernels", "text", "dist"], ["model"], ["io"], ["data"]]
+CORE_FLOORS = [["base"], ["kernels", "text", "dist", "plot"], ["model"], ["io"], ["data"]]
+PRUNE_FLOORS = [["record", "data", "export"], ["heads"], ["search"], ["stages"], ["frontier"], ["embedding"], ["run"]]
+SUB_FLOORS = {"core": CORE_FLOORS, "prune": PRUNE_FLOORS}  # folders whose sub-folders stand on floors
 SOURCES = (".cpp", ".h", ".c")
 CODE_DIRS = [d for floor in FLOORS for d in floor]
 MAX_FILE_LINES = 600
@@ -38,8 +41,8 @@ def floor_of(path):
     top = parts[0]
     for i, floor in enumerate(FLOORS):
         if top in floor:
-            if top == "core" and len(parts) > 2:
-                for j, sub in enumerate(CORE_FLOORS):
+            if top in SUB_FLOORS and len(parts) > 2:
+                for j, sub in enumerate(SUB_FLOORS[top]):
                     if parts[1] in sub:
                         return i, j, parts[1]
                 return i, None, parts[1]
@@ -59,6 +62,9 @@ def include_breaches(root):
     out = []
     for rel in sources(root):
         me = floor_of(rel)
+        if rel.split("/")[0] in SUB_FLOORS and rel.count("/") == 1:
+            out.append(f"{rel}: stands in no room of {rel.split('/')[0]}/; move it into one "
+                       f"({os.path.basename(__file__)} lists them)")
         for n, line in enumerate(open(os.path.join(root, rel), encoding="utf-8", errors="replace"), 1):
             m = INCLUDE.match(line)
             if not m or "/" not in m.group(1):
@@ -67,15 +73,19 @@ def include_breaches(root):
             them = floor_of(inc)
             if them is None:
                 continue  # a generated header or a library's
-            if rel.startswith("core/") and inc.startswith("core/"):
+            top = rel.split("/")[0]
+            if top in SUB_FLOORS and inc.split("/")[0] == top:
+                floors = SUB_FLOORS[top]
                 if me[1] is None or them[1] is None:
-                    out.append(f"{rel}:{n}: {inc}: core/{me[2] if me[1] is None else them[2]} is on no floor of "
-                               f"CORE_FLOORS; add it there ({os.path.basename(__file__)})")
+                    room = rel if me[1] is None else inc
+                    where = (f"{room} stands in no room of {top}/" if room.count("/") == 1
+                             else f"{top}/{room.split('/')[1]} is on no floor of {top.upper()}_FLOORS")
+                    out.append(f"{rel}:{n}: {inc}: {where}; add it to one ({os.path.basename(__file__)})")
                 elif them[1] > me[1] or (them[1] == me[1] and them[2] != me[2]):
-                    out.append(f"{rel}:{n}: includes {inc}, but core/{me[2]} sits below core/{them[2]} "
-                               f"({' <- '.join('/'.join(f) for f in CORE_FLOORS)}); move the code down or the include up")
+                    out.append(f"{rel}:{n}: includes {inc}, but {top}/{me[2]} sits below {top}/{them[2]} "
+                               f"({' <- '.join('/'.join(f) for f in floors)}); move the code down or the include up")
             elif them[0] > me[0]:
-                out.append(f"{rel}:{n}: includes {inc}, but {me[2] if me[0] else 'core'} sits below {inc.split('/')[0]} "
+                out.append(f"{rel}:{n}: includes {inc}, but {rel.split('/')[0]} sits below {inc.split('/')[0]} "
                            f"({' <- '.join('/'.join(f) for f in FLOORS)}); move the code down or the include up")
     return out
 
@@ -133,11 +143,15 @@ def self_test():
             open(os.path.join(tmp, rel), "w").write(text)
         write("core/base/a.h", "#pragma once\n")
         write("core/model/m.h", '#include "core/base/a.h"\n')
-        write("prune/p.cpp", '#include "core/model/m.h"\nint f() {\n  return 1;\n}\n')
+        write("prune/heads/p.cpp", '#include "core/model/m.h"\nint f() {\n  return 1;\n}\n')
+        write("prune/run/r.cpp", '#include "prune/heads/p.h"\n')
         write("cli/main.cpp", '#include "prune/p.h"\n#include "analysis/x.h"\n')
         clean = include_breaches(tmp) + length_breaches(tmp, 0)
         planted = {
-            "prune/q.cpp": ('#include "analysis/report.h"\n', "sits below analysis"),
+            "prune/heads/q.cpp": ('#include "analysis/report/report.h"\n', "sits below analysis"),
+            "prune/heads/u.cpp": ('#include "prune/frontier/frontier_stage.h"\n', "prune/heads sits below prune/frontier"),
+            "prune/data/s.cpp": ('#include "prune/export/slim.h"\n', "prune/data sits below prune/export"),
+            "prune/flat.cpp": ("int x;\n", "stands in no room of prune/"),
             "core/base/b.cpp": ('#include "core/model/m.h"\n', "core/base sits below core/model"),
             "core/text/t.cpp": ('#include "core/kernels/gemm.h"\n', "core/text sits below core/kernels"),
             "train/long.cpp": ("int g() {\n" + "  x();\n" * 90 + "}\n", "over 80"),

@@ -16,8 +16,8 @@
 #include "core/model/arch.h"
 #include "eval/evaluator.h"
 #include "fixtures.h"
-#include "prune/onnx.h"
-#include "prune/slim.h"
+#include "prune/export/onnx.h"
+#include "prune/export/slim.h"
 #include "hf_check.h"
 #include "skip.h"
 

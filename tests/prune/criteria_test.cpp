@@ -1,4 +1,4 @@
-// prune/criteria.h: each criterion against an independent computation — Taylor against HF's head-mask
+// prune/heads/criteria.h: each criterion against an independent computation — Taylor against HF's head-mask
 // gradients (golden files from tests/golden/make_goldens.py), confidence against its definition on
 // the attention maps, LRP conservation, integrated-gradients completeness for attention attribution,
 // and the reuse of lower layers (attattr, leave-one-out) against full forward passes.
@@ -17,7 +17,7 @@
 #include "core/base/errors.h"
 #include "core/io/tensor_io.h"
 #include "eval/evaluator.h"
-#include "prune/criteria.h"
+#include "prune/heads/criteria.h"
 
 using namespace hp;
 

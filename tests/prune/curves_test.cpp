@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "core/data/glue.h"
-#include "prune/curves.h"
-#include "prune/report.h"
+#include "prune/heads/curves.h"
+#include "prune/heads/report.h"
 
 using hp::prune::Aggregate;
 using hp::prune::CurvePoint;

@@ -1,6 +1,6 @@
 // The criteria and the search on a GPU (#62; the CTest test prune.device_cuda, skipped visibly without one): a pruning
 // run with run.device: cuda scores its heads and takes the search's mask gradients with the model there
-// (prune/stages_curves.cpp, prune/budget.cpp), so from a GPU copy of the tiny model each criterion's importances —
+// (prune/stages/stages_curves.cpp, prune/stages/budget.cpp), so from a GPU copy of the tiny model each criterion's importances —
 // classification and regression, Taylor per example and per token, LRP, attention attribution to the predicted and
 // the gold class, leave-one-out with and without the lower layers reused, confidence and random — and the mask
 // gradients of heads, neurons, hidden channels and layers must equal the CPU's within 1e-3 of the largest, and come
@@ -15,11 +15,11 @@
 #include "core/kernels/device.h"
 #include "fixtures.h"
 #include "golden_data.h"
-#include "prune/criteria.h"
-#include "prune/curves.h"
-#include "prune/mask_search.h"
-#include "prune/mask_tuning.h"
-#include "prune/slim.h"
+#include "prune/heads/criteria.h"
+#include "prune/heads/curves.h"
+#include "prune/search/mask_search.h"
+#include "prune/search/mask_tuning.h"
+#include "prune/export/slim.h"
 #include "skip.h"
 
 using namespace hp;

@@ -1,4 +1,4 @@
-// The sentences the embedding run distils on (prune/embedding_data.h, #59): data.task's own, then prune.distill_tasks'
+// The sentences the embedding run distils on (prune/data/distill_data.h, #59): data.task's own, then prune.distill_tasks'
 // training sentences, none of the held-out ones, each task at most as many as data.task's, the same for the same
 // seed; the key's refusals.
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 
 #include "core/base/errors.h"
 #include "fixtures.h"
-#include "prune/embedding_data.h"
+#include "prune/data/distill_data.h"
 
 using Catch::Matchers::Contains;
 using hp::prune::distill_sentences;

@@ -1,5 +1,5 @@
 // core::StagedFolder (a model folder written whole or not at all, #44) and the int8 ONNX export's failed check
-// (prune/onnx.h, #46): what stays on disk after a failure, and what the message says.
+// (prune/export/onnx.h, #46): what stays on disk after a failure, and what the message says.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -13,8 +13,8 @@
 #include "core/io/checkpoint.h"
 #include "fixtures.h"
 #include "onnx_check.h"
-#include "prune/onnx.h"
-#include "prune/slim.h"
+#include "prune/export/onnx.h"
+#include "prune/export/slim.h"
 #include "skip.h"
 
 namespace {

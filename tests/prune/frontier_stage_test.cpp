@@ -1,14 +1,14 @@
-// The frontier's choice as the config stages 7-9 run under (prune/frontier_stage.h: chosen_config): the chosen
+// The frontier's choice as the config stages 7-9 run under (prune/frontier/frontier_stage.h: chosen_config): the chosen
 // precision, and no budget, method or recovery of its own whatever the candidate (#58: the export is the model
 // the frontier measured, never rebuilt by a --target-heads or --target-flops run).
-// Also the best criterion the frontier and --target-heads rank heads by (prune/stages.h: best_criterion).
+// Also the best criterion the frontier and --target-heads rank heads by (prune/stages/stages.h: best_criterion).
 #include <catch2/catch.hpp>
 
 #include <limits>
 
-#include "prune/best_step.h"
-#include "prune/frontier_stage.h"
-#include "prune/stages.h"
+#include "prune/stages/best_step.h"
+#include "prune/frontier/frontier_stage.h"
+#include "prune/stages/stages.h"
 
 using hp::prune::chosen_config;
 using hp::prune::Frontier;

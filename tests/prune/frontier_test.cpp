@@ -1,4 +1,4 @@
-// The frontier's Pareto front and choice (prune/frontier.h) on hand-made points: dominated points dropped,
+// The frontier's Pareto front and choice (prune/record/frontier.h) on hand-made points: dominated points dropped,
 // ties (equal speed, equal metric, both), reference (ONNX Runtime) points on the front but never chosen, the
 // fastest candidate within D chosen and none when none is; and the front against a brute-force count on random
 // sets (a point is on the front iff nothing beats it in one coordinate without losing in the other).
@@ -10,7 +10,7 @@
 #include "core/base/errors.h"
 #include "core/data/glue.h"
 #include "core/base/strings.h"
-#include "prune/frontier.h"
+#include "prune/record/frontier.h"
 
 using hp::prune::choose_within;
 using hp::prune::FrontierPoint;
@@ -316,7 +316,7 @@ TEST_CASE("the frontier chart: log x, the front as a line through its points, a 
   CHECK(hp::prune::frontier_label(heads) == "heads taylor 36 heads int8");
   for (std::size_t k = 1; k < chart.series.size(); ++k) CHECK(chart.series[k].markers_only);
   // The choice is drawn as a ring, the front as a black line.
-  const std::string svg = hp::prune::svg_line_chart(chart);
+  const std::string svg = hp::core::svg_line_chart(chart);
   CHECK_THAT(svg, Catch::Contains("r=\"9\" fill=\"none\" stroke=\"black\"") &&
                       Catch::Contains("<polyline fill=\"none\" stroke=\"black\""));
 }
@@ -324,10 +324,10 @@ TEST_CASE("the frontier chart: log x, the front as a line through its points, a 
 TEST_CASE("a log x axis: ticks at 1, 2 and 5 times powers of ten over a wide range, finer ones over a narrower "
           "one, round linear ticks over a narrow one, positions by the logarithm; a zero tick reads 0",
           "[prune][frontier][plot]") {
-  hp::prune::LineChart c;
+  hp::core::LineChart c;
   c.log_x = true;
   c.series.push_back({"s", {1, 8}, {0, 1}, {}, {}, true, "", false});
-  std::string svg = hp::prune::svg_line_chart(c);
+  std::string svg = hp::core::svg_line_chart(c);
   CHECK_THAT(svg, Catch::Contains(">1</text>") && Catch::Contains(">2</text>") && Catch::Contains(">5</text>"));
   CHECK_THAT(svg, !Catch::Contains(">4</text>") && !Catch::Contains(">6</text>"));
   // 1 and 8 sit at the ends of the axis (less its 10% margins) and 2 ... 5 where their logarithms put them.
@@ -340,14 +340,14 @@ TEST_CASE("a log x axis: ticks at 1, 2 and 5 times powers of ten over a wide ran
   const double x1 = x_of("1"), x2 = x_of("2"), x5 = x_of("5");
   CHECK((x5 - x2) / (x2 - x1) == Approx(std::log10(2.5) / std::log10(2)).epsilon(1e-3));
   c.series[0].x = {0.43, 1.28};  // 0.5 and 1 alone of 1-2-5: 0.4, 0.5, 0.7 and 1
-  svg = hp::prune::svg_line_chart(c);
+  svg = hp::core::svg_line_chart(c);
   CHECK_THAT(svg, Catch::Contains(">0.4</text>") && Catch::Contains(">0.7</text>") && Catch::Contains(">1</text>"));
   c.series[0].x = {1, 1.3};
-  svg = hp::prune::svg_line_chart(c);
+  svg = hp::core::svg_line_chart(c);
   CHECK_THAT(svg, Catch::Contains(">1.2</text>") && Catch::Contains(">1.4</text>"));
   // A tick at zero reads 0: not -0, nor the 5.55e-17 a running sum of steps reaches.
   c.series[0].y = {-0.61, 0.14};  // padded to [-0.6475, 0.1775]: -0.6 + 3 x 0.2 is -5.55e-17 in doubles
-  svg = hp::prune::svg_line_chart(c);
+  svg = hp::core::svg_line_chart(c);
   CHECK_THAT(svg, Catch::Contains(">0</text>") && !Catch::Contains(">-0</text>") && !Catch::Contains("e-1"));
 }
 

@@ -12,7 +12,7 @@
 #include "core/io/tensor_io.h"
 #include "core/model/bert.h"
 #include "fixtures.h"
-#include "prune/onnx.h"
+#include "prune/export/onnx.h"
 #include "skip.h"
 
 namespace hp::test {

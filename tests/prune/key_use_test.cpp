@@ -1,4 +1,4 @@
-// prune/key_use.h: every prune.* key walked against every mode of the pruning run; a key set in a mode that does not
+// prune/run/key_use.h: every prune.* key walked against every mode of the pruning run; a key set in a mode that does not
 // use it is named in a warning (#61).
 #include <catch2/catch.hpp>
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/base/config.h"
-#include "prune/key_use.h"
+#include "prune/run/key_use.h"
 
 namespace {
 
@@ -69,11 +69,11 @@ const hp::prune::KeyUse* row_of(const std::string& key) {
 
 }  // namespace
 
-TEST_CASE("every prune.* key has a row of prune/key_use.cpp, and a row names a key that exists", "[prune][key_use]") {
+TEST_CASE("every prune.* key has a row of prune/run/key_use.cpp, and a row names a key that exists", "[prune][key_use]") {
   const auto keys = hp::prune::prune_keys();
   REQUIRE(keys.size() > 30);
   for (const auto& key : keys) {
-    INFO("prune." << key << " has no row in prune/key_use.cpp: say which modes use it (#61)");
+    INFO("prune." << key << " has no row in prune/run/key_use.cpp: say which modes use it (#61)");
     CHECK(row_of(key) != nullptr);
   }
   for (const auto& r : hp::prune::key_use_table()) {

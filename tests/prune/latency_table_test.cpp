@@ -1,12 +1,12 @@
-// prune/latency_table.h: the line fit against hand-computed least squares, the prediction against a hand sum
+// prune/search/latency_table.h: the line fit against hand-computed least squares, the prediction against a hand sum
 // over a slimmed model's layers, and the measured table's shape on the tiny model (what was timed, not how
 // fast: timings are for bench/, not for unit tests).
 #include <catch2/catch.hpp>
 
 #include "core/io/checkpoint.h"
 #include "fixtures.h"
-#include "prune/latency_table.h"
-#include "prune/slim.h"
+#include "prune/search/latency_table.h"
+#include "prune/export/slim.h"
 
 using namespace hp;
 

@@ -1,11 +1,11 @@
-// prune/layer_drop.h: the block Fisher loss of dropping a whole layer, against sums worked out by hand (#61).
+// prune/stages/layer_drop.h: the block Fisher loss of dropping a whole layer, against sums worked out by hand (#61).
 #include <catch2/catch.hpp>
 
 #include <torch/types.h>
 
 #include <vector>
 
-#include "prune/layer_drop.h"
+#include "prune/stages/layer_drop.h"
 
 // Two batches, two layers, two heads and three neurons a layer. Layer 0's head gradients cancel within each batch,
 // so zeroing the whole layer costs nothing to first order in the block Fisher, (Σ_units g)², while its diagonal

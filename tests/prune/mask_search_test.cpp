@@ -1,4 +1,4 @@
-// prune/mask_search.h and prune/mask_tuning.h (Kwon et al. 2022) against independent references: the mask
+// prune/search/mask_search.h and prune/search/mask_tuning.h (Kwon et al. 2022) against independent references: the mask
 // gradients against Hugging Face's (the head-mask gradient of the golden batch, and the FFN output weights'
 // gradient, which gives a neuron's mask gradient as Σ_d W2[d, i] ∂L/∂W2[d, i]); the search against brute force
 // over every (heads, neurons) split; rearrangement on a hand case; the least-squares systems, built here
@@ -18,9 +18,9 @@
 #include "eval/evaluator.h"
 #include "fixtures.h"
 #include "golden_data.h"
-#include "prune/mask_search.h"
-#include "prune/mask_tuning.h"
-#include "prune/slim.h"
+#include "prune/search/mask_search.h"
+#include "prune/search/mask_tuning.h"
+#include "prune/export/slim.h"
 #include "skip.h"
 #include "tuning_check.h"
 

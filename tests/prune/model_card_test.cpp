@@ -1,4 +1,4 @@
-// The model card of a slimmed export (prune/model_card.h): licence from the base model's card, the heads
+// The model card of a slimmed export (prune/export/model_card.h): licence from the base model's card, the heads
 // per layer, the metric before and after, speedup, loading and the command that reproduces the run.
 #include <catch2/catch.hpp>
 
@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "fixtures.h"
-#include "prune/model_card.h"
+#include "prune/export/model_card.h"
 
 TEST_CASE("model card: licence, heads per layer, metrics, speedup, reproduce command", "[prune][card]") {
   namespace fs = std::filesystem;

@@ -20,7 +20,7 @@
 #include "core/base/log.h"
 #include "core/base/process.h"
 #include "core/base/xml.h"
-#include "prune/plot.h"
+#include "core/plot/plot.h"
 #include "skip.h"
 
 namespace fs = std::filesystem;
@@ -31,10 +31,10 @@ TEST_CASE("plots: a folder named with a quote and a command separator is only a 
   fs::create_directories(dir);
   const fs::path cwd = fs::current_path();
   fs::current_path(dir);  // an injected `touch hp_injected` would land here
-  hp::prune::Heatmap m;
+  hp::core::Heatmap m;
   m.title = "t";
   m.values = {{0.1, 0.2}, {0.3, 0.4}};
-  const std::string png = hp::prune::write_svg_and_png((dir / "map.svg").string(), hp::prune::svg_heatmap(m));
+  const std::string png = hp::core::write_svg_and_png((dir / "map.svg").string(), hp::core::svg_heatmap(m));
   fs::current_path(cwd);
   CHECK(fs::exists(dir / "map.svg"));
   CHECK(!fs::exists(dir / "hp_injected"));
@@ -57,7 +57,7 @@ TEST_CASE("plots: a folder named with a quote and a command separator is only a 
     return v;
   };
   std::smatch size;
-  const std::string svg = hp::prune::svg_heatmap(m);
+  const std::string svg = hp::core::svg_heatmap(m);
   REQUIRE(std::regex_search(svg, size, std::regex("<svg [^>]*width=\"(\\d+)\" height=\"(\\d+)\"")));
   CHECK(be32(16) == std::stoul(size[1]));
   CHECK(be32(20) == std::stoul(size[2]));
@@ -81,9 +81,9 @@ TEST_CASE("plots: a PNG conversion that fails leaves no partial PNG and no raw r
   const int saved = dup(2);
   const int log = open((dir / "stderr.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   dup2(log, 2);
-  hp::prune::Heatmap m;
+  hp::core::Heatmap m;
   m.values = {{0.1, 0.2}, {0.3, 0.4}};
-  const std::string png = hp::prune::write_svg_and_png((dir / "map.svg").string(), hp::prune::svg_heatmap(m));
+  const std::string png = hp::core::write_svg_and_png((dir / "map.svg").string(), hp::core::svg_heatmap(m));
   std::fflush(stderr);
   dup2(saved, 2);
   close(saved);
@@ -133,17 +133,17 @@ int lightness(const std::string& color) {
 }  // namespace
 
 TEST_CASE("line chart: one line and legend entry per series, bands, escaped text, dashes past the palette", "[plot]") {
-  hp::prune::LineChart c;
+  hp::core::LineChart c;
   c.title = "a < b & c";
   for (int k = 0; k < 10; ++k) {
-    hp::prune::Series s{"head " + std::to_string(k), {0, 1, 2}, {0.1 * k, 0.2, 0.3}, {}, {}};
+    hp::core::Series s{"head " + std::to_string(k), {0, 1, 2}, {0.1 * k, 0.2, 0.3}, {}, {}};
     if (k == 0) s.lo = {0, 0.1, 0.2}, s.hi = {0.2, 0.3, 0.4};
     c.series.push_back(s);
   }
   c.x_label = "heads pruned";
   c.y_label = "accuracy";
   c.y_ref = 0.25, c.y_ref_label = "unpruned";
-  const std::string svg = hp::prune::svg_line_chart(c);
+  const std::string svg = hp::core::svg_line_chart(c);
   CHECK(count(svg, "<polyline") == 10);
   CHECK(count(svg, "<polygon") == 1);  // the one band
   CHECK_THAT(svg, Catch::Contains("a &lt; b &amp; c"));
@@ -180,11 +180,11 @@ TEST_CASE("line chart: one line and legend entry per series, bands, escaped text
 }
 
 TEST_CASE("heatmap: colour scale from white (lowest) to dark blue (highest), absent heads blank, labels", "[plot]") {
-  hp::prune::Heatmap m;
+  hp::core::Heatmap m;
   m.title = "importance";
   m.values = {{0.1, 0.4, 0.25}, {0.7, 0.55, 9.0}};
   m.present = {{true, true, true}, {true, true, false}};  // 9.0 is an absent head's: outside the scale
-  const std::string svg = hp::prune::svg_heatmap(m);
+  const std::string svg = hp::core::svg_heatmap(m);
   std::map<std::pair<int, int>, std::string> fill;  // (layer, head) -> the cell's colour
   const std::regex cell("fill=\"(#[0-9a-f]{6})\" stroke=\"white\"><title>layer (\\d+) head (\\d+): ");
   for (const auto& c : matches(svg, cell)) fill[{std::stoi(c[2]), std::stoi(c[3])}] = c[1];

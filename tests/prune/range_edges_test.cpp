@@ -13,7 +13,7 @@
 #include "core/base/errors.h"
 #include "core/model/bert_config.h"
 #include "gates/head_gates.h"
-#include "prune/pipeline.h"
+#include "prune/run/validate.h"
 #include "train/trainer.h"
 
 namespace {

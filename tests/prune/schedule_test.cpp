@@ -1,8 +1,8 @@
-// prune/schedule.h: schedule points to head counts, and rankings (global, per layer, minimum per layer).
+// prune/heads/schedule.h: schedule points to head counts, and rankings (global, per layer, minimum per layer).
 #include <catch2/catch.hpp>
 
 #include "core/base/errors.h"
-#include "prune/schedule.h"
+#include "prune/heads/schedule.h"
 
 using hp::core::HeadSet;
 using hp::prune::Matrix;

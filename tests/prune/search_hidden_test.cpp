@@ -1,5 +1,5 @@
-// The retraining-free search over hidden channels and whole layers (prune/mask_search.h search_structures,
-// prune/mask_tuning.h with keep.hidden and keep.layers): the hidden and layer masks' gradients against central
+// The retraining-free search over hidden channels and whole layers (prune/search/mask_search.h search_structures,
+// prune/search/mask_tuning.h with keep.hidden and keep.layers): the hidden and layer masks' gradients against central
 // differences of the loss, the width and the layers chosen by hand, the widths tried, and mask tuning with removed
 // channels against a fit built here from the model's own pieces (kept channels only), folded = scaled = slimmed,
 // and with a removed layer.
@@ -14,9 +14,9 @@
 #include "eval/evaluator.h"
 #include "fixtures.h"
 #include "golden_data.h"
-#include "prune/mask_search.h"
-#include "prune/mask_tuning.h"
-#include "prune/slim.h"
+#include "prune/search/mask_search.h"
+#include "prune/search/mask_tuning.h"
+#include "prune/export/slim.h"
 #include "tuning_check.h"
 
 using namespace hp;

@@ -1,4 +1,4 @@
-// The selection slice (prune/selection.h, #58) on the real MRPC train split (3,668 rows): the last rows held out of
+// The selection slice (prune/data/selection.h, #58) on the real MRPC train split (3,668 rows): the last rows held out of
 // training and ranking with the pairs that share a sentence with them and made the training runs' evaluation split, at most a tenth; a named split instead; the
 // evaluation split, a negative count and a split too small refused naming the key.
 #include <catch2/catch.hpp>
@@ -7,7 +7,7 @@
 
 #include "core/base/errors.h"
 #include "fixtures.h"
-#include "prune/selection.h"
+#include "prune/data/selection.h"
 
 using Catch::Matchers::Contains;
 using hp::prune::resolve_selection;

@@ -19,8 +19,8 @@
 #include "eval/latency.h"
 #include "fixtures.h"
 #include "hf_check.h"
-#include "prune/onnx.h"
-#include "prune/slim.h"
+#include "prune/export/onnx.h"
+#include "prune/export/slim.h"
 #include "skip.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// prune/slim.h: a slimmed model computes what the masked model computes, survives save/load (our
+// prune/export/slim.h: a slimmed model computes what the masked model computes, survives save/load (our
 // loader and Hugging Face's, which re-prunes from config.pruned_heads), and shrinks parameters and FLOPs.
 #include <catch2/catch.hpp>
 
@@ -20,8 +20,8 @@
 #include "eval/flops.h"
 #include "eval/latency.h"
 #include "core/base/errors.h"
-#include "prune/onnx.h"
-#include "prune/slim.h"
+#include "prune/export/onnx.h"
+#include "prune/export/slim.h"
 #include "gates/structure_gates.h"
 #include "hf_check.h"
 #include "onnx_check.h"

@@ -1,8 +1,8 @@
-// summary.json from RunSummary (prune/summary.h): the keys users, the model card and `prune report` read,
+// summary.json from RunSummary (prune/stages/summary.h): the keys users, the model card and `prune report` read,
 // present exactly when they apply.
 #include <catch2/catch.hpp>
 
-#include "prune/summary.h"
+#include "prune/stages/summary.h"
 
 using hp::prune::RunSummary;
 

@@ -7,8 +7,8 @@
 #include <torch/utils.h>
 
 #include "eval/evaluator.h"
-#include "prune/mask_tuning.h"
-#include "prune/slim.h"
+#include "prune/search/mask_tuning.h"
+#include "prune/export/slim.h"
 
 namespace hp::test {
 

@@ -93,7 +93,7 @@ TEST_CASE("training lowers the loss and learns the marker rule", "[train]") {
 }
 
 TEST_CASE("a recovery distils from its teacher: heads fixed by a mask, or a slimmed model with none", "[train]") {
-  // The pruning run's recoveries (prune/stages.h recovery_config): no gates, a teacher, gates.distill; a slimmed
+  // The pruning run's recoveries (prune/stages/stages.h recovery_config): no gates, a teacher, gates.distill; a slimmed
   // model has no fixed mask. gates.distill_hidden adds each layer's output matched to the teacher's at the same
   // depth (hidden_distill_loss, no map).
   Setup s;

@@ -1,0 +1,92 @@
+// What every step of the pruning run for embeddings reads (see prune/embedding/embedding_context.h).
+#include "prune/embedding/embedding_context.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "core/base/errors.h"
+#include "core/base/files.h"
+#include "core/base/log.h"
+#include "core/data/glue.h"
+#include "prune/data/distill_data.h"
+#include "prune/stages/stages.h"  // sample_examples
+#include "prune/data/selection.h"
+
+namespace hp::prune {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+long timing_seq(const core::Config& cfg) {
+  return cfg.prune.latency_seq > 0 ? cfg.prune.latency_seq : cfg.data.max_seq_len;
+}
+
+void read_data(EmbedRun& r, const core::Config& user) {
+  const core::TaskSpec& task = core::find_task(user.data.task);
+  const std::string root = core::resolve_data_root(user.data.root);
+  Selection sel = resolve_selection(user, task, root);
+  r.select_split = sel.split;
+  const core::Config& cfg = *r.cfg;
+  r.select_pairs = core::read_task(task, root, sel.split);
+  r.eval_pairs = core::read_task(task, root, cfg.prune.eval_split);
+  if (r.select_pairs.empty() || r.eval_pairs.empty())
+    throw ConfigError("prune.objective = embedding: the selection slice " + sel.split + " or prune.eval_split " +
+                      cfg.prune.eval_split + " of " + task.name + " has no pairs; use a labelled split (dev)");
+  std::set<std::string> held;  // never distilled on: the selection's and the evaluation's sentences
+  for (const auto* pairs : {&r.select_pairs, &r.eval_pairs})
+    for (const auto& e : single_sentences(*pairs)) held.insert(e.text_a);
+  std::string extra;
+  const auto singles = distill_sentences(single_sentences(core::read_task(task, root, sel.cfg.train.train_split)),
+                                         cfg.prune.distill_tasks, root, held, cfg.run.seed, &extra);
+  const auto& tok = r.teacher->tokenizer;
+  const int len = eval::embedding_length(*r.teacher, 0);
+  r.sentences = core::encode_examples(tok, singles, len);
+  for (const auto& e : singles) r.distilled += e.text_a + "\n";
+  const auto searched = sample_examples(singles, cfg.prune.search_examples, cfg.run.seed);
+  r.search_set = core::encode_examples(tok, searched, len);
+  for (const auto& e : searched) r.search_texts.push_back(e.text_a);
+  r.search = make_rank_data(task, r.search_set, cfg.prune.rank_batch_size, tok.pad_id());
+  core::log_info("prune", "embedding: " + std::to_string(r.sentences.size()) + " sentences of " + task.name + " " +
+                              sel.cfg.train.train_split + extra + " to distil on (" +
+                              std::to_string(r.search_set.size()) + " of them for the search); choices on " +
+                              std::to_string(r.select_pairs.size()) + " pairs of " + sel.split + ", reported on " +
+                              std::to_string(r.eval_pairs.size()) + " pairs of " + cfg.prune.eval_split);
+}
+
+json scores_of(const eval::StsResult& sel, const eval::StsResult& dev, const TeacherEmbeddings& teacher) {
+  json j = {{"select_spearman", 100 * sel.metrics.at("cosine_spearman")},
+            {"spearman", 100 * dev.metrics.at("cosine_spearman")},
+            {"pearson", 100 * dev.metrics.at("cosine_pearson")}};
+  auto cosine = [](const torch::Tensor& a, const torch::Tensor& b) {
+    return b.defined() ? eval::paired_cosine(a, b).mean().item<double>() : 1.0;
+  };
+  j["select_cosine_to_teacher"] = cosine(sel.embeddings, teacher.select);
+  j["mean_cosine_to_teacher"] = cosine(dev.embeddings, teacher.eval);
+  return j;
+}
+
+json score(const EmbedRun& r, const eval::SentenceEncoder& enc, const TeacherEmbeddings& teacher) {
+  const int batch = r.cfg->eval.batch_size;
+  return scores_of(eval::evaluate_sts(enc, r.select_pairs, batch, 0), eval::evaluate_sts(enc, r.eval_pairs, batch, 0),
+                   teacher);
+}
+
+json cached(const std::string& state, const std::string& name, const std::function<json()>& make) {
+  fs::create_directories(state);
+  const std::string path = state + "/" + name + ".json";
+  if (fs::exists(path)) return json::parse(core::read_file(path));
+  json j = make();
+  core::write_file_atomic(path, j.dump(2) + "\n");
+  return j;
+}
+
+json structure_json(const core::StructureMask& keep, double flops_kept) {
+  long heads = 0, neurons = 0;
+  for (const auto& l : keep.heads) heads += std::count(l.begin(), l.end(), true);
+  for (const auto& l : keep.neurons) neurons += std::count(l.begin(), l.end(), true);
+  return {
+      {"heads_kept", heads}, {"neurons_kept", neurons}, {"flops_kept", flops_kept}, {"mask", core::format_mask(keep)}};
+}
+
+}  // namespace hp::prune

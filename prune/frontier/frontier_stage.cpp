@@ -1,0 +1,427 @@
+// The frontier stage (see prune/frontier/frontier_stage.h).
+#include "prune/frontier/frontier_stage.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <sstream>
+#include <tuple>
+
+#include "core/base/errors.h"
+#include "core/base/files.h"
+#include "core/base/log.h"
+#include "core/dist/distributed.h"
+#include "core/io/checkpoint.h"
+#include "eval/evaluator.h"
+#include "eval/flops.h"
+#include "eval/latency.h"
+#include "eval/metrics.h"
+#include "prune/stages/best_step.h"
+#include "prune/stages/budget.h"
+#include "prune/frontier/frontier_timing.h"
+#include "prune/search/mask_tuning.h"
+#include "prune/export/onnx.h"
+#include "prune/export/slim.h"
+#include "train/task_run.h"
+
+namespace hp::prune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// One structure: what it is (the point's fields but precision and measurements) and how to build it slimmed.
+struct Candidate {
+  FrontierPoint point;
+  std::string key;  // file stem under state/frontier/
+  std::function<core::Bert()> build;
+};
+
+std::string percent(double fraction) { return std::to_string(std::lround(100 * fraction)) + "%"; }
+
+// The unpruned model and the best head criterion at each count of the schedule (neither empty nor whole).
+std::vector<Candidate> head_candidates(const RunContext& ctx, const CurvesSummary& curves) {
+  const core::Bert& model = *ctx.model;
+  std::vector<Candidate> out;
+  Candidate unpruned{{}, "unpruned", [&model] { return model; }};
+  unpruned.point.method = "unpruned", unpruned.point.heads_kept = ctx.total_heads;
+  out.push_back(unpruned);
+  std::string why;
+  const std::string crit = best_criterion(curves, &why);
+  // The encoder's part of a curve point's FLOPs (per example at the mean length), as budget_unit counts them.
+  const long S = std::max(1L, std::lround(core::mean_length(ctx.eval_data)));
+  const double encoder = eval::encoder_flops(ctx.arch, S), fixed = eval::forward_flops(ctx.arch, 1, S) - encoder;
+  for (size_t step = 0; step < ctx.curves.counts.size(); ++step) {
+    const int pruned = ctx.curves.counts[step];
+    if (pruned == 0 || pruned == ctx.total_heads) continue;
+    const auto stored = ctx.store->load_point(crit, ctx.cfg->run.seed, static_cast<int>(step));
+    HP_CHECK(stored, "frontier: the " + crit + " curve has no point " + std::to_string(step));
+    const core::HeadSet keep =
+        core::parse_head_mask(stored->mask, ctx.arch.num_hidden_layers, ctx.arch.num_attention_heads, "curve point");
+    Candidate c{{}, "heads-" + crit + "-" + std::to_string(step), [&model, keep] { return slim_model(model, keep); }};
+    c.point.method = "heads", c.point.criterion = crit, c.point.step = static_cast<int>(step);
+    c.point.heads_kept = ctx.total_heads - pruned;
+    c.point.budget = std::to_string(c.point.heads_kept) + " heads";
+    c.point.flops_kept = (stored->flops - fixed) / encoder;
+    out.push_back(c);
+  }
+  return out;
+}
+
+// The budget search's candidate at `fraction`, point `step` of the budget curves (budget_schedule's index, or 100 +
+// the percent for a refined point): the best on the selection slice of its steps (budget_step_choice): the recovered
+// model the budget curves kept (RUN_DIR/budget_recover/<step>/best), or the search's own choice, rearranged or
+// tuned, folded and slimmed. nullopt for a point not stored (100%, or below what one head costs).
+std::optional<Candidate> budget_candidate(const RunContext& ctx, const MaskGradients& grads, int step,
+                                          double fraction) {
+  const core::PruneConfig& P = ctx.cfg->prune;
+  const bool recovered = (P.curve_recover_steps < 0 ? P.recover_steps : P.curve_recover_steps) > 0;
+  const std::string curve = recovered ? "kwon-recovered" : "kwon-tuned";
+  const auto stored = ctx.store->load_point(curve, ctx.cfg->run.seed, step);
+  if (fraction >= 1 || !stored) return std::nullopt;
+  const std::string dir = recovered ? budget_recover_dir(ctx, step) : "";
+  if (recovered && !fs::exists(dir + "/best/config.json"))
+    throw InputError(dir + "/best is missing (the frontier measures the recovered model there); delete " +
+                     ctx.store->dir() + "/state/points/" + curve + "* to train it again, or pass a new --out");
+  // Decided in the budget curves (budget.cpp) with their search in hand; searched again only where a run stopped
+  // between storing the point and recording the choice.
+  const nlohmann::json choice =
+      fs::exists(step_choice_file(ctx, step))
+          ? nlohmann::json::parse(core::read_file(step_choice_file(ctx, step)))
+          : budget_step_choice(
+                ctx, search_at(ctx, grads, budget_unit(P, ctx.arch, core::mean_length(ctx.eval_data)), fraction), step,
+                fraction, dir);
+  const std::string kept = step_model_dir(ctx, step);
+  const Step variant = parse_step(choice.at("variant").get<std::string>());
+  Candidate c{{}, "kwon-" + std::to_string(step), [&ctx, &grads, fraction, variant, dir, kept] {
+                if (variant == Step::kRecovered) return core::load_bert(dir + "/best", ctx.load);
+                if (fs::exists(kept + "/config.json")) return core::load_bert(kept, ctx.load);
+                const BudgetSearch s = search_at(
+                    ctx, grads, budget_unit(ctx.cfg->prune, ctx.arch, core::mean_length(ctx.eval_data)), fraction);
+                if (variant == Step::kSearched) return slim_model(*ctx.model, s.searched);
+                if (variant == Step::kRearranged) return slim_model(*ctx.model, s.rearranged);
+                return slim_model(fold_scales(*ctx.model, s.scales), s.rearranged);
+              }};
+  c.point.method = "kwon", c.point.variant = step_name(variant), c.point.step = step;
+  c.point.heads_kept = stored->kept, c.point.cost_s = choice.at("cost_s").get<double>();
+  c.point.flops_kept = fraction, c.point.budget = percent(fraction) + " FLOPs";
+  return c;
+}
+
+// The budget search at each point of prune.budget_schedule below 100%.
+std::vector<Candidate> budget_candidates(const RunContext& ctx, const MaskGradients& grads) {
+  const core::PruneConfig& P = ctx.cfg->prune;
+  std::vector<Candidate> out;
+  for (size_t step = 0; step < P.budget_schedule.size(); ++step)
+    if (auto c = budget_candidate(ctx, grads, static_cast<int>(step), P.budget_schedule[step] / 100.0))
+      out.push_back(std::move(*c));
+  return out;
+}
+
+// The model folders of prune.frontier_models (a GPU-trained export, another run's model/), each loaded with the
+// task's labels and measured like the run's own: its FLOPs kept counted from its config at the evaluation split's
+// mean length. InputError naming a folder that is not a model of this task and vocabulary.
+std::vector<Candidate> model_candidates(const RunContext& ctx) {
+  std::vector<Candidate> out;
+  const long S = std::max(1L, std::lround(core::mean_length(ctx.eval_data)));
+  for (size_t i = 0; i < ctx.cfg->prune.frontier_models.size(); ++i) {
+    const std::string dir = ctx.cfg->prune.frontier_models[i];
+    const core::BertConfig c = core::read_bert_config(dir + "/config.json");  // checked in stage 1
+    Candidate cand{{}, "model-" + std::to_string(i), [&ctx, dir] { return core::load_bert(dir, ctx.load); }};
+    cand.point.method = "model", cand.point.model = dir, cand.point.step = static_cast<int>(i);
+    cand.point.heads_kept = c.total_heads();
+    cand.point.flops_kept = eval::encoder_flops(c, S) / eval::encoder_flops(ctx.arch, S);
+    cand.point.budget = percent(cand.point.flops_kept) + " FLOPs";
+    cand.point.cost_s = train::train_seconds(fs::path(dir).parent_path().string());  // a prune run's model/: its run's
+    out.push_back(cand);
+  }
+  return out;
+}
+
+// Hard-Concrete gates on heads, FFN neurons and sublayers (and the layers and hidden channels prune.structures
+// names) to `fraction` of the encoder's FLOPs (CoFi), trained in
+// RUN_DIR/frontier_gates/<percent> as `--method gates --target-flops` trains them in stage 5 (resumed there); the
+// candidate is the gated model slimmed by its mask. Empty when stopped.
+std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction) {
+  const long pct = std::lround(100 * fraction);
+  const std::string sub = frontier_gates_dir(pct), dir = ctx.cfg->run.out_dir + "/" + sub;
+  if (!fs::exists(dir + "/train_result.json")) {
+    const core::Config c = gates_budget_config(*ctx.cfg, fraction, 0);
+    log_stage(5, "frontier",
+              std::string("Hard-Concrete gates on heads, FFN neurons and sublayers") +
+                  (c.gates.layer_gates ? ", layers" : "") + (c.gates.hidden_gates ? ", hidden channels" : "") +
+                  " to " + percent(fraction) + " of the encoder's FLOPs, in " + dir);
+    if (!train_budget_gates_in(ctx, c, sub)) return std::nullopt;
+  }
+  const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
+  const core::StructureMask keep = gated_mask(ctx, tr);
+  Candidate c{{}, "gates-" + std::to_string(pct), [&ctx, dir, keep] {
+                return slim_model(core::load_bert(dir + "/best", ctx.load), keep);
+              }};
+  c.point.method = "gates", c.point.step = static_cast<int>(pct), c.point.heads_kept = core::count_kept(keep.heads);
+  c.point.flops_kept = tr.at("budget").at("kept").get<double>(), c.point.budget = percent(fraction) + " FLOPs";
+  c.point.cost_s = tr.value("train_seconds", 0.0);
+  return c;
+}
+
+// fp32 is among prune.frontier_precisions (otherwise only the unpruned model is measured at fp32, as the baseline).
+bool fp32_asked(const core::PruneConfig& P) {
+  return std::count(P.frontier_precisions.begin(), P.frontier_precisions.end(), "fp32") > 0;
+}
+
+// One structure at one precision: the metric on the evaluation split (points) and the speedups.
+FrontierPoint measure(const RunContext& ctx, const core::Bert& base, const core::Bert& slim, FrontierPoint p,
+                      core::Precision precision, long batch, long seq) {
+  core::Bert m = slim;
+  m.set_precision(precision);
+  eval::calibrate_int8(m, *ctx.cfg, *ctx.tok);  // int8 only (run.calibrate examples of the train split)
+  const auto r = eval::evaluate(m, *ctx.task, ctx.eval_data, ctx.curves.eval_batches);
+  p.precision = core::precision_name(precision);
+  p.metric = 100 * r.metrics.at(ctx.task->primary_metric);
+  auto on_slice = eval::evaluate(m, *ctx.task, ctx.select_data, ctx.select_batches);
+  p.select_metric = 100 * on_slice.metrics.at(ctx.task->primary_metric);
+  p.select_predictions = std::move(on_slice.predictions);
+  const long mean = std::max(1L, std::lround(core::mean_length(ctx.eval_data)));
+  const std::string main = timing_key(batch, seq);
+  const std::string what = frontier_label(p);
+  const double seconds = ctx.cfg->prune.frontier_time;
+  p.speedups[main] = speedup_against(base, m, batch, seq, what, seconds);
+  p.speedups[timing_key(1, mean)] = speedup_against(base, m, 1, mean, what, seconds);
+  p.speedup = p.speedups[main];
+  return p;
+}
+
+// ONNX Runtime's reference points (prune/frontier/frontier_timing.h: add_ort_rows) on the evaluation split.
+void add_ort_points(const RunContext& ctx, const core::Bert& base, long batch, long seq, Frontier& f) {
+  const std::string dir = ctx.store->dir() + "/state/frontier/ort";
+  const bool regression = ctx.task->is_regression();
+  add_ort_rows(
+      base, batch, seq, ctx.cfg->prune.frontier_time, ctx.total_heads, dir,
+      [&](std::string* skipped) {
+        return ort_reference(ctx.model_dir, ctx.eval_data, batch, seq, false, dir, skipped);
+      },
+      [&](const torch::Tensor& logits) {
+        return 100 *
+               eval::compute_metrics(*ctx.task, eval::predictions_from_logits(logits, regression), ctx.eval_data.labels)
+                   .at(ctx.task->primary_metric);
+      },
+      f);
+}
+
+// Every candidate at every precision, evaluated and timed (or read back from RUN_DIR/state/frontier/), appended to
+// f.points; the unpruned fp32 model sets f.baseline. False when stopped.
+bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vector<Candidate>& cands,
+                 const std::vector<core::Precision>& precisions, Frontier& f) {
+  if (cands.empty()) return true;
+  const long batch = ctx.cfg->prune.latency_batch, seq = ctx.curves.latency_seq;
+  const std::string dir = ctx.store->dir() + "/state/frontier";
+  // fp32 only as the baseline where prune.frontier_precisions leaves it out (not read back either).
+  auto wanted = [&](const Candidate& c, core::Precision precision) {
+    return precision != core::Precision::kFp32 || c.point.method == "unpruned" || fp32_asked(ctx.cfg->prune);
+  };
+  auto file_of = [&](const Candidate& c, core::Precision precision) {
+    return dir + "/" + c.key + "-" + core::precision_name(precision) + ".json";
+  };
+  long total = 0, stored = 0;  // those measured before a resume count as done, outside the rate
+  std::map<std::string, FrontierPoint> kept;  // the stored measurements a resumed run reuses
+  for (const auto& c : cands)
+    for (const auto precision : precisions) {
+      if (!wanted(c, precision)) continue;
+      ++total;
+      if (const std::string file = file_of(c, precision); fs::exists(file))
+        if (auto p = read_point(file)) kept[file] = *p, ++stored;
+    }
+  core::Progress progress("frontier", total, "candidates", stored);
+  long done = stored;
+  for (const auto& c : cands) {
+    std::optional<core::Bert> slim;  // built once for its precisions, when one is missing
+    for (const auto precision : precisions) {
+      if (!wanted(c, precision)) continue;
+      const std::string file = file_of(c, precision);
+      FrontierPoint p;
+      const bool measured = !kept.count(file);
+      if (!measured) {
+        p = kept.at(file);
+      } else {
+        if (core::dist::stop_requested(ctx.stop)) return false;
+        if (!slim) slim = c.build();
+        p = measure(ctx, base, *slim, c.point, precision, batch, seq);
+        fs::create_directories(dir);
+        write_point(file, p);
+      }
+      add_measured(f, p);  // the unpruned fp32 model sets f.baseline
+      if (!measured) continue;
+      std::ostringstream line;
+      line << frontier_label(p) << ": " << p.metric << ", x" << p.speedup;
+      progress.update(++done, line.str());
+    }
+  }
+  progress.finish();
+  return true;
+}
+
+// prune.frontier_refine rounds: the budget search at refine_budget's midpoint between the deepest budget with a
+// candidate within D on the slice and the next deeper one, searched and recovered as the budget curves do (point
+// 100 + its percent: past every schedule index, and the same budget's whatever D chose it, so that a run resumed
+// with another --max-drop reads back only the budget it stored), its candidate measured and added to `cands`.
+// False when stopped.
+bool refine_budgets(RunContext& ctx, const MaskGradients& grads, const core::Bert& base,
+                    const std::vector<core::Precision>& precisions, std::vector<Candidate>& cands, Frontier& f) {
+  const core::PruneConfig& P = ctx.cfg->prune;
+  for (int round = 0; round < P.frontier_refine; ++round) {
+    const auto pct = refine_budget(f, kRefineGapPercent);
+    if (!pct) break;
+    const int step = 100 + *pct;  // budget_schedule has at most 100 points (distinct percents)
+    log_stage(5, "frontier",
+              "the budget search refined at " + std::to_string(*pct) + "% of the FLOPs (round " +
+                  std::to_string(round + 1) + " of " + std::to_string(P.frontier_refine) +
+                  "): between the deepest budget within D on the selection slice and the next deeper one");
+    if (!budget_point_at(ctx, grads, step, *pct / 100.0)) return false;
+    auto c = budget_candidate(ctx, grads, step, *pct / 100.0);
+    if (!c) break;
+    cands.push_back(std::move(*c));
+    if (!measure_all(ctx, base, {cands.back()}, precisions, f)) return false;
+  }
+  return true;
+}
+
+// The chosen candidate's model, slimmed and in fp32 weights, into RUN_DIR/frontier_choice (choice.json last, naming
+// the candidate): the model stage 7 exports is the model that was measured, never a rebuilt one. Kept on a
+// resumed run whose choice is the same.
+void save_choice(const RunContext& ctx, const Frontier& f, const std::vector<Candidate>& cands,
+                 const std::vector<Candidate>& gated) {
+  const FrontierPoint& p = f.points.at(static_cast<size_t>(f.chosen));
+  const std::string dir = ctx.cfg->run.out_dir + "/" + kFrontierChoiceDir, marker = dir + "/choice.json";
+  if (fs::exists(marker)) {
+    const auto kept = nlohmann::json::parse(core::read_file(marker)).at("point");
+    if (kept.at("method") == p.method && kept.at("step") == p.step && kept.at("criterion") == p.criterion) return;
+  }
+  const Candidate* c = nullptr;
+  for (const auto* list : {&cands, &gated})
+    for (const auto& k : *list)
+      if (k.point.method == p.method && k.point.step == p.step && k.point.criterion == p.criterion) c = &k;
+  HP_CHECK(c, "frontier: the chosen point " + frontier_label(p) + " has no candidate");
+  fs::remove_all(dir);
+  core::save_bert(c->build(), dir, ctx.model_dir);
+  core::write_file_atomic(marker, nlohmann::json{{"point", p}}.dump(2) + "\n");
+}
+
+}  // namespace
+
+void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& arch, const std::string& model) {
+  for (size_t i = 0; i < p.frontier_models.size(); ++i) {
+    const std::string& dir = p.frontier_models[i];
+    const std::string key = "prune.frontier_models[" + std::to_string(i) + "] = " + dir;
+    if (!fs::is_regular_file(dir + "/config.json"))
+      throw InputError(key + ": no config.json there; name an exported model folder (a prune run's model/)");
+    const core::BertConfig c = core::read_bert_config(dir + "/config.json");
+    if (c.model_type != arch.model_type || c.vocab_size != arch.vocab_size ||
+        c.num_hidden_layers > arch.num_hidden_layers || c.max_heads() > arch.max_heads())
+      throw InputError(key + ": not a pruned copy of " + model + " (" + c.model_type + ", vocabulary " +
+                       std::to_string(c.vocab_size) + ", " + std::to_string(c.num_hidden_layers) + " layers against " +
+                       arch.model_type + ", " + std::to_string(arch.vocab_size) + ", " +
+                       std::to_string(arch.num_hidden_layers) + "); name an export of this model");
+  }
+}
+
+std::string frontier_gates_dir(long percent) { return "frontier_gates/" + std::to_string(percent); }
+
+std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves, const MaskGradients& grads) {
+  const core::Config& cfg = *ctx.cfg;
+  if (core::dist::active())
+    throw ConfigError("prune.max_drop times every candidate on one machine: run --max-drop without torchrun or "
+                      "srun (one process), or give a budget of your own (--target-flops F) to a data-parallel run");
+  if (ctx.select_data.size() == 0)
+    throw ConfigError("prune.max_drop chooses on the selection slice, and " + ctx.task->name + " has no split '" +
+                      ctx.select_split + "' (train.eval_split); set prune.select_split to a labelled split other "
+                      "than prune.eval_split");
+  auto cands = head_candidates(ctx, curves);
+  for (auto& c : budget_candidates(ctx, grads)) cands.push_back(std::move(c));
+  for (auto& c : model_candidates(ctx)) cands.push_back(std::move(c));
+  const auto precisions = native_precisions(cfg.prune);
+  const long batch = cfg.prune.latency_batch, seq = ctx.curves.latency_seq;
+  log_stage(5, "frontier",
+            std::to_string(cands.size()) + " structures x " + std::to_string(precisions.size()) +
+                " precisions, each evaluated and timed at batch " + std::to_string(batch) + " x " +
+                std::to_string(seq) + " tokens against the unpruned fp32 model");
+  Frontier f;
+  f.task = ctx.task->name, f.metric = ctx.task->primary_metric, f.split = cfg.prune.eval_split;
+  f.select_split = ctx.select_split;
+  f.timing = "batch " + std::to_string(batch) + " x " + std::to_string(seq) + " tokens";
+  f.max_drop = cfg.prune.max_drop;
+  core::Bert base = *ctx.model;
+  base.set_precision(core::Precision::kFp32);
+  if (!measure_all(ctx, base, cands, precisions, f)) return std::nullopt;
+  if (!refine_budgets(ctx, grads, base, precisions, cands, f)) return std::nullopt;
+  // The gates at the budgets prune.frontier_gates names (or the cheapest the search left within 2·D), trained once.
+  std::vector<Candidate> gated;
+  for (const double fraction : frontier_gate_budgets(cfg.prune.frontier_gates, f)) {
+    auto c = gates_candidate(ctx, fraction);
+    if (!c) return std::nullopt;
+    gated.push_back(std::move(*c));
+  }
+  if (!measure_all(ctx, base, gated, precisions, f)) return std::nullopt;
+  add_ort_points(ctx, base, batch, seq, f);
+  // The difference on the slice with its interval (prune.bootstrap resamples, the same for every candidate).
+  add_select_deltas(f, *ctx.task, ctx.select_data.labels, cfg.prune.bootstrap,
+                    static_cast<unsigned long long>(cfg.run.seed));
+  const auto chosen = choose(f);
+  f.chosen = chosen ? static_cast<int>(*chosen) : -1;
+  core::write_file_atomic(cfg.run.out_dir + "/frontier.csv", frontier_csv(f));
+  curves.files.push_back("frontier.csv");
+  for (const auto& [name, chart] : {std::pair{"frontier", frontier_chart(f)}, {"frontier_cost", frontier_cost_chart(f)}}) {
+    curves.files.push_back(std::string(name) + ".svg");
+    if (!core::write_svg_and_png(cfg.run.out_dir + "/" + name + ".svg", core::svg_line_chart(chart)).empty())
+      curves.files.push_back(std::string(name) + ".png");
+  }
+  if (chosen) save_choice(ctx, f, cands, gated);
+  return f;
+}
+
+core::Config chosen_config(const core::Config& cfg, const Frontier& f) {
+  HP_CHECK(f.chosen >= 0, "chosen_config: no candidate was chosen");
+  core::Config c = cfg;
+  c.prune.max_drop = 0;
+  c.run.precision = f.points.at(static_cast<size_t>(f.chosen)).precision;
+  return c;
+}
+
+FinalChoice frontier_final_choice(const RunContext& ctx, const Frontier& f) {
+  const FrontierPoint& p = f.points.at(static_cast<size_t>(f.chosen));
+  FinalChoice c;
+  const std::map<std::string, ChoiceMethod> by_point = {{"heads", ChoiceMethod::kCriterion},
+                                                        {"kwon", ChoiceMethod::kKwon},
+                                                        {"gates", ChoiceMethod::kGates},
+                                                        {"unpruned", ChoiceMethod::kUnpruned},
+                                                        {"model", ChoiceMethod::kModel}};
+  HP_CHECK(by_point.count(p.method), "the frontier chose a " + p.method + " point, which is never a candidate");
+  c.method = by_point.at(p.method);
+  c.criterion = p.criterion;
+  c.model_dir = ctx.cfg->run.out_dir + "/" + kFrontierChoiceDir;
+  c.slimmed = true;
+  const core::BertConfig slim = core::read_bert_config(c.model_dir + "/config.json");
+  for (int l = 0; l < slim.num_hidden_layers; ++l) {
+    std::vector<bool> row(static_cast<size_t>(ctx.arch.num_attention_heads), false);
+    for (int h : slim.kept_heads(l)) row[static_cast<size_t>(h)] = true;
+    c.keep.push_back(row);
+  }
+  if (p.method == "unpruned" || p.method == "heads") return c;
+  BudgetSummary b;
+  b.unit = "FLOPs";
+  b.mean_length = core::mean_length(ctx.eval_data);
+  const long S = std::max(1L, std::lround(b.mean_length));
+  b.target = p.method == "gates" ? p.step / 100.0 : p.flops_kept;  // gates: the budget they were trained to
+  b.kept = eval::encoder_flops(slim, S) / eval::encoder_flops(ctx.arch, S);
+  b.neurons_kept = slim.total_neurons(), b.neurons_total = ctx.arch.num_hidden_layers * ctx.arch.intermediate_size;
+  if (slim.hidden_slimmed()) b.hidden_kept = slim.hidden_size, b.hidden_total = ctx.arch.hidden_size;
+  if (slim.num_hidden_layers < ctx.arch.num_hidden_layers)
+    b.layers_kept = slim.num_hidden_layers, b.layers_total = ctx.arch.num_hidden_layers;
+  for (int l = 0; l < slim.num_hidden_layers; ++l)
+    b.heads_per_layer.push_back(slim.heads_in_layer(l)), b.ffn_widths.push_back(slim.ffn_width(l));
+  b.selected_step = p.variant;
+  c.budget = b;
+  return c;
+}
+
+}  // namespace hp::prune
