@@ -33,6 +33,7 @@
 #include "prune/embedding/embedding_heads.h"
 #include "prune/record/frontier.h"
 #include "prune/frontier/frontier_timing.h"
+#include "prune/frontier/measure.h"
 #include "prune/search/mask_search.h"
 #include "prune/search/mask_tuning.h"
 #include "core/plot/plot.h"
@@ -203,167 +204,124 @@ BudgetDirs frontier_dirs(const EmbedRun& r, int percent) {
           r.cfg->run.out_dir + "/budgets/" + std::to_string(percent) + "/recovered"};
 }
 
-// One structure at one precision (RUN_DIR/state/embedding/frontier/KEY-PRECISION.json once measured): the cosine
-// Spearman on the evaluation and the selection pairs (points) with the selection pairs' similarities (for the
-// interval), the speedup over the unpruned fp32 encoder.
-FrontierPoint measure_point(const EmbedRun& r, const core::Bert& base, const core::Bert& slim, FrontierPoint p,
-                            core::Precision precision, const std::string& key, const TeacherEmbeddings& te) {
-  const core::Config& cfg = *r.cfg;
-  p.precision = core::precision_name(precision);
-  const std::string file = r.state + "/frontier/" + key + "-" + p.precision + ".json";
-  if (fs::exists(file))
-    if (auto stored = read_point(file)) return *stored;
-  eval::SentenceEncoder enc{r.teacher->layout, slim, r.teacher->tokenizer};
-  enc.model.set_precision(precision);
-  eval::calibrate_int8(enc.model, cfg, enc.tokenizer);  // int8 only
-  const int eval_batch = cfg.eval.batch_size;
-  eval::StsResult on_slice = eval::evaluate_sts(enc, r.select_pairs, eval_batch, 0);
-  const json sc = scores_of(on_slice, eval::evaluate_sts(enc, r.eval_pairs, eval_batch, 0), te);
-  p.metric = sc["spearman"].get<double>(), p.select_metric = sc["select_spearman"].get<double>();
-  p.select_predictions = std::move(on_slice.similarities);
-  const long batch = cfg.prune.latency_batch, seq = timing_seq(cfg);
-  p.speedup = p.speedups[timing_key(batch, seq)] =
-      speedup_against(base, enc.model, batch, seq, frontier_label(p), cfg.prune.frontier_time);
-  write_point(file, p);
-  return p;
-}
-
-// Each point's difference on the selection pairs with its 90% interval, from the similarities each point kept (the
-// cosine Spearman is the primary metric of the similarities against the gold scores).
-void add_slice_intervals(const EmbedRun& r, Frontier& f) {
-  std::vector<float> gold;
-  for (const auto& e : r.select_pairs) gold.push_back(e.label);
-  add_select_deltas(f, core::find_task(r.cfg->data.task), gold, r.cfg->prune.bootstrap,
-                    static_cast<unsigned long long>(r.cfg->run.seed));
-}
-
-using Candidates = std::vector<std::tuple<FrontierPoint, std::string, core::Bert>>;  // point, key, slimmed model
-
-// The search at `pct` percent of the encoder's FLOPs (its best step, as a --target-flops run chooses it) appended to
-// `cands`, its steps into `budgets`. False when stopped.
-bool add_budget(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te, int pct, json& budgets,
-                Candidates& cands) {
+// The search at `pct` percent of the encoder's FLOPs (its best step, as a --target-flops run chooses it), its steps
+// into `budgets`. nullopt when stopped.
+std::optional<Candidate> budget_candidate(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te,
+                                          int pct, json& budgets) {
   core::PruneConfig p = r.cfg->prune;
   p.target_flops = pct / 100.0, p.target_params = 0;
   const BudgetDirs dirs = frontier_dirs(r, pct);
   core::log_info("prune", "frontier: the search at " + std::to_string(pct) + "% of the encoder's FLOPs");
   auto b = run_budget(r, g, p, dirs, te);
-  if (!b) return false;
-  FrontierPoint fp;
-  fp.method = "kwon", fp.budget = std::to_string(pct) + "% FLOPs", fp.step = pct, fp.variant = b->chosen;
+  if (!b) return std::nullopt;
+  Candidate c{{}, "kwon-" + std::to_string(pct), [model = b->choice()] { return model; }};
+  c.point.method = PointMethod::kKwon, c.point.budget = std::to_string(pct) + "% FLOPs", c.point.step = pct;
+  c.point.variant = b->chosen;
   const json st = structure_json(b->s.rearranged, b->s.flops_kept);
-  fp.heads_kept = st["heads_kept"].get<int>(), fp.flops_kept = b->s.flops_kept, fp.cost_s = budget_cost(dirs);
+  c.point.heads_kept = st["heads_kept"].get<int>(), c.point.flops_kept = b->s.flops_kept;
+  c.point.cost_s = budget_cost(dirs);
   budgets[std::to_string(pct)] = {{"steps", b->steps}, {"chosen", b->chosen}, {"structure", st}};
-  cands.emplace_back(fp, "kwon-" + std::to_string(pct), b->choice());
-  return true;
+  return c;
 }
 
 // The frontier's structures: the unpruned encoder and the search at each point of prune.budget_schedule. nullopt when
 // stopped.
-std::optional<Candidates> frontier_candidates(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te,
-                                              json& budgets) {
-  Candidates cands;
-  FrontierPoint unpruned;
-  unpruned.method = "unpruned",
-  unpruned.heads_kept = r.teacher->model.config().num_hidden_layers * r.teacher->model.config().num_attention_heads;
-  cands.emplace_back(unpruned, "unpruned", r.teacher->model);
-  for (const int pct : r.cfg->prune.budget_schedule)
-    if (pct > 0 && pct < 100 && !add_budget(r, g, te, pct, budgets, cands)) return std::nullopt;
+std::optional<std::vector<Candidate>> frontier_candidates(const EmbedRun& r, const MaskGradients& g,
+                                                          const TeacherEmbeddings& te, json& budgets) {
+  const core::Bert& teacher = r.teacher->model;
+  Candidate unpruned{{}, "unpruned", [&teacher] { return teacher; }};
+  unpruned.point.method = PointMethod::kUnpruned;
+  unpruned.point.heads_kept = teacher.config().num_hidden_layers * teacher.config().num_attention_heads;
+  std::vector<Candidate> cands = {unpruned};
+  for (const int pct : r.cfg->prune.budget_schedule) {
+    if (pct <= 0 || pct >= 100) continue;
+    auto c = budget_candidate(r, g, te, pct, budgets);
+    if (!c) return std::nullopt;
+    cands.push_back(std::move(*c));
+  }
   return cands;
 }
 
-// Candidates [from, end) measured at every native precision into `f`; false when stopped.
-bool measure_candidates(const EmbedRun& r, const core::Bert& base, const TeacherEmbeddings& te, const Candidates& cands,
-                        size_t from, Frontier& f) {
-  const auto precisions = native_precisions(r.cfg->prune);
-  core::Progress progress("frontier", static_cast<long>((cands.size() - from) * precisions.size()), "candidates");
-  long done = 0;
-  for (size_t i = from; i < cands.size(); ++i)
-    for (const auto precision : precisions) {
-      if (core::dist::stop_requested(r.stop)) return false;
-      const auto& [point, key, model] = cands[i];
-      add_measured(f, measure_point(r, base, model, point, precision, key, te));
-      const FrontierPoint& m = f.points.back();
-      progress.update(++done, frontier_label(m) + ": " + core::format_number("%.2f", m.metric) + ", x" +
-                                  core::format_number("%.2f", m.speedup));
-    }
-  progress.finish();
-  return true;
+// The gates (prune/embedding/embedding_gates.h) at `fraction` of the FLOPs, trained once in
+// RUN_DIR/frontier_gates/PERCENT. nullopt when stopped.
+std::optional<Candidate> gates_candidate(const EmbedRun& r, const TeacherEmbeddings& te, double fraction) {
+  const int pct = static_cast<int>(std::lround(100 * fraction));
+  const auto g = gated_embedding(r, te, fraction, r.cfg->run.out_dir + "/frontier_gates/" + std::to_string(pct));
+  if (!g) return std::nullopt;
+  Candidate c{{}, "gates-" + std::to_string(pct), [model = g->slim] { return model; }};
+  c.point.method = PointMethod::kGates, c.point.budget = std::to_string(pct) + "% FLOPs", c.point.step = pct;
+  c.point.heads_kept = static_cast<int>(core::count_kept(g->keep.heads)), c.point.flops_kept = g->flops_kept;
+  c.point.cost_s = g->seconds;
+  return c;
 }
 
-// The gates (prune/embedding/embedding_gates.h) at the budgets prune.frontier_gates names — [auto]: the cheapest the search left
-// within 2·D on the selection pairs — each trained once in RUN_DIR/frontier_gates/PERCENT; false when stopped.
-bool add_gates(const EmbedRun& r, const TeacherEmbeddings& te, const Frontier& f, Candidates& cands) {
-  for (const double fraction : frontier_gate_budgets(r.cfg->prune.frontier_gates, f)) {
-    const int pct = static_cast<int>(std::lround(100 * fraction));
-    const auto g = gated_embedding(r, te, fraction, r.cfg->run.out_dir + "/frontier_gates/" + std::to_string(pct));
-    if (!g) return false;
-    FrontierPoint fp;
-    fp.method = "gates", fp.budget = std::to_string(pct) + "% FLOPs", fp.step = pct;
-    fp.heads_kept = static_cast<int>(core::count_kept(g->keep.heads)), fp.flops_kept = g->flops_kept;
-    fp.cost_s = g->seconds;
-    cands.emplace_back(fp, "gates-" + std::to_string(pct), g->slim);
-  }
-  return true;
+// How the embeddings' frontier measures: the cosine Spearman of the selection and the evaluation pairs, the
+// selection pairs' similarities for the intervals, timed at prune.latency_batch x timing_seq; refined by the search.
+FrontierMeasure embedding_measure(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te,
+                                  const core::Bert& base, json& budgets) {
+  const core::Config& cfg = *r.cfg;
+  FrontierMeasure m;
+  m.cfg = &cfg, m.stop = r.stop, m.tokenizer = &r.teacher->tokenizer;
+  m.base = &base;
+  m.score = [&r, &te](const core::Bert& model) {
+    const eval::SentenceEncoder enc{r.teacher->layout, model, r.teacher->tokenizer};
+    const int batch = r.cfg->eval.batch_size;
+    eval::StsResult on_slice = eval::evaluate_sts(enc, r.select_pairs, batch, 0);
+    const json sc = scores_of(on_slice, eval::evaluate_sts(enc, r.eval_pairs, batch, 0), te);
+    return CandidateScores{sc["spearman"].get<double>(), sc["select_spearman"].get<double>(),
+                           std::move(on_slice.similarities)};
+  };
+  const long batch = cfg.prune.latency_batch, seq = timing_seq(cfg);
+  m.timings = {{batch, seq}};
+  m.dir = r.state + "/frontier";
+  m.refine = [&r, &g, &te, &budgets](int pct) { return budget_candidate(r, g, te, pct, budgets); };
+  m.gates = [&r, &te](double fraction) { return gates_candidate(r, te, fraction); };
+  m.ort = [&r, &base, batch, seq](Frontier& f) {
+    const std::string ort_dir = r.state + "/frontier/ort";
+    add_ort_rows(
+        base, batch, seq, r.cfg->prune.frontier_time, base.config().total_heads(), ort_dir,
+        [&](std::string* skipped) {
+          const auto texts = eval::encode_texts(*r.teacher, eval::sts_texts(r.eval_pairs), 0);
+          return ort_reference(r.cfg->model.path, texts, batch, seq, true, ort_dir, skipped);
+        },
+        [&](const torch::Tensor& e) {
+          return 100 * eval::sts_of_embeddings(r.eval_pairs, e).metrics.at("cosine_spearman");
+        },
+        f);
+  };
+  m.task = &core::find_task(cfg.data.task);
+  for (const auto& e : r.select_pairs) m.select_gold.push_back(e.label);
+  return m;
 }
 
 // `prune --config sts_embed.yaml --max-drop D`: every candidate (frontier_candidates) at every native precision; the
-// fastest within D points of cosine Spearman on the selection pairs exported. 0 when done, kInterruptedExit when stopped.
-int run_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te, json summary) {
+// fastest within D points of cosine Spearman on the selection pairs exported. 0 when done, kInterruptedExit when
+// stopped.
+int run_embedding_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te, json summary) {
   const core::Config& cfg = *r.cfg;
-  fs::create_directories(r.state + "/frontier");
   json budgets = json::object();
-  auto found = frontier_candidates(r, g, te, budgets);
-  if (!found) return kInterruptedExit;
-  Candidates& cands = *found;
+  auto cands = frontier_candidates(r, g, te, budgets);
+  if (!cands) return kInterruptedExit;
   core::Bert base = r.teacher->model;
   base.set_precision(core::Precision::kFp32);
-  Frontier f;
-  f.task = cfg.data.task, f.metric = "cosine_spearman", f.split = cfg.prune.eval_split, f.select_split = r.select_split;
-  f.timing = "batch " + std::to_string(cfg.prune.latency_batch) + " x " + std::to_string(timing_seq(cfg)) + " tokens";
-  f.max_drop = cfg.prune.max_drop;
-  if (!measure_candidates(r, base, te, cands, 0, f)) return kInterruptedExit;
-  // prune.frontier_refine: the search again halfway between the deepest budget within D and the next deeper one.
-  for (int round = 0; round < cfg.prune.frontier_refine; ++round) {
-    const auto pct = refine_budget(f, kRefineGapPercent);
-    if (!pct) break;
-    const size_t from = cands.size();
-    core::log_info("prune", "frontier: the search refined at " + std::to_string(*pct) + "% of the FLOPs (round " +
-                                std::to_string(round + 1) + " of " + std::to_string(cfg.prune.frontier_refine) +
-                                "): between the deepest budget within D on the selection pairs and the next "
-                                "deeper one");
-    if (!add_budget(r, g, te, *pct, budgets, cands) || !measure_candidates(r, base, te, cands, from, f)) return kInterruptedExit;
-  }
-  const size_t searched = cands.size();
-  if (!add_gates(r, te, f, cands) || !measure_candidates(r, base, te, cands, searched, f)) return kInterruptedExit;
-  const long batch = cfg.prune.latency_batch, seq = timing_seq(cfg);
-  const std::string ort_dir = r.state + "/frontier/ort";
-  add_ort_rows(
-      base, batch, seq, cfg.prune.frontier_time, std::get<0>(cands.front()).heads_kept, ort_dir,
-      [&](std::string* skipped) {
-        const auto texts = eval::encode_texts(*r.teacher, eval::sts_texts(r.eval_pairs), 0);
-        return ort_reference(cfg.model.path, texts, batch, seq, true, ort_dir, skipped);
-      },
-      [&](const torch::Tensor& e) {
-        return 100 * eval::sts_of_embeddings(r.eval_pairs, e).metrics.at("cosine_spearman");
-      },
-      f);
-  add_slice_intervals(r, f);
-  const auto chosen = choose(f);
-  f.chosen = chosen ? static_cast<int>(*chosen) : -1;
-  core::write_file_atomic(cfg.run.out_dir + "/frontier.csv", frontier_csv(f));
-  for (const auto& [name, chart] :
-       {std::pair{"frontier", frontier_chart(f)}, {"frontier_cost", frontier_cost_chart(f)}})
-    core::write_svg_and_png(cfg.run.out_dir + "/" + name + ".svg", core::svg_line_chart(chart));
+  const FrontierMeasure m = embedding_measure(r, g, te, base, budgets);
+  Frontier header;
+  header.task = cfg.data.task, header.metric = "cosine_spearman", header.split = cfg.prune.eval_split;
+  header.select_split = r.select_split;
+  header.timing =
+      "batch " + std::to_string(cfg.prune.latency_batch) + " x " + std::to_string(timing_seq(cfg)) + " tokens";
+  header.max_drop = cfg.prune.max_drop;
+  std::vector<std::string> files;
+  const auto found = run_frontier(m, *cands, header, files);
+  if (!found) return kInterruptedExit;
+  const Frontier& f = *found;
   summary["frontier"] = f, summary["budgets"] = budgets;
-  if (!chosen) {
+  if (f.chosen < 0) {
     core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary.dump(2) + "\n");
     throw ConfigError(no_choice_message(f, "cosine Spearman", cfg.run.out_dir));
   }
-  const FrontierPoint& c = f.points[*chosen];
-  const auto& model = std::get<2>(*std::find_if(cands.begin(), cands.end(), [&](const auto& k) {
-    return std::get<0>(k).method == c.method && std::get<0>(k).step == c.step;
-  }));
+  const FrontierPoint& c = f.points[static_cast<size_t>(f.chosen)];
+  const core::Bert model = candidate_of(*cands, c).build();
   core::log_info("prune", "frontier: chose " + frontier_label(c) + (c.variant.empty() ? "" : " (" + c.variant + ")") +
                               ": cosine Spearman " + core::format_number("%.2f", c.select_metric) + " on " +
                               f.select_split + " (unpruned " + core::format_number("%.2f", f.select_baseline) + "), " +
@@ -440,7 +398,7 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   if (cfg.prune.target_heads > 0) return run_embedding_heads(r, teacher_embeddings, summary);
   const MaskGradients g = embedding_gradients(r);
   if (core::dist::stop_requested(stop)) return kInterruptedExit;
-  if (cfg.prune.max_drop > 0) return run_frontier(r, g, teacher_embeddings, summary);
+  if (cfg.prune.max_drop > 0) return run_embedding_frontier(r, g, teacher_embeddings, summary);
   const BudgetDirs dirs{r.state, cfg.run.out_dir + "/recovered"};
   const auto b = run_budget(r, g, cfg.prune, dirs, teacher_embeddings);
   if (!b) return kInterruptedExit;

@@ -20,6 +20,7 @@
 #include "prune/stages/best_step.h"
 #include "prune/stages/budget.h"
 #include "prune/frontier/frontier_timing.h"
+#include "prune/frontier/measure.h"
 #include "prune/search/mask_tuning.h"
 #include "prune/export/onnx.h"
 #include "prune/export/slim.h"
@@ -31,13 +32,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// One structure: what it is (the point's fields but precision and measurements) and how to build it slimmed.
-struct Candidate {
-  FrontierPoint point;
-  std::string key;  // file stem under state/frontier/
-  std::function<core::Bert()> build;
-};
-
 std::string percent(double fraction) { return std::to_string(std::lround(100 * fraction)) + "%"; }
 
 // The unpruned model and the best head criterion at each count of the schedule (neither empty nor whole).
@@ -45,7 +39,7 @@ std::vector<Candidate> head_candidates(const RunContext& ctx, const CurvesSummar
   const core::Bert& model = *ctx.model;
   std::vector<Candidate> out;
   Candidate unpruned{{}, "unpruned", [&model] { return model; }};
-  unpruned.point.method = "unpruned", unpruned.point.heads_kept = ctx.total_heads;
+  unpruned.point.method = PointMethod::kUnpruned, unpruned.point.heads_kept = ctx.total_heads;
   out.push_back(unpruned);
   std::string why;
   const std::string crit = best_criterion(curves, &why);
@@ -60,7 +54,7 @@ std::vector<Candidate> head_candidates(const RunContext& ctx, const CurvesSummar
     const core::HeadSet keep =
         core::parse_head_mask(stored->mask, ctx.arch.num_hidden_layers, ctx.arch.num_attention_heads, "curve point");
     Candidate c{{}, "heads-" + crit + "-" + std::to_string(step), [&model, keep] { return slim_model(model, keep); }};
-    c.point.method = "heads", c.point.criterion = crit, c.point.step = static_cast<int>(step);
+    c.point.method = PointMethod::kHeads, c.point.criterion = crit, c.point.step = static_cast<int>(step);
     c.point.heads_kept = ctx.total_heads - pruned;
     c.point.budget = std::to_string(c.point.heads_kept) + " heads";
     c.point.flops_kept = (stored->flops - fixed) / encoder;
@@ -103,7 +97,7 @@ std::optional<Candidate> budget_candidate(const RunContext& ctx, const MaskGradi
                 if (variant == Step::kRearranged) return slim_model(*ctx.model, s.rearranged);
                 return slim_model(fold_scales(*ctx.model, s.scales), s.rearranged);
               }};
-  c.point.method = "kwon", c.point.variant = step_name(variant), c.point.step = step;
+  c.point.method = PointMethod::kKwon, c.point.variant = step_name(variant), c.point.step = step;
   c.point.heads_kept = stored->kept, c.point.cost_s = choice.at("cost_s").get<double>();
   c.point.flops_kept = fraction, c.point.budget = percent(fraction) + " FLOPs";
   return c;
@@ -129,7 +123,7 @@ std::vector<Candidate> model_candidates(const RunContext& ctx) {
     const std::string dir = ctx.cfg->prune.frontier_models[i];
     const core::BertConfig c = core::read_bert_config(dir + "/config.json");  // checked in stage 1
     Candidate cand{{}, "model-" + std::to_string(i), [&ctx, dir] { return core::load_bert(dir, ctx.load); }};
-    cand.point.method = "model", cand.point.model = dir, cand.point.step = static_cast<int>(i);
+    cand.point.method = PointMethod::kModel, cand.point.model = dir, cand.point.step = static_cast<int>(i);
     cand.point.heads_kept = c.total_heads();
     cand.point.flops_kept = eval::encoder_flops(c, S) / eval::encoder_flops(ctx.arch, S);
     cand.point.budget = percent(cand.point.flops_kept) + " FLOPs";
@@ -159,37 +153,11 @@ std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction) {
   Candidate c{{}, "gates-" + std::to_string(pct), [&ctx, dir, keep] {
                 return slim_model(core::load_bert(dir + "/best", ctx.load), keep);
               }};
-  c.point.method = "gates", c.point.step = static_cast<int>(pct), c.point.heads_kept = core::count_kept(keep.heads);
+  c.point.method = PointMethod::kGates, c.point.step = static_cast<int>(pct);
+  c.point.heads_kept = core::count_kept(keep.heads);
   c.point.flops_kept = tr.at("budget").at("kept").get<double>(), c.point.budget = percent(fraction) + " FLOPs";
   c.point.cost_s = tr.value("train_seconds", 0.0);
   return c;
-}
-
-// fp32 is among prune.frontier_precisions (otherwise only the unpruned model is measured at fp32, as the baseline).
-bool fp32_asked(const core::PruneConfig& P) {
-  return std::count(P.frontier_precisions.begin(), P.frontier_precisions.end(), "fp32") > 0;
-}
-
-// One structure at one precision: the metric on the evaluation split (points) and the speedups.
-FrontierPoint measure(const RunContext& ctx, const core::Bert& base, const core::Bert& slim, FrontierPoint p,
-                      core::Precision precision, long batch, long seq) {
-  core::Bert m = slim;
-  m.set_precision(precision);
-  eval::calibrate_int8(m, *ctx.cfg, *ctx.tok);  // int8 only (run.calibrate examples of the train split)
-  const auto r = eval::evaluate(m, *ctx.task, ctx.eval_data, ctx.curves.eval_batches);
-  p.precision = core::precision_name(precision);
-  p.metric = 100 * r.metrics.at(ctx.task->primary_metric);
-  auto on_slice = eval::evaluate(m, *ctx.task, ctx.select_data, ctx.select_batches);
-  p.select_metric = 100 * on_slice.metrics.at(ctx.task->primary_metric);
-  p.select_predictions = std::move(on_slice.predictions);
-  const long mean = std::max(1L, std::lround(core::mean_length(ctx.eval_data)));
-  const std::string main = timing_key(batch, seq);
-  const std::string what = frontier_label(p);
-  const double seconds = ctx.cfg->prune.frontier_time;
-  p.speedups[main] = speedup_against(base, m, batch, seq, what, seconds);
-  p.speedups[timing_key(1, mean)] = speedup_against(base, m, 1, mean, what, seconds);
-  p.speedup = p.speedups[main];
-  return p;
 }
 
 // ONNX Runtime's reference points (prune/frontier/frontier_timing.h: add_ort_rows) on the evaluation split.
@@ -209,102 +177,53 @@ void add_ort_points(const RunContext& ctx, const core::Bert& base, long batch, l
       f);
 }
 
-// Every candidate at every precision, evaluated and timed (or read back from RUN_DIR/state/frontier/), appended to
-// f.points; the unpruned fp32 model sets f.baseline. False when stopped.
-bool measure_all(const RunContext& ctx, const core::Bert& base, const std::vector<Candidate>& cands,
-                 const std::vector<core::Precision>& precisions, Frontier& f) {
-  if (cands.empty()) return true;
-  const long batch = ctx.cfg->prune.latency_batch, seq = ctx.curves.latency_seq;
-  const std::string dir = ctx.store->dir() + "/state/frontier";
-  // fp32 only as the baseline where prune.frontier_precisions leaves it out (not read back either).
-  auto wanted = [&](const Candidate& c, core::Precision precision) {
-    return precision != core::Precision::kFp32 || c.point.method == "unpruned" || fp32_asked(ctx.cfg->prune);
-  };
-  auto file_of = [&](const Candidate& c, core::Precision precision) {
-    return dir + "/" + c.key + "-" + core::precision_name(precision) + ".json";
-  };
-  long total = 0, stored = 0;  // those measured before a resume count as done, outside the rate
-  std::map<std::string, FrontierPoint> kept;  // the stored measurements a resumed run reuses
-  for (const auto& c : cands)
-    for (const auto precision : precisions) {
-      if (!wanted(c, precision)) continue;
-      ++total;
-      if (const std::string file = file_of(c, precision); fs::exists(file))
-        if (auto p = read_point(file)) kept[file] = *p, ++stored;
-    }
-  core::Progress progress("frontier", total, "candidates", stored);
-  long done = stored;
-  for (const auto& c : cands) {
-    std::optional<core::Bert> slim;  // built once for its precisions, when one is missing
-    for (const auto precision : precisions) {
-      if (!wanted(c, precision)) continue;
-      const std::string file = file_of(c, precision);
-      FrontierPoint p;
-      const bool measured = !kept.count(file);
-      if (!measured) {
-        p = kept.at(file);
-      } else {
-        if (core::dist::stop_requested(ctx.stop)) return false;
-        if (!slim) slim = c.build();
-        p = measure(ctx, base, *slim, c.point, precision, batch, seq);
-        fs::create_directories(dir);
-        write_point(file, p);
-      }
-      add_measured(f, p);  // the unpruned fp32 model sets f.baseline
-      if (!measured) continue;
-      std::ostringstream line;
-      line << frontier_label(p) << ": " << p.metric << ", x" << p.speedup;
-      progress.update(++done, line.str());
-    }
-  }
-  progress.finish();
-  return true;
-}
-
-// prune.frontier_refine rounds: the budget search at refine_budget's midpoint between the deepest budget with a
-// candidate within D on the slice and the next deeper one, searched and recovered as the budget curves do (point
-// 100 + its percent: past every schedule index, and the same budget's whatever D chose it, so that a run resumed
-// with another --max-drop reads back only the budget it stored), its candidate measured and added to `cands`.
-// False when stopped.
-bool refine_budgets(RunContext& ctx, const MaskGradients& grads, const core::Bert& base,
-                    const std::vector<core::Precision>& precisions, std::vector<Candidate>& cands, Frontier& f) {
-  const core::PruneConfig& P = ctx.cfg->prune;
-  for (int round = 0; round < P.frontier_refine; ++round) {
-    const auto pct = refine_budget(f, kRefineGapPercent);
-    if (!pct) break;
-    const int step = 100 + *pct;  // budget_schedule has at most 100 points (distinct percents)
-    log_stage(5, "frontier",
-              "the budget search refined at " + std::to_string(*pct) + "% of the FLOPs (round " +
-                  std::to_string(round + 1) + " of " + std::to_string(P.frontier_refine) +
-                  "): between the deepest budget within D on the selection slice and the next deeper one");
-    if (!budget_point_at(ctx, grads, step, *pct / 100.0)) return false;
-    auto c = budget_candidate(ctx, grads, step, *pct / 100.0);
-    if (!c) break;
-    cands.push_back(std::move(*c));
-    if (!measure_all(ctx, base, {cands.back()}, precisions, f)) return false;
-  }
-  return true;
-}
-
 // The chosen candidate's model, slimmed and in fp32 weights, into RUN_DIR/frontier_choice (choice.json last, naming
 // the candidate): the model stage 7 exports is the model that was measured, never a rebuilt one. Kept on a
 // resumed run whose choice is the same.
-void save_choice(const RunContext& ctx, const Frontier& f, const std::vector<Candidate>& cands,
-                 const std::vector<Candidate>& gated) {
+void save_choice(const RunContext& ctx, const Frontier& f, const std::vector<Candidate>& cands) {
   const FrontierPoint& p = f.points.at(static_cast<size_t>(f.chosen));
   const std::string dir = ctx.cfg->run.out_dir + "/" + kFrontierChoiceDir, marker = dir + "/choice.json";
   if (fs::exists(marker)) {
     const auto kept = nlohmann::json::parse(core::read_file(marker)).at("point");
-    if (kept.at("method") == p.method && kept.at("step") == p.step && kept.at("criterion") == p.criterion) return;
+    if (kept.at("method").get<PointMethod>() == p.method && kept.at("step") == p.step &&
+        kept.at("criterion") == p.criterion)
+      return;
   }
-  const Candidate* c = nullptr;
-  for (const auto* list : {&cands, &gated})
-    for (const auto& k : *list)
-      if (k.point.method == p.method && k.point.step == p.step && k.point.criterion == p.criterion) c = &k;
-  HP_CHECK(c, "frontier: the chosen point " + frontier_label(p) + " has no candidate");
+  const Candidate& c = candidate_of(cands, p);
   fs::remove_all(dir);
-  core::save_bert(c->build(), dir, ctx.model_dir);
+  core::save_bert(c.build(), dir, ctx.model_dir);
   core::write_file_atomic(marker, nlohmann::json{{"point", p}}.dump(2) + "\n");
+}
+
+// How the task's frontier measures: the task's primary metric on the evaluation split and the slice, timed at
+// prune.latency_batch x latency_seq and at batch 1 x the evaluation split's mean length; refined by the budget
+// search as the budget curves search (point 100 + its percent: past every schedule index, and the same budget's
+// whatever D chose it, so that a run resumed with another --max-drop reads back only the budget it stored).
+FrontierMeasure task_measure(RunContext& ctx, const MaskGradients& grads, const core::Bert& base) {
+  const core::Config& cfg = *ctx.cfg;
+  FrontierMeasure m;
+  m.cfg = &cfg, m.stop = ctx.stop, m.tokenizer = &*ctx.tok, m.log_stage = 5;
+  m.base = &base;
+  m.score = [&ctx](const core::Bert& model) {
+    const std::string& metric = ctx.task->primary_metric;
+    const auto on_eval = eval::evaluate(model, *ctx.task, ctx.eval_data, ctx.curves.eval_batches);
+    auto on_slice = eval::evaluate(model, *ctx.task, ctx.select_data, ctx.select_batches);
+    return CandidateScores{100 * on_eval.metrics.at(metric), 100 * on_slice.metrics.at(metric),
+                           std::move(on_slice.predictions)};
+  };
+  const long batch = cfg.prune.latency_batch, seq = ctx.curves.latency_seq;
+  m.timings = {{batch, seq}, {1, std::max(1L, std::lround(core::mean_length(ctx.eval_data)))}};
+  m.dir = ctx.store->dir() + "/state/frontier";
+  m.refine = [&ctx, &grads](int pct) -> std::optional<Candidate> {
+    const int step = 100 + pct;  // budget_schedule has at most 100 points (distinct percents)
+    if (!budget_point_at(ctx, grads, step, pct / 100.0)) return std::nullopt;
+    return budget_candidate(ctx, grads, step, pct / 100.0);
+  };
+  m.gates = [&ctx](double fraction) { return gates_candidate(ctx, fraction); };
+  m.ort = [&ctx, &base, batch, seq](Frontier& f) { add_ort_points(ctx, base, batch, seq, f); };
+  m.task = ctx.task;
+  m.select_gold = ctx.select_data.labels;
+  return m;
 }
 
 }  // namespace
@@ -339,43 +258,21 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
   auto cands = head_candidates(ctx, curves);
   for (auto& c : budget_candidates(ctx, grads)) cands.push_back(std::move(c));
   for (auto& c : model_candidates(ctx)) cands.push_back(std::move(c));
-  const auto precisions = native_precisions(cfg.prune);
-  const long batch = cfg.prune.latency_batch, seq = ctx.curves.latency_seq;
-  log_stage(5, "frontier",
-            std::to_string(cands.size()) + " structures x " + std::to_string(precisions.size()) +
-                " precisions, each evaluated and timed at batch " + std::to_string(batch) + " x " +
-                std::to_string(seq) + " tokens against the unpruned fp32 model");
-  Frontier f;
-  f.task = ctx.task->name, f.metric = ctx.task->primary_metric, f.split = cfg.prune.eval_split;
-  f.select_split = ctx.select_split;
-  f.timing = "batch " + std::to_string(batch) + " x " + std::to_string(seq) + " tokens";
-  f.max_drop = cfg.prune.max_drop;
   core::Bert base = *ctx.model;
   base.set_precision(core::Precision::kFp32);
-  if (!measure_all(ctx, base, cands, precisions, f)) return std::nullopt;
-  if (!refine_budgets(ctx, grads, base, precisions, cands, f)) return std::nullopt;
-  // The gates at the budgets prune.frontier_gates names (or the cheapest the search left within 2·D), trained once.
-  std::vector<Candidate> gated;
-  for (const double fraction : frontier_gate_budgets(cfg.prune.frontier_gates, f)) {
-    auto c = gates_candidate(ctx, fraction);
-    if (!c) return std::nullopt;
-    gated.push_back(std::move(*c));
-  }
-  if (!measure_all(ctx, base, gated, precisions, f)) return std::nullopt;
-  add_ort_points(ctx, base, batch, seq, f);
-  // The difference on the slice with its interval (prune.bootstrap resamples, the same for every candidate).
-  add_select_deltas(f, *ctx.task, ctx.select_data.labels, cfg.prune.bootstrap,
-                    static_cast<unsigned long long>(cfg.run.seed));
-  const auto chosen = choose(f);
-  f.chosen = chosen ? static_cast<int>(*chosen) : -1;
-  core::write_file_atomic(cfg.run.out_dir + "/frontier.csv", frontier_csv(f));
-  curves.files.push_back("frontier.csv");
-  for (const auto& [name, chart] : {std::pair{"frontier", frontier_chart(f)}, {"frontier_cost", frontier_cost_chart(f)}}) {
-    curves.files.push_back(std::string(name) + ".svg");
-    if (!core::write_svg_and_png(cfg.run.out_dir + "/" + name + ".svg", core::svg_line_chart(chart)).empty())
-      curves.files.push_back(std::string(name) + ".png");
-  }
-  if (chosen) save_choice(ctx, f, cands, gated);
+  const FrontierMeasure m = task_measure(ctx, grads, base);
+  const long batch = cfg.prune.latency_batch, seq = ctx.curves.latency_seq;
+  log_stage(5, "frontier",
+            std::to_string(cands.size()) + " structures x " + std::to_string(native_precisions(cfg.prune).size()) +
+                " precisions, each evaluated and timed at batch " + std::to_string(batch) + " x " +
+                std::to_string(seq) + " tokens against the unpruned fp32 model");
+  Frontier header;
+  header.task = ctx.task->name, header.metric = ctx.task->primary_metric, header.split = cfg.prune.eval_split;
+  header.select_split = ctx.select_split;
+  header.timing = "batch " + std::to_string(batch) + " x " + std::to_string(seq) + " tokens";
+  header.max_drop = cfg.prune.max_drop;
+  auto f = run_frontier(m, cands, header, curves.files);
+  if (f && f->chosen >= 0) save_choice(ctx, *f, cands);
   return f;
 }
 
@@ -390,13 +287,12 @@ core::Config chosen_config(const core::Config& cfg, const Frontier& f) {
 FinalChoice frontier_final_choice(const RunContext& ctx, const Frontier& f) {
   const FrontierPoint& p = f.points.at(static_cast<size_t>(f.chosen));
   FinalChoice c;
-  const std::map<std::string, ChoiceMethod> by_point = {{"heads", ChoiceMethod::kCriterion},
-                                                        {"kwon", ChoiceMethod::kKwon},
-                                                        {"gates", ChoiceMethod::kGates},
-                                                        {"unpruned", ChoiceMethod::kUnpruned},
-                                                        {"model", ChoiceMethod::kModel}};
-  HP_CHECK(by_point.count(p.method), "the frontier chose a " + p.method + " point, which is never a candidate");
-  c.method = by_point.at(p.method);
+  HP_CHECK(p.method != PointMethod::kOnnxRuntime, "the frontier chose ONNX Runtime's point, never a candidate");
+  c.method = p.method == PointMethod::kHeads ? ChoiceMethod::kCriterion
+             : p.method == PointMethod::kKwon  ? ChoiceMethod::kKwon
+             : p.method == PointMethod::kGates ? ChoiceMethod::kGates
+             : p.method == PointMethod::kModel ? ChoiceMethod::kModel
+                                               : ChoiceMethod::kUnpruned;
   c.criterion = p.criterion;
   c.model_dir = ctx.cfg->run.out_dir + "/" + kFrontierChoiceDir;
   c.slimmed = true;
@@ -406,12 +302,12 @@ FinalChoice frontier_final_choice(const RunContext& ctx, const Frontier& f) {
     for (int h : slim.kept_heads(l)) row[static_cast<size_t>(h)] = true;
     c.keep.push_back(row);
   }
-  if (p.method == "unpruned" || p.method == "heads") return c;
+  if (p.method == PointMethod::kUnpruned || p.method == PointMethod::kHeads) return c;
   BudgetSummary b;
   b.unit = "FLOPs";
   b.mean_length = core::mean_length(ctx.eval_data);
   const long S = std::max(1L, std::lround(b.mean_length));
-  b.target = p.method == "gates" ? p.step / 100.0 : p.flops_kept;  // gates: the budget they were trained to
+  b.target = p.method == PointMethod::kGates ? p.step / 100.0 : p.flops_kept;  // gates: the budget they were trained to
   b.kept = eval::encoder_flops(slim, S) / eval::encoder_flops(ctx.arch, S);
   b.neurons_kept = slim.total_neurons(), b.neurons_total = ctx.arch.num_hidden_layers * ctx.arch.intermediate_size;
   if (slim.hidden_slimmed()) b.hidden_kept = slim.hidden_size, b.hidden_total = ctx.arch.hidden_size;

@@ -67,7 +67,7 @@ void add_ort_rows(const core::Bert& base, long batch, long seq, double seconds, 
   f.onnxruntime = "onnxruntime " + r->version;
   for (const auto& [precision, out, ms] : {std::tuple{"fp32", r->fp32, r->fp32_ms}, {"int8", r->int8, r->int8_ms}}) {
     FrontierPoint p;
-    p.method = "onnxruntime", p.precision = precision, p.heads_kept = heads;
+    p.method = PointMethod::kOnnxRuntime, p.precision = precision, p.heads_kept = heads;
     p.metric = metric(out);
     p.speedup = base_ms / ms;
     p.speedups[timing_key(batch, seq)] = p.speedup;

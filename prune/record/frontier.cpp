@@ -33,10 +33,37 @@ bool within_drop(const FrontierPoint& p, double select_baseline, double max_drop
   return !p.reference && std::isfinite(p.select_metric) && p.select_metric >= select_baseline - max_drop - kSlack;
 }
 
+const std::vector<std::pair<PointMethod, std::string>>& method_names() {
+  static const std::vector<std::pair<PointMethod, std::string>> names = {
+      {PointMethod::kUnpruned, "unpruned"}, {PointMethod::kHeads, "heads"}, {PointMethod::kKwon, "kwon"},
+      {PointMethod::kGates, "gates"},       {PointMethod::kModel, "model"}, {PointMethod::kOnnxRuntime, "onnxruntime"}};
+  return names;
+}
+
 }  // namespace
 
+const std::string& point_method_name(PointMethod m) {
+  for (const auto& [method, name] : method_names())
+    if (method == m) return name;
+  HP_CHECK(false, "point_method_name: a PointMethod without a name");
+  return method_names().front().second;
+}
+
+void to_json(nlohmann::json& j, PointMethod m) { j = point_method_name(m); }
+
+PointMethod parse_point_method(const std::string& s) {
+  std::string known;
+  for (const auto& [method, name] : method_names()) {
+    if (name == s) return method;
+    known += (known.empty() ? "" : ", ") + name;
+  }
+  throw InputError("a frontier point's method '" + s + "' is none of " + known);
+}
+
+void from_json(const nlohmann::json& j, PointMethod& m) { m = parse_point_method(j.get<std::string>()); }
+
 void add_measured(Frontier& f, FrontierPoint p) {
-  if (p.method == "unpruned" && p.precision == "fp32") {
+  if (p.method == PointMethod::kUnpruned && p.precision == "fp32") {
     f.baseline = p.metric, f.select_baseline = p.select_metric;
     p.reference = true;  // the baseline of the metric and of the speedups: quantised, it is a candidate
   }
@@ -44,7 +71,7 @@ void add_measured(Frontier& f, FrontierPoint p) {
 }
 
 std::string frontier_label(const FrontierPoint& p) {
-  std::string s = p.method;
+  std::string s = point_method_name(p.method);
   for (const auto* part : {&p.criterion, &p.budget, &p.precision})
     if (!part->empty()) s += " " + *part;
   return s;
@@ -120,7 +147,7 @@ std::vector<double> frontier_gate_budgets(const std::vector<std::string>& settin
   std::set<double> out;
   if (setting.size() == 1 && setting[0] == "auto") {
     for (const auto& p : f.points)
-      if (p.method == "kwon" && p.precision == "fp32" && within_drop(p, f.select_baseline, 2 * f.max_drop))
+      if (p.method == PointMethod::kKwon && p.precision == "fp32" && within_drop(p, f.select_baseline, 2 * f.max_drop))
         out.insert(p.flops_kept);
     // One training run, where the gates can move the front most: the deepest cut the search left near the line.
     // (Two, the default until the gates' recovery was shortened, made the run take over 2 h on 2 Zen 3 cores.)
@@ -141,7 +168,7 @@ std::vector<double> frontier_gate_budgets(const std::vector<std::string>& settin
 std::optional<int> refine_budget(const Frontier& f, int min_gap) {
   std::map<int, bool> within;  // budget percent → some precision of its search candidate is within D on the slice
   for (const auto& p : f.points) {
-    if (p.method != "kwon") continue;
+    if (p.method != PointMethod::kKwon) continue;
     within[static_cast<int>(std::lround(100 * p.flops_kept))] |= within_drop(p, f.select_baseline, f.max_drop);
   }
   const auto deepest = std::find_if(within.begin(), within.end(), [](const auto& b) { return b.second; });
@@ -173,9 +200,9 @@ void add_select_deltas(Frontier& f, const core::TaskSpec& task, const std::vecto
                        unsigned long long seed) {
   const std::vector<float>* base = nullptr;
   for (const auto& p : f.points)
-    if (p.method == "unpruned" && p.precision == "fp32") base = &p.select_predictions;
+    if (p.method == PointMethod::kUnpruned && p.precision == "fp32") base = &p.select_predictions;
   for (auto& p : f.points) {
-    if (p.method == "onnxruntime") continue;
+    if (p.method == PointMethod::kOnnxRuntime) continue;
     p.select_delta = p.select_lo = p.select_hi = p.select_metric - f.select_baseline;
     if (!base || base->size() != gold.size() || p.select_predictions.size() != gold.size() || gold.empty()) continue;
     const auto d =
@@ -195,17 +222,17 @@ std::string frontier_csv(const Frontier& f) {
   csv << ",select_metric,variant,cost_s,select_delta_lo,select_delta_hi,reference,pareto,chosen\n";
   for (std::size_t i = 0; i < f.points.size(); ++i) {
     const FrontierPoint& p = f.points[i];
-    csv << p.method << "," << p.criterion << "," << p.budget << "," << p.precision << "," << p.heads_kept << ","
-        << p.flops_kept << "," << p.metric << "," << p.speedup;
+    csv << point_method_name(p.method) << "," << p.criterion << "," << p.budget << "," << p.precision << ","
+        << p.heads_kept << "," << p.flops_kept << "," << p.metric << "," << p.speedup;
     for (const auto& t : timings) {
       csv << ",";
       if (const auto it = p.speedups.find(t); it != p.speedups.end()) csv << it->second;
     }
     const bool on_front = std::find(front.begin(), front.end(), i) != front.end();
     csv << ",";
-    if (p.method != "onnxruntime") csv << p.select_metric;  // ONNX Runtime is not run on the selection slice
+    if (p.method != PointMethod::kOnnxRuntime) csv << p.select_metric;  // ONNX Runtime is not run on the selection slice
     csv << "," << p.variant << "," << p.cost_s << ",";
-    if (p.method != "onnxruntime") csv << p.select_lo << "," << p.select_hi;
+    if (p.method != PointMethod::kOnnxRuntime) csv << p.select_lo << "," << p.select_hi;
     else csv << ",";
     csv << "," << p.reference << "," << on_front << "," << (static_cast<int>(i) == f.chosen) << "\n";
   }
@@ -227,9 +254,10 @@ core::LineChart frontier_chart(const Frontier& f) {
     front.x.push_back(f.points[i].speedup), front.y.push_back(f.points[i].metric);
   chart.series.push_back(front);
   for (const auto& p : f.points) {
-    const std::string name = p.method == "onnxruntime" ? "ONNX Runtime " + p.precision
-                             : p.criterion.empty()     ? p.method + " " + p.precision
-                                                       : p.method + " " + p.criterion + " " + p.precision;
+    const std::string& method = point_method_name(p.method);
+    const std::string name = p.method == PointMethod::kOnnxRuntime ? "ONNX Runtime " + p.precision
+                             : p.criterion.empty()                 ? method + " " + p.precision
+                                                                   : method + " " + p.criterion + " " + p.precision;
     auto it = std::find_if(chart.series.begin(), chart.series.end(), [&](const core::Series& s) { return s.name == name; });
     if (it == chart.series.end()) it = chart.series.insert(chart.series.end(), {name, {}, {}, {}, {}, true, "", false});
     it->x.push_back(p.speedup), it->y.push_back(p.metric);
@@ -249,8 +277,10 @@ core::LineChart frontier_cost_chart(const Frontier& f) {
   chart.log_x = true;
   for (const auto& p : f.points) {
     if (p.reference || p.precision != "fp32" || !(p.cost_s > 0)) continue;
-    auto it = std::find_if(chart.series.begin(), chart.series.end(), [&](const core::Series& s) { return s.name == p.method; });
-    if (it == chart.series.end()) it = chart.series.insert(chart.series.end(), {p.method, {}, {}, {}, {}, true, "", false});
+    const std::string& method = point_method_name(p.method);
+    auto it = std::find_if(chart.series.begin(), chart.series.end(),
+                           [&](const core::Series& s) { return s.name == method; });
+    if (it == chart.series.end()) it = chart.series.insert(chart.series.end(), {method, {}, {}, {}, {}, true, "", false});
     it->x.push_back(p.cost_s), it->y.push_back(p.metric);
   }
   if (f.chosen >= 0) {

@@ -17,9 +17,17 @@
 
 namespace hp::prune {
 
+// What made a frontier point: the unpruned model, a criterion's head ranking, the budget search, the gates, a
+// folder of prune.frontier_models, ONNX Runtime. Written by name ("kwon") in frontier.csv, the state and
+// summary.json; a name read back that is none of these is an InputError.
+enum class PointMethod { kUnpruned, kHeads, kKwon, kGates, kModel, kOnnxRuntime };
+const std::string& point_method_name(PointMethod m);
+PointMethod parse_point_method(const std::string& name);  // InputError naming an unknown one
+void to_json(nlohmann::json& j, PointMethod m);
+void from_json(const nlohmann::json& j, PointMethod& m);
+
 struct FrontierPoint {
-  std::string method;     // "unpruned", "heads" (a criterion's ranking), "kwon-recovered", "kwon-tuned", "gates",
-                          // "onnxruntime"
+  PointMethod method = PointMethod::kUnpruned;
   std::string criterion;  // heads: the ranking's criterion
   std::string budget;     // as a person reads it: "36 heads", "50% FLOPs", "" for the unpruned model
   std::string precision;  // "fp32", "bf16" or "int8"

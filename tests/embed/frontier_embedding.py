@@ -53,7 +53,7 @@ def main():
         return any(p["method"] == "kwon" and p["step"] == budget and
                    p["select_metric"] >= f["select_baseline"] - 5 - 1e-9 for p in points)
     refined = [45] if within(60) and not within(30) else []
-    ok &= check(("frontier: the search refined at 45% of the FLOPs (round 1 of 1)" in first.stderr) == bool(refined),
+    ok &= check(("frontier: the budget search refined at 45% of the FLOPs (round 1 of 1)" in first.stderr) == bool(refined),
                 f"the search refined at {refined or 'no budget'} (60% within D: {within(60)}, 30%: {within(30)})")
     want = sorted([("unpruned", "", q) for q in ("fp32", "int8")] +
                   [("kwon", f"{b}% FLOPs", q) for b in [60, 30] + refined for q in ("fp32", "int8")] +

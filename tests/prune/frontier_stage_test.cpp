@@ -10,6 +10,7 @@
 #include "prune/frontier/frontier_stage.h"
 #include "prune/stages/stages.h"
 
+using hp::prune::PointMethod;
 using hp::prune::chosen_config;
 using hp::prune::Frontier;
 using hp::prune::FrontierPoint;
@@ -20,7 +21,7 @@ namespace {
 Frontier choosing(FrontierPoint p) {
   Frontier f;
   FrontierPoint base;
-  base.method = "unpruned", base.precision = "fp32", base.heads_kept = 72, base.reference = true;
+  base.method = PointMethod::kUnpruned, base.precision = "fp32", base.heads_kept = 72, base.reference = true;
   f.points = {base, p};
   f.chosen = 1;
   return f;
@@ -28,7 +29,7 @@ Frontier choosing(FrontierPoint p) {
 
 FrontierPoint point(const char* method, const char* precision) {
   FrontierPoint p;
-  p.method = method, p.precision = precision;
+  p.method = hp::prune::parse_point_method(method), p.precision = precision;
   return p;
 }
 

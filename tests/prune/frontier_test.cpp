@@ -12,6 +12,7 @@
 #include "core/base/strings.h"
 #include "prune/record/frontier.h"
 
+using hp::prune::PointMethod;
 using hp::prune::choose_within;
 using hp::prune::FrontierPoint;
 using hp::prune::pareto_front;
@@ -20,7 +21,7 @@ namespace {
 
 FrontierPoint pt(double speedup, double metric, bool reference = false) {
   FrontierPoint p;
-  p.method = reference ? "onnxruntime" : "kwon-search";
+  p.method = reference ? PointMethod::kOnnxRuntime : PointMethod::kKwon;
   p.precision = "fp32";
   p.speedup = speedup, p.metric = metric, p.select_metric = metric, p.reference = reference;
   return p;
@@ -169,7 +170,7 @@ TEST_CASE("the gates' budgets: [auto] the cheapest search point within 2·D at f
   f.baseline = 70, f.select_baseline = 90, f.max_drop = 1;  // [auto] reads the selection slice: baseline is 20 off
   auto search = [](double flops, double metric, const char* precision = "fp32", const char* method = "kwon") {
     FrontierPoint p = apart(1 / flops, metric, metric - 20);
-    p.method = method, p.precision = precision, p.flops_kept = flops;
+    p.method = hp::prune::parse_point_method(method), p.precision = precision, p.flops_kept = flops;
     return p;
   };
   // 70% at 89.5, 60% at 88.0 (exactly 2·D below: in), 50% at 87.9 (out), 40% at int8 89 (not fp32), 30% by heads at 89
@@ -195,7 +196,7 @@ TEST_CASE("the refined budget: the midpoint between the deepest search budget wi
   f.baseline = 70, f.select_baseline = 90, f.max_drop = 1;  // the slice decides: the evaluation split is 20 off
   auto search = [](double flops, double select, const char* precision = "fp32", const char* method = "kwon") {
     FrontierPoint p = apart(1 / flops, select, select - 20);
-    p.method = method, p.precision = precision, p.flops_kept = flops;
+    p.method = hp::prune::parse_point_method(method), p.precision = precision, p.flops_kept = flops;
     return p;
   };
   // 50% in, 40% in at int8 only (exactly D below: in), 30% out at every precision: between 40 and 30.
@@ -235,9 +236,9 @@ TEST_CASE("frontier.csv: a row per point with every timing's column, the front a
   CHECK(csv ==
         "method,criterion,budget,precision,heads_kept,flops_kept,metric,speedup,speedup_b1_mean,speedup_b32_128,"
         "select_metric,variant,cost_s,select_delta_lo,select_delta_hi,reference,pareto,chosen\n"
-        "kwon-search,,,fp32,0,1,91,1,1,1,91,,0,0,0,0,0,0\n"  // dominated by ONNX Runtime (2.4x at 91.5)
-        "kwon-search,,,int8,0,1,90,1.5,,,90,,0,0,0,0,0,0\n"
-        "kwon-search,,,fp32,0,1,90.2,3,,3,89.7,tuned,42.5,-2.5,0.25,0,1,1\n"
+        "kwon,,,fp32,0,1,91,1,1,1,91,,0,0,0,0,0,0\n"  // dominated by ONNX Runtime (2.4x at 91.5)
+        "kwon,,,int8,0,1,90,1.5,,,90,,0,0,0,0,0,0\n"
+        "kwon,,,fp32,0,1,90.2,3,,3,89.7,tuned,42.5,-2.5,0.25,0,1,1\n"
         "onnxruntime,,,fp32,0,1,91.5,2.4,,,,,0,,,1,1,0\n");  // never run on the selection slice
 }
 
@@ -247,7 +248,7 @@ TEST_CASE(
     "[prune][frontier]") {
   const auto& sst2 = hp::core::find_task("sst2");
   hp::prune::Frontier f = hand_frontier();
-  f.points[0].method = "unpruned";  // the baseline: right on all of 200 slice examples
+  f.points[0].method = PointMethod::kUnpruned;  // the baseline: right on all of 200 slice examples
   f.select_baseline = 100;
   f.points[0].select_metric = 100;
   const std::vector<float> gold(200, 1.0f);
@@ -278,14 +279,14 @@ TEST_CASE("the cost chart: each candidate's seconds of search and training again
           "[prune][frontier]") {
   auto f = hand_frontier();
   FrontierPoint gates = pt(4, 89.5);
-  gates.method = "gates", gates.cost_s = 600;
+  gates.method = PointMethod::kGates, gates.cost_s = 600;
   FrontierPoint gates_int8 = gates;
   gates_int8.precision = "int8";  // the same training: not drawn twice
   f.points.push_back(gates), f.points.push_back(gates_int8);
   const auto chart = hp::prune::frontier_cost_chart(f);
   CHECK(chart.log_x);
   REQUIRE(chart.series.size() == 3);  // kwon-search (the one with a cost), gates, the chosen ring
-  CHECK(chart.series[0].name == "kwon-search");
+  CHECK(chart.series[0].name == "kwon");
   CHECK(chart.series[0].x == std::vector<double>{42.5});
   CHECK(chart.series[1].name == "gates");
   CHECK(chart.series[1].x == std::vector<double>{600});
@@ -304,15 +305,15 @@ TEST_CASE("the frontier chart: log x, the front as a line through its points, a 
   CHECK(chart.series[0].name == "Pareto front");
   CHECK_FALSE(chart.series[0].markers_only);
   CHECK(chart.series[0].x == std::vector<double>{2.4, 3});
-  CHECK(chart.series[1].name == "kwon-search fp32");
+  CHECK(chart.series[1].name == "kwon fp32");
   CHECK(chart.series[1].x == std::vector<double>{1, 3});
-  CHECK(chart.series[2].name == "kwon-search int8");
+  CHECK(chart.series[2].name == "kwon int8");
   CHECK(chart.series[3].name == "ONNX Runtime fp32");
   CHECK(chart.series[4].name == "chosen");
   CHECK(chart.series[4].ring);
   CHECK(chart.series[4].y == std::vector<double>{90.2});
   hp::prune::FrontierPoint heads = pt(2, 90);
-  heads.method = "heads", heads.criterion = "taylor", heads.budget = "36 heads", heads.precision = "int8";
+  heads.method = PointMethod::kHeads, heads.criterion = "taylor", heads.budget = "36 heads", heads.precision = "int8";
   CHECK(hp::prune::frontier_label(heads) == "heads taylor 36 heads int8");
   for (std::size_t k = 1; k < chart.series.size(); ++k) CHECK(chart.series[k].markers_only);
   // The choice is drawn as a ring, the front as a black line.
@@ -371,7 +372,8 @@ TEST_CASE("no choice said: none within D names the closest; within D but none fa
   f.select_split = "train[holdout:1000]", f.max_drop = 1, f.select_baseline = 91;
   auto point = [](const char* method, const char* precision, double speedup, double select) {
     FrontierPoint p;
-    p.method = method, p.precision = precision, p.speedup = speedup, p.select_metric = select, p.metric = select;
+    p.method = hp::prune::parse_point_method(method), p.precision = precision, p.speedup = speedup;
+    p.select_metric = select, p.metric = select;
     return p;
   };
   FrontierPoint base = point("unpruned", "fp32", 1, 91);
@@ -394,13 +396,14 @@ TEST_CASE("no choice said: none within D names the closest; within D but none fa
 TEST_CASE("the frontier's baseline: the unpruned fp32 model alone, among other unpruned candidates", "[prune][frontier]") {
   auto point = [](const char* method, const char* precision, double speedup, double metric) {
     FrontierPoint p;
-    p.method = method, p.precision = precision, p.speedup = speedup, p.metric = metric, p.select_metric = metric - 0.5;
+    p.method = hp::prune::parse_point_method(method), p.precision = precision, p.speedup = speedup;
+    p.metric = metric, p.select_metric = metric - 0.5;
     return p;
   };
   hp::prune::Frontier f;
   f.max_drop = 1;
   for (auto p : {point("unpruned", "int8", 2.0, 90.0), point("unpruned", "bf16", 1.5, 91.5),
-                 point("kwon-recovered", "fp32", 1.0, 92.0), point("heads", "fp32", 1.0, 91.8),
+                 point("kwon", "fp32", 1.0, 92.0), point("heads", "fp32", 1.0, 91.8),
                  point("unpruned", "fp32", 1.0, 91.0), point("heads", "int8", 3.0, 89.5)})
     hp::prune::add_measured(f, p);
   REQUIRE(f.points.size() == 6);
@@ -413,4 +416,22 @@ TEST_CASE("the frontier's baseline: the unpruned fp32 model alone, among other u
   // Within 1 point of 91: the unpruned int8 model (2x, 90) is the fastest; with the int8 point as the baseline (90)
   // the 3x heads point at 89.5 would have been.
   CHECK(choose_within(f.points, f.select_baseline, f.max_drop) == std::optional<std::size_t>(0));
+}
+
+TEST_CASE("a frontier point's method: written by name, read back, and a name that is none of the methods refused",
+          "[prune][frontier]") {
+  for (const auto m : {PointMethod::kUnpruned, PointMethod::kHeads, PointMethod::kKwon, PointMethod::kGates,
+                       PointMethod::kModel, PointMethod::kOnnxRuntime}) {
+    FrontierPoint p;
+    p.method = m;
+    const nlohmann::json j = p;
+    CHECK(j.at("method") == hp::prune::point_method_name(m));
+    CHECK(j.get<FrontierPoint>().method == m);
+  }
+  CHECK(nlohmann::json(PointMethod::kOnnxRuntime) == "onnxruntime");
+  nlohmann::json bad = FrontierPoint{};
+  bad["method"] = "kwon-recovered";
+  CHECK_THROWS_WITH(bad.get<FrontierPoint>(),
+                    "a frontier point's method 'kwon-recovered' is none of unpruned, heads, kwon, gates, model, "
+                    "onnxruntime");
 }

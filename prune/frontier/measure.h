@@ -1,0 +1,74 @@
+// The frontier of `--max-drop D`, written once for every objective: its candidates measured at every native
+// precision (the objective scores them, the unpruned fp32 model times them), refined between the deepest budget
+// within D and the next deeper one, the gates added, ONNX Runtime's reference rows, each point's difference on the
+// selection slice with its interval, the fastest within D chosen, frontier.csv and its charts written. The
+// objectives build the candidates (prune/frontier/frontier_stage.h for a task, prune/embedding/embedding_run.h for
+// embeddings) and say how a model scores. Each measurement is stored in DIR/KEY-PRECISION.json atomically: a
+// resumed run measures only what is missing.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/base/config.h"
+#include "core/data/glue.h"
+#include "core/model/bert.h"
+#include "core/text/tokenizer.h"
+#include "prune/record/frontier.h"
+
+namespace hp::prune {
+
+// One structure: what it is (the point's fields but precision and measurements), the file stem of its measurements,
+// and how to build it slimmed (called once, and only when a measurement is missing).
+struct Candidate {
+  FrontierPoint point;
+  std::string key;
+  std::function<core::Bert()> build;
+};
+
+// A model's scores at one precision, in points: on the evaluation split, on the selection slice, and the slice's
+// per-row outputs (predictions or similarities: the bootstrap's input).
+struct CandidateScores {
+  double metric = 0, select_metric = 0;
+  std::vector<float> select_predictions;
+};
+
+// How the objective's frontier measures and grows.
+struct FrontierMeasure {
+  const core::Config* cfg = nullptr;
+  const std::atomic<bool>* stop = nullptr;
+  const core::Bert* base = nullptr;  // the unpruned model at fp32: every speedup's denominator
+  const core::Tokenizer* tokenizer = nullptr;  // int8's calibration (run.calibrate examples of the train split)
+  std::function<CandidateScores(const core::Bert&)> score;  // a model at its precision
+  std::vector<std::pair<long, long>> timings;  // (batch, seq) timed; the first is the frontier's own speedup
+  std::string dir;  // where the measurements are stored
+  int log_stage = 0;  // the stage number of the log lines (0: under the prune tag)
+  // The budget search at `percent` of the FLOPs, its candidate (nullopt: none there, or stopped when `stop` is set).
+  std::function<std::optional<Candidate>(int percent)> refine;
+  // The gates trained to `fraction` of the FLOPs (nullopt when stopped).
+  std::function<std::optional<Candidate>(double fraction)> gates;
+  // ONNX Runtime's reference rows appended to the frontier (prune/frontier/frontier_timing.h add_ort_rows).
+  std::function<void(Frontier&)> ort;
+  const core::TaskSpec* task = nullptr;  // whose primary metric the slice's intervals resample
+  std::vector<float> select_gold;  // the slice's gold labels or scores
+};
+
+// Every candidate of `cands` at every native precision evaluated and timed (or read back), appended to f.points;
+// the unpruned fp32 model sets f.baseline. False when stopped.
+bool measure_all(const FrontierMeasure& m, const std::vector<Candidate>& cands, Frontier& f);
+
+// The whole frontier on `f` (its header filled by the caller): `cands` measured, prune.frontier_refine rounds of the
+// search, the gates at prune.frontier_gates' budgets (appended to `cands`, which then holds every candidate), ONNX
+// Runtime's rows, the slice's differences, the choice (f.chosen, -1 when none is within D); frontier.csv and
+// frontier(_cost).svg/.png in run.out_dir, their names appended to `files`. nullopt when stopped.
+std::optional<Frontier> run_frontier(const FrontierMeasure& m, std::vector<Candidate>& cands, Frontier f,
+                                     std::vector<std::string>& files);
+
+// The candidate of `cands` that point `p` measured.
+const Candidate& candidate_of(const std::vector<Candidate>& cands, const FrontierPoint& p);
+
+}  // namespace hp::prune
