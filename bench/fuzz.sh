@@ -5,14 +5,15 @@
 # kept in build-fuzz/corpus/TARGET) and the earlier findings in tests/data/bad/fuzz/TARGET-*. Crashes are
 # written to build-fuzz/findings/; each becomes a test: its input under tests/data/bad/fuzz/ and an entry of
 # tests/errors/catalogue.py.
-#   bench/fuzz.sh TARGET SECONDS      TARGET: safetensors safetensors_index pickle config_json yaml vocab bpe tsv conllu head_mask sentence_model, or all
+#   bench/fuzz.sh TARGET SECONDS      TARGET: safetensors safetensors_index pickle config_json yaml vocab bpe tsv conllu head_mask sentence_model file_dataset, or all
 # Prints the executions, their rate and the outcome.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${1:?usage: bench/fuzz.sh TARGET SECONDS}
 seconds=${2:?usage: bench/fuzz.sh TARGET SECONDS}
 if [[ $target == all ]]; then
-  for t in safetensors safetensors_index pickle config_json yaml vocab bpe tsv conllu head_mask sentence_model; do "$0" "$t" "$seconds"; done
+  for t in safetensors safetensors_index pickle config_json yaml vocab bpe tsv conllu head_mask sentence_model \
+    file_dataset; do "$0" "$t" "$seconds"; done
   exit 0
 fi
 if [[ ! -x build-fuzz/tests/fuzz/fuzz_$target ]]; then
@@ -66,6 +67,10 @@ elif target == "sentence_model":  # all-MiniLM-L6-v2's three files, and a path l
         '"pooling_mode_mean_tokens": true, "pooling_mode_max_tokens": false, "include_prompt": true}')
     put("sentence_bert_config.json", '{"max_seq_length": 256, "do_lower_case": false}')
     put("outside.json", '[{"path": "../x", "type": "sentence_transformers.models.Pooling"}]')
+elif target == "file_dataset":  # a pandas-style CSV (quoted comma, quote, newline), a TSV, JSON lines
+    put("quoted.csv", '\ufeffsentence,label\r\n"a, b",positive\r\n"say ""hi""\nthere",negative\r\n')
+    put("pair.tsv", "sentence1\tsentence2\tlabel\nA man\tA person\t4.5\n")
+    put("rows.jsonl", '{"text": "good", "label": 1}\n{"text": "bad", "label": 0, "extra": null}\n')
 elif target == "yaml":
     for f in glob.glob("configs/*.yaml"):
         put(os.path.basename(f), "prune.target_heads=36\n" + open(f).read())

@@ -21,6 +21,7 @@ readonly APT_PKGS=(build-essential cmake ninja-build ccache pkg-config librsvg2-
   libcli11-dev nlohmann-json3-dev libutf8proc-dev libspdlog-dev libfmt-dev libboost-dev zlib1g-dev
   libsentencepiece-dev  # XLM-R's tokenizer (core/text/sentencepiece_model.cpp) runs the SentencePiece library
   libdnnl-dev  # oneDNN's dnnl.h: the prototypes of the sgemm that core/kernels/gemm.cpp dlopens
+  libcsv-dev  # the CSV/TSV reader of a user's own data files (core/data/file_dataset.cpp)
   libgloo-dev python3-torch)  # Gloo headers for c10d's ProcessGroupGloo; torchrun for data-parallel runs
 readonly TEST_APT_PKGS=(chromium fonts-dejavu-core  # chromium: the report's browser test (tests/report/browser_check.py)
   clang)  # clang: the libFuzzer targets of the file parsers (tests/fuzz, bench/fuzz.sh)

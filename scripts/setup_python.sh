@@ -35,7 +35,7 @@ readonly V5_PINS=(torch==2.15.0 transformers==5.23.0 h5py==3.16.0)
 # python3-sentencepiece: the same SentencePiece (0.1.97) as libsentencepiece-dev, for XLMRobertaTokenizer and
 # tools/train_tokenizers.py.
 readonly APT_PKGS=(python3-torch python3-venv python3-numpy python3-h5py python3-scipy python3-statsmodels
-  python3-sentencepiece python3-sklearn python3-pil)
+  python3-sentencepiece python3-sklearn python3-pil python3-pandas)  # pandas: tests/core/file_dataset_reference.py
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${HEADPRUNE_CACHE:-$HOME/.cache/headprune}"
