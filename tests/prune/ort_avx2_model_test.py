@@ -13,28 +13,13 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from ref_check import FAILURES, expect, in_venv  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = os.path.join(REPO, "tests", "data", "golden", "tiny_bert")
 TINY_H5 = TINY + ".h5"
 TOOLS = os.path.join(REPO, "tools")
-FAILURES = []
-
-
-def expect(cond, what):
-    print(("ok    " if cond else "FAIL  ") + what, flush=True)
-    if not cond:
-        FAILURES.append(what)
-
-
-def in_venv(python):
-    """Re-runs this script under the venv's Python; exits 77 when it is missing."""
-    if os.path.realpath(sys.executable) == os.path.realpath(python) or os.environ.get("HP_AVX2_TEST_CHILD"):
-        return
-    if not os.path.exists(python):
-        print(f"SKIP: no Python reference at {python} (scripts/setup_python.sh makes it)")
-        sys.exit(77)
-    env = dict(os.environ, HP_AVX2_TEST_CHILD="1")
-    sys.exit(subprocess.run([python, *sys.argv], env=env).returncode)
 
 
 def hand_cases(m):
