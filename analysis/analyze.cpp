@@ -10,6 +10,7 @@
 #include "analysis/examples.h"
 #include "analysis/outputs.h"
 #include "analysis/stats.h"
+#include "core/data/file_task.h"
 #include "core/io/checkpoint.h"
 #include "core/data/task_options.h"
 #include "core/base/errors.h"
@@ -290,7 +291,7 @@ nlohmann::json roles_kept(const Analysis& a, const Analysis& b) {
 void prepare_analyze(AnalyzeContext& ctx, const core::Config& cfg) {
   const auto& ac = cfg.analysis;
   ctx.cfg = &cfg;
-  ctx.task = &core::find_task(cfg.data.task);
+  ctx.task = &core::task_of(cfg.data, cfg.model.path);
   ctx.out = ac.out.empty() ? cfg.run.out_dir + "/analysis" : ac.out;
   ctx.roles.tau = ac.tau, ctx.roles.alpha = ac.alpha, ctx.roles.min_occurrences = ac.min_occurrences;
   ctx.slim_dir = ac.prune_run + "/model";  // the run's slimmed export, when it made one

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/data/batching.h"
+#include "core/data/file_task.h"
 #include "core/io/checkpoint.h"
 #include "core/data/task_options.h"
 #include "core/base/errors.h"
@@ -69,7 +70,7 @@ void check_fits(const core::Tokenizer& tok, const core::Example& ex, int max_seq
 }
 
 core::Bert load_fine_tuned(const core::Config& cfg, const std::string& command) {
-  const auto& task = core::find_task(cfg.data.task);
+  const auto& task = core::task_of(cfg.data, cfg.model.path);
   core::LoadOptions load = core::task_load_options(task, cfg.run.seed);
   core::LoadReport report;
   core::Bert model = core::load_bert(cfg.model.path, load, &report);

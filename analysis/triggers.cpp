@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/data/batching.h"
+#include "core/data/file_task.h"
 #include "core/io/checkpoint.h"
 #include "core/base/errors.h"
 #include "core/base/files.h"
@@ -190,7 +191,7 @@ nlohmann::json attack_class(const TriggersContext& ctx, int c, const std::vector
 void prepare_triggers(TriggersContext& ctx, const core::Config& cfg) {
   const auto& tc = cfg.triggers;
   ctx.cfg = &cfg;
-  ctx.task = &core::find_task(cfg.data.task);
+  ctx.task = &core::task_of(cfg.data, cfg.model.path);
   if (ctx.task->is_regression())
     throw ConfigError("data.task = " + ctx.task->name +
                       " is a regression task; triggers flip classes: use a classification task");

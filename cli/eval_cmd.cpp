@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/data/batching.h"
+#include "core/data/file_task.h"
 #include "core/kernels/lowp_gemm.h"
 #include "core/kernels/device.h"
 #include "core/kernels/runtime.h"
@@ -155,7 +156,7 @@ int run_sts_eval(eval::SentenceEncoder& enc, const core::TaskSpec& task, const c
 }  // namespace
 
 int run_eval(const core::Config& cfg) {
-  const core::TaskSpec& task = core::find_task(cfg.data.task);
+  const core::TaskSpec& task = core::task_of(cfg.data, cfg.model.path);
   // The run-folder rule for the result file: an earlier result is replaced only by the same evaluation.
   const std::string out = cfg.eval.output.empty()
                               ? cfg.run.out_dir + "/eval_" + task.name + "_" + cfg.eval.split + ".json"

@@ -3,6 +3,7 @@
 
 #include "analysis/explain.h"
 #include "core/base/log.h"
+#include "core/data/file_task.h"
 #include "core/data/glue.h"
 #include "core/text/tokenizer.h"
 #include "cli/commands.h"
@@ -10,7 +11,7 @@
 namespace hp::cli {
 
 int run_explain(const core::Config& cfg) {
-  const auto& task = core::find_task(cfg.data.task);
+  const auto& task = core::task_of(cfg.data, cfg.model.path);
   const core::Bert model = analysis::load_fine_tuned(cfg, "an attribution tree");
   const auto tok = core::Tokenizer::from_model_dir(cfg.model.path);
   std::string id;

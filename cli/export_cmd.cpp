@@ -14,6 +14,7 @@
 
 #include "core/base/files.h"
 #include "core/data/batching.h"
+#include "core/data/file_task.h"
 #include "core/data/glue.h"
 #include "core/data/task_options.h"
 #include "core/io/checkpoint.h"
@@ -103,7 +104,7 @@ void write_int8_card(const std::string& dir, const std::string& section) {
 
 // dir/model.int8.onnx checked on the task's evaluation split; its accuracy into int8.json and the model card.
 void export_int8(const core::Config& cfg, const core::Bert& model, const std::string& dir) {
-  const core::TaskSpec& task = core::find_task(cfg.data.task);
+  const core::TaskSpec& task = core::task_of(cfg.data, cfg.model.path);
   const auto examples = int8_check_rows(cfg, task);
   core::check_max_seq_len(model.config(), cfg.data.max_seq_len);
   const auto tok = core::Tokenizer::from_model_dir(dir);
@@ -141,7 +142,7 @@ void export_int8(const core::Config& cfg, const core::Bert& model, const std::st
 // dir/model.int8.onnx of a sentence-transformers export, checked on the sentences of the task's evaluation split;
 // its cosines to float32 into int8.json and the model card.
 void export_sentence_int8(const core::Config& cfg, const std::string& dir) {
-  const core::TaskSpec& task = core::find_task(cfg.data.task);
+  const core::TaskSpec& task = core::task_of(cfg.data, cfg.model.path);
   std::vector<std::string> texts;
   for (const auto& t : eval::sts_texts(int8_check_rows(cfg, task)))
     if (!t.empty()) texts.push_back(t);

@@ -22,6 +22,7 @@ const std::vector<Shortcut> kCommonFlags = {
     {"--data-root", "data.root"}, {"--max-seq-len", "data.max_seq_len"},
     {"--threads", "run.threads"}, {"--seed", "run.seed"},
     {"--out", "run.out_dir"},     {"--device", "run.device"},
+    {"--train-file", "data.train_file"}, {"--validation-file", "data.validation_file"},
 };
 const std::vector<Shortcut> kEvalFlags = {
     {"--split", "eval.split"},

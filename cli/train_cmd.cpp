@@ -8,6 +8,7 @@
 #include "core/base/errors.h"  // kInterruptedExit
 #include "core/base/log.h"
 #include "core/base/run_folder.h"
+#include "core/data/file_task.h"
 #include "cli/commands.h"
 #include "train/task_run.h"
 
@@ -45,7 +46,7 @@ int run_train(const core::Config& cfg) {
     return kInterruptedExit;
   }
 
-  const core::TaskSpec& task = core::find_task(cfg.data.task);
+  const core::TaskSpec& task = core::task_of(cfg.data, cfg.model.path);
   std::cout << task.name << " " << cfg.train.eval_split << ": best " << r.metric << " " << r.best_metric << " at step "
             << r.best_step << "; best/ re-evaluated with " << r.heads_kept << "/" << r.heads_total << " heads:";
   for (const auto& [name, value] : r.final_metrics) std::cout << "  " << name << " " << value;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <torch/utils.h>
 
+#include "core/data/file_task.h"
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"  // InputError
 #include "core/base/log.h"
@@ -94,7 +95,7 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
 int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Tokenizer& tok, const Masks& masks) {
   const int n = cfg.run.calibrate;
   if (n <= 0 || model.precision() != core::Precision::kInt8) return 0;
-  const core::TaskSpec& task = core::find_task(cfg.data.task);
+  const core::TaskSpec& task = core::task_of(cfg.data, cfg.model.path);
   const auto splits = task.split_names();
   if (std::find(splits.begin(), splits.end(), "train") == splits.end()) {
     core::log_info("calibrate", task.name + " has no train split to calibrate on: int8 stays dynamic");

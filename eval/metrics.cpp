@@ -2,8 +2,10 @@
 #include "eval/metrics.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 
 #include "core/base/correlation.h"  // Pearson, Spearman: shared with analysis/stats.h
@@ -26,6 +28,7 @@ struct MetricSpec {
 
 const MetricSpec kMetrics[] = {
     {"accuracy", Kind::kClass, &accuracy, nullptr}, {"f1", Kind::kClass, &f1_binary, nullptr},
+    {"macro_f1", Kind::kClass, &f1_macro, nullptr},
     {"mcc", Kind::kClass, &matthews_corr, nullptr}, {"pearson", Kind::kScore, nullptr, &pearson},
     {"spearman", Kind::kScore, nullptr, &spearman},
 };
@@ -55,6 +58,26 @@ double f1_binary(const std::vector<int>& pred, const std::vector<int>& gold) {
   }
   double denom = 2 * tp + fp + fn;
   return denom == 0 ? 0.0 : 2 * tp / denom;  // sklearn zero_division default -> 0
+}
+
+double f1_macro(const std::vector<int>& pred, const std::vector<int>& gold) {
+  check_sizes(pred.size(), gold.size(), "f1_macro");
+  std::map<int, std::array<double, 3>> count;  // class -> (tp, fp, fn)
+  for (size_t i = 0; i < pred.size(); ++i) {
+    if (pred[i] == gold[i]) {
+      count[gold[i]][0] += 1;
+    } else {
+      count[pred[i]][1] += 1;
+      count[gold[i]][2] += 1;
+    }
+  }
+  if (count.empty()) return kNaN;
+  double sum = 0;
+  for (const auto& [k, c] : count) {
+    const double denom = 2 * c[0] + c[1] + c[2];
+    sum += denom == 0 ? 0.0 : 2 * c[0] / denom;
+  }
+  return sum / static_cast<double>(count.size());
 }
 
 double matthews_corr(const std::vector<int>& pred, const std::vector<int>& gold) {

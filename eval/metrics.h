@@ -17,6 +17,8 @@ double accuracy(const std::vector<int>& pred, const std::vector<int>& gold);
 
 // F1 of class 1 (sklearn f1_score, pos_label=1): 2tp / (2tp + fp + fn); 0 when tp+fp+fn == 0.
 double f1_binary(const std::vector<int>& pred, const std::vector<int>& gold);
+// F1 of each class found in gold or pred, averaged with equal weights (sklearn's f1_score(average="macro")).
+double f1_macro(const std::vector<int>& pred, const std::vector<int>& gold);
 
 // Matthews correlation, multi-class form (Gorodkin 2004, as sklearn matthews_corrcoef); reduces to
 // (tp*tn - fp*fn) / sqrt((tp+fp)(tp+fn)(tn+fp)(tn+fn)) for two classes. 0 when the denominator is 0.

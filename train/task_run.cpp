@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "core/data/batching.h"
+#include "core/data/file_task.h"
 #include "core/io/checkpoint.h"
 #include "core/data/task_options.h"
 #include "core/base/files.h"  // write_file_atomic, read_file
@@ -67,7 +68,7 @@ void write_result(const core::Config& cfg, const TaskRun& run, const core::TaskS
 }  // namespace
 
 TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
-  const core::TaskSpec& task = run.task ? *run.task : core::find_task(cfg.data.task);
+  const core::TaskSpec& task = run.task ? *run.task : core::task_of(cfg.data, cfg.model.path);
   // Validate before reading data: the head count comes from config.json alone.
   const core::BertConfig arch = core::read_bert_config(run.model_dir + "/config.json");
   validate_train_config(cfg.train, cfg.gates, arch.num_hidden_layers * arch.max_heads());

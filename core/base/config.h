@@ -60,11 +60,26 @@ struct DataConfig {
   std::string task = "sst2";
   std::string root;  // empty: $HEADPRUNE_DATA, else ../shared/data
   int max_seq_len = 128;
+  // A user's own files in place of data.task (core/data/file_task.h): splits train, dev and test.
+  std::string train_file, validation_file, test_file;
+  std::string format;  // csv, tsv, jsonl; empty: from each file's extension
+  std::vector<std::string> text_columns;  // empty: sentence1/sentence2, else the first non-label columns
+  std::string label_column = "label";
+  std::string metric;  // the primary metric; empty: accuracy for classes, pearson for scores
+  bool from_files() const { return !train_file.empty(); }
   template <class V>
   void visit_fields(V& v) {
-    v("task", task, "GLUE task: sst2, cola, mrpc, rte, stsb, wnli, qnli, mnli, mnli_subset");
+    v("task", task, "GLUE task: sst2, cola, mrpc, rte, stsb, wnli, qnli, mnli, mnli_subset (or data.train_file)");
     v("root", root, "data root holding glue/ (default: $HEADPRUNE_DATA, else ../shared/data)");
     v("max_seq_len", max_seq_len, "maximum tokens per example, [CLS]/[SEP] included (longest_first truncation)");
+    v("train_file", train_file, "your training data, .csv, .tsv or .jsonl (replaces data.task; docs/data.md)");
+    v("validation_file", validation_file, "your validation data (split dev), same columns as train_file");
+    v("test_file", test_file, "your test data (split test), labels optional");
+    v("format", format, "format of the files: csv, tsv or jsonl (empty: from each file's extension)");
+    v("text_columns", text_columns,
+      "one or two text columns (empty: sentence1 and sentence2, else the first columns other than the label)");
+    v("label_column", label_column, "the label column: class names, integers, or float scores (regression)");
+    v("metric", metric, "primary metric of your files: accuracy, f1, macro_f1, mcc, pearson, spearman");
   }
 };
 

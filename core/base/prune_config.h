@@ -82,6 +82,7 @@ struct PruneConfig {
   double distill_hidden = 0;
   bool recover_distill = true;
   bool finetune = true;
+  bool new_classifier = false;
   bool latency = true;
   bool verify = true;
   template <class V>
@@ -235,6 +236,9 @@ struct PruneConfig {
       "a slimmed model (budgets, the frontier) with prune.distill_hidden > 0; without it a slimmed model's recovery "
       "trains on the labels alone (docs/budgets.md, stage 6)");
     v("finetune", finetune, "fine-tune first (train section) when the model has no classifier for the task");
+    v("new_classifier", new_classifier,
+      "a model whose classifier has other labels than the task's: replace it by a new one and fine-tune it first "
+      "(false: refused, naming both)");
     v("latency", latency,
       "measure the latency of the slimmed model at every curve step (needed by a latency budget's curves)");
     v("verify", verify, "check the slimmed export: its logits equal the masked model's on eval_split");

@@ -15,6 +15,7 @@
 
 #include "core/base/errors.h"  // ConfigError, InputError
 #include "core/base/strings.h"  // split
+#include "core/data/file_task.h"
 #include "core/data/holdout.h"
 
 namespace hp::core {
@@ -399,10 +400,11 @@ std::pair<std::size_t, std::size_t> slice_bounds(const SplitSpec& s, std::size_t
   return {b, std::max(b, e)};
 }
 
-std::vector<Example> read_task(const TaskSpec& task, const std::string& data_root, const std::string& spec) {
-  const SplitSpec ss = parse_split_spec(spec);
-  const std::string& split = ss.name;
-  const SplitFile& sf = task.find_split(split);
+namespace {
+
+// The rows of a GLUE-style split file, every row of it.
+std::vector<Example> read_glue_rows(const TaskSpec& task, const std::string& data_root, const SplitFile& sf) {
+  const std::string& split = sf.split;
   const std::string path = (fs::path(data_root) / task.folder / sf.file).string();
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {
@@ -434,6 +436,16 @@ std::vector<Example> read_task(const TaskSpec& task, const std::string& data_roo
   if (out.empty())
     throw InputError(path + ": no examples (" + (lines.empty() ? "the file is empty" : "only a header") +
                      "); restore the split's rows, or choose another --split");
+  return out;
+}
+
+}  // namespace
+
+std::vector<Example> read_task(const TaskSpec& task, const std::string& data_root, const std::string& spec) {
+  const SplitSpec ss = parse_split_spec(spec);
+  const SplitFile& sf = task.find_split(ss.name);
+  const std::string path = task.files ? sf.file : (fs::path(data_root) / task.folder / sf.file).string();
+  std::vector<Example> out = task.files ? read_file_split(task, sf.file) : read_glue_rows(task, data_root, sf);
   if (ss.sliced()) {
     const auto [b, e] = slice_bounds(ss, out.size());
     if (b == e)

@@ -38,6 +38,13 @@ struct ColumnSpec {
   int num_columns = 0;  // headerless files only
 };
 
+// Where a task read from a user's own files (core/data/file_task.h) finds its fields: the format setting and the
+// columns chosen on the training file, applied to every split.
+struct FileSource {
+  std::string format;  // data.format; empty: each file's extension
+  std::string text_a, text_b, label;  // text_b empty: single sentences
+};
+
 // One GLUE-style task. Everything the reader and the metrics need comes from this row.
 struct TaskSpec {
   std::string name;  // "sst2", "mnli_subset", ...
@@ -54,6 +61,8 @@ struct TaskSpec {
   std::vector<std::string> label_names{};
   // Regression only: the scores a file may hold (STS-B: 0 to 5); a score outside is an error.
   std::pair<double, double> score_range{0.0, 0.0};
+  // Set for a user's files: each split's `file` is then a path of its own, read by core/data/file_dataset.h.
+  std::optional<FileSource> files{};
 
   // label_names[i], else labels[i].
   const std::string& label_name(int i) const;

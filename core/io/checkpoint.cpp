@@ -146,7 +146,8 @@ void resolve_labels(BertConfig& cfg, const TensorMap& named, const LoadOptions& 
     if (opts.num_labels > 0 && opts.num_labels != ckpt_labels)
       throw CheckpointError(file + ": " + cls_key + " has " + std::to_string(ckpt_labels) + " labels, the task needs " +
                             std::to_string(opts.num_labels) +
-                            "; use a model fine-tuned for this task, or the pretrained encoder");
+                            "; use a model fine-tuned for these labels, or (prune) set prune.new_classifier: true to train a new "
+                            "classifier on its encoder");
     cfg.num_labels = ckpt_labels;
   } else if (opts.num_labels > 0) {
     cfg.num_labels = opts.num_labels;
@@ -155,6 +156,16 @@ void resolve_labels(BertConfig& cfg, const TensorMap& named, const LoadOptions& 
   bool generic = true;
   for (size_t i = 0; i < cfg.id2label.size(); ++i) generic = generic && cfg.id2label[i] == "LABEL_" + std::to_string(i);
   if (generic && static_cast<int>(opts.label_names.size()) == cfg.num_labels) cfg.id2label = opts.label_names;
+}
+
+// The stored classifier's tensors removed from `named` when it has another label count than `num_labels`.
+void drop_other_classifier(const BertConfig& cfg, TensorMap& named, int num_labels, const std::string& prefix) {
+  const Arch& arch = arch_of(cfg.model_type);
+  const auto cls = named.find(stored_key(arch, spec_named("cls.w"), 0, ""));
+  if (num_labels <= 0 || cls == named.end() || cls->second.size(0) == num_labels) return;
+  for (const auto& spec : model_keys(cfg))
+    if (spec.part == Part::kClassifier)
+      for (int l = 0; l < (spec.per_layer ? cfg.num_hidden_layers : 1); ++l) named.erase(stored_key(arch, spec, l, prefix));
 }
 
 // Every tensor of the key table, checked for shape and dtype; absent optional ones (pooler, classifier)
@@ -238,7 +249,8 @@ Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* repo
   BertConfig cfg = read_bert_config(dir + "/config.json");
   LoadReport rep;
   const Arch& arch = arch_of(cfg.model_type);
-  const TensorMap named = read_weights(dir, arch, rep);
+  TensorMap named = read_weights(dir, arch, rep);
+  if (opts.new_classifier) drop_other_classifier(cfg, named, opts.num_labels, rep.prefix);
   resolve_labels(cfg, named, opts, rep.weights_file);
   std::set<std::string> consumed;
   std::vector<std::string> missing;

@@ -21,6 +21,9 @@ struct LoadOptions {
   // The task's class names: they replace a checkpoint's generic id2label (none, or HF's LABEL_i), so the
   // models headprune writes say "negative"/"positive", not LABEL_0/LABEL_1.
   std::vector<std::string> label_names;
+  // A stored classifier of another label count than num_labels is dropped and a fresh one made (in place of a
+  // CheckpointError): the pruning run's prune.new_classifier.
+  bool new_classifier = false;
 };
 
 // What load_bert found, for messages and run records.

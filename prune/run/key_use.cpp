@@ -126,6 +126,7 @@ const std::vector<KeyUse>& key_use_table() {
       {"recover_distill", [](const P& p) { return final_model(p) && p.recover_steps > 0; },
        "a run that recovers its model (prune.recover_steps > 0 with a target)"},
       {"finetune", always, ""},
+      {"new_classifier", always, ""},
       {"objective", always, ""},
       {"distill_tasks", distils, kDistils},
       {"distill_hidden", distils, kDistils},

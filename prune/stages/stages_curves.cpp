@@ -6,6 +6,7 @@
 #include "core/base/errors.h"
 #include "core/base/files.h"
 #include "core/base/log.h"
+#include "core/data/file_task.h"
 #include "core/data/task_options.h"
 #include "core/dist/distributed.h"
 #include "core/kernels/device.h"  // parse_device, gpu_summary
@@ -108,11 +109,12 @@ bool train_budget_gates_in(const RunContext& ctx, const core::Config& gates_cfg,
 
 void prepare(RunContext& ctx, const core::Config& user, const std::atomic<bool>* stop) {
   ctx.stop = stop;
-  ctx.task = &core::find_task(user.data.task);
+  ctx.task = &core::task_of(user.data, user.model.path);
   ctx.arch = core::read_bert_config(user.model.path + "/config.json");
   core::check_max_seq_len(ctx.arch, user.data.max_seq_len);
   ctx.total_heads = ctx.arch.total_heads();
   ctx.load = core::task_load_options(*ctx.task, user.run.seed);
+  ctx.load.new_classifier = user.prune.new_classifier;
   // Read the data before claiming the output folder: a task without data fails with nothing written.
   check_split(*ctx.task, "prune.eval_split", user.prune.eval_split);
   check_split(*ctx.task, "prune.rank_split", user.prune.rank_split);
@@ -166,9 +168,16 @@ void prepare(RunContext& ctx, const core::Config& user, const std::atomic<bool>*
 bool fine_tune(RunContext& ctx) {
   const core::Config& cfg = *ctx.cfg;
   core::LoadReport rep;
-  core::load_bert(cfg.model.path, ctx.load, &rep);
+  try {
+    core::load_bert(cfg.model.path, ctx.load, &rep);
+  } catch (const CheckpointError& e) {  // a classifier of other labels: the config's to fix, nothing kept
+    throw ConfigError(e.what());
+  }
   ctx.model_dir = cfg.model.path;
-  if (rep.classifier_initialized) {
+  if (!rep.classifier_initialized) {
+    log_stage(2, "fine-tune", cfg.model.path + " has a classifier for " + ctx.task->name + "'s " +
+                                  std::to_string(ctx.task->num_labels()) + " label(s): pruned as it is, not fine-tuned");
+  } else {
     if (!cfg.prune.finetune)
       throw ConfigError(cfg.model.path + " has no classifier for " + ctx.task->name +
                         "; set prune.finetune: true (fine-tune first) or point model.path at a fine-tuned model");

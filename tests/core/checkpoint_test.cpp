@@ -147,6 +147,19 @@ TEST_CASE("bad checkpoint folders give one-line errors naming the file and the f
     opts.num_labels = 2;
     REQUIRE_THROWS_WITH(hp::core::load_bert(kTinyBert, opts),
                         Contains("classifier.weight has 3 labels, the task needs 2"));
+    // prune.new_classifier: the stored classifier dropped, a fresh 2-label one made, the encoder kept.
+    opts.new_classifier = true;
+    hp::core::LoadReport rep;
+    const auto fresh = hp::core::load_bert(kTinyBert, opts, &rep);
+    CHECK(rep.classifier_initialized);
+    CHECK(fresh.config().num_labels == 2);
+    const auto stored = hp::core::load_bert(kTinyBert);
+    for (const auto& [name, w] : stored.parameters())
+      if (name.rfind("classifier", 0) != 0) CHECK(torch::equal(fresh.parameters().at(name), w));
+    CHECK(fresh.parameters().at("classifier.weight").size(0) == 2);
+    opts.num_labels = 3;  // the stored classifier fits: kept
+    CHECK(torch::equal(hp::core::load_bert(kTinyBert, opts).parameters().at("classifier.weight"),
+                       stored.parameters().at("classifier.weight")));
   }
   SECTION("pruned_heads outside the model") {
     auto dir = copy_tiny("pruned");

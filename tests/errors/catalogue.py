@@ -451,6 +451,56 @@ add("tsv-wrong-columns", "a TSV row with a missing column", sst2(HEAD + fx.sst2_
     "error: $SCRATCH/data/glue/SST-2/dev.tsv:5: expected 2 tab-separated columns (sentence, label), got 1; fix the file or pass the right --task")
 add("tsv-unknown-label", "a TSV label outside the task's labels", sst2(HEAD + fx.sst2_rows(3) + "fine .\t7\n"), 1,
     "error: $SCRATCH/data/glue/SST-2/dev.tsv:5: label '7' is not one of {0, 1} for task sst2; fix the file or pass the right --task")
+def files_eval(train, dev, *extra, verb=("eval",)):
+    """prune eval (or the pruning run: verb ()) on a user's files: (name, text or bytes) of the training and the
+    validation file."""
+    def build(s):
+        for name, text in (train, dev):
+            with open(os.path.join(s, name), "wb") as f:
+                f.write(text if isinstance(text, bytes) else text.encode())
+        return [*verb, "--model", fx.copy_tiny(s + "/model"), "--train-file", s + "/" + train[0],
+                "--validation-file", s + "/" + dev[0], "--max-seq-len", "32", "--out", s + "/runs", *extra]
+    return build
+
+
+DEV_CSV = ("dev.csv", "text,label\nok,1\n")
+add("files-label-column", "data files without the label column", files_eval(
+    ("train.csv", "review,sentiment\ngood film,positive\n"), ("dev.csv", "review,sentiment\nok,positive\n")), 1,
+    "error: $SCRATCH/train.csv: data.label_column 'label' is not a column; the columns are [review, sentiment]; set "
+    "data.label_column to the column of labels")
+add("files-text-columns", "data.text_columns naming no column", files_eval(
+    ("train.csv", "text,label\ngood,1\n"), DEV_CSV, "--set", "data.text_columns=[review]"), 1,
+    "error: $SCRATCH/train.csv: data.text_columns names 'review', which is not a column; the columns are [text, "
+    "label]; set data.text_columns to one or two of them")
+add("files-ragged-row", "a CSV row with more fields than the header", files_eval(
+    ("train.csv", "text,label\ngood,1\nbad,0,extra\n"), DEV_CSV), 1,
+    'error: $SCRATCH/train.csv:3: 3 fields, the header has 2; quote a field that holds commas or line ends ("...")')
+add("files-mixed-labels", "numbers and text in one label column", files_eval(
+    ("train.csv", "text,label\ngood,1\nbad,negative\n"), DEV_CSV), 1,
+    "error: $SCRATCH/train.csv:3: label 'negative' is text but earlier labels are numbers; give every row a number, "
+    "or every row a text label")
+add("files-dev-label", "a validation label absent from training", files_eval(
+    ("train.csv", "text,label\ngood,positive\nbad,negative\n"), ("dev.csv", "text,label\nok,neutral\n")), 1,
+    "error: $SCRATCH/dev.csv:2: label 'neutral' is not among the training labels [negative, positive]; fix the "
+    "label, or train on a file that holds it")
+add("files-json-line", "an invalid JSON line", files_eval(
+    ("train.jsonl", '{"text": "good", "label": 1}\n{"text": "bad", "label": 0\n'), DEV_CSV), 1,
+    "error: $SCRATCH/train.jsonl:2: not valid JSON (byte 27); write one JSON object per line (JSON lines)")
+add("files-empty", "an empty training file", files_eval(("train.csv", ""), DEV_CSV), 1,
+    "error: $SCRATCH/train.csv:1: empty file; give a file with a header row and data rows")
+add("files-not-utf8", "a training file that is not UTF-8", files_eval(
+    ("train.csv", b"text,label\ngo\xffod,1\n"), DEV_CSV), 1,
+    "error: $SCRATCH/train.csv:2: byte 3 is not UTF-8; re-save the file as UTF-8")
+add("files-model-labels", "the pruning run of a 3-label classifier on files of 2 labels", files_eval(
+    ("train.csv", "text,label\ngood,positive\nbad,negative\n"), ("dev.csv", "text,label\nok,positive\n"),
+    "--target-heads", "4", "--set", "prune.select_examples=0", verb=()), 2,
+    "error: $SCRATCH/model/model.safetensors: classifier.weight has 3 labels, the task needs 2; use a model "
+    "fine-tuned for these labels, or (prune) set prune.new_classifier: true to train a new classifier on its encoder")
+add("files-metric", "data.metric that the labels do not have", files_eval(
+    ("train.csv", "text,label\ngood,positive\nbad,negative\n"), ("dev.csv", "text,label\nok,positive\n"),
+    "--set", "data.metric=spearman"), 2,
+    "error: data.metric = spearman: classes in $SCRATCH/train.csv are measured by accuracy, f1, mcc; choose one of "
+    "them")
 add("tsv-empty", "an empty TSV file (0 bytes)", sst2(""), 1,
     "error: $SCRATCH/data/glue/SST-2/dev.tsv:1: empty file, expected a header row; fix the file")
 add("tsv-header-only", "a TSV with only its header", sst2(HEAD), 1,
@@ -662,7 +712,8 @@ add("unknown-task", "an unknown task", plain("eval", "--model", "$TINY", "--task
 add("labels-mismatch", "a 3-label model on a 2-label task",
     plain("eval", "--model", "$TINY", "--task", "sst2", "--max-seq-len", "64"), 1,
     "error: tests/data/golden/tiny_bert/model.safetensors: classifier.weight has 3 labels, the task needs 2; use a "
-    "model fine-tuned for this task, or the pretrained encoder")
+    "model fine-tuned for these labels, or (prune) set prune.new_classifier: true to train a new classifier on its "
+    "encoder")
 add("infer-input-missing", "prune infer --input naming a missing file",
     plain("infer", "--model", "$TINY", "--input", "/nonexistent.txt"), 1,
     "error: /nonexistent.txt: cannot read the --input file; give a text file with one example per line")

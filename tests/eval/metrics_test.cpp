@@ -50,6 +50,17 @@ TEST_CASE("multi-class MCC matches the Gorodkin form computed by hand", "[eval]"
   CHECK(matthews_corr({0, 1, 2, 2}, {0, 1, 2, 2}) == Approx(1.0).epsilon(kTol));
 }
 
+TEST_CASE("macro F1: each class of gold or prediction weighed alike, as sklearn's f1_score(average='macro')",
+          "[eval]") {
+  // Per class (tp, fp, fn): 0 -> (1, 1, 1) F1 1/2; 1 -> (2, 1, 1) 2/3; 2 -> (2, 1, 1) 2/3. Mean 0.6111...;
+  // sklearn f1_score([0,1,2,2,1,0,2,1], [0,2,2,2,1,1,0,1], average="macro") = 0.611111111111111.
+  CHECK(hp::eval::f1_macro({0, 2, 2, 2, 1, 1, 0, 1}, {0, 1, 2, 2, 1, 0, 2, 1}) ==
+        Approx((0.5 + 2.0 / 3 + 2.0 / 3) / 3).epsilon(kTol));
+  // A class only predicted counts with F1 0, as one only in gold: sklearn ([0,0,1], [0,0,3]) = 1/3.
+  CHECK(hp::eval::f1_macro({0, 0, 3}, {0, 0, 1}) == Approx(1.0 / 3).epsilon(kTol));
+  CHECK(std::isnan(hp::eval::f1_macro({}, {})));
+}
+
 TEST_CASE("degenerate inputs follow sklearn and scipy", "[eval]") {
   // Constant prediction: MCC denominator is 0, sklearn returns 0.
   CHECK(matthews_corr({1, 1, 1, 1}, {1, 0, 1, 0}) == 0.0);

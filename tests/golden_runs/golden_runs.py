@@ -47,7 +47,12 @@ RUNS = {
     "gates": ["--method", "gates", "--target-flops", "0.5"],
     "frontier": ["--max-drop", "50", "--set", "prune.budget_schedule=100,60,30", "--set", "prune.frontier_time=0.02"],
     "embedding": [],
+    "files": ["--target-heads", "5"],  # heads' run on the same rows as CSV files: heads.json's numbers
 }
+# The files run names the splits of data.train_file and data.validation_file (train, dev) where the task run
+# names mnli_subset's (matched, mismatched); everything else is the task run's.
+FILES_SPLITS = {"mismatched": "dev", "matched": "train"}  # "mismatched" renamed first: it holds "matched"
+FILES_GOLDEN = {"files": "heads"}
 EMBED_ARGS = ["--target-flops", "0.5", "--seed", "7", "--set", "run.threads=1", "--set", "prune.search_examples=64",
               "--set", "prune.recover_steps=12", "--set", "prune.eval_split=dev[:120]", "--set",
               "prune.latency_batch=4", "--set", "prune.latency_seq=32", "--set", "train.lr_peak=0.001"]
@@ -76,6 +81,32 @@ def tiny_task_root(root):
             for i in range(30):
                 f.write(f"{labels[i % 3]}\t{a[i % len(a)]} .\t{b[(i * 3 + shift) % len(b)]} !\n")
     return root
+
+
+def tiny_files(root, scratch):
+    """The tiny task's two splits as CSV files (sentence1, sentence2, label names), quoted by the csv module."""
+    paths = {}
+    for name, split in (("mnli_matched.tsv", "train"), ("mnli_mismatched.tsv", "dev")):
+        path = os.path.join(scratch, f"{split}.csv")
+        with open(os.path.join(root, "mnli_subset_textfooler", name), encoding="utf-8") as src, \
+                open(path, "w", encoding="utf-8", newline="") as f:
+            w = csv.writer(f, quoting=csv.QUOTE_ALL)
+            w.writerow(["sentence1", "sentence2", "label"])
+            for line in src:
+                label, a, b = line.rstrip("\n").split("\t")
+                w.writerow([a, b, label])
+        paths[split] = path
+    return paths
+
+
+def with_id2label(model, labels):
+    """The model's config.json given id2label in `labels`' order (the order a fine-tuned model keeps)."""
+    path = os.path.join(model, "config.json")
+    cfg = json.load(open(path, encoding="utf-8"))
+    cfg["id2label"] = {str(i): name for i, name in enumerate(labels)}
+    cfg["label2id"] = {name: i for i, name in enumerate(labels)}
+    json.dump(cfg, open(path, "w", encoding="utf-8"), indent=2)
+    return model
 
 
 def tiny_without_classifier(out):
@@ -124,6 +155,17 @@ def run_command(name, prune, scratch):
             return None, out
         cmd = [prune, "--config", os.path.join(REPO, "configs", "sts_embed.yaml"), "--model", folder, "--out", out,
                *EMBED_ARGS]
+    elif name == "files":
+        root = tiny_task_root(os.path.join(scratch, "data"))
+        files = tiny_files(root, scratch)
+        model = with_id2label(tiny_without_classifier(os.path.join(scratch, "tiny_bert_files")),
+                              ["contradiction", "entailment", "neutral"])  # mnli_subset's class order
+        args = []
+        for a in TASK_ARGS[2:]:  # all but --task, the splits renamed
+            key, _, value = a.rpartition("=")
+            args.append(f"{key}={FILES_SPLITS[value]}" if key and value in FILES_SPLITS else a)
+        cmd = [prune, "--model", model, "--train-file", files["train"], "--validation-file", files["dev"], *args,
+               "--out", out, *RUNS[name]]
     else:
         root = tiny_task_root(os.path.join(scratch, "data"))
         model = tiny_without_classifier(os.path.join(scratch, "tiny_bert_base"))
@@ -260,6 +302,30 @@ def compare(golden, got, same_cpu):
     return problems
 
 
+def files_words(golden):
+    """A task run's golden as the files run writes it: task "files", splits train and dev, the model's folder."""
+    def word(v):
+        if not isinstance(v, str):
+            return v
+        if v == "mnli_subset":
+            return "files"
+        for old, new in FILES_SPLITS.items():
+            v = v.replace(old, new)
+        return v.replace("tiny_bert_base", "tiny_bert_files").replace("<scratch>/heads/", "<scratch>/files/")
+    out = {**golden, "summary": {k: word(v) for k, v in golden["summary"].items()}}
+    return out
+
+
+def without_extra_metrics(got):
+    """A files run's results less the metrics a files' task adds to accuracy (macro_f1 and mcc for three classes),
+    which mnli_subset does not compute."""
+    extra = ("macro_f1", "mcc")
+    drop = lambda key: any(key == e or key.endswith("." + e) for e in extra)
+    csv_rows = {name: {row: {c: v for c, v in cols.items() if c not in extra} for row, cols in rows.items()}
+                for name, rows in got["csv"].items()}
+    return {**got, "summary": {k: v for k, v in got["summary"].items() if not drop(k)}, "csv": csv_rows}
+
+
 def cpu_model():
     with open("/proc/cpuinfo", encoding="utf-8") as f:
         for line in f:
@@ -284,6 +350,8 @@ def main():
     env = {**os.environ, **PINNED_ENV, "HF_HUB_OFFLINE": "1"}
     ok, skipped = True, []
     for name in args.only or sorted(RUNS):
+        if args.record and name in FILES_GOLDEN:
+            continue  # compared with another run's golden
         cmd, out = run_command(name, args.prune, args.scratch)
         if cmd is None:
             skipped.append(f"{name}: sentence-transformers is not installed in {sys.executable}")
@@ -301,7 +369,12 @@ def main():
                 f.write("\n")
             print(f"recorded {path}")
             continue
+        if name in FILES_GOLDEN:  # the task run's golden, its split names and task in the files' words
+            path = os.path.join(GOLDEN_DIR, f"{FILES_GOLDEN[name]}.json")
         golden = json.load(open(path, encoding="utf-8"))
+        if name in FILES_GOLDEN:
+            golden = files_words(golden)
+            got = without_extra_metrics(got)
         problems = compare(golden, got, golden["cpu"] == cpu_model())
         counted = len(got["summary"]) + sum(len(v) for v in got["csv"].values()) + \
             sum(len(v) for v in got["weights"].values())
