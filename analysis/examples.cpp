@@ -3,9 +3,9 @@
 
 #include <limits>
 
-#include "analysis/conllu.h"
 #include "core/base/errors.h"
 #include "core/base/log.h"
+#include "core/data/conllu.h"
 
 namespace hp::analysis {
 
@@ -64,7 +64,7 @@ AnalysisInputs treebank_inputs(const core::Tokenizer& tok, const std::string& pa
                                const std::vector<int64_t>& counts) {
   AnalysisInputs in;
   in.source = path;
-  for (const auto& s : read_conllu(path)) {
+  for (const auto& s : core::read_conllu(path)) {
     std::vector<int32_t> ids = {tok.cls_id()};
     ExampleInfo info;
     info.word_begin = {0, 1};

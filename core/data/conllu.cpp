@@ -1,26 +1,24 @@
 // CoNLL-U reader: one pass over the lines; a sentence is checked at its blank line or at the end.
-#include "analysis/conllu.h"
+#include "core/data/conllu.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <sstream>
+#include <utility>
 
-#include "core/base/errors.h"  // InputError (header-only, torch-free)
+#include "core/base/errors.h"  // InputError
 #include "core/base/strings.h"  // split
+#include "core/data/glue.h"  // read_text_lines
 
-namespace hp::analysis {
+namespace hp::core {
 namespace {
 
 // CoNLL-U's ten columns, in file order; error messages name a field as "field <i+1> <name>".
 constexpr const char* kFieldNames[] = {"ID",    "FORM", "LEMMA",  "UPOS", "XPOS",
                                        "FEATS", "HEAD", "DEPREL", "DEPS", "MISC"};
 constexpr int kNumFields = 10;
-constexpr int kId = 0, kForm = 1, kHead = 6, kDeprel = 7;
+constexpr int kId = 0, kForm = 1, kUpos = 3, kXpos = 4, kHead = 6, kDeprel = 7;
 
 std::optional<int> parse_int(const std::string& s) {
   int v = 0;
@@ -39,18 +37,11 @@ class Reader {
  public:
   explicit Reader(std::string path) : path_(std::move(path)) {}
 
-  std::vector<DepSentence> read() {
-    if (std::filesystem::is_directory(path_))
-      throw InputError(path_ + ": is a directory, not a CoNLL-U file; pass the .conllu file itself");
-    std::ifstream in(path_, std::ios::binary);
-    if (!in)
-      throw InputError(path_ + ": cannot open (" + std::strerror(errno) + "); check the path and its permissions");
-    std::string line;
-    while (std::getline(in, line)) {
+  std::vector<ConlluSentence> read() {
+    const std::vector<std::string> lines = read_text_lines(path_);
+    for (const std::string& line : lines) {
       ++line_no_;
-      if (line_no_ == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 BOM
-      if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF
-      if (line.empty()) {
+      if (line.find_first_not_of(" \t") == std::string::npos) {
         finish_sentence();
       } else if (line[0] == '#') {
         read_comment(line);
@@ -58,8 +49,6 @@ class Reader {
         read_token(line);
       }
     }
-    if (in.bad())
-      throw InputError(path_ + ":" + std::to_string(line_no_ + 1) + ": read error; check the file and the disk");
     finish_sentence();
     if (out_.empty())
       fail(std::max(line_no_, 1), "no sentence in the file (no token line before the end)",
@@ -85,7 +74,7 @@ class Reader {
   }
 
   void read_token(const std::string& line) {
-    const std::vector<std::string> f = core::split(line, '\t');
+    const std::vector<std::string> f = split(line, '\t');
     const int found = static_cast<int>(f.size());
     if (found != kNumFields) {
       const std::string where = found < kNumFields ? kFieldNames[found] + std::string(" missing") : "beyond MISC";
@@ -113,6 +102,8 @@ class Reader {
       fail_field(line_no_, kHead, "HEAD '" + f[kHead] + "' of word " + id + " is not an integer",
                  "use 0 for the root, else the ID of the head word");
     cur_.words.push_back(f[kForm]);
+    cur_.upos.push_back(f[kUpos]);
+    cur_.xpos.push_back(f[kXpos]);
     cur_.heads.push_back(*head);
     cur_.deprels.push_back(f[kDeprel]);
     word_lines_.push_back(line_no_);
@@ -133,7 +124,7 @@ class Reader {
       cur_.sent_id = sent_id_;
       out_.push_back(std::move(cur_));
     }
-    cur_ = DepSentence();
+    cur_ = ConlluSentence();
     word_lines_.clear();
     sent_id_.clear();
   }
@@ -141,13 +132,13 @@ class Reader {
   std::string path_;
   int line_no_ = 0;
   std::string sent_id_;
-  DepSentence cur_;
+  ConlluSentence cur_;
   std::vector<int> word_lines_;  // the line of each word of cur_, for HEAD range errors
-  std::vector<DepSentence> out_;
+  std::vector<ConlluSentence> out_;
 };
 
 }  // namespace
 
-std::vector<DepSentence> read_conllu(const std::string& path) { return Reader(path).read(); }
+std::vector<ConlluSentence> read_conllu(const std::string& path) { return Reader(path).read(); }
 
-}  // namespace hp::analysis
+}  // namespace hp::core

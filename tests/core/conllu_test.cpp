@@ -1,6 +1,7 @@
-// analysis/conllu against hand-written fixtures (tests/data/analysis/conllu_*.conllu), the
+// core/data/conllu against hand-written fixtures (tests/data/analysis/conllu_*.conllu), the
 // bad-input catalogue, and the real UD English EWT dev file, counted by an independent line scan.
-#include "analysis/conllu.h"
+// tests/core/token_reference.py compares the same reader with the `conllu` package.
+#include "core/data/conllu.h"
 
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -10,21 +11,23 @@
 #include "skip.h"
 
 using Catch::Matchers::Contains;
-using hp::analysis::DepSentence;
-using hp::analysis::read_conllu;
+using hp::core::ConlluSentence;
+using hp::core::read_conllu;
 
 namespace {
 using hp::test::kAnalysisDataDir;
 const std::string kEwtDev = hp::test::kSharedData + "/ud_english_ewt/en_ewt-ud-dev.conllu";
 
 // The fixture's three sentences, written out by hand from conllu_good.conllu.
-void check_good(const std::vector<DepSentence>& s) {
+void check_good(const std::vector<ConlluSentence>& s) {
   REQUIRE(s.size() == 3);
   // Range 2-3 "don't" is skipped, its words do and n't are kept; a FORM may hold a space ("10
   // 000").
   CHECK(s[0].words == std::vector<std::string>{"I", "do", "n't", "know", "the", "10 000", "answers", "."});
   CHECK(s[0].heads == std::vector<int>{4, 4, 4, 0, 7, 7, 4, 4});
   CHECK(s[0].deprels == std::vector<std::string>{"nsubj", "aux", "advmod", "root", "det", "nummod", "obj", "punct"});
+  CHECK(s[0].upos == std::vector<std::string>{"PRON", "AUX", "PART", "VERB", "DET", "NUM", "NOUN", "PUNCT"});
+  CHECK(s[0].xpos == std::vector<std::string>{"PRP", "VBP", "RB", "VB", "DT", "CD", "NNS", "."});
   CHECK(s[0].sent_id == "s1");
   CHECK(s[0].line == 4);
   // Empty node 6.1 is skipped; the subtype stays in DEPREL.
@@ -32,6 +35,8 @@ void check_good(const std::vector<DepSentence>& s) {
   CHECK(s[1].heads == std::vector<int>{3, 1, 4, 0, 6, 4, 6, 4});
   CHECK(s[1].deprels.front() == "nmod:poss");
   CHECK(s[1].deprels[6] == "advmod");
+  CHECK(s[1].upos[5] == "PROPN");
+  CHECK(s[1].upos[6] == "ADV");  // word 7 "too", after the empty node
   CHECK(s[1].sent_id == "s2");
   CHECK(s[1].line == 16);
   // Two blank lines in a row do not make an empty sentence; no sent_id comment gives "".
@@ -42,15 +47,15 @@ void check_good(const std::vector<DepSentence>& s) {
 }
 }  // namespace
 
-TEST_CASE("read_conllu keeps syntactic words, heads, deprels, sent_id and lines", "[analysis]") {
+TEST_CASE("read_conllu keeps syntactic words, heads, deprels, sent_id and lines", "[core][conllu]") {
   check_good(read_conllu(kAnalysisDataDir + "conllu_good.conllu"));
 }
 
-TEST_CASE("read_conllu tolerates a BOM, CRLF and a missing final blank line", "[analysis]") {
+TEST_CASE("read_conllu tolerates a BOM, CRLF and a missing final blank line", "[core][conllu]") {
   check_good(read_conllu(kAnalysisDataDir + "conllu_good_crlf_bom.conllu"));
 }
 
-TEST_CASE("read_conllu names file, line and field of bad input", "[analysis]") {
+TEST_CASE("read_conllu names file, line and field of bad input", "[core][conllu]") {
   using hp::InputError;
   const auto read = [](const std::string& name) { return read_conllu(kAnalysisDataDir + name); };
   REQUIRE_THROWS_AS(read("conllu_bad_columns.conllu"), InputError);
@@ -71,7 +76,7 @@ TEST_CASE("read_conllu names file, line and field of bad input", "[analysis]") {
                       Contains("conllu_bad_no_sentences.conllu:4: no sentence in the file"));
   REQUIRE_THROWS_AS(read("conllu_missing.conllu"), InputError);
   REQUIRE_THROWS_WITH(read("conllu_missing.conllu"), Contains("conllu_missing.conllu: cannot open"));
-  REQUIRE_THROWS_WITH(read(""), Contains("analysis/: is a directory"));
+  REQUIRE_THROWS_WITH(read(""), Contains("analysis/: is a folder"));
   // Every message is one line with a fix after "; ".
   try {
     read("conllu_bad_ids.conllu");
@@ -83,7 +88,7 @@ TEST_CASE("read_conllu names file, line and field of bad input", "[analysis]") {
   }
 }
 
-TEST_CASE("read_conllu parses the UD English EWT dev file", "[analysis]") {
+TEST_CASE("read_conllu parses the UD English EWT dev file", "[core][conllu]") {
   std::ifstream raw(kEwtDev);
   if (!raw) return hp::test::skip("UD English EWT not found at " + kEwtDev + "; put ../shared beside the repository");
   // Independent count: "# sent_id" comment lines, and token lines whose ID is all digits.
@@ -93,15 +98,16 @@ TEST_CASE("read_conllu parses the UD English EWT dev file", "[analysis]") {
     const std::string id = line.substr(0, line.find('\t'));
     if (!id.empty() && id.find_first_not_of("0123456789") == std::string::npos) ++words;
   }
-  const std::vector<DepSentence> s = read_conllu(kEwtDev);
+  const std::vector<ConlluSentence> s = read_conllu(kEwtDev);
   CHECK(s.size() > 1000);
   CHECK(s.size() == sent_ids);
   size_t parsed_words = 0;
-  for (const DepSentence& d : s) {
+  for (const ConlluSentence& d : s) {
     const int m = static_cast<int>(d.words.size());
     parsed_words += d.words.size();
     REQUIRE(d.heads.size() == d.words.size());
     REQUIRE(d.deprels.size() == d.words.size());
+    REQUIRE((d.upos.size() == d.words.size() && d.xpos.size() == d.words.size()));
     CHECK(!d.sent_id.empty());
     for (int h : d.heads) REQUIRE((h >= 0 && h <= m));
   }
