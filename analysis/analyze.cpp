@@ -245,7 +245,7 @@ void load_prune_run(AnalyzeContext& ctx, const core::LoadOptions& load) {
 void read_inputs(AnalyzeContext& ctx, const core::Tokenizer& tok, std::string& freq_source) {
   const auto& ac = ctx.cfg->analysis;
   const int max_len = ctx.cfg->data.max_seq_len;
-  const std::string root = core::resolve_data_root(ctx.cfg->data.root);
+  const std::string root = core::data_root_for(ctx.cfg->data);
   std::vector<core::Example> rows;
   if (ac.syntax.empty()) {
     rows = core::read_task(*ctx.task, root, ac.split);

@@ -90,7 +90,7 @@ core::Example pick_example(const core::Config& cfg, const core::TaskSpec& task, 
     id = "text";
   } else {
     if (!x.text_b.empty()) throw ConfigError("explain.text_b is set without explain.text; pass --text too");
-    const auto rows = core::read_task(task, core::resolve_data_root(cfg.data.root), x.split);
+    const auto rows = core::read_task(task, core::data_root_for(cfg.data), x.split);
     if (x.example >= static_cast<int>(rows.size()))
       throw ConfigError("explain.example = " + std::to_string(x.example) + " but " + task.name + "/" + x.split +
                         " has " + std::to_string(rows.size()) + " rows; use 0.." + std::to_string(rows.size() - 1));

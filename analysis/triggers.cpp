@@ -198,7 +198,7 @@ void prepare_triggers(TriggersContext& ctx, const core::Config& cfg) {
   ctx.model.emplace(load_fine_tuned(cfg, "adversarial triggers"));
   ctx.tok.emplace(core::Tokenizer::from_model_dir(cfg.model.path));
   check_splits(*ctx.task, cfg);
-  const std::string root = core::resolve_data_root(cfg.data.root);
+  const std::string root = core::data_root_for(cfg.data);
   const auto rows = mined_rows(ctx, root);
   const auto dev = core::read_task(*ctx.task, root, tc.eval_split);  // read both before the long part
   ctx.eval_data = core::encode_examples(*ctx.tok, dev, cfg.data.max_seq_len);

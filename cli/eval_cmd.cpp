@@ -37,7 +37,7 @@ long kept_of_present(const std::vector<std::vector<bool>>& keep, const std::func
 
 // The first eval.max_examples (0: all) of the evaluated split; InputError when it has no labels.
 std::vector<core::Example> labelled_examples(const core::TaskSpec& task, const core::Config& cfg) {
-  const std::string root = core::resolve_data_root(cfg.data.root);
+  const std::string root = core::data_root_for(cfg.data);
   auto examples = core::read_task(task, root, cfg.eval.split);
   if (!examples.front().has_label)
     throw InputError(task.name + " split '" + cfg.eval.split +
@@ -46,7 +46,8 @@ std::vector<core::Example> labelled_examples(const core::TaskSpec& task, const c
   if (cfg.eval.max_examples > 0 && static_cast<size_t>(cfg.eval.max_examples) < examples.size())
     examples.resize(cfg.eval.max_examples);
   core::log_info("eval",
-                 task.name + "/" + cfg.eval.split + ": " + std::to_string(examples.size()) + " examples from " + root);
+                 task.name + "/" + cfg.eval.split + ": " + std::to_string(examples.size()) + " examples from " +
+                     core::read_from(task, root, cfg.eval.split));
   return examples;
 }
 

@@ -88,7 +88,7 @@ std::string format_metrics(const std::map<std::string, double>& m) {
 
 // The rows of the task's evaluation split (eval.split) the int8 checks run on, eval.max_examples at most.
 std::vector<core::Example> int8_check_rows(const core::Config& cfg, const core::TaskSpec& task) {
-  auto rows = core::read_task(task, core::resolve_data_root(cfg.data.root), cfg.eval.split);
+  auto rows = core::read_task(task, core::data_root_for(cfg.data), cfg.eval.split);
   if (cfg.eval.max_examples > 0 && static_cast<size_t>(cfg.eval.max_examples) < rows.size())
     rows.resize(cfg.eval.max_examples);
   return rows;

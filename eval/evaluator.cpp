@@ -103,7 +103,7 @@ int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Token
   }
   std::vector<core::Example> examples;
   try {
-    examples = core::read_task(task, core::resolve_data_root(cfg.data.root), "train");
+    examples = core::read_task(task, core::data_root_for(cfg.data), "train");
   } catch (const InputError& e) {
     throw InputError(std::string(e.what()) + " (int8 calibration reads " + std::to_string(n) + " examples of " +
                      task.name + "'s train split; pass --calibrate 0 for dynamic int8 without it)");

@@ -24,14 +24,14 @@ struct TaskExamples {
 };
 
 TaskExamples read_examples(const core::Config& cfg, const TaskRun& run, const core::TaskSpec& task) {
-  const std::string root = run.data_root.empty() ? core::resolve_data_root(cfg.data.root) : run.data_root;
+  const std::string root = run.data_root.empty() ? core::data_root_for(cfg.data) : run.data_root;
   auto train_examples = core::read_task(task, root, cfg.train.train_split);
   if (cfg.train.max_train_examples > 0 && static_cast<size_t>(cfg.train.max_train_examples) < train_examples.size())
     train_examples.resize(cfg.train.max_train_examples);
   auto eval_examples = core::read_task(task, root, cfg.train.eval_split);
   core::log_info("train", task.name + ": " + std::to_string(train_examples.size()) + " train / " +
                               std::to_string(eval_examples.size()) + " " + cfg.train.eval_split + " examples from " +
-                              root);
+                              core::read_from(task, root, cfg.train.train_split));
   return {std::move(train_examples), std::move(eval_examples)};
 }
 

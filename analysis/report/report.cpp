@@ -11,6 +11,7 @@
 
 #include "analysis/report/report_assets.h"  // generated from analysis/report/report.{js,css}
 #include "analysis/report/report_views.h"
+#include "core/data/file_task.h"
 #include "core/io/checkpoint.h"
 #include "core/data/task_options.h"
 #include "core/base/errors.h"
@@ -48,7 +49,7 @@ std::vector<NamedExample> pick_examples(const core::Config& cfg, const core::Tas
   if (ids.empty())
     for (int i = 0; i < r.count; ++i) ids.push_back(i);
   if (!ids.empty()) {
-    const auto rows = core::read_task(task, core::resolve_data_root(cfg.data.root), r.split);
+    const auto rows = core::read_task(task, core::data_root_for(cfg.data), r.split);
     for (int id : ids) {
       if (id >= static_cast<int>(rows.size())) {
         if (!r.examples.empty())
@@ -97,6 +98,16 @@ std::string resolve_task(const core::Config& cfg, const ReportFolders& f) {
     throw ConfigError("data.task = " + cfg.data.task + " but the folders are a " + f.task +
                       " run; drop --task or pass folders of " + cfg.data.task);
   return f.task;
+}
+
+// The task of the folders: a user's files when data.train_file names them (a run on files records the task
+// "files", which names no table row), else resolve_task's.
+const core::TaskSpec& report_task(const core::Config& cfg, const ReportFolders& f) {
+  if (cfg.data.from_files()) return core::task_of(cfg.data, cfg.model.path);
+  if (f.task == "files")
+    throw ConfigError("the folders are a run on your own files (data.train_file); pass prune report the same "
+                      "--train-file and --validation-file");
+  return core::find_task(resolve_task(cfg, f));
 }
 
 }  // namespace
@@ -163,7 +174,7 @@ void resolve_report(ReportContext& ctx, const core::Config& cfg) {
   ctx.cfg = &cfg;
   ctx.folders = classify_folders(r.runs);
   const ReportFolders& f = ctx.folders;
-  ctx.task = &core::find_task(resolve_task(cfg, f));
+  ctx.task = &report_task(cfg, f);
   ctx.model_dir = !r.model.empty()             ? r.model
                   : !f.finetuned_model.empty() ? f.finetuned_model
                   : !f.analysed_model.empty()  ? f.analysed_model

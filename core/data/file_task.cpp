@@ -44,6 +44,14 @@ TaskSpec file_task(const DataConfig& data, const std::vector<std::string>& id2la
   return t;
 }
 
+std::string data_root_for(const DataConfig& data) {
+  return data.from_files() ? "" : resolve_data_root(data.root);
+}
+
+std::string read_from(const TaskSpec& task, const std::string& root, const std::string& split) {
+  return task.files ? task.find_split(parse_split_spec(split).name).file : root;
+}
+
 std::vector<Example> read_file_split(const TaskSpec& task, const std::string& path) {
   HP_CHECK(task.files, "read_file_split: " + task.name + " is not a files' task");
   const FileSource& s = *task.files;

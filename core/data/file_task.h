@@ -22,6 +22,13 @@ const TaskSpec& task_of(const DataConfig& data, const std::string& model_dir);
 // reading the training file.
 TaskSpec file_task(const DataConfig& data, const std::vector<std::string>& id2label);
 
+// The data root data.task's files are read from (resolve_data_root of data.root); "" for a user's files, whose
+// paths are their own, so that a machine without GLUE's folder runs them.
+std::string data_root_for(const DataConfig& data);
+
+// Where `split` (a split spec) of `task` is read, for the log: its file for a user's files, else the data root.
+std::string read_from(const TaskSpec& task, const std::string& root, const std::string& split);
+
 // Every row of the file `path` of a files' task, read with the training file's columns and labels.
 std::vector<Example> read_file_split(const TaskSpec& task, const std::string& path);
 

@@ -118,7 +118,7 @@ void prepare(RunContext& ctx, const core::Config& user, const std::atomic<bool>*
   // Read the data before claiming the output folder: a task without data fails with nothing written.
   check_split(*ctx.task, "prune.eval_split", user.prune.eval_split);
   check_split(*ctx.task, "prune.rank_split", user.prune.rank_split);
-  ctx.data_root = core::resolve_data_root(user.data.root);
+  ctx.data_root = core::data_root_for(user.data);
   // Where the run's choices are made (prune/data/selection.h): from here on every stage reads the resolved config.
   Selection sel = resolve_selection(user, *ctx.task, ctx.data_root);
   ctx.resolved = std::move(sel.cfg);

@@ -106,3 +106,12 @@ TEST_CASE("task_of: data.task's row without files, one task per setting with the
   CHECK(once.primary_metric == "accuracy");
   CHECK_THROWS_WITH(read_task(once, "", "test"), Contains("test"));
 }
+
+TEST_CASE("a user's files need no data root; data.task's split files do", "[core][files]") {
+  DataConfig d = files("text,label\na,1\n", "text,label\nb,1\n");
+  d.root = "/nonexistent/headprune-data";
+  CHECK(hp::core::data_root_for(d).empty());
+  DataConfig glue;
+  glue.root = d.root;
+  CHECK_THROWS_AS(hp::core::data_root_for(glue), hp::InputError);
+}
