@@ -2,8 +2,11 @@
 // tests/CMakeLists.txt) is spelled here once. tests/golden/README.md describes the goldens and their models.
 #pragma once
 
+#include <unistd.h>  // getpid
+
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -51,6 +54,23 @@ inline std::filesystem::path scratch_dir(const std::string& name) {
   const auto root = std::filesystem::path(HP_BINARY_DIR) / "test_tmp";
   std::filesystem::create_directories(root);
   return root / name;
+}
+
+// `bytes` written to `name` in this process's scratch folder scratch_dir(PREFIX_<pid>), made fresh at the first
+// write and removed at exit; its path. The tests of the file readers write their inputs with it.
+inline std::string scratch_file(const std::string& prefix, const std::string& name, const std::string& bytes) {
+  struct Folder {  // made at the first write, removed at exit
+    std::filesystem::path dir;
+    explicit Folder(const std::string& p) : dir(scratch_dir(p + "_" + std::to_string(::getpid()))) {
+      std::filesystem::remove_all(dir);
+      std::filesystem::create_directories(dir);
+    }
+    ~Folder() { std::filesystem::remove_all(dir); }
+  };
+  static Folder folder(prefix);
+  const std::string path = (folder.dir / name).string();
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  return path;
 }
 
 }  // namespace hp::test

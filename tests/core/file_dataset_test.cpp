@@ -32,23 +32,9 @@ using Names = std::vector<std::string>;
 namespace {
 namespace fs = std::filesystem;
 
-// A fresh scratch folder for this process's files, removed at exit.
-struct Scratch {
-  fs::path dir;
-  Scratch() {
-    dir = hp::test::scratch_dir("hp_file_dataset_test_" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Scratch() { fs::remove_all(dir); }
-};
-
-// `bytes` written to scratch/name; its path.
+// `bytes` written to this process's scratch folder; its path.
 std::string write(const std::string& name, const std::string& bytes) {
-  static Scratch scratch;
-  const std::string path = (scratch.dir / name).string();
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-  return path;
+  return hp::test::scratch_file("hp_file_dataset_test", name, bytes);
 }
 
 TableFile table(const std::string& name, const std::string& bytes, FileFormat f) {

@@ -24,15 +24,7 @@ namespace fs = std::filesystem;
 
 // `text` written to a scratch file `name` of this process; its path.
 std::string write(const std::string& name, const std::string& text) {
-  static const fs::path dir = [] {
-    fs::path d = hp::test::scratch_dir("hp_file_task_test_" + std::to_string(::getpid()));
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
-  const std::string path = (dir / name).string();
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-  return path;
+  return hp::test::scratch_file("hp_file_task_test", name, text);
 }
 
 DataConfig files(const std::string& train, const std::string& dev) {
