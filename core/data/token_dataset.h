@@ -1,4 +1,4 @@
-// A tagger's data (token classification, #88 item 3): sentences of words with one tag each, read from CoNLL-U
+// A tagger's data (token classification): sentences of words with one tag each, read from CoNLL-U
 // (core/data/conllu.h), whitespace-column CoNLL or JSON lines as Hugging Face run_ner.py reads them, and the tag
 // set they make. Torch-free.
 //
