@@ -292,6 +292,9 @@ void prepare_analyze(AnalyzeContext& ctx, const core::Config& cfg) {
   const auto& ac = cfg.analysis;
   ctx.cfg = &cfg;
   ctx.task = &core::task_of(cfg.data, cfg.model.path);
+  if (ctx.task->head == core::Head::kToken)
+    throw ConfigError("prune analyze reads a sequence classifier's gradients; " + cfg.data.train_file +
+                      " is token classification (data.task_type), which it does not read yet");
   ctx.out = ac.out.empty() ? cfg.run.out_dir + "/analysis" : ac.out;
   ctx.roles.tau = ac.tau, ctx.roles.alpha = ac.alpha, ctx.roles.min_occurrences = ac.min_occurrences;
   ctx.slim_dir = ac.prune_run + "/model";  // the run's slimmed export, when it made one

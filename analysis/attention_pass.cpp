@@ -1,5 +1,6 @@
 // The streamed attention pass of `prune analyze` (see analysis/attention_pass.h).
 #include "analysis/attention_pass.h"
+#include "core/model/head_loss.h"
 
 #include <ATen/Parallel.h>
 
@@ -18,7 +19,7 @@
 #include "core/base/errors.h"
 #include "core/base/files.h"
 #include "core/base/log.h"
-#include "prune/heads/criteria.h"  // confidence_sums, per_example_loss: the criteria's own definitions
+#include "prune/heads/criteria.h"  // confidence_sums: the criteria's own definition
 
 namespace hp::analysis {
 
@@ -292,7 +293,7 @@ BatchMaps forward_batch(const PassInput& in, const core::Batch& b) {
     // (Bert::attention_grads; tested equal to autograd).
     auto got = in.model->attention_grads(ei, [&](const torch::Tensor& logits) {
       auto leaf = logits.detach().requires_grad_(true);
-      return torch::autograd::grad({prune::per_example_loss(leaf, b.labels.to(leaf.device()), in.regression).sum()},
+      return torch::autograd::grad({core::per_example_loss(leaf, b.labels.to(leaf.device()), in.regression).sum()},
                                    {leaf})[0];
     });
     out = std::move(got.out);

@@ -71,6 +71,9 @@ void check_fits(const core::Tokenizer& tok, const core::Example& ex, int max_seq
 
 core::Bert load_fine_tuned(const core::Config& cfg, const std::string& command) {
   const auto& task = core::task_of(cfg.data, cfg.model.path);
+  if (task.head == core::Head::kToken)
+    throw ConfigError(command + " explains a sequence classifier's prediction; " + cfg.data.train_file +
+                      " is token classification (data.task_type), which it does not read yet");
   core::LoadOptions load = core::task_load_options(task, cfg.run.seed);
   core::LoadReport report;
   core::Bert model = core::load_bert(cfg.model.path, load, &report);

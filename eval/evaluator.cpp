@@ -39,6 +39,19 @@ std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool reg
   return std::vector<float>(p.data_ptr<float>(), p.data_ptr<float>() + p.numel());
 }
 
+std::vector<float> predictions_of(const torch::Tensor& logits, const core::EncodedDataset& data, bool regression) {
+  if (logits.dim() == 2) return predictions_from_logits(logits, regression);
+  const auto best = logits.argmax(2).to(torch::kCPU, torch::kLong).contiguous();  // [N, S]
+  const auto a = best.accessor<int64_t, 2>();
+  std::vector<float> out;
+  for (size_t i = 0; i < data.tags.size(); ++i) {
+    for (size_t t = 0; t < data.tags[i].size(); ++t)
+      if (data.tags[i][t] != core::kUnscored) out.push_back(static_cast<float>(a[static_cast<long>(i)][static_cast<long>(t)]));
+    out.push_back(core::kSentenceEnd);
+  }
+  return out;
+}
+
 Masks masks_of(const core::StructureMask& keep) {
   return {head_mask_tensor(keep.heads), keep.neurons.empty() ? torch::Tensor() : neuron_mask_tensor(keep.neurons),
           layer_mask_tensor(keep.layers), hidden_mask_tensor(keep.hidden)};
@@ -53,7 +66,9 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
   torch::NoGradGuard no_grad;
   EvalResult r;
   r.examples = static_cast<long>(data.size());
-  r.logits = torch::zeros({r.examples, model.config().num_labels});
+  const bool tagged = model.config().head == core::Head::kToken;  // logits [N, S, C], S the longest example
+  r.logits = tagged ? torch::zeros({r.examples, core::longest_length(data), model.config().num_labels})
+                    : torch::zeros({r.examples, model.config().num_labels});
   core::Progress progress("eval", r.examples);
   auto start = std::chrono::steady_clock::now();
   long done = 0;
@@ -66,7 +81,7 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
     set_masks(in, masks);
     in.cls_only = true;
     auto logits = model.forward(in).logits.to(torch::kCPU, torch::kFloat);
-    r.logits.index_copy_(0, torch::tensor(b.index, torch::kLong), logits);
+    (tagged ? r.logits.narrow(1, 0, logits.size(1)) : r.logits).index_copy_(0, torch::tensor(b.index, torch::kLong), logits);
     r.tokens += b.attention_mask.sum().item<long>();
     r.padded_tokens += b.input_ids.numel();
     done += b.input_ids.size(0) * core::dist::world();  // progress is rank 0's, its share scaled up
@@ -80,15 +95,15 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // A metric over NaN/Inf outputs (argmax of NaN is class 0) would be a number that means nothing.
-  const auto bad_rows = (~torch::isfinite(r.logits)).any(1).sum().item<long>();
+  const auto bad_rows = (~torch::isfinite(r.logits)).flatten(1).any(1).sum().item<long>();
   if (bad_rows > 0)
     throw InputError("the model's outputs are not finite (NaN/Inf) for " + std::to_string(bad_rows) + " of " +
                      std::to_string(r.examples) +
                      " examples, so no metric is reported; check the checkpoint's weights "
                      "(the load warning names non-finite tensors) and config.json");
   r.examples_per_s = r.seconds > 0 ? r.examples / r.seconds : 0;
-  r.predictions = predictions_from_logits(r.logits, task.is_regression());
-  if (data.has_labels) r.metrics = compute_metrics(task, r.predictions, data.labels);
+  r.predictions = predictions_of(r.logits, data, task.is_regression());
+  if (data.has_labels) r.metrics = compute_metrics(task, r.predictions, core::gold_labels(data));
   return r;
 }
 

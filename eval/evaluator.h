@@ -18,8 +18,8 @@ namespace hp::eval {
 
 struct EvalResult {
   std::map<std::string, double> metrics;  // empty when the split has no labels
-  std::vector<float> predictions;  // N: class index, or the score for regression
-  torch::Tensor logits;  // [N, C] in dataset order
+  std::vector<float> predictions;  // N: class index, or the score for regression; a tagger's: predictions_of
+  torch::Tensor logits;  // [N, C] in dataset order; a tagger's [N, S, C] (S: the longest example, zero-padded)
   long examples = 0;
   long tokens = 0;  // real (non-padding) tokens
   long padded_tokens = 0;  // tokens computed, padding included
@@ -57,5 +57,9 @@ int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Token
 
 // Predictions from logits: argmax, or logits[:, 0] for regression. logits: [N, C].
 std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool regression);
+// The predictions the metrics read for every example of `data` from its logits in dataset order: those of
+// predictions_from_logits, or a tagger's ([N, S, C]) tag at each scored token, each sentence closed by
+// core::kSentenceEnd, as core::gold_labels lays out the gold ones.
+std::vector<float> predictions_of(const torch::Tensor& logits, const core::EncodedDataset& data, bool regression);
 
 }  // namespace hp::eval

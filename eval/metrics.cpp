@@ -10,6 +10,7 @@
 
 #include "core/base/correlation.h"  // Pearson, Spearman: shared with analysis/stats.h
 #include "core/base/errors.h"  // HP_CHECK
+#include "eval/seqeval.h"
 
 namespace hp::eval {
 namespace {
@@ -114,9 +115,47 @@ double spearman(const std::vector<double>& x, const std::vector<double>& y) {
   return core::spearman(x, y, core::NanPolicy::kPropagate);
 }
 
+namespace {
+
+const char* const kEntityMetrics[] = {"entity_f1", "entity_precision", "entity_recall"};
+
+// A tagger's metrics: its tags split into sentences at the markers, accuracy over them, seqeval's entity scores.
+std::map<std::string, double> tag_metrics(const core::TaskSpec& task, const std::vector<float>& pred,
+                                          const std::vector<float>& gold) {
+  const auto name = [&](float v) {
+    const long i = std::lround(v);
+    return i >= 0 && i < static_cast<long>(task.labels.size()) ? task.labels[static_cast<size_t>(i)] : std::string();
+  };
+  std::vector<std::vector<std::string>> g(1), p(1);
+  std::vector<int> gi, pi;
+  for (size_t i = 0; i < gold.size(); ++i) {
+    if (gold[i] == core::kSentenceEnd) {
+      g.emplace_back(), p.emplace_back();
+      continue;
+    }
+    gi.push_back(static_cast<int>(std::lround(gold[i]))), pi.push_back(static_cast<int>(std::lround(pred[i])));
+    g.back().push_back(name(gold[i])), p.back().push_back(name(pred[i]));
+  }
+  std::map<std::string, double> out;
+  for (const std::string& metric : task.metrics) {
+    if (metric == "accuracy") {
+      out[metric] = accuracy(pi, gi);
+      continue;
+    }
+    HP_CHECK(std::find(std::begin(kEntityMetrics), std::end(kEntityMetrics), metric) != std::end(kEntityMetrics),
+             "task " << task.name << " names metric '" << metric << "', which a tagger has not");
+    const EntityScores e = entity_scores(g, p);
+    out[metric] = metric == "entity_f1" ? e.f1 : metric == "entity_precision" ? e.precision : e.recall;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::map<std::string, double> compute_metrics(const core::TaskSpec& task, const std::vector<float>& pred,
                                               const std::vector<float>& gold) {
   check_sizes(pred.size(), gold.size(), "compute_metrics");
+  if (task.head == core::Head::kToken) return tag_metrics(task, pred, gold);
   std::vector<int> pi, gi;
   std::vector<double> pd(pred.begin(), pred.end()), gd(gold.begin(), gold.end());
   for (size_t i = 0; i < pred.size(); ++i) {
@@ -147,12 +186,13 @@ PairedDelta paired_bootstrap(const core::TaskSpec& task, const std::string& metr
   const size_t n = gold.size();
   if (resamples <= 0 || n < 2) return d;
   std::mt19937_64 gen(seed);
-  std::uniform_int_distribution<size_t> pick(0, n - 1);
-  std::vector<float> ra(n), rb(n), rg(n);
+  std::vector<float> ra, rb, rg;
   std::vector<double> stats;
   for (int r = 0; r < resamples; ++r) {
-    for (size_t k = 0; k < n; ++k) {
-      const size_t i = pick(gen);
+    const auto idx = resample_rows(gold, gen);
+    ra.resize(idx.size()), rb.resize(idx.size()), rg.resize(idx.size());
+    for (size_t k = 0; k < idx.size(); ++k) {
+      const size_t i = idx[k];
       ra[k] = a[i], rb[k] = b[i], rg[k] = gold[i];
     }
     const double v = delta(ra, rb, rg);
@@ -173,7 +213,28 @@ PairedDelta paired_bootstrap(const core::TaskSpec& task, const std::string& metr
 std::vector<std::string> metric_names() {
   std::vector<std::string> out;
   for (const auto& m : kMetrics) out.push_back(m.name);
+  out.insert(out.end(), std::begin(kEntityMetrics), std::end(kEntityMetrics));
   return out;
+}
+
+std::vector<size_t> resample_rows(const std::vector<float>& gold, std::mt19937_64& gen) {
+  const size_t n = gold.size();
+  std::vector<size_t> ends;  // a tagger's sentence ends (the markers' positions)
+  for (size_t i = 0; i < n; ++i)
+    if (gold[i] == core::kSentenceEnd) ends.push_back(i);
+  std::vector<size_t> idx;
+  if (ends.empty()) {
+    std::uniform_int_distribution<size_t> pick(0, n - 1);
+    idx.resize(n);
+    for (auto& i : idx) i = pick(gen);
+    return idx;
+  }
+  std::uniform_int_distribution<size_t> pick(0, ends.size() - 1);
+  for (size_t s = 0; s < ends.size(); ++s) {
+    const size_t k = pick(gen), begin = k == 0 ? 0 : ends[k - 1] + 1;
+    for (size_t i = begin; i <= ends[k]; ++i) idx.push_back(i);
+  }
+  return idx;
 }
 
 }  // namespace hp::eval

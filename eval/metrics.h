@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,9 @@ double pearson(const std::vector<double>& x, const std::vector<double>& y);
 double spearman(const std::vector<double>& x, const std::vector<double>& y);
 
 // Every metric in task.metrics, keyed by that name. pred/gold: class indices stored as floats
-// (rounded to the nearest int) for classification, scores for regression.
+// (rounded to the nearest int) for classification, scores for regression; a tagger's tags sentence after sentence,
+// each sentence closed by core::kSentenceEnd in both: accuracy over the tags, entity_f1, entity_precision and
+// entity_recall as seqeval scores the sentences (eval/seqeval.h).
 std::map<std::string, double> compute_metrics(const core::TaskSpec& task, const std::vector<float>& pred,
                                               const std::vector<float>& gold);
 
@@ -48,7 +51,12 @@ PairedDelta paired_bootstrap(const core::TaskSpec& task, const std::string& metr
                              const std::vector<float>& b, const std::vector<float>& gold, int resamples, double level,
                              unsigned long long seed);
 
-// Names compute_metrics understands, in table order.
+// Names compute_metrics understands, in table order, then a tagger's entity scores.
 std::vector<std::string> metric_names();
+
+// One bootstrap resample of the rows `gold` scores, drawn with `gen`: `gold.size()` positions uniformly with
+// replacement; for a tagger's labels (core::kSentenceEnd after each sentence) whole sentences, as many as there are,
+// each with its marker, so a sentence's tags stay together.
+std::vector<size_t> resample_rows(const std::vector<float>& gold, std::mt19937_64& gen);
 
 }  // namespace hp::eval

@@ -4,7 +4,8 @@ with reference logits, so tests prove that our exports load in HF.
 
 Usage: hf_check.py MODEL_DIR GOLDEN.h5 [--tol 1e-4] [--logits-key KEY] [--remote-code]
   GOLDEN.h5 holds input_ids, attention_mask, token_type_ids and the expected `logits` (or KEY).
-  Default loader: AutoModelForSequenceClassification without remote code, i.e. transformers' own class of the
+  Default loader: AutoModelForSequenceClassification (AutoModelForTokenClassification for a tagger's folder, whose
+  config.json names a *ForTokenClassification) without remote code, i.e. transformers' own class of the
   config's model_type (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA; transformers 4 replays config.pruned_heads).
   --remote-code: AutoModelForSequenceClassification with trust_remote_code=True, i.e. the
   modeling_headprune.py that a slimmed export carries (the way transformers 5 loads it).
@@ -37,7 +38,7 @@ try:
     import h5py
     import torch
     import transformers
-    from transformers import AutoModelForSequenceClassification
+    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 except ImportError as e:
     print(f"hf_check: {sys.executable} cannot import {e.name or e} ({e}); rerun scripts/setup.sh (with --v5 for "
           "the transformers 5 venv)", file=sys.stderr)
@@ -46,14 +47,16 @@ except ImportError as e:
 
 def load(model_dir, remote_code):
     with open(os.path.join(model_dir, "config.json")) as f:
-        has_modeling_file = "auto_map" in json.load(f)
+        config = json.load(f)
+    has_modeling_file = "auto_map" in config
+    tagger = any(a.endswith("ForTokenClassification") for a in config.get("architectures") or [])
+    auto = AutoModelForTokenClassification if tagger else AutoModelForSequenceClassification
     if remote_code and has_modeling_file:
-        model = AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=True)
+        model = auto.from_pretrained(model_dir, trust_remote_code=True)
     else:
         # eager attention: the default (SDPA) returns no attention maps. A folder without the modeling file (a
         # model with whole layers removed and nothing narrower) is transformers' own class with remote code too.
-        model = AutoModelForSequenceClassification.from_pretrained(model_dir, attn_implementation="eager",
-                                                                   trust_remote_code=remote_code)
+        model = auto.from_pretrained(model_dir, attn_implementation="eager", trust_remote_code=remote_code)
     return model.eval()
 
 

@@ -25,7 +25,7 @@ Usage: onnx_export.py MODEL_DIR REFERENCE.h5 [--out FILE] [--tol 1e-4] [--result
   recorded in the graph's metadata_props (headprune.int8_weight_max).
 Exit 0 when max |ONNX Runtime - headprune| <= tol, 1 otherwise; 77 when onnxruntime is not installed.
 The graph has dynamic batch and sequence axes (inputs input_ids, attention_mask, token_type_ids; output
-logits), opset 14.
+logits, a tagger's with the sequence axis too), opset 14.
 """
 import argparse
 import inspect
@@ -47,7 +47,7 @@ import h5py
 import numpy as np
 import torch
 import transformers
-from transformers import AutoModelForSequenceClassification
+from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
 
 try:
     import onnxruntime as ort
@@ -66,12 +66,18 @@ def needs_own_modeling(config: dict) -> bool:
             or 0 in config.get("heads_per_layer", []))
 
 
+def is_tagger(config: dict) -> bool:
+    """A token classifier's folder: config.json names a *ForTokenClassification."""
+    return any(a.endswith("ForTokenClassification") for a in config.get("architectures") or [])
+
+
 def load(model_dir: str):
     """A folder that needs_own_modeling loads through headprune's modeling file beside it; any other through
-    transformers' own class of its model_type."""
+    transformers' own class of its model_type (a tagger's through AutoModelForTokenClassification)."""
     with open(os.path.join(model_dir, "config.json")) as f:
         config = json.load(f)
-    return AutoModelForSequenceClassification.from_pretrained(model_dir, trust_remote_code=needs_own_modeling(config))
+    auto = AutoModelForTokenClassification if is_tagger(config) else AutoModelForSequenceClassification
+    return auto.from_pretrained(model_dir, trust_remote_code=needs_own_modeling(config))
 
 
 def input_names(model):
@@ -124,7 +130,8 @@ def export(model_dir: str, path: str, sentence: bool = False) -> None:
     fill = {"input_ids": 5, "attention_mask": 1, "token_type_ids": 0}  # ids past RoBERTa's padding id; one type
     dummy = tuple(torch.full((2, 8), fill[n], dtype=torch.long) for n in names)
     axes = {n: {0: "batch", 1: "sequence"} for n in names}
-    axes[output] = {0: "batch"}
+    tagger = not sentence and is_tagger(model.config.to_dict())
+    axes[output] = {0: "batch", 1: "sequence"} if tagger else {0: "batch"}
     with torch.no_grad():
         torch.onnx.export(model, dummy, path, input_names=names, output_names=[output], dynamic_axes=axes,
                           opset_version=14, do_constant_folding=True)
@@ -267,8 +274,9 @@ def quantize_int8(model_dir: str, reference: str, logits_out: str, weight_max: i
 
 
 def run_rows(sess, inputs_h5: str):
-    """The first output (logits [N, C], or embeddings [N, D]) of every row of INPUTS.h5 (input_ids, attention_mask,
-    token_type_ids, padded, in dataset order), run in length-sorted batches of 32, each cut to its longest row."""
+    """The first output (logits [N, C], a tagger's [N, S, C] zero past each row's batch, or embeddings [N, D]) of every
+    row of INPUTS.h5 (input_ids, attention_mask, token_type_ids, padded to S, in dataset order), run in length-sorted
+    batches of 32, each cut to its longest row."""
     with h5py.File(inputs_h5, "r") as f:
         rows = {n: f[n][()].astype(np.int64) for n in NAMES}
     lengths = rows["attention_mask"].sum(1)
@@ -279,8 +287,12 @@ def run_rows(sess, inputs_h5: str):
         S = max(1, int(lengths[idx].max()))
         out = sess.run(None, feed_of(sess, {n: np.ascontiguousarray(rows[n][idx, :S]) for n in NAMES}))[0]
         if logits is None:
-            logits = np.zeros((len(order), out.shape[1]), np.float32)
-        logits[idx] = out
+            width = (rows["input_ids"].shape[1],) if out.ndim == 3 else ()
+            logits = np.zeros((len(order), *width, *out.shape[1 + len(width):]), np.float32)
+        if out.ndim == 3:
+            logits[idx, :S] = out
+        else:
+            logits[idx] = out
     return logits
 
 

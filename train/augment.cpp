@@ -160,14 +160,4 @@ core::Batch with_unlabelled_rows(const core::Batch& b, const core::EncodedDatase
   return out;
 }
 
-torch::Tensor labelled_task_loss(const torch::Tensor& logits, const torch::Tensor& labels, bool regression) {
-  const torch::Tensor known = labels.isnan().logical_not();
-  const torch::Tensor y = torch::where(known, labels, torch::zeros_like(labels));
-  const torch::Tensor each = regression
-                                 ? (logits.select(1, 0) - y).pow(2)
-                                 : torch::cross_entropy_loss(logits, y.to(torch::kLong), {}, at::Reduction::None);
-  const torch::Tensor w = known.to(each.scalar_type());
-  return (each * w).sum() / w.sum().clamp_min(1);
-}
-
 }  // namespace hp::train

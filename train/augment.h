@@ -53,9 +53,4 @@ class WordSwap {
 // teacher alone labels it) and the index -1; the shorter part padded with `pad_id` to the longer one's length.
 core::Batch with_unlabelled_rows(const core::Batch& b, const core::EncodedDataset& pool, uint64_t seed, int pad_id);
 
-// The task's loss over the rows that have a label (NaN: a row the teacher alone labels, WordSwap::apply): the mean
-// cross-entropy of [B, C] logits, or with `regression` the mean squared error of their first column; 0 when no row
-// has one. Equals the plain mean when every row has.
-torch::Tensor labelled_task_loss(const torch::Tensor& logits, const torch::Tensor& labels, bool regression);
-
 }  // namespace hp::train

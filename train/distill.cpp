@@ -21,7 +21,16 @@ torch::Tensor distill_kl(const torch::Tensor& student, const torch::Tensor& teac
 }
 
 torch::Tensor distill_loss(const torch::Tensor& student, const torch::Tensor& teacher, double temperature,
-                           bool regression) {
+                           bool regression, const torch::Tensor& attention_mask) {
+  if (student.dim() == 3) {  // a token head: KL at each real token, averaged over them
+    TORCH_CHECK(student.sizes() == teacher.sizes() && attention_mask.defined(), "distill_loss: token logits ",
+                student.sizes(), " and ", teacher.sizes(), " need the attention mask");
+    const auto t = teacher.detach();
+    const auto log_p_t = torch::log_softmax(t / temperature, 2), log_p_s = torch::log_softmax(student / temperature, 2);
+    const auto w = attention_mask.to(student.device(), student.scalar_type());
+    const auto kl = ((log_p_t.exp() * (log_p_t - log_p_s)).sum(2) * w).sum() / w.sum().clamp_min(1);
+    return kl * (temperature * temperature);
+  }
   if (regression) return torch::mse_loss(student, teacher.detach());
   return distill_kl(student, teacher, temperature);
 }

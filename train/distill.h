@@ -17,9 +17,10 @@ namespace hp::train {
 torch::Tensor distill_kl(const torch::Tensor& student, const torch::Tensor& teacher, double temperature);
 
 // The distillation term for a task: distill_kl for classification; for regression (C = 1, where a
-// softmax is constant) the mean squared difference of the two outputs.
+// softmax is constant) the mean squared difference of the two outputs; for a token head's [B, S, C] logits the
+// KL at every real token of `attention_mask` [B, S] (required there), averaged over those tokens.
 torch::Tensor distill_loss(const torch::Tensor& student, const torch::Tensor& teacher, double temperature,
-                           bool regression);
+                           bool regression, const torch::Tensor& attention_mask = {});
 
 // CoFi's layer-wise distillation (Xia, Zhong, Chen 2022, §3.3, their "layer_distill_version 4"): a set of the
 // teacher's layers T (4 spread layers, the last among them: 2, 5, 8, 11 of 12; all of them below 4 layers) is

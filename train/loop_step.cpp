@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/base/strings.h"  // format_number
+#include "core/model/head_loss.h"
 #include "core/kernels/device.h"  // to_device
 #include "core/kernels/lowp_gemm.h"  // Bf16Autocast
 #include "train/captured_step.h"  // CapturedStep::available
@@ -77,10 +78,11 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
   // With word swaps or prune.distill_tasks' rows some labels are NaN (the teacher's alone): the mean over the whole
   // batch's labelled rows, this rank's weighted by its share of them; without them the plain mean, as ever measured.
   // (One process: all of them, and nothing read to the host, which a captured step may not do.)
-  if (unlabelled_rows()) {
-    auto labelled = [](const core::Batch& x) { return x.labels.isnan().logical_not().sum().item<double>(); };
+  // A token head scores some tokens of each row: the mean over the batch's scored tokens, weighted the same way.
+  if (unlabelled_rows() || logits.dim() == 3) {
+    auto labelled = [](const core::Batch& x) { return core::labelled_count(x.labels).item<double>(); };
     const double all = core::dist::active() ? labelled(b) : 1.0, here = core::dist::active() ? labelled(local) : 1.0;
-    r.task_loss = (all > 0 ? here / all : 0.0) * labelled_task_loss(logits, labels, regression);
+    r.task_loss = (all > 0 ? here / all : 0.0) * core::labelled_loss(logits, labels, regression);
   } else {
     r.task_loss = share * (regression ? torch::mse_loss(logits.select(1, 0), labels)
                                       : torch::cross_entropy_loss(logits, labels.to(torch::kLong)));
@@ -95,7 +97,7 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
       tin.want_hidden = hidden;
       teacher = opts_.teacher->forward(tin);
     }
-    r.kd = share * distill_loss(logits, teacher.logits, gc_.distill_temperature, regression);
+    r.kd = share * distill_loss(logits, teacher.logits, gc_.distill_temperature, regression, local.attention_mask);
     r.loss = (1.0 - gc_.distill_weight) * r.task_loss + gc_.distill_weight * r.kd;
     if (hidden && same_depth_distill_) {
       // This rank's mean over its tokens, weighted by its share of the rows (the whole batch's mean in one process).

@@ -66,6 +66,8 @@ struct DataConfig {
   std::vector<std::string> text_columns;  // empty: sentence1/sentence2, else the first non-label columns
   std::string label_column = "label";
   std::string metric;  // the primary metric; empty: accuracy for classes, pearson for scores
+  std::string task_type;  // sequence_classification, token_classification; empty: from the training file
+  std::string tag_column;  // a tagger's tags: CoNLL-U upos (default), xpos, deprel; JSON lines ner_tags, tags
   bool from_files() const { return !train_file.empty(); }
   template <class V>
   void visit_fields(V& v) {
@@ -75,11 +77,19 @@ struct DataConfig {
     v("train_file", train_file, "your training data, .csv, .tsv or .jsonl (replaces data.task; docs/data.md)");
     v("validation_file", validation_file, "your validation data (split dev), same columns as train_file");
     v("test_file", test_file, "your test data (split test), labels optional");
-    v("format", format, "format of the files: csv, tsv or jsonl (empty: from each file's extension)");
+    v("format", format,
+      "format of the files: csv, tsv, jsonl; a tagger's conllu, conll, jsonl (empty: from each file's extension)");
     v("text_columns", text_columns,
       "one or two text columns (empty: sentence1 and sentence2, else the first columns other than the label)");
     v("label_column", label_column, "the label column: class names, integers, or float scores (regression)");
-    v("metric", metric, "primary metric of your files: accuracy, f1, macro_f1, mcc, pearson, spearman");
+    v("metric", metric,
+      "primary metric of your files: accuracy, f1, macro_f1, mcc, pearson, spearman; a tagger's accuracy, "
+      "entity_f1");
+    v("task_type", task_type,
+      "sequence_classification or token_classification (empty: token_classification for .conllu, .conll, .iob, "
+      ".bio and JSON lines with \"tokens\")");
+    v("tag_column", tag_column, "a tagger's tag column: upos (default), xpos, deprel in CoNLL-U; ner_tags (default), "
+                                "tags in JSON lines");
   }
 };
 

@@ -2,6 +2,8 @@
 #include "core/data/batching.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <numeric>
 
 namespace hp::core {
@@ -31,10 +33,49 @@ std::vector<int> length_buckets(int longest) {
   return out;
 }
 
+namespace {
+
+// A tagger's sentence: [CLS] the words' sub-tokens [SEP], the tag on each word's first sub-token.
+void encode_words(const Tokenizer& tok, const Example& ex, int max_seq_len, EncodedDataset& out) {
+  std::vector<int32_t> ids = {tok.cls_id()}, tags = {kUnscored};
+  const size_t room = max_seq_len > 0 ? static_cast<size_t>(max_seq_len) - 1 : SIZE_MAX;  // [SEP] still to come
+  const std::string space = tok.kind() == TokenizerKind::kByteLevelBpe ? " " : "";
+  for (size_t w = 0; w < ex.words.size() && ids.size() < room; ++w) {
+    const auto pieces = tok.tokenize_ids(space + ex.words[w]);
+    for (size_t j = 0; j < pieces.size() && ids.size() < room; ++j) {
+      ids.push_back(pieces[j]);
+      tags.push_back(j == 0 && w < ex.tags.size() ? ex.tags[w] : kUnscored);
+    }
+  }
+  ids.push_back(tok.sep_id());
+  tags.push_back(kUnscored);
+  out.type_ids.emplace_back(ids.size(), 0);
+  out.ids.push_back(std::move(ids));
+  out.tags.push_back(std::move(tags));
+  out.labels.push_back(0);
+}
+
+}  // namespace
+
+std::vector<float> gold_labels(const EncodedDataset& d) {
+  if (d.tags.empty()) return d.labels;
+  std::vector<float> out;
+  for (const auto& row : d.tags) {
+    for (int32_t t : row)
+      if (t != kUnscored) out.push_back(static_cast<float>(t));
+    out.push_back(kSentenceEnd);
+  }
+  return out;
+}
+
 EncodedDataset encode_examples(const Tokenizer& tok, const std::vector<Example>& examples, int max_seq_len) {
   EncodedDataset out;
   out.has_labels = !examples.empty() && examples.front().has_label;
   for (const auto& ex : examples) {
+    if (!ex.words.empty()) {
+      encode_words(tok, ex, max_seq_len, out);
+      continue;
+    }
     Encoding enc = tok.encode(ex.text_a, ex.text_b.empty() ? nullptr : &ex.text_b, max_seq_len);
     out.ids.push_back(std::move(enc.ids));
     out.type_ids.push_back(std::move(enc.type_ids));
@@ -63,11 +104,11 @@ std::vector<Batch> make_batches(const EncodedDataset& data, const BatchOptions& 
     b.input_ids = torch::full({B, S}, opts.pad_id, torch::kLong);
     b.token_type_ids = torch::zeros({B, S}, torch::kLong);
     b.attention_mask = torch::zeros({B, S}, torch::kLong);
-    b.labels = torch::empty({B}, torch::kFloat32);
+    const bool tagged = !data.tags.empty();
+    b.labels = tagged ? torch::full({B, S}, std::numeric_limits<float>::quiet_NaN()) : torch::empty({B}, torch::kFloat32);
     auto ids = b.input_ids.accessor<int64_t, 2>();
     auto types = b.token_type_ids.accessor<int64_t, 2>();
     auto mask = b.attention_mask.accessor<int64_t, 2>();
-    auto labels = b.labels.accessor<float, 1>();
     for (long r = 0; r < B; ++r) {
       long idx = order[start + r];
       const auto& seq = data.ids[idx];
@@ -76,7 +117,10 @@ std::vector<Batch> make_batches(const EncodedDataset& data, const BatchOptions& 
         types[r][t] = data.type_ids[idx][t];
         mask[r][t] = 1;
       }
-      labels[r] = data.labels[idx];
+      float* row = b.labels.data_ptr<float>() + (tagged ? r * S : r);  // contiguous, as made above
+      if (!tagged) *row = data.labels[idx];
+      for (size_t t = 0; tagged && t < seq.size(); ++t)
+        if (data.tags[idx][t] != kUnscored) row[t] = static_cast<float>(data.tags[idx][t]);
       b.index.push_back(idx);
     }
     batches.push_back(std::move(b));

@@ -15,7 +15,10 @@ namespace hp::core {
 struct EncodedDataset {
   std::vector<std::vector<int32_t>> ids;  // N × [S_i], with [CLS]/[SEP]
   std::vector<std::vector<int32_t>> type_ids;  // N × [S_i]
-  std::vector<float> labels;  // N (class index or score)
+  std::vector<float> labels;  // N (class index or score); a tagger's: 0
+  // A tagger's data: N × [S_i], each token's tag (an index into TaskSpec::labels) on a word's first sub-token and
+  // kUnscored on the others and the specials (Hugging Face run_ner.py's label_all_tokens = False). Empty otherwise.
+  std::vector<std::vector<int32_t>> tags;
   bool has_labels = false;
   size_t size() const { return ids.size(); }
 };
@@ -23,13 +26,23 @@ struct EncodedDataset {
 // Mean real length (tokens) of an encoded dataset; 0 when empty.
 double mean_length(const EncodedDataset& d);
 
+// A token that carries no tag (EncodedDataset::tags).
+inline constexpr int32_t kUnscored = -1;
+
+// Each example encoded as the tokenizer encodes its text pair; a tagger's sentences (Example::words) word by word
+// as Hugging Face encodes is_split_into_words input (a byte-level BPE word with its leading space), the tag on each
+// word's first sub-token, words past max_seq_len dropped.
 EncodedDataset encode_examples(const Tokenizer& tok, const std::vector<Example>& examples, int max_seq_len);
+
+// The gold labels the metrics read, in dataset order: `labels`, or a tagger's scored tags token by token, each
+// sentence followed by kSentenceEnd (core/data/glue.h).
+std::vector<float> gold_labels(const EncodedDataset& d);
 
 struct Batch {
   torch::Tensor input_ids;  // [B, S] int64
   torch::Tensor token_type_ids;  // [B, S] int64
   torch::Tensor attention_mask;  // [B, S] int64
-  torch::Tensor labels;  // [B] float32
+  torch::Tensor labels;  // [B] float32; a tagger's [B, S], NaN at the tokens without a tag
   std::vector<long> index;  // B positions in the dataset
 };
 

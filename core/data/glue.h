@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/model/bert_config.h"  // Head
+
 namespace hp::core {
 
 // One row of a task split. label: class index into TaskSpec::labels, or the score for regression.
@@ -20,7 +22,16 @@ struct Example {
   float label = 0;
   bool has_label = false;
   int line = 0;
+  // A tagger's sentence (TaskSpec::head kToken): its words, and each word's tag as an index into TaskSpec::labels.
+  // text_a then holds the words joined by spaces, for logs and reports.
+  std::vector<std::string> words;
+  std::vector<int> tags;
 };
+
+// A tagger's gold labels and predictions are flat, sentence after sentence, each sentence's scored tags followed by
+// this marker (core/data/batching.h gold_labels): metrics read sentence ends from it and resamples draw whole
+// sentences (eval/metrics.h).
+inline constexpr float kSentenceEnd = -1.0f;
 
 // One split of a task: its name ("train", "dev", ...), file name inside the task folder, and whether
 // the file starts with a header row (CoLA train/dev have none, CoLA test has one).
@@ -43,6 +54,7 @@ struct ColumnSpec {
 struct FileSource {
   std::string format;  // data.format; empty: each file's extension
   std::string text_a, text_b, label;  // text_b empty: single sentences
+  std::string tag_column;  // a tagger's files: data.tag_column (core/data/token_dataset.h read_tagged)
 };
 
 // One GLUE-style task. Everything the reader and the metrics need comes from this row.
@@ -63,6 +75,8 @@ struct TaskSpec {
   std::pair<double, double> score_range{0.0, 0.0};
   // Set for a user's files: each split's `file` is then a path of its own, read by core/data/file_dataset.h.
   std::optional<FileSource> files{};
+  // What the classifier reads: kToken, a tag per word (Example::words and tags; labels are the tag set).
+  Head head = Head::kSequence;
 
   // label_names[i], else labels[i].
   const std::string& label_name(int i) const;

@@ -139,7 +139,7 @@ TensorMap read_weights(const std::string& dir, const Arch& arch, LoadReport& rep
 // num_labels and id2label: the checkpoint decides num_labels when it has a classifier (the task must
 // agree); the task's class names replace generic ones.
 void resolve_labels(BertConfig& cfg, const TensorMap& named, const LoadOptions& opts, const std::string& file) {
-  const std::string cls_key = stored_key(arch_of(cfg.model_type), spec_named("cls.w"), 0, "");
+  const std::string cls_key = stored_key(arch_of(cfg.model_type), spec_named("cls.w"), 0, "", cfg.head);
   const auto cls = named.find(cls_key);
   const int ckpt_labels = cls != named.end() ? static_cast<int>(cls->second.size(0)) : 0;
   if (ckpt_labels > 0) {
@@ -161,11 +161,30 @@ void resolve_labels(BertConfig& cfg, const TensorMap& named, const LoadOptions& 
 // The stored classifier's tensors removed from `named` when it has another label count than `num_labels`.
 void drop_other_classifier(const BertConfig& cfg, TensorMap& named, int num_labels, const std::string& prefix) {
   const Arch& arch = arch_of(cfg.model_type);
-  const auto cls = named.find(stored_key(arch, spec_named("cls.w"), 0, ""));
+  const auto cls = named.find(stored_key(arch, spec_named("cls.w"), 0, "", cfg.head));
   if (num_labels <= 0 || cls == named.end() || cls->second.size(0) == num_labels) return;
   for (const auto& spec : model_keys(cfg))
     if (spec.part == Part::kClassifier)
-      for (int l = 0; l < (spec.per_layer ? cfg.num_hidden_layers : 1); ++l) named.erase(stored_key(arch, spec, l, prefix));
+      for (int l = 0; l < (spec.per_layer ? cfg.num_hidden_layers : 1); ++l)
+        named.erase(stored_key(arch, spec, l, prefix, cfg.head));
+}
+
+// The head the task asks for (LoadOptions::head) in place of the checkpoint's: its classifier of the other head is
+// refused, or dropped with new_classifier; a checkpoint without one takes the task's head.
+void resolve_head(BertConfig& cfg, TensorMap& named, const LoadOptions& opts, const std::string& file) {
+  if (!opts.head || *opts.head == cfg.head) return;
+  const Arch& arch = arch_of(cfg.model_type);
+  const std::string stored = stored_key(arch, spec_named("cls.w"), 0, "", cfg.head);
+  if (named.count(stored)) {
+    const std::string have = head_class(arch.classifier_class, cfg.head), want = head_class(arch.classifier_class, *opts.head);
+    if (!opts.new_classifier)
+      throw CheckpointError(file + ": " + stored + " is a " + have + "'s classifier and the task needs a " + want +
+                            "; use a model fine-tuned as " + want + ", or (prune) set prune.new_classifier: true to "
+                            "train a new classifier on its encoder");
+    for (const auto& spec : model_keys(cfg))
+      if (spec.part == Part::kClassifier) named.erase(stored_key(arch, spec, 0, "", cfg.head));
+  }
+  cfg.head = *opts.head;
 }
 
 // Every tensor of the key table, checked for shape and dtype; absent optional ones (pooler, classifier)
@@ -181,7 +200,7 @@ std::map<std::string, torch::Tensor> take_params(const BertConfig& cfg, const Te
   for (const auto& spec : model_keys(cfg)) {
     for (int l = 0; l < (spec.per_layer ? cfg.num_hidden_layers : 1); ++l) {
       std::string key = hf_key(spec, l);
-      std::string stored = stored_key(arch, spec, l, rep.prefix);
+      std::string stored = stored_key(arch, spec, l, rep.prefix, cfg.head);
       auto expected = key_shape(spec, cfg, l);
       auto it = named.find(stored);
       if (it == named.end()) {
@@ -212,9 +231,10 @@ std::map<std::string, torch::Tensor> take_params(const BertConfig& cfg, const Te
 
 // Non-finite weights (a warning: the masked or skipped parts of the computation can hide them behind finite
 // logits), then missing and unexpected tensors (errors).
-void check_tensors(const Arch& arch, const std::map<std::string, torch::Tensor>& params, const TensorMap& named,
+void check_tensors(const BertConfig& cfg, const std::map<std::string, torch::Tensor>& params, const TensorMap& named,
                    const std::set<std::string>& consumed, const std::vector<std::string>& missing, LoadReport& rep) {
   const std::string& file = rep.weights_file;
+  const Arch& arch = arch_of(cfg.model_type);
   std::vector<std::string> non_finite;
   for (const auto& [key, t] : params) {
     const auto bad = (~torch::isfinite(t)).sum().item<int64_t>();
@@ -230,8 +250,12 @@ void check_tensors(const Arch& arch, const std::map<std::string, torch::Tensor>&
                           rep.prefix + "'); the checkpoint is incomplete or not a " + arch.name + " encoder");
   }
   std::vector<std::string> unexpected;
+  std::set<std::string> pooler;  // a sequence model's pooler, unread by a token head (HF drops it too)
+  if (cfg.head == Head::kToken)
+    for (const auto& spec : bert_key_table())
+      if (spec.part == Part::kPooler) pooler.insert(stored_key(arch, spec, 0, rep.prefix)), pooler.insert(stored_key(arch, spec, 0, ""));
   for (const auto& [k, v] : named)
-    if (!consumed.count(k) && !is_ignored_key(arch, k)) unexpected.push_back(k);
+    if (!consumed.count(k) && !is_ignored_key(arch, k) && !pooler.count(k)) unexpected.push_back(k);
   if (!unexpected.empty()) {
     throw CheckpointError(file + ": " + std::to_string(unexpected.size()) + " unexpected tensors (" +
                           first_names(unexpected) + "); the file holds more than a " + std::string(arch.name) +
@@ -250,12 +274,13 @@ Bert load_bert(const std::string& dir, const LoadOptions& opts, LoadReport* repo
   LoadReport rep;
   const Arch& arch = arch_of(cfg.model_type);
   TensorMap named = read_weights(dir, arch, rep);
+  resolve_head(cfg, named, opts, rep.weights_file);
   if (opts.new_classifier) drop_other_classifier(cfg, named, opts.num_labels, rep.prefix);
   resolve_labels(cfg, named, opts, rep.weights_file);
   std::set<std::string> consumed;
   std::vector<std::string> missing;
   auto params = take_params(cfg, named, opts, rep, consumed, missing);
-  check_tensors(arch, params, named, consumed, missing, rep);
+  check_tensors(cfg, params, named, consumed, missing, rep);
   if (report) *report = rep;
   return Bert(cfg, std::move(params));
 }
@@ -301,7 +326,7 @@ std::vector<std::pair<std::string, torch::Tensor>> stored_tensors(const Bert& mo
   const auto keys = model_keys(cfg);
   std::vector<std::pair<std::string, torch::Tensor>> out;
   auto put = [&](const KeySpec& spec, int l) {
-    out.emplace_back(stored_key(arch, spec, l, arch.prefixes.front()),
+    out.emplace_back(stored_key(arch, spec, l, arch.prefixes.front(), cfg.head),
                      model.parameters().at(hf_key(spec, l)).detach().contiguous());
   };
   bool layers_done = false;

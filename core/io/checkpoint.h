@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/model/bert.h"
@@ -24,6 +25,9 @@ struct LoadOptions {
   // A stored classifier of another label count than num_labels is dropped and a fresh one made (in place of a
   // CheckpointError): the pruning run's prune.new_classifier.
   bool new_classifier = false;
+  // The head the task reads (a token tagger's kToken); unset: the checkpoint's. A stored classifier of the other
+  // head is refused, or with new_classifier dropped for a fresh one; a pooler is not read under a token head.
+  std::optional<Head> head;
 };
 
 // What load_bert found, for messages and run records.

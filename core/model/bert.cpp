@@ -98,7 +98,7 @@ std::vector<uint32_t> Bert::packed_weight_versions() const {
   for (const auto& w : layers_)
     for (const auto* t : {&w.q_w, &w.k_w, &w.v_w, &w.q_b, &w.k_b, &w.v_b, &w.o_w, &w.in_w, &w.out_w})
       v.push_back(t->_version());
-  v.push_back(p("pooler.dense.weight")._version());
+  if (cfg_.head == Head::kSequence) v.push_back(p("pooler.dense.weight")._version());
   return v;
 }
 
@@ -172,7 +172,7 @@ void Bert::ensure_packs() const {
                                 pack_linear(w.o_w, slot(4 * l + 1)), pack_linear(w.in_w, slot(4 * l + 2)),
                                 pack_linear(w.out_w, slot(4 * l + 3)), torch::cat({w.q_b, w.k_b, w.v_b})});
   }
-  pooler_ = pack_linear(p("pooler.dense.weight"), slot(n - 1));
+  if (cfg_.head == Head::kSequence) pooler_ = pack_linear(p("pooler.dense.weight"), slot(n - 1));
   packed_versions_ = std::move(versions);
 }
 
@@ -508,7 +508,14 @@ void Bert::skipped_layer(int l, const torch::Tensor& x, EncoderOutput& out, cons
   if (in.want_ffn) out.ffn_inputs.push_back(x), out.ffn_acts.push_back(torch::zeros({B, S, 0}, x.options()));
 }
 
-EncoderOutput Bert::forward(const EncoderInput& in) const { return forward_here(on_device(in), in); }
+EncoderOutput Bert::forward(const EncoderInput& in) const {
+  if (in.cls_only && cfg_.head == Head::kToken) {  // a token head reads every position
+    EncoderInput every = in;
+    every.cls_only = false;
+    return forward_here(on_device(every), every);
+  }
+  return forward_here(on_device(in), in);
+}
 
 EncoderOutput Bert::forward_here(const EncoderInput& in, const EncoderInput& given) const {
   TORCH_CHECK(in.input_ids.dim() == 2, "input_ids must be [B, S], got ", in.input_ids.sizes());
@@ -554,13 +561,17 @@ EncoderOutput Bert::forward_here(const EncoderInput& in, const EncoderInput& giv
   }
   out.last_hidden = x;
   if (end < cfg_.num_hidden_layers) return out;
+  const double cls_dropout = cfg_.classifier_dropout >= 0 ? cfg_.classifier_dropout : cfg_.hidden_dropout_prob;
+  if (cfg_.head == Head::kToken) {  // a tag per token: [B, S, C]
+    out.logits = torch::linear(torch::dropout(x, cls_dropout, training_), p("classifier.weight"), p("classifier.bias"));
+    return out;
+  }
   // At fp32 the pooler stays ATen's linear (a [B, D] product); at bf16 or int8 it is packed like the encoder's.
   const bool packed = cpu && (precision_ != Precision::kFp32 || calibrating_) && !training_ &&
                       !torch::GradMode::is_enabled() && !in.lrp_rules;
   // The classification head (core/model/arch.h): act(dense(x0)), then the output layer; BERT's pooler is its
   // dense layer, RoBERTa's and ELECTRA's classifier.dense, DistilBERT's pre_classifier.
   const Arch& arch = arch_of(cfg_.model_type);
-  const double cls_dropout = cfg_.classifier_dropout >= 0 ? cfg_.classifier_dropout : cfg_.hidden_dropout_prob;
   auto x0 = x.select(1, 0);
   if (arch.dropout_before_head) x0 = torch::dropout(x0, cls_dropout, training_);
   auto pre_pool = packed ? pooler_.linear(x0, p("pooler.dense.bias"))

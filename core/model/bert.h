@@ -66,14 +66,15 @@ struct EncoderInput {
   bool lrp_rules = false;
   // The last layer computes only position 0 ([CLS], all the pooler reads): same logits and pooled
   // output for a 1/L smaller cost; last_hidden (and that layer's hidden state) is then [B, 1, D], and
-  // with want_attention that layer's attention is its [CLS] row [B, H, 1, S]. Not with want_context.
+  // with want_attention that layer's attention is its [CLS] row [B, H, 1, S]. Not with want_context. A token
+  // head (BertConfig::head) reads every position, so the model ignores it there.
   bool cls_only = false;
 };
 
 struct EncoderOutput {
   torch::Tensor last_hidden;  // [B, S, D]
   torch::Tensor pooled;  // [B, D]
-  torch::Tensor logits;  // [B, C] (C = 1 for regression)
+  torch::Tensor logits;  // [B, C] (C = 1 for regression); a token head's [B, S, C]
   std::vector<torch::Tensor> hidden_states;  // L+1 × [B, S, D]: embeddings, then each layer
   std::vector<torch::Tensor> attentions;  // L × [B, H_l, S, S] attention probabilities
   std::vector<torch::Tensor> contexts;  // L × [B, H_l, S, Dh] head outputs before masking

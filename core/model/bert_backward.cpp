@@ -98,7 +98,8 @@ Bert::AttentionGrads Bert::attention_grads(const EncoderInput& in,
                                            const std::function<torch::Tensor(const torch::Tensor&)>& dloss) const {
   TORCH_CHECK(!training_, "attention_grads: the model must be in eval mode (no dropout)");
   TORCH_CHECK(plain_input(in), "attention_grads: plain inputs only (no masks, start layer, override or LRP rules)");
-  if (!device_.is_cpu()) return attention_grads_autograd(in, dloss);
+  // Off the CPU, and under a token head (whose loss reads every row), autograd does it.
+  if (!device_.is_cpu() || cfg_.head == Head::kToken) return attention_grads_autograd(in, dloss);
   torch::NoGradGuard no_grad;
   const auto B = in.input_ids.size(0), S = in.input_ids.size(1);
   const int L = cfg_.num_hidden_layers, Dh = cfg_.head_dim();

@@ -194,6 +194,10 @@ void read_labels_and_layout(const json& j, BertConfig& c, const std::string& pat
     }
   if (j.contains("intermediate_sizes") && !j["intermediate_sizes"].is_null())
     c.intermediate_sizes = j["intermediate_sizes"].get<std::vector<int>>();
+  if (j.contains("architectures") && j["architectures"].is_array())
+    for (const auto& a : j["architectures"])
+      if (a.is_string() && a.get<std::string>().find("ForTokenClassification") != std::string::npos)
+        c.head = Head::kToken;
 }
 
 // The checks across keys, once every key is read.
@@ -233,6 +237,12 @@ void check_consistency(const BertConfig& c, const std::string& path) {
 }
 
 }  // namespace
+
+std::string head_class(const std::string& sequence_class, Head head) {
+  if (head == Head::kSequence) return sequence_class;
+  const std::string seq = "ForSequenceClassification";
+  return sequence_class.substr(0, sequence_class.find(seq)) + "ForTokenClassification";
+}
 
 BertConfig parse_bert_config(const std::string& text, const std::string& path) {
   json j;
@@ -294,7 +304,7 @@ json layout_json(const BertConfig& c, const Arch& arch) {
   const std::string prefix = arch.prefixes.front();
   for (const auto& spec : model_keys(c)) {
     // Per-layer names with "{}" for the layer index, as the key table writes them.
-    std::string name = stored_key(arch, spec, 999999, prefix);
+    std::string name = stored_key(arch, spec, 999999, prefix, c.head);
     if (spec.per_layer) name.replace(name.find("999999"), 6, "{}");
     names[spec.name] = name;
   }
@@ -321,6 +331,7 @@ json layout_json(const BertConfig& c, const Arch& arch) {
           {"positions_after_padding", arch.positions == Positions::kAfterPadding},
           {"token_types", arch.token_types},
           {"head_act", arch.head_act},
+          {"token_head", c.head == Head::kToken},
           {"dropout_before_head", arch.dropout_before_head},
           {"attention_output_dropout", arch.attention_output_dropout}};
 }
@@ -331,7 +342,8 @@ std::string bert_config_json(const BertConfig& c) {
   const Arch& arch = arch_of(c.model_type);
   auto key = [&](const char* field) { return config_key(arch, field); };
   json j;
-  j["architectures"] = {arch.classifier_class};
+  const std::string classifier = head_class(arch.classifier_class, c.head);
+  j["architectures"] = {classifier};
   j["model_type"] = c.model_type;
   j["vocab_size"] = c.vocab_size;
   j[key("hidden_size")] = c.hidden_size;
@@ -376,10 +388,11 @@ std::string bert_config_json(const BertConfig& c) {
   // beside it (save_bert), with trust_remote_code=True. transformers 4 has BERT locally and keeps using it
   // for heads; per-layer FFN widths (intermediate_sizes) need the modeling file in both.
   if (c.slimmed()) {
-    const std::string classifier = arch.classifier_class;
-    const std::string base = classifier.substr(0, classifier.find("ForSequenceClassification"));
+    const std::string base = classifier.substr(0, classifier.find(c.head == Head::kToken ? "ForToken" : "ForSequence"));
+    const char* auto_class =
+        c.head == Head::kToken ? "AutoModelForTokenClassification" : "AutoModelForSequenceClassification";
     j["auto_map"] = {{"AutoModel", "modeling_headprune.Headprune" + base + "Model"},
-                     {"AutoModelForSequenceClassification", "modeling_headprune.Headprune" + classifier}};
+                     {auto_class, "modeling_headprune.Headprune" + classifier}};
     j["headprune_layout"] = layout_json(c, arch);
   }
   return j.dump(2) + "\n";

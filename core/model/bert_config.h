@@ -9,6 +9,15 @@
 
 namespace hp::core {
 
+// What the classification head reads: the first token, through the pooler (a sequence's class or score: HF
+// *ForSequenceClassification), or every token (a tag per token: *ForTokenClassification, dropout then one linear
+// on the last hidden state, no pooler).
+enum class Head { kSequence, kToken };
+
+// transformers' class of `head` for an architecture whose sequence classifier is `sequence_class`
+// ("BertForSequenceClassification" -> "BertForTokenClassification").
+std::string head_class(const std::string& sequence_class, Head head);
+
 struct BertConfig {
   std::string model_type = "bert";  // a row of core/model/arch.h
   int vocab_size = 0;
@@ -27,6 +36,7 @@ struct BertConfig {
   double classifier_dropout = -1;  // < 0: use hidden_dropout_prob, as HF does for null
   std::string hidden_act = "gelu";
   int num_labels = 2;  // 1 = regression
+  Head head = Head::kSequence;  // config.json's architectures: *ForTokenClassification is kToken
   std::vector<std::string> id2label;
   // Heads removed per layer (original indices), as HF's config.pruned_heads.
   std::map<int, std::vector<int>> pruned_heads;

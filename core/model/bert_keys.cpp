@@ -189,12 +189,14 @@ std::vector<KeySpec> model_keys(const BertConfig& cfg) {
     const std::string name = spec.name;
     if (name == "emb.type" && !arch.token_types) continue;
     if (name.rfind("emb.proj.", 0) == 0 && cfg.embedding_width() == cfg.hidden_size) continue;
+    if (spec.part == Part::kPooler && cfg.head == Head::kToken) continue;
     keys.push_back(spec);
   }
   return keys;
 }
 
-std::string stored_key(const Arch& arch, const KeySpec& spec, int layer, const std::string& prefix) {
+std::string stored_key(const Arch& arch, const KeySpec& spec, int layer, const std::string& prefix, Head head) {
+  if (head == Head::kToken && spec.part == Part::kClassifier) return hf_key(spec, layer);
   for (const auto& k : arch.keys)
     if (std::string(k.name) == spec.name) return (k.prefixed ? prefix : "") + with_layer(k.hf, layer);
   return (spec.part == Part::kClassifier ? "" : prefix) + hf_key(spec, layer);

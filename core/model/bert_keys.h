@@ -8,9 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/model/bert_config.h"  // Head
+
 namespace hp::core {
 
-struct BertConfig;
 struct Arch;
 
 // Symbolic dimensions. kEmbed = the embeddings' width (ELECTRA's embedding_size; hidden_size elsewhere). kHeads = this layer's heads × head_dim (shrinks when heads are pruned); kInter = this
@@ -36,12 +37,14 @@ struct KeySpec {
 const std::vector<KeySpec>& bert_key_table();
 
 // The rows of bert_key_table() that a model of `cfg` holds: no token types where its architecture has none,
-// the embedding projection only where embedding_size differs from hidden_size.
+// the embedding projection only where embedding_size differs from hidden_size, no pooler under a token head.
 std::vector<KeySpec> model_keys(const BertConfig& cfg);
 
 // The name of `spec` (layer `layer`) in a checkpoint of architecture `arch` whose encoder prefix is `prefix`:
-// "roberta.encoder.layer.0.attention.self.query.weight", "classifier.out_proj.weight".
-std::string stored_key(const Arch& arch, const KeySpec& spec, int layer, const std::string& prefix);
+// "roberta.encoder.layer.0.attention.self.query.weight", "classifier.out_proj.weight". A token head's classifier is
+// "classifier.weight" and "classifier.bias" in every architecture.
+std::string stored_key(const Arch& arch, const KeySpec& spec, int layer, const std::string& prefix,
+                       Head head = Head::kSequence);
 
 // The HF name of `spec` for layer `layer` (ignored when !per_layer).
 std::string hf_key(const KeySpec& spec, int layer);

@@ -151,6 +151,14 @@ void export_sentence_onnx(const core::Bert& model, const core::SentenceModel& la
 
 namespace {
 
+// The share of predictions (a tagger's: of scored tags) that are equal.
+double agreement(const std::vector<float>& a, const std::vector<float>& b) {
+  long same = 0, n = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != core::kSentenceEnd) same += a[i] == b[i], ++n;
+  return n ? static_cast<double>(same) / static_cast<double>(n) : 1.0;
+}
+
 // Why the int8 check failed: the criteria it missed, e.g. "97.3% the same predictions (need 99.5%)".
 std::string int8_check_failure(const Int8ExportCheck& c, const Int8CheckLimits& limits) {
   std::string why;
@@ -208,11 +216,16 @@ Int8ExportCheck export_onnx_int8(const core::Bert& model, const std::string& dir
   c.int8 = int8.metrics;
   const bool regression = task.is_regression();
   if (data.has_labels)
-    c.onnx_int8 = eval::compute_metrics(task, eval::predictions_from_logits(onnx_logits, regression), data.labels);
-  c.agreement = regression ? 1.0
-                           : onnx_logits.argmax(1).eq(int8.logits.argmax(1)).to(torch::kDouble).mean().item<double>();
-  c.max_abs_logit_diff = (onnx_logits - int8.logits).abs().max().item<double>();
-  c.tolerance = limits.logit_tolerance * fp32.logits.abs().max().item<double>();
+    c.onnx_int8 =
+        eval::compute_metrics(task, eval::predictions_of(onnx_logits, data, regression), core::gold_labels(data));
+  c.agreement = regression ? 1.0 : agreement(eval::predictions_of(onnx_logits, data, false),
+                                             eval::predictions_of(int8.logits, data, false));
+  // A tagger's logits at its real tokens only: each side pads its batches to its own widths.
+  const auto real = [&](const torch::Tensor& t) {
+    return t.dim() == 3 ? t * ref.at("attention_mask").unsqueeze(2).to(t.scalar_type()) : t;
+  };
+  c.max_abs_logit_diff = (real(onnx_logits) - real(int8.logits)).abs().max().item<double>();
+  c.tolerance = limits.logit_tolerance * real(fp32.logits).abs().max().item<double>();
   core::log_info("export", "int8 ONNX against headprune int8 (weights ±" + std::to_string(c.weight_max) + ") on " +
                                std::to_string(c.examples) + " examples of " + task.name + ": " +
                                g3(100 * c.agreement) + "% same predictions, max |logit difference| " +

@@ -171,7 +171,8 @@ void add_ort_points(const RunContext& ctx, const core::Bert& base, long batch, l
       },
       [&](const torch::Tensor& logits) {
         return 100 *
-               eval::compute_metrics(*ctx.task, eval::predictions_from_logits(logits, regression), ctx.eval_data.labels)
+               eval::compute_metrics(*ctx.task, eval::predictions_of(logits, ctx.eval_data, regression),
+                                     core::gold_labels(ctx.eval_data))
                    .at(ctx.task->primary_metric);
       },
       f);

@@ -8,6 +8,7 @@
 #include <torch/utils.h>
 
 #include "core/dist/distributed.h"
+#include "core/model/head_loss.h"
 #include "core/base/errors.h"
 #include "eval/evaluator.h"  // predictions_from_logits
 #include "eval/metrics.h"
@@ -25,7 +26,9 @@ struct Score {
 Score score(const CriterionContext& c, const torch::Tensor& mask, int start_layer,
             const std::vector<torch::Tensor>& cached) {
   const bool regression = c.rank->task->is_regression();
-  std::vector<float> pred(c.rank->data->size()), gold(c.rank->data->size());
+  const auto& data = *c.rank->data;
+  const long n = static_cast<long>(data.size());
+  torch::Tensor all;  // the logits in dataset order: [N, C], or a tagger's [N, S, C]
   double loss = 0;
   for (size_t i = 0; i < c.rank->batches.size(); ++i) {
     const auto& b = c.rank->batches[i];
@@ -37,15 +40,16 @@ Score score(const CriterionContext& c, const torch::Tensor& mask, int start_laye
       in.start_hidden = cached[i];
     }
     auto logits = c.model->forward(in).logits;
-    loss += per_example_loss(logits, b.labels, regression).sum().item<double>();
-    auto p = eval::predictions_from_logits(logits, regression);
-    for (size_t k = 0; k < b.index.size(); ++k) {
-      pred[b.index[k]] = p[k];
-      gold[b.index[k]] = b.labels[k].item<float>();
-    }
+    loss += core::per_example_loss(logits, b.labels, regression).sum().item<double>();
+    const bool tagged = logits.dim() == 3;
+    if (!all.defined())
+      all = tagged ? torch::zeros({n, core::longest_length(data), logits.size(2)}) : torch::zeros({n, logits.size(1)});
+    (tagged ? all.narrow(1, 0, logits.size(1)) : all)
+        .index_copy_(0, torch::tensor(b.index, torch::kLong), logits.to(torch::kCPU, torch::kFloat));
   }
-  auto metrics = eval::compute_metrics(*c.rank->task, pred, gold);
-  return {metrics.at(c.rank->task->primary_metric), loss / std::max<size_t>(pred.size(), 1)};
+  if (!all.defined()) all = torch::zeros({0, 1});
+  auto metrics = eval::compute_metrics(*c.rank->task, eval::predictions_of(all, data, regression), core::gold_labels(data));
+  return {metrics.at(c.rank->task->primary_metric), loss / std::max<double>(static_cast<double>(n), 1)};
 }
 
 // An embedding model's pooled embeddings [N, W] of every ranking batch, in batch order (start_layer as above).

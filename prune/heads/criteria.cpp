@@ -1,6 +1,7 @@
 // The criteria table and the gradient- and attention-based criteria (see prune/heads/criteria.h).
 // Attention attribution: prune/heads/attattr.cpp. Leave-one-out: prune/heads/ablation.cpp.
 #include "prune/heads/criteria.h"
+#include "core/model/head_loss.h"
 
 #include <cmath>
 #include <filesystem>
@@ -55,11 +56,6 @@ long example_count(const RankData& r) {
 }
 
 }  // namespace
-
-torch::Tensor per_example_loss(const torch::Tensor& logits, const torch::Tensor& labels, bool regression) {
-  if (regression) return (logits.select(1, 0) - labels.to(logits.device())).pow(2);
-  return at::cross_entropy_loss(logits, labels.to(logits.device(), torch::kLong), /*weight=*/{}, at::Reduction::None);
-}
 
 RankData make_rank_data(const core::TaskSpec& task, const core::EncodedDataset& data, int batch_size, int pad_id) {
   RankData r;
@@ -150,7 +146,7 @@ torch::Tensor taylor_importance(const CriterionContext& c) {
       continue;
     }
     // Example i's loss depends on gates[i] only, so one backward of the sum gives every ∂L_i/∂ξ.
-    auto loss = per_example_loss(out.logits, b.labels, regression).sum();
+    auto loss = core::per_example_loss(out.logits, b.labels, regression).sum();
     if (!c.opts->taylor_token_level) {
       auto g = torch::autograd::grad({loss}, {gates})[0];  // [B, L, H]
       total += g.abs().sum(0).to(torch::kFloat64);
@@ -186,8 +182,7 @@ torch::Tensor lrp_importance(const CriterionContext& c) {
     const auto out = c.model->forward(in);
     torch::Tensor top;
     if (c.embedding) top = embedding_relevance_source(c, out, in);
-    else if (out.logits.size(1) == 1) top = out.logits.select(1, 0);
-    else top = out.logits.gather(1, out.logits.argmax(1, true)).squeeze(1);
+    else top = core::predicted_logit(out.logits, b.labels);
     // Relevance of head h = Σ over its neurons of output × gradient = ξ_h · ∂f/∂ξ_h (ξ is the gate).
     auto rel = (torch::autograd::grad({top.sum()}, {gates})[0] * gates.detach()).to(torch::kFloat64);  // [B, L, H]
     auto layer_total = rel.abs().sum(-1, true).clamp_min(1e-30);

@@ -119,8 +119,6 @@ torch::Tensor attention_attribution(const core::Bert& model, const core::Batch& 
 // Reads log α [L, H] from a gated run directory (its run.h5 / state). InputError naming the path.
 torch::Tensor gates_log_alpha(const std::string& run_dir);
 
-// Gold-label loss per example: cross-entropy, or squared error for regression. logits: [B, C] → [B].
-torch::Tensor per_example_loss(const torch::Tensor& logits, const torch::Tensor& labels, bool regression);
 
 // Divides each layer's row by its L2 norm (rows of zeros stay zero).
 torch::Tensor normalize_per_layer(const torch::Tensor& importance);

@@ -193,15 +193,14 @@ std::vector<Aggregate> aggregate(const std::vector<CurvePoint>& points, const co
     }
     a.mean = a.lo = a.hi = a.metrics.at(task.primary_metric);
     if (bootstrap > 0 && n > 1) {
-      std::uniform_int_distribution<size_t> pick(0, n - 1);
       std::vector<double> stats;
-      std::vector<float> pred(n), gsub(n);
-      std::vector<size_t> idx(n);
+      std::vector<float> pred, gsub;
       for (int r = 0; r < bootstrap; ++r) {
-        for (auto& i : idx) i = pick(gen);
+        const auto idx = eval::resample_rows(gold, gen);
+        pred.resize(idx.size()), gsub.resize(idx.size());
         double mean = 0;
         for (const auto* p : g) {
-          for (size_t k = 0; k < n; ++k) pred[k] = p->predictions[idx[k]], gsub[k] = gold[idx[k]];
+          for (size_t k = 0; k < idx.size(); ++k) pred[k] = p->predictions[idx[k]], gsub[k] = gold[idx[k]];
           mean += eval::compute_metrics(task, pred, gsub).at(task.primary_metric) / g.size();
         }
         stats.push_back(mean);

@@ -8,6 +8,7 @@
 #include "core/base/errors.h"
 #include "core/base/log.h"
 #include "core/base/strings.h"  // format_number
+#include "core/data/file_task.h"
 #include "core/dist/distributed.h"
 #include "core/io/sentence_model.h"
 #include "core/kernels/isa.h"
@@ -168,6 +169,21 @@ void validate_layers(const core::PruneConfig& p, const core::BertConfig& arch) {
                       "prune.layer_choice (fisher, top or alternate), not by a method; leave prune.method = best");
 }
 
+// What a tagger's run (a token head) does not do yet: one line naming the key each.
+void validate_tagger(const core::Config& cfg) {
+  const core::PruneConfig& p = cfg.prune;
+  auto refuse = [](bool bad, const std::string& what) {
+    if (bad) throw ConfigError(what + " is not available for token classification (data.task_type); " +
+                               "remove it from the config");
+  };
+  auto has = [](const std::vector<std::string>& v, const char* x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  refuse(has(p.criteria, "attattr"), "prune.criteria attattr (attention attribution explains one class of a sequence)");
+  refuse(has(p.frontier_criteria, "attattr"), "prune.frontier_criteria attattr");
+  refuse(has(p.structures, "hidden"), "prune.structures hidden (the tagger's classifier reads every hidden channel)");
+  refuse(!p.distill_tasks.empty(), "prune.distill_tasks");
+  refuse(cfg.gates.distill_augment > 0, "gates.distill_augment (word swaps)");
+}
+
 }  // namespace
 
 void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& arch) {
@@ -227,6 +243,7 @@ void validate_run(const core::Config& cfg) {
   }
   const core::BertConfig arch = core::read_bert_config(cfg.model.path + "/config.json");
   validate_prune_config(cfg.prune, arch);
+  if (cfg.data.from_files() && core::task_of(cfg.data, cfg.model.path).head == core::Head::kToken) validate_tagger(cfg);
   check_frontier_models(cfg.prune, arch, cfg.model.path);
 }
 

@@ -1,5 +1,6 @@
 // Mask gradients, Fisher search and rearrangement (see prune/search/mask_search.h).
 #include "prune/search/mask_search.h"
+#include "core/model/head_loss.h"
 
 #include <algorithm>
 #include <numeric>
@@ -36,7 +37,7 @@ MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
     if (hidden) wrt.push_back(in.hidden_mask = torch::ones({cfg.hidden_size}, torch::requires_grad()));
     if (layers) wrt.push_back(in.layer_mask = torch::ones({cfg.num_hidden_layers}, torch::requires_grad()));
     const auto loss = objective ? objective(model.forward(in), b, i)
-                                : per_example_loss(model.forward(in).logits, b.labels, regression).mean();
+                                : core::per_example_loss(model.forward(in).logits, b.labels, regression).mean();
     const auto g = torch::autograd::grad({loss}, wrt);
     heads[i] = g[0].to(torch::kFloat64);
     neurons[i] = g[1].to(torch::kFloat64);

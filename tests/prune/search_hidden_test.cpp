@@ -8,6 +8,7 @@
 #include <torch/utils.h>
 
 #include "core/base/errors.h"
+#include "core/model/head_loss.h"
 #include "core/data/glue.h"
 #include "core/io/checkpoint.h"
 #include "core/io/tensor_io.h"
@@ -76,7 +77,7 @@ TEST_CASE("hidden-mask and layer-mask gradients: central differences of the batc
     mask = torch::ones({layer ? 2 : 32});
     mask[c] = v;
     in.cls_only = true;
-    return prune::per_example_loss(model.forward(in).logits, b.labels, false).mean().item<double>();
+    return core::per_example_loss(model.forward(in).logits, b.labels, false).mean().item<double>();
   };
   const double eps = 1e-2;
   double largest = 0;

@@ -2,6 +2,7 @@
 // words, "##" continuations, punctuation and specials: the neighbours against a brute-force ranking, and a batch's
 // rewrite (only whole words of letters, the row's label NaN only where a word changed, deterministic in the seed).
 #include "train/augment.h"
+#include "core/model/head_loss.h"
 
 #include <catch2/catch.hpp>
 
@@ -127,15 +128,15 @@ TEST_CASE("the task loss of a batch with rows the teacher labels is the mean ove
   // Hand cross-entropy of rows 0 and 2 (labels 1 and 0); row 1 has none.
   const double ce0 = -std::log(std::exp(2.0) / (std::exp(1.0) + std::exp(2.0) + 1.0));
   const double ce2 = -std::log(std::exp(2.0) / (std::exp(2.0) + 2.0));
-  CHECK(hp::train::labelled_task_loss(logits, torch::tensor({1.0f, nan, 0.0f}), false).item<double>() ==
+  CHECK(hp::core::labelled_loss(logits, torch::tensor({1.0f, nan, 0.0f}), false).item<double>() ==
         Approx((ce0 + ce2) / 2).epsilon(1e-6));
   // Regression: the squared error of the labelled rows' first output.
-  CHECK(hp::train::labelled_task_loss(logits.narrow(1, 0, 1), torch::tensor({nan, 1.3f, 1.0f}), true).item<double>() ==
+  CHECK(hp::core::labelled_loss(logits.narrow(1, 0, 1), torch::tensor({nan, 1.3f, 1.0f}), true).item<double>() ==
         Approx((1.0 + 1.0) / 2).epsilon(1e-6));
   // No labelled row: no task loss (not NaN); every row labelled: torch's own mean.
-  CHECK(hp::train::labelled_task_loss(logits, torch::tensor({nan, nan, nan}), false).item<double>() == 0.0);
+  CHECK(hp::core::labelled_loss(logits, torch::tensor({nan, nan, nan}), false).item<double>() == 0.0);
   const torch::Tensor y = torch::tensor({1.0f, 2.0f, 0.0f});
-  CHECK(hp::train::labelled_task_loss(logits, y, false).item<double>() ==
+  CHECK(hp::core::labelled_loss(logits, y, false).item<double>() ==
         Approx(torch::cross_entropy_loss(logits, y.to(torch::kLong)).item<double>()).epsilon(1e-6));
 }
 

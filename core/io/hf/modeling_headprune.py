@@ -5,6 +5,7 @@ headprune writes this file beside every slimmed checkpoint, and config.json's `a
 transformers 5 (which no longer replays `config.pruned_heads`) loads the folder with remote code:
 
     AutoModelForSequenceClassification.from_pretrained(DIR, trust_remote_code=True)
+    AutoModelForTokenClassification.from_pretrained(DIR, trust_remote_code=True)   # a tagger's folder
 
 transformers 4 loads the same folder without remote code too (its models replay `pruned_heads`) unless FFN
 neurons were removed: per-layer FFN widths (`config.intermediate_sizes`) need this file in both.
@@ -34,7 +35,7 @@ import torch
 from torch import nn
 from transformers import BertConfig, DistilBertConfig, ElectraConfig, PreTrainedModel, RobertaConfig, XLMRobertaConfig
 from transformers.activations import ACT2FN
-from transformers.modeling_outputs import BaseModelOutputWithPooling, SequenceClassifierOutput
+from transformers.modeling_outputs import BaseModelOutputWithPooling, SequenceClassifierOutput, TokenClassifierOutput
 
 try:  # transformers 5: init functions that leave weights loaded from the checkpoint alone
     from transformers import initialization as _init
@@ -202,9 +203,12 @@ class HeadpruneEncoder:
         return x, hidden, attentions
 
     def _head(self, units, x):
-        """The classification head on the first token: act(dense(x0)), dropout, the output layer."""
+        """The classification head on the first token: act(dense(x0)), dropout, the output layer; a tagger's
+        (layout token_head) on every token: dropout, the output layer."""
         lay = layout(self.config)
         rate = lay["sizes"]["classifier_dropout"]
+        if lay.get("token_head"):
+            return units["cls"][0](nn.functional.dropout(x, rate, self.training))
         x0 = x[:, 0]
         if lay["dropout_before_head"]:
             x0 = nn.functional.dropout(x0, rate, self.training)
@@ -233,7 +237,8 @@ def _prune(units, kept, dh, heads_to_prune):
 
 
 def _make_classes(arch, config_class, prefix):
-    """The base model and the sequence classifier of one architecture (config_class must match the config's)."""
+    """The base model, the sequence classifier and the tagger of one architecture (config_class must match the
+    config's)."""
 
     class Base(HeadprunePreTrainedModel, HeadpruneEncoder):
         base_model_prefix = prefix
@@ -262,8 +267,9 @@ def _make_classes(arch, config_class, prefix):
                 attentions=attentions if _flag(output_attentions, self.config, "output_attentions") else None)
             return out if _flag(return_dict, self.config, "return_dict", True) else out.to_tuple()
 
-    class ForSequenceClassification(HeadprunePreTrainedModel, HeadpruneEncoder):
+    class Classifier(HeadprunePreTrainedModel, HeadpruneEncoder):
         base_model_prefix = prefix
+        output_class = SequenceClassifierOutput
 
         def __init__(self, config):
             super().__init__(config)
@@ -285,32 +291,44 @@ def _make_classes(arch, config_class, prefix):
             logits = self._head({**base.units, **self.head_units}, x)
             loss = None
             if labels is not None:
-                if self.num_labels == 1:
+                if self.output_class is TokenClassifierOutput:  # ignore_index -100, as transformers' taggers
+                    loss = nn.functional.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
+                elif self.num_labels == 1:
                     loss = nn.functional.mse_loss(logits.squeeze(-1), labels.to(logits.dtype))
                 elif getattr(self.config, "problem_type", None) == "multi_label_classification":
                     loss = nn.functional.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
                 else:
                     loss = nn.functional.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
-            result = SequenceClassifierOutput(
+            result = self.output_class(
                 loss=loss, logits=logits,
                 hidden_states=hidden if _flag(output_hidden_states, self.config, "output_hidden_states") else None,
                 attentions=attentions if _flag(output_attentions, self.config, "output_attentions") else None)
             return result if _flag(return_dict, self.config, "return_dict", True) else result.to_tuple()
 
-    for cls, suffix in ((Base, "Model"), (ForSequenceClassification, "ForSequenceClassification")):
+    class ForSequenceClassification(Classifier):
+        pass
+
+    class ForTokenClassification(Classifier):
+        output_class = TokenClassifierOutput
+
+    for cls, suffix in ((Base, "Model"), (ForSequenceClassification, "ForSequenceClassification"),
+                        (ForTokenClassification, "ForTokenClassification")):
         cls.config_class = config_class
         cls.__name__ = cls.__qualname__ = f"Headprune{arch}{suffix}"
-    return Base, ForSequenceClassification
+    return Base, ForSequenceClassification, ForTokenClassification
 
 
 def _flag(value, config, name, default=False):
     return value if value is not None else bool(getattr(config, name, default))
 
 
-HeadpruneBertModel, HeadpruneBertForSequenceClassification = _make_classes("Bert", BertConfig, "bert")
-HeadpruneRobertaModel, HeadpruneRobertaForSequenceClassification = _make_classes("Roberta", RobertaConfig, "roberta")
-HeadpruneXLMRobertaModel, HeadpruneXLMRobertaForSequenceClassification = _make_classes(
-    "XLMRoberta", XLMRobertaConfig, "roberta")
-HeadpruneDistilBertModel, HeadpruneDistilBertForSequenceClassification = _make_classes(
-    "DistilBert", DistilBertConfig, "distilbert")
-HeadpruneElectraModel, HeadpruneElectraForSequenceClassification = _make_classes("Electra", ElectraConfig, "electra")
+(HeadpruneBertModel, HeadpruneBertForSequenceClassification,
+ HeadpruneBertForTokenClassification) = _make_classes("Bert", BertConfig, "bert")
+(HeadpruneRobertaModel, HeadpruneRobertaForSequenceClassification,
+ HeadpruneRobertaForTokenClassification) = _make_classes("Roberta", RobertaConfig, "roberta")
+(HeadpruneXLMRobertaModel, HeadpruneXLMRobertaForSequenceClassification,
+ HeadpruneXLMRobertaForTokenClassification) = _make_classes("XLMRoberta", XLMRobertaConfig, "roberta")
+(HeadpruneDistilBertModel, HeadpruneDistilBertForSequenceClassification,
+ HeadpruneDistilBertForTokenClassification) = _make_classes("DistilBert", DistilBertConfig, "distilbert")
+(HeadpruneElectraModel, HeadpruneElectraForSequenceClassification,
+ HeadpruneElectraForTokenClassification) = _make_classes("Electra", ElectraConfig, "electra")
