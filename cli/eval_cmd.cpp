@@ -154,6 +154,20 @@ int run_sts_eval(eval::SentenceEncoder& enc, const core::TaskSpec& task, const c
   return 0;
 }
 
+// A tagger's predictions as tag names, one list per sentence (its scored words, in order).
+nlohmann::json predicted_tags(const core::TaskSpec& task, const std::vector<float>& predictions) {
+  nlohmann::json out = nlohmann::json::array(), sentence = nlohmann::json::array();
+  for (float p : predictions) {
+    if (p == core::kSentenceEnd) {
+      out.push_back(sentence);
+      sentence = nlohmann::json::array();
+    } else {
+      sentence.push_back(task.labels.at(static_cast<size_t>(p)));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int run_eval(const core::Config& cfg) {
@@ -204,6 +218,7 @@ int run_eval(const core::Config& cfg) {
   j["hidden_total"] = mc.hidden_size;
   j["classifier_initialized"] = report.classifier_initialized;
   j["metrics"] = r.metrics;
+  if (task.head == core::Head::kToken) j["tags"] = predicted_tags(task, r.predictions);
   j["examples"] = r.examples;
   j["seconds"] = r.seconds;
   j["examples_per_s"] = r.examples_per_s;

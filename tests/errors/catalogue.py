@@ -501,6 +501,26 @@ add("files-metric", "data.metric that the labels do not have", files_eval(
     "--set", "data.metric=spearman"), 2,
     "error: data.metric = spearman: classes in $SCRATCH/train.csv are measured by accuracy, f1, mcc; choose one of "
     "them")
+TAGS_TRAIN = ("train.conll", "dogs NOUN\nrun VERB\n\ncats NOUN\n")
+add("files-tag-unseen", "a tagger's validation tag absent from training", files_eval(
+    TAGS_TRAIN, ("dev.conll", "cats ADJ\n")), 1,
+    "error: $SCRATCH/dev.conll:1: tag 'ADJ' of word 'cats' is not among the 2 tags of the training file (NOUN, VERB); "
+    "add sentences with it to the training file, or fix the tag")
+add("files-tag-count", "JSON lines with more tokens than tags", files_eval(
+    ("train.jsonl", '{"tokens": ["a", "b"], "ner_tags": ["O"]}\n'), TAGS_TRAIN), 1,
+    "error: $SCRATCH/train.jsonl:1: 2 tokens but 1 ner_tags; give every token exactly one tag")
+add("files-task-type", "data.task_type naming no task type", files_eval(
+    TAGS_TRAIN, TAGS_TRAIN, "--set", "data.task_type=ner"), 2,
+    "error: data.task_type = ner: use sequence_classification or token_classification (empty: from the training file)")
+add("files-tagger-sequence-model", "a sequence classifier evaluated on a tagger's files", files_eval(
+    TAGS_TRAIN, TAGS_TRAIN), 1,
+    "error: $SCRATCH/model/model.safetensors: classifier.weight is a BertForSequenceClassification's classifier and "
+    "the task needs a BertForTokenClassification; use a model fine-tuned as BertForTokenClassification, or (prune) "
+    "set prune.new_classifier: true to train a new classifier on its encoder")
+add("files-tagger-attattr", "the pruning run of a tagger with the attattr criterion", files_eval(
+    TAGS_TRAIN, TAGS_TRAIN, "--target-heads", "4", "--criteria", "attattr", verb=()), 2,
+    "error: prune.criteria attattr (attention attribution explains one class of a sequence) is not available for "
+    "token classification (data.task_type); remove it from the config")
 add("tsv-empty", "an empty TSV file (0 bytes)", sst2(""), 1,
     "error: $SCRATCH/data/glue/SST-2/dev.tsv:1: empty file, expected a header row; fix the file")
 add("tsv-header-only", "a TSV with only its header", sst2(HEAD), 1,

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""A tagger (token classification) read and scored by headprune against transformers and seqeval.
+
+For each architecture (BERT with ../shared/vocab's WordPiece, RoBERTa's byte-level BPE, XLM-R's SentencePiece,
+DistilBERT, ELECTRA; the last four from the arch-models fixture, tools/make_arch_models.py), builds a small random
+*ForTokenClassification with transformers (5 BIO tags, its classifier drawn wide so that predictions vary) and
+writes JSON lines of UD English EWT dev sentences with seeded BIO tags. `prune eval` on them must give:
+  tags       per sentence, the tag transformers predicts at each word's first sub-token (BatchEncoding.word_ids of
+             the words encoded with is_split_into_words, truncated at max_length), for every word that survives
+             truncation: the alignment, the forward and the label order at once;
+  metrics    accuracy over those words, and seqeval's f1_score, precision_score, recall_score of the same
+             predictions (1e-12).
+A model whose config.json names *ForSequenceClassification is refused with the fix (prune.new_classifier).
+
+    tagger_reference.py --python VENV_PYTHON --prune PRUNE --arch-models DIR --data ../shared/data --scratch DIR
+Exit 0 when every check holds, 1 when one fails, 77 (skipped) without the venv, seqeval or the data.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from ref_check import FAILURES, expect, in_venv  # noqa: E402
+
+TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+MAX_LEN = 24  # short enough that some sentences lose words to truncation
+
+
+def sentences(data, n):
+    """The first n sentences of UD English EWT dev with 3 or more words, as word lists."""
+    out, words = [], []
+    with open(os.path.join(data, "ud_english_ewt", "en_ewt-ud-dev.conllu"), encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                if len(words) >= 3:
+                    out.append(words)
+                words = []
+                if len(out) == n:
+                    break
+            elif not line.startswith("#"):
+                cols = line.split("\t")
+                if cols[0].isdigit():
+                    words.append(cols[1])
+    return out
+
+
+def bio(rng, n):
+    """A tag sequence of n words: entities of one or more words, some I- runs left malformed on purpose."""
+    tags, i = [], 0
+    while i < n:
+        r = rng.random()
+        if r < 0.6:
+            tags.append("O")
+            i += 1
+            continue
+        kind = rng.choice(["PER", "LOC"])
+        length = rng.randint(1, 3)
+        for k in range(min(length, n - i)):
+            tags.append(("B-" if k == 0 or r > 0.95 else "I-") + kind)
+        i += length
+    return tags[:n]
+
+
+def make_model(arch, source, out, seed):
+    """A random *ForTokenClassification of `arch` with source's sizes and tokenizer files, id2label TAGS."""
+    import torch
+    import transformers
+    if arch == "bert":
+        config = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2,
+                                         num_attention_heads=4, intermediate_size=37, max_position_embeddings=64)
+    else:
+        config = transformers.AutoConfig.from_pretrained(source)
+    config.num_labels = len(TAGS)
+    config.id2label = dict(enumerate(TAGS))
+    config.label2id = {t: i for i, t in enumerate(TAGS)}
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForTokenClassification.from_config(config).eval()
+    with torch.no_grad():
+        model.classifier.weight.normal_(0, 1.0)
+    model.save_pretrained(out)
+    for name in os.listdir(source):
+        if name.startswith(("tokenizer", "vocab", "merges", "special_tokens", "sentencepiece")):
+            shutil.copy(os.path.join(source, name), out)
+    return model
+
+
+def reference(model, model_dir, arch, rows):
+    """transformers' tag at each kept word's first sub-token, per sentence."""
+    import torch
+    import transformers
+    extra = {"add_prefix_space": True} if arch in ("roberta",) else {}
+    tok = transformers.AutoTokenizer.from_pretrained(model_dir, **extra)
+    out = []
+    for words, _ in rows:
+        enc = tok(words, is_split_into_words=True, truncation=True, max_length=MAX_LEN, return_tensors="pt")
+        with torch.no_grad():
+            logits = model(**{k: v for k, v in enc.items() if k != "token_type_ids" or arch != "distilbert"}).logits
+        best = logits[0].argmax(-1).tolist()
+        seen, tags = set(), []
+        for pos, w in enumerate(enc.word_ids(0)):
+            if w is not None and w not in seen:
+                seen.add(w)
+                tags.append(TAGS[best[pos]])
+        out.append(tags)
+    return out
+
+
+def check_arch(args, arch, source, rows, seed):
+    from seqeval.metrics import f1_score, precision_score, recall_score
+    scratch = os.path.join(args.scratch, arch)
+    model_dir = os.path.join(scratch, "model")
+    model = make_model(arch, source, model_dir, seed)
+    data = os.path.join(scratch, "dev.jsonl")
+    with open(data, "w", encoding="utf-8") as f:
+        for words, tags in rows:
+            f.write(json.dumps({"tokens": words, "ner_tags": tags}, ensure_ascii=False) + "\n")
+    result = os.path.join(scratch, "eval.json")
+    cmd = [args.prune, "eval", "--model", model_dir, "--train-file", data, "--validation-file", data,
+           "--max-seq-len", str(MAX_LEN), "--out", scratch, "--set", "eval.output=" + result]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    expect(r.returncode == 0, f"{arch}: prune eval exits 0" + (f" ({r.stderr.strip()[-400:]})" if r.returncode else ""))
+    if r.returncode:
+        return
+    got = json.load(open(result))
+    want = reference(model, model_dir, arch, rows)
+    same = sum(g == w for g, w in zip(got["tags"], want))
+    expect(len(got["tags"]) == len(want) and same == len(want),
+           f"{arch}: predicted tags of {same}/{len(want)} sentences equal transformers' at word_ids' first sub-tokens")
+    gold = [tags[:len(w)] for (_, tags), w in zip(rows, want)]  # the words truncation kept
+    flat_g = [t for s in gold for t in s]
+    flat_p = [t for s in want for t in s]
+    accuracy = sum(a == b for a, b in zip(flat_g, flat_p)) / len(flat_g)
+    ref = {"accuracy": accuracy, "entity_f1": f1_score(gold, want), "entity_precision": precision_score(gold, want),
+           "entity_recall": recall_score(gold, want)}
+    for name, value in ref.items():
+        expect(abs(got["metrics"].get(name, float("nan")) - value) <= 1e-12,
+               f"{arch}: {name} {got['metrics'].get(name)} equals the reference's {value:.12g}")
+    truncated = sum(len(w) < len(words) for (words, _), w in zip(rows, want))
+    expect(truncated > 0, f"{arch}: {truncated} sentences lose words to max_length {MAX_LEN} (truncation exercised)")
+
+
+def check_refusal(args, rows):
+    """A sequence classifier with a tagger's data: refused in one line naming the fix."""
+    import transformers
+    out = os.path.join(args.scratch, "sequence")
+    config = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=37, num_labels=len(TAGS))
+    transformers.BertForSequenceClassification(config).save_pretrained(out)
+    shutil.copy(os.path.join(args.data, "..", "vocab", "vocab.txt"), out)
+    data = os.path.join(args.scratch, "bert", "dev.jsonl")
+    r = subprocess.run([args.prune, "eval", "--model", out, "--train-file", data, "--validation-file", data,
+                        "--out", args.scratch], capture_output=True, text=True)
+    last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+    expect(r.returncode == 1 and "BertForTokenClassification" in last and "new_classifier" in last,
+           f"a sequence classifier on a tagger's data exits 1, a model error (got {r.returncode}) naming the fix: {last}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--python", required=True)
+    ap.add_argument("--prune", required=True)
+    ap.add_argument("--arch-models", required=True)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--scratch", required=True)
+    args = ap.parse_args()
+    in_venv(args.python)
+    try:
+        import seqeval  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as e:
+        print(f"skipped: {e}")
+        return 77
+    if not os.path.isdir(os.path.join(args.data, "ud_english_ewt")):
+        print(f"skipped: no UD English EWT under {args.data}")
+        return 77
+    shutil.rmtree(args.scratch, ignore_errors=True)
+    os.makedirs(args.scratch)
+    rng = random.Random(3)
+    rows = [(words, bio(rng, len(words))) for words in sentences(args.data, 40)]
+    vocab = os.path.join(args.data, "..", "vocab")
+    sources = {"bert": vocab}
+    for arch in ("roberta", "xlm-roberta", "distilbert", "electra"):
+        sources[arch] = os.path.join(args.arch_models, arch)
+    for seed, (arch, source) in enumerate(sources.items()):
+        check_arch(args, arch, source, rows, seed)
+    check_refusal(args, rows)
+    print(f"{len(FAILURES)} failures" if FAILURES else "all tagger checks hold")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
