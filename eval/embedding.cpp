@@ -24,7 +24,7 @@ SentenceEncoder load_sentence_encoder(const std::string& dir, const core::LoadOp
     throw InputError(dir + ": the Pooling module's word_embedding_dimension is " +
                      std::to_string(layout.pooling.dimension) + " but the encoder's hidden size is " +
                      std::to_string(hidden) + "; the two belong together (re-export the folder)");
-  core::Tokenizer tok = core::Tokenizer::from_model_dir(dir);
+  core::Tokenizer tok = core::Tokenizer::from_model_dir(layout.transformer_dir);  // the Transformer module's own
   tok.set_lowercase_input(layout.do_lower_case);  // as sentence-transformers' Transformer module lowers the texts
   return {std::move(layout), std::move(model), std::move(tok)};
 }
@@ -34,10 +34,15 @@ int embedding_length(const SentenceEncoder& enc, int max_len) {
   return std::min(want, enc.model.config().max_position_embeddings);
 }
 
+core::EncodedDataset encode_sentences(const SentenceEncoder& enc, std::vector<core::Example> rows, int max_len) {
+  for (auto& r : rows) r.text_a = enc.layout.prompt + r.text_a;  // the folder's default prompt, as encode() puts it
+  return core::encode_examples(enc.tokenizer, rows, embedding_length(enc, max_len));
+}
+
 core::EncodedDataset encode_texts(const SentenceEncoder& enc, const std::vector<std::string>& texts, int max_len) {
   std::vector<core::Example> examples(texts.size());
   for (size_t i = 0; i < texts.size(); ++i) examples[i].text_a = texts[i], examples[i].line = static_cast<int>(i + 1);
-  return core::encode_examples(enc.tokenizer, examples, embedding_length(enc, max_len));
+  return encode_sentences(enc, std::move(examples), max_len);
 }
 
 torch::Tensor embed_texts(const SentenceEncoder& enc, const std::vector<std::string>& texts, int batch, int max_len,

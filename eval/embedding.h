@@ -33,8 +33,11 @@ SentenceEncoder load_sentence_encoder(const std::string& dir, const core::LoadOp
 // encoder's max_position_embeddings.
 int embedding_length(const SentenceEncoder& enc, int max_len);
 
-// `texts` tokenized as embed_texts runs them (one segment each, cut at embedding_length), in their order.
+// `texts` tokenized as embed_texts runs them (the folder's default prompt first, one segment each, cut at
+// embedding_length), in their order.
 core::EncodedDataset encode_texts(const SentenceEncoder& enc, const std::vector<std::string>& texts, int max_len);
+// The same of the rows' text_a (single sentences), their line numbers kept.
+core::EncodedDataset encode_sentences(const SentenceEncoder& enc, std::vector<core::Example> rows, int max_len);
 
 // [N, width] float32 embeddings (on the CPU) of `texts` in their order, `batch` at a time (progress on stderr when
 // `show_progress`), under no gradient at the model's precision, on the model's device, with `masks` on the encoder.

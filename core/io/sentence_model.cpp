@@ -128,6 +128,22 @@ bool is_sentence_model(const std::string& dir) {
   return fs::is_regular_file(fs::path(dir) / "modules.json", ec);
 }
 
+std::string parse_default_prompt(const std::string& text, const std::string& where) {
+  const json j = parse_object(text, where, "sentence-transformers' settings");
+  if (!j.is_object()) throw InputError(where + ": not a JSON object");
+  const auto name = j.find("default_prompt_name");
+  if (name == j.end() || name->is_null()) return "";
+  if (!name->is_string()) throw InputError(where + ": \"default_prompt_name\" is not a string or null");
+  const auto prompts = j.find("prompts");
+  const std::string key = name->get<std::string>();
+  if (prompts == j.end() || !prompts->is_object() || !prompts->contains(key))
+    throw InputError(where + ": \"default_prompt_name\" is '" + key + "', which \"prompts\" does not hold; "
+                     "sentence-transformers refuses the folder too; name one of its prompts, or set it to null");
+  const json& p = (*prompts)[key];
+  if (!p.is_string()) throw InputError(where + ": prompt '" + key + "' is not a string");
+  return p.get<std::string>();
+}
+
 SentenceModel read_sentence_model(const std::string& dir) {
   SentenceModel m;
   m.dir = dir;
@@ -154,6 +170,12 @@ SentenceModel read_sentence_model(const std::string& dir) {
     m.max_seq_length = parse_max_seq_length(text, st_config);
     m.do_lower_case = parse_do_lower_case(text, st_config);
   }
+  const std::string settings = (fs::path(dir) / "config_sentence_transformers.json").string();
+  if (fs::is_regular_file(settings, ec)) m.prompt = parse_default_prompt(read_file(settings), settings);
+  if (!m.prompt.empty() && !m.pooling.include_prompt)
+    throw InputError(m.pooling_file + ": \"include_prompt\": false leaves the default prompt's tokens out of the "
+                     "pooling, which headprune does not compute; set it to true, or the default_prompt_name of " +
+                     settings + " to null");
   return m;
 }
 

@@ -18,6 +18,9 @@ struct SentenceModel {
   std::string pooling_file;  // the Pooling module's config.json
   int max_seq_length = 0;  // sentence_bert_config.json; 0 when the file or the key is absent
   bool do_lower_case = false;  // sentence_bert_config.json: the texts lowered before tokenizing
+  // config_sentence_transformers.json: prompts[default_prompt_name], put before every text as encode() puts it when
+  // no prompt is given; empty when the folder names none.
+  std::string prompt;
   SentencePooling pooling;
   bool normalize = false;  // a Normalize module follows: unit L2 norm
   // The embedding's width: the pooled modes times the dimension.
@@ -53,5 +56,9 @@ std::vector<SentenceModule> parse_modules_json(const std::string& text, const st
 SentencePooling parse_pooling_config(const std::string& text, const std::string& where);
 int parse_max_seq_length(const std::string& text, const std::string& where);  // sentence_bert_config.json
 bool parse_do_lower_case(const std::string& text, const std::string& where);  // its do_lower_case; false if absent
+// config_sentence_transformers.json's default prompt: prompts[default_prompt_name], "" when default_prompt_name is
+// absent or null. InputError when it names no prompt (sentence-transformers refuses the folder too) or a prompt is
+// not a string.
+std::string parse_default_prompt(const std::string& text, const std::string& where);
 
 }  // namespace hp::core

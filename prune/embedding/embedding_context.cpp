@@ -40,11 +40,10 @@ void read_data(EmbedRun& r, const core::Config& user) {
   const auto singles = distill_sentences(single_sentences(core::read_task(task, root, sel.cfg.train.train_split)),
                                          cfg.prune.distill_tasks, root, held, cfg.run.seed, &extra);
   const auto& tok = r.teacher->tokenizer;
-  const int len = eval::embedding_length(*r.teacher, 0);
-  r.sentences = core::encode_examples(tok, singles, len);
+  r.sentences = eval::encode_sentences(*r.teacher, singles, 0);
   for (const auto& e : singles) r.distilled += e.text_a + "\n";
   const auto searched = sample_examples(singles, cfg.prune.search_examples, cfg.run.seed);
-  r.search_set = core::encode_examples(tok, searched, len);
+  r.search_set = eval::encode_sentences(*r.teacher, searched, 0);
   for (const auto& e : searched) r.search_texts.push_back(e.text_a);
   r.search = make_rank_data(task, r.search_set, cfg.prune.rank_batch_size, tok.pad_id());
   core::log_info("prune", "embedding: " + std::to_string(r.sentences.size()) + " sentences of " + task.name + " " +

@@ -62,8 +62,7 @@ std::optional<GatedEmbedding> gated_embedding(const EmbedRun& r, const TeacherEm
                                 " of the encoder's FLOPs, towards the teacher's embeddings" +
                                 (c.gates.distill_hidden > 0 ? " and its layers" : "") + ", then " +
                                 std::to_string(fixed) + " steps with the structure fixed, in " + dir);
-    const core::EncodedDataset eval_singles = core::encode_examples(
-        r.teacher->tokenizer, single_sentences(r.eval_pairs), eval::embedding_length(*r.teacher, 0));
+    const core::EncodedDataset eval_singles = eval::encode_sentences(*r.teacher, single_sentences(r.eval_pairs), 0);
     const train::Objective o = objective(r, teacher);
     train::TrainData data;
     data.task = &core::find_task(c.data.task);

@@ -94,8 +94,7 @@ struct Costs {
 
 Costs head_costs(const EmbedRun& r) {
   const core::BertConfig& arch = r.teacher->model.config();
-  const auto singles = core::encode_examples(r.teacher->tokenizer, single_sentences(r.eval_pairs),
-                                             eval::embedding_length(*r.teacher, 0));
+  const auto singles = eval::encode_sentences(*r.teacher, single_sentences(r.eval_pairs), 0);
   Costs c;
   c.unit = eval::unit_costs(arch, false, core::mean_length(singles));
   c.total = eval::total_cost(arch, c.unit);

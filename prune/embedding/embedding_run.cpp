@@ -87,8 +87,7 @@ struct Searched {
 Searched search(const EmbedRun& r, const MaskGradients& g, const core::PruneConfig& p) {
   const core::Bert& teacher = r.teacher->model;
   const core::BertConfig& arch = teacher.config();
-  core::EncodedDataset eval_singles = core::encode_examples(
-      r.teacher->tokenizer, single_sentences(r.eval_pairs), eval::embedding_length(*r.teacher, 0));
+  core::EncodedDataset eval_singles = eval::encode_sentences(*r.teacher, single_sentences(r.eval_pairs), 0);
   Searched s;
   s.unit = budget_unit(p, arch, core::mean_length(eval_singles));
   const double target = s.unit.target;

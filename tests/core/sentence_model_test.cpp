@@ -88,3 +88,16 @@ TEST_CASE("a sentence-transformers folder read whole; modules headprune does not
   fs::remove(dir / "modules.json");
   CHECK_FALSE(hp::core::is_sentence_model(dir.string()));
 }
+
+TEST_CASE("config_sentence_transformers.json's default prompt: the prompt its name names, or none", "[core]") {
+  using hp::core::parse_default_prompt;
+  const std::string where = "m/config_sentence_transformers.json";
+  CHECK(parse_default_prompt(R"({"prompts": {"query": "query: ", "doc": ""}, "default_prompt_name": "query"})", where) ==
+        "query: ");
+  CHECK(parse_default_prompt(R"({"prompts": {"query": "query: "}, "default_prompt_name": null})", where).empty());
+  CHECK(parse_default_prompt(R"({"__version__": {"sentence_transformers": "2.0.0"}})", where).empty());
+  CHECK_THROWS_WITH(parse_default_prompt(R"({"prompts": {"query": "q: "}, "default_prompt_name": "doc"})", where),
+                    Contains(where) && Contains("'doc', which \"prompts\" does not hold"));
+  CHECK_THROWS_WITH(parse_default_prompt(R"({"prompts": {"query": 3}, "default_prompt_name": "query"})", where),
+                    Contains("prompt 'query' is not a string"));
+}

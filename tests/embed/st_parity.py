@@ -96,6 +96,8 @@ def main():
     with h5py.File(h5, "r") as f:
         ok &= compare(name + " .h5", f["embeddings"][()], ref)
     ok &= lowered_texts(args, st, texts, dict(folders)["tiny_mean_norm"])
+    ok &= default_prompt(args, st, texts, dict(folders)["tiny_mean_norm"])
+    ok &= transformer_subfolder(args, st, texts, dict(folders)["tiny_mean_norm"])
     ok &= sts_by_cosine(args, st, [(n, f) for n, f in folders if n in ("tiny_mean_norm", "all-MiniLM-L6-v2")])
     ok &= exports_load(args, st, texts, [(n, f) for n, f in folders if n in ("tiny_mean_norm", "all-MiniLM-L6-v2")])
     ok &= onnx_exports(args, st, texts, [(n, f) for n, f in folders if n in ONNX_FOLDERS])
@@ -130,6 +132,54 @@ def lowered_texts(args, st, texts, source):
     run_embed(args.prune, folder, text_file, out)
     ok &= compare("tiny_lower (do_lower_case, cased tokenizer, capitalised text)", np.load(out), ref)
     return ok
+
+
+def default_prompt(args, st, texts, source):
+    """A folder whose config_sentence_transformers.json names a default prompt (e5/bge style "query: "): encode()
+    puts it before every text, and so must prune embed."""
+    folder = os.path.join(args.scratch, "tiny_prompt")
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(source, folder)
+    path = os.path.join(folder, "config_sentence_transformers.json")
+    config = json.load(open(path, encoding="utf-8")) if os.path.exists(path) else {}
+    config.update({"prompts": {"query": "query: the film ", "passage": "passage: "}, "default_prompt_name": "query"})
+    json.dump(config, open(path, "w", encoding="utf-8"))
+    text_file = os.path.join(args.scratch, "prompt.txt")
+    with open(text_file, "w", encoding="utf-8") as f:
+        f.write("\n".join(texts) + "\n")
+    model = st.SentenceTransformer(folder, device="cpu")
+    ref = model.encode(texts, batch_size=7, convert_to_numpy=True)
+    bare = model.encode(texts, batch_size=7, convert_to_numpy=True, prompt="")
+    gap = float(np.abs(bare - ref).max())
+    ok = gap > 1e-2
+    print(f"{'ok  ' if ok else 'FAIL'} tiny_prompt: the default prompt moves sentence-transformers' embeddings by {gap:.2e}")
+    out = os.path.join(args.scratch, "tiny_prompt.npy")
+    run_embed(args.prune, folder, text_file, out)
+    return compare("tiny_prompt (default_prompt_name)", np.load(out), ref) and ok
+
+
+def transformer_subfolder(args, st, texts, source):
+    """The older layout: the Transformer module in 0_Transformer/ (modules.json's path), the folder's root holding only
+    modules.json and the other modules."""
+    folder = os.path.join(args.scratch, "tiny_0_transformer")
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(source, folder)
+    inner = os.path.join(folder, "0_Transformer")
+    os.makedirs(inner)
+    for name in os.listdir(folder):
+        if name not in ("modules.json", "0_Transformer", "config_sentence_transformers.json") and not name[0].isdigit():
+            shutil.move(os.path.join(folder, name), inner)
+    path = os.path.join(folder, "modules.json")
+    modules = json.load(open(path, encoding="utf-8"))
+    modules[0]["path"] = "0_Transformer"
+    json.dump(modules, open(path, "w", encoding="utf-8"))
+    ref = st.SentenceTransformer(folder, device="cpu").encode(texts, batch_size=7, convert_to_numpy=True)
+    text_file = os.path.join(args.scratch, "sub.txt")
+    with open(text_file, "w", encoding="utf-8") as f:
+        f.write("\n".join(texts) + "\n")
+    out = os.path.join(args.scratch, "tiny_0_transformer.npy")
+    run_embed(args.prune, folder, text_file, out)
+    return compare("tiny_0_transformer (the Transformer module in 0_Transformer/)", np.load(out), ref)
 
 
 # Masks of the exports (prune eval/export --mask): heads only (transformers 4 loads it by config.pruned_heads, no

@@ -890,6 +890,18 @@ add("embed-pooling-unknown-mode", "a Pooling config with a pooling_mode_* key se
     "sentence-transformers refuses the folder too; its modes are pooling_mode_mean_tokens, pooling_mode_cls_token, "
     "pooling_mode_max_tokens, pooling_mode_mean_sqrt_len_tokens, pooling_mode_weightedmean_tokens and "
     "pooling_mode_lasttoken", not_created("e.npy"))
+def missing_default_prompt(s):
+    cmd = embed_input(ST_MODULES, 32, "--output", s + "/e.npy")(s)
+    with open(s + "/model/config_sentence_transformers.json", "w") as f:
+        json.dump({"prompts": {"query": "query: "}, "default_prompt_name": "passage"}, f)
+    return cmd
+
+
+add("embed-default-prompt-missing", "config_sentence_transformers.json whose default_prompt_name names no prompt "
+    "(sentence-transformers refuses the folder)", missing_default_prompt, 1,
+    "error: $SCRATCH/model/config_sentence_transformers.json: \"default_prompt_name\" is 'passage', which \"prompts\" "
+    "does not hold; sentence-transformers refuses the folder too; name one of its prompts, or set it to null",
+    not_created("e.npy"))
 add("embed-output-extension", "prune embed --output e.csv",
     lambda s: embed_input(ST_MODULES, 32, "--output", s + "/e.csv")(s), 2,
     "error: --output $SCRATCH/e.csv: embed writes HDF5 (.h5, .hdf5), NumPy (.npy) or JSON lines (.jsonl), and '.csv' "

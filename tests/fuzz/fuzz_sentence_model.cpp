@@ -1,5 +1,5 @@
-// A sentence-transformers folder's JSON files (core/io/sentence_model.h): modules.json, 1_Pooling/config.json and
-// sentence_bert_config.json, each parser on the same bytes. What is accepted is within the ranges the reader
+// A sentence-transformers folder's JSON files (core/io/sentence_model.h): modules.json, 1_Pooling/config.json,
+// sentence_bert_config.json and config_sentence_transformers.json, each parser on the same bytes. What is accepted is within the ranges the reader
 // promises.
 #include <filesystem>
 #include <string>
@@ -25,5 +25,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (hp::core::parse_max_seq_length(text, "fuzz/sentence_bert_config.json") < 0) __builtin_trap();
   });
   hp::fuzz::expect_clean([&] { hp::core::parse_do_lower_case(text, "fuzz/sentence_bert_config.json"); });
+  hp::fuzz::expect_clean([&] { hp::core::parse_default_prompt(text, "fuzz/config_sentence_transformers.json"); });
   return 0;
 }
