@@ -117,6 +117,7 @@ class Loop {
   // gates.distill_augment > 0 with a task's distillation: the distilled steps' word swaps (train/augment.h).
   std::unique_ptr<WordSwap> swap_;
   std::vector<core::Batch> eval_batches_;
+  std::vector<size_t> train_lengths_;  // each training example's tokens (train.group_by_length)
   // 0/1 masks in phase 2 (heads [L, H], neurons [L, I] with a budget), or all along with opts_.fixed_keep (heads).
   gates::GateMasks fixed_;
   // The same on the device for a captured step, each undefined where fixed_'s is all ones (as the model skips it): a

@@ -3,6 +3,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>  // at::detail::getDefaultCPUGenerator
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -90,6 +91,20 @@ std::vector<long> epoch_order(long n, int seed, int phase, int epoch) {
     std::swap(order[i], order[j]);
   }
   return order;
+}
+
+std::vector<long> length_grouped(const std::vector<long>& order, const std::vector<size_t>& lengths, int batch_size) {
+  const size_t n = order.size(), b = static_cast<size_t>(std::max(batch_size, 1));
+  const size_t mega = std::max<size_t>(std::min<size_t>(n / (4 * b), 50), 1) * b;
+  std::vector<long> out(order);
+  size_t longest_at = 0;  // the start of the mega-batch whose first (longest) example is the longest of all
+  for (size_t start = 0; start < n; start += mega) {
+    const auto first = out.begin() + static_cast<long>(start), last = out.begin() + static_cast<long>(std::min(n, start + mega));
+    std::stable_sort(first, last, [&](long a, long c) { return lengths[a] > lengths[c]; });
+    if (lengths[*first] > lengths[out[longest_at]]) longest_at = start;
+  }
+  if (n > 0) std::swap(out[0], out[longest_at]);
+  return out;
 }
 
 uint64_t step_seed(int seed, long step) {

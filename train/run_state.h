@@ -60,6 +60,12 @@ std::string config_hash(const std::string& text);
 // epoch) alone, so a resumed run recomputes the same order.
 std::vector<long> epoch_order(long n, int seed, int phase, int epoch);
 
+// `order` (an epoch's shuffle) grouped by length as Hugging Face's LengthGroupedSampler groups it
+// (get_length_grouped_indices): cut into mega-batches of m · batch_size positions, m = min(n / (4 · batch_size), 50)
+// and at least 1; each sorted by `lengths` longest first (stable); the first position of the mega-batch holding the
+// longest example swapped with the very first, so the largest batch comes first. Every position once.
+std::vector<long> length_grouped(const std::vector<long>& order, const std::vector<size_t>& lengths, int batch_size);
+
 // A generator seed for one step's draws (the word swaps of train/augment.h) from (seed, step) alone, as epoch_order.
 uint64_t step_seed(int seed, long step);
 

@@ -67,6 +67,7 @@ Loop::Loop(const core::TrainConfig& tc, const core::GateConfig& gc, const core::
   bo.batch_size = data.eval_batch_size;
   bo.pad_id = data.pad_id;
   eval_batches_ = core::make_batches(*data.eval, bo);
+  for (const auto& ids : data.train->ids) train_lengths_.push_back(ids.size());
   if (budget_mode_ && opts.teacher && (gc.distill || data.objective) && gc.distill_hidden > 0)
     layer_distill_ = std::make_unique<LayerDistill>(mc.hidden_size, L_), layer_distill_->to(model.device());
   same_depth_distill_ = !gates_ && opts.teacher && gc.distill && gc.distill_hidden > 0 && !data.objective;
@@ -215,7 +216,9 @@ bool Loop::run_phase(int phase, bool resumed_here) {
     if (graphs) graphs_captured_ += graphs->captured(), graph_replays_ += graphs->replays();
   };
   while (s_.phase_step < phase_total_[phase]) {
-    auto batches = core::make_batches(*data_.train, bo, epoch_order(data_.train->size(), rc_.seed, phase, s_.epoch));
+    auto order = epoch_order(data_.train->size(), rc_.seed, phase, s_.epoch);
+    if (tc_.group_by_length) order = length_grouped(order, train_lengths_, tc_.batch_size);
+    auto batches = core::make_batches(*data_.train, bo, std::move(order));
     const long nb = static_cast<long>(batches.size());
     for (long i = s_.batch_in_epoch; i < nb && s_.phase_step < phase_total_[phase]; ++i) {
       {

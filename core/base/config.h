@@ -74,7 +74,9 @@ struct DataConfig {
     v("task", task, "GLUE task: sst2, cola, mrpc, rte, stsb, wnli, qnli, mnli, mnli_subset (or data.train_file)");
     v("root", root, "data root holding glue/ (default: $HEADPRUNE_DATA, else ../shared/data)");
     v("max_seq_len", max_seq_len, "maximum tokens per example, [CLS]/[SEP] included (longest_first truncation)");
-    v("train_file", train_file, "your training data, .csv, .tsv or .jsonl (replaces data.task; docs/data.md)");
+    v("train_file", train_file,
+      "your training data, .csv, .tsv or .jsonl; a tagger's .conllu, .conll or .jsonl (replaces data.task; "
+      "docs/data.md)");
     v("validation_file", validation_file, "your validation data (split dev), same columns as train_file");
     v("test_file", test_file, "your test data (split test), labels optional");
     v("format", format,
@@ -202,6 +204,7 @@ struct TrainConfig {
   std::string resume;  // run directory to continue from
   std::string precision = "fp32";  // fp32 | bf16 (the student's products; see train/trainer.cpp)
   bool cuda_graph = false;  // on a GPU: length buckets and one captured step per bucket (train/graph_steps.h)
+  bool group_by_length = false;  // Hugging Face's length-grouped batches (train/run_state.h length_grouped)
   template <class V>
   void visit_fields(V& v) {
     v("epochs", epochs, "training epochs over the train split");
@@ -228,6 +231,9 @@ struct TrainConfig {
     v("cuda_graph", cuda_graph,
       "on a CUDA device, pad each training batch to the smallest of a few length buckets and replay one captured "
       "CUDA graph per bucket for the steps whose shapes are fixed (docs/gpu.md); ignored on the CPU");
+    v("group_by_length", group_by_length,
+      "length-grouped batches as Hugging Face's group_by_length: each epoch's shuffle cut into mega-batches of up to "
+      "50 batches, each sorted by length, the longest batch first; less padding, the same examples per epoch");
   }
 };
 
