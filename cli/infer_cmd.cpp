@@ -78,7 +78,8 @@ int run_infer(const core::Config& cfg) {
   const long N = static_cast<long>(data.size()), D = model.config().hidden_size;
   long S = 0;
   for (const auto& ids : data.ids) S = std::max<long>(S, static_cast<long>(ids.size()));
-  auto logits = torch::zeros({N, model.config().num_labels});
+  const bool tagger = model.config().head == core::Head::kToken;  // logits per token: [N, S, C]
+  auto logits = tagger ? torch::zeros({N, S, model.config().num_labels}) : torch::zeros({N, model.config().num_labels});
   auto hidden = cfg.infer.hidden ? torch::zeros({N, S, D}) : torch::Tensor();
   auto lengths = torch::zeros({N}, torch::kLong);
   torch::NoGradGuard no_grad;
@@ -87,7 +88,7 @@ int run_infer(const core::Config& cfg) {
   for (const auto& b : batches) {
     auto out = model.forward(core::encoder_input(b));
     auto idx = torch::tensor(b.index, torch::kLong);
-    logits.index_copy_(0, idx, out.logits);
+    (tagger ? logits.narrow(1, 0, out.logits.size(1)) : logits).index_copy_(0, idx, out.logits);
     lengths.index_copy_(0, idx, b.attention_mask.sum(1));
     if (hidden.defined()) hidden.narrow(1, 0, out.last_hidden.size(1)).index_copy_(0, idx, out.last_hidden);
     done += b.input_ids.size(0);
@@ -101,8 +102,17 @@ int run_infer(const core::Config& cfg) {
       nlohmann::json e;
       e["line"] = examples[i].line;
       e["input_ids"] = data.ids[i];
-      auto row = logits[i].contiguous();
-      e["logits"] = std::vector<float>(row.data_ptr<float>(), row.data_ptr<float>() + row.numel());
+      auto row = (tagger ? logits[i].narrow(0, 0, lengths[i].item<long>()) : logits[i]).contiguous();
+      const std::vector<float> values(row.data_ptr<float>(), row.data_ptr<float>() + row.numel());
+      if (tagger) {  // one row of tag logits per token
+        const long C = model.config().num_labels;
+        std::vector<std::vector<float>> rows;
+        for (size_t t = 0; t < values.size(); t += static_cast<size_t>(C))
+          rows.emplace_back(values.begin() + static_cast<long>(t), values.begin() + static_cast<long>(t) + C);
+        e["logits"] = rows;
+      } else {
+        e["logits"] = values;
+      }
       if (hidden.defined()) {
         auto h = hidden[i].narrow(0, 0, lengths[i].item<long>()).contiguous();
         std::vector<std::vector<float>> rows;
