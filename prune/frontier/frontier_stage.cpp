@@ -223,7 +223,7 @@ FrontierMeasure task_measure(RunContext& ctx, const MaskGradients& grads, const 
   m.gates = [&ctx](double fraction) { return gates_candidate(ctx, fraction); };
   m.ort = [&ctx, &base, batch, seq](Frontier& f) { add_ort_points(ctx, base, batch, seq, f); };
   m.task = ctx.task;
-  m.select_gold = ctx.select_data.labels;
+  m.select_gold = core::gold_labels(ctx.select_data);
   return m;
 }
 

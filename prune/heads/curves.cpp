@@ -172,6 +172,9 @@ std::vector<Aggregate> aggregate(const std::vector<CurvePoint>& points, const co
   std::vector<std::pair<std::string, int>> keys;
   std::map<std::pair<std::string, int>, std::vector<const CurvePoint*>> groups;
   for (const auto& p : points) {
+    HP_CHECK(p.predictions.empty() || p.predictions.size() == gold.size(),
+             "curve point " << p.criterion << " step " << p.step << ": " << p.predictions.size()
+                            << " predictions for " << gold.size() << " gold labels");
     auto key = std::make_pair(p.criterion, p.step);
     if (!groups.count(key)) keys.push_back(key);
     groups[key].push_back(&p);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/errors.h"
+#include "core/base/strings.h"  // format_number
 #include "core/base/files.h"
 #include "core/base/log.h"
 #include "core/dist/distributed.h"
@@ -447,7 +448,7 @@ bool budget_curves(RunContext& ctx, const MaskGradients& grads, CurvesSummary& c
     points.insert(points.end(), step.begin(), step.end());
   }
   progress.finish();
-  const auto agg = aggregate(points, *ctx.task, ctx.eval_data.labels, P.bootstrap, ctx.cfg->run.seed);
+  const auto agg = aggregate(points, *ctx.task, core::gold_labels(ctx.eval_data), P.bootstrap, ctx.cfg->run.seed);
   curves.budget = budget_data(ctx, unit, agg, curves);
   for (const auto& f : write_budget_report(ctx, *curves.budget)) curves.files.push_back(f);
   return true;
@@ -461,7 +462,7 @@ void add_gates_point(RunContext& ctx, const FinalChoice& choice, CurvesSummary& 
   const CurvePoint p = evaluate_point(ctx.curves, gated, "gates", ctx.cfg->run.seed, 0,
                                       core::StructureMask{choice.keep, choice.neurons, choice.layers, choice.hidden});
   const Aggregate a =
-      aggregate({p}, *ctx.task, ctx.eval_data.labels, ctx.cfg->prune.bootstrap, ctx.cfg->run.seed).at(0);
+      aggregate({p}, *ctx.task, core::gold_labels(ctx.eval_data), ctx.cfg->prune.bootstrap, ctx.cfg->run.seed).at(0);
   BudgetCurves& d = *curves.budget;
   d.points.push_back({"gates", kept_fraction(a, unit, fixed_part(unit, ctx.arch), d.unpruned_latency_ms), a.kept,
                       a.params, a.flops, a.mean, a.lo, a.hi, a.latency_ms});
@@ -522,9 +523,10 @@ FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const Budget
   const core::Bert slim = slim_model(fold_scales(*ctx.model, s.scales), s.rearranged);
   const auto slim_eval = evaluate_on(ctx.curves, slim, ctx.eval_data, ctx.curves.eval_batches);
   b.folded_vs_scaled_max_abs_logit_diff = (slim_eval.logits - scaled.logits).abs().max().item<double>();
-  if (ctx.cfg->prune.verify && b.folded_vs_scaled_max_abs_logit_diff > 1e-4)
+  if (ctx.cfg->prune.verify && b.folded_vs_scaled_max_abs_logit_diff > kFoldedLogitTolerance)
     throw InternalError("the slimmed model with the tuning scales folded in differs from masking with the scales by " +
-                        std::to_string(b.folded_vs_scaled_max_abs_logit_diff) + " (> 1e-4)");
+                        std::to_string(b.folded_vs_scaled_max_abs_logit_diff) + " (> " +
+                        core::format_number("%g", kFoldedLogitTolerance) + ")");
   if (unit.table) latency_check(ctx, *unit.table, slim, b);
   c.metrics_before_recovery = slim_eval.metrics;
   c.budget = b;

@@ -231,7 +231,7 @@ std::optional<CurvesSummary> curves(RunContext& ctx, const std::map<std::string,
     }
   }
   CurvesSummary out;
-  report.aggregates = aggregate(report.points, *ctx.task, ctx.eval_data.labels, cfg.prune.bootstrap, cfg.run.seed);
+  report.aggregates = aggregate(report.points, *ctx.task, core::gold_labels(ctx.eval_data), cfg.prune.bootstrap, cfg.run.seed);
   out.files = write_curve_report(report);
   out.fractions = largest_fraction_within(report.aggregates, ctx.total_heads, 0.01);
   out.areas = curve_area(report.aggregates);

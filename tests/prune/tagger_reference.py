@@ -10,7 +10,9 @@ writes JSON lines of UD English EWT dev sentences with seeded BIO tags. `prune e
              truncation: the alignment, the forward and the label order at once;
   metrics    accuracy over those words, and seqeval's f1_score, precision_score, recall_score of the same
              predictions (1e-12).
-A model whose config.json names *ForSequenceClassification is refused with the fix (prune.new_classifier).
+The pruning run of the BERT tagger: every curve point inside its bootstrap band, and transformers' accuracy of the
+exported BertForTokenClassification equal to summary.json's. A model whose config.json names
+*ForSequenceClassification is refused with the fix (prune.new_classifier).
 
     tagger_reference.py --python VENV_PYTHON --prune PRUNE --arch-models DIR --data ../shared/data --scratch DIR
 Exit 0 when every check holds, 1 when one fails, 77 (skipped) without the venv, seqeval or the data.
@@ -144,6 +146,40 @@ def check_arch(args, arch, source, rows, seed):
     expect(truncated > 0, f"{arch}: {truncated} sentences lose words to max_length {MAX_LEN} (truncation exercised)")
 
 
+def check_pruning_run(args, rows):
+    """The pruning run of the BERT tagger (pruned as it is: its head holds the tags): every curve point's bootstrap
+    band holds its metric, and transformers' tags from the exported …ForTokenClassification score what summary.json
+    reports."""
+    import csv
+    import transformers
+    scratch = os.path.join(args.scratch, "bert")
+    data, run = os.path.join(scratch, "dev.jsonl"), os.path.join(scratch, "run")
+    cmd = [args.prune, "--model", os.path.join(scratch, "model"), "--train-file", data, "--validation-file", data,
+           "--max-seq-len", str(MAX_LEN), "--out", run, "--target-heads", "5", "--criteria", "taylor,lrp,random,loo",
+           "--recover-steps", "4", "--set", "prune.select_examples=0", "--set", "prune.rank_examples=16",
+           "--set", "data.metric=accuracy"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    expect(r.returncode == 0, "bert: the pruning run exits 0" + (f" ({r.stderr.strip()[-600:]})" if r.returncode else ""))
+    if r.returncode:
+        return
+    points = list(csv.DictReader(open(os.path.join(run, "curves.csv"))))
+    inside = [p for p in points if float(p["accuracy_ci_lo"]) - 1e-9 <= float(p["accuracy_mean"])
+              <= float(p["accuracy_ci_hi"]) + 1e-9]
+    expect(len(points) > 0 and len(inside) == len(points),
+           f"bert: {len(inside)}/{len(points)} curve points lie inside their bootstrap band")
+    summary = json.load(open(os.path.join(run, "summary.json")))
+    exported = os.path.join(run, "model")
+    model = transformers.AutoModelForTokenClassification.from_pretrained(exported).eval()
+    expect(type(model).__name__ == "BertForTokenClassification", f"bert: the export loads as {type(model).__name__}")
+    want = reference(model, exported, "bert", rows)
+    gold = [tags[:len(w)] for (_, tags), w in zip(rows, want)]
+    flat = [(g, p) for gs, ps in zip(gold, want) for g, p in zip(gs, ps)]
+    accuracy = sum(g == p for g, p in flat) / len(flat)
+    got = summary["final"]["metrics"]["accuracy"]
+    expect(abs(got - accuracy) <= 1e-12,
+           f"bert: the exported tagger's accuracy in transformers {accuracy:.12g} is summary.json's {got}")
+
+
 def check_refusal(args, rows):
     """A sequence classifier with a tagger's data: refused in one line naming the fix."""
     import transformers
@@ -188,6 +224,7 @@ def main():
         sources[arch] = os.path.join(args.arch_models, arch)
     for seed, (arch, source) in enumerate(sources.items()):
         check_arch(args, arch, source, rows, seed)
+    check_pruning_run(args, rows)
     check_refusal(args, rows)
     print(f"{len(FAILURES)} failures" if FAILURES else "all tagger checks hold")
     return 1 if FAILURES else 0
