@@ -19,6 +19,13 @@
 
 namespace hp::prune {
 
+// How far a slimmed model's logits may lie from the masked model's when prune.verify checks them: the same arithmetic
+// on fewer terms, so float32 rounding alone; with mask tuning's scales folded into the weights they round once more.
+inline constexpr double kSlimLogitTolerance = 1e-5;
+inline constexpr double kFoldedLogitTolerance = 1e-4;
+// How far transformers' logits of an export may lie from ours (tools/hf_check.py --tol).
+inline constexpr double kHfLogitTolerance = 1e-4;
+
 // keep[l][h] indexes the heads present in `model` (position h of layer l); entries past a layer's head count
 // are ignored. keep_neurons[l][i] likewise the FFN neurons present in layer l; empty = keep every neuron.
 // keep_layers[l] = false removes layer l (empty = keep every layer); keep_hidden[c] = false hidden channel c

@@ -124,9 +124,10 @@ FinalChoice choose_layers(RunContext& ctx, const MaskGradients& grads) {
   const core::Bert slim = slim_model(*ctx.model, c.keep, {}, c.layers);
   const auto slim_eval = evaluate_on(ctx.curves, slim, ctx.eval_data, ctx.curves.eval_batches);
   const double diff = (slim_eval.logits - chosen_logits).abs().max().item<double>();
-  if (cfg.prune.verify && diff > 1e-5)
+  if (cfg.prune.verify && diff > kSlimLogitTolerance)
     throw InternalError("the model with layers " + join_ints(d.choices.at(d.choice).kept) +
-                        " alone differs from masking the others by " + std::to_string(diff) + " (> 1e-5)");
+                        " alone differs from masking the others by " + std::to_string(diff) + " (> " +
+                        core::format_number("%g", kSlimLogitTolerance) + ")");
   core::shared_write([&] {
     core::StagedFolder(dir).write([&](const std::string& staged) {  // the model and its choice.json appear together
       core::write_bert_files(slim, staged, ctx.model_dir);

@@ -169,7 +169,7 @@ std::map<std::string, std::string> hf_checks(const RunContext& ctx, const core::
         continue;
       }
       if (!inputs_written) write_verify_inputs(ctx, reloaded, h5), inputs_written = true;
-      std::vector<std::string> cmd = {py, script, out_model, h5, "--tol", "1e-4"};
+      std::vector<std::string> cmd = {py, script, out_model, h5, "--tol", core::format_number("%g", kHfLogitTolerance)};
       if (*check.flag) cmd.push_back(check.flag);
       const int rc = core::run_program(cmd);
       const std::string cannot_import =
@@ -355,9 +355,10 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
                                     : eval::masks_of({choice.keep, choice.neurons, choice.layers, choice.hidden}));
   const auto slim_eval = eval::evaluate(reloaded, *ctx.task, ctx.eval_data, ctx.curves.eval_batches);
   final.slim_vs_masked_max_abs_logit_diff = max_abs_diff(masked_eval.logits, slim_eval.logits);
-  if (cfg.prune.verify && final.slim_vs_masked_max_abs_logit_diff > 1e-5)
+  if (cfg.prune.verify && final.slim_vs_masked_max_abs_logit_diff > kSlimLogitTolerance)
     throw InternalError("slimmed export differs from the masked model by " +
-                        std::to_string(final.slim_vs_masked_max_abs_logit_diff) + " (> 1e-5)");
+                        std::to_string(final.slim_vs_masked_max_abs_logit_diff) + " (> " +
+                        core::format_number("%g", kSlimLogitTolerance) + ")");
   final.hf_check = hf_checks(ctx, reloaded, out_model);
   if (ctx.export_onnx && core::dist::is_main()) final.onnx = export_onnx_files(ctx, reloaded, out_model);
   final.metrics = slim_eval.metrics;
