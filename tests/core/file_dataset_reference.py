@@ -15,17 +15,15 @@ BOM by encoding="utf-8-sig", lineterminator="\\r\\n") and json, runs hp_file_dat
     file_dataset_reference.py --python VENV_PYTHON --dump hp_file_dataset_dump --scratch DIR
 Exit 0 when every check holds, 1 when one fails, 77 (skipped, with a "skipped:" line) without the venv or pandas.
 """
-import argparse
 import csv
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from ref_check import FAILURES, expect, in_venv  # noqa: E402
+from ref_check import expect, finish, start  # noqa: E402
 
 
 
@@ -197,24 +195,11 @@ def jsonl_case(exe, d):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--python", required=True)
-    ap.add_argument("--dump", required=True)
-    ap.add_argument("--scratch", required=True)
-    args = ap.parse_args()
-    in_venv(args.python)
-    try:
-        import pandas as pd
-    except ImportError:
-        print(f"skipped: pandas is not installed in {sys.executable} (apt-get install python3-pandas; the venv of "
-              "scripts/setup_python.sh sees Debian's packages)")
-        return 77
-    shutil.rmtree(args.scratch, ignore_errors=True)
-    os.makedirs(args.scratch)
-    csv_cases(pd, args.dump, args.scratch)
+    args, mods = start(("dump", "scratch"), ("pandas",), "apt-get install python3-pandas; the venv of "
+                       "scripts/setup_python.sh sees Debian's packages")
+    csv_cases(mods["pandas"], args.dump, args.scratch)
     jsonl_case(args.dump, args.scratch)
-    print(f"{len(FAILURES)} failure(s)" if FAILURES else "all checks hold")
-    return 1 if FAILURES else 0
+    return finish()
 
 
 if __name__ == "__main__":

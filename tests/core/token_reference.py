@@ -17,17 +17,15 @@ Runs hp_token_dataset_dump and compares:
 Exit 0 when every check holds, 1 when one fails, 77 (skipped, with a "skipped:" line) without the venv, conllu or
 seqeval, or UD English EWT.
 """
-import argparse
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from ref_check import FAILURES, expect, in_venv  # noqa: E402
+from ref_check import expect, finish, start  # noqa: E402
 
 TYPES = ["PER", "LOC", "ORG", "MISC"]
 
@@ -190,35 +188,19 @@ def check_scores(seqeval, exe, d):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--python", required=True)
-    ap.add_argument("--dump", required=True)
-    ap.add_argument("--data", required=True)
-    ap.add_argument("--scratch", required=True)
-    args = ap.parse_args()
-    in_venv(args.python)
-    try:
-        import conllu
-        import seqeval
-    except ImportError as e:
-        print(f"skipped: {e.name} is not installed in {sys.executable} (scripts/setup_python.sh pins conllu and "
-              "seqeval)")
-        return 77
+    args, mods = start(("dump", "data", "scratch"), ("conllu", "seqeval"), "scripts/setup_python.sh pins both")
     ewt = os.path.join(args.data, "ud_english_ewt", "en_ewt-ud-dev.conllu")
     if not os.path.exists(ewt):
         print(f"skipped: UD English EWT not found at {ewt}; put ../shared beside the repository")
         return 77
-    shutil.rmtree(args.scratch, ignore_errors=True)
-    os.makedirs(args.scratch)
-    check_conllu(conllu, args.dump, ewt, "UD English EWT dev")
+    check_conllu(mods["conllu"], args.dump, ewt, "UD English EWT dev")
     hand = os.path.join(args.scratch, "hand.conllu")
     with open(hand, "w", encoding="utf-8") as f:
         f.write(HAND_CONLLU)
-    check_conllu(conllu, args.dump, hand, "ranges and empty nodes")
+    check_conllu(mods["conllu"], args.dump, hand, "ranges and empty nodes")
     check_jsonl(args.dump, args.scratch)
-    check_scores(seqeval, args.dump, args.scratch)
-    print(f"{len(FAILURES)} failure(s)" if FAILURES else "all checks hold")
-    return 1 if FAILURES else 0
+    check_scores(mods["seqeval"], args.dump, args.scratch)
+    return finish()
 
 
 if __name__ == "__main__":

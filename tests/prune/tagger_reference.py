@@ -17,7 +17,6 @@ exported BertForTokenClassification equal to summary.json's. A model whose confi
     tagger_reference.py --python VENV_PYTHON --prune PRUNE --arch-models DIR --data ../shared/data --scratch DIR
 Exit 0 when every check holds, 1 when one fails, 77 (skipped) without the venv, seqeval or the data.
 """
-import argparse
 import json
 import os
 import random
@@ -26,7 +25,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from ref_check import FAILURES, expect, in_venv  # noqa: E402
+from ref_check import expect, finish, start  # noqa: E402
 
 TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 MAX_LEN = 24  # short enough that some sentences lose words to truncation
@@ -197,37 +196,21 @@ def check_refusal(args, rows):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--python", required=True)
-    ap.add_argument("--prune", required=True)
-    ap.add_argument("--arch-models", required=True)
-    ap.add_argument("--data", required=True)
-    ap.add_argument("--scratch", required=True)
-    args = ap.parse_args()
-    in_venv(args.python)
-    try:
-        import seqeval  # noqa: F401
-        import transformers  # noqa: F401
-    except ImportError as e:
-        print(f"skipped: {e}")
-        return 77
+    args, _ = start(("prune", "arch-models", "data", "scratch"), ("seqeval", "transformers"),
+                    "scripts/setup_python.sh installs both")
     if not os.path.isdir(os.path.join(args.data, "ud_english_ewt")):
         print(f"skipped: no UD English EWT under {args.data}")
         return 77
-    shutil.rmtree(args.scratch, ignore_errors=True)
-    os.makedirs(args.scratch)
     rng = random.Random(3)
     rows = [(words, bio(rng, len(words))) for words in sentences(args.data, 40)]
-    vocab = os.path.join(args.data, "..", "vocab")
-    sources = {"bert": vocab}
+    sources = {"bert": os.path.join(args.data, "..", "vocab")}
     for arch in ("roberta", "xlm-roberta", "distilbert", "electra"):
         sources[arch] = os.path.join(args.arch_models, arch)
     for seed, (arch, source) in enumerate(sources.items()):
         check_arch(args, arch, source, rows, seed)
     check_pruning_run(args, rows)
     check_refusal(args, rows)
-    print(f"{len(FAILURES)} failures" if FAILURES else "all tagger checks hold")
-    return 1 if FAILURES else 0
+    return finish()
 
 
 if __name__ == "__main__":
