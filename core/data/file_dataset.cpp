@@ -165,18 +165,7 @@ TableFile read_jsonl(const std::string& path, const std::vector<std::string>& li
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = at(path, static_cast<int>(i + 1));
-    Json obj;
-    try {
-      obj = Json::parse(lines[i]);
-    } catch (const Json::parse_error& e) {
-      throw InputError(where + "not valid JSON (byte " + std::to_string(e.byte) +
-                       "); write one JSON object per line (JSON lines)");
-    } catch (const Json::out_of_range&) {  // a number beyond a double, 1e999
-      throw InputError(where + "a number out of range; write it as a string, or within a double's range");
-    }
-    if (!obj.is_object())
-      throw InputError(where + "a JSON " + obj.type_name() +
-                       " where an object was expected; write one object per line, {\"sentence\": ..., \"label\": ...}");
+    const Json obj = json_line_object(lines[i], where, "{\"sentence\": ..., \"label\": ...}");
     std::vector<std::string> row(t.columns.size());
     for (const auto& [key, value] : obj.items()) {
       auto [it, added] = index.emplace(key, t.columns.size());
@@ -397,6 +386,22 @@ std::vector<Example> to_examples(const TableFile& t, const FileColumns& c, const
     out.push_back(std::move(e));
   }
   return out;
+}
+
+Json json_line_object(const std::string& line, const std::string& where, const std::string& shape) {
+  Json obj;
+  try {
+    obj = Json::parse(line);
+  } catch (const Json::parse_error& e) {
+    throw InputError(where + "not valid JSON (byte " + std::to_string(e.byte) +
+                     "); write one JSON object per line (JSON lines)");
+  } catch (const Json::out_of_range&) {  // a number beyond a double, 1e999
+    throw InputError(where + "a number out of range; write it as a string, or within a double's range");
+  }
+  if (!obj.is_object())
+    throw InputError(where + "a JSON " + obj.type_name() + " where an object was expected; write one object per line, " +
+                     shape);
+  return obj;
 }
 
 }  // namespace hp::core

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/data/glue.h"  // Example
 
 namespace hp::core {
@@ -72,5 +74,10 @@ FileLabels infer_labels(const TableFile& train, const std::string& label_column,
 // InputError "file:line: ..." for a text column the file lacks, a label not among the training labels, a score
 // that is not a number, an empty label among labelled rows.
 std::vector<Example> to_examples(const TableFile& t, const FileColumns& c, const FileLabels& labels);
+
+// One JSON-lines row: the object on `line`, its keys in file order; `where` starts the messages ("file:line: ").
+// InputError for invalid JSON, a number beyond a double, or a value that is not an object (`shape` shows the object
+// expected, e.g. {"sentence": ..., "label": ...}).
+nlohmann::ordered_json json_line_object(const std::string& line, const std::string& where, const std::string& shape);
 
 }  // namespace hp::core

@@ -8,12 +8,13 @@
 
 #include "core/base/errors.h"  // ConfigError, InputError
 #include "core/data/conllu.h"
+#include "core/data/file_dataset.h"  // json_line_object
 #include "core/data/glue.h"  // read_text_lines
 
 namespace hp::core {
 namespace {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;
 
 // "path:line: ".
 std::string at(const std::string& path, int line) { return path + ":" + std::to_string(line) + ": "; }
@@ -100,23 +101,6 @@ std::string tag_text(const Json& v, size_t i, const std::string& where) {
   }
 }
 
-Json parse_object(const std::string& line, const std::string& where) {
-  Json obj;
-  try {
-    obj = Json::parse(line);
-  } catch (const Json::parse_error& e) {
-    throw InputError(where + "not valid JSON (byte " + std::to_string(e.byte) +
-                     "); write one JSON object per line (JSON lines)");
-  } catch (const Json::out_of_range&) {  // a number beyond a double, 1e999
-    throw InputError(where + "a number out of range; write tags as strings or integers");
-  }
-  if (!obj.is_object())
-    throw InputError(where + "a JSON " + std::string(obj.type_name()) +
-                     " where an object was expected; write one object per line, {\"tokens\": [...], \"ner_tags\": "
-                     "[...]}");
-  return obj;
-}
-
 // The array under `key`; InputError when it is missing or not an array.
 const Json& array_at(const Json& obj, const std::string& key, const std::string& name, const std::string& where) {
   if (!obj.contains(key))
@@ -153,7 +137,8 @@ std::vector<TaggedSentence> read_jsonl(const std::string& path, const std::vecto
     if (is_blank(lines[i])) continue;
     const int number = static_cast<int>(i + 1);
     const std::string where = at(path, number);
-    TaggedSentence s = jsonl_sentence(parse_object(lines[i], where), tag_column, where);
+    const auto obj = json_line_object(lines[i], where, "{\"tokens\": [...], \"ner_tags\": [...]}");
+    TaggedSentence s = jsonl_sentence(obj, tag_column, where);
     s.line = number;
     out.push_back(std::move(s));
   }
