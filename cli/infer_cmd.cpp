@@ -13,7 +13,7 @@
 #include "core/base/files.h"
 #include "core/base/log.h"
 #include "core/io/tensor_io.h"
-#include "eval/evaluator.h"  // calibrate_int8
+#include "eval/evaluator.h"  // calibrate_int8, dataset_logits, put_rows
 #include "cli/commands.h"
 
 namespace hp::cli {
@@ -79,7 +79,7 @@ int run_infer(const core::Config& cfg) {
   long S = 0;
   for (const auto& ids : data.ids) S = std::max<long>(S, static_cast<long>(ids.size()));
   const bool tagger = model.config().head == core::Head::kToken;  // logits per token: [N, S, C]
-  auto logits = tagger ? torch::zeros({N, S, model.config().num_labels}) : torch::zeros({N, model.config().num_labels});
+  auto logits = eval::dataset_logits(N, model.config().num_labels, tagger ? S : 0);
   auto hidden = cfg.infer.hidden ? torch::zeros({N, S, D}) : torch::Tensor();
   auto lengths = torch::zeros({N}, torch::kLong);
   torch::NoGradGuard no_grad;
@@ -88,7 +88,7 @@ int run_infer(const core::Config& cfg) {
   for (const auto& b : batches) {
     auto out = model.forward(core::encoder_input(b));
     auto idx = torch::tensor(b.index, torch::kLong);
-    (tagger ? logits.narrow(1, 0, out.logits.size(1)) : logits).index_copy_(0, idx, out.logits);
+    eval::put_rows(logits, out.logits, b.index);
     lengths.index_copy_(0, idx, b.attention_mask.sum(1));
     if (hidden.defined()) hidden.narrow(1, 0, out.last_hidden.size(1)).index_copy_(0, idx, out.last_hidden);
     done += b.input_ids.size(0);

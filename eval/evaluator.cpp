@@ -39,6 +39,15 @@ std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool reg
   return std::vector<float>(p.data_ptr<float>(), p.data_ptr<float>() + p.numel());
 }
 
+torch::Tensor dataset_logits(long n, long classes, long seq) {
+  return seq > 0 ? torch::zeros({n, seq, classes}) : torch::zeros({n, classes});
+}
+
+void put_rows(torch::Tensor& all, const torch::Tensor& logits, const std::vector<long>& index) {
+  auto rows = all.dim() == 3 ? all.narrow(1, 0, logits.size(1)) : all;
+  rows.index_copy_(0, torch::tensor(index, torch::kLong), logits.to(torch::kCPU, torch::kFloat));
+}
+
 std::vector<float> predictions_of(const torch::Tensor& logits, const core::EncodedDataset& data, bool regression) {
   if (logits.dim() == 2) return predictions_from_logits(logits, regression);
   const auto best = logits.argmax(2).to(torch::kCPU, torch::kLong).contiguous();  // [N, S]
@@ -46,7 +55,8 @@ std::vector<float> predictions_of(const torch::Tensor& logits, const core::Encod
   std::vector<float> out;
   for (size_t i = 0; i < data.tags.size(); ++i) {
     for (size_t t = 0; t < data.tags[i].size(); ++t)
-      if (data.tags[i][t] != core::kUnscored) out.push_back(static_cast<float>(a[static_cast<long>(i)][static_cast<long>(t)]));
+      if (data.tags[i][t] != core::kUnscored)
+        out.push_back(static_cast<float>(a[static_cast<long>(i)][static_cast<long>(t)]));
     out.push_back(core::kSentenceEnd);
   }
   return out;
@@ -67,8 +77,7 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
   EvalResult r;
   r.examples = static_cast<long>(data.size());
   const bool tagged = model.config().head == core::Head::kToken;  // logits [N, S, C], S the longest example
-  r.logits = tagged ? torch::zeros({r.examples, core::longest_length(data), model.config().num_labels})
-                    : torch::zeros({r.examples, model.config().num_labels});
+  r.logits = dataset_logits(r.examples, model.config().num_labels, tagged ? core::longest_length(data) : 0);
   core::Progress progress("eval", r.examples);
   auto start = std::chrono::steady_clock::now();
   long done = 0;
@@ -80,8 +89,7 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
     core::EncoderInput in = core::encoder_input(b);
     set_masks(in, masks);
     in.cls_only = true;
-    auto logits = model.forward(in).logits.to(torch::kCPU, torch::kFloat);
-    (tagged ? r.logits.narrow(1, 0, logits.size(1)) : r.logits).index_copy_(0, torch::tensor(b.index, torch::kLong), logits);
+    put_rows(r.logits, model.forward(in).logits, b.index);
     r.tokens += b.attention_mask.sum().item<long>();
     r.padded_tokens += b.input_ids.numel();
     done += b.input_ids.size(0) * core::dist::world();  // progress is rank 0's, its share scaled up

@@ -55,6 +55,13 @@ EvalResult evaluate(const core::Bert& model, const core::TaskSpec& task, const c
 // it did not): fewer than n when the split holds fewer, with a warning naming both counts.
 int calibrate_int8(core::Bert& model, const core::Config& cfg, const core::Tokenizer& tok, const Masks& masks = {});
 
+// A dataset's logits in its order: [N, C], or for a token head (`seq` > 0, its longest example) [N, seq, C], zero
+// until put_rows fills them.
+torch::Tensor dataset_logits(long n, long classes, long seq = 0);
+// Rows `index` of `all` (dataset_logits) set to a batch's logits (moved to the CPU as float32); a tagger's batch
+// fills its first S positions.
+void put_rows(torch::Tensor& all, const torch::Tensor& logits, const std::vector<long>& index);
+
 // Predictions from logits: argmax, or logits[:, 0] for regression. logits: [N, C].
 std::vector<float> predictions_from_logits(const torch::Tensor& logits, bool regression);
 // The predictions the metrics read for every example of `data` from its logits in dataset order: those of

@@ -176,7 +176,8 @@ void resolve_head(BertConfig& cfg, TensorMap& named, const LoadOptions& opts, co
   const Arch& arch = arch_of(cfg.model_type);
   const std::string stored = stored_key(arch, spec_named("cls.w"), 0, "", cfg.head);
   if (named.count(stored)) {
-    const std::string have = head_class(arch.classifier_class, cfg.head), want = head_class(arch.classifier_class, *opts.head);
+    const std::string have = head_class(arch.classifier_class, cfg.head);
+    const std::string want = head_class(arch.classifier_class, *opts.head);
     if (!opts.new_classifier)
       throw CheckpointError(file + ": " + stored + " is a " + have + "'s classifier and the task needs a " + want +
                             "; use a model fine-tuned as " + want + ", or (prune) set prune.new_classifier: true to "
@@ -253,7 +254,7 @@ void check_tensors(const BertConfig& cfg, const std::map<std::string, torch::Ten
   std::set<std::string> pooler;  // a sequence model's pooler, unread by a token head (HF drops it too)
   if (cfg.head == Head::kToken)
     for (const auto& spec : bert_key_table())
-      if (spec.part == Part::kPooler) pooler.insert(stored_key(arch, spec, 0, rep.prefix)), pooler.insert(stored_key(arch, spec, 0, ""));
+      if (spec.part == Part::kPooler) pooler.insert(stored_key(arch, spec, 0, rep.prefix));
   for (const auto& [k, v] : named)
     if (!consumed.count(k) && !is_ignored_key(arch, k) && !pooler.count(k)) unexpected.push_back(k);
   if (!unexpected.empty()) {

@@ -10,7 +10,7 @@
 #include "core/dist/distributed.h"
 #include "core/model/head_loss.h"
 #include "core/base/errors.h"
-#include "eval/evaluator.h"  // predictions_from_logits
+#include "eval/evaluator.h"  // dataset_logits, put_rows, predictions_of
 #include "eval/metrics.h"
 #include "prune/heads/criteria.h"
 
@@ -42,13 +42,12 @@ Score score(const CriterionContext& c, const torch::Tensor& mask, int start_laye
     auto logits = c.model->forward(in).logits;
     loss += core::per_example_loss(logits, b.labels, regression).sum().item<double>();
     const bool tagged = logits.dim() == 3;
-    if (!all.defined())
-      all = tagged ? torch::zeros({n, core::longest_length(data), logits.size(2)}) : torch::zeros({n, logits.size(1)});
-    (tagged ? all.narrow(1, 0, logits.size(1)) : all)
-        .index_copy_(0, torch::tensor(b.index, torch::kLong), logits.to(torch::kCPU, torch::kFloat));
+    if (!all.defined()) all = eval::dataset_logits(n, logits.size(-1), tagged ? core::longest_length(data) : 0);
+    eval::put_rows(all, logits, b.index);
   }
   if (!all.defined()) all = torch::zeros({0, 1});
-  auto metrics = eval::compute_metrics(*c.rank->task, eval::predictions_of(all, data, regression), core::gold_labels(data));
+  const auto predictions = eval::predictions_of(all, data, regression);
+  auto metrics = eval::compute_metrics(*c.rank->task, predictions, core::gold_labels(data));
   return {metrics.at(c.rank->task->primary_metric), loss / std::max<double>(static_cast<double>(n), 1)};
 }
 
