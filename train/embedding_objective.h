@@ -2,8 +2,9 @@
 // logits. The teacher is the unpruned model; the student's pooled embedding e (core/model/pooling.h: the folder's
 // pooling and Normalize) should stay where the teacher's was.
 //
-// - Recovery distils the teacher's embeddings of unlabelled sentences: the loss is the mean over the batch of
-//   ‖e_student − e_teacher‖², which for a model ending in Normalize is 2·(1 − cosine).
+// - Recovery and the gates distil the teacher's embeddings of unlabelled sentences through the trainer
+//   (train::Objective, train/trainer.h): the loss is the mean over the batch of ‖e_student − e_teacher‖², which for a
+//   model ending in Normalize is 2·(1 − cosine).
 // - The retraining-free search needs a Fisher (prune/search/mask_search.h), but at the teacher (every mask 1) that loss is
 //   0 with a zero gradient. Its curvature there is the Gauss-Newton matrix Σ_b J_bᵀ J_b (J_b = ∂e_b/∂m), whose
 //   diagonal the probe estimates without forming J: with v_b ~ N(0, I), g = ∂(Σ_b v_b · e_b)/∂m has
@@ -13,13 +14,9 @@
 
 #include <torch/types.h>
 
-#include <atomic>
 #include <cstdint>
-#include <functional>
-#include <string>
+#include <vector>
 
-#include "core/base/config.h"
-#include "core/data/batching.h"
 #include "core/model/bert.h"
 #include "core/model/pooling_mode.h"
 
@@ -52,31 +49,5 @@ torch::Tensor embedding_distill_loss(const torch::Tensor& student, const torch::
 // (L + 1 entries, the embeddings first, which are not matched); the teacher's side carries no gradient.
 torch::Tensor hidden_distill_loss(const std::vector<torch::Tensor>& student, const std::vector<torch::Tensor>& teacher,
                                   const torch::Tensor& attention_mask);
-
-struct EmbeddingRecovery {
-  long steps = 0;
-  double seconds = 0;
-  double first_loss = 0, last_loss = 0;  // the mean loss of the first and of the last tenth of the steps
-  double first_hidden = 0, last_hidden = 0;  // the same of the layer-wise term alone (0 without it)
-  bool interrupted = false;
-  long resumed_at = 0;  // the step a saved state continued from (0: from the start)
-};
-
-// Fine-tunes `student` (its tensors get requires_grad, then lose it) for `steps` AdamW steps (train.lr_peak, its
-// warm-up and linear decay, weight decay, clipping, batch_size) towards the embeddings `teacher` gives the same
-// batches of `sentences` (shuffled each pass from `seed`, padded per batch), with the model's dropout; with
-// `hidden_weight` > 0 the loss adds that times hidden_distill_loss (the student must have the teacher's layer count
-// and width). The teacher runs under no gradient. `progress(step, loss)` every PendingSteps::kReadEvery steps and
-// after the last (the only host reads of the loop; may be empty); `stop` set: returns interrupted.
-// `resume_dir` (empty: none) keeps the recovery resumable as train/run_state.h keeps a training run: RESUME_DIR/state
-// is written every tc.save_every steps (kEmbeddingSaveEvery when 0) and when stopped, a call that finds it continues
-// from it — the same weights as a run never stopped — and it is removed once the last step is done. A state saved
-// for other steps, seed, data or hyper-parameters is set aside with a warning and the recovery starts over.
-constexpr long kEmbeddingSaveEvery = 100;
-EmbeddingRecovery recover_embeddings(core::Bert& student, const core::Bert& teacher, const Pooling& pooling,
-                                     const core::EncodedDataset& sentences, int pad_id, const core::TrainConfig& tc,
-                                     long steps, uint64_t seed, double hidden_weight,
-                                     const std::function<void(long, double)>& progress, const std::atomic<bool>* stop,
-                                     const std::string& resume_dir = {});
 
 }  // namespace hp::train

@@ -118,12 +118,13 @@ Loop::StepLoss Loop::batch_loss(const core::Batch& b) {
   return r;
 }
 
-// The objective's loss of this rank's rows (and CoFi's layer term with gates.distill_hidden): the student under the
-// step's masks, the teacher unmasked, every position of both computed.
+// The objective's loss of this rank's rows (with gates.distill_hidden, and CoFi's layer term under budget gates or
+// the same-depth one in a recovery): the student under the step's masks, the teacher unmasked, every position of
+// both computed.
 void Loop::objective_loss(const core::EncoderInput& masked, const core::Batch& local, double share, StepLoss& r) {
   core::EncoderInput in = masked;
   in.cls_only = false;
-  in.want_hidden = layer_distill_ != nullptr;
+  in.want_hidden = layer_distill_ || same_depth_distill_;
   core::EncoderOutput teacher;
   {
     torch::NoGradGuard no_grad;
@@ -140,6 +141,11 @@ void Loop::objective_loss(const core::EncoderInput& masked, const core::Batch& l
   out.last_hidden = out.last_hidden.to(torch::kFloat);  // the loss in fp32
   r.task_loss = share * data_.objective->loss(out, teacher, in);
   r.loss = r.task_loss;
+  if (same_depth_distill_) {
+    r.layer = share * hidden_distill_loss(out.hidden_states, teacher.hidden_states,
+                                          core::to_device(local.attention_mask, model_.device()));
+    r.loss = r.loss + gc_.distill_hidden * r.layer;
+  }
   if (!layer_distill_) return;
   r.layer = layer_distill_->loss(out.hidden_states, teacher.hidden_states,
                                  core::to_device(local.attention_mask, model_.device()),

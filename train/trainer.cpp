@@ -70,7 +70,7 @@ Loop::Loop(const core::TrainConfig& tc, const core::GateConfig& gc, const core::
   for (const auto& ids : data.train->ids) train_lengths_.push_back(ids.size());
   if (budget_mode_ && opts.teacher && (gc.distill || data.objective) && gc.distill_hidden > 0)
     layer_distill_ = std::make_unique<LayerDistill>(mc.hidden_size, L_), layer_distill_->to(model.device());
-  same_depth_distill_ = !gates_ && opts.teacher && gc.distill && gc.distill_hidden > 0 && !data.objective;
+  same_depth_distill_ = !gates_ && opts.teacher && (gc.distill || data.objective) && gc.distill_hidden > 0;
   if (gc.distill_augment > 0 && opts.teacher && gc.distill && !data.objective) {
     if (opts.tokenizer_dir.empty())
       throw ConfigError("gates.distill_augment = " + core::format_number("%g", gc.distill_augment) +

@@ -1,6 +1,6 @@
 // What every step of the pruning run for embeddings reads (prune/embedding/embedding_run.h): the teacher folder, the sentences
 // distilled on, the selection and evaluation pairs, the teacher's embeddings of both, and how a model is scored.
-// Internal to the embedding run's files (embedding_run.cpp, embedding_gates.cpp).
+// Internal to the embedding run's files (embedding_run.cpp, embedding_train.cpp, …).
 #pragma once
 
 #include <torch/types.h>

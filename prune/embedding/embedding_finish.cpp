@@ -13,9 +13,7 @@
 #include "core/io/checkpoint.h"
 #include "eval/embedding.h"
 #include "eval/latency.h"
-#include "prune/stages/best_step.h"
 #include "prune/export/slim.h"
-#include "train/embedding_objective.h"
 
 namespace hp::prune {
 
@@ -26,42 +24,9 @@ void log_step(int n, const std::string& what) {
   core::log_info("prune", "embedding stage " + std::to_string(n) + "/5: " + what);
 }
 
-std::optional<core::Bert> recovered_model(const EmbedRun& r, const core::Bert& tuned, const core::PruneConfig& p,
-                                          double target, const BudgetDirs& dirs) {
-  const core::Config& cfg = *r.cfg;
-  const std::string& dir = dirs.recovered;
-  const long steps = budget_recover_steps(p, target, false);
-  if (steps <= 0) return std::nullopt;
-  if (!fs::exists(dir + "/config.json")) {
-    log_step(4, "recovery: " + std::to_string(steps) + " steps of distillation to the teacher's embeddings" +
-                    (p.distill_hidden > 0
-                         ? " and, weighted " + core::format_number("%g", p.distill_hidden) + ", its layers' outputs"
-                         : ""));
-    core::Bert student = copy_model(tuned);  // the tuned model is scored as it was
-    core::Progress progress("recover", steps, "steps");
-    const auto rec = train::recover_embeddings(
-        student, r.teacher->model, r.pooling, r.sentences, r.teacher->tokenizer.pad_id(), cfg.train, steps,
-        static_cast<uint64_t>(cfg.run.seed), p.distill_hidden,
-        [&](long s, double loss) {
-          if (s % 10 == 0 || s == steps) progress.update(s, "loss " + core::format_number("%.4g", loss));
-        },
-        r.stop, dirs.state + "/recovery");
-    progress.finish();
-    if (rec.resumed_at > 0)
-      core::log_info("prune", "recovery continued from its saved step " + std::to_string(rec.resumed_at));
-    if (rec.interrupted) return std::nullopt;
-    core::write_file_atomic(dirs.state + "/recovery.json", json({{"steps", rec.steps},
-                                                                 {"seconds", rec.seconds},
-                                                                 {"first_loss", rec.first_loss},
-                                                                 {"last_loss", rec.last_loss},
-                                                                 {"distill_hidden", p.distill_hidden},
-                                                                 {"first_hidden", rec.first_hidden},
-                                                                 {"last_hidden", rec.last_hidden}})
-                                                                   .dump(2) +
-                                                               "\n");
-    core::save_bert(student, dir, r.teacher->layout.transformer_dir);
-  }
-  return core::load_bert(dir, core::LoadOptions{});
+json recovery_result(const BudgetDirs& dirs) {
+  const std::string file = dirs.recovered + "/train_result.json";
+  return fs::exists(file) ? json::parse(core::read_file(file)) : json();
 }
 
 std::string score_variants(const EmbedRun& r, const std::vector<std::pair<std::string, core::Bert>>& models,

@@ -1,9 +1,8 @@
-// The end of a pruning run for embeddings (prune/embedding/embedding_run.h): the chosen structure distilled to the teacher's
-// embeddings, exported as a sentence-transformers folder and checked, timed against the teacher, summary.json.
+// The end of a pruning run for embeddings (prune/embedding/embedding_run.h): the variants scored, the choice
+// exported as a sentence-transformers folder and checked, timed against the teacher, summary.json.
 // Internal to the embedding run's files.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,16 +18,14 @@ namespace hp::prune {
 // "embedding stage N/5: what" in the log.
 void log_step(int n, const std::string& what);
 
-// Where one budget keeps its work: the scores and recovery.json in `state`, the recovered model in `recovered`.
+// Where one budget keeps its work: the scores in `state`, the recovery's run (prune/embedding/embedding_train.h) in
+// `recovered`.
 struct BudgetDirs {
   std::string state, recovered;
 };
 
-// The recovered model (dirs.recovered, kept once done): `tuned` distilled to the teacher's embeddings for
-// budget_recover_steps(p, target) steps (`target`: the fraction of the FLOPs kept). nullopt without steps or when
-// stopped.
-std::optional<core::Bert> recovered_model(const EmbedRun& r, const core::Bert& tuned, const core::PruneConfig& p,
-                                          double target, const BudgetDirs& dirs);
+// The recovery's DIR/train_result.json, or null when it has none (no recovery steps).
+nlohmann::json recovery_result(const BudgetDirs& dirs);
 
 // Each of `models` (a step's name and model) scored (STATE/step-NAME.json, once) into steps[NAME] and logged; the
 // name of the closest to the teacher on the selection sentences (what the model is pruned for, on held-out data; the

@@ -18,6 +18,7 @@
 #include "prune/heads/curves.h"  // to_matrix
 #include "prune/data/distill_data.h"
 #include "prune/embedding/embedding_finish.h"
+#include "prune/embedding/embedding_train.h"
 #include "core/plot/plot.h"
 #include "prune/heads/schedule.h"
 #include "prune/export/slim.h"
@@ -223,9 +224,9 @@ int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, json sum
                               ", " + core::format_number("%.0f", 100 * m.flops_kept) + "% of the encoder's FLOPs");
   std::vector<std::pair<std::string, core::Bert>> models;
   models.emplace_back("masked", slim_model(r.teacher->model, m.keep));
-  const BudgetDirs dirs{r.state + "/heads", cfg.run.out_dir + "/recovered"};
+  const BudgetDirs dirs{r.state + "/heads", cfg.run.out_dir + "/recover"};
   fs::create_directories(dirs.state);
-  if (auto rec = recovered_model(r, models.back().second, p, m.flops_kept, dirs))
+  if (auto rec = recovered_model(r, te, models.back().second, p, m.flops_kept, dirs.recovered))
     models.emplace_back("recovered", *rec);
   if (core::dist::stop_requested(r.stop)) return kInterruptedExit;
   json steps = json::object();
@@ -234,8 +235,7 @@ int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, json sum
   summary["steps"] = steps, summary["chosen"] = chosen;
   summary["budget"] = {{"unit", "FLOPs"}, {"target_heads", p.target_heads}};
   summary["structure"] = structure_json(m.keep, m.flops_kept);
-  if (fs::exists(dirs.state + "/recovery.json"))
-    summary["recovery"] = json::parse(core::read_file(dirs.state + "/recovery.json"));
+  if (const json rec = recovery_result(dirs); !rec.is_null()) summary["recovery"] = rec;
   const auto& model = std::find_if(models.begin(), models.end(), [&](const auto& x) { return x.first == chosen; });
   finish_one(r, model->second, steps[chosen], std::to_string(p.target_heads) + " heads by " + crit + ", " + chosen,
              summary);

@@ -29,7 +29,7 @@
 #include "prune/embedding/embedding_context.h"
 #include "prune/data/distill_data.h"
 #include "prune/embedding/embedding_finish.h"
-#include "prune/embedding/embedding_gates.h"
+#include "prune/embedding/embedding_train.h"
 #include "prune/embedding/embedding_heads.h"
 #include "prune/record/frontier.h"
 #include "prune/frontier/frontier_timing.h"
@@ -42,6 +42,7 @@
 #include "prune/export/slim.h"
 #include "prune/stages/stages.h"
 #include "train/embedding_objective.h"
+#include "train/task_run.h"  // train_seconds
 
 namespace hp::prune {
 
@@ -180,7 +181,7 @@ std::optional<BudgetRun> run_budget(const EmbedRun& r, const MaskGradients& g, c
   b.models.emplace_back("rearranged", slim_model(teacher, b.s.rearranged));
   b.models.emplace_back("tuned", slim_model(fold_scales(teacher, b.s.scales), b.s.rearranged));
   fs::create_directories(dirs.state);
-  if (auto rec = recovered_model(r, b.models.back().second, p, b.s.unit.target, dirs))
+  if (auto rec = recovered_model(r, te, b.models.back().second, p, b.s.unit.target, dirs.recovered))
     b.models.emplace_back("recovered", *rec);
   if (core::dist::stop_requested(r.stop)) return std::nullopt;
   b.chosen = score_variants(r, b.models, dirs.state, te, b.steps);
@@ -188,19 +189,16 @@ std::optional<BudgetRun> run_budget(const EmbedRun& r, const MaskGradients& g, c
 }
 
 // The seconds of training that made a budget's model (its recovery; 0 without one).
-double budget_cost(const BudgetDirs& dirs) {
-  const std::string file = dirs.state + "/recovery.json";
-  return fs::exists(file) ? json::parse(core::read_file(file)).value("seconds", 0.0) : 0.0;
-}
+double budget_cost(const BudgetDirs& dirs) { return train::train_seconds(dirs.recovered); }
 
 }  // namespace
 
 namespace {
 
-// Where a budget of the frontier keeps its work: RUN_DIR/state/embedding/budget-P and RUN_DIR/budgets/P/recovered.
+// Where a budget of the frontier keeps its work: RUN_DIR/state/embedding/budget-P and RUN_DIR/budgets/P/recover.
 BudgetDirs frontier_dirs(const EmbedRun& r, int percent) {
   return {r.state + "/budget-" + std::to_string(percent),
-          r.cfg->run.out_dir + "/budgets/" + std::to_string(percent) + "/recovered"};
+          r.cfg->run.out_dir + "/budgets/" + std::to_string(percent) + "/recover"};
 }
 
 // The search at `pct` percent of the encoder's FLOPs (its best step, as a --target-flops run chooses it), its steps
@@ -241,7 +239,7 @@ std::optional<std::vector<Candidate>> frontier_candidates(const EmbedRun& r, con
   return cands;
 }
 
-// The gates (prune/embedding/embedding_gates.h) at `fraction` of the FLOPs, trained once in
+// The gates (prune/embedding/embedding_train.h) at `fraction` of the FLOPs, trained once in
 // RUN_DIR/frontier_gates/PERCENT. nullopt when stopped.
 std::optional<Candidate> gates_candidate(const EmbedRun& r, const TeacherEmbeddings& te, double fraction) {
   const int pct = static_cast<int>(std::lround(100 * fraction));
@@ -345,7 +343,7 @@ int run_embedding_frontier(const EmbedRun& r, const MaskGradients& g, const Teac
 
 namespace {
 
-// `--method gates --target-flops F`: the gates (prune/embedding/embedding_gates.h) in RUN_DIR/gates, the slimmed model scored
+// `--method gates --target-flops F`: the gates (prune/embedding/embedding_train.h) in RUN_DIR/gates, the slimmed model scored
 // and exported. 0 when done, kInterruptedExit when stopped.
 int run_gates(const EmbedRun& r, const TeacherEmbeddings& te, json summary) {
   const core::Config& cfg = *r.cfg;
@@ -398,15 +396,14 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   const MaskGradients g = embedding_gradients(r);
   if (core::dist::stop_requested(stop)) return kInterruptedExit;
   if (cfg.prune.max_drop > 0) return run_embedding_frontier(r, g, teacher_embeddings, summary);
-  const BudgetDirs dirs{r.state, cfg.run.out_dir + "/recovered"};
+  const BudgetDirs dirs{r.state, cfg.run.out_dir + "/recover"};
   const auto b = run_budget(r, g, cfg.prune, dirs, teacher_embeddings);
   if (!b) return kInterruptedExit;
   const Searched& s = b->s;
   summary["steps"] = b->steps, summary["chosen"] = b->chosen;
   summary["budget"] = {{"unit", s.unit.name}, {"target", s.unit.target}, {"mean_length", s.unit.mean_length}};
   summary["structure"] = structure_json(s.rearranged, s.flops_kept);
-  if (fs::exists(r.state + "/recovery.json"))
-    summary["recovery"] = json::parse(core::read_file(r.state + "/recovery.json"));
+  if (const json rec = recovery_result(dirs); !rec.is_null()) summary["recovery"] = rec;
   finish_one(r, b->choice(), b->steps[b->chosen], "kwon, " + b->chosen, summary);
   return 0;
 }

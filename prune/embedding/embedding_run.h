@@ -8,15 +8,15 @@
 //   3. Kwon et al.'s search, rearrangement and mask tuning at the budget, as for classifiers (prune/search/mask_search.h,
 //      prune/search/mask_tuning.h; the last layer fitted at every position the pooling reads).
 //   4. Four models — searched, rearranged, tuned, recovered (prune.recover_steps scaled as recover_scale says, of
-//      distillation to the teacher's embeddings) — each scored on the selection pairs' sentences by the mean cosine
+//      distillation to the teacher's embeddings by the trainer, in RUN_DIR/recover) — each scored on the selection pairs' sentences by the mean cosine
 //      of its embeddings to the teacher's: the closest is the choice (a recovery that loses is not taken; the
 //      cosine Spearman of a few hundred pairs, also recorded, scatters by a point or two). eval_split's cosine
 //      Spearman and mean cosine to the teacher are reported for all four.
 //   5. The choice exported as a sentence-transformers folder (RUN_DIR/model), read back and checked to embed as the
 //      model in memory did; timed against the unpruned model; summary.json.
 // `--method gates --target-flops F` replaces 2-4 with CoFi's gates towards the teacher's embeddings
-// (prune/embedding/embedding_gates.h), trained in RUN_DIR/gates.
-// Every finished step is kept in RUN_DIR/state (the gradients, the recovered model, each score): a killed run
+// (prune/embedding/embedding_train.h), trained in RUN_DIR/gates.
+// Every finished step is kept (the gradients and each score in RUN_DIR/state, the recovery in RUN_DIR/recover): a killed run
 // resumes with the same command.
 #pragma once
 

@@ -157,7 +157,7 @@ def main():
                 f"summary.json reports the chosen point ({chosen['metric']:.4f}, {chosen['precision']})")
     again = run(cmd, env=ENV)
     s2 = json.load(open(os.path.join(out, "summary.json"), encoding="utf-8"))
-    ok &= check("recover]" in first.stderr and "[train]" in first.stderr and "recover]" not in again.stderr and
+    ok &= check("recovery:" in first.stderr and "[train]" in first.stderr and "recovery:" not in again.stderr and
                 "gradients]" not in again.stderr and "[train]" not in again.stderr,
                 "the same command resumes: nothing searched, recovered or trained again")
     ok &= check(s2["frontier"] == s["frontier"], "nor measured again (the same timings), the same choice")

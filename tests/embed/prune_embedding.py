@@ -36,9 +36,15 @@ def main():
                 f"the choice ({s['chosen']}) is the closest to the teacher on the selection slice {s['select_split']} "
                 f"({best:.4f})")
     ok &= check(s["structure"]["flops_kept"] <= 0.5 + 1e-9, f"FLOPs kept {s['structure']['flops_kept']:.4f} <= 0.5")
-    ok &= check(s["recovery"]["last_loss"] < s["recovery"]["first_loss"],
-                f"the recovery lowers the distillation loss: {s['recovery']['first_loss']:.4g} -> "
-                f"{s['recovery']['last_loss']:.4g}")
+    rec = s["recovery"]  # the trainer's train_result.json
+    ok &= check(rec["steps"] == 40 and rec["metric"] == "select_cosine_to_teacher",
+                f"the recovery: the trainer's 40 steps, its checkpoint chosen by {rec['metric']}")
+    ok &= check(abs(rec["best_metric"] - steps["recovered"]["select_cosine_to_teacher"]) <= 1e-5,
+                f"the recovered model scores what its trainer measured at its kept step {rec['best_step']} "
+                f"({rec['best_metric']:.6f} vs {steps['recovered']['select_cosine_to_teacher']:.6f})")
+    ok &= check(steps["recovered"]["select_cosine_to_teacher"] > steps["tuned"]["select_cosine_to_teacher"],
+                f"the recovery brings the tuned model nearer the teacher: "
+                f"{steps['tuned']['select_cosine_to_teacher']:.4f} -> {steps['recovered']['select_cosine_to_teacher']:.4f}")
     export = os.path.join(out, "model")
     ok &= check_export(args, st, folder, s)
     res = os.path.join(args.scratch, "eval.json")
@@ -48,7 +54,7 @@ def main():
                 f"prune eval of the export {got:.4f} = the run's reported {s['final']['spearman']:.4f}")
     again = run(cmd)
     s2 = json.load(open(os.path.join(out, "summary.json"), encoding="utf-8"))
-    ok &= check("resuming" in again.stderr and "gradients" not in again.stderr and "recover]" not in again.stderr,
+    ok &= check("resuming" in again.stderr and "gradients" not in again.stderr and "recovery:" not in again.stderr,
                 "the same command resumes: nothing searched or recovered again")
     ok &= check(s2["steps"] == s["steps"] and s2["chosen"] == s["chosen"], "and reports the same steps and choice")
     print("all checks passed" if ok else "some checks FAILED")

@@ -1,16 +1,21 @@
 // train/embedding_objective against independent references (#59): the distillation loss's gradient against central
 // differences (in the embeddings, and through the tiny model in a head mask), the probe's Fisher against the exact
-// Jacobian's squared norm, and the recovery bringing a pruned model's embeddings back towards the teacher's.
+// Jacobian's squared norm, and the trainer's recovery with the objective bringing a pruned model's embeddings back
+// towards the teacher's (and resuming bit for bit).
 #include "train/embedding_objective.h"
 
 #include <catch2/catch.hpp>
 #include <torch/autograd.h>
 
-#include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 
 #include "core/model/pooling.h"
+#include "core/io/checkpoint.h"
 #include "tiny_training.h"
+#include "train/trainer.h"
 
 using hp::test::make_data;
 using hp::test::tiny_model;
@@ -152,19 +157,71 @@ TEST_CASE("the probe's Fisher estimates the embedding's squared Jacobian norm pe
   CHECK(hp::train::embedding_probe(e, 5).item<double>() != hp::train::embedding_probe(e, 6).item<double>());
 }
 
-TEST_CASE("recovery brings a pruned model's embeddings towards the teacher's and leaves the teacher alone",
+namespace {
+
+// The tiny model with half of layer 0's heads' outputs zeroed (their output-projection columns): a pruned student.
+hp::core::Bert pruned_student() {
+  auto m = hp::core::load_bert(hp::test::kTinyBert, hp::core::LoadOptions{});
+  m.mutable_parameters().at("encoder.layer.0.attention.output.dense.weight").narrow(1, 0, 16).zero_();
+  return m;
+}
+
+// The trainer's run of the embedding objective (as prune/embedding/embedding_train.cpp makes it): `steps` steps of
+// `student` towards `teacher`'s embeddings of `sentences`, evaluated by the same distance (negated: higher is better)
+// on `probe`, with the same-depth layer term weighted `hidden`.
+hp::train::TrainResult recover(hp::core::Bert& student, const hp::core::Bert& teacher,
+                               const hp::core::EncodedDataset& sentences, long steps, double hidden,
+                               const std::string& dir, long stop_after = 0) {
+  const auto pool = mean_normalized();
+  hp::train::Objective o;
+  o.metric = "neg_distance";
+  o.loss = [pool](const hp::core::EncoderOutput& s, const hp::core::EncoderOutput& t, const hp::core::EncoderInput& in) {
+    return hp::train::embedding_distill_loss(hp::train::pooled(s, in, pool), hp::train::pooled(t, in, pool));
+  };
+  o.evaluate = [&teacher, pool](const hp::core::Bert& m, const hp::eval::Masks&) {
+    torch::NoGradGuard no_grad;
+    const auto in = two_sentences();
+    const double d = hp::train::embedding_distill_loss(hp::train::sentence_embedding(m, in, pool),
+                                                       hp::train::sentence_embedding(teacher, in, pool))
+                         .item<double>();
+    return std::map<std::string, double>{{"neg_distance", -d}};
+  };
+  hp::core::TrainConfig tc;
+  tc.batch_size = 16, tc.lr_peak = 3e-3, tc.max_steps = steps, tc.eval_every = steps / 2;
+  hp::core::GateConfig gc;
+  gc.distill_hidden = hidden;
+  hp::core::RunConfig rc;
+  rc.seed = 9;
+  hp::train::TrainData data;
+  data.task = &hp::core::find_task("stsb");
+  data.train = &sentences, data.eval = &sentences, data.objective = &o;
+  hp::train::TrainOptions opts;
+  opts.run_dir = dir, opts.teacher = &teacher, opts.stop_after_steps = stop_after;
+  opts.resume = std::filesystem::exists(dir + "/state");
+  return hp::train::train_model(tc, gc, rc, student, data, opts);
+}
+
+// The steps' logged values of `key` in RUN_DIR/metrics.csv (step,epoch,key,value rows).
+std::vector<double> logged(const std::string& dir, const std::string& key) {
+  std::ifstream in(dir + "/metrics.csv");
+  std::vector<double> out;
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    if (f.size() == 4 && f[2] == key) out.push_back(std::stod(f[3]));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the trainer's recovery brings a pruned model's embeddings towards the teacher's, its layers too",
           "[train][embed]") {
   const auto teacher = tiny_model();
   const auto pool = mean_normalized();
   const auto before = teacher.parameters().at("encoder.layer.0.attention.self.query.weight").clone();
-  // The student: the teacher with half its heads' outputs zeroed (their output-projection columns).
-  auto student = hp::core::load_bert(hp::test::kTinyBert, hp::core::LoadOptions{});
-  auto& w = student.mutable_parameters().at("encoder.layer.0.attention.output.dense.weight");
-  w.narrow(1, 0, 16).zero_();
   const auto sentences = make_data(96, 3);
-  hp::core::TrainConfig tc;
-  tc.batch_size = 16;
-  tc.lr_peak = 3e-3;
   auto distance = [&](const hp::core::Bert& m) {
     torch::NoGradGuard no_grad;
     const auto in = two_sentences();
@@ -172,72 +229,52 @@ TEST_CASE("recovery brings a pruned model's embeddings towards the teacher's and
                                              hp::train::sentence_embedding(teacher, in, pool))
         .item<double>();
   };
+  auto student = pruned_student();
   const double start = distance(student);
-  const auto r = hp::train::recover_embeddings(student, teacher, pool, sentences, 0, tc, 60, 9, 0.0, {}, nullptr);
+  const std::string plain = hp::test::fresh_dir("embed_recovery_plain");
+  const auto r = recover(student, teacher, sentences, 60, 0.0, plain);
   CHECK(r.steps == 60);
   CHECK(!r.interrupted);
-  CHECK(r.last_loss < 0.5 * r.first_loss);
-  CHECK(distance(student) < 0.5 * start);
+  CHECK(-r.best_metric < 0.5 * start);  // the kept checkpoint is nearer the teacher
+  const auto loss = logged(plain, "train/task_loss");
+  REQUIRE(loss.size() >= 6);
+  CHECK(loss.back() < 0.5 * loss.front());
+  CHECK(logged(plain, "train/distill_hidden").empty());  // off: not computed
   CHECK(torch::equal(before, teacher.parameters().at("encoder.layer.0.attention.self.query.weight")));
-  for (const auto& [name, t] : student.parameters()) CHECK(!t.requires_grad());
-  CHECK(r.first_hidden == 0);  // off: not computed
-  // With the layer-wise term the layers' outputs come back too, and the loss reports it.
-  auto layered = hp::core::load_bert(hp::test::kTinyBert, hp::core::LoadOptions{});
-  layered.mutable_parameters().at("encoder.layer.0.attention.output.dense.weight").narrow(1, 0, 16).zero_();
-  const auto rl = hp::train::recover_embeddings(layered, teacher, pool, sentences, 0, tc, 60, 9, 1.0, {}, nullptr);
-  CHECK(rl.first_hidden > 0);
-  CHECK(rl.last_hidden < 0.5 * rl.first_hidden);
-  CHECK(rl.last_loss < 0.5 * rl.first_loss);
-  CHECK(distance(layered) < 0.5 * start);
+  // With the layer-wise term the layers' outputs come back too, and the step logs it.
+  auto layered = pruned_student();
+  const std::string deep = hp::test::fresh_dir("embed_recovery_layers");
+  const auto rl = recover(layered, teacher, sentences, 60, 1.0, deep);
+  const auto hidden = logged(deep, "train/distill_hidden");
+  REQUIRE(hidden.size() >= 6);
+  CHECK(hidden.front() > 0);
+  CHECK(hidden.back() < 0.5 * hidden.front());
+  CHECK(-rl.best_metric < 0.5 * start);
 }
 
-TEST_CASE("a stopped recovery continues from its saved state to the weights of one never stopped", "[train][embed]") {
+TEST_CASE("a stopped recovery continues from the trainer's state to the weights of one never stopped",
+          "[train][embed]") {
   const auto teacher = tiny_model();
-  const auto pool = mean_normalized();
   const auto sentences = make_data(40, 3);  // 3 batches a pass: the stop falls inside the second pass
-  hp::core::TrainConfig tc;
-  tc.batch_size = 16;
-  tc.lr_peak = 3e-3;
-  tc.save_every = 5;
-  auto pruned = [] {
-    auto m = hp::core::load_bert(hp::test::kTinyBert, hp::core::LoadOptions{});
-    m.mutable_parameters().at("encoder.layer.0.attention.output.dense.weight").narrow(1, 0, 16).zero_();
-    return m;
-  };
-  auto whole = pruned();
-  const auto straight = hp::train::recover_embeddings(whole, teacher, pool, sentences, 0, tc, 24, 9, 1.0, {}, nullptr,
-                                                      hp::test::fresh_dir("embed_recovery_straight"));
-  CHECK(straight.resumed_at == 0);
-  // Stopped after step 16 (the progress call), past the save at 15: the step since is saved on the way out.
+  auto whole = pruned_student();
+  const std::string straight_dir = hp::test::fresh_dir("embed_recovery_straight");
+  const auto straight = recover(whole, teacher, sentences, 24, 1.0, straight_dir);
   const std::string dir = hp::test::fresh_dir("embed_recovery_stopped");
-  std::atomic<bool> stop{false};
-  auto part = pruned();
-  const auto first = hp::train::recover_embeddings(
-      part, teacher, pool, sentences, 0, tc, 24, 9, 1.0, [&](long s, double) { stop = s >= 16; }, &stop, dir);
+  auto part = pruned_student();
+  const auto first = recover(part, teacher, sentences, 24, 1.0, dir, 16);
   CHECK(first.interrupted);
   CHECK(first.steps == 16);
-  REQUIRE(std::filesystem::exists(dir + "/state/state.json"));
-  auto rest = pruned();  // a new process: the weights come from the state
-  const auto second =
-      hp::train::recover_embeddings(rest, teacher, pool, sentences, 0, tc, 24, 9, 1.0, {}, nullptr, dir);
-  CHECK(second.resumed_at == 16);
+  auto rest = pruned_student();  // a new process: the weights come from the state
+  const auto second = recover(rest, teacher, sentences, 24, 1.0, dir);
   CHECK(second.steps == 24);
   CHECK(!second.interrupted);
-  CHECK(second.first_loss == straight.first_loss);
-  CHECK(second.last_loss == straight.last_loss);
-  CHECK(second.last_hidden == straight.last_hidden);
-  for (const auto& [name, t] : whole.parameters()) {
+  CHECK(second.best_metric == straight.best_metric);
+  CHECK(second.best_step == straight.best_step);
+  const auto a = hp::core::load_bert(straight_dir + "/best", {});
+  const auto b = hp::core::load_bert(dir + "/best", {});
+  for (const auto& [name, t] : a.parameters()) {
     INFO(name);
-    CHECK(torch::equal(t, rest.parameters().at(name)));
+    CHECK(torch::equal(t, b.parameters().at(name)));
+    CHECK(torch::equal(whole.parameters().at(name), rest.parameters().at(name)));
   }
-  CHECK(!std::filesystem::exists(dir + "/state"));  // done: the state goes
-  // A state saved by another recovery (other steps) is set aside: this one starts over.
-  auto other = pruned();
-  stop = false;
-  hp::train::recover_embeddings(
-      other, teacher, pool, sentences, 0, tc, 30, 9, 1.0, [&](long s, double) { stop = s >= 16; }, &stop, dir);
-  auto again = pruned();
-  const auto over = hp::train::recover_embeddings(again, teacher, pool, sentences, 0, tc, 24, 9, 1.0, {}, nullptr, dir);
-  CHECK(over.resumed_at == 0);
-  for (const auto& [name, t] : whole.parameters()) CHECK(torch::equal(t, again.parameters().at(name)));
 }

@@ -1,5 +1,5 @@
-// Hard-Concrete gates for a sentence-embedding model (see prune/embedding/embedding_gates.h).
-#include "prune/embedding/embedding_gates.h"
+// A sentence-embedding model trained towards the teacher's embeddings (see prune/embedding/embedding_train.h).
+#include "prune/embedding/embedding_train.h"
 
 #include <filesystem>
 
@@ -7,9 +7,11 @@
 #include "core/base/log.h"
 #include "core/base/strings.h"
 #include "core/io/checkpoint.h"
-#include "prune/stages/best_step.h"
 #include "prune/data/distill_data.h"
+#include "prune/embedding/embedding_finish.h"  // log_step
 #include "prune/export/slim.h"
+#include "prune/stages/best_step.h"
+#include "prune/stages/stages.h"  // recovery_config
 #include "train/task_run.h"  // result_json
 #include "train/trainer.h"
 
@@ -49,7 +51,46 @@ train::Objective objective(const EmbedRun& r, const TeacherEmbeddings& teacher) 
   return o;
 }
 
+// `student` trained by `c` towards the teacher in `dir` (finetune_steps: the gates' fixed phase), its result in
+// DIR/train_result.json; false when stopped.
+bool train_towards_teacher(const EmbedRun& r, const TeacherEmbeddings& teacher, const core::Config& c,
+                           core::Bert student, const std::string& dir, long finetune_steps) {
+  // The evaluation sentences give a budget's mean length (FLOPs are counted at it); the objective picks the step.
+  const core::EncodedDataset eval_singles = eval::encode_sentences(*r.teacher, single_sentences(r.eval_pairs), 0);
+  const train::Objective o = objective(r, teacher);
+  train::TrainData data;
+  data.task = &core::find_task(c.data.task);
+  data.train = &r.sentences, data.eval = &eval_singles, data.objective = &o;
+  data.pad_id = r.teacher->tokenizer.pad_id(), data.eval_batch_size = c.eval.batch_size;
+  train::TrainOptions opts;
+  opts.run_dir = dir, opts.config_yaml = core::resume_yaml(c), opts.resume = fs::exists(dir + "/state");
+  opts.teacher = &r.teacher->model, opts.finetune_steps = finetune_steps, opts.stop = r.stop;
+  opts.tokenizer_dir = r.cfg->model.path + "/" + r.teacher->layout.transformer_dir;
+  const train::TrainResult t = train::train_model(c.train, c.gates, c.run, student, data, opts);
+  if (t.interrupted) return false;
+  core::write_file_atomic(dir + "/train_result.json", train::result_json(t).dump(2) + "\n");
+  return true;
+}
+
 }  // namespace
+
+std::optional<core::Bert> recovered_model(const EmbedRun& r, const TeacherEmbeddings& teacher, const core::Bert& tuned,
+                                          const core::PruneConfig& p, double target, const std::string& dir) {
+  const long steps = budget_recover_steps(p, target, false);
+  if (steps <= 0) return std::nullopt;
+  if (!fs::exists(dir + "/train_result.json")) {
+    log_step(4, "recovery: " + std::to_string(steps) + " steps of distillation to the teacher's embeddings" +
+                    (p.distill_hidden > 0
+                         ? " and, weighted " + core::format_number("%g", p.distill_hidden) + ", its layers' outputs"
+                         : "") +
+                    ", in " + dir);
+    core::Config c = recovery_config(*r.cfg, static_cast<int>(steps), true);
+    c.prune = p;
+    // The tuned model is scored as it was: the trainer gives the copy's tensors requires_grad.
+    if (!train_towards_teacher(r, teacher, c, copy_model(tuned), dir, 0)) return std::nullopt;
+  }
+  return core::load_bert(dir + "/best", core::LoadOptions{});
+}
 
 std::optional<GatedEmbedding> gated_embedding(const EmbedRun& r, const TeacherEmbeddings& teacher, double fraction,
                                               const std::string& dir) {
@@ -62,20 +103,7 @@ std::optional<GatedEmbedding> gated_embedding(const EmbedRun& r, const TeacherEm
                                 " of the encoder's FLOPs, towards the teacher's embeddings" +
                                 (c.gates.distill_hidden > 0 ? " and its layers" : "") + ", then " +
                                 std::to_string(fixed) + " steps with the structure fixed, in " + dir);
-    const core::EncodedDataset eval_singles = eval::encode_sentences(*r.teacher, single_sentences(r.eval_pairs), 0);
-    const train::Objective o = objective(r, teacher);
-    train::TrainData data;
-    data.task = &core::find_task(c.data.task);
-    data.train = &r.sentences, data.eval = &eval_singles, data.objective = &o;
-    data.pad_id = r.teacher->tokenizer.pad_id(), data.eval_batch_size = c.eval.batch_size;
-    train::TrainOptions opts;
-    opts.run_dir = dir, opts.config_yaml = core::resume_yaml(c), opts.resume = fs::exists(dir + "/state");
-    opts.teacher = &r.teacher->model, opts.finetune_steps = fixed, opts.stop = r.stop;
-    opts.tokenizer_dir = r.cfg->model.path + "/" + r.teacher->layout.transformer_dir;
-    core::Bert student = copy_model(r.teacher->model);  // the trainer gives its tensors requires_grad
-    const train::TrainResult t = train::train_model(c.train, c.gates, c.run, student, data, opts);
-    if (t.interrupted) return std::nullopt;
-    core::write_file_atomic(result_file, train::result_json(t).dump(2) + "\n");
+    if (!train_towards_teacher(r, teacher, c, copy_model(r.teacher->model), dir, fixed)) return std::nullopt;
   }
   const json res = json::parse(core::read_file(result_file));
   const core::BertConfig& arch = r.teacher->model.config();
