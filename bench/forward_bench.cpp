@@ -21,6 +21,7 @@
 #include "core/model/bert.h"
 #include "core/model/bert_keys.h"
 #include "core/kernels/blas.h"
+#include "core/kernels/dispatch_probe.h"
 #include "core/kernels/runtime.h"
 #include "core/io/checkpoint.h"
 #include "core/base/errors.h"  // Error
@@ -284,7 +285,8 @@ int main(int argc, char** argv) {
                  "ops, as on the scalar path), in the same interleaved rounds");
     CLI11_PARSE(app, argc, argv);
     hp::core::set_threads(o.threads);
-    std::printf("runtime: %s\n", hp::core::runtime_summary().c_str());
+    const auto& dispatch = hp::core::apply_measured_dispatch();  // the attention products prune takes
+    std::printf("runtime: %s\n%s\n", hp::core::runtime_summary().c_str(), hp::core::dispatch_summary(dispatch).c_str());
 
     std::vector<Timed> items;
     add_gemms(items, o);

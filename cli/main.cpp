@@ -15,7 +15,9 @@
 #include <map>
 
 #include "core/kernels/blas.h"
+#include "core/kernels/attention_kernel.h"  // set_bf16_attention_enabled
 #include "core/kernels/device.h"
+#include "core/kernels/dispatch_probe.h"
 #include "core/kernels/runtime.h"
 #include "core/base/version.h"
 #include "core/base/config.h"
@@ -57,6 +59,22 @@ std::string weights_hash(const std::string& model_dir) {
   return std::filesystem::path(files.front()).filename().string() + " " + std::to_string(h);
 }
 
+// The measured dispatch (core/kernels/dispatch_probe.h) applied and logged, the same on every rank (bf16 attention
+// only where every rank measured it faster: ranks must compute alike); a bf16 precision asked for where the probe
+// measured it slower runs with a warning.
+void apply_dispatch(const Config& cfg) {
+  const auto& d = hp::core::apply_measured_dispatch();
+  if (hp::core::dist::active() && d.attention.measured()) {
+    auto votes = torch::tensor({d.attention_bf16() ? 1.0 : 0.0});
+    hp::core::dist::all_reduce_sum(votes, "the measured dispatch");
+    hp::core::set_bf16_attention_enabled(votes.item<double>() == hp::core::dist::world());
+  }
+  hp::core::log_info("runtime", hp::core::dispatch_summary(d));
+  for (const auto& [key, value] : {std::pair{"run.precision", cfg.run.precision}, {"train.precision", cfg.train.precision}})
+    if (value == "bf16")
+      if (const std::string w = hp::core::slower_bf16_warning(d, key); !w.empty()) hp::core::log_warn("runtime", w);
+}
+
 // Threads, the process group of a torchrun launch (when there is one) and the runtime line.
 int start(const Config& cfg, const std::string& command, bool data_parallel) {
   const auto env = hp::core::dist::read_env([](const char* name) { return std::getenv(name); });
@@ -73,6 +91,7 @@ int start(const Config& cfg, const std::string& command, bool data_parallel) {
   if (env.world > 1)
     how = " | rank " + std::to_string(env.rank) + " of " + std::to_string(env.world) + " (" + env.source +
           ", Gloo at " + env.master_addr + ":" + std::to_string(env.master_port) + ")";
+  apply_dispatch(cfg);
   hp::core::log_info("runtime", hp::core::runtime_summary() + how);
   if (cfg.run.device != "cpu") {  // checked before any work: a missing GPU is the first line, not the last
     const auto device = hp::core::parse_device(cfg.run.device);
@@ -193,8 +212,10 @@ int real_main(int argc, char** argv) {
   }
   if (version) {
     hp::core::set_threads(0);
+    const auto& dispatch = hp::core::apply_measured_dispatch();
     std::cout << "headprune " << hp::core::headprune_version() << "\n"
               << hp::core::runtime_summary() << "\n"
+              << hp::core::dispatch_summary(dispatch) << "\n"
               << hp::core::gpu_summary() << "\n";
     return 0;
   }

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 
 #include "core/base/errors.h"  // ConfigError
 
@@ -144,6 +146,13 @@ std::vector<Level> vector_paths() {
   for (Level l : {Level::kScalar, Level::kAvx2, Level::kAvx512})
     if (cpu_has(l)) paths.push_back(l);
   return paths;
+}
+
+std::string cpu_model() {
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
 }
 
 std::string summary() {

@@ -51,6 +51,10 @@ std::vector<Level> vector_paths();
 // One line for --version: "ISA: CPU avx2 (no AVX-512, no AVX-VNNI), cap avx2 (HEADPRUNE_MAX_ISA) | SIMD passes avx2".
 std::string summary();
 
+// The CPU's model name as /proc/cpuinfo gives it ("unknown CPU" without one): part of the keys of what is measured
+// per machine (the dispatch probe, the latency table).
+std::string cpu_model();
+
 // While alive: the cap lowered to `l` (never raised above the CPU or HEADPRUNE_MAX_ISA); restored on exit. Tests and
 // benchmarks.
 class ScopedCap {

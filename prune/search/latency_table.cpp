@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 
 #include "core/base/log.h"
+#include "core/kernels/isa.h"  // cpu_model
 #include "core/kernels/runtime.h"
 #include "eval/flops.h"
 #include "eval/latency.h"
@@ -43,16 +43,10 @@ double median_ms(const core::Bert& model, const core::EncoderInput& in) {
 }  // namespace
 
 std::string latency_key(const core::BertConfig& cfg, long batch, long seq) {
-  std::string cpu = "unknown CPU";
-  std::ifstream info("/proc/cpuinfo");
-  for (std::string line; std::getline(info, line);)
-    if (line.rfind("model name", 0) == 0) {
-      cpu = line.substr(line.find(':') + 2);
-      break;
-    }
   return "L" + std::to_string(cfg.num_hidden_layers) + " D" + std::to_string(cfg.hidden_size) + " H" +
          std::to_string(cfg.num_attention_heads) + " I" + std::to_string(cfg.intermediate_size) + " batch " +
-         std::to_string(batch) + " seq " + std::to_string(seq) + " | " + cpu + " | " + core::runtime_summary();
+         std::to_string(batch) + " seq " + std::to_string(seq) + " | " + core::isa::cpu_model() + " | " +
+         core::runtime_summary();
 }
 
 void fit_line(SublayerLatency& s) {

@@ -16,6 +16,7 @@
 #include "core/data/glue.h"
 #include "core/model/head_mask.h"
 #include "core/io/tensor_io.h"
+#include "core/kernels/dispatch_probe.h"
 #include "core/kernels/isa.h"
 #include "core/kernels/lowp_gemm.h"
 #include "cli/cli_util.h"
@@ -41,6 +42,7 @@ TEST_CASE("prune --version names LibTorch, the BLAS kernel and threads", "[cli]"
     CHECK_THAT(r.output, !Catch::Contains("Prescott"));
   // How this CPU runs each lower precision: natively, or emulated and saying why.
   CHECK_THAT(r.output, Catch::Contains("| bf16: ") && Catch::Contains("| int8: "));
+  CHECK_THAT(r.output, Catch::Contains("\ndispatch"));  // what the dispatch probe measured and chose
 }
 
 // The cap as the process reads it at start-up, before any scoped cap (isa::ScopedCap only lowers it in tests):
@@ -59,6 +61,8 @@ TEST_CASE("HEADPRUNE_MAX_ISA set at start: prune --version reports that cap and 
     for (const auto l : {isa::Level::kAvx2, isa::Level::kAvx512})
       if (l <= level && isa::cpu_has(l)) path = l;
     CHECK_THAT(r.output, Catch::Contains(std::string("| SIMD passes ") + isa::name(path)));
+    // No bf16 path below avx512_bf16: the dispatch probe has nothing to time (core/kernels/dispatch_probe.h).
+    CHECK_THAT(r.output, Catch::Contains("dispatch: nothing to measure (no bf16 path on this CPU under the cap)"));
   }
   const auto unset = run_command("env -u HEADPRUNE_MAX_ISA " + exe + " --version");
   CHECK_THAT(unset.output, Catch::Contains(std::string("cap ") + isa::name(isa::cpu_level()) + " (none set)"));
@@ -535,6 +539,7 @@ TEST_CASE("the pruning run with a latency budget: the table measured, or reused 
   // 0.1 + 0.5/head, FFN 0.1 + 0.01/neuron, 2 layers of 4 heads and 37 neurons → 1 + 2 (0.1 + 2) +
   // 2 (0.1 + 0.37) = 6.14 ms unpruned; one head and nothing else 1 + 2 (0.1 + 0.1) + 0.5 = 1.9 ms.
   hp::core::set_threads(0);  // the key names the thread count: all cores, as prune's run.threads = 0
+  hp::core::apply_measured_dispatch();  // and the attention products prune's dispatch takes
   const auto arch = hp::core::read_bert_config(kTinyBert + "/config.json");
   hp::prune::LatencyTable t = hp::prune::latency_layout(arch, 4, 32);
   t.fixed_ms = 1.0, t.unpruned_ms = 6.14;
