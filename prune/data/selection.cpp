@@ -15,15 +15,21 @@ bool has_split(const core::TaskSpec& task, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// A named split (prune.select_split): checked, never the evaluation split.
-Selection named(const core::Config& cfg, const core::TaskSpec& task) {
+// A named split (prune.select_split): checked, never the evaluation split or a part of it, and labelled.
+Selection named(const core::Config& cfg, const core::TaskSpec& task, const std::string& root) {
   const core::PruneConfig& P = cfg.prune;
   check_split(task, "prune.select_split", P.select_split);
-  if (P.select_split == P.eval_split)
-    throw ConfigError("prune.select_split = " + P.select_split +
-                      " is prune.eval_split: choices made on the split the run reports are optimistic by "
-                      "construction; leave prune.select_split empty (rows held out of train.train_split) or name "
-                      "another split");
+  const std::string select = core::parse_split_spec(P.select_split, "prune.select_split").name;
+  if (select == core::parse_split_spec(P.eval_split, "prune.eval_split").name)
+    throw ConfigError("prune.select_split = " + P.select_split + (P.select_split == P.eval_split ? " is" : " is part of") +
+                      " prune.eval_split = " + P.eval_split +
+                      ": choices made on the split the run reports are optimistic by construction; leave "
+                      "prune.select_split empty (rows held out of train.train_split) or name another split");
+  const auto rows = core::read_task(task, root, P.select_split);
+  if (rows.empty() || !rows.front().has_label)
+    throw ConfigError("prune.select_split = " + P.select_split + (rows.empty() ? " has no rows" : " has no labels") +
+                      ": the run's choices are scored on it; name a labelled split other than prune.eval_split, or "
+                      "leave it empty (rows held out of train.train_split)");
   Selection s{cfg, P.select_split, "choices made on " + P.select_split + " (prune.select_split)"};
   s.cfg.train.eval_split = P.select_split;
   return s;
@@ -45,7 +51,7 @@ Selection resolve_selection(const core::Config& cfg, const core::TaskSpec& task,
   if (P.select_examples < 0)
     throw ConfigError("prune.select_examples = " + std::to_string(P.select_examples) +
                       "; use a count of training rows to hold out for the run's choices, e.g. 1000 (0 = off)");
-  if (!P.select_split.empty()) return named(cfg, task);
+  if (!P.select_split.empty()) return named(cfg, task, root);
   Selection s{cfg, cfg.train.eval_split, ""};
   if (P.select_examples == 0) {
     s.what = "prune.select_examples = 0: best checkpoints and the frontier's choice on train.eval_split = " +

@@ -25,7 +25,8 @@ struct Selection {
 void check_split(const core::TaskSpec& task, const std::string& key, const std::string& spec);
 
 // `cfg` with its choices moved off the evaluation split. Reads train.train_split under `root` to count its rows.
-// ConfigError naming the key: prune.select_split equal to prune.eval_split or not a split of the task,
+// ConfigError naming the key: prune.select_split equal to prune.eval_split or a part of it, without labels (or
+// rows), or not a split of the task,
 // prune.select_examples negative, a training split too small to hold a tenth out. A training split the task does
 // not have is left alone (a run that trains then fails naming it, as before).
 Selection resolve_selection(const core::Config& cfg, const core::TaskSpec& task, const std::string& root);

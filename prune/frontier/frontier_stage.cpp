@@ -229,7 +229,8 @@ FrontierMeasure task_measure(RunContext& ctx, const MaskGradients& grads, const 
 
 }  // namespace
 
-void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& arch, const std::string& model) {
+void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& arch, const std::string& model,
+                           const core::LoadOptions& load) {
   for (size_t i = 0; i < p.frontier_models.size(); ++i) {
     const std::string& dir = p.frontier_models[i];
     const std::string key = "prune.frontier_models[" + std::to_string(i) + "] = " + dir;
@@ -242,6 +243,16 @@ void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& a
                        std::to_string(c.vocab_size) + ", " + std::to_string(c.num_hidden_layers) + " layers against " +
                        arch.model_type + ", " + std::to_string(arch.vocab_size) + ", " +
                        std::to_string(arch.num_hidden_layers) + "); name an export of this model");
+    core::LoadOptions any_labels = load;
+    any_labels.num_labels = 0, any_labels.new_classifier = false;  // the stored classifier read as it is
+    core::LoadReport report;
+    const core::Bert m = core::load_bert(dir, any_labels, &report);
+    const std::string fix = "; name an export of a model fine-tuned for these labels (a prune run's model/)";
+    if (report.classifier_initialized)
+      throw InputError(key + ": has no classifier (a sentence-transformers folder or a bare encoder)" + fix);
+    if (load.num_labels > 0 && m.config().num_labels != load.num_labels)
+      throw InputError(key + ": its classifier has " + std::to_string(m.config().num_labels) +
+                       " labels, the task needs " + std::to_string(load.num_labels) + fix);
   }
 }
 

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "core/base/config.h"
+#include "core/io/checkpoint.h"  // LoadOptions
 #include "prune/record/frontier.h"
 #include "prune/search/mask_search.h"
 #include "prune/stages/stages.h"
@@ -27,9 +28,12 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
 // The config stages 7-9 run under after the frontier: the chosen precision, no budget of its own.
 core::Config chosen_config(const core::Config& cfg, const Frontier& f);
 
-// Stage 1, before the run folder is claimed: each folder of prune.frontier_models holds a config.json of the same
-// architecture and vocabulary as `model` (arch), no larger. InputError naming the entry and the fix.
-void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& arch, const std::string& model);
+// Before any work: each folder of prune.frontier_models holds a config.json of the same architecture and
+// vocabulary as `model` (arch), no larger, and a classifier for the task's labels (`load`: the task's load options;
+// a sentence-transformers folder or an export for another task is refused, not scored with a random classifier).
+// InputError naming the entry and the fix.
+void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& arch, const std::string& model,
+                           const core::LoadOptions& load);
 
 // Where the frontier trains the gates at `percent` of the FLOPs, under the run folder.
 std::string frontier_gates_dir(long percent);

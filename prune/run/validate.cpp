@@ -9,6 +9,7 @@
 #include "core/base/log.h"
 #include "core/base/strings.h"  // format_number
 #include "core/data/file_task.h"
+#include "core/data/task_options.h"  // task_load_options
 #include "core/dist/distributed.h"
 #include "core/io/sentence_model.h"
 #include "core/kernels/isa.h"
@@ -244,7 +245,9 @@ void validate_run(const core::Config& cfg) {
   const core::BertConfig arch = core::read_bert_config(cfg.model.path + "/config.json");
   validate_prune_config(cfg.prune, arch);
   if (cfg.data.from_files() && core::task_of(cfg.data, cfg.model.path).head == core::Head::kToken) validate_tagger(cfg);
-  check_frontier_models(cfg.prune, arch, cfg.model.path);
+  if (!cfg.prune.frontier_models.empty())
+    check_frontier_models(cfg.prune, arch, cfg.model.path,
+                          core::task_load_options(core::task_of(cfg.data, cfg.model.path), cfg.run.seed));
 }
 
 }  // namespace hp::prune

@@ -653,6 +653,13 @@ add("mask-file-empty", "a mask file naming nothing (accepted: what a gates run k
     empty_mask_file, 0, "", warning="$SCRATCH/mask.txt: the mask file names no heads or neurons (empty, or only comments), so every head and neuron is kept")
 
 
+def no_classifier_tiny(s):
+    """The tiny model without its classifier: a bare encoder, as a sentence-transformers folder's."""
+    dst = fx.copy_tiny(s + "/bare")
+    fx.edit_weights(dst, lambda h, d: fx.rebuild(h, d, drop=("classifier.weight", "classifier.bias")))
+    return dst
+
+
 def budget_run(*flags):
     return lambda s: ["--model", fx.copy_tiny(s + "/model"), "--task", "mnli_subset", "--max-seq-len", "32",
                       "--data-root", fx.glue_root(s), *flags, "--out", s + "/run"]
@@ -1264,9 +1271,37 @@ add("frontier-gates", "prune.frontier_gates with a budget outside (0, 100) or au
 SELECT = ("--set", "prune.eval_split=mismatched", "--set", "prune.rank_split=matched")
 add("select-is-eval", "prune.select_split naming the evaluation split (choices on the reported split, #58)",
     budget_run("--max-drop", "1", *SELECT, "--set", "prune.select_split=mismatched"), 2,
-    "error: prune.select_split = mismatched is prune.eval_split: choices made on the split the run reports are "
-    "optimistic by construction; leave prune.select_split empty (rows held out of train.train_split) or name another "
-    "split",
+    "error: prune.select_split = mismatched is prune.eval_split = mismatched: choices made on the split the run "
+    "reports are optimistic by construction; leave prune.select_split empty (rows held out of train.train_split) or "
+    "name another split",
+    not_created("run"))
+add("select-part-of-eval", "prune.select_split naming a slice of the evaluation split (choices read what is "
+    "reported, #90)",
+    budget_run("--max-drop", "1", *SELECT, "--set", "prune.select_split=mismatched[:10]"), 2,
+    "error: prune.select_split = mismatched[:10] is part of prune.eval_split = mismatched: choices made on the split "
+    "the run reports are optimistic by construction; leave prune.select_split empty (rows held out of "
+    "train.train_split) or name another split",
+    not_created("run"))
+
+
+def unlabelled_test_run(s):
+    """A user's CSV files whose test file has no label column, its test split named to choose on."""
+    rows = {"train.csv": 40, "dev.csv": 12, "test.csv": 8}
+    for name, n in rows.items():
+        with open(os.path.join(s, name), "w", encoding="utf-8") as f:
+            f.write("text,label\n" if name != "test.csv" else "text\n")
+            for i in range(n):
+                f.write(fx.WORDS_A[i % 4] + ("," + "abc"[i % 3] if name != "test.csv" else "") + "\n")
+    return ["--model", fx.copy_tiny(s + "/model"), "--train-file", s + "/train.csv", "--validation-file",
+            s + "/dev.csv", "--set", "data.test_file=" + s + "/test.csv", "--max-seq-len", "32", "--max-drop", "1",
+            "--set", "prune.select_split=test", "--out", s + "/run"]
+
+
+add("select-unlabelled", "prune.select_split naming a split without labels (the frontier ran, then a NaN baseline "
+    "was blamed on --max-drop, #90)",
+    unlabelled_test_run, 2,
+    "error: prune.select_split = test has no labels: the run's choices are scored on it; name a labelled split other "
+    "than prune.eval_split, or leave it empty (rows held out of train.train_split)",
     not_created("run"))
 add("select-bad-slice", "prune.select_split with a slice that is not row counts",
     budget_run("--max-drop", "1", *SELECT, "--set", "prune.select_split=matched[x:]"), 2,
@@ -1293,6 +1328,20 @@ add("frontier-models-not-a-model", "prune.frontier_models naming a folder that h
     lambda s: budget_run("--max-drop", "1", *SELECT, "--set", "prune.frontier_models=[" + s + "]")(s), 1,
     "error: prune.frontier_models[0] = $SCRATCH: no config.json there; name an exported model folder (a prune run's "
     "model/)",
+    not_created("run"))
+add("frontier-models-no-classifier", "prune.frontier_models naming a folder without a classifier (was scored with a "
+    "random one, #90)",
+    lambda s: budget_run("--max-drop", "1", *SELECT, "--set", "prune.frontier_models=[" + no_classifier_tiny(s) +
+                         "]")(s), 1,
+    "error: prune.frontier_models[0] = $SCRATCH/bare: has no classifier (a sentence-transformers folder or a bare "
+    "encoder); name an export of a model fine-tuned for these labels (a prune run's model/)",
+    not_created("run"))
+add("frontier-models-other-labels", "prune.frontier_models naming a model of another label count (was caught at "
+    "stage 5, its files left, #90)",
+    lambda s: budget_run("--max-drop", "1", *SELECT, "--set", "prune.frontier_models=[" +
+                         fx.two_label_tiny(s + "/two") + "]")(s), 1,
+    "error: prune.frontier_models[0] = $SCRATCH/two: its classifier has 2 labels, the task needs 3; name an export of "
+    "a model fine-tuned for these labels (a prune run's model/)",
     not_created("run"))
 add("recover-scale", "prune.recover_scale neither removed nor fixed",
     budget_run("--target-flops", "0.5", "--set", "prune.recover_scale=more"), 2,
