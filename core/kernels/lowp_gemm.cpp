@@ -83,6 +83,8 @@ std::string onednn_version() {
 // AMD EPYC Zen 3, 2026-12-03).
 constexpr int64_t kInt8RowMultiple = 8;
 
+Int8GemmObserver g_int8_gemm_observer;
+
 // Scratch buffers of one thread's products, grown as needed and kept: a forward pass calls ~40 products.
 template <class T>
 T* scratch(std::vector<T>& v, int64_t n) {
@@ -218,6 +220,8 @@ void apply_isa_cap_to_onednn() {
     dnnl_set_max_cpu_isa(onednn_isa(cap));  // refused (and harmless) once oneDNN has run a kernel
   });
 }
+
+void set_int8_gemm_observer(Int8GemmObserver observer) { g_int8_gemm_observer = std::move(observer); }
 
 bool int8_gemm_exact_at_8_bits() {
   static const bool exact = [] {
@@ -449,6 +453,7 @@ void PackedLinear::apply_int8(torch::Tensor& out, const torch::Tensor& x, bool a
   const bool in_place = !accumulate && Np == N;
   int32_t* c = in_place ? reinterpret_cast<int32_t*>(out.data_ptr<float>()) : scratch(s.c, M * Np);
   const int64_t ldc = in_place ? out.stride(0) : Np;
+  if (g_int8_gemm_observer) g_int8_gemm_observer(M, Np, K);
   if (!gemm_u8s8s32(M, Np, K, qx, q_padded_.data_ptr<int8_t>(), colsum_padded_.data_ptr<int32_t>(), c, ldc))
     throw InternalError("core/kernels/lowp_gemm.cpp: the u8s8s32 GEMM failed for " + std::to_string(M) + "x" +
                         std::to_string(K) + " . " + std::to_string(K) + "x" + std::to_string(Np));

@@ -46,6 +46,10 @@ constexpr int kPortableInt8WeightMax = 63;
 // Whether oneDNN's u8s8s32 GEMM, as this process runs it, sums u8·s8 products without int16 saturation (probed
 // once, on products of 255 and ±127).
 bool int8_gemm_exact_at_8_bits();
+// Tests: called with (M, N, K) of every int8 GEMM this process runs, as the GEMM receives them (N padded to the
+// weights' row multiple); empty: none. Set it only while no other thread multiplies.
+using Int8GemmObserver = std::function<void(int64_t, int64_t, int64_t)>;
+void set_int8_gemm_observer(Int8GemmObserver observer);
 // One line per precision for --version and benchmarks, e.g. "int8: oneDNN 2.6.3 u8s8s32 GEMM, weights ±63
 // (avx2: vpmaddubsw saturates int16 at ±127)" or "bf16: runs as fp32 (this CPU has no AVX512_BF16)".
 std::string precision_backend(Precision p);

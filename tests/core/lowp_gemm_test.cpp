@@ -232,6 +232,35 @@ TEST_CASE("int8 linears stay within the documented bound of float32 on every pat
   CHECK_THAT(hp::core::precision_backend(Precision::kInt8), Catch::Contains("emulated"));
 }
 
+// The GEMM multiplies the weights padded to a multiple of 8 rows (an odd width ran up to a third slower): the shape
+// it receives, checked where it is called; outputs alone cannot tell (the padding's columns are never read).
+TEST_CASE("int8: the GEMM receives the weight padded to a multiple of 8 output rows, only N of them read",
+          "[core][lowp]") {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(9);
+  const auto x = torch::randn({5, 40});
+  for (const int64_t n : {13, 16, 1}) {
+    const auto w = torch::randn({n, 40}) * 0.05;
+    for (isa::Level path : int8_caps()) {
+      if (path == isa::Level::kScalar) continue;  // the emulation runs no GEMM
+      isa::ScopedCap cap(path);
+      INFO(isa::name(path) << ", N " << n);
+      const auto packed = PackedLinear::pack(w, Precision::kInt8);
+      std::vector<std::array<int64_t, 3>> seen;
+      hp::core::set_int8_gemm_observer([&](int64_t m, int64_t np, int64_t k) { seen.push_back({m, np, k}); });
+      const auto y = product(packed, x);
+      auto acc = torch::zeros({5, n});
+      packed.apply(acc, x, true);
+      hp::core::set_int8_gemm_observer({});
+      REQUIRE(seen.size() == 2);
+      const int64_t padded = (n + 7) / 8 * 8;
+      for (const auto& s : seen) CHECK(s == std::array<int64_t, 3>{5, padded, 40});
+      CHECK(y.sizes() == torch::IntArrayRef({5, n}));
+      CHECK(torch::equal(acc, y));
+    }
+  }
+}
+
 TEST_CASE("int8 products sum u8·s8 pairs exactly: no int16 saturation on any path", "[core][lowp]") {
   // Every activation quantises to 255 (x = 1: lo 0, hi 1) and every weight to ±Q, so that each pair of
   // products needs 255 · Q · 2 (64770 at Q = 127, past int16): the exact result is x · w = ±K.
