@@ -21,6 +21,7 @@
 #include "core/kernels/isa.h"
 #include "core/kernels/quantize.h"
 #include "core/kernels/runtime.h"  // apply_isa_cap_to_onednn
+#include "core/kernels/thread_cache.h"
 
 namespace hp::core {
 
@@ -125,12 +126,11 @@ bool gemm_u8s8s32(int64_t M, int64_t N, int64_t K, const uint8_t* a, const int8_
 bool gemm_u8s8s32_amx(int64_t M, int64_t N, int64_t K, const uint8_t* a, const int8_t* b, int32_t* c, int64_t ldc) {
   using dt = dnnl::memory::data_type;
   thread_local const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  thread_local std::map<std::array<int64_t, 4>, dnnl::matmul> made;
+  auto& made = thread_cache<std::array<int64_t, 4>, dnnl::matmul>();
   const dnnl::memory::desc src({M, K}, dt::u8, {K, 1}), wei({K, N}, dt::s8, {1, K}), dst({M, N}, dt::s32, {ldc, 1});
   try {
     auto it = made.find({M, N, K, ldc});
     if (it == made.end()) {
-      if (made.size() >= 512) made.clear();
       it = made.emplace(std::array<int64_t, 4>{M, N, K, ldc},
                         dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), engine)))
                .first;
