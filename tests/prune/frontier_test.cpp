@@ -203,6 +203,10 @@ TEST_CASE("the refined budget: the midpoint between the deepest search budget wi
   f.points = {search(0.5, 89.5), search(0.4, 88.5), search(0.4, 89.0, "int8"), search(0.3, 88.9),
               search(0.3, 88.0, "int8")};
   CHECK(refine_budget(f, 2) == 35);
+  // The precisions of one budget in the other order (int8 measured first): the same answer, 40% within D by int8.
+  std::swap(f.points[1], f.points[2]);
+  CHECK(refine_budget(f, 2) == 35);
+  std::swap(f.points[1], f.points[2]);
   // The evaluation split is never read: a 30% point that is within D on dev only changes nothing.
   f.points[3].metric = 90;
   CHECK(refine_budget(f, 2) == 35);
