@@ -160,6 +160,44 @@ std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction) {
   return c;
 }
 
+// The most optimizer steps any candidate's model trained for: every recovery of the budget search
+// (RUN_DIR/budget_recover/*) and every gates run (RUN_DIR/frontier_gates/*), read from their train_result.json.
+long longest_training(const RunContext& ctx) {
+  long steps = 0;
+  for (const char* sub : {"budget_recover", "frontier_gates"}) {
+    const fs::path root = fs::path(ctx.cfg->run.out_dir) / sub;
+    if (!fs::is_directory(root)) continue;
+    for (const auto& e : fs::directory_iterator(root))
+      if (const fs::path file = e.path() / "train_result.json"; fs::exists(file))
+        steps = std::max(steps, nlohmann::json::parse(core::read_file(file.string())).value("steps", 0L));
+  }
+  return steps;
+}
+
+// The control (prune.control) appended to `cands`: the unpruned model trained in RUN_DIR/control as a slimmed
+// candidate recovers (recovery_config: distilling from the unpruned model where a candidate's recovery distils) for
+// as many steps as the longest-trained candidate. Nothing when no candidate trained; false when stopped.
+bool add_control(RunContext& ctx, std::vector<Candidate>& cands) {
+  const long steps = longest_training(ctx);
+  if (steps <= 0) return true;
+  const std::string sub = "control", dir = ctx.cfg->run.out_dir + "/" + sub;
+  if (!fs::exists(dir + "/train_result.json")) {
+    const core::Config c = recovery_config(*ctx.cfg, static_cast<int>(steps), true);
+    log_stage(5, "frontier",
+              "the control: the unpruned model trained " + std::to_string(steps) +
+                  " steps, as long as the longest-trained candidate" +
+                  (c.gates.distill ? ", distilling from itself as the candidates distil" : "") +
+                  " (prune.control: false leaves it out)");
+    if (!train_in(ctx, c, sub, ctx.model_dir, {}, 0, c.gates.distill ? ctx.model_dir : "")) return false;
+  }
+  Candidate control{{}, "control", [&ctx, dir] { return core::load_bert(dir + "/best", ctx.load); }};
+  control.point.method = PointMethod::kControl, control.point.heads_kept = ctx.total_heads;
+  control.point.budget = std::to_string(steps) + " steps";
+  control.point.cost_s = train::train_seconds(dir);
+  cands.push_back(std::move(control));
+  return true;
+}
+
 // ONNX Runtime's reference points (prune/frontier/frontier_timing.h: add_ort_rows) on the evaluation split.
 void add_ort_points(const RunContext& ctx, const core::Bert& base, long batch, long seq, Frontier& f) {
   const std::string dir = ctx.store->dir() + "/state/frontier/ort";
@@ -221,6 +259,7 @@ FrontierMeasure task_measure(RunContext& ctx, const MaskGradients& grads, const 
     return budget_candidate(ctx, grads, step, pct / 100.0);
   };
   m.gates = [&ctx](double fraction) { return gates_candidate(ctx, fraction); };
+  if (cfg.prune.control) m.control = [&ctx](std::vector<Candidate>& cands) { return add_control(ctx, cands); };
   m.ort = [&ctx, &base, batch, seq](Frontier& f) { add_ort_points(ctx, base, batch, seq, f); };
   m.task = ctx.task;
   m.select_gold = core::gold_labels(ctx.select_data);

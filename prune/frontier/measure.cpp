@@ -51,8 +51,10 @@ FrontierPoint measure(const FrontierMeasure& m, const core::Bert& slim, Frontier
 bool measure_all(const FrontierMeasure& m, const std::vector<Candidate>& cands, Frontier& f) {
   if (cands.empty()) return true;
   const auto precisions = native_precisions(m.cfg->prune);
-  // fp32 only as the baseline where prune.frontier_precisions leaves it out (not read back either).
+  // fp32 only as the baseline where prune.frontier_precisions leaves it out (not read back either); the control, a
+  // reference, at fp32 alone.
   auto wanted = [&](const Candidate& c, core::Precision precision) {
+    if (c.point.method == PointMethod::kControl) return precision == core::Precision::kFp32;
     return precision != core::Precision::kFp32 || c.point.method == PointMethod::kUnpruned || fp32_asked(m.cfg->prune);
   };
   auto file_of = [&](const Candidate& c, core::Precision precision) {
@@ -138,6 +140,7 @@ std::optional<Frontier> run_frontier(const FrontierMeasure& m, std::vector<Candi
     if (!c) return std::nullopt;
     cands.push_back(std::move(*c));
   }
+  if (m.control && !m.control(cands)) return std::nullopt;
   if (!measure_all(m, {cands.begin() + static_cast<long>(searched), cands.end()}, f)) return std::nullopt;
   if (m.ort) m.ort(f);
   // The difference on the slice with its interval (prune.bootstrap resamples, the same for every candidate).

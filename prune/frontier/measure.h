@@ -51,6 +51,10 @@ struct FrontierMeasure {
   std::function<std::optional<Candidate>(int percent)> refine;
   // The gates trained to `fraction` of the FLOPs (nullopt when stopped).
   std::function<std::optional<Candidate>(double fraction)> gates;
+  // The control (prune.control): appends to its argument the unpruned model trained as long as the longest-trained
+  // candidate (nothing when no candidate trained), measured at fp32 once every candidate is; false when stopped.
+  // Empty: none.
+  std::function<bool(std::vector<Candidate>&)> control;
   // ONNX Runtime's reference rows appended to the frontier (prune/frontier/frontier_timing.h add_ort_rows).
   std::function<void(Frontier&)> ort;
   const core::TaskSpec* task = nullptr;  // whose primary metric the slice's intervals resample
@@ -62,8 +66,9 @@ struct FrontierMeasure {
 bool measure_all(const FrontierMeasure& m, const std::vector<Candidate>& cands, Frontier& f);
 
 // The whole frontier on `f` (its header filled by the caller): `cands` measured, prune.frontier_refine rounds of the
-// search, the gates at prune.frontier_gates' budgets (appended to `cands`, which then holds every candidate), ONNX
-// Runtime's rows, the slice's differences, the choice (f.chosen, -1 when none is within D); frontier.csv and
+// search, the gates at prune.frontier_gates' budgets (appended to `cands`, which then holds every candidate), the
+// control, ONNX Runtime's rows, the slice's differences against the better of the unpruned model and the control,
+// the choice (f.chosen, -1 when none is within D); frontier.csv and
 // frontier(_cost).svg/.png in run.out_dir, their names appended to `files`. nullopt when stopped.
 std::optional<Frontier> run_frontier(const FrontierMeasure& m, std::vector<Candidate>& cands, Frontier f,
                                      std::vector<std::string>& files);

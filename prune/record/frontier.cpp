@@ -36,7 +36,8 @@ bool within_drop(const FrontierPoint& p, double select_baseline, double max_drop
 const std::vector<std::pair<PointMethod, std::string>>& method_names() {
   static const std::vector<std::pair<PointMethod, std::string>> names = {
       {PointMethod::kUnpruned, "unpruned"}, {PointMethod::kHeads, "heads"}, {PointMethod::kKwon, "kwon"},
-      {PointMethod::kGates, "gates"},       {PointMethod::kModel, "model"}, {PointMethod::kOnnxRuntime, "onnxruntime"}};
+      {PointMethod::kGates, "gates"},       {PointMethod::kModel, "model"}, {PointMethod::kOnnxRuntime, "onnxruntime"},
+      {PointMethod::kControl, "control"}};
   return names;
 }
 
@@ -62,12 +63,51 @@ PointMethod parse_point_method(const std::string& s) {
 
 void from_json(const nlohmann::json& j, PointMethod& m) { m = parse_point_method(j.get<std::string>()); }
 
+namespace {
+
+// The unpruned fp32 model or the control at fp32: the two the reference is taken from.
+bool reference_candidate(const FrontierPoint& p) {
+  return (p.method == PointMethod::kUnpruned || p.method == PointMethod::kControl) && p.precision == "fp32";
+}
+
+}  // namespace
+
 void add_measured(Frontier& f, FrontierPoint p) {
-  if (p.method == PointMethod::kUnpruned && p.precision == "fp32") {
-    f.baseline = p.metric, f.select_baseline = p.select_metric;
-    p.reference = true;  // the baseline of the metric and of the speedups: quantised, it is a candidate
-  }
+  // The unpruned fp32 model is the speedups' denominator too; quantised, it (and the control) is a candidate.
+  if (reference_candidate(p)) p.reference = true;
+  if (p.method == PointMethod::kUnpruned && p.precision == "fp32")
+    f.unpruned_metric = p.metric, f.unpruned_select = p.select_metric;
   f.points.push_back(std::move(p));
+  // The reference: the better of the two on the slice, the unpruned model on a tie.
+  const FrontierPoint* best = nullptr;
+  for (const auto& q : f.points)
+    if (reference_candidate(q) && (!best || q.select_metric > best->select_metric)) best = &q;
+  if (best) {
+    f.baseline = best->metric, f.select_baseline = best->select_metric;
+    f.reference = point_method_name(best->method);
+  }
+}
+
+std::string reference_words(const Frontier& f) {
+  return f.reference == "control" ? "the control's (the unpruned model trained as long as the candidates)"
+                                  : "the unpruned fp32 model's";
+}
+
+std::string reference_summary(const Frontier& f, bool select) {
+  const FrontierPoint* control = nullptr;
+  for (const auto& p : f.points)
+    if (p.method == PointMethod::kControl && p.precision == "fp32") control = &p;
+  std::ostringstream unpruned, other;
+  unpruned << "unpruned fp32 " << (select ? f.unpruned_select : f.unpruned_metric);
+  if (control) other << "control " << (select ? control->select_metric : control->metric);
+  if (!control) return unpruned.str();
+  return f.reference == "control" ? other.str() + ", " + unpruned.str() : unpruned.str() + ", " + other.str();
+}
+
+const FrontierPoint* reference_point(const Frontier& f) {
+  for (const auto& p : f.points)
+    if (reference_candidate(p) && point_method_name(p.method) == f.reference) return &p;
+  return nullptr;
 }
 
 std::string frontier_label(const FrontierPoint& p) {
@@ -116,13 +156,13 @@ std::string no_choice_message(const Frontier& f, const std::string& metric, cons
   std::ostringstream msg;
   msg << "prune.max_drop = " << f.max_drop << ": ";
   if (fastest) {
-    msg << "no candidate within " << f.max_drop << " point(s) of the unpruned fp32 model's " << metric << " "
+    msg << "no candidate within " << f.max_drop << " point(s) of " << reference_words(f) << " " << metric << " "
         << f.select_baseline << " on the selection slice " << f.select_split
         << " runs faster than that model (the fastest of them: " << frontier_label(*fastest) << " at x"
         << fastest->speedup << "), so the model as it is is the fastest within D; raise --max-drop to trade "
         << metric << " for speed; ";
   } else {
-    msg << "no candidate is within " << f.max_drop << " point(s) of the unpruned fp32 model's " << metric << " "
+    msg << "no candidate is within " << f.max_drop << " point(s) of " << reference_words(f) << " " << metric << " "
         << f.select_baseline << " on the selection slice " << f.select_split;
     if (closest) msg << " (the closest: " << frontier_label(*closest) << " at " << closest->select_metric << ")";
     msg << "; raise --max-drop, or recover longer (prune.recover_steps); ";
@@ -198,9 +238,8 @@ std::optional<FrontierPoint> read_point(const std::string& file) {
 
 void add_select_deltas(Frontier& f, const core::TaskSpec& task, const std::vector<float>& gold, int resamples,
                        unsigned long long seed) {
-  const std::vector<float>* base = nullptr;
-  for (const auto& p : f.points)
-    if (p.method == PointMethod::kUnpruned && p.precision == "fp32") base = &p.select_predictions;
+  const FrontierPoint* ref = reference_point(f);
+  const std::vector<float>* base = ref ? &ref->select_predictions : nullptr;
   for (auto& p : f.points) {
     if (p.method == PointMethod::kOnnxRuntime) continue;
     p.select_delta = p.select_lo = p.select_hi = p.select_metric - f.select_baseline;
@@ -247,7 +286,7 @@ core::LineChart frontier_chart(const Frontier& f) {
   chart.log_x = true;
   chart.y_ref = f.baseline - f.max_drop;
   std::ostringstream drop;
-  drop << "unpruned fp32 - " << f.max_drop << " point" << (f.max_drop == 1 ? "" : "s");
+  drop << (f.reference == "control" ? "control" : "unpruned fp32") << " - " << f.max_drop << " point" << (f.max_drop == 1 ? "" : "s");
   chart.y_ref_label = drop.str();
   core::Series front{"Pareto front", {}, {}, {}, {}, false, "black", false};
   for (std::size_t i : pareto_front(f.points))

@@ -18,9 +18,10 @@
 namespace hp::prune {
 
 // What made a frontier point: the unpruned model, a criterion's head ranking, the budget search, the gates, a
-// folder of prune.frontier_models, ONNX Runtime. Written by name ("kwon") in frontier.csv, the state and
-// summary.json; a name read back that is none of these is an InputError.
-enum class PointMethod { kUnpruned, kHeads, kKwon, kGates, kModel, kOnnxRuntime };
+// folder of prune.frontier_models, ONNX Runtime, the control (the unpruned model trained as long as the
+// longest-trained candidate, prune.control). Written by name ("kwon") in frontier.csv, the state and summary.json; a
+// name read back that is none of these is an InputError.
+enum class PointMethod { kUnpruned, kHeads, kKwon, kGates, kModel, kOnnxRuntime, kControl };
 const std::string& point_method_name(PointMethod m);
 PointMethod parse_point_method(const std::string& name);  // InputError naming an unknown one
 void to_json(nlohmann::json& j, PointMethod m);
@@ -60,14 +61,23 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FrontierPoint, method, criterion
 void write_point(const std::string& file, const FrontierPoint& p);
 std::optional<FrontierPoint> read_point(const std::string& file);
 
-// Appends a measured point to f.points. Only the unpruned model at fp32 is the baseline (f.baseline, and a reference
-// point, never chosen), whatever else is unpruned among the candidates: the unpruned model quantised, the search's
-// 100% point, a criterion's ranking with nothing pruned stay candidates.
+// Appends a measured point to f.points. The unpruned model at fp32 and the control at fp32 are reference points,
+// never chosen; the better of the two on the selection slice (the unpruned model on a tie) is the baseline
+// (f.baseline, f.select_baseline, f.reference), whatever else is unpruned among the candidates: the unpruned model
+// quantised, the search's 100% point, a criterion's ranking with nothing pruned stay candidates.
 struct Frontier;
 void add_measured(Frontier& f, FrontierPoint p);
 
+// The point the frontier's differences are taken from (f.reference's, at fp32); null before it is measured.
+const FrontierPoint* reference_point(const Frontier& f);
+// "the unpruned fp32 model's" or "the control's (…)": whose metric the choice is within D of, as messages say it.
+std::string reference_words(const Frontier& f);
+// The reference and the other of the two on the selection slice (`select`) or the evaluation split, the reference
+// first: "control 89.8, unpruned fp32 89" or "unpruned fp32 89, control 88.7" ("unpruned fp32 89" without a control).
+std::string reference_summary(const Frontier& f, bool select);
+
 // Each point's select_delta (select_metric − f.select_baseline) and its 90% paired-bootstrap interval against the
-// unpruned fp32 point on the slice (eval::paired_bootstrap of `task`'s primary metric over `gold`, `resamples`,
+// reference point on the slice (eval::paired_bootstrap of `task`'s primary metric over `gold`, `resamples`,
 // `seed`; in points), where both points kept their slice predictions — else lo = hi = the difference. ONNX
 // Runtime's rows (never on the slice) keep 0.
 void add_select_deltas(Frontier& f, const core::TaskSpec& task, const std::vector<float>& gold, int resamples,
@@ -80,15 +90,19 @@ struct Frontier {
   std::string task, metric, split;  // e.g. "sst2", "accuracy", "dev"
   std::string select_split;         // where the choice is made, e.g. "train[-1000:]"
   std::string timing;               // what `speedup` measures, e.g. "batch 32 x 128 tokens"
-  double baseline = 0;              // the unpruned fp32 model's metric, points
+  double baseline = 0;              // the reference's metric, points
   double select_baseline = 0;       // its select_metric: max_drop is measured from here
+  // The reference: "unpruned" (the unpruned fp32 model), or "control" where the control scored higher on the slice.
+  std::string reference = "unpruned";
+  double unpruned_metric = 0, unpruned_select = 0;  // the unpruned fp32 model's, whichever is the reference
   double max_drop = 0;              // D
   std::vector<FrontierPoint> points;
   int chosen = -1;  // index into points; -1 when none is within max_drop
   std::string onnxruntime;  // its reference rows: "onnxruntime 1.18.1", or "skipped: why"
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Frontier, task, metric, split, select_split, timing, baseline,
-                                                select_baseline, max_drop, points, chosen, onnxruntime)
+                                                select_baseline, reference, unpruned_metric, unpruned_select, max_drop,
+                                                points, chosen, onnxruntime)
 
 // Indices of the points no other point dominates (another at least as fast and at least as accurate, and
 // strictly better in one), by increasing speedup; a point without a finite metric and speedup is on no front. Of

@@ -64,6 +64,11 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
                 << (f.metrics_fp32.empty() ? std::string()
                                            : " at " + s.precision + " (fp32 " +
                                                  core::format_number("%g", f.metrics_fp32.at(s.metric)) + ")")
+                << (s.frontier ? "; within " + core::format_number("%g", s.frontier->max_drop) + " of the " +
+                                     s.frontier->reference + " on " + s.frontier->select_split + " (" +
+                                     reference_summary(*s.frontier, true) +
+                                     (cfg.prune.control ? "" : "; prune.control: false") + ")"
+                               : std::string())
                 << "; speedup x" << f.latency.at("batch32").speedup << speed_precisions(f.latency.at("batch32"))
                 << " at batch 32 (FLOP bound x" << f.latency.at("batch32").flop_bound
                 << (f.latency.at("batch32").suspect.empty() ? "" : ", above it: timing suspect") << "), x"
@@ -125,9 +130,10 @@ bool frontier_choice(RunContext& ctx, RunSummary& s, const MaskGradients& grads,
   const FrontierPoint& p = f->points[static_cast<size_t>(f->chosen)];
   std::ostringstream what;
   what << "chose " << frontier_label(p) << (p.variant.empty() ? "" : " (" + p.variant + ")") << ": " << f->metric << " "
-       << p.select_metric << " on " << f->select_split << " (unpruned fp32 " << f->select_baseline << "; difference "
-       << p.select_delta << ", 90% interval " << p.select_lo << " to " << p.select_hi << "), " << p.metric << " on "
-       << f->split << " (unpruned fp32 " << f->baseline << "), x" << p.speedup << " at " << f->timing;
+       << p.select_metric << " on " << f->select_split << " (" << reference_summary(*f, true) << "; difference "
+       << p.select_delta << " from the " << f->reference << ", 90% interval " << p.select_lo << " to " << p.select_hi
+       << "), " << p.metric << " on " << f->split << " (" << reference_summary(*f, false) << "), x" << p.speedup
+       << " at " << f->timing;
   log_stage(5, "frontier", what.str());
   if (const std::string risk = unresolved_choice(p, *f); !risk.empty()) core::log_warn("frontier", risk);
   chosen = chosen_config(cfg, *f);

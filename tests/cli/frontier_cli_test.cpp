@@ -82,15 +82,15 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
   const auto& f = summary["frontier"];
   const auto& points = f["points"];
   // The unpruned model, the taylor ranking at 6, 4 and 2 of 8 heads, the search at 60% and 30%, the gates at the
-  // cheapest budget the search left within 2·D (here 30%): each at both; then ONNX Runtime's
+  // cheapest budget the search left within 2·D (here 30%): each at both; the control at fp32; then ONNX Runtime's
   // unpruned model at fp32 and quantize_dynamic's int8, when the reference Python has it.
   const bool ort = have_onnxruntime();
-  REQUIRE(points.size() == (ort ? 16 : 14));
+  REQUIRE(points.size() == (ort ? 17 : 15));
   std::map<std::string, int> kinds;
   for (const auto& p : points) ++kinds[p["method"].get<std::string>() + " " + p["precision"].get<std::string>()];
   std::map<std::string, int> expect = {{"unpruned fp32", 1}, {"unpruned int8", 1}, {"heads fp32", 3},
                                        {"heads int8", 3}, {"kwon fp32", 2},      {"kwon int8", 2},
-                                       {"gates fp32", 1},   {"gates int8", 1}};
+                                       {"gates fp32", 1},   {"gates int8", 1},     {"control fp32", 1}};
   if (ort) expect["onnxruntime fp32"] = expect["onnxruntime int8"] = 1;
   CHECK(kinds == expect);
   CHECK_THAT(f["onnxruntime"].get<std::string>(), Catch::StartsWith(ort ? "onnxruntime 1." : "skipped: "));
@@ -99,16 +99,31 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
       CHECK(p["reference"] == true);
       CHECK(p["speedup"].get<double>() > 0);
       // ONNX Runtime's fp32 export of the same model scores what headprune's does.
-      if (p["precision"] == "fp32") CHECK(p["metric"].get<double>() == Approx(f["baseline"].get<double>()));
+      if (p["precision"] == "fp32") CHECK(p["metric"].get<double>() == Approx(f["unpruned_metric"].get<double>()));
     }
-  // The baseline is the unpruned fp32 model's metric, that point a reference (never chosen), its speedup 1 by
-  // definition up to timing noise.
+  // The baseline is the better on the slice of the unpruned fp32 model and the control (the unpruned model trained
+  // as long as the longest-trained candidate, #91): both reference points, never chosen.
   const double baseline = f["baseline"].get<double>(), D = f["max_drop"].get<double>();
+  double unpruned_select = 0, control_select = 0;
   for (const auto& p : points)
-    if (p["method"] == "unpruned" && p["precision"] == "fp32") {
+    if ((p["method"] == "unpruned" || p["method"] == "control") && p["precision"] == "fp32") {
       CHECK(p["reference"] == true);
-      CHECK(p["metric"].get<double>() == baseline);
+      (p["method"] == "unpruned" ? unpruned_select : control_select) = p["select_metric"].get<double>();
+      if (p["method"] == f["reference"]) CHECK(p["metric"].get<double>() == baseline);
     }
+  CHECK(f["select_baseline"].get<double>() == std::max(unpruned_select, control_select));
+  CHECK(f["reference"] == (control_select > unpruned_select ? "control" : "unpruned"));
+  // The control trained exactly as long as the longest-trained candidate: every recovery and gates run read back.
+  long longest = 0;
+  for (const char* sub : {"budget_recover", "frontier_gates"})
+    for (const auto& e : fs::directory_iterator(out / sub))
+      if (fs::exists(e.path() / "train_result.json"))
+        longest = std::max(longest, nlohmann::json::parse(slurp(e.path() / "train_result.json"))["steps"].get<long>());
+  REQUIRE(longest > 0);
+  CHECK(nlohmann::json::parse(slurp(out / "control" / "train_result.json"))["steps"].get<long>() == longest);
+  CHECK_THAT(r.output, Catch::Contains("the control: the unpruned model trained " + std::to_string(longest) +
+                                       " steps, as long as the longest-trained candidate"));
+  CHECK_THAT(r.output, Catch::Contains("; within 50 of the " + f["reference"].get<std::string>() + " on "));
   // The choice is made on the selection slice (#58): the last tenth of the training split (whole rows), held out of
   // training and ranking; every training run of the frontier picked its best checkpoint there.
   CHECK(summary["select_split"] == "matched[holdout:3]");
@@ -515,12 +530,13 @@ TEST_CASE("the frontier run with no candidate within D: one line naming the clos
   const auto chose = nlohmann::json::parse(slurp(out / "summary.json"));
   CHECK(chose["frontier"]["chosen"].get<int>() >= 0);
   CHECK(chose["frontier"]["max_drop"].get<double>() == 50);
-  // The three candidates measured before, read back, and the gates at the budget the larger D now reaches (the
-  // cheapest the search left within 2·D).
-  REQUIRE(chose["frontier"]["points"].size() == 4);
+  // The three candidates measured before, read back, the gates at the budget the larger D now reaches (the
+  // cheapest the search left within 2·D), and the control trained as long as they were (nothing else trained).
+  REQUIRE(chose["frontier"]["points"].size() == 5);
   for (size_t i = 0; i < 3; ++i)
     CHECK(chose["frontier"]["points"][i]["metric"] == summary["frontier"]["points"][i]["metric"]);
   CHECK(chose["frontier"]["points"][3]["method"] == "gates");
+  CHECK(chose["frontier"]["points"][4]["method"] == "control");
 }
 
 TEST_CASE("the frontier run choosing int8: model.int8.onnx checked in ONNX Runtime beside the export, or skipped",

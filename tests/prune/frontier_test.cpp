@@ -437,5 +437,62 @@ TEST_CASE("a frontier point's method: written by name, read back, and a name tha
   bad["method"] = "kwon-recovered";
   CHECK_THROWS_WITH(bad.get<FrontierPoint>(),
                     "a frontier point's method 'kwon-recovered' is none of unpruned, heads, kwon, gates, model, "
-                    "onnxruntime");
+                    "onnxruntime, control");
+}
+
+// The control (prune.control): the unpruned model trained as long as the longest-trained candidate. The baseline is
+// the better of it and the unpruned model on the selection slice, so a candidate that only trained longer is not
+// credited: Δ, the choice within D and the intervals read it.
+TEST_CASE("the frontier's reference: the better of the unpruned model and the control on the slice", "[prune][frontier]") {
+  using hp::prune::add_measured;
+  auto point = [](PointMethod method, double select, double reported, double speedup = 1,
+                  const char* precision = "fp32") {
+    FrontierPoint p = apart(speedup, select, reported);
+    p.method = method, p.precision = precision;
+    return p;
+  };
+  hp::prune::Frontier f;
+  f.max_drop = 1;
+  add_measured(f, point(PointMethod::kUnpruned, 89.0, 88.0));
+  CHECK(f.reference == "unpruned");
+  CHECK(f.select_baseline == 89.0);
+  add_measured(f, point(PointMethod::kKwon, 88.3, 87.9, 3.0));  // within 1 of the unpruned model: chosen without a control
+  add_measured(f, point(PointMethod::kKwon, 89.1, 88.6, 2.0));
+  REQUIRE(hp::prune::choose(f) == std::optional<std::size_t>(1));
+  // The control trained as long scores 89.6 on the slice: the reference now, the 3x candidate 1.3 below it.
+  add_measured(f, point(PointMethod::kControl, 89.6, 88.9));
+  CHECK(f.reference == "control");
+  CHECK(f.select_baseline == 89.6);
+  CHECK(f.baseline == 88.9);
+  CHECK(f.unpruned_select == 89.0);
+  CHECK(f.unpruned_metric == 88.0);
+  CHECK(f.points.back().reference);  // measured beside, never chosen
+  CHECK(hp::prune::choose(f) == std::optional<std::size_t>(2));
+  CHECK(hp::prune::reference_point(f) == &f.points.back());
+  CHECK(hp::prune::reference_summary(f, true) == "control 89.6, unpruned fp32 89");
+  CHECK(hp::prune::reference_summary(f, false) == "control 88.9, unpruned fp32 88");
+  CHECK_THAT(hp::prune::reference_words(f), Catch::Contains("the control's"));
+  // The differences are taken from it.
+  hp::prune::add_select_deltas(f, hp::core::find_task("sst2"), {}, 0, 1);
+  CHECK(f.points[1].select_delta == Approx(88.3 - 89.6));
+  CHECK(f.points[2].select_delta == Approx(89.1 - 89.6));
+  // A control below the unpruned model leaves the unpruned model the reference; a quantised control is a candidate.
+  hp::prune::Frontier g;
+  g.max_drop = 1;
+  add_measured(g, point(PointMethod::kControl, 88.5, 88.2));
+  CHECK(g.reference == "control");  // alone so far
+  add_measured(g, point(PointMethod::kUnpruned, 89.0, 88.0));
+  CHECK(g.reference == "unpruned");
+  CHECK(g.select_baseline == 89.0);
+  CHECK(hp::prune::reference_summary(g, true) == "unpruned fp32 89, control 88.5");
+  add_measured(g, point(PointMethod::kControl, 89.9, 88.0, 1.8, "int8"));
+  CHECK(g.reference == "unpruned");
+  CHECK(!g.points.back().reference);
+  // On a tie the unpruned model stays the reference.
+  hp::prune::Frontier t;
+  add_measured(t, point(PointMethod::kUnpruned, 89.0, 88.0));
+  add_measured(t, point(PointMethod::kControl, 89.0, 88.5));
+  CHECK(t.reference == "unpruned");
+  CHECK(hp::prune::point_method_name(PointMethod::kControl) == "control");
+  CHECK(hp::prune::parse_point_method("control") == PointMethod::kControl);
 }
