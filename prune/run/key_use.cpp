@@ -99,6 +99,7 @@ const std::vector<KeyUse>& key_use_table() {
       {"frontier_criteria", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
       {"frontier_gates", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
       {"frontier_refine", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
+      {"control", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
       {"frontier_time", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
       {"frontier_models", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
       {"latency_batch", [](const P& p) { return p.latency || p.target_latency > 0 || p.max_drop > 0; },

@@ -70,14 +70,22 @@ TEST_CASE("the selection slice off, named, or refused", "[prune][selection]") {
   CHECK_THAT(off.what, Contains("the split the run reports: its figures are optimistic"));
 
   c = mrpc();
-  c.prune.select_split = "test";
+  c.train.train_split = "train[:3000]";
+  c.prune.select_split = "train[3000:]";
   const auto named = resolve_selection(c, task, hp::test::kSharedData);
-  CHECK(named.cfg.train.eval_split == "test");
-  CHECK(named.cfg.train.train_split == "train");
+  CHECK(named.cfg.train.eval_split == "train[3000:]");
+  CHECK(named.cfg.train.train_split == "train[:3000]");
 
+  c = mrpc();
+  c.prune.select_split = "test";  // MRPC's test split has no labels: nothing to choose on
+  CHECK_THROWS_WITH(resolve_selection(c, task, hp::test::kSharedData),
+                    Contains("prune.select_split = test has no labels"));
   c.prune.select_split = "dev";
   CHECK_THROWS_WITH(resolve_selection(c, task, hp::test::kSharedData),
-                    Contains("prune.select_split = dev is prune.eval_split"));
+                    Contains("prune.select_split = dev is prune.eval_split = dev"));
+  c.prune.select_split = "dev[:30]";  // a part of the reported split is no better
+  CHECK_THROWS_WITH(resolve_selection(c, task, hp::test::kSharedData),
+                    Contains("prune.select_split = dev[:30] is part of prune.eval_split = dev"));
   c.prune.select_split = "nosuch";
   CHECK_THROWS_WITH(resolve_selection(c, task, hp::test::kSharedData),
                     Contains("prune.select_split = 'nosuch' is not a split of mrpc; use one of train, dev, test"));
