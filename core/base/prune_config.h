@@ -169,10 +169,11 @@ struct PruneConfig {
       "max_drop on the selection slice and the next deeper one, until they are 2 percent apart; 0 = the schedule "
       "alone");
     v("control", control,
-      "--max-drop: also train the unpruned model for as many steps as the longest-trained candidate (the same "
-      "recovery, distilling where the candidates distil) and measure it beside them: the choice and every "
-      "difference are taken against the better of it and the unpruned model on the selection slice, so a candidate "
-      "is not credited for training longer; false = the unpruned model alone (said in the result line)");
+      "also train the unpruned model for as many steps as the longest-trained candidate (--max-drop) or the final "
+      "model's own recovery or gates run (a target of its own), with the same recovery, and measure it beside them: "
+      "the choice and every difference are taken against the better of it and the unpruned model on the selection "
+      "slice, so a model is not credited for training longer; false = the unpruned model alone (said in the result "
+      "line)");
     v("frontier_time", frontier_time,
       "--max-drop: seconds each model is timed for (3 runs at least) in each of the 3 rounds that alternate a "
       "candidate with the unpruned model, per timing; longer gives steadier speedups, shorter a faster frontier");

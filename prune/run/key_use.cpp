@@ -99,7 +99,6 @@ const std::vector<KeyUse>& key_use_table() {
       {"frontier_criteria", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
       {"frontier_gates", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
       {"frontier_refine", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
-      {"control", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
       {"frontier_time", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
       {"frontier_models", [](const P& p) { return p.max_drop > 0; }, "--max-drop D"},
       {"latency_batch", [](const P& p) { return p.latency || p.target_latency > 0 || p.max_drop > 0; },
@@ -133,6 +132,7 @@ const std::vector<KeyUse>& key_use_table() {
       {"distill_hidden", distils, kDistils},
       {"latency", always, ""},
       {"verify", final_model, "a run that exports a model (--target-heads, --target-layers, a budget, --max-drop)"},
+      {"control", final_model, "a run that exports a model (--target-heads, --target-layers, a budget, --max-drop)"},
   };
   return rows;
 }

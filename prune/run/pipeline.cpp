@@ -24,6 +24,7 @@
 #include "prune/stages/layer_drop.h"
 #include "prune/export/model_card.h"
 #include "prune/heads/schedule.h"
+#include "prune/stages/control.h"
 #include "prune/stages/stages.h"
 
 namespace hp::prune {
@@ -35,6 +36,17 @@ namespace {
 std::string speed_precisions(const LatencySummary& l) {
   if (l.unpruned_precision == l.slim_precision) return "";
   return " (" + l.slim_precision + " over unpruned " + l.unpruned_precision + ")";
+}
+
+// " (-0.42 from the control's 89.1 after 150 steps; unpruned 88.9)": the final model against its reference.
+std::string reference_clause(const ReferenceSummary& r) {
+  const std::string control = r.control_steps ? "control's " + core::format_number("%.4g", r.control) + " after " +
+                                                    std::to_string(r.control_steps) + " steps"
+                                              : "";
+  const std::string unpruned = "unpruned " + core::format_number("%.4g", r.unpruned);
+  const std::string from = r.reference == "control" ? control + "; " + unpruned
+                                                    : unpruned + "'s" + (control.empty() ? ", no control" : "; " + control);
+  return " (" + core::format_number("%+.3g", r.delta) + " from the " + from + ")";
 }
 
 // Stage 9: summary.json (and the exported model's card), and the one result line on stdout.
@@ -64,6 +76,7 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
                 << (f.metrics_fp32.empty() ? std::string()
                                            : " at " + s.precision + " (fp32 " +
                                                  core::format_number("%g", f.metrics_fp32.at(s.metric)) + ")")
+                << (f.reference ? reference_clause(*f.reference) : std::string())
                 << (s.frontier ? "; within " + core::format_number("%g", s.frontier->max_drop) + " of the " +
                                      s.frontier->reference + " on " + s.frontier->select_split + " (" +
                                      reference_summary(*s.frontier, true) +
@@ -101,6 +114,11 @@ std::optional<FinalSummary> final_model(RunContext& ctx, CurvesSummary& curves, 
   if (!frontier && choice->method == ChoiceMethod::kKwon) take_best_step(ctx, *grads, *choice);
   FinalSummary f;
   models = export_and_verify(ctx, *choice, f);
+  if (!frontier) {  // the frontier measured its own reference
+    auto reference = final_reference(ctx, *choice, *models.slim);
+    if (!reference) return std::nullopt;
+    f.reference = *reference;
+  }
   f.latency = measure_speed(ctx, models);
   f.heads_kept = core::count_kept(choice->keep);
   f.mask = layers ? core::format_mask({choice->keep, {}, choice->layers}) : core::format_head_mask(choice->keep);

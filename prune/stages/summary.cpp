@@ -39,6 +39,7 @@ nlohmann::json final_json(const FinalSummary& f) {
   j["params_unpruned"] = f.params_unpruned;
   if (f.budget) j["budget"] = *f.budget;
   if (f.layers) j["layers"] = *f.layers;
+  if (f.reference) j["reference"] = *f.reference;
   if (f.onnx) {
     j["onnx"]["model.onnx"] = f.onnx->fp32;
     if (!f.onnx->int8.empty()) j["onnx"]["model.int8.onnx"] = f.onnx->int8;

@@ -106,6 +106,20 @@ struct OnnxFiles {
   std::map<std::string, double> int8_metrics;  // ONNX Runtime's on the evaluation split, when written
 };
 
+// What the final model is compared with (prune.control): the unpruned model, and the control — the unpruned model
+// trained as many steps as the final model's own training (its recovery or gates run) with the same recovery —, each
+// on the evaluation split and the selection slice, in points; the reference is the better of the two on the slice
+// (the unpruned model on a tie). control_steps 0: no control (the final model trained nothing, or prune.control off).
+struct ReferenceSummary {
+  std::string reference = "unpruned";
+  double unpruned = 0, unpruned_select = 0;
+  long control_steps = 0;
+  double control = 0, control_select = 0;
+  double delta = 0, select_delta = 0;  // the final model's metric minus the reference's, at the export's precision
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ReferenceSummary, reference, unpruned, unpruned_select, control_steps,
+                                                control, control_select, delta, select_delta)
+
 struct FinalSummary {
   double slim_vs_masked_max_abs_logit_diff = 0;
   std::map<std::string, std::string> hf_check;  // check → "passed (…)" or "skipped (…)"
@@ -119,6 +133,7 @@ struct FinalSummary {
   std::optional<BudgetSummary> budget;  // with a FLOPs or parameter budget
   std::optional<OnnxFiles> onnx;  // with prune.max_drop
   std::optional<LayerDropSummary> layers;  // with prune.target_layers
+  std::optional<ReferenceSummary> reference;  // without prune.max_drop (the frontier keeps its own)
 };
 
 struct RunSummary {

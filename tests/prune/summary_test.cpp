@@ -2,6 +2,7 @@
 // present exactly when they apply.
 #include <catch2/catch.hpp>
 
+#include "prune/stages/control.h"
 #include "prune/stages/summary.h"
 
 using hp::prune::RunSummary;
@@ -71,4 +72,32 @@ TEST_CASE("summary.json: the final section, criterion only when one ranked the h
   s.final->method = "criterion", s.final->criterion = "taylor";
   j = hp::prune::summary_json(s);
   CHECK(j["final"]["criterion"] == "taylor");
+}
+
+// The final model's reference (prune/stages/control.h): the control only where it beat the unpruned model on the
+// slice, the differences from whichever is the reference; summary.json's final.reference holds them all.
+TEST_CASE("summary.json: the final model's reference, the better of the unpruned model and the control",
+          "[prune][summary]") {
+  hp::prune::ReferenceSummary r;
+  r.unpruned = 88.0, r.unpruned_select = 89.0;
+  r.control = 88.6, r.control_select = 89.6, r.control_steps = 150;
+  hp::prune::settle_reference(r, 87.9, 88.9);
+  CHECK(r.reference == "control");
+  CHECK(r.delta == Approx(87.9 - 88.6));
+  CHECK(r.select_delta == Approx(88.9 - 89.6));
+  r.control_select = 89.0;  // a tie: the unpruned model
+  hp::prune::settle_reference(r, 87.9, 88.9);
+  CHECK(r.reference == "unpruned");
+  CHECK(r.delta == Approx(87.9 - 88.0));
+  r.control_select = 95.0, r.control_steps = 0;  // no control trained: its figures are not read
+  hp::prune::settle_reference(r, 87.9, 88.9);
+  CHECK(r.reference == "unpruned");
+  hp::prune::FinalSummary f;
+  f.reference = r;
+  hp::prune::RunSummary s;
+  s.final = f;
+  const auto j = hp::prune::summary_json(s);
+  CHECK(j["final"]["reference"]["reference"] == "unpruned");
+  CHECK(j["final"]["reference"]["unpruned_select"] == 89.0);
+  CHECK(j["final"]["reference"]["control_steps"] == 0);
 }

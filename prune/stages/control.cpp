@@ -1,0 +1,71 @@
+// The final model's reference (see prune/stages/control.h).
+#include "prune/stages/control.h"
+
+#include <filesystem>
+#include <tuple>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "core/base/files.h"
+#include "core/io/checkpoint.h"
+#include "eval/evaluator.h"
+
+namespace hp::prune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The optimizer steps that made the model in `model_dir` (its run's train_result.json beside it), 0 when none did.
+long trained_steps(const RunContext& ctx, const std::string& model_dir) {
+  if (model_dir.empty() || fs::path(model_dir) == fs::path(ctx.model_dir)) return 0;
+  const fs::path file = fs::path(model_dir).parent_path() / "train_result.json";
+  if (!fs::exists(file)) return 0;
+  return nlohmann::json::parse(core::read_file(file.string())).value("steps", 0L);
+}
+
+// `model`'s primary metric, in points, on the evaluation split and on the selection slice (the evaluation split's
+// again where the run has no slice).
+std::pair<double, double> scores(const RunContext& ctx, const core::Bert& model) {
+  const std::string& metric = ctx.task->primary_metric;
+  const double on_eval = 100 * eval::evaluate(model, *ctx.task, ctx.eval_data, ctx.curves.eval_batches).metrics.at(metric);
+  if (ctx.select_data.size() == 0) return {on_eval, on_eval};
+  return {on_eval, 100 * eval::evaluate(model, *ctx.task, ctx.select_data, ctx.select_batches).metrics.at(metric)};
+}
+
+}  // namespace
+
+std::optional<ReferenceSummary> final_reference(RunContext& ctx, const FinalChoice& choice, const core::Bert& final) {
+  const core::Config& cfg = *ctx.cfg;
+  ReferenceSummary r;
+  core::Bert unpruned = *ctx.model;
+  unpruned.set_precision(core::Precision::kFp32);
+  std::tie(r.unpruned, r.unpruned_select) = scores(ctx, unpruned);
+  const long steps = cfg.prune.control ? trained_steps(ctx, choice.model_dir) : 0;
+  if (steps > 0) {
+    const std::string sub = "control", dir = cfg.run.out_dir + "/" + sub;
+    if (!fs::exists(dir + "/train_result.json")) {
+      const core::Config c = recovery_config(cfg, static_cast<int>(steps), choice.slimmed);
+      log_stage(6, "recover",
+                "the control: the unpruned model trained " + std::to_string(steps) +
+                    " steps, as long as the final model" + (c.gates.distill ? ", distilling from itself" : "") +
+                    " (prune.control: false leaves it out)");
+      if (!train_in(ctx, c, sub, ctx.model_dir, {}, 0, c.gates.distill ? ctx.model_dir : "")) return std::nullopt;
+    }
+    r.control_steps = steps;
+    std::tie(r.control, r.control_select) = scores(ctx, core::load_bert(dir + "/best", ctx.load));
+  }
+  const auto [metric, select] = scores(ctx, final);
+  settle_reference(r, metric, select);
+  return r;
+}
+
+void settle_reference(ReferenceSummary& r, double metric, double select) {
+  const bool control = r.control_steps > 0 && r.control_select > r.unpruned_select;
+  r.reference = control ? "control" : "unpruned";
+  r.delta = metric - (control ? r.control : r.unpruned);
+  r.select_delta = select - (control ? r.control_select : r.unpruned_select);
+}
+
+}  // namespace hp::prune

@@ -1,0 +1,25 @@
+// The final model's reference (prune.control, #91): the unpruned model, and the control — the unpruned model
+// trained as many steps as the final model's own training (its recovery, or its gates run) in RUN_DIR/control, with
+// the recovery's config (recovery_config: distilling from the unpruned model where the recovery distils) — both
+// measured on the evaluation split and the selection slice; the final model's difference is taken from the better
+// of the two on the slice. The frontier has its own (prune/frontier/measure.h).
+#pragma once
+
+#include <optional>
+
+#include "core/model/bert.h"
+#include "prune/stages/stages.h"
+#include "prune/stages/summary.h"
+
+namespace hp::prune {
+
+// The reference of `final` (the exported model, at the run's precision) made by `choice`. Its training is read from
+// the train_result.json beside choice.model_dir (none when the model is the fine-tuned one itself or a step that
+// trained nothing); no control without training or with prune.control off. nullopt when stopped.
+std::optional<ReferenceSummary> final_reference(RunContext& ctx, const FinalChoice& choice, const core::Bert& final);
+
+// r.reference — "control" where r has a control (control_steps > 0) that beat the unpruned model on the slice, else
+// "unpruned" — and the final model's differences from it, given its `metric` and `select` metric (points).
+void settle_reference(ReferenceSummary& r, double metric, double select);
+
+}  // namespace hp::prune
