@@ -143,10 +143,20 @@ nlohmann::json result_json(const TrainResult& r) {
   return j;
 }
 
-double train_seconds(const std::string& run_dir) {
+namespace {
+
+// A field of RUN_DIR/train_result.json, `none` when the run has no result.
+template <class T>
+T result_field(const std::string& run_dir, const char* key, T none) {
   const std::string file = run_dir + "/train_result.json";
-  if (!std::filesystem::exists(file)) return 0;
-  return nlohmann::json::parse(core::read_file(file)).value("train_seconds", 0.0);
+  if (!std::filesystem::exists(file)) return none;
+  return nlohmann::json::parse(core::read_file(file)).value(key, none);
 }
+
+}  // namespace
+
+double train_seconds(const std::string& run_dir) { return result_field(run_dir, "train_seconds", 0.0); }
+
+long train_steps(const std::string& run_dir) { return result_field(run_dir, "steps", 0L); }
 
 }  // namespace hp::train

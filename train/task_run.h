@@ -42,5 +42,7 @@ nlohmann::json result_json(const TrainResult& r);
 
 // The seconds a finished run in `run_dir` trained (its train_result.json's train_seconds); 0 when it has none.
 double train_seconds(const std::string& run_dir);
+// Its optimizer steps, all phases (train_result.json's steps); 0 when it has none.
+long train_steps(const std::string& run_dir);
 
 }  // namespace hp::train

@@ -38,10 +38,13 @@ int run_program(const std::vector<std::string>& argv, bool quiet) {
 std::string python_reference(PythonRef which) {
   const bool v5 = which == PythonRef::kTransformers5;
   if (const char* p = std::getenv(v5 ? "HP_PYTHON_V5" : "HP_PYTHON")) return p;
+  return cache_dir() + (v5 ? "/venv-v5/bin/python" : "/venv/bin/python");
+}
+
+std::string cache_dir() {
   const char* cache = std::getenv("HEADPRUNE_CACHE");
   const char* home = std::getenv("HOME");
-  const std::string dir = cache ? std::string(cache) : std::string(home ? home : "") + "/.cache/headprune";
-  return dir + (v5 ? "/venv-v5/bin/python" : "/venv/bin/python");
+  return cache ? std::string(cache) : std::string(home ? home : "") + "/.cache/headprune";
 }
 
 std::string python_reference_incomplete(const std::string& python, PythonRef which) {

@@ -18,6 +18,9 @@ int run_program(const std::vector<std::string>& argv, bool quiet = false);
 enum class PythonRef { kTransformers4, kTransformers5 };
 std::string python_reference(PythonRef which = PythonRef::kTransformers4);
 
+// headprune's cache folder: $HEADPRUNE_CACHE, else ~/.cache/headprune (the reference venvs, the dispatch probe).
+std::string cache_dir();
+
 // The file scripts/setup_python.sh --v5 writes into its venv last, once torch, transformers and h5py import
 // there: a venv-v5 folder without it is still being installed, or its install was interrupted.
 inline constexpr const char* kVenvCompleteMarker = ".headprune-complete";

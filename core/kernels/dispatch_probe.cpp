@@ -7,12 +7,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <vector>
 
 #include "core/base/files.h"
+#include "core/base/process.h"  // cache_dir
 #include "core/base/strings.h"
 #include "core/kernels/attention_kernel.h"
 #include "core/kernels/gemm.h"
@@ -153,12 +153,7 @@ std::string dispatch_key() {
          TORCH_VERSION + " | GEMM " + gemm_backend();
 }
 
-std::string dispatch_cache_file() {
-  const char* cache = std::getenv("HEADPRUNE_CACHE");
-  const char* home = std::getenv("HOME");
-  const std::string dir = cache ? std::string(cache) : std::string(home ? home : "") + "/.cache/headprune";
-  return dir + "/dispatch.json";
-}
+std::string dispatch_cache_file() { return core::cache_dir() + "/dispatch.json"; }
 
 const MeasuredDispatch& apply_measured_dispatch() {
   static MeasuredDispatch d;

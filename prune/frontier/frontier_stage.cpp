@@ -167,9 +167,7 @@ long longest_training(const RunContext& ctx) {
   for (const char* sub : {"budget_recover", "frontier_gates"}) {
     const fs::path root = fs::path(ctx.cfg->run.out_dir) / sub;
     if (!fs::is_directory(root)) continue;
-    for (const auto& e : fs::directory_iterator(root))
-      if (const fs::path file = e.path() / "train_result.json"; fs::exists(file))
-        steps = std::max(steps, nlohmann::json::parse(core::read_file(file.string())).value("steps", 0L));
+    for (const auto& e : fs::directory_iterator(root)) steps = std::max(steps, train::train_steps(e.path().string()));
   }
   return steps;
 }

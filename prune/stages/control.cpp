@@ -5,11 +5,9 @@
 #include <tuple>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
-#include "core/base/files.h"
 #include "core/io/checkpoint.h"
 #include "eval/evaluator.h"
+#include "train/task_run.h"  // train_steps
 
 namespace hp::prune {
 
@@ -20,9 +18,7 @@ namespace {
 // The optimizer steps that made the model in `model_dir` (its run's train_result.json beside it), 0 when none did.
 long trained_steps(const RunContext& ctx, const std::string& model_dir) {
   if (model_dir.empty() || fs::path(model_dir) == fs::path(ctx.model_dir)) return 0;
-  const fs::path file = fs::path(model_dir).parent_path() / "train_result.json";
-  if (!fs::exists(file)) return 0;
-  return nlohmann::json::parse(core::read_file(file.string())).value("steps", 0L);
+  return train::train_steps(fs::path(model_dir).parent_path().string());
 }
 
 // `model`'s primary metric, in points, on the evaluation split and on the selection slice (the evaluation split's

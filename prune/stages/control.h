@@ -1,4 +1,4 @@
-// The final model's reference (prune.control, #91): the unpruned model, and the control — the unpruned model
+// The final model's reference (prune.control): the unpruned model, and the control — the unpruned model
 // trained as many steps as the final model's own training (its recovery, or its gates run) in RUN_DIR/control, with
 // the recovery's config (recovery_config: distilling from the unpruned model where the recovery distils) — both
 // measured on the evaluation split and the selection slice; the final model's difference is taken from the better

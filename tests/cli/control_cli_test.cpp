@@ -1,4 +1,4 @@
-// The final model's reference (prune/stages/control.h, #91): a run whose final model recovered also trains the
+// The final model's reference (prune/stages/control.h): a run whose final model recovered also trains the
 // unpruned model as many steps (the control) and reports its difference from the better of the two on the selection
 // slice; prune.control: false leaves the control out and says so.
 #include <catch2/catch.hpp>

@@ -102,7 +102,7 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
       if (p["precision"] == "fp32") CHECK(p["metric"].get<double>() == Approx(f["unpruned_metric"].get<double>()));
     }
   // The baseline is the better on the slice of the unpruned fp32 model and the control (the unpruned model trained
-  // as long as the longest-trained candidate, #91): both reference points, never chosen.
+  // as long as the longest-trained candidate): both reference points, never chosen.
   const double baseline = f["baseline"].get<double>(), D = f["max_drop"].get<double>();
   double unpruned_select = 0, control_select = 0;
   for (const auto& p : points)

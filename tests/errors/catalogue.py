@@ -1275,8 +1275,8 @@ add("select-is-eval", "prune.select_split naming the evaluation split (choices o
     "reports are optimistic by construction; leave prune.select_split empty (rows held out of train.train_split) or "
     "name another split",
     not_created("run"))
-add("select-part-of-eval", "prune.select_split naming a slice of the evaluation split (choices read what is "
-    "reported, #90)",
+add("select-part-of-eval", "prune.select_split naming a slice of the evaluation split (choices would read what is "
+    "reported)",
     budget_run("--max-drop", "1", *SELECT, "--set", "prune.select_split=mismatched[:10]"), 2,
     "error: prune.select_split = mismatched[:10] is part of prune.eval_split = mismatched: choices made on the split "
     "the run reports are optimistic by construction; leave prune.select_split empty (rows held out of "
@@ -1297,8 +1297,7 @@ def unlabelled_test_run(s):
             "--set", "prune.select_split=test", "--out", s + "/run"]
 
 
-add("select-unlabelled", "prune.select_split naming a split without labels (the frontier ran, then a NaN baseline "
-    "was blamed on --max-drop, #90)",
+add("select-unlabelled", "prune.select_split naming a split without labels (nothing to score the choices on)",
     unlabelled_test_run, 2,
     "error: prune.select_split = test has no labels: the run's choices are scored on it; name a labelled split other "
     "than prune.eval_split, or leave it empty (rows held out of train.train_split)",
@@ -1329,15 +1328,13 @@ add("frontier-models-not-a-model", "prune.frontier_models naming a folder that h
     "error: prune.frontier_models[0] = $SCRATCH: no config.json there; name an exported model folder (a prune run's "
     "model/)",
     not_created("run"))
-add("frontier-models-no-classifier", "prune.frontier_models naming a folder without a classifier (was scored with a "
-    "random one, #90)",
+add("frontier-models-no-classifier", "prune.frontier_models naming a folder without a classifier",
     lambda s: budget_run("--max-drop", "1", *SELECT, "--set", "prune.frontier_models=[" + no_classifier_tiny(s) +
                          "]")(s), 1,
     "error: prune.frontier_models[0] = $SCRATCH/bare: has no classifier (a sentence-transformers folder or a bare "
     "encoder); name an export of a model fine-tuned for these labels (a prune run's model/)",
     not_created("run"))
-add("frontier-models-other-labels", "prune.frontier_models naming a model of another label count (was caught at "
-    "stage 5, its files left, #90)",
+add("frontier-models-other-labels", "prune.frontier_models naming a model of another label count",
     lambda s: budget_run("--max-drop", "1", *SELECT, "--set", "prune.frontier_models=[" +
                          fx.two_label_tiny(s + "/two") + "]")(s), 1,
     "error: prune.frontier_models[0] = $SCRATCH/two: its classifier has 2 labels, the task needs 3; name an export of "
