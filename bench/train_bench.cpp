@@ -1,7 +1,8 @@
 // Fine-tuning throughput of `prune train`'s loop (train/trainer.h) on SST-2 with the real model, the
 // same recipe as bench/train_bench.py runs in HF transformers: batch 32, max_seq_len 64, AdamW,
 // linear schedule, clipping 1.0, dropout on. Prints examples/s over the training steps only
-// (evaluation excluded). Run the two back to back on an idle machine and compare.
+// (evaluation excluded). --precision auto|fp32|bf16 and --group-by-length true|false as `prune train` takes them (auto: the
+// dispatch probe's choice). Run the two back to back on an idle machine and compare.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -9,6 +10,7 @@
 
 #include "core/data/batching.h"
 #include "core/kernels/blas.h"
+#include "core/kernels/dispatch_probe.h"
 #include "core/kernels/runtime.h"
 #include "core/io/checkpoint.h"
 #include "core/base/config.h"
@@ -26,9 +28,16 @@ int main(int argc, char** argv) {
     app.add_option("--steps", steps, "optimizer steps to time");
     app.add_option("--model", cfg.model.path, "model folder");
     app.add_option("--threads", cfg.run.threads, "threads; 0 = all cores");
+    app.add_option("--precision", cfg.train.precision, "auto (the dispatch probe's choice), fp32 or bf16");
+    app.add_option("--group-by-length", cfg.train.group_by_length, "true/false: length-grouped batches (train.group_by_length)");
     CLI11_PARSE(app, argc, argv);
     hp::core::set_threads(cfg.run.threads);
     std::printf("runtime: %s\n", hp::core::runtime_summary().c_str());
+    if (cfg.train.precision == "auto") {
+      std::string why;
+      cfg.train.precision = hp::core::auto_training_precision(hp::core::apply_measured_dispatch(), &why);
+      std::printf("train.precision auto: %s\n", why.c_str());
+    }
     cfg.data.max_seq_len = 64;
     cfg.train.max_steps = steps;
     cfg.train.batch_size = 32;
@@ -55,9 +64,10 @@ int main(int argc, char** argv) {
     hp::train::TrainOptions opts;
     opts.run_dir = cfg.run.out_dir;
     auto r = hp::train::train_model(cfg.train, cfg.gates, cfg.run, model, data, opts);
-    std::printf("train headprune sst2 B=%d max_seq_len=%d threads=%d: %ld steps in %.2f s, %.1f examples/s\n",
-                cfg.train.batch_size, cfg.data.max_seq_len, hp::core::thread_count(), r.steps, r.train_seconds,
-                r.examples_per_s);
+    std::printf(
+        "train headprune sst2 B=%d max_seq_len=%d threads=%d %s%s: %ld steps in %.2f s, %.1f examples/s\n",
+        cfg.train.batch_size, cfg.data.max_seq_len, hp::core::thread_count(), cfg.train.precision.c_str(),
+        cfg.train.group_by_length ? " length-grouped" : "", r.steps, r.train_seconds, r.examples_per_s);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -59,24 +59,38 @@ std::string weights_hash(const std::string& model_dir) {
   return std::filesystem::path(files.front()).filename().string() + " " + std::to_string(h);
 }
 
-// The measured dispatch (core/kernels/dispatch_probe.h) applied and logged, the same on every rank (bf16 attention
-// only where every rank measured it faster: ranks must compute alike); a bf16 precision asked for where the probe
+// Whether every rank measured bf16 faster (ranks must compute alike); this process's answer alone without ranks.
+bool on_every_rank(bool bf16, const std::string& what) {
+  if (!hp::core::dist::active()) return bf16;
+  auto votes = torch::tensor({bf16 ? 1.0 : 0.0});
+  hp::core::dist::all_reduce_sum(votes, what);
+  return votes.item<double>() == hp::core::dist::world();
+}
+
+// The measured dispatch (core/kernels/dispatch_probe.h) applied and logged, the same on every rank; train.precision
+// auto resolved by it (fp32 on a GPU, which the probe does not measure); a bf16 precision asked for where the probe
 // measured it slower runs with a warning.
-void apply_dispatch(const Config& cfg) {
+void apply_dispatch(Config& cfg) {
   const auto& d = hp::core::apply_measured_dispatch();
-  if (hp::core::dist::active() && d.attention.measured()) {
-    auto votes = torch::tensor({d.attention_bf16() ? 1.0 : 0.0});
-    hp::core::dist::all_reduce_sum(votes, "the measured dispatch");
-    hp::core::set_bf16_attention_enabled(votes.item<double>() == hp::core::dist::world());
-  }
+  if (d.attention.measured())
+    hp::core::set_bf16_attention_enabled(on_every_rank(d.attention_bf16(), "the measured dispatch"));
   hp::core::log_info("runtime", hp::core::dispatch_summary(d));
+  if (cfg.train.precision == "auto") {
+    std::string why;
+    const std::string p = hp::core::auto_training_precision(d, &why);
+    const bool bf16 = on_every_rank(p == "bf16", "train.precision auto") && cfg.run.device == "cpu";
+    cfg.train.precision = bf16 ? "bf16" : "fp32";
+    if (cfg.run.device != "cpu") why = "fp32 on " + cfg.run.device + " (the dispatch probe measures the CPU)";
+    else if (p == "bf16" && !bf16) why = "fp32: another rank measured bf16 slower";
+    hp::core::log_info("runtime", "train.precision auto: " + why);
+  }
   for (const auto& [key, value] : {std::pair{"run.precision", cfg.run.precision}, {"train.precision", cfg.train.precision}})
     if (value == "bf16")
       if (const std::string w = hp::core::slower_bf16_warning(d, key); !w.empty()) hp::core::log_warn("runtime", w);
 }
 
 // Threads, the process group of a torchrun launch (when there is one) and the runtime line.
-int start(const Config& cfg, const std::string& command, bool data_parallel) {
+int start(Config& cfg, const std::string& command, bool data_parallel) {
   const auto env = hp::core::dist::read_env([](const char* name) { return std::getenv(name); });
   if (env.world > 1 && !data_parallel)
     throw hp::ConfigError("`prune " + command + "` runs in one process, but WORLD_SIZE = " + std::to_string(env.world) +

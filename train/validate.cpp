@@ -30,7 +30,8 @@ void validate_train_config(const core::TrainConfig& t, const core::GateConfig& g
   need(t.max_steps >= 0, "train.max_steps = " + std::to_string(t.max_steps) + "; use 0 (off) or a positive count");
   need(t.lr_peak > 0 && std::isfinite(t.lr_peak),
        "train.lr_peak = " + num(t.lr_peak) + "; use a positive rate, e.g. 5e-5");
-  need(t.precision == "fp32" || t.precision == "bf16", "train.precision = '" + t.precision + "'; use fp32 or bf16");
+  need(t.precision == "auto" || t.precision == "fp32" || t.precision == "bf16",
+       "train.precision = '" + t.precision + "'; use auto, fp32 or bf16");
   need(t.batch_size >= 1,
        "train.batch_size = " + std::to_string(t.batch_size) + "; use a positive batch size, e.g. 32");
   need(t.lr_warmup_ratio >= 0 && t.lr_warmup_ratio < 1,

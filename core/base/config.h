@@ -202,7 +202,7 @@ struct TrainConfig {
   std::string train_split = "train";
   std::string eval_split = "dev";
   std::string resume;  // run directory to continue from
-  std::string precision = "fp32";  // fp32 | bf16 (the student's products; see train/trainer.cpp)
+  std::string precision = "auto";  // auto | fp32 | bf16 (the student's products; see train/loop_step.cpp)
   bool cuda_graph = false;  // on a GPU: length buckets and one captured step per bucket (train/graph_steps.h)
   bool group_by_length = false;  // Hugging Face's length-grouped batches (train/run_state.h length_grouped)
   template <class V>
@@ -226,8 +226,10 @@ struct TrainConfig {
     v("eval_split", eval_split, "split used for evaluation during training and to pick the best checkpoint");
     v("resume", resume, "run directory of an interrupted run to continue from (same config)");
     v("precision", precision,
-      "fp32, or bf16: the matrix products of the trained model's forward and backward in bf16 (AVX512_BF16; "
-      "LibTorch's CPU autocast); weights, optimizer state, LayerNorm, softmax, losses and gates stay fp32");
+      "auto, fp32 or bf16. bf16: the matrix products of the trained model's forward and backward in bf16 (AVX512_BF16; "
+      "LibTorch's CPU autocast); weights, optimizer state, LayerNorm, softmax, losses and gates stay fp32. auto: bf16 "
+      "where the dispatch probe measured bf16 products faster on this CPU, fp32 elsewhere and on a GPU (the log "
+      "says which; a program linking the library without the CLI trains auto at fp32)");
     v("cuda_graph", cuda_graph,
       "on a CUDA device, pad each training batch to the smallest of a few length buckets and replay one captured "
       "CUDA graph per bucket for the steps whose shapes are fixed (docs/gpu.md); ignored on the CPU");

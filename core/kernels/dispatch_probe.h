@@ -3,8 +3,9 @@
 // on some Xeons it runs at half the fp32 FMA rate, so bf16 products lose to fp32 ones there.
 //
 // The choices: the attention products of an int8 or bf16 model (AttentionPair::bf16, vdpbf16ps, against the
-// float32 kernel) and the bf16 matmul (oneDNN's, against the fp32 GEMM), each probed only where the CPU has the bf16
-// path under HEADPRUNE_MAX_ISA (elsewhere there is nothing to choose). The probe takes tens of milliseconds and is
+// float32 kernel), the bf16 matmul (oneDNN's, against the fp32 GEMM) and training's products (LibTorch's bf16 mm with
+// the casts autocast makes, against its fp32 mm: what train.precision: auto reads), each probed only where the CPU has
+// the bf16 path under HEADPRUNE_MAX_ISA (elsewhere there is nothing to choose). The probe takes tens of milliseconds and is
 // cached in HEADPRUNE_CACHE (default ~/.cache/headprune)/dispatch.json under the machine key: the CPU's model, the ISA
 // cap, the thread count and the libraries; a key that differs probes again.
 #pragma once
@@ -16,7 +17,7 @@
 
 namespace hp::core {
 
-enum class ProbeKernel { kAttentionFp32, kAttentionBf16, kMatmulFp32, kMatmulBf16 };
+enum class ProbeKernel { kAttentionFp32, kAttentionBf16, kMatmulFp32, kMatmulBf16, kTrainingFp32, kTrainingBf16 };
 
 // bf16 is taken when it takes under this fraction of fp32's time: where the two are within the timing's noise, fp32
 // (the exact one) stays.
@@ -31,12 +32,13 @@ struct ProbeTimes {
 
 struct MeasuredDispatch {
   std::string key;  // the machine key it was measured under
-  ProbeTimes attention, matmul;
+  ProbeTimes attention, matmul, training;
   bool attention_bf16() const { return attention.bf16_faster(); }
   bool matmul_bf16() const { return matmul.bf16_faster(); }
+  bool training_bf16() const { return training.bf16_faster(); }
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProbeTimes, fp32_ms, bf16_ms)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasuredDispatch, key, attention, matmul)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasuredDispatch, key, attention, matmul, training)
 
 // The time in ms of one kernel on a fixed shape, the fastest of a few runs (the real timer; tests pass a fake one).
 using ProbeTimer = std::function<double(ProbeKernel)>;
@@ -47,7 +49,7 @@ double time_probe_kernel(ProbeKernel k);
 
 // What the CPU can run: the bf16 attention products, the native bf16 matmul (under the current cap).
 struct ProbeCandidates {
-  bool attention_bf16 = false, matmul_bf16 = false;
+  bool attention_bf16 = false, matmul_bf16 = false, training_bf16 = false;
 };
 ProbeCandidates probe_candidates();
 
@@ -74,5 +76,9 @@ std::string dispatch_summary(const MeasuredDispatch& d);
 // The warning for a bf16 precision asked for explicitly (`key` = value) where the probe measured bf16 matmuls slower
 // than fp32's, saying by how much; empty where they are not (or were not measured).
 std::string slower_bf16_warning(const MeasuredDispatch& d, const std::string& key);
+
+// What train.precision: auto trains at on this CPU: bf16 where the probe measured training's bf16 products faster
+// than fp32's (by kBf16Margin), fp32 elsewhere; `why` gets the log's clause saying which and by how much.
+std::string auto_training_precision(const MeasuredDispatch& d, std::string* why);
 
 }  // namespace hp::core

@@ -1,6 +1,6 @@
 // The measured dispatch (core/kernels/dispatch_probe.h) with a fake timer, so that no outcome depends on this CPU:
 // the faster side taken either way, nothing timed where the CPU has no bf16 side, the cached choice reused under its
-// key and probed again under another, the warning for a bf16 precision measured slower.
+// key and probed again under another, the warning for a bf16 precision measured slower, train.precision: auto.
 #include "core/kernels/dispatch_probe.h"
 
 #include <catch2/catch.hpp>
@@ -27,7 +27,7 @@ struct FakeTimer {
   }
 };
 
-const hp::core::ProbeCandidates kBoth{true, true};
+const hp::core::ProbeCandidates kBoth{true, true, false};  // the attention products and the matmul
 
 }  // namespace
 
@@ -116,10 +116,47 @@ TEST_CASE("a bf16 precision asked for where bf16 measured slower is warned about
   hp::core::MeasuredDispatch d;
   d.matmul = {373, 656};
   CHECK(hp::core::slower_bf16_warning(d, "run.precision") ==
-        "run.precision = bf16 runs as asked, but this CPU's bf16 matmuls ran at x0.57 the speed of fp32's in the "
-        "dispatch probe (656 ms vs 373 ms): fp32 is faster here");
+        "run.precision = bf16 runs as asked, but this CPU's bf16 matmuls ran at x0.57 the speed of fp32's (656 ms vs "
+        "373 ms) in the dispatch probe: fp32 is faster here");
   d.matmul = {373, 236};
   CHECK(hp::core::slower_bf16_warning(d, "run.precision").empty());
   d.matmul = {};
   CHECK(hp::core::slower_bf16_warning(d, "run.precision").empty());  // nothing measured: nothing to say
+}
+
+TEST_CASE("train.precision auto trains at bf16 only where training's bf16 products measured faster", "[core][dispatch]") {
+  const hp::core::ProbeCandidates training_only{false, false, true};
+  FakeTimer fast{{{ProbeKernel::kTrainingFp32, 8.0}, {ProbeKernel::kTrainingBf16, 4.0}}};
+  const auto a = hp::core::probe_dispatch("k", training_only, fast.timer());
+  CHECK(fast.calls == 2 * hp::core::kProbeRounds);  // the training choice alone
+  std::string why;
+  CHECK(hp::core::auto_training_precision(a, &why) == "bf16");
+  CHECK(why == "bf16: the dispatch probe measured training's bf16 products at x2.00 the speed of fp32's (4 ms vs 8 ms)");
+  CHECK_THAT(hp::core::dispatch_summary(a), Catch::Contains("training products bf16 4 ms vs fp32 8 ms: bf16"));
+  // Slower (an Xeon whose vdpbf16ps runs at half the FMA rate) or within the margin: fp32.
+  FakeTimer slow{{{ProbeKernel::kTrainingFp32, 8.0}, {ProbeKernel::kTrainingBf16, 14.0}}};
+  CHECK(hp::core::auto_training_precision(hp::core::probe_dispatch("k", training_only, slow.timer()), &why) == "fp32");
+  CHECK_THAT(why, Catch::StartsWith("fp32: ") && Catch::Contains("x0.57"));
+  FakeTimer close{{{ProbeKernel::kTrainingFp32, 8.0}, {ProbeKernel::kTrainingBf16, 7.8}}};
+  CHECK(hp::core::auto_training_precision(hp::core::probe_dispatch("k", training_only, close.timer()), &why) == "fp32");
+  // No bf16 path (AVX2, or the cap): nothing timed, fp32, and the log says why.
+  FakeTimer none{{}};
+  CHECK(hp::core::auto_training_precision(hp::core::probe_dispatch("k", {}, none.timer()), &why) == "fp32");
+  CHECK(none.calls == 0);
+  CHECK_THAT(why, Catch::Contains("no native bf16"));
+}
+
+TEST_CASE("a cached dispatch without the training choice is probed again", "[core][dispatch]") {
+  const auto dir = hp::test::scratch_dir("hp_dispatch_old_cache");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "dispatch.json").string();
+  // An entry written before training's products were probed.
+  { std::ofstream(file) << R"({"machine A": {"key": "machine A", "attention": {"fp32_ms": 1, "bf16_ms": 2},)"
+                           R"( "matmul": {"fp32_ms": 3, "bf16_ms": 4}}})"; }
+  FakeTimer t{{{ProbeKernel::kTrainingFp32, 8.0}, {ProbeKernel::kTrainingBf16, 4.0}}};
+  bool probed = false;
+  const auto d = hp::core::cached_dispatch(file, "machine A", {false, false, true}, t.timer(), &probed);
+  CHECK(probed);
+  CHECK(d.training_bf16());
 }
