@@ -40,10 +40,10 @@ def main() -> None:
     random.seed(42)
     with open(args.data, encoding="utf-8") as f:
         rows = [line.rstrip("\n").split("\t") for line in f][1:]
-    random.shuffle(rows)
     tok = BertTokenizerFast.from_pretrained(args.model)
     total = args.steps + args.warmup
-    rows = rows[:total * args.batch]
+    rows = rows[:total * args.batch]  # the first rows of the file, as train_bench.cpp takes them, then shuffled
+    random.shuffle(rows)
     if args.group_by_length:
         lengths = [min(len(ids), args.max_seq_len) for ids in tok([r[0] for r in rows])["input_ids"]]
         rows = [rows[i] for i in get_length_grouped_indices(lengths, args.batch)]

@@ -204,7 +204,7 @@ struct TrainConfig {
   std::string resume;  // run directory to continue from
   std::string precision = "auto";  // auto | fp32 | bf16 (the student's products; see train/loop_step.cpp)
   bool cuda_graph = false;  // on a GPU: length buckets and one captured step per bucket (train/graph_steps.h)
-  bool group_by_length = false;  // Hugging Face's length-grouped batches (train/run_state.h length_grouped)
+  bool group_by_length = true;  // Hugging Face's length-grouped batches (train/run_state.h length_grouped)
   template <class V>
   void visit_fields(V& v) {
     v("epochs", epochs, "training epochs over the train split");
@@ -235,7 +235,8 @@ struct TrainConfig {
       "CUDA graph per bucket for the steps whose shapes are fixed (docs/gpu.md); ignored on the CPU");
     v("group_by_length", group_by_length,
       "length-grouped batches as Hugging Face's group_by_length: each epoch's shuffle cut into mega-batches of up to "
-      "50 batches, each sorted by length, the longest batch first; less padding, the same examples per epoch");
+      "50 batches, each sorted by length, the longest batch first; less padding, the same examples per epoch (false: "
+      "random batches)");
   }
 };
 

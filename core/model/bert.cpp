@@ -256,7 +256,8 @@ torch::Tensor Bert::embed(const EncoderInput& in, const Masks& masks) const {
   x = norm(x, p("embeddings.LayerNorm.weight"), p("embeddings.LayerNorm.bias"), in.lrp_rules,
            projected ? nullptr : &masks);
   x = torch::dropout(x, cfg_.hidden_dropout_prob, training_);
-  if (projected) x = torch::linear(x, p("embeddings_project.weight"), p("embeddings_project.bias"));
+  // The projection in the residual stream's dtype: under bf16 autocast the linear returns bf16.
+  if (projected) x = torch::linear(x, p("embeddings_project.weight"), p("embeddings_project.bias")).to(x.scalar_type());
   return masks.hidden.defined() ? x * masks.hidden : x;
 }
 

@@ -36,8 +36,10 @@ TEST_CASE("the final model against the better of the unpruned model and the cont
   CHECK_THAT(r.output, Catch::Contains("the control: the unpruned model trained 6 steps, as long as the final model"));
   // The unpruned model's figure is prune eval's of the model the run started from.
   const std::string eval_json = (out.parent_path() / "hp_prune_control_eval.json").string();
+  fs::remove(eval_json);  // an earlier build's result (another config) is refused, not replaced
   auto e = run_prune("eval --model " + hp::test::kTinyBert + " --task mnli_subset --max-seq-len 32 --data-root " +
                      hp::test::tiny_data_root() + " --split mismatched --output " + eval_json);
+  INFO(e.output);
   REQUIRE(e.code == 0);
   const std::string metric = summary["metric"].get<std::string>();
   CHECK(ref["unpruned"].get<double>() ==

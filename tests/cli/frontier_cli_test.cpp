@@ -305,7 +305,9 @@ TEST_CASE("a recovery that lowers the selection metric is not the budget candida
   const std::string args = stsb_args(out, "hp_prune_frontier_lossy_data",
                                      "--schedule 0,100 --recover-steps 4 --set train.lr_peak=1"
                                      " --set train.lr_warmup_ratio=0 --set prune.budget_schedule=100,60 --max-drop 99"
-                                     " --set prune.frontier_gates=[] --set prune.bootstrap=200");
+                                     " --set prune.frontier_gates=[] --set prune.bootstrap=200"
+                                     // random batches: the order in which these 4 steps wreck the model
+                                     " --set train.group_by_length=false");
   auto r = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());
   INFO(r.output);
   REQUIRE(r.code == 0);

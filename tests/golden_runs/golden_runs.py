@@ -40,7 +40,10 @@ TASK_ARGS = ["--task", "mnli_subset", "--max-seq-len", "32", "--seed", "7",
              "--set", "prune.bootstrap=50", "--set", "prune.latency=false", "--set", "eval.batch_size=8",
              "--set", "prune.rank_batch_size=4", "--recover-steps", "3", "--set", "train.train_split=matched",
              "--set", "train.eval_split=mismatched", "--set", "train.eval_every=5", "--set", "train.max_steps=30", "--set", "train.lr_peak=0.01",
-             "--set", "gates.lr=0.5", "--set", "prune.latency_batch=4"]
+             "--set", "gates.lr=0.5", "--set", "prune.latency_batch=4",
+             # Random batches: the 30-step fine-tune learns the tiny task's rule with them; length-grouped (the
+             # default) it stays at chance, which would leave every curve flat and a planted change unseen.
+             "--set", "train.group_by_length=false"]
 RUNS = {
     "heads": ["--target-heads", "5"],
     "budget": ["--target-flops", "0.5"],

@@ -13,6 +13,7 @@
 #include "core/io/checkpoint.h"
 #include "core/io/safetensors.h"
 #include "core/io/tensor_io.h"
+#include "core/kernels/lowp_gemm.h"  // Bf16Autocast
 #include "core/model/arch.h"
 #include "eval/evaluator.h"
 #include "fixtures.h"
@@ -89,6 +90,32 @@ TEST_CASE("RoBERTa, XLM-R, DistilBERT, ELECTRA: logits, head masks and slimming 
       CHECK(config["model_type"] == type);
       CHECK(config["architectures"][0] == hp::core::arch_of(type).classifier_class);
       CHECK(max_diff(logits_of(hp::core::load_bert(out.string()), ref), want) <= 1e-5);
+    }
+  }
+}
+
+TEST_CASE("RoBERTa, XLM-R, DistilBERT, ELECTRA: a training forward under bf16 autocast runs and stays near fp32",
+          "[.arch][prune]") {
+  // train.precision: bf16 (auto's choice where the probe measured it faster) trains every architecture: ELECTRA's
+  // embedding projection once returned bf16 into the fp32 residual stream and the layers refused it.
+  for (const char* type : {"roberta", "xlm-roberta", "distilbert", "electra"}) {
+    DYNAMIC_SECTION(type) {
+      const std::string dir = arch_dir(type);
+      if (dir.empty()) return;
+      const auto ref = hp::core::read_hdf5(dir + "/reference.h5");
+      const auto model = hp::core::load_bert(dir);  // evaluation mode (no dropout), gradients on: training's path
+      hp::core::EncoderInput in;
+      in.input_ids = ref.at("input_ids");
+      in.attention_mask = ref.at("attention_mask");
+      in.token_type_ids = ref.at("token_type_ids");
+      torch::Tensor logits;
+      {
+        const hp::core::Bf16Autocast autocast(true);
+        logits = model.forward(in).logits.to(torch::kFloat);
+      }
+      const auto want = logits_of(model, ref);
+      INFO(type << ": max |bf16 - fp32| " << max_diff(logits.detach(), want));
+      CHECK(max_diff(logits.detach(), want) <= 0.05 * want.abs().max().item<double>() + 0.05);
     }
   }
 }
