@@ -58,22 +58,21 @@ TEST_CASE("train.precision auto trains at what the dispatch probe measured faste
   const std::string first = resolved_precision(root / "probed");
   CHECK((first == "fp32" || first == "bf16"));
   REQUIRE(fs::exists(cache / "dispatch.json"));
-  // bf16 measured twice as fast: bf16, with the ratio in the log.
-  set_training_times(cache / "dispatch.json", 8.0, 4.0);
-  r = tiny_train(cache, root / "fast");
-  INFO(r.output);
-  REQUIRE(r.code == 0);
-  CHECK_THAT(r.output, Catch::Contains("train.precision auto: bf16: the dispatch probe measured training's bf16 "
-                                       "products at x2.00 the speed of fp32's (4 ms vs 8 ms)"));
-  CHECK(resolved_precision(root / "fast") == "bf16");
-  // bf16 measured slower: fp32.
-  set_training_times(cache / "dispatch.json", 8.0, 14.0);
-  r = tiny_train(cache, root / "slow");
-  INFO(r.output);
-  REQUIRE(r.code == 0);
-  CHECK_THAT(r.output, Catch::Contains("train.precision auto: fp32: the dispatch probe measured training's bf16 "
-                                       "products at x0.57"));
-  CHECK(resolved_precision(root / "slow") == "fp32");
+  // bf16 measured twice as fast: bf16, with the ratio in the log; measured slower: fp32.
+  struct Case {
+    double fp32_ms, bf16_ms;
+    std::string precision, log;
+  };
+  for (const Case& c : {Case{8.0, 4.0, "bf16", "bf16: the dispatch probe measured training's bf16 products at x2.00 "
+                                               "the speed of fp32's (4 ms vs 8 ms)"},
+                        Case{8.0, 14.0, "fp32", "fp32: the dispatch probe measured training's bf16 products at x0.57"}}) {
+    set_training_times(cache / "dispatch.json", c.fp32_ms, c.bf16_ms);
+    r = tiny_train(cache, root / c.precision);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.output, Catch::Contains("train.precision auto: " + c.log));
+    CHECK(resolved_precision(root / c.precision) == c.precision);
+  }
   // An explicit precision is not replaced.
   r = run_command("HEADPRUNE_CACHE=" + cache.string() + " " + HP_PRUNE_EXE + " train --model " + kTinyBert +
                   " --task mnli_subset --data-root " + tiny_data_root() + " --precision fp32 --dump-config");
