@@ -11,6 +11,7 @@
 #include "core/data/file_task.h"
 #include "core/io/checkpoint.h"
 #include "core/data/task_options.h"
+#include "core/kernels/device.h"  // parse_device
 #include "core/base/files.h"  // write_file_atomic, read_file
 #include "core/base/log.h"
 
@@ -72,6 +73,7 @@ TrainResult train_task(const core::Config& cfg, const TaskRun& run) {
   // Validate before reading data: the head count comes from config.json alone.
   const core::BertConfig arch = core::read_bert_config(run.model_dir + "/config.json");
   validate_train_config(cfg.train, cfg.gates, arch.num_hidden_layers * arch.max_heads());
+  check_bf16_training(cfg.train.precision, core::parse_device(cfg.run.device));
   core::check_max_seq_len(arch, cfg.data.max_seq_len);
   if (cfg.gates.target_flops > 0 || cfg.gates.target_params > 0) check_budget_model(cfg.gates, arch);
   const TaskExamples examples = read_examples(cfg, run, task);

@@ -10,6 +10,7 @@
 
 #include "core/io/checkpoint.h"  // save_bert, load_bert
 #include "core/kernels/device.h"  // parse_device
+#include "core/kernels/isa.h"
 #include "core/kernels/lowp_gemm.h"  // Bf16Autocast
 #include "core/dist/distributed.h"
 #include "core/base/errors.h"  // ConfigError
@@ -373,6 +374,17 @@ TrainResult Loop::finish() {
 
 }  // namespace detail
 
+void check_bf16_training(const std::string& precision, const torch::Device& device) {
+  namespace isa = core::isa;
+  if (precision != "bf16" || !device.is_cpu() || isa::usable(isa::Level::kAvx512)) return;
+  const std::string below = isa::cap_from_environment()
+                                ? "HEADPRUNE_MAX_ISA=" + std::string(isa::name(isa::cap())) + " allows none"
+                                : "this CPU has none";
+  throw ConfigError("train.precision = bf16 on the CPU needs AVX-512 (oneDNN's bf16 products: native with "
+                    "AVX512_BF16 or AMX, emulated on AVX-512), and " + below +
+                    "; train at fp32 (train.precision: fp32, or auto, which measures the faster)");
+}
+
 TrainResult train_model(const core::TrainConfig& train, const core::GateConfig& gates, const core::RunConfig& run,
                         core::Bert& model, const TrainData& data, const TrainOptions& opts) {
   HP_CHECK(data.task && data.train && data.eval, "train_model needs a task, a train set and an eval set");
@@ -383,6 +395,7 @@ TrainResult train_model(const core::TrainConfig& train, const core::GateConfig& 
   if (!data.objective && !data.eval->has_labels)
     throw ConfigError("train.eval_split = " + train.eval_split + " has no labels; use a labelled split such as dev");
   const torch::Device device = core::parse_device(run.device);
+  check_bf16_training(train.precision, device);
   if (device == model.device()) return detail::Loop(train, gates, run, model, data, opts).run();
   // On another device (a GPU): a copy of the model (and of the teacher) trains there; its weights come back.
   core::Bert there = model.to(device);

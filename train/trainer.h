@@ -95,6 +95,10 @@ struct TrainResult {
   long graph_replays = 0;
 };
 
+// ConfigError when train.precision = bf16 cannot run on `device`: on the CPU, oneDNN's bf16 products need AVX-512
+// under HEADPRUNE_MAX_ISA (below it LibTorch's bf16 matmuls are refused mid-run).
+void check_bf16_training(const std::string& precision, const torch::Device& device);
+
 // Trains `model` in place (its tensors get requires_grad). Throws ConfigError for bad train/gates
 // values (see validate_train_config), InputError for unusable state on resume.
 TrainResult train_model(const core::TrainConfig& train, const core::GateConfig& gates, const core::RunConfig& run,

@@ -199,9 +199,11 @@ std::string dispatch_summary(const MeasuredDispatch& d) {
 }
 
 std::string slower_bf16_warning(const MeasuredDispatch& d, const std::string& key) {
-  if (!d.matmul.measured() || d.matmul_bf16()) return "";
-  return key + " = bf16 runs as asked, but this CPU's bf16 matmuls ran at " + ratio_words(d.matmul) +
-         " in the dispatch probe: fp32 is faster here";
+  const bool training = key == "train.precision";  // training's products, not inference's matmuls
+  const ProbeTimes& t = training ? d.training : d.matmul;
+  if (!t.measured() || t.bf16_ms < t.fp32_ms) return "";
+  return key + " = bf16 runs as asked, but this CPU's bf16 " + (training ? "training products" : "matmuls") +
+         " ran at " + ratio_words(t) + " in the dispatch probe: fp32 is faster here";
 }
 
 std::string auto_training_precision(const MeasuredDispatch& d, std::string* why) {

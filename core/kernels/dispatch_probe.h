@@ -73,8 +73,9 @@ const MeasuredDispatch& apply_measured_dispatch();
 // there was to choose from, for --version and the run log.
 std::string dispatch_summary(const MeasuredDispatch& d);
 
-// The warning for a bf16 precision asked for explicitly (`key` = value) where the probe measured bf16 matmuls slower
-// than fp32's, saying by how much; empty where they are not (or were not measured).
+// The warning for a bf16 precision asked for explicitly (`key` = value) where the probe measured bf16 slower than
+// fp32 (train.precision: training's products; else the matmuls), saying by how much; empty where it is not (or was
+// not measured).
 std::string slower_bf16_warning(const MeasuredDispatch& d, const std::string& key);
 
 // What train.precision: auto trains at on this CPU: bf16 where the probe measured training's bf16 products faster

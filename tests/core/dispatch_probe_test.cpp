@@ -122,6 +122,15 @@ TEST_CASE("a bf16 precision asked for where bf16 measured slower is warned about
   CHECK(hp::core::slower_bf16_warning(d, "run.precision").empty());
   d.matmul = {};
   CHECK(hp::core::slower_bf16_warning(d, "run.precision").empty());  // nothing measured: nothing to say
+  // train.precision reads training's products, not the matmuls.
+  d.matmul = {373, 656};
+  d.training = {5.8, 2.9};
+  CHECK(hp::core::slower_bf16_warning(d, "train.precision").empty());
+  d.matmul = {373, 236};
+  d.training = {2.9, 5.8};
+  CHECK(hp::core::slower_bf16_warning(d, "train.precision") ==
+        "train.precision = bf16 runs as asked, but this CPU's bf16 training products ran at x0.50 the speed of fp32's "
+        "(5.8 ms vs 2.9 ms) in the dispatch probe: fp32 is faster here");
 }
 
 TEST_CASE("train.precision auto trains at bf16 only where training's bf16 products measured faster", "[core][dispatch]") {

@@ -1034,6 +1034,13 @@ def tiny_train(s, out):
             "train.eval_split=mismatched", "--max-steps", "2", "--out", out]
 
 
+add("train-bf16-capped", "train.precision = bf16 under HEADPRUNE_MAX_ISA=avx2 (oneDNN capped below AVX-512 refused "
+    "LibTorch's bf16 matmuls mid-run)", lambda s: tiny_train(s, s + "/run") + ["--set", "train.precision=bf16"], 2,
+    "error: train.precision = bf16 on the CPU needs AVX-512 (oneDNN's bf16 products: native with AVX512_BF16 or AMX, "
+    "emulated on AVX-512), and HEADPRUNE_MAX_ISA=avx2 allows none; train at fp32 (train.precision: fp32, "
+    "or auto, which measures the faster)", None, env=lambda s: {"HEADPRUNE_MAX_ISA": "avx2"})
+
+
 def nothing_under(relative):
     """The refused run left no folder (and nothing in it) where it was pointed."""
     return lambda s: f"left {relative}: {os.listdir(os.path.join(s, relative))}" \
