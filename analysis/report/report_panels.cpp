@@ -9,7 +9,6 @@
 #include <regex>
 #include <sstream>
 
-#include "analysis/report/report_embedding.h"
 #include "analysis/stats.h"
 #include "eval/results_schema.h"
 #include "core/base/errors.h"
@@ -19,7 +18,6 @@
 #include "prune/record/budget_report.h"
 #include "prune/record/frontier.h"
 #include "core/plot/plot.h"
-#include "prune/record/run_store.h"  // matrix_from_json
 
 namespace hp::analysis {
 
@@ -149,7 +147,6 @@ std::string summary_panel(const ReportFolders& f, const std::vector<std::string>
                f.pruning +
                " has no summary.json: the pruning run has not finished; run the same `prune` command again to resume it.");
   const json s = read_json(path);
-  if (is_embedding_summary(s)) return o.str() + embedding_summary(path, s);
   if (!s.contains("final"))
     return o.str() + note(path + " has no exactly-N result (the run had no prune.target_heads).");
   const json& fin = s["final"];
@@ -212,7 +209,7 @@ std::string budget_figures(const ReportFolders& f) {
   const std::string path = f.pruning + "/summary.json";
   if (!fs::exists(path)) return "";
   const json s = read_json(path);
-  if (!s.contains("budget_curves")) return "";
+  if (!s.contains("budget_curves")) return frontier_figure(path, s);
   const auto c = summary_part<prune::BudgetCurves>(path, s, "budget_curves");
   std::string html = figure("budget-curves", core::svg_line_chart(prune::budget_chart(c)),
                             "The " + c.metric + " on " + c.split + " after each method keeps the heads and FFN neurons "
@@ -228,9 +225,11 @@ std::string budget_figures(const ReportFolders& f) {
 std::string curves_panel(const ReportFolders& f, const core::TensorMap& run) {
   if (f.pruning.empty()) return note("No pruning run among the folders: curves come from `prune --config CONFIG`.");
   const std::string summary = f.pruning + "/summary.json";
-  if (fs::exists(summary))
-    if (const json s = read_json(summary); is_embedding_summary(s)) return embedding_curves(summary, s);
   const std::string curves = results::prefix(results::Dataset::kCurveStat);
+  if (!has_key_prefix(run, curves) && fs::exists(summary) && !read_json(summary).contains("criteria"))
+    return note(f.pruning + " drew no head curves (a run of a budget or the gates alone): `--target-heads N` draws "
+                            "them") +
+           budget_figures(f);
   if (!has_key_prefix(run, curves))
     return note(
         f.pruning +
@@ -509,33 +508,9 @@ ReportFolders classify_folders(const std::vector<std::string>& dirs) {
   return f;
 }
 
-namespace {
-
-// An embedding run keeps no run.h5: its importances are RUN_DIR/state/importance/CRITERION_seedS_pruned0.json (the
-// run's seed), read into the keys a classifier run's run.h5 has.
-core::TensorMap embedding_importances(const std::string& dir) {
-  core::TensorMap out;
-  const std::string folder = dir + "/state/importance";
-  if (!fs::exists(dir + "/summary.json") || !fs::is_directory(folder) ||
-      !is_embedding_summary(read_json(dir + "/summary.json")))
-    return out;
-  static const std::regex name(R"((\w+)_seed\d+_pruned0\.json)");
-  for (const auto& e : fs::directory_iterator(folder)) {
-    std::smatch m;
-    const std::string file = e.path().filename().string();
-    if (std::regex_match(file, m, name))
-      out[results::importance_key(m[1])] =
-          prune::matrix_from_json(core::read_file(e.path().string()), e.path().string());
-  }
-  return out;
-}
-
-}  // namespace
-
 std::vector<Panel> static_panels(const ReportFolders& f, const std::vector<std::string>& models) {
-  const core::TensorMap run = f.pruning.empty()                   ? core::TensorMap{}
-                              : fs::exists(f.pruning + "/run.h5") ? core::read_hdf5(f.pruning + "/run.h5")
-                                                                  : embedding_importances(f.pruning);
+  const core::TensorMap run = f.pruning.empty() || !fs::exists(f.pruning + "/run.h5") ? core::TensorMap{}
+                                                                                     : core::read_hdf5(f.pruning + "/run.h5");
   std::string summary;
   try {
     summary = summary_panel(f, models);

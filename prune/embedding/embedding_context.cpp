@@ -80,12 +80,4 @@ json cached(const std::string& state, const std::string& name, const std::functi
   return j;
 }
 
-json structure_json(const core::StructureMask& keep, double flops_kept) {
-  long heads = 0, neurons = 0;
-  for (const auto& l : keep.heads) heads += std::count(l.begin(), l.end(), true);
-  for (const auto& l : keep.neurons) neurons += std::count(l.begin(), l.end(), true);
-  return {
-      {"heads_kept", heads}, {"neurons_kept", neurons}, {"flops_kept", flops_kept}, {"mask", core::format_mask(keep)}};
-}
-
 }  // namespace hp::prune

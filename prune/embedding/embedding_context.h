@@ -62,7 +62,4 @@ nlohmann::json score(const EmbedRun& r, const eval::SentenceEncoder& enc, const 
 // STATE/NAME.json, computed once.
 nlohmann::json cached(const std::string& state, const std::string& name, const std::function<nlohmann::json()>& make);
 
-// Heads and neurons a structure keeps, its FLOPs fraction and its mask (core::format_mask).
-nlohmann::json structure_json(const core::StructureMask& keep, double flops_kept);
-
 }  // namespace hp::prune

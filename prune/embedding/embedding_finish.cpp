@@ -13,7 +13,9 @@
 #include "core/io/checkpoint.h"
 #include "eval/embedding.h"
 #include "eval/latency.h"
+#include "eval/flops.h"  // parameter_count
 #include "prune/export/slim.h"
+#include "prune/stages/stages.h"  // time_against
 
 namespace hp::prune {
 
@@ -22,11 +24,6 @@ using json = nlohmann::json;
 
 void log_step(int n, const std::string& what) {
   core::log_info("prune", "embedding stage " + std::to_string(n) + "/5: " + what);
-}
-
-json recovery_result(const BudgetDirs& dirs) {
-  const std::string file = dirs.recovered + "/train_result.json";
-  return fs::exists(file) ? json::parse(core::read_file(file)) : json();
 }
 
 std::string score_variants(const EmbedRun& r, const std::vector<std::pair<std::string, core::Bert>>& models,
@@ -65,38 +62,83 @@ json export_choice(const EmbedRun& r, const core::Bert& model) {
   return {{"dir", out}, {"max_abs_embedding_diff", diff}};
 }
 
-json speed(const EmbedRun& r, const core::Bert& slim) {
+RunSummary embedding_summary(const EmbedRun& r) {
   const core::Config& cfg = *r.cfg;
-  const long seq = timing_seq(cfg);
-  const auto in = eval::synthetic_input(slim.config(), cfg.prune.latency_batch, seq, 7);
-  std::vector<double> base, ours;
-  for (int round = 0; round < 3; ++round) {
-    base.push_back(eval::measure_latency(r.teacher->model, in, 1, 3, 0.5).median_ms);
-    ours.push_back(eval::measure_latency(slim, in, 1, 3, 0.5).median_ms);
-  }
-  std::sort(base.begin(), base.end()), std::sort(ours.begin(), ours.end());
-  return {{"batch", cfg.prune.latency_batch},
-          {"seq", seq},
-          {"unpruned_ms", base[1]},
-          {"pruned_ms", ours[1]},
-          {"speedup", base[1] / ours[1]}};
+  RunSummary s;
+  s.objective = "embedding";
+  s.task = cfg.data.task, s.model = cfg.model.path, s.finetuned_model = cfg.model.path;  // its own teacher
+  s.metric = "cosine_spearman";
+  s.eval_split = cfg.prune.eval_split, s.rank_split = cfg.prune.rank_split, s.select_split = r.select_split;
+  s.precision = cfg.run.precision;
+  s.heads_total = r.teacher->model.config().total_heads();
+  s.rank_examples = static_cast<long>(r.search_set.size());
+  return s;
 }
 
-void finish_one(const EmbedRun& r, const core::Bert& model, const json& final, const std::string& what, json& summary) {
+std::map<std::string, double> summary_metrics(const json& v) {
+  return {{"cosine_spearman", v.at("spearman").get<double>() / 100},
+          {"cosine_pearson", v.at("pearson").get<double>() / 100},
+          {"mean_cosine_to_teacher", v.at("mean_cosine_to_teacher").get<double>()},
+          {"select_cosine_spearman", v.at("select_spearman").get<double>() / 100},
+          {"select_cosine_to_teacher", v.at("select_cosine_to_teacher").get<double>()}};
+}
+
+ReferenceSummary teacher_reference(const json& unpruned, const json& scores) {
+  ReferenceSummary ref;
+  ref.unpruned = unpruned.at("spearman").get<double>();
+  ref.unpruned_select = unpruned.at("select_spearman").get<double>();
+  ref.delta = scores.at("spearman").get<double>() - ref.unpruned;
+  ref.select_delta = scores.at("select_spearman").get<double>() - ref.unpruned_select;
+  return ref;
+}
+
+BudgetSummary budget_summary(const core::StructureMask& keep, const std::string& unit, double target, double kept,
+                             double mean_length, const json& steps, const std::string& chosen) {
+  BudgetSummary b;
+  b.unit = unit, b.target = target, b.kept = kept, b.mean_length = mean_length;
+  for (size_t l = 0; l < keep.heads.size(); ++l) {
+    b.heads_per_layer.push_back(static_cast<int>(std::count(keep.heads[l].begin(), keep.heads[l].end(), true)));
+    const auto& n = keep.neurons[l];
+    b.ffn_widths.push_back(static_cast<int>(std::count(n.begin(), n.end(), true)));
+    b.neurons_kept += b.ffn_widths.back(), b.neurons_total += static_cast<int>(n.size());
+  }
+  for (const auto& [step, v] : steps.items()) {
+    b.metrics_by_step[step] = summary_metrics(v);
+    b.selection_metrics[step] = v.at("select_cosine_to_teacher").get<double>();
+  }
+  b.selected_step = chosen;
+  return b;
+}
+
+void write_final(const EmbedRun& r, const core::Bert& model, FinalSummary f, RunSummary& s) {
   const core::Config& cfg = *r.cfg;
-  summary["export"] = export_choice(r, model);
-  summary["latency"] = speed(r, model);
-  summary["final"] = final;
-  core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary.dump(2) + "\n");
-  const double sp = final["spearman"].get<double>(), base = summary["unpruned"]["spearman"].get<double>();
-  const json& kept = summary["structure"];
+  f.slim_vs_masked_max_abs_logit_diff = export_choice(r, model)["max_abs_embedding_diff"].get<double>();
+  core::Bert unpruned = r.teacher->model;  // the baseline at fp32, as a task's frontier times it
+  unpruned.set_precision(core::Precision::kFp32);
+  log_step(5, "speed: the export against the teacher at batch 1 and 32, " + std::to_string(timing_seq(cfg)) + " tokens");
+  f.latency = time_against(unpruned, model, timing_seq(cfg));
+  if (f.heads_kept == 0) f.heads_kept = model.config().total_heads();
+  f.params = eval::parameter_count(model.config());
+  f.params_unpruned = eval::parameter_count(r.teacher->model.config());
+  s.final = f;
+  s.files.push_back("model/");
+  core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary_json(s).dump(2) + "\n");
+}
+
+void finish_one(const EmbedRun& r, const core::Bert& model, const core::StructureMask& keep, double kept,
+                FinalSummary f, RunSummary& s, const std::string& what) {
+  const core::Config& cfg = *r.cfg;
+  f.heads_kept = static_cast<int>(core::count_kept(keep.heads));
+  f.mask = core::format_mask(keep);
+  write_final(r, model, f, s);
+  const ReferenceSummary& ref = *s.final->reference;
+  const LatencySummary& l = s.final->latency.at("batch32");
   std::printf(
       "%s %s cosine Spearman: %s, %.0f%% of the encoder's %s: %.2f (unpruned %.2f, %+.2f); speedup x%.2f at "
-      "batch %ld x %ld; sentence-transformers folder in %s/model\n",
-      cfg.data.task.c_str(), cfg.prune.eval_split.c_str(), what.c_str(), 100 * kept["flops_kept"].get<double>(),
-      summary["budget"]["unit"].get<std::string>().c_str(), sp, base, sp - base,
-      summary["latency"]["speedup"].get<double>(), summary["latency"]["batch"].get<long>(),
-      summary["latency"]["seq"].get<long>(), cfg.run.out_dir.c_str());
+      "batch 32 x %ld (FLOP bound x%.2f); sentence-transformers folder in %s/model\n",
+      cfg.data.task.c_str(), cfg.prune.eval_split.c_str(), what.c_str(), 100 * kept,
+      (f.budget ? f.budget->unit : std::string("FLOPs")).c_str(), ref.unpruned + ref.delta,
+      ref.unpruned, ref.delta, l.speedup, l.seq, l.flop_bound, cfg.run.out_dir.c_str());
 }
 
 }  // namespace hp::prune

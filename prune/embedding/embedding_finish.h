@@ -3,6 +3,7 @@
 // Internal to the embedding run's files.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "core/base/config.h"
 #include "core/model/bert.h"
 #include "prune/embedding/embedding_context.h"
+#include "prune/stages/summary.h"
 
 namespace hp::prune {
 
@@ -24,9 +26,6 @@ struct BudgetDirs {
   std::string state, recovered;
 };
 
-// The recovery's DIR/train_result.json, or null when it has none (no recovery steps).
-nlohmann::json recovery_result(const BudgetDirs& dirs);
-
 // Each of `models` (a step's name and model) scored (STATE/step-NAME.json, once) into steps[NAME] and logged; the
 // name of the closest to the teacher on the selection sentences (what the model is pruned for, on held-out data; the
 // Spearman of a few hundred pairs scatters by a point or two), a later one winning a tie.
@@ -36,12 +35,31 @@ std::string score_variants(const EmbedRun& r, const std::vector<std::pair<std::s
 // RUN_DIR/model: the choice as a sentence-transformers folder, read back and checked to embed as `model` does.
 nlohmann::json export_choice(const EmbedRun& r, const core::Bert& model);
 
-// The slimmed model against the unpruned one at latency_batch x latency_seq, three alternating rounds.
-nlohmann::json speed(const EmbedRun& r, const core::Bert& slim);
+// summary.json's opening for an embedding run, in the schema every run writes (prune/stages/summary.h): objective
+// "embedding", metric cosine_spearman, the task, model and splits.
+RunSummary embedding_summary(const EmbedRun& r);
 
-// A single model's end: `model` exported (RUN_DIR/model), timed against the unpruned one, summary.json with its
-// scores `final` (summary["structure"] and ["budget"]["unit"] set by the caller), one line on stdout naming `what`.
-void finish_one(const EmbedRun& r, const core::Bert& model, const nlohmann::json& final, const std::string& what,
-                nlohmann::json& summary);
+// An embedding's scores (scores_of) as a summary's metrics on the evaluation split, fractions as a task's are
+// (cosine_spearman, cosine_pearson, mean_cosine_to_teacher), with the selection pairs' under select_.
+std::map<std::string, double> summary_metrics(const nlohmann::json& scores);
+
+// The teacher as the reference of `scores` (ReferenceSummary: in points; an embedding run has no control, its
+// candidates are trained towards the teacher itself).
+ReferenceSummary teacher_reference(const nlohmann::json& unpruned, const nlohmann::json& scores);
+
+// What `keep` keeps of the encoder (`kept`: its fraction of the budget's unit) as a budget's summary, with each
+// scored step's metrics (`steps`: step → scores_of) and the one chosen.
+BudgetSummary budget_summary(const core::StructureMask& keep, const std::string& unit, double target, double kept,
+                             double mean_length, const nlohmann::json& steps, const std::string& chosen);
+
+// `model` exported to RUN_DIR/model and checked, timed against the teacher at fp32 (prune/stages/stages.h
+// time_against), `f` completed with both (and its parameters) into s.final, summary.json written.
+void write_final(const EmbedRun& r, const core::Bert& model, FinalSummary f, RunSummary& s);
+
+// A single model's end: `model` (the structure `keep`, `kept` of the encoder's FLOPs) exported to RUN_DIR/model and
+// checked, timed against the teacher (prune/stages/stages.h time_against), `f` completed with both into s.final,
+// summary.json written, one line on stdout naming `what`.
+void finish_one(const EmbedRun& r, const core::Bert& model, const core::StructureMask& keep, double kept,
+                FinalSummary f, RunSummary& s, const std::string& what);
 
 }  // namespace hp::prune

@@ -15,7 +15,8 @@
 #include "core/base/strings.h"
 #include "core/dist/distributed.h"
 #include "eval/flops.h"
-#include "prune/heads/curves.h"  // to_matrix
+#include "prune/heads/curves.h"  // to_matrix, Aggregate
+#include "prune/heads/report.h"  // write_curve_report
 #include "prune/data/distill_data.h"
 #include "prune/embedding/embedding_finish.h"
 #include "prune/embedding/embedding_train.h"
@@ -73,9 +74,6 @@ std::map<std::string, torch::Tensor> score_heads(const EmbedRun& r, const RankDa
     out[name] = find_criterion(name).score(c).to(torch::kFloat32);
     if (progress) progress->finish();
     r.store->save_importance(name, cfg.run.seed, 0, out[name]);
-    core::write_svg_and_png(
-        cfg.run.out_dir + "/importance_" + name + ".svg",
-        core::svg_heatmap({name + ": importance of each head for the embedding (layers x heads)", to_matrix(out[name]), {}}));
   }
   return out;
 }
@@ -118,14 +116,16 @@ HeadsModel heads_model(const EmbedRun& r, const core::HeadSet& heads, const Cost
 }
 
 struct Curves {
-  json points = json::array();  // one object per criterion and point
+  CurvesSummary summary;
   std::string best;
 };
 
-// Every criterion's curve (STATE/curves/CRITERION-PRUNED.json once scored), RUN_DIR/curves.csv and .svg (`unpruned`:
-// the teacher's Spearman, the dashed line).
+// Every criterion's curve (STATE/curves/CRITERION-PRUNED.json once scored), written as a task's curves are
+// (prune/heads/report.h: curves.csv, curves.svg, the importance heatmaps and run.h5) with cosine Spearman on the
+// evaluation pairs as the metric; one seed, so no band. The best criterion: the highest mean Spearman on the selection
+// pairs over its curve, random passed over beside others.
 std::optional<Curves> run_curves(const EmbedRun& r, const TeacherEmbeddings& te,
-                                 const std::map<std::string, torch::Tensor>& importance, double unpruned) {
+                                 const std::map<std::string, torch::Tensor>& importance) {
   const core::Config& cfg = *r.cfg;
   const int total = r.teacher->model.config().total_heads();
   const std::vector<int> counts = schedule_counts(cfg.prune.schedule, cfg.prune.schedule_unit, total);
@@ -133,50 +133,52 @@ std::optional<Curves> run_curves(const EmbedRun& r, const TeacherEmbeddings& te,
                   " points per criterion, the teacher slimmed to the heads "
                   "kept and scored on the selection and evaluation pairs");
   Curves c;
-  core::LineChart chart;
-  chart.title =
-      "Heads removed by each criterion, the embedding scored (" + cfg.data.task + " " + cfg.prune.eval_split + ")";
-  chart.x_label = "heads pruned (%)", chart.y_label = "cosine Spearman (" + cfg.prune.eval_split + ")";
-  chart.y_ref = unpruned, chart.y_ref_label = "unpruned";
+  std::vector<CurvePoint> points;
   double best_mean = -std::numeric_limits<double>::infinity();
   const Costs costs = head_costs(r);
   core::Progress progress("curves", static_cast<long>(counts.size() * importance.size()), "points");
   long done = 0;
   for (const auto& name : cfg.prune.criteria) {
-    core::Series s;
-    s.name = name;
     double sum = 0;
-    for (const int n : counts) {
+    for (size_t k = 0; k < counts.size(); ++k) {
       if (core::dist::stop_requested(r.stop)) return std::nullopt;
+      const int n = counts[k];
+      const core::HeadSet heads = heads_after(r, importance.at(name), n);
       const json v = cached(r.state + "/curves", name + "-" + std::to_string(n), [&] {
-        const HeadsModel m = heads_model(r, heads_after(r, importance.at(name), n), costs);
-        const eval::SentenceEncoder enc{r.teacher->layout, slim_model(r.teacher->model, m.keep), r.teacher->tokenizer};
-        json j = score(r, enc, te);
+        const HeadsModel m = heads_model(r, heads, costs);
+        const core::Bert slim = slim_model(r.teacher->model, m.keep);
+        json j = score(r, {r.teacher->layout, slim, r.teacher->tokenizer}, te);
         j["flops_kept"] = m.flops_kept;
+        j["params"] = eval::parameter_count(slim.config());
         return j;
       });
       progress.update(++done);
-      c.points.push_back({{"criterion", name}, {"pruned", n}, {"kept", total - n}});
-      c.points.back().update(v);
-      s.x.push_back(100.0 * n / total), s.y.push_back(v["spearman"].get<double>());
-      sum += v["select_spearman"].get<double>();
+      CurvePoint p;
+      p.criterion = name, p.seed = cfg.run.seed, p.step = static_cast<int>(k), p.pruned = n, p.kept = total - n;
+      p.mask = core::format_head_mask(heads);
+      p.metrics = summary_metrics(v);
+      p.params = v.value("params", 0L);
+      p.flops = v.at("flops_kept").get<double>() * costs.total;
+      Aggregate a;
+      a.criterion = name, a.pruned = n, a.kept = total - n, a.seeds = 1;
+      a.mean = a.lo = a.hi = p.metrics.at("cosine_spearman");
+      a.metrics = p.metrics, a.params = p.params, a.flops = p.flops;
+      points.push_back(std::move(p));
+      c.summary.aggregates.push_back(std::move(a));
+      sum += v.at("select_spearman").get<double>();
     }
-    chart.series.push_back(s);
     const double mean = sum / static_cast<double>(counts.size());
     if ((name != "random" || c.best.empty()) && (mean > best_mean || c.best == "random"))
       best_mean = mean, c.best = name;
   }
   progress.finish();
-  std::ostringstream csv;
-  csv << "criterion,pruned,kept,flops_kept,select_spearman,spearman,select_cosine_to_teacher,mean_cosine_to_teacher\n";
-  for (const auto& p : c.points)
-    csv << p["criterion"].get<std::string>() << ',' << p["pruned"] << ',' << p["kept"] << ','
-        << core::format_number("%.6f", p["flops_kept"]) << ',' << core::format_number("%.4f", p["select_spearman"])
-        << ',' << core::format_number("%.4f", p["spearman"]) << ','
-        << core::format_number("%.6f", p["select_cosine_to_teacher"]) << ','
-        << core::format_number("%.6f", p["mean_cosine_to_teacher"]) << '\n';
-  core::write_file_atomic(cfg.run.out_dir + "/curves.csv", csv.str());
-  core::write_svg_and_png(cfg.run.out_dir + "/curves.svg", core::svg_line_chart(chart));
+  core::TaskSpec task = core::find_task(cfg.data.task);  // the embedding's metric in place of the task's
+  task.primary_metric = "cosine_spearman";
+  CurveReport report{cfg.run.out_dir, core::dump_yaml(cfg), &task, total, std::move(points), c.summary.aggregates,
+                     importance};
+  c.summary.files = write_curve_report(report);
+  c.summary.fractions = largest_fraction_within(c.summary.aggregates, total, 0.01);
+  c.summary.areas = curve_area(c.summary.aggregates);
   return c;
 }
 
@@ -206,15 +208,18 @@ void validate_embedding_heads(const core::Config& cfg) {
         "pass --target-flops F with it, or a criterion (--method taylor) with --target-heads N");
 }
 
-int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, json summary) {
+int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, RunSummary& s, const json& unpruned) {
   const core::Config& cfg = *r.cfg;
   const core::PruneConfig& p = cfg.prune;
   RankSet rs;
   make_rank_set(r, rs);
+  s.rank_examples = static_cast<long>(rs.data.size());
   const auto importance = score_heads(r, rs.rank);
   if (core::dist::stop_requested(r.stop)) return kInterruptedExit;
-  const auto curves = run_curves(r, te, importance, summary["unpruned"]["spearman"].get<double>());
+  auto curves = run_curves(r, te, importance);
   if (!curves) return kInterruptedExit;
+  s.curves = std::move(curves->summary);
+  s.files = s.curves.files;
   const bool named = p.method == core::MethodKind::kCriterion || p.method == core::MethodKind::kGates;
   const std::string crit = named ? core::choice_text(p.method) : curves->best;
   const int total = r.teacher->model.config().total_heads();
@@ -231,14 +236,16 @@ int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, json sum
   if (core::dist::stop_requested(r.stop)) return kInterruptedExit;
   json steps = json::object();
   const std::string chosen = score_variants(r, models, dirs.state, te, steps);
-  summary["criterion"] = crit, summary["curves"] = curves->points;
-  summary["steps"] = steps, summary["chosen"] = chosen;
-  summary["budget"] = {{"unit", "FLOPs"}, {"target_heads", p.target_heads}};
-  summary["structure"] = structure_json(m.keep, m.flops_kept);
-  if (const json rec = recovery_result(dirs); !rec.is_null()) summary["recovery"] = rec;
+  FinalSummary f;
+  f.method = choice_method_name(ChoiceMethod::kCriterion);
+  f.criterion = crit;
+  f.selected_step = chosen;
+  f.metrics = summary_metrics(steps[chosen]);
+  if (steps.contains("recovered")) f.metrics_before_recovery = summary_metrics(steps["masked"]);
+  f.reference = teacher_reference(unpruned, steps[chosen]);
   const auto& model = std::find_if(models.begin(), models.end(), [&](const auto& x) { return x.first == chosen; });
-  finish_one(r, model->second, steps[chosen], std::to_string(p.target_heads) + " heads by " + crit + ", " + chosen,
-             summary);
+  finish_one(r, model->second, m.keep, m.flops_kept, f, s,
+             std::to_string(p.target_heads) + " heads by " + crit + ", " + chosen);
   return 0;
 }
 

@@ -18,13 +18,15 @@
 
 #include "core/base/config.h"
 #include "prune/embedding/embedding_context.h"
+#include "prune/stages/summary.h"
 
 namespace hp::prune {
 
 // ConfigError for what the heads run does not take (a gates criterion, an unknown prune.method).
 void validate_embedding_heads(const core::Config& cfg);
 
-// The run above; `summary` holds what the run's opening wrote. 0 when done, kInterruptedExit when stopped.
-int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, nlohmann::json summary);
+// The run above into `s` (embedding_summary's opening; `unpruned`: the teacher's scores). 0 when done,
+// kInterruptedExit when stopped.
+int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, RunSummary& s, const nlohmann::json& unpruned);
 
 }  // namespace hp::prune

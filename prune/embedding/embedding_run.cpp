@@ -202,9 +202,9 @@ BudgetDirs frontier_dirs(const EmbedRun& r, int percent) {
 }
 
 // The search at `pct` percent of the encoder's FLOPs (its best step, as a --target-flops run chooses it), its steps
-// into `budgets`. nullopt when stopped.
+// scored in RUN_DIR/state/embedding/budget-P. nullopt when stopped.
 std::optional<Candidate> budget_candidate(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te,
-                                          int pct, json& budgets) {
+                                          int pct) {
   core::PruneConfig p = r.cfg->prune;
   p.target_flops = pct / 100.0, p.target_params = 0;
   const BudgetDirs dirs = frontier_dirs(r, pct);
@@ -214,17 +214,15 @@ std::optional<Candidate> budget_candidate(const EmbedRun& r, const MaskGradients
   Candidate c{{}, "kwon-" + std::to_string(pct), [model = b->choice()] { return model; }};
   c.point.method = PointMethod::kKwon, c.point.budget = std::to_string(pct) + "% FLOPs", c.point.step = pct;
   c.point.variant = b->chosen;
-  const json st = structure_json(b->s.rearranged, b->s.flops_kept);
-  c.point.heads_kept = st["heads_kept"].get<int>(), c.point.flops_kept = b->s.flops_kept;
+  c.point.heads_kept = core::count_kept(b->s.rearranged.heads), c.point.flops_kept = b->s.flops_kept;
   c.point.cost_s = budget_cost(dirs);
-  budgets[std::to_string(pct)] = {{"steps", b->steps}, {"chosen", b->chosen}, {"structure", st}};
   return c;
 }
 
 // The frontier's structures: the unpruned encoder and the search at each point of prune.budget_schedule. nullopt when
 // stopped.
 std::optional<std::vector<Candidate>> frontier_candidates(const EmbedRun& r, const MaskGradients& g,
-                                                          const TeacherEmbeddings& te, json& budgets) {
+                                                          const TeacherEmbeddings& te) {
   const core::Bert& teacher = r.teacher->model;
   Candidate unpruned{{}, "unpruned", [&teacher] { return teacher; }};
   unpruned.point.method = PointMethod::kUnpruned;
@@ -232,7 +230,7 @@ std::optional<std::vector<Candidate>> frontier_candidates(const EmbedRun& r, con
   std::vector<Candidate> cands = {unpruned};
   for (const int pct : r.cfg->prune.budget_schedule) {
     if (pct <= 0 || pct >= 100) continue;
-    auto c = budget_candidate(r, g, te, pct, budgets);
+    auto c = budget_candidate(r, g, te, pct);
     if (!c) return std::nullopt;
     cands.push_back(std::move(*c));
   }
@@ -255,7 +253,7 @@ std::optional<Candidate> gates_candidate(const EmbedRun& r, const TeacherEmbeddi
 // How the embeddings' frontier measures: the cosine Spearman of the selection and the evaluation pairs, the
 // selection pairs' similarities for the intervals, timed at prune.latency_batch x timing_seq; refined by the search.
 FrontierMeasure embedding_measure(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te,
-                                  const core::Bert& base, json& budgets) {
+                                  const core::Bert& base) {
   const core::Config& cfg = *r.cfg;
   FrontierMeasure m;
   m.cfg = &cfg, m.stop = r.stop, m.tokenizer = &r.teacher->tokenizer;
@@ -271,7 +269,7 @@ FrontierMeasure embedding_measure(const EmbedRun& r, const MaskGradients& g, con
   const long batch = cfg.prune.latency_batch, seq = timing_seq(cfg);
   m.timings = {{batch, seq}};
   m.dir = r.state + "/frontier";
-  m.refine = [&r, &g, &te, &budgets](int pct) { return budget_candidate(r, g, te, pct, budgets); };
+  m.refine = [&r, &g, &te](int pct) { return budget_candidate(r, g, te, pct); };
   m.gates = [&r, &te](double fraction) { return gates_candidate(r, te, fraction); };
   m.ort = [&r, &base, batch, seq](Frontier& f) {
     const std::string ort_dir = r.state + "/frontier/ort";
@@ -294,43 +292,46 @@ FrontierMeasure embedding_measure(const EmbedRun& r, const MaskGradients& g, con
 // `prune --config sts_embed.yaml --max-drop D`: every candidate (frontier_candidates) at every native precision; the
 // fastest within D points of cosine Spearman on the selection pairs exported. 0 when done, kInterruptedExit when
 // stopped.
-int run_embedding_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te, json summary) {
+int run_embedding_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te, RunSummary& s,
+                           const json& unpruned) {
   const core::Config& cfg = *r.cfg;
-  json budgets = json::object();
-  auto cands = frontier_candidates(r, g, te, budgets);
+  auto cands = frontier_candidates(r, g, te);
   if (!cands) return kInterruptedExit;
   core::Bert base = r.teacher->model;
   base.set_precision(core::Precision::kFp32);
-  const FrontierMeasure m = embedding_measure(r, g, te, base, budgets);
+  const FrontierMeasure m = embedding_measure(r, g, te, base);
   Frontier header;
-  header.task = cfg.data.task, header.metric = "cosine_spearman", header.split = cfg.prune.eval_split;
+  header.task = cfg.data.task, header.metric = s.metric, header.split = cfg.prune.eval_split;
   header.select_split = r.select_split;
   header.timing =
       "batch " + std::to_string(cfg.prune.latency_batch) + " x " + std::to_string(timing_seq(cfg)) + " tokens";
   header.max_drop = cfg.prune.max_drop;
-  std::vector<std::string> files;
-  const auto found = run_frontier(m, *cands, header, files);
+  const auto found = run_frontier(m, *cands, header, s.files);
   if (!found) return kInterruptedExit;
-  const Frontier& f = *found;
-  summary["frontier"] = f, summary["budgets"] = budgets;
+  const Frontier& f = *(s.frontier = *found);
   if (f.chosen < 0) {
-    core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary.dump(2) + "\n");
+    core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary_json(s).dump(2) + "\n");
     throw ConfigError(no_choice_message(f, "cosine Spearman", cfg.run.out_dir));
   }
   const FrontierPoint& c = f.points[static_cast<size_t>(f.chosen)];
-  const core::Bert model = candidate_of(*cands, c).build();
+  core::Bert model = candidate_of(*cands, c).build();
   core::log_info("prune", "frontier: chose " + frontier_label(c) + (c.variant.empty() ? "" : " (" + c.variant + ")") +
                               ": cosine Spearman " + core::format_number("%.2f", c.select_metric) + " on " +
                               f.select_split + " (unpruned " + core::format_number("%.2f", f.select_baseline) + "), " +
                               core::format_number("%.2f", c.metric) + " on " + f.split + ", x" +
                               core::format_number("%.2f", c.speedup));
   if (const std::string risk = unresolved_choice(c, f); !risk.empty()) core::log_warn("frontier", risk);
-  summary["export"] = export_choice(r, model);
-  summary["export"]["precision"] = c.precision;  // the folder holds fp32 weights: `prune embed --precision` runs it
-  summary["final"] = {{"spearman", c.metric}, {"select_spearman", c.select_metric}, {"precision", c.precision},
-                      {"method", c.method},   {"candidate", frontier_label(c)},     {"variant", c.variant},
-                      {"speedup", c.speedup}, {"heads_kept", c.heads_kept},         {"flops_kept", c.flops_kept}};
-  core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary.dump(2) + "\n");
+  FinalSummary fin;
+  fin.method = point_method_name(c.method);
+  fin.criterion = c.criterion;
+  fin.selected_step = c.variant;
+  fin.heads_kept = c.heads_kept;
+  fin.metrics = {{"cosine_spearman", c.metric / 100}, {"select_cosine_spearman", c.select_metric / 100}};
+  fin.reference = ReferenceSummary{f.reference, f.unpruned_metric, f.unpruned_select, 0, 0, 0,
+                                   c.metric - f.baseline, c.select_delta};
+  s.precision = c.precision;  // the folder holds fp32 weights: `prune embed --precision` runs it as chosen
+  model.set_precision(core::precision_setting(c.precision));
+  write_final(r, model, fin, s);
   std::printf(
       "%s %s cosine Spearman: %s (chosen within %g on %s): %.2f (unpruned %.2f, %+.2f); speedup x%.2f at %s; "
       "sentence-transformers folder in %s/model (run it at %s)\n",
@@ -345,16 +346,18 @@ namespace {
 
 // `--method gates --target-flops F`: the gates (prune/embedding/embedding_train.h) in RUN_DIR/gates, the slimmed model scored
 // and exported. 0 when done, kInterruptedExit when stopped.
-int run_gates(const EmbedRun& r, const TeacherEmbeddings& te, json summary) {
+int run_gates(const EmbedRun& r, const TeacherEmbeddings& te, RunSummary& s, const json& unpruned) {
   const core::Config& cfg = *r.cfg;
   const auto g = gated_embedding(r, te, cfg.prune.target_flops, cfg.run.out_dir + "/gates");
   if (!g) return kInterruptedExit;
   const eval::SentenceEncoder enc{r.teacher->layout, g->slim, r.teacher->tokenizer};
   const json scores = cached(r.state, "gates", [&] { return score(r, enc, te); });
-  summary["gates"] = g->result;
-  summary["budget"] = {{"unit", "FLOPs"}, {"target", cfg.prune.target_flops}};
-  summary["structure"] = structure_json(g->keep, g->flops_kept);
-  finish_one(r, g->slim, scores, "gates", summary);
+  FinalSummary f;
+  f.method = choice_method_name(ChoiceMethod::kGates);
+  f.metrics = summary_metrics(scores);
+  f.reference = teacher_reference(unpruned, scores);
+  f.budget = budget_summary(g->keep, "FLOPs", cfg.prune.target_flops, g->flops_kept, 0, json::object(), "");
+  finish_one(r, g->slim, g->keep, g->flops_kept, f, s, "gates");
   return 0;
 }
 
@@ -384,27 +387,25 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
                               cfg.prune.eval_split + ", " +
                               core::format_number("%.2f", unpruned["select_spearman"]) + " on " + r.select_split);
   if (core::dist::stop_requested(stop)) return kInterruptedExit;
-  json summary = {{"objective", "embedding"},
-                  {"model", cfg.model.path},
-                  {"task", cfg.data.task},
-                  {"select_split", r.select_split},
-                  {"eval_split", cfg.prune.eval_split},
-                  {"metric", "cosine_spearman"},
-                  {"unpruned", unpruned}};
-  if (cfg.prune.method == core::MethodKind::kGates) return run_gates(r, teacher_embeddings, summary);
-  if (cfg.prune.target_heads > 0) return run_embedding_heads(r, teacher_embeddings, summary);
+  RunSummary s = embedding_summary(r);
+  if (cfg.prune.method == core::MethodKind::kGates) return run_gates(r, teacher_embeddings, s, unpruned);
+  if (cfg.prune.target_heads > 0) return run_embedding_heads(r, teacher_embeddings, s, unpruned);
   const MaskGradients g = embedding_gradients(r);
   if (core::dist::stop_requested(stop)) return kInterruptedExit;
-  if (cfg.prune.max_drop > 0) return run_embedding_frontier(r, g, teacher_embeddings, summary);
+  if (cfg.prune.max_drop > 0) return run_embedding_frontier(r, g, teacher_embeddings, s, unpruned);
   const BudgetDirs dirs{r.state, cfg.run.out_dir + "/recover"};
   const auto b = run_budget(r, g, cfg.prune, dirs, teacher_embeddings);
   if (!b) return kInterruptedExit;
-  const Searched& s = b->s;
-  summary["steps"] = b->steps, summary["chosen"] = b->chosen;
-  summary["budget"] = {{"unit", s.unit.name}, {"target", s.unit.target}, {"mean_length", s.unit.mean_length}};
-  summary["structure"] = structure_json(s.rearranged, s.flops_kept);
-  if (const json rec = recovery_result(dirs); !rec.is_null()) summary["recovery"] = rec;
-  finish_one(r, b->choice(), b->steps[b->chosen], "kwon, " + b->chosen, summary);
+  const Searched& sr = b->s;
+  const json& chosen = b->steps[b->chosen];
+  FinalSummary f;
+  f.method = choice_method_name(ChoiceMethod::kKwon);
+  f.metrics = summary_metrics(chosen);
+  if (b->steps.contains("recovered")) f.metrics_before_recovery = summary_metrics(b->steps["tuned"]);
+  f.reference = teacher_reference(unpruned, chosen);
+  f.budget = budget_summary(sr.rearranged, sr.unit.name, sr.unit.target, sr.flops_kept, sr.unit.mean_length, b->steps,
+                            b->chosen);
+  finish_one(r, b->choice(), sr.rearranged, sr.flops_kept, f, s, "kwon, " + b->chosen);
   return 0;
 }
 

@@ -374,9 +374,30 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
   return m;
 }
 
-std::map<std::string, LatencySummary> measure_speed(const RunContext& ctx, const FinalModels& models) {
+std::map<std::string, LatencySummary> time_against(const core::Bert& unpruned, const core::Bert& slim, long seq) {
   std::map<std::string, LatencySummary> lat;
-  if (!core::dist::is_main()) return lat;  // ranks timing at once on one machine would share its cores
+  for (long batch : {1L, 32L}) {
+    auto in = eval::synthetic_input(unpruned.config(), batch, seq);
+    LatencySummary l;
+    l.seq = seq;
+    l.unpruned_precision = core::precision_name(unpruned.precision());  // as timed
+    l.slim_precision = core::precision_name(slim.precision());
+    l.flop_bound =
+        eval::forward_flops(unpruned.config(), batch, seq) / eval::forward_flops(slim.config(), batch, seq);
+    const eval::SideBySide t = eval::time_side_by_side(
+        [&] { return eval::measure_latency(unpruned, in).median_ms; },
+        [&] { return eval::measure_latency(slim, in).median_ms; }, l.flop_bound,
+        l.unpruned_precision == l.slim_precision);
+    l.unpruned_ms = t.base_ms, l.slim_ms = t.small_ms, l.speedup = t.speedup, l.suspect = t.suspect;
+    l.fraction_of_bound = l.speedup / l.flop_bound;
+    if (!t.suspect.empty()) core::log_warn("prune", "speed-up at batch " + std::to_string(batch) + ": " + t.suspect);
+    lat["batch" + std::to_string(batch)] = l;
+  }
+  return lat;
+}
+
+std::map<std::string, LatencySummary> measure_speed(const RunContext& ctx, const FinalModels& models) {
+  if (!core::dist::is_main()) return {};  // ranks timing at once on one machine would share its cores
   const long seq = ctx.cfg->data.max_seq_len;
   // Both at run.precision (the unpruned one at fp32 after the frontier): copies share the weights and pack their own.
   core::Bert unpruned = *ctx.model, slim = *models.slim;
@@ -390,24 +411,7 @@ std::map<std::string, LatencySummary> measure_speed(const RunContext& ctx, const
                 " tokens");
   unpruned.set_precision(base_precision);
   slim.set_precision(ctx.curves.precision);
-  for (long batch : {1L, 32L}) {
-    auto in = eval::synthetic_input(ctx.arch, batch, seq);
-    LatencySummary l;
-    l.seq = seq;
-    l.unpruned_precision = core::precision_name(unpruned.precision());  // as timed
-    l.slim_precision = core::precision_name(slim.precision());
-    l.flop_bound =
-        eval::forward_flops(ctx.model->config(), batch, seq) / eval::forward_flops(models.slim->config(), batch, seq);
-    const eval::SideBySide t = eval::time_side_by_side(
-        [&] { return eval::measure_latency(unpruned, in).median_ms; },
-        [&] { return eval::measure_latency(slim, in).median_ms; }, l.flop_bound,
-        l.unpruned_precision == l.slim_precision);
-    l.unpruned_ms = t.base_ms, l.slim_ms = t.small_ms, l.speedup = t.speedup, l.suspect = t.suspect;
-    l.fraction_of_bound = l.speedup / l.flop_bound;
-    if (!t.suspect.empty()) core::log_warn("prune", "speed-up at batch " + std::to_string(batch) + ": " + t.suspect);
-    lat["batch" + std::to_string(batch)] = l;
-  }
-  return lat;
+  return time_against(unpruned, slim, seq);
 }
 
 }  // namespace hp::prune

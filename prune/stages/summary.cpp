@@ -31,6 +31,7 @@ nlohmann::json final_json(const FinalSummary& f) {
   j["mask"] = f.mask;
   j["method"] = f.method;
   if (!f.criterion.empty()) j["criterion"] = f.criterion;
+  if (!f.selected_step.empty()) j["selected_step"] = f.selected_step;
   j["metrics_before_recovery"] = f.metrics_before_recovery;
   j["metrics"] = f.metrics;
   if (!f.metrics_fp32.empty()) j["metrics_fp32"] = f.metrics_fp32;
@@ -63,7 +64,8 @@ std::string choice_method_name(ChoiceMethod m) {
 }
 
 nlohmann::json summary_json(const RunSummary& s) {
-  nlohmann::json j = {{"task", s.task},
+  nlohmann::json j = {{"objective", s.objective},
+                      {"task", s.task},
                       {"model", s.model},
                       {"finetuned_model", s.finetuned_model},
                       {"metric", s.metric},
@@ -80,6 +82,12 @@ nlohmann::json summary_json(const RunSummary& s) {
   if (s.frontier) j["frontier"] = *s.frontier;
   if (s.final) j["final"] = final_json(*s.final);
   return j;
+}
+
+std::string task_objective(const core::TaskSpec& task) {
+  return task.head == core::Head::kToken ? "token_classification"
+         : task.is_regression()          ? "regression"
+                                         : "sequence_classification";
 }
 
 void count_coarse(const core::StructureMask& keep, BudgetSummary& b) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/data/glue.h"
 #include "core/model/head_mask.h"
 #include "prune/record/budget_report.h"
 #include "prune/heads/curves.h"
@@ -121,11 +122,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ReferenceSummary, reference, unp
                                                 control, control_select, delta, select_delta)
 
 struct FinalSummary {
-  double slim_vs_masked_max_abs_logit_diff = 0;
+  double slim_vs_masked_max_abs_logit_diff = 0;  // an embedding run: the export's embeddings against the model's
   std::map<std::string, std::string> hf_check;  // check → "passed (…)" or "skipped (…)"
   std::map<std::string, LatencySummary> latency;  // "batch1", "batch32"; empty on ranks other than 0
   int heads_kept = 0;
   std::string mask, method, criterion;  // criterion: only when method is "criterion"
+  // The step exported where the run chose between the masked and the recovered model (an embedding run's
+  // --target-heads: the closer to the teacher on the selection slice); empty: the recovered one.
+  std::string selected_step;
   std::map<std::string, double> metrics_before_recovery, metrics;  // metrics: at the run's precision, as chosen
   std::map<std::string, double> metrics_fp32;  // the export at fp32, when `metrics` are at bf16 or int8
   std::string model_dir = "model";
@@ -137,6 +141,9 @@ struct FinalSummary {
 };
 
 struct RunSummary {
+  // What the model was pruned for: "sequence_classification", "regression", "token_classification" (a task's head,
+  // task_objective) or "embedding" (a sentence-transformers folder's embeddings, prune/embedding/embedding_run.h).
+  std::string objective;
   std::string task, model, finetuned_model, metric, eval_split, rank_split;
   std::string select_split;  // where the run's choices were made (prune/data/selection.h)
   std::string precision = "fp32";  // run.precision: of the curve points and the speed measurement
@@ -150,5 +157,8 @@ struct RunSummary {
 
 // summary.json's object.
 nlohmann::json summary_json(const RunSummary& s);
+
+// RunSummary::objective of a task run.
+std::string task_objective(const core::TaskSpec& task);
 
 }  // namespace hp::prune

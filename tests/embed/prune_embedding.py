@@ -29,14 +29,22 @@ def main():
     folder, cmd, s = prune_tiny(args, st, models, RUN_FLAGS)
     out = os.path.join(args.scratch, "run")
     ok = True
-    steps = s["steps"]
+    fin = s["final"]
+    budget = fin["budget"]
+    steps, chosen = budget["metrics_by_step"], budget["selected_step"]
+    ok &= check(s["objective"] == "embedding" and s["metric"] == "cosine_spearman" and fin["method"] == "kwon",
+                "summary.json in the schema of every run: objective embedding, metric cosine_spearman, method kwon")
     ok &= check(set(steps) == {"searched", "rearranged", "tuned", "recovered"}, f"four steps scored: {sorted(steps)}")
     best = max(v["select_cosine_to_teacher"] for v in steps.values())
-    ok &= check(steps[s["chosen"]]["select_cosine_to_teacher"] == best,
-                f"the choice ({s['chosen']}) is the closest to the teacher on the selection slice {s['select_split']} "
+    ok &= check(steps[chosen]["select_cosine_to_teacher"] == best == budget["selection_metrics"][chosen],
+                f"the choice ({chosen}) is the closest to the teacher on the selection slice {s['select_split']} "
                 f"({best:.4f})")
-    ok &= check(s["structure"]["flops_kept"] <= 0.5 + 1e-9, f"FLOPs kept {s['structure']['flops_kept']:.4f} <= 0.5")
-    rec = s["recovery"]  # the trainer's train_result.json
+    ok &= check(fin["metrics"] == steps[chosen], "the final metrics are the chosen step's")
+    ok &= check(budget["kept"] <= 0.5 + 1e-9, f"FLOPs kept {budget['kept']:.4f} <= 0.5")
+    ref = fin["reference"]
+    ok &= check(abs(ref["delta"] - (100 * fin["metrics"]["cosine_spearman"] - ref["unpruned"])) < 1e-9 and
+                ref["reference"] == "unpruned", f"the difference from the teacher in points ({ref['delta']:+.2f})")
+    rec = json.load(open(os.path.join(out, "recover", "train_result.json"), encoding="utf-8"))
     ok &= check(rec["steps"] == 40 and rec["metric"] == "select_cosine_to_teacher",
                 f"the recovery: the trainer's 40 steps, its checkpoint chosen by {rec['metric']}")
     ok &= check(abs(rec["best_metric"] - steps["recovered"]["select_cosine_to_teacher"]) <= 1e-5,
@@ -45,18 +53,20 @@ def main():
     ok &= check(steps["recovered"]["select_cosine_to_teacher"] > steps["tuned"]["select_cosine_to_teacher"],
                 f"the recovery brings the tuned model nearer the teacher: "
                 f"{steps['tuned']['select_cosine_to_teacher']:.4f} -> {steps['recovered']['select_cosine_to_teacher']:.4f}")
+    ok &= check(set(fin["latency"]) == {"batch1", "batch32"} and all(v["speedup"] > 0 for v in fin["latency"].values()),
+                "timed against the teacher at batch 1 and 32, as a task run's stage 8")
     export = os.path.join(out, "model")
     ok &= check_export(args, st, folder, s)
     res = os.path.join(args.scratch, "eval.json")
     run([args.prune, "eval", "--model", export, "--task", "stsb", "--max-examples", "200", "--output", res])
     got = 100 * json.load(open(res, encoding="utf-8"))["metrics"]["cosine_spearman"]
-    ok &= check(abs(got - s["final"]["spearman"]) <= 1e-4,
-                f"prune eval of the export {got:.4f} = the run's reported {s['final']['spearman']:.4f}")
+    have = 100 * s["final"]["metrics"]["cosine_spearman"]
+    ok &= check(abs(got - have) <= 1e-4, f"prune eval of the export {got:.4f} = the run's reported {have:.4f}")
     again = run(cmd)
     s2 = json.load(open(os.path.join(out, "summary.json"), encoding="utf-8"))
     ok &= check("resuming" in again.stderr and "gradients" not in again.stderr and "recovery:" not in again.stderr,
                 "the same command resumes: nothing searched or recovered again")
-    ok &= check(s2["steps"] == s["steps"] and s2["chosen"] == s["chosen"], "and reports the same steps and choice")
+    ok &= check(s2["final"]["budget"] == s["final"]["budget"], "and reports the same steps and choice")
     print("all checks passed" if ok else "some checks FAILED")
     return 0 if ok else 1
 

@@ -97,5 +97,5 @@ def check_export(args, st, folder, summary, n=200):
     ok = check(err <= 1e-5, f"the export in sentence-transformers: max |prune embed - encode| {err:.2e}")
     teacher = st.SentenceTransformer(folder, device="cpu").encode(both, batch_size=16)
     cos = float(np.mean(np.sum(ref * teacher, 1) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(teacher, axis=1))))
-    have = summary["final"]["mean_cosine_to_teacher"]
+    have = summary["final"]["metrics"]["mean_cosine_to_teacher"]
     return ok & check(abs(cos - have) <= 1e-5, f"mean cosine to the teacher {have:.6f}, sentence-transformers {cos:.6f}")
