@@ -374,6 +374,9 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
   return m;
 }
 
+// Seconds each model runs (5 runs at least) in each of the 3 alternating rounds: prune.frontier_time's default.
+constexpr double kSpeedSeconds = 0.3;
+
 std::map<std::string, LatencySummary> time_against(const core::Bert& unpruned, const core::Bert& slim, long seq) {
   std::map<std::string, LatencySummary> lat;
   for (long batch : {1L, 32L}) {
@@ -385,8 +388,8 @@ std::map<std::string, LatencySummary> time_against(const core::Bert& unpruned, c
     l.flop_bound =
         eval::forward_flops(unpruned.config(), batch, seq) / eval::forward_flops(slim.config(), batch, seq);
     const eval::SideBySide t = eval::time_side_by_side(
-        [&] { return eval::measure_latency(unpruned, in).median_ms; },
-        [&] { return eval::measure_latency(slim, in).median_ms; }, l.flop_bound,
+        [&] { return eval::measure_latency(unpruned, in, 2, 5, kSpeedSeconds).median_ms; },
+        [&] { return eval::measure_latency(slim, in, 2, 5, kSpeedSeconds).median_ms; }, l.flop_bound,
         l.unpruned_precision == l.slim_precision);
     l.unpruned_ms = t.base_ms, l.slim_ms = t.small_ms, l.speedup = t.speedup, l.suspect = t.suspect;
     l.fraction_of_bound = l.speedup / l.flop_bound;
