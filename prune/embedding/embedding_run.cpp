@@ -2,7 +2,6 @@
 #include "prune/embedding/embedding_run.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -19,7 +18,6 @@
 #include "core/data/glue.h"
 #include "core/dist/distributed.h"
 #include "core/io/checkpoint.h"
-#include "core/io/tensor_io.h"
 #include "core/model/pooling.h"
 #include "eval/embedding.h"
 #include "eval/evaluator.h"
@@ -51,31 +49,19 @@ using json = nlohmann::json;
 
 namespace {
 
-double seconds_from(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
+// The mask gradients of the embedding probe (train/embedding_objective.h) on the search sentences, stored once.
 MaskGradients embedding_gradients(const EmbedRun& r) {
-  const std::string path = r.state + "/mask_gradients.h5";
-  if (!fs::exists(path)) {
+  const train::Pooling pool = r.pooling;
+  const uint64_t seed = static_cast<uint64_t>(r.cfg->run.seed);
+  const MaskLoss probe = [&pool, seed](const core::EncoderOutput& out, const core::Batch& b, long i) {
+    const auto e = core::pool_sentences(pool.modes, pool.normalize, out.last_hidden,
+                                        b.attention_mask.to(out.last_hidden.device()));
+    return train::embedding_probe(e, seed * 1000003ULL + static_cast<uint64_t>(i));
+  };
+  return *stored_mask_gradients(r.state + "/mask_gradients.h5", r.teacher->model, r.search, false, false, probe, [&] {
     log_step(2, "mask gradients of the embedding probe on " + std::to_string(r.search_set.size()) + " sentences");
-    const train::Pooling pool = r.pooling;
-    const uint64_t seed = static_cast<uint64_t>(r.cfg->run.seed);
-    const MaskLoss probe = [&pool, seed](const core::EncoderOutput& out, const core::Batch& b, long i) {
-      const auto e = core::pool_sentences(pool.modes, pool.normalize, out.last_hidden,
-                                          b.attention_mask.to(out.last_hidden.device()));
-      return train::embedding_probe(e, seed * 1000003ULL + static_cast<uint64_t>(i));
-    };
-    core::Progress progress("gradients", static_cast<long>(r.search.batches.size()), "batches");
-    const auto t = std::chrono::steady_clock::now();
-    const auto g = mask_gradients(r.teacher->model, r.search, [&](long d, long) { progress.update(d); }, false,
-                                  false, probe);
-    progress.finish();
-    core::write_hdf5(path, {{"heads", g.heads}, {"neurons", g.neurons}},
-                     {{"seconds", std::to_string(seconds_from(t))}});
-  }
-  const auto t = core::read_hdf5(path);
-  return {t.at("heads").to(torch::kFloat64), t.at("neurons").to(torch::kFloat64)};
+    return true;
+  });
 }
 
 struct Searched {
@@ -95,15 +81,11 @@ Searched search(const EmbedRun& r, const MaskGradients& g, const core::PruneConf
   log_step(3, "Kwon et al.'s search to " + std::to_string(std::lround(100 * target)) + "% of the encoder's " +
                   s.unit.name + " (at " + core::format_number("%.1f", s.unit.mean_length) +
                   " tokens, the evaluation sentences' mean), rearranged" + (p.mask_tuning ? ", mask-tuned" : ""));
-  s.searched = search_structures(fisher_importances(g), s.unit.costs, s.unit.budget(target), Prunable{}, {},
-                                 layer_counts(arch.num_hidden_layers, p.layer_counts));
-  s.rearranged = p.rearrange ? rearrange(s.searched, g) : s.searched;
-  TuningOptions opts;
-  opts.damping = p.tuning_damping;
   // The pooling reads every position unless it is [CLS] alone: the last layer is fitted where it is read.
   const auto& modes = r.pooling.modes.modes;
-  opts.cls_last_layer = modes.size() == 1 && modes[0] == core::PoolingMode::kCls;
-  s.scales = p.mask_tuning ? tune_masks(teacher, s.rearranged, r.search, opts) : unit_scales(s.rearranged);
+  const BudgetSearch b = search_structure(p, teacher, r.search, g, s.unit, target,
+                                          modes.size() == 1 && modes[0] == core::PoolingMode::kCls);
+  s.searched = b.searched, s.rearranged = b.rearranged, s.scales = b.scales;
   s.flops_kept = core::structure_cost(s.rearranged, s.unit.costs) / s.unit.total;
   return s;
 }

@@ -3,13 +3,19 @@
 #include "core/model/head_loss.h"
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <random>
 #include <torch/autograd.h>
 
 #include "core/base/errors.h"
+#include "core/base/files.h"  // shared_write
+#include "core/base/log.h"  // Progress
 #include "core/dist/distributed.h"
+#include "core/io/tensor_io.h"
 
 namespace hp::prune {
 
@@ -345,6 +351,32 @@ UnitImportance random_unit_importance(const core::BertConfig& cfg, int seed) {
 StructureKeep top_units(const torch::Tensor& heads, const torch::Tensor& neurons, long n_heads, long n_neurons) {
   return {keep_of(ranked(heads), n_heads, heads.size(0), heads.size(1)),
           keep_of(ranked(neurons), n_neurons, neurons.size(0), neurons.size(1))};
+}
+
+std::optional<MaskGradients> stored_mask_gradients(const std::string& path, const core::Bert& model,
+                                                   const RankData& sample, bool hidden, bool layers,
+                                                   const MaskLoss& loss, const std::function<bool()>& start) {
+  auto lacks = [&] {
+    const auto stored = core::read_hdf5(path);
+    return (hidden && !stored.count("hidden")) || (layers && !stored.count("layers"));
+  };
+  if (!std::filesystem::exists(path) || lacks()) {
+    if (!start()) return std::nullopt;
+    core::Progress progress("gradients", static_cast<long>(sample.batches.size()), "batches");
+    const auto t = std::chrono::steady_clock::now();
+    const auto g = mask_gradients(model, sample, [&](long done, long) { progress.update(done); }, hidden, layers, loss);
+    progress.finish();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    std::map<std::string, torch::Tensor> sets = {{"heads", g.heads}, {"neurons", g.neurons}};
+    if (hidden) sets["hidden"] = g.hidden;
+    if (layers) sets["layers"] = g.layers;
+    core::shared_write([&] { core::write_hdf5(path, sets, {{"seconds", std::to_string(seconds)}}); });
+  }
+  const auto t = core::read_hdf5(path);
+  MaskGradients g{t.at("heads").to(torch::kFloat64), t.at("neurons").to(torch::kFloat64)};
+  if (hidden) g.hidden = t.at("hidden").to(torch::kFloat64);
+  if (layers) g.layers = t.at("layers").to(torch::kFloat64);
+  return g;
 }
 
 }  // namespace hp::prune

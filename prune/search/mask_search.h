@@ -16,6 +16,8 @@
 #include <torch/types.h>
 
 #include <functional>
+#include <optional>
+#include <string>
 
 #include "core/model/bert.h"
 #include "core/model/head_mask.h"
@@ -43,6 +45,14 @@ using MaskLoss = std::function<torch::Tensor(const core::EncoderOutput&, const c
 MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,
                              const std::function<void(long, long)>& progress = {}, bool hidden = false,
                              bool layers = false, const MaskLoss& loss = {});
+
+// Step 1 stored: the gradients of mask_gradients(model, sample, …, hidden, layers, loss) in `path` (HDF5, with the
+// seconds they took), computed when the file is missing or lacks the hidden channels' or layers' asked for, and read
+// back from it, so that every reader (a resumed run, every rank) sees the stored values. `start` runs before computing
+// (the stage's log line) and stops the step by returning false: nullopt then.
+std::optional<MaskGradients> stored_mask_gradients(const std::string& path, const core::Bert& model,
+                                                   const RankData& sample, bool hidden, bool layers,
+                                                   const MaskLoss& loss, const std::function<bool()>& start);
 
 // Σ over batches of g²: grads [N, L, U] → [L, U].
 torch::Tensor fisher_diagonal(const torch::Tensor& grads);

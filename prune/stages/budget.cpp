@@ -202,45 +202,26 @@ std::optional<MaskGradients> budget_gradients(RunContext& ctx) {
   ctx.search_set = core::encode_examples(*ctx.tok, sample_examples(ctx.rank_examples, P.search_examples, cfg.run.seed),
                                          cfg.data.max_seq_len);
   ctx.search = make_rank_data(*ctx.task, ctx.search_set, P.rank_batch_size, ctx.tok->pad_id());
-  const std::string path = cfg.run.out_dir + "/state/mask_gradients.h5";
   const Prunable may = prunable_of(P);
-  const bool hidden = may.hidden, layers = may.layers;
-  // A run folder scored before hidden channels or layers were searched lacks theirs: scored again, whole.
-  auto lacks = [&] {
-    const auto stored = core::read_hdf5(path);
-    return (hidden && !stored.count("hidden")) || (layers && !stored.count("layers"));
-  };
-  if (!fs::exists(path) || lacks()) {
-    log_stage(3, "score",
-              "mask gradients of every head and FFN neuron on " + std::to_string(ctx.search_set.size()) + " " +
-                  P.rank_split + " examples (Kwon et al. 2022)");
-    if (core::dist::stop_requested(ctx.stop)) return std::nullopt;
-    core::Progress progress("gradients", static_cast<long>(ctx.search.batches.size()), "batches");
-    const auto start = std::chrono::steady_clock::now();
-    const auto g = mask_gradients(
-        ctx.curves.working_model(), ctx.search, [&](long done, long) { progress.update(done); }, hidden, layers);
-    progress.finish();
-    std::map<std::string, torch::Tensor> sets = {{"heads", g.heads}, {"neurons", g.neurons}};
-    if (hidden) sets["hidden"] = g.hidden;
-    if (layers) sets["layers"] = g.layers;
-    core::shared_write(
-        [&] { core::write_hdf5(path, sets, {{"seconds", std::to_string(seconds_since(start))}}); });
-  }
-  auto t = core::read_hdf5(path);  // what every reader, a resumed run included, sees
-  MaskGradients g{t.at("heads").to(torch::kFloat64), t.at("neurons").to(torch::kFloat64)};
-  if (hidden) g.hidden = t.at("hidden").to(torch::kFloat64);
-  if (layers) g.layers = t.at("layers").to(torch::kFloat64);
-  return g;
+  return stored_mask_gradients(cfg.run.out_dir + "/state/mask_gradients.h5", ctx.curves.working_model(), ctx.search,
+                               may.hidden, may.layers, {}, [&] {
+                                 log_stage(3, "score",
+                                           "mask gradients of every head and FFN neuron on " +
+                                               std::to_string(ctx.search_set.size()) + " " + P.rank_split +
+                                               " examples (Kwon et al. 2022)");
+                                 return !core::dist::stop_requested(ctx.stop);
+                               });
 }
 
-BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const BudgetUnit& unit, double fraction) {
-  const core::PruneConfig& P = ctx.cfg->prune;
+BudgetSearch search_structure(const core::PruneConfig& P, const core::Bert& model, const RankData& sample,
+                              const MaskGradients& grads, const BudgetUnit& unit, double fraction, bool cls_last_layer) {
+  const core::BertConfig& arch = model.config();
   BudgetSearch s;
   auto t = std::chrono::steady_clock::now();
   const Prunable may = prunable_of(P);
   s.searched = search_structures(fisher_importances(grads), unit.costs, unit.budget(fraction), may,
-                                 may.hidden ? hidden_widths(ctx.arch.hidden_size, P.hidden_widths) : std::vector<long>{},
-                                 layer_counts(ctx.arch.num_hidden_layers, P.layer_counts));
+                                 may.hidden ? hidden_widths(arch.hidden_size, P.hidden_widths) : std::vector<long>{},
+                                 layer_counts(arch.num_hidden_layers, P.layer_counts));
   s.seconds["search"] = seconds_since(t);
   t = std::chrono::steady_clock::now();
   s.rearranged = P.rearrange ? rearrange(s.searched, grads) : s.searched;
@@ -248,11 +229,14 @@ BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const 
   t = std::chrono::steady_clock::now();
   TuningOptions opts;
   opts.damping = P.tuning_damping;
-  opts.cls_last_layer = true;
-  s.scales = P.mask_tuning ? tune_masks(ctx.curves.working_model(), s.rearranged, ctx.search, opts, &s.fits)
-                           : unit_scales(s.rearranged);
+  opts.cls_last_layer = cls_last_layer;
+  s.scales = P.mask_tuning ? tune_masks(model, s.rearranged, sample, opts, &s.fits) : unit_scales(s.rearranged);
   s.seconds["tuning"] = seconds_since(t);
   return s;
+}
+
+BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const BudgetUnit& unit, double fraction) {
+  return search_structure(ctx.cfg->prune, ctx.curves.working_model(), ctx.search, grads, unit, fraction, true);
 }
 
 namespace {

@@ -63,6 +63,11 @@ struct BudgetSearch {
   std::vector<SublayerFit> fits;
   std::map<std::string, double> seconds;  // "search", "rearrange", "tuning"
 };
+// The search at `fraction` of `unit` on `model`'s mask gradients, rearranged and mask-tuned on `sample` as
+// prune.rearrange and prune.mask_tuning say (`cls_last_layer`: the last layer is fitted at [CLS] alone, where a
+// classifier reads it); for any objective. search_at: the task run's, on its search sample.
+BudgetSearch search_structure(const core::PruneConfig& P, const core::Bert& model, const RankData& sample,
+                              const MaskGradients& grads, const BudgetUnit& unit, double fraction, bool cls_last_layer);
 BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const BudgetUnit& unit, double fraction);
 
 // Stage 4 with a budget: the budget curves (one seed: the search is deterministic given its sample) and their
