@@ -350,7 +350,10 @@ TEST_CASE("the budget search refined where the choice is made: the midpoint betw
                                      " --max-drop 10 --set prune.frontier_gates=[] --set prune.frontier_refine=2");
   auto r = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());
   INFO(r.output);
-  REQUIRE(r.code == 0);
+  // The speed-ups are a tiny model's timings on cores the suite shares: where no candidate within D ran faster than
+  // the unpruned model, the run exits 2 with its frontier written (no choice slower than doing nothing). The
+  // refinement checked here reads the metrics, never the timings.
+  REQUIRE((r.code == 0 || (r.code == 2 && fs::exists(out / "summary.json"))));
   const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
   const auto& f = summary["frontier"];
   const double floor = f["select_baseline"].get<double>() - f["max_drop"].get<double>();
@@ -376,13 +379,15 @@ TEST_CASE("the budget search refined where the choice is made: the midpoint betw
                                        "% of the FLOPs (round 2 of 2)"));
   CHECK(kwon.size() == 4);
   // The choice sees them: the fastest within D, refined or not.
-  const auto& c = f["points"][static_cast<size_t>(f["chosen"].get<int>())];
-  for (const auto& [pct, p] : kwon)
-    if (within(pct)) CHECK(p["speedup"].get<double>() <= c["speedup"].get<double>());
+  if (f["chosen"].get<int>() >= 0) {
+    const auto& c = f["points"][static_cast<size_t>(f["chosen"].get<int>())];
+    for (const auto& [pct, p] : kwon)
+      if (within(pct)) CHECK(p["speedup"].get<double>() <= c["speedup"].get<double>());
+  }
   // Resumed, nothing is searched or measured again, and the same points come back.
   auto again = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());
   INFO(again.output);
-  REQUIRE(again.code == 0);
+  REQUIRE(again.code == r.code);
   CHECK(nlohmann::json::parse(slurp(out / "summary.json"))["frontier"]["points"] == f["points"]);
   // Resumed with another D (a frontier re-chooses from what it measured): round 1 is 55% again (read back), and D = 50
   // takes 55% in and leaves 20% out, so round 2 is now 38%, a budget of its own (point 138), not the 73% the first
@@ -393,7 +398,7 @@ TEST_CASE("the budget search refined where the choice is made: the midpoint betw
   wider.replace(wider.find("--max-drop 10"), 13, "--max-drop 50");
   auto other = run_capped(wider, "HP_PYTHON=" + (out / "no-python").string());
   INFO(other.output);
-  REQUIRE(other.code == 0);
+  REQUIRE((other.code == 0 || other.code == 2));
   std::map<int, nlohmann::json> kwon50;
   const auto resumed = nlohmann::json::parse(slurp(out / "summary.json"));
   for (const auto& p : resumed["frontier"]["points"])
