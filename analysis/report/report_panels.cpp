@@ -117,12 +117,13 @@ std::vector<std::vector<std::string>> budget_rows(const json& b, const std::stri
   for (const auto& [key, what] : {std::pair<std::string, std::string>{"hidden", "hidden channels kept"}, {"layers", "whole layers kept"}})
     if (b.value(key + "_total", 0) > 0)
       rows.push_back({what, std::to_string(b.value(key + "_kept", 0)) + " of " + std::to_string(b.value(key + "_total", 0))});
-  for (const char* step : {"search", "rearranged", "tuned"})
+  for (const std::string step : {"search", "searched", "rearranged", "tuned", "recovered"})  // the embedding's: searched
     if (b.contains("metrics_by_step") && b["metrics_by_step"].contains(step) &&
-        b["metrics_by_step"][step].contains(metric))
-      rows.push_back({metric + " after the " + std::string(step == std::string("search") ? "Fisher search" : step) +
-                          (step == std::string("search") ? "" : " step"),
+        b["metrics_by_step"][step].contains(metric)) {
+      const bool search = step == "search" || step == "searched";
+      rows.push_back({metric + " after the " + (search ? "Fisher search" : step + " step"),
                       fmt(b["metrics_by_step"][step][metric].get<double>())});
+    }
   std::string times;
   const json seconds = b.value("seconds", json::object());  // items() of a temporary would dangle
   for (const auto& [step, sec] : seconds.items())
