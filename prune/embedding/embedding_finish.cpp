@@ -96,12 +96,7 @@ BudgetSummary budget_summary(const core::StructureMask& keep, const std::string&
                              double mean_length, const json& steps, const std::string& chosen) {
   BudgetSummary b;
   b.unit = unit, b.target = target, b.kept = kept, b.mean_length = mean_length;
-  for (size_t l = 0; l < keep.heads.size(); ++l) {
-    b.heads_per_layer.push_back(static_cast<int>(std::count(keep.heads[l].begin(), keep.heads[l].end(), true)));
-    const auto& n = keep.neurons[l];
-    b.ffn_widths.push_back(static_cast<int>(std::count(n.begin(), n.end(), true)));
-    b.neurons_kept += b.ffn_widths.back(), b.neurons_total += static_cast<int>(n.size());
-  }
+  describe_structure(keep, b);
   for (const auto& [step, v] : steps.items()) {
     b.metrics_by_step[step] = summary_metrics(v);
     b.selection_metrics[step] = v.at("select_cosine_to_teacher").get<double>();

@@ -455,17 +455,6 @@ void add_gates_point(RunContext& ctx, const FinalChoice& choice, CurvesSummary& 
 
 namespace {
 
-// Per layer: heads kept and FFN widths of a choice.
-void describe(const StructureKeep& keep, BudgetSummary& b) {
-  b.heads_per_layer.clear(), b.ffn_widths.clear();
-  for (size_t l = 0; l < keep.heads.size(); ++l) {
-    b.heads_per_layer.push_back(core::count_kept({keep.heads[l]}));
-    b.ffn_widths.push_back(core::count_kept({keep.neurons[l]}));
-  }
-  b.neurons_kept = core::count_kept(keep.neurons);
-  count_coarse(keep, b);
-}
-
 // A latency budget's outcome: the target, the table's prediction for `slim` and its measured time (rank 0).
 void latency_check(const RunContext& ctx, const LatencyTable& t, const core::Bert& slim, BudgetSummary& b) {
   b.latency["target"] = ctx.cfg->prune.target_latency;
@@ -490,8 +479,7 @@ FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const Budget
   BudgetSummary b;
   b.unit = unit.name, b.target = unit.target, b.mean_length = unit.mean_length;
   b.kept = (structure_cost(s.rearranged, unit.costs) + unit.fixed) / (unit.total + unit.fixed);
-  b.neurons_total = ctx.arch.total_neurons();
-  describe(s.rearranged, b);
+  describe_structure(s.rearranged, b);
   b.seconds = s.seconds;
   const auto attrs = core::read_hdf5_attrs(ctx.cfg->run.out_dir + "/state/mask_gradients.h5");
   if (attrs.count("seconds")) b.seconds["gradients"] = std::stod(attrs.at("seconds"));

@@ -38,13 +38,7 @@ BudgetSummary gated_budget(const nlohmann::json& tr, const core::StructureMask& 
   b.unit = j.at("unit").get<std::string>();
   b.target = j.at("target").get<double>(), b.kept = j.at("kept").get<double>();
   b.mean_length = mean_length;
-  for (size_t l = 0; l < keep.heads.size(); ++l) {
-    b.heads_per_layer.push_back(core::count_kept({keep.heads[l]}));
-    b.ffn_widths.push_back(core::count_kept({keep.neurons[l]}));
-    b.neurons_total += static_cast<int>(keep.neurons[l].size());
-  }
-  b.neurons_kept = core::count_kept(keep.neurons);
-  count_coarse(keep, b);
+  describe_structure(keep, b);
   b.metrics_by_step["gates"] = tr.at("final_metrics").get<std::map<std::string, double>>();
   b.seconds["gates"] = tr.at("train_seconds").get<double>();
   return b;

@@ -90,7 +90,15 @@ std::string task_objective(const core::TaskSpec& task) {
                                          : "sequence_classification";
 }
 
-void count_coarse(const core::StructureMask& keep, BudgetSummary& b) {
+void describe_structure(const core::StructureMask& keep, BudgetSummary& b) {
+  b.heads_per_layer.clear(), b.ffn_widths.clear();
+  b.neurons_total = 0;
+  for (size_t l = 0; l < keep.heads.size(); ++l) {
+    b.heads_per_layer.push_back(core::count_kept({keep.heads[l]}));
+    b.ffn_widths.push_back(core::count_kept({keep.neurons[l]}));
+    b.neurons_total += static_cast<int>(keep.neurons[l].size());
+  }
+  b.neurons_kept = core::count_kept(keep.neurons);
   if (!keep.hidden.empty())
     b.hidden_kept = core::count_kept({keep.hidden}), b.hidden_total = static_cast<int>(keep.hidden.size());
   const int L = static_cast<int>(keep.layers.size());

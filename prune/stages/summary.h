@@ -54,8 +54,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BudgetSummary, unit, target, kep
                                                 folded_vs_scaled_max_abs_logit_diff, latency, selected_step,
                                                 selection_metrics)
 
-// The hidden channels and whole layers `keep` removes, into b's counts (left 0 where it removes none).
-void count_coarse(const core::StructureMask& keep, BudgetSummary& b);
+// What `keep` keeps, into b: heads and FFN width per layer, the FFN neurons kept of all, and the hidden channels and
+// whole layers when it removes some (else 0 and 0).
+void describe_structure(const core::StructureMask& keep, BudgetSummary& b);
 
 // --target-layers N (prune/stages/layer_drop.h): the layers each choice keeps (original indices) and its metrics with the
 // others removed, before recovery; which one was exported; each layer's block-Fisher loss.
