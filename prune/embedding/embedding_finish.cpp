@@ -56,16 +56,17 @@ json export_choice(const EmbedRun& r, const core::Bert& model) {
   const auto a = eval::evaluate_sts(back, r.eval_pairs, cfg.eval.batch_size, 0);
   const auto b = eval::evaluate_sts(here, r.eval_pairs, cfg.eval.batch_size, 0);
   const double diff = (a.embeddings - b.embeddings).abs().max().item<double>();
-  if (diff > 1e-5)
+  if (diff > kReadBackTolerance)
     throw InternalError(out + ": the exported folder's embeddings differ from the model's by " +
-                        core::format_number("%.3g", diff) + " (> 1e-5); report it with the run's config");
+                        core::format_number("%.3g", diff) + " (> " + tolerance_text(kReadBackTolerance) +
+                        "); report it with the run's config");
   return {{"dir", out}, {"max_abs_embedding_diff", diff}};
 }
 
 RunSummary embedding_summary(const EmbedRun& r) {
   const core::Config& cfg = *r.cfg;
   RunSummary s;
-  s.objective = "embedding";
+  s.objective = core::choice_text(core::Objective::kEmbedding);
   s.task = cfg.data.task, s.model = cfg.model.path, s.finetuned_model = cfg.model.path;  // its own teacher
   s.metric = "cosine_spearman";
   s.eval_split = cfg.prune.eval_split, s.rank_split = cfg.prune.rank_split, s.select_split = r.select_split;

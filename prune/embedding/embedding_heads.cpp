@@ -187,10 +187,10 @@ std::optional<Curves> run_curves(const EmbedRun& r, const TeacherEmbeddings& te,
 void validate_embedding_heads(const core::Config& cfg) {
   const core::PruneConfig& p = cfg.prune;
   for (const auto& c : p.criteria)
-    if (c == "gates")
-      throw ConfigError(
-          "prune.objective = embedding: prune.criteria has gates, which reads a classifier's gated run; "
-          "leave it out (--method gates --target-flops F trains the gates for embeddings)");
+    if (find_criterion(c).reads_gated_run)
+      throw ConfigError("prune.objective = embedding: prune.criteria has " + c +
+                        ", which reads a classifier's gated run; "
+                        "leave it out (--method gates --target-flops F trains the gates for embeddings)");
   if (p.seeds != 1 || p.iterative || p.rank_split != "train")
     throw ConfigError(
         "prune.objective = embedding: --target-heads ranks the heads once, with one seed, on the training "

@@ -330,16 +330,16 @@ namespace {
 // and exported. 0 when done, kInterruptedExit when stopped.
 int run_gates(const EmbedRun& r, const TeacherEmbeddings& te, RunSummary& s, const json& unpruned) {
   const core::Config& cfg = *r.cfg;
-  const auto g = gated_embedding(r, te, cfg.prune.target_flops, cfg.run.out_dir + "/gates");
+  const auto g = gated_embedding(r, te, cfg.prune.target_flops, cfg.run.out_dir + "/" + kGatesDir);
   if (!g) return kInterruptedExit;
   const eval::SentenceEncoder enc{r.teacher->layout, g->slim, r.teacher->tokenizer};
-  const json scores = cached(r.state, "gates", [&] { return score(r, enc, te); });
+  const json scores = cached(r.state, kGatesDir, [&] { return score(r, enc, te); });
   FinalSummary f;
   f.method = choice_method_name(ChoiceMethod::kGates);
   f.metrics = summary_metrics(scores);
   f.reference = teacher_reference(unpruned, scores);
   f.budget = budget_summary(g->keep, "FLOPs", cfg.prune.target_flops, g->flops_kept, 0, json::object(), "");
-  finish_one(r, g->slim, g->keep, g->flops_kept, f, s, "gates");
+  finish_one(r, g->slim, g->keep, g->flops_kept, f, s, f.method);
   return 0;
 }
 

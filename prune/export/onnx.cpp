@@ -21,6 +21,7 @@
 #include "eval/evaluator.h"
 #include "eval/latency.h"
 #include "eval/metrics.h"
+#include "prune/export/slim.h"
 
 namespace hp::prune {
 
@@ -98,18 +99,19 @@ core::EncoderInput check_input(const core::BertConfig& config) {
 }
 
 // Writes dir/model.onnx through the script (`flags`: --sentence for a sentence-transformers folder) and checks ONNX
-// Runtime's output against `want` (headprune's `what`: "logits" or "embeddings") on `in` within 1e-4.
+// Runtime's output against `want` (headprune's `what`: "logits" or "embeddings") on `in` within kOnnxTolerance.
 void write_checked_onnx(const std::string& dir, const core::EncoderInput& in, const std::string& what,
                         const torch::Tensor& want, const std::vector<std::string>& flags) {
   const std::string py = reference_python("--onnx");
   const std::string ref = dir + "/onnx_check.h5", result = dir + "/onnx_check.json", out = dir + "/model.onnx";
+  const std::string tol = tolerance_text(kOnnxTolerance);
   core::write_hdf5(ref, {{"input_ids", in.input_ids},
                          {"attention_mask", in.attention_mask},
                          {"token_type_ids", in.token_type_ids},
                          {what, want}});
   int rc = 0;
   try {
-    std::vector<std::string> args = {dir, ref, "--tol", "1e-4", "--result", result};
+    std::vector<std::string> args = {dir, ref, "--tol", tol, "--result", result};
     args.insert(args.end(), flags.begin(), flags.end());
     rc = run_script(py, args);
   } catch (...) {
@@ -119,15 +121,16 @@ void write_checked_onnx(const std::string& dir, const core::EncoderInput& in, co
   const double diff = script_max_diff(result);
   remove_files({ref, result});
   if (rc == 0) {
-    core::log_info("export", "model.onnx: ONNX Runtime's " + what + " within " + (diff >= 0 ? g3(diff) : "1e-4") +
-                                 " of headprune's (tolerance 1e-4)");
+    core::log_info("export", "model.onnx: ONNX Runtime's " + what + " within " + (diff >= 0 ? g3(diff) : tol) +
+                                 " of headprune's (tolerance " + tol + ")");
     return;
   }
   remove_files({out});
-  if (diff > 1e-4)
+  if (diff > kOnnxTolerance)
     throw InternalError(out + ": ONNX Runtime's " + what + " differ from headprune's by up to " + g3(diff) +
-                        " (tolerance 1e-4) on 4 × 32 random ids; export without --onnx and --int8 (the Hugging Face "
-                        "folder alone), and report it with the model's config.json");
+                        " (tolerance " + tol +
+                        ") on 4 × 32 random ids; export without --onnx and --int8 (the Hugging "
+                        "Face folder alone), and report it with the model's config.json");
   throw InternalError("model.onnx: tools/onnx_export.py failed (" + exit_text(rc) + ", its output is above) and no model.onnx "
                       "was written; export without --onnx and --int8 (the Hugging Face folder alone), and report it "
                       "with the model's config.json");

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/base/errors.h"
+#include "core/base/strings.h"  // format_number
 #include "core/model/bert_keys.h"
 
 namespace hp::prune {
@@ -169,6 +170,12 @@ core::Bert dense_model(const core::Bert& slim) {
   cfg.pruned_heads.clear();
   cfg.intermediate_sizes.clear();
   return core::Bert(cfg, std::move(params));
+}
+
+std::string tolerance_text(double t) {
+  std::string s = core::format_number("%.0e", t);
+  if (const auto p = s.find("e-0"); p != std::string::npos) s.erase(p + 2, 1);
+  return s;
 }
 
 }  // namespace hp::prune

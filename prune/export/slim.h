@@ -25,6 +25,12 @@ inline constexpr double kSlimLogitTolerance = 1e-5;
 inline constexpr double kFoldedLogitTolerance = 1e-4;
 // How far transformers' logits of an export may lie from ours (tools/hf_check.py --tol).
 inline constexpr double kHfLogitTolerance = 1e-4;
+// How far ONNX Runtime's outputs of model.onnx may lie from ours (tools/onnx_export.py --tol).
+inline constexpr double kOnnxTolerance = 1e-4;
+// How far an exported folder's outputs, read back, may lie from the model's in memory: the same weights and kernels.
+inline constexpr double kReadBackTolerance = 1e-5;
+// A tolerance as the scripts' flags and the messages write it: "1e-4".
+std::string tolerance_text(double t);
 
 // keep[l][h] indexes the heads present in `model` (position h of layer l); entries past a layer's head count
 // are ignored. keep_neurons[l][i] likewise the FFN neurons present in layer l; empty = keep every neuron.

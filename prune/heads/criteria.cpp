@@ -1,8 +1,11 @@
 // The criteria table and the gradient- and attention-based criteria (see prune/heads/criteria.h).
 // Attention attribution: prune/heads/attattr.cpp. Leave-one-out: prune/heads/ablation.cpp.
 #include "prune/heads/criteria.h"
-#include "core/model/head_loss.h"
 
+#include "core/model/head_loss.h"
+#include "prune/heads/criterion_names.h"
+
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -237,7 +240,7 @@ const std::vector<Criterion>& criterion_table() {
       {"attattr", "Hao et al. 2021", true, attattr_importance},
       {"random", "baseline", false, random_importance},
       {"loo", "single-head ablation (Michel et al. 2019)", true, loo_importance},
-      {"gates", "Hard-Concrete gates (Voita et al. 2019)", false, gates_importance},
+      {"gates", "Hard-Concrete gates (Voita et al. 2019)", false, gates_importance, true},
   };
   return table;
 }
@@ -253,6 +256,17 @@ const Criterion& find_criterion(const std::string& name, const std::string& key)
   const std::string near = core::nearest_key(name, names);
   throw ConfigError(key + ": unknown criterion '" + name + "'" + (near.empty() ? "" : " (did you mean " + near + "?)") +
                     "; use one of " + list);
+}
+
+bool criterion_reads_gated_run(const std::string& name) {
+  const auto& t = criterion_table();
+  return std::any_of(t.begin(), t.end(), [&](const Criterion& c) { return c.reads_gated_run && name == c.name; });
+}
+
+const Criterion& check_criterion(const std::string& name, const core::PruneConfig& p, const std::string& key) {
+  const Criterion& c = find_criterion(name, key);
+  if (c.reads_gated_run) gates_log_alpha(p.gates_run);
+  return c;
 }
 
 }  // namespace hp::prune

@@ -85,6 +85,7 @@ struct Criterion {
   const char* source;  // paper
   bool needs_labels;  // uses gold labels of the ranking data
   CriterionFn score;
+  bool reads_gated_run = false;  // scores from prune.gates_run's gates: a classifier's gated run, checked before work
 };
 
 // Every criterion, in plot order.
@@ -92,6 +93,10 @@ const std::vector<Criterion>& criterion_table();
 
 // The named criterion; ConfigError naming `key`, the known names and the nearest one otherwise.
 const Criterion& find_criterion(const std::string& name, const std::string& key = "prune.criteria");
+// find_criterion, and for one that reads a gated run, that run's gates read (InputError naming it when missing), so
+// that a run fails before any work.
+const Criterion& check_criterion(const std::string& name, const core::PruneConfig& p,
+                                 const std::string& key = "prune.criteria");
 
 // Individual criteria (exposed for tests and benchmarks).
 torch::Tensor confidence_importance(const CriterionContext& c);

@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "prune/heads/criterion_names.h"
+
 namespace hp::prune {
 
 namespace {
@@ -17,6 +19,10 @@ bool has(const std::vector<std::string>& list, const char* name) {
 // The criteria the run scores: prune.frontier_criteria in place of prune.criteria under --max-drop (stages_curves.cpp).
 const std::vector<std::string>& scored(const P& p) {
   return p.max_drop > 0 && !p.frontier_criteria.empty() ? p.frontier_criteria : p.criteria;
+}
+// One of `names` scores from a gated run (prune/heads/criteria.h); unknown names are the validation's to refuse.
+bool reads_gated_run(const std::vector<std::string>& names) {
+  return std::any_of(names.begin(), names.end(), criterion_reads_gated_run);
 }
 bool always(const P&) { return true; }
 // As prune/stages/budget.h budget_mode: a FLOPs, parameter or latency budget, or --max-drop (a FLOPs budget run).
@@ -83,11 +89,16 @@ const std::vector<KeyUse>& key_use_table() {
       {"iterative", always, ""},
       {"seeds", always, ""},
       {"bootstrap", always, ""},
-      {"normalize_layers", [](const P& p) { return has(scored(p), "taylor"); }, "the taylor criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
-      {"taylor_token_level", [](const P& p) { return has(scored(p), "taylor"); }, "the taylor criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
-      {"attattr_steps", [](const P& p) { return has(scored(p), "attattr"); }, "the attattr criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
-      {"attattr_riemann", [](const P& p) { return has(scored(p), "attattr"); }, "the attattr criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
-      {"attattr_target", [](const P& p) { return has(scored(p), "attattr"); }, "the attattr criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
+      {"normalize_layers", [](const P& p) { return has(scored(p), "taylor"); },
+       "the taylor criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
+      {"taylor_token_level", [](const P& p) { return has(scored(p), "taylor"); },
+       "the taylor criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
+      {"attattr_steps", [](const P& p) { return has(scored(p), "attattr"); },
+       "the attattr criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
+      {"attattr_riemann", [](const P& p) { return has(scored(p), "attattr"); },
+       "the attattr criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
+      {"attattr_target", [](const P& p) { return has(scored(p), "attattr"); },
+       "the attattr criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
       {"target_heads", always, ""},
       {"target_layers", always, ""},
       {"layer_choice", [](const P& p) { return p.target_layers > 0; }, "--target-layers N"},
@@ -106,7 +117,8 @@ const std::vector<KeyUse>& key_use_table() {
       {"latency_seq", [](const P& p) { return p.latency || p.target_latency > 0 || p.max_drop > 0; },
        "the latency measurements (prune.latency, --target-latency MS, --max-drop D)"},
       {"structures", budget, "a FLOPs, parameter or latency budget or --max-drop D"},
-      {"search_examples", [](const P& p) { return budget(p) || p.target_layers > 0 || p.objective == core::Objective::kEmbedding; },
+      {"search_examples",
+       [](const P& p) { return budget(p) || p.target_layers > 0 || p.objective == core::Objective::kEmbedding; },
        "a budget, --max-drop D, --target-layers N or prune.objective: embedding (its heads rank on these sentences)"},
       {"budget_schedule", budget, "a FLOPs, parameter or latency budget or --max-drop D"},
       {"hidden_widths", [](const P& p) { return budget(p) && has(p.structures, "hidden"); },
@@ -119,8 +131,10 @@ const std::vector<KeyUse>& key_use_table() {
        "a budget search with prune.mask_tuning"},
       {"curve_recover_steps", budget, "a FLOPs, parameter or latency budget or --max-drop D"},
       {"method", always, ""},
-      {"gates_run", [](const P& p) { return has(scored(p), "gates"); }, "the gates criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
-      {"recover_steps", final_model, "a run that exports a model (--target-heads, --target-layers, a budget, --max-drop)"},
+      {"gates_run", [](const P& p) { return reads_gated_run(scored(p)); },
+       "the gates criterion (prune.criteria; prune.frontier_criteria with --max-drop)"},
+      {"recover_steps", final_model,
+       "a run that exports a model (--target-heads, --target-layers, a budget, --max-drop)"},
       {"recover_scale", [](const P& p) { return budget(p) && p.recover_steps > 0; },
        "a budget run that recovers its choices (prune.recover_steps > 0)"},
       {"recover_distill", [](const P& p) { return final_model(p) && p.recover_steps > 0; },

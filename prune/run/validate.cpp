@@ -89,10 +89,9 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
 // --max-drop D: points of the metric in [0, 100), and the frontier alone chooses the method and the budget.
 void validate_frontier(const core::PruneConfig& p) {
   for (const auto& name : p.frontier_precisions) core::precision_setting(name, "prune.frontier_precisions");
-  for (const auto& name : p.frontier_criteria) {
-    find_criterion(name, "prune.frontier_criteria");
-    if (name == "gates" && p.max_drop > 0) gates_log_alpha(p.gates_run);
-  }
+  for (const auto& name : p.frontier_criteria)
+    p.max_drop > 0 ? check_criterion(name, p, "prune.frontier_criteria")
+                   : find_criterion(name, "prune.frontier_criteria");
   frontier_gate_budgets(p.frontier_gates, Frontier{});  // ConfigError naming a bad entry
   if (p.frontier_refine < 0 || p.frontier_refine > 5)
     throw ConfigError("prune.frontier_refine = " + std::to_string(p.frontier_refine) +
@@ -189,10 +188,7 @@ void validate_tagger(const core::Config& cfg) {
 
 void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& arch) {
   const int total = arch.total_heads();
-  for (const auto& c : p.criteria) {
-    find_criterion(c);
-    if (c == "gates") gates_log_alpha(p.gates_run);  // the gated run must exist before anything starts
-  }
+  for (const auto& c : p.criteria) check_criterion(c, p);
   schedule_counts(p.schedule, p.schedule_unit, total);
   auto need = [](bool ok, const std::string& msg) {
     if (!ok) throw ConfigError(msg);

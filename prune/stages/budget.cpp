@@ -443,12 +443,13 @@ void add_gates_point(RunContext& ctx, const FinalChoice& choice, CurvesSummary& 
   const BudgetUnit unit = budget_unit(ctx);
   const core::Bert gated = core::load_bert(choice.model_dir, ctx.load);
   // The whole structure the gates kept: their closed layers and hidden channels are removed too.
-  const CurvePoint p = evaluate_point(ctx.curves, gated, "gates", ctx.cfg->run.seed, 0,
+  const std::string gates = choice_method_name(ChoiceMethod::kGates);
+  const CurvePoint p = evaluate_point(ctx.curves, gated, gates, ctx.cfg->run.seed, 0,
                                       core::StructureMask{choice.keep, choice.neurons, choice.layers, choice.hidden});
   const Aggregate a =
       aggregate({p}, *ctx.task, core::gold_labels(ctx.eval_data), ctx.cfg->prune.bootstrap, ctx.cfg->run.seed).at(0);
   BudgetCurves& d = *curves.budget;
-  d.points.push_back({"gates", kept_fraction(a, unit, fixed_part(unit, ctx.arch), d.unpruned_latency_ms), a.kept,
+  d.points.push_back({gates, kept_fraction(a, unit, fixed_part(unit, ctx.arch), d.unpruned_latency_ms), a.kept,
                       a.params, a.flops, a.mean, a.lo, a.hi, a.latency_ms});
   write_budget_report(ctx, d);
 }

@@ -28,6 +28,8 @@
 namespace hp::prune {
 
 inline constexpr int kStages = 9;
+// Where `--method gates` trains its gates, under the run folder.
+inline constexpr const char* kGatesDir = "gates";
 
 // Logs "stage N/9 NAME: what" under the prune tag.
 void log_stage(int number, const std::string& name, const std::string& what);
@@ -69,10 +71,8 @@ struct RunContext {
   std::unique_ptr<RunStore> store;  // the claimed run folder
   std::optional<LatencyTable> latency_table;  // with a latency budget (prune/stages/budget.h)
   const std::atomic<bool>* stop = nullptr;  // Ctrl-C or a rank's stop: return kInterruptedExit after the current unit
-  // A --max-drop run's choice: stage 7 also writes model.onnx, and model.int8.onnx when int8 was chosen; gates
-  // chosen are those the frontier trained (RUN_DIR/<gates_sub>).
+  // A --max-drop run's choice: stage 7 also writes model.onnx, and model.int8.onnx when int8 was chosen.
   bool export_onnx = false;
-  std::string gates_sub = "gates";
   // Stage 8 times the unpruned model at this precision (unset: run.precision, as the slimmed one): after the
   // frontier, fp32, its baseline, so that the speedup printed is the one the frontier chose by.
   std::optional<core::Precision> speed_baseline;

@@ -39,8 +39,9 @@ BudgetSummary gated_budget(const nlohmann::json& tr, const core::StructureMask& 
   b.target = j.at("target").get<double>(), b.kept = j.at("kept").get<double>();
   b.mean_length = mean_length;
   describe_structure(keep, b);
-  b.metrics_by_step["gates"] = tr.at("final_metrics").get<std::map<std::string, double>>();
-  b.seconds["gates"] = tr.at("train_seconds").get<double>();
+  const std::string step = choice_method_name(ChoiceMethod::kGates);  // the gates' one step
+  b.metrics_by_step[step] = tr.at("final_metrics").get<std::map<std::string, double>>();
+  b.seconds[step] = tr.at("train_seconds").get<double>();
   return b;
 }
 
@@ -49,7 +50,7 @@ BudgetSummary gated_budget(const nlohmann::json& tr, const core::StructureMask& 
 // Empty when stopped.
 std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
   const core::Config& cfg = *ctx.cfg;
-  const std::string dir = cfg.run.out_dir + "/" + ctx.gates_sub;
+  const std::string dir = cfg.run.out_dir + "/" + kGatesDir;
   const bool budget = cfg.prune.target_flops > 0 || cfg.prune.target_params > 0;
   if (!fs::exists(dir + "/train_result.json")) {
     core::Config c = cfg;
@@ -65,7 +66,7 @@ std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
       c.gates.target_heads = n;
       log_stage(5, "choose N", "Hard-Concrete gates in target mode to " + std::to_string(n) + " heads");
     }
-    if (!(budget ? train_budget_gates_in(ctx, c, ctx.gates_sub) : train_in(ctx, c, ctx.gates_sub, ctx.model_dir)))
+    if (!(budget ? train_budget_gates_in(ctx, c, kGatesDir) : train_in(ctx, c, kGatesDir, ctx.model_dir)))
       return std::nullopt;
   }
   const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
@@ -179,7 +180,8 @@ std::map<std::string, std::string> hf_checks(const RunContext& ctx, const core::
       if (rc != 0)
         throw InternalError("Hugging Face transformers does not reproduce the slimmed export: " +
                             core::format_command(cmd));
-      hf[check.name] = "passed (max |HF - ours| <= 1e-4 on all " + std::to_string(ctx.eval_data.size()) + " examples)";
+      hf[check.name] = "passed (max |HF - ours| <= " + tolerance_text(kHfLogitTolerance) + " on all " +
+                       std::to_string(ctx.eval_data.size()) + " examples)";
     }
   });
   return hf;
@@ -295,7 +297,8 @@ OnnxFiles export_onnx_files(const RunContext& ctx, const core::Bert& model, cons
   } catch (const InputError& e) {  // onnxruntime is not installed (the Python was checked above)
     return skip(e.what());
   }
-  o.fp32 = "checked: ONNX Runtime's logits equal headprune's (max |difference| <= 1e-4)";
+  o.fp32 =
+      "checked: ONNX Runtime's logits equal headprune's (max |difference| <= " + tolerance_text(kOnnxTolerance) + ")";
   if (ctx.cfg->run.precision != "int8") return o;
   try {
     const Int8ExportCheck c = export_onnx_int8(model, dir, *ctx.task, ctx.eval_data, ctx.curves.eval_batches);

@@ -54,8 +54,8 @@ nlohmann::json final_json(const FinalSummary& f) {
 std::string choice_method_name(ChoiceMethod m) {
   switch (m) {
     case ChoiceMethod::kCriterion: return "criterion";
-    case ChoiceMethod::kGates: return "gates";
-    case ChoiceMethod::kKwon: return "kwon";
+    case ChoiceMethod::kGates: return core::choice_text(core::Method{core::MethodKind::kGates, ""});
+    case ChoiceMethod::kKwon: return core::choice_text(core::Method{core::MethodKind::kKwon, ""});
     case ChoiceMethod::kLayers: return "layers";
     case ChoiceMethod::kUnpruned: return "unpruned";
     case ChoiceMethod::kModel: return "model";
