@@ -13,16 +13,18 @@ def expect(cond, what):
         FAILURES.append(what)
 
 
-def start(flags, modules, why):
-    """The Python reference check's start: the required `flags` (--python among them) parsed, the script re-run under
-    that venv's Python, the `modules` imported (exit 77 with a "skipped:" line saying `why` when one is missing) and
-    the fresh --scratch folder. Returns (args, {module name: module})."""
+def start(flags, modules, why, optional=()):
+    """The Python reference check's start: the required `flags` (--python among them) and the `optional` ones (None
+    when absent) parsed, the script re-run under that venv's Python, the `modules` imported (exit 77 with a "skipped:"
+    line saying `why` when one is missing) and the fresh --scratch folder. Returns (args, {module name: module})."""
     import argparse
     import importlib
     import shutil
     ap = argparse.ArgumentParser()
     for flag in ("python", *flags):
         ap.add_argument("--" + flag, required=True)
+    for flag in optional:
+        ap.add_argument("--" + flag)
     args = ap.parse_args()
     in_venv(args.python)
     loaded = {}

@@ -13,9 +13,13 @@ writes JSON lines of UD English EWT dev sentences with seeded BIO tags. `prune e
 The pruning run of the BERT tagger: every curve point inside its bootstrap band, and transformers' accuracy of the
 exported BertForTokenClassification equal to summary.json's. A model whose config.json names
 *ForSequenceClassification is refused with the fix (prune.new_classifier).
+With --python5 (the optional transformers 5 venv), only the pruning run, its export loaded by transformers 5 through
+the folder's modeling file (trust_remote_code) and scored as with transformers 4.
 
     tagger_reference.py --python VENV_PYTHON --prune PRUNE --arch-models DIR --data ../shared/data --scratch DIR
-Exit 0 when every check holds, 1 when one fails, 77 (skipped) without the venv, seqeval or the data.
+                        [--python5 VENV5_PYTHON]
+Exit 0 when every check holds, 1 when one fails, 77 (skipped) without the venv (or the transformers 5 one), seqeval or
+the data.
 """
 import json
 import os
@@ -177,6 +181,50 @@ def check_pruning_run(args, rows):
     got = summary["final"]["metrics"]["accuracy"]
     expect(abs(got - accuracy) <= 1e-12,
            f"bert: the exported tagger's accuracy in transformers {accuracy:.12g} is summary.json's {got}")
+    if not args.python5:
+        return
+    tags5, cls = tags_in_transformers5(args.python5, exported, rows, scratch)
+    if tags5 is None:
+        return
+    expect(cls == "HeadpruneBertForTokenClassification", f"bert: transformers 5 loads the export as {cls}")
+    flat5 = [(g, p) for gs, ps in zip(gold, tags5) for g, p in zip(gs, ps)]
+    accuracy5 = sum(g == p for g, p in flat5) / len(flat5) if flat5 else float("nan")
+    expect(tags5 == want and abs(got - accuracy5) <= 1e-12,
+           f"bert: transformers 5's tags equal transformers 4's in every sentence, accuracy {accuracy5:.12g} is "
+           f"summary.json's {got}")
+
+
+def tags_in_transformers5(python5, exported, rows, scratch):
+    """transformers 5's tags of `rows` from the export (this script run under `python5` with --tags-of), and the class
+    it loaded."""
+    path, out = os.path.join(scratch, "rows.json"), os.path.join(scratch, "tags5.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(rows, f)
+    env = dict(os.environ, HP_REF_CHECK_CHILD="1")
+    r = subprocess.run([python5, os.path.abspath(__file__), "--tags-of", exported, "--rows", path, "--out", out],
+                       capture_output=True, text=True, env=env)
+    expect(r.returncode == 0, "bert: transformers 5 tags the export" + (f" ({r.stderr.strip()[-600:]})" if r.returncode else ""))
+    if r.returncode:
+        return None, None
+    got = json.load(open(out))
+    return got["tags"], got["class"]
+
+
+def tags_of(argv):
+    """--tags-of EXPORT --rows ROWS --out OUT: this Python's transformers' tags of ROWS from EXPORT (its own modeling
+    file trusted), with the class it loaded, as JSON."""
+    import argparse
+    import transformers
+    ap = argparse.ArgumentParser()
+    for flag in ("tags-of", "rows", "out"):
+        ap.add_argument("--" + flag, required=True)
+    a = ap.parse_args(argv)
+    model = transformers.AutoModelForTokenClassification.from_pretrained(a.tags_of, trust_remote_code=True).eval()
+    rows = json.load(open(a.rows))
+    with open(a.out, "w") as f:
+        json.dump({"tags": reference(model, a.tags_of, "bert", rows), "class": type(model).__name__,
+                   "transformers": transformers.__version__}, f)
+    return 0
 
 
 def check_refusal(args, rows):
@@ -196,20 +244,27 @@ def check_refusal(args, rows):
 
 
 def main():
+    if "--tags-of" in sys.argv:
+        return tags_of(sys.argv[1:])
     args, _ = start(("prune", "arch-models", "data", "scratch"), ("seqeval", "transformers"),
-                    "scripts/setup_python.sh installs both")
+                    "scripts/setup_python.sh installs both", optional=("python5",))
     if not os.path.isdir(os.path.join(args.data, "ud_english_ewt")):
         print(f"skipped: no UD English EWT under {args.data}")
+        return 77
+    if args.python5 and not os.path.exists(args.python5):
+        print(f"skipped: no transformers 5 reference at {args.python5} (scripts/setup_python.sh --v5 makes it)")
         return 77
     rng = random.Random(3)
     rows = [(words, bio(rng, len(words))) for words in sentences(args.data, 40)]
     sources = {"bert": os.path.join(args.data, "..", "vocab")}
-    for arch in ("roberta", "xlm-roberta", "distilbert", "electra"):
-        sources[arch] = os.path.join(args.arch_models, arch)
+    if not args.python5:  # the transformers 5 check reads the BERT tagger's pruning run alone
+        for arch in ("roberta", "xlm-roberta", "distilbert", "electra"):
+            sources[arch] = os.path.join(args.arch_models, arch)
     for seed, (arch, source) in enumerate(sources.items()):
         check_arch(args, arch, source, rows, seed)
     check_pruning_run(args, rows)
-    check_refusal(args, rows)
+    if not args.python5:
+        check_refusal(args, rows)
     return finish()
 
 
