@@ -21,7 +21,6 @@
 #include "prune/stages/budget.h"
 #include "prune/frontier/frontier_timing.h"
 #include "prune/frontier/measure.h"
-#include "prune/search/mask_tuning.h"
 #include "prune/export/onnx.h"
 #include "prune/export/slim.h"
 #include "train/task_run.h"
@@ -64,39 +63,30 @@ std::vector<Candidate> head_candidates(const RunContext& ctx, const CurvesSummar
 }
 
 // The budget search's candidate at `fraction`, point `step` of the budget curves (budget_schedule's index, or 100 +
-// the percent for a refined point): the best on the selection slice of its steps (budget_step_choice): the recovered
-// model the budget curves kept (RUN_DIR/budget_recover/<step>/best), or the search's own choice, rearranged or
-// tuned, folded and slimmed. nullopt for a point not stored (100%, or below what one head costs).
-std::optional<Candidate> budget_candidate(const RunContext& ctx, const MaskGradients& grads, int step,
-                                          double fraction) {
+// the percent for a refined point), as the budget curves chose and kept it (budget_step_choice): the recovered model
+// (RUN_DIR/budget_recover/<step>/best) or the step model they saved. nullopt for a point not stored (100%, or below
+// what one head costs); nothing is searched here.
+std::optional<Candidate> budget_candidate(const RunContext& ctx, int step, double fraction) {
   const core::PruneConfig& P = ctx.cfg->prune;
   const bool recovered = (P.curve_recover_steps < 0 ? P.recover_steps : P.curve_recover_steps) > 0;
   const std::string curve = recovered ? "kwon-recovered" : "kwon-tuned";
   const auto stored = ctx.store->load_point(curve, ctx.cfg->run.seed, step);
   if (fraction >= 1 || !stored) return std::nullopt;
-  const std::string dir = recovered ? budget_recover_dir(ctx, step) : "";
-  if (recovered && !fs::exists(dir + "/best/config.json"))
-    throw InputError(dir + "/best is missing (the frontier measures the recovered model there); delete " +
-                     ctx.store->dir() + "/state/points/" + curve + "* to train it again, or pass a new --out");
-  // Decided in the budget curves (budget.cpp) with their search in hand; searched again only where a run stopped
-  // between storing the point and recording the choice.
-  const nlohmann::json choice =
-      fs::exists(step_choice_file(ctx, step))
-          ? nlohmann::json::parse(core::read_file(step_choice_file(ctx, step)))
-          : budget_step_choice(
-                ctx, search_at(ctx, grads, budget_unit(P, ctx.arch, core::mean_length(ctx.eval_data)), fraction), step,
-                fraction, dir);
-  const std::string kept = step_model_dir(ctx, step);
+  const std::string file = step_choice_file(ctx, step),
+                    rerun = "; resume the run (--out " + ctx.store->dir() + ": the budget curves choose it again)";
+  if (!fs::exists(file))
+    throw InputError(file + " is missing (the budget curves' choice of this budget's step)" + rerun);
+  const nlohmann::json choice = nlohmann::json::parse(core::read_file(file));
   const Step variant = parse_step(choice.at("variant").get<std::string>());
-  Candidate c{{}, "kwon-" + std::to_string(step), [&ctx, &grads, fraction, variant, dir, kept] {
-                if (variant == Step::kRecovered) return core::load_bert(dir + "/best", ctx.load);
-                if (fs::exists(kept + "/config.json")) return core::load_bert(kept, ctx.load);
-                const BudgetSearch s = search_at(
-                    ctx, grads, budget_unit(ctx.cfg->prune, ctx.arch, core::mean_length(ctx.eval_data)), fraction);
-                if (variant == Step::kSearched) return slim_model(*ctx.model, s.searched);
-                if (variant == Step::kRearranged) return slim_model(*ctx.model, s.rearranged);
-                return slim_model(fold_scales(*ctx.model, s.scales), s.rearranged);
-              }};
+  const std::string dir =
+      variant == Step::kRecovered ? budget_recover_dir(ctx, step) + "/best" : step_model_dir(ctx, step);
+  if (!fs::exists(dir + "/config.json"))
+    throw InputError(dir + " is missing (the frontier measures the model there); delete " + file +
+                     (variant == Step::kRecovered
+                          ? " and " + ctx.store->dir() + "/state/points/" + curve + "* (the recovery is trained again)"
+                          : "") +
+                     rerun);
+  Candidate c{{}, "kwon-" + std::to_string(step), [&ctx, dir] { return core::load_bert(dir, ctx.load); }};
   c.point.method = PointMethod::kKwon, c.point.variant = step_name(variant), c.point.step = step;
   c.point.heads_kept = stored->kept, c.point.cost_s = choice.at("cost_s").get<double>();
   c.point.flops_kept = fraction, c.point.budget = percent(fraction) + " FLOPs";
@@ -104,11 +94,11 @@ std::optional<Candidate> budget_candidate(const RunContext& ctx, const MaskGradi
 }
 
 // The budget search at each point of prune.budget_schedule below 100%.
-std::vector<Candidate> budget_candidates(const RunContext& ctx, const MaskGradients& grads) {
+std::vector<Candidate> budget_candidates(const RunContext& ctx) {
   const core::PruneConfig& P = ctx.cfg->prune;
   std::vector<Candidate> out;
   for (size_t step = 0; step < P.budget_schedule.size(); ++step)
-    if (auto c = budget_candidate(ctx, grads, static_cast<int>(step), P.budget_schedule[step] / 100.0))
+    if (auto c = budget_candidate(ctx, static_cast<int>(step), P.budget_schedule[step] / 100.0))
       out.push_back(std::move(*c));
   return out;
 }
@@ -254,7 +244,7 @@ FrontierMeasure task_measure(RunContext& ctx, const MaskGradients& grads, const 
   m.refine = [&ctx, &grads](int pct) -> std::optional<Candidate> {
     const int step = 100 + pct;  // budget_schedule has at most 100 points (distinct percents)
     if (!budget_point_at(ctx, grads, step, pct / 100.0)) return std::nullopt;
-    return budget_candidate(ctx, grads, step, pct / 100.0);
+    return budget_candidate(ctx, step, pct / 100.0);
   };
   m.gates = [&ctx](double fraction) { return gates_candidate(ctx, fraction); };
   if (cfg.prune.control) m.control = [&ctx](std::vector<Candidate>& cands) { return add_control(ctx, cands); };
@@ -305,7 +295,7 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
                       ctx.select_split + "' (train.eval_split); set prune.select_split to a labelled split other "
                       "than prune.eval_split");
   auto cands = head_candidates(ctx, curves);
-  for (auto& c : budget_candidates(ctx, grads)) cands.push_back(std::move(c));
+  for (auto& c : budget_candidates(ctx)) cands.push_back(std::move(c));
   for (auto& c : model_candidates(ctx)) cands.push_back(std::move(c));
   core::Bert base = *ctx.model;
   base.set_precision(core::Precision::kFp32);

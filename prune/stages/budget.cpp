@@ -280,7 +280,10 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
   std::vector<CurvePoint> points;
   for (const auto& name : names)
     if (auto p = ctx.store->load_point(name, seed, step)) points.push_back(*p);
-  if (points.size() == names.size()) return points;
+  // --max-drop: the frontier's candidate here is chosen while the search is in hand (below); a run stopped between
+  // the last point and that choice searches again for it.
+  const bool choose = ctx.cfg->prune.max_drop > 0 && fraction < 1 && ctx.select_data.size() > 0;
+  if (points.size() == names.size() && !(choose && !fs::exists(step_choice_file(ctx, step)))) return points;
   points.clear();
   const BudgetSearch s = search_at(ctx, grads, unit, fraction);
   const auto magnitude = magnitude_importance(*ctx.model);
@@ -324,7 +327,7 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
   }
   // --max-drop: which of the steps is the frontier's candidate here, while the search is in hand (the search
   // costs about a minute a budget; prune/stages/best_step.h).
-  if (ctx.cfg->prune.max_drop > 0 && fraction < 1 && ctx.select_data.size() > 0) {
+  if (choose) {
     const bool recovered = std::count(names.begin(), names.end(), "kwon-recovered") > 0;
     budget_step_choice(ctx, s, step, fraction, recovered ? budget_recover_dir(ctx, step) : "");
   }

@@ -230,6 +230,12 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
   std::sort(files.begin(), files.end());
   int missing = 0;
   for (size_t i = 0; i < files.size(); i += 3) fs::remove(files[i]), ++missing;
+  // Killed between a budget point and its step choice: the resumed budget curves choose it again (their search
+  // repeated for it), and the frontier reads it; it never searches itself.
+  const fs::path step_file = out / "state" / "frontier" / "kwon-1.step.json";
+  REQUIRE(fs::exists(step_file));
+  const auto step_before = nlohmann::json::parse(slurp(step_file));
+  fs::remove(step_file);
   for (const char* file : {"summary.json", "frontier.csv"}) fs::remove(out / file);
   fs::remove_all(out / "model");
   auto again = run_capped(args);
@@ -243,6 +249,8 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
   for (std::sregex_iterator m(again.output.begin(), again.output.end(), done_line), end; m != end; ++m)
     measured += std::stoi((*m)[1]);
   CHECK(measured == missing);
+  REQUIRE(fs::exists(step_file));
+  CHECK(nlohmann::json::parse(slurp(step_file)).at("variant") == step_before.at("variant"));
   const auto resumed = nlohmann::json::parse(slurp(out / "summary.json"));
   CHECK(metrics_by_label(resumed["frontier"]) == metrics_by_label(f));
   CHECK(resumed["frontier"]["baseline"] == f["baseline"]);
