@@ -42,10 +42,15 @@ f = json.loads((out / "summary.json").read_text())["frontier"]
 rows = list(csv.DictReader((out / "frontier.csv").open()))  # the run's own Pareto front and choice
 b1 = next((k for k in rows[0] if k.startswith("speedup_b1_")), None)
 wall = (out / "wall_seconds").read_text().strip() if (out / "wall_seconds").exists() else "nan"
-print(f"{f['task']} {f['split']} {f['metric']}: unpruned fp32 {f['baseline']:.2f}, D = {f['max_drop']:g}; speed-up "
+ref = f.get("reference", "unpruned")  # the better of the unpruned fp32 model and the control: what Δ reads
+ref_text = (f"unpruned fp32 {f['baseline']:.2f}" if ref == "unpruned" else
+            f"{ref} {f['baseline']:.2f} (unpruned fp32 {f.get('unpruned_metric', float('nan')):.2f})")
+print(f"{f['task']} {f['split']} {f['metric']}: reference {ref_text}, D = {f['max_drop']:g}; speed-up "
       f"over unpruned fp32 (headprune) at {f['timing']}; ONNX Runtime: {f['onnxruntime']}; run "
       f"{float(wall) / 60:.1f} min\n")
-print(f"choices on {f.get('select_split', '?')} (unpruned fp32 {f.get('select_baseline', float('nan')):.2f} there)\n")
+sel_ref = (f"unpruned fp32 {f.get('select_baseline', float('nan')):.2f}" if ref == "unpruned" else
+           f"{ref} {f.get('select_baseline', float('nan')):.2f}, unpruned fp32 {f.get('unpruned_select', float('nan')):.2f}")
+print(f"choices on {f.get('select_split', '?')} ({sel_ref} there; Δ from the {ref})\n")
 print("| candidate | step | precision | heads | FLOPs kept | " + f["metric"] + " | Δ | selection | speed-up | batch 1 | cost | |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in sorted(rows, key=lambda r: -float(r["speedup"])):
