@@ -1,8 +1,11 @@
 // Model cards of slimmed exports (see prune/export/model_card.h).
 #include "prune/export/model_card.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+
+#include "core/data/glue.h"  // task_names
 
 namespace hp::prune {
 
@@ -126,9 +129,13 @@ std::string model_card(const CardInputs& in) {
   const std::string task = s.value("task", ""), metric = s.value("metric", "metric"),
                     split = s.value("eval_split", "dev"), licence = base_licence(in.base_model);
   const int kept = fin.value("heads_kept", 0), total = s.value("heads_total", 0);
+  const auto glue = core::task_names();  // a user's files name no dataset
+  const bool tagger = s.value("objective", "") == "token_classification";
   std::ostringstream o;
   o << "---\nlicense: " << (licence.empty() ? "other" : licence) << "\nbase_model: " << in.base_model
-    << "\npipeline_tag: text-classification\ndatasets:\n- glue\ntags:\n- headprune\n- attention-head-pruning\n---\n\n";
+    << "\npipeline_tag: " << (tagger ? "token-classification" : "text-classification") << "\n"
+    << (std::find(glue.begin(), glue.end(), task) != glue.end() ? "datasets:\n- glue\n" : "")
+    << "tags:\n- headprune\n- attention-head-pruning\n---\n\n";
   o << "# " << task << ": " << in.base_model << " with " << kept << " of " << total << " attention heads\n\n";
   const std::string finetuned = s.value("finetuned_model", in.base_model);
   o << (finetuned == in.base_model

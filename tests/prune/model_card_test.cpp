@@ -29,7 +29,8 @@ TEST_CASE("model card: licence, heads per layer, metrics, speedup, reproduce com
   in.heads_per_layer = 4;
   in.version = "9.9.9";
   const std::string card = hp::prune::model_card(in);
-  CHECK_THAT(card, Catch::StartsWith("---\nlicense: apache-2.0\n"));
+  CHECK_THAT(card, Catch::StartsWith("---\nlicense: apache-2.0\n") &&
+                       Catch::Contains("pipeline_tag: text-classification\ndatasets:\n- glue\n"));
   CHECK_THAT(card, Catch::Contains("with 3 of 8 attention heads"));
   CHECK_THAT(card, Catch::Contains("| 0 | 2 of 4 | 0, 2 |") && Catch::Contains("| 1 | 1 of 4 | 1 |"));
   CHECK_THAT(card, Catch::Contains("| unpruned (8 heads) | 0.9000 |") &&
@@ -41,6 +42,12 @@ TEST_CASE("model card: licence, heads per layer, metrics, speedup, reproduce com
                        Catch::Contains("need the dense fallback"));
   in.base_model = (base / "nowhere").string();
   CHECK_THAT(hp::prune::model_card(in), Catch::StartsWith("---\nlicense: other\n") && Catch::Contains("not stated"));
+  // A tagger on a user's files: the token pipeline, no GLUE dataset.
+  const nlohmann::json sst2 = in.summary;
+  in.summary["objective"] = "token_classification", in.summary["task"] = "files";
+  CHECK_THAT(hp::prune::model_card(in),
+             Catch::Contains("pipeline_tag: token-classification\ntags:") && !Catch::Contains("- glue"));
+  in.summary = sst2;
   // Hidden channels removed (the run's own-class check says so): remote code in both, and no dense fallback offered.
   in.summary["final"]["hf_check"]["transformers4"] =
       "not applicable (removed hidden channels need the modeling file: see the remote-code checks)";
