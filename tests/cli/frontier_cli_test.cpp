@@ -254,6 +254,18 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
   const auto resumed = nlohmann::json::parse(slurp(out / "summary.json"));
   CHECK(metrics_by_label(resumed["frontier"]) == metrics_by_label(f));
   CHECK(resumed["frontier"]["baseline"] == f["baseline"]);
+
+  // The model a budget candidate's record names, gone: one line naming it and the fix.
+  const bool recovered = step_before.at("variant") == "recovered";
+  const fs::path kept = out / "budget_recover" / "1" / (recovered ? "best" : "step");
+  REQUIRE(fs::exists(kept / "config.json"));
+  fs::remove_all(kept);
+  fs::remove(out / "summary.json");
+  auto gone = run_capped(args);
+  CHECK(gone.code == 1);
+  CHECK_THAT(gone.output,
+             Catch::Contains(kept.string() + " is missing (the frontier measures the model there); delete") &&
+                 Catch::Contains("kwon-1.step.json"));
 }
 
 // A data root with a small STS-B (train and dev, 40 rows each) in words of the tiny vocab, whose scores are the
