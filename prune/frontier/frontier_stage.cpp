@@ -69,7 +69,7 @@ std::vector<Candidate> head_candidates(const RunContext& ctx, const CurvesSummar
 std::optional<Candidate> budget_candidate(const RunContext& ctx, int step, double fraction) {
   const core::PruneConfig& P = ctx.cfg->prune;
   const bool recovered = (P.curve_recover_steps < 0 ? P.recover_steps : P.curve_recover_steps) > 0;
-  const std::string curve = recovered ? "kwon-recovered" : "kwon-tuned";
+  const std::string curve = budget_line_name(recovered ? BudgetLine::kRecovered : BudgetLine::kTuned);
   const auto stored = ctx.store->load_point(curve, ctx.cfg->run.seed, step);
   if (fraction >= 1 || !stored) return std::nullopt;
   const std::string file = step_choice_file(ctx, step),

@@ -64,18 +64,15 @@ std::string searched_structures(Prunable p) {
   return out;
 }
 
-// The curves of the budget run, in plot order: Kwon et al.'s steps (as their flags allow) and their recovery,
-// then the search's head and neuron counts filled by the Taylor importance of the same mask gradients, by
-// weight magnitude and by random scores (not with --max-drop: no candidate comes from them).
-std::vector<std::string> variants(const core::PruneConfig& p) {
-  std::vector<std::string> v = {"kwon-search"};
-  if (p.rearrange) v.push_back("kwon-rearranged");
-  if (p.mask_tuning) v.push_back("kwon-tuned");
-  if (budget_recover_steps(p, 0, true) > 0) v.push_back("kwon-recovered");
+// The lines the run draws, in plot order: Kwon et al.'s steps as their flags allow and their recovery, then the
+// baselines (not with --max-drop: no candidate comes from them).
+std::vector<BudgetLine> budget_lines(const core::PruneConfig& p) {
+  std::vector<BudgetLine> v = {BudgetLine::kSearch};
+  if (p.rearrange) v.push_back(BudgetLine::kRearranged);
+  if (p.mask_tuning) v.push_back(BudgetLine::kTuned);
+  if (budget_recover_steps(p, 0, true) > 0) v.push_back(BudgetLine::kRecovered);
   if (p.max_drop > 0) return v;  // the frontier measures the search's own candidates; the baselines are for the curves
-  v.push_back("taylor-search");
-  v.push_back("magnitude-search");
-  v.push_back("random-search");
+  for (const auto b : {BudgetLine::kTaylor, BudgetLine::kMagnitude, BudgetLine::kRandom}) v.push_back(b);
   return v;
 }
 
@@ -260,7 +257,8 @@ std::optional<CurvePoint> recovered_point(RunContext& ctx, const BudgetSearch& s
   const core::BertConfig& slim = recovered.config();
   core::NeuronSet neurons;
   for (int l = 0; l < slim.num_hidden_layers; ++l) neurons.emplace_back(slim.ffn_width(l), true);
-  CurvePoint p = evaluate_point(ctx.curves, recovered, "kwon-recovered", cfg.run.seed, step, all_heads(slim), neurons);
+  CurvePoint p = evaluate_point(ctx.curves, recovered, budget_line_name(BudgetLine::kRecovered), cfg.run.seed, step,
+                                all_heads(slim), neurons);
   p.kept = core::count_kept(s.rearranged.heads);  // in the original model's terms
   p.pruned = ctx.total_heads - p.kept;
   p.mask = core::format_head_mask(s.rearranged.heads);
@@ -276,14 +274,14 @@ std::optional<CurvePoint> recovered_point(RunContext& ctx, const BudgetSearch& s
 std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grads, const BudgetUnit& unit, int step,
                                       double fraction) {
   const int seed = ctx.cfg->run.seed;
-  const auto names = variants(ctx.cfg->prune);
+  const auto lines = budget_lines(ctx.cfg->prune);
   std::vector<CurvePoint> points;
-  for (const auto& name : names)
-    if (auto p = ctx.store->load_point(name, seed, step)) points.push_back(*p);
+  for (const auto line : lines)
+    if (auto p = ctx.store->load_point(budget_line_name(line), seed, step)) points.push_back(*p);
   // --max-drop: the frontier's candidate here is chosen while the search is in hand (below); a run stopped between
   // the last point and that choice searches again for it.
   const bool choose = ctx.cfg->prune.max_drop > 0 && fraction < 1 && ctx.select_data.size() > 0;
-  if (points.size() == names.size() && !(choose && !fs::exists(step_choice_file(ctx, step)))) return points;
+  if (points.size() == lines.size() && !(choose && !fs::exists(step_choice_file(ctx, step)))) return points;
   points.clear();
   const BudgetSearch s = search_at(ctx, grads, unit, fraction);
   const auto magnitude = magnitude_importance(*ctx.model);
@@ -303,32 +301,32 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
   const StructureKeep by_taylor = baseline(taylor_importance(grads.heads), taylor_importance(grads.neurons));
   const StructureKeep by_magnitude = baseline(magnitude.heads, magnitude.neurons);
   const StructureKeep by_random = baseline(random.heads, random.neurons);
-  for (const auto& name : names) {
+  for (const auto line : lines) {
     // A resumed step keeps what it stored (a recovery is not trained twice).
-    if (auto stored = ctx.store->load_point(name, seed, step)) {
+    if (auto stored = ctx.store->load_point(budget_line_name(line), seed, step)) {
       points.push_back(std::move(*stored));
       continue;
     }
-    if (name == "kwon-recovered") {
+    if (line == BudgetLine::kRecovered) {
       auto p = recovered_point(ctx, s, step, fraction);
       if (!p) return {};
       points.push_back(std::move(*p));
       continue;
     }
-    const auto& keep = name == "kwon-search"        ? s.searched
-                       : name == "taylor-search"    ? by_taylor
-                       : name == "magnitude-search" ? by_magnitude
-                       : name == "random-search"    ? by_random
-                                                    : s.rearranged;
-    const core::Bert model = name == "kwon-tuned" ? fold_scales(*ctx.model, s.scales) : *ctx.model;
-    CurvePoint p = evaluate_point(ctx.curves, model, name, seed, step, keep);
+    const auto& keep = line == BudgetLine::kSearch      ? s.searched
+                       : line == BudgetLine::kTaylor    ? by_taylor
+                       : line == BudgetLine::kMagnitude ? by_magnitude
+                       : line == BudgetLine::kRandom    ? by_random
+                                                        : s.rearranged;
+    const core::Bert model = line == BudgetLine::kTuned ? fold_scales(*ctx.model, s.scales) : *ctx.model;
+    CurvePoint p = evaluate_point(ctx.curves, model, budget_line_name(line), seed, step, keep);
     core::shared_write([&] { ctx.store->save_point(p); });
     points.push_back(std::move(p));
   }
   // --max-drop: which of the steps is the frontier's candidate here, while the search is in hand (the search
   // costs about a minute a budget; prune/stages/best_step.h).
   if (choose) {
-    const bool recovered = std::count(names.begin(), names.end(), "kwon-recovered") > 0;
+    const bool recovered = std::count(lines.begin(), lines.end(), BudgetLine::kRecovered) > 0;
     budget_step_choice(ctx, s, step, fraction, recovered ? budget_recover_dir(ctx, step) : "");
   }
   return points;
@@ -372,9 +370,9 @@ BudgetCurves budget_data(const RunContext& ctx, const BudgetUnit& unit, const st
   d.unit = unit.name;
   d.latency_batch = ctx.curves.latency_batch, d.latency_seq = ctx.curves.latency_seq;
   std::vector<const Aggregate*> rows;  // grouped by method (the store gives them budget by budget)
-  for (const auto& name : variants(ctx.cfg->prune))
+  for (const auto line : budget_lines(ctx.cfg->prune))
     for (const auto& a : budget)
-      if (a.criterion == name) rows.push_back(&a);
+      if (a.criterion == budget_line_name(line)) rows.push_back(&a);
   d.unpruned_latency_ms = unpruned_latency(ctx, rows, heads, best_heads);
   const double fixed = fixed_part(unit, ctx.arch);
   auto add = [&](const Aggregate& a, const std::string& method) {
@@ -404,6 +402,19 @@ std::vector<std::string> write_budget_report(const RunContext& ctx, const Budget
 }
 
 }  // namespace
+
+const char* budget_line_name(BudgetLine line) {
+  switch (line) {
+    case BudgetLine::kSearch: return "kwon-search";
+    case BudgetLine::kRearranged: return "kwon-rearranged";
+    case BudgetLine::kTuned: return "kwon-tuned";
+    case BudgetLine::kRecovered: return "kwon-recovered";
+    case BudgetLine::kTaylor: return "taylor-search";
+    case BudgetLine::kMagnitude: return "magnitude-search";
+    case BudgetLine::kRandom: return "random-search";
+  }
+  return "";
+}
 
 bool budget_point_at(RunContext& ctx, const MaskGradients& grads, int step, double fraction) {
   return !budget_points(ctx, grads, budget_unit(ctx), step, fraction).empty();

@@ -70,6 +70,12 @@ BudgetSearch search_structure(const core::PruneConfig& P, const core::Bert& mode
                               const MaskGradients& grads, const BudgetUnit& unit, double fraction, bool cls_last_layer);
 BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const BudgetUnit& unit, double fraction);
 
+// The lines of the budget curves: Kwon et al.'s steps and their recovery, then the search's head and neuron counts
+// filled by the Taylor importance of the same mask gradients, by weight magnitude and by random scores.
+enum class BudgetLine { kSearch, kRearranged, kTuned, kRecovered, kTaylor, kMagnitude, kRandom };
+// Its name in the store, budget_curves.csv and the plots: "kwon-search", …, "random-search".
+const char* budget_line_name(BudgetLine line);
+
 // Stage 4 with a budget: the budget curves (one seed: the search is deterministic given its sample) and their
 // report files, appended to `curves`. `heads` are the head criteria's aggregates, drawn on the same axis.
 // False when stopped.
