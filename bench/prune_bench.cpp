@@ -57,11 +57,11 @@ void bench_taylor(const Bench& b) {
   auto rank = prune::make_rank_data(*b.task, data, 32, b.tok->pad_id());
   prune::CurveInputs ci;
   ci.model = &*b.model;
-  ci.task = b.task;
-  ci.eval = &b.dev;
   core::BatchOptions bo;
   bo.batch_size = 64;
-  ci.eval_batches = core::make_batches(b.dev, bo);
+  const auto batches = core::make_batches(b.dev, bo);
+  const auto objective = prune::make_task_objective(*b.task, b.dev, batches, b.dev, batches);
+  ci.objective = objective.get();
   ci.opts = &b.opts;
   ci.counts = prune::schedule_counts(b.opts.schedule, "percent", b.model->config().total_heads());
   const auto dir = std::filesystem::temp_directory_path() / "hp_prune_bench";

@@ -233,8 +233,8 @@ FrontierMeasure task_measure(RunContext& ctx, const MaskGradients& grads, const 
   m.base = &base;
   m.score = [&ctx](const core::Bert& model) {
     const std::string& metric = ctx.task->primary_metric;
-    const auto on_eval = eval::evaluate(model, *ctx.task, ctx.eval_data, ctx.curves.eval_batches);
-    auto on_slice = eval::evaluate(model, *ctx.task, ctx.select_data, ctx.select_batches);
+    const auto on_eval = ctx.objective->evaluate(model, Split::kEval);
+    auto on_slice = ctx.objective->evaluate(model, Split::kSelect);
     return CandidateScores{100 * on_eval.metrics.at(metric), 100 * on_slice.metrics.at(metric),
                            std::move(on_slice.predictions)};
   };

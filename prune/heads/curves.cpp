@@ -38,6 +38,7 @@ torch::Tensor importance_at(const CurveInputs& in, const Criterion& crit, int se
   c.keep = eval::head_mask_tensor(keep);
   c.opts = in.opts;
   c.seed = seed;
+  c.embedding = in.objective->pooling();
   core::log_info("prune", std::string("scoring ") + crit.name + " (seed " + std::to_string(seed) + ", " +
                               std::to_string(pruned) + " heads pruned) on " + std::to_string(rank.data->size()) +
                               " examples");
@@ -58,13 +59,12 @@ torch::Tensor importance_at(const CurveInputs& in, const Criterion& crit, int se
 
 }  // namespace
 
-eval::EvalResult evaluate_on(const CurveInputs& in, const core::Bert& model, const core::EncodedDataset& data,
-                             const std::vector<core::Batch>& batches, const eval::Masks& masks) {
+eval::EvalResult evaluate_on(const CurveInputs& in, const core::Bert& model, Split split, const eval::Masks& masks) {
   if (!in.score_model || model.precision() != core::Precision::kFp32)
-    return eval::evaluate(model, *in.task, data, batches, masks);
+    return in.objective->evaluate(model, split, masks);
   std::optional<core::Bert> copy;
   const core::Bert& there = &model == in.model ? *in.score_model : copy.emplace(model.to(in.score_model->device()));
-  return eval::evaluate(there, *in.task, data, batches, masks);
+  return in.objective->evaluate(there, split, masks);
 }
 
 CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const std::string& criterion, int seed,
@@ -77,16 +77,18 @@ CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const 
   const core::HeadSet& keep = structure.heads;
   core::Bert slim = slim_model(model, structure);
   slim.set_precision(in.precision);
-  auto r = evaluate_on(in, slim, *in.eval, in.eval_batches);
+  auto r = evaluate_on(in, slim, Split::kEval);
   CurvePoint p;
   p.criterion = criterion, p.seed = seed, p.step = step;
   p.kept = core::count_kept(keep);
   p.pruned = model.config().total_heads() - p.kept;
   p.mask = core::format_head_mask(keep);
   p.metrics = r.metrics;
+  if (in.select_too)
+    for (const auto& [name, v] : evaluate_on(in, slim, Split::kSelect).metrics) p.metrics["select_" + name] = v;
   p.predictions = r.predictions;
   p.params = eval::parameter_count(slim.config());
-  p.flops = eval::forward_flops(slim.config(), 1, std::lround(core::mean_length(*in.eval)));
+  p.flops = eval::forward_flops(slim.config(), 1, std::lround(in.objective->mean_length()));
   p.eval_seconds = r.seconds;
   p.eval_examples_per_s = r.examples_per_s;
   if (in.opts->latency)
@@ -137,6 +139,7 @@ std::vector<CurvePoint> run_curve(const CurveInputs& in, const Criterion& crit, 
   // Started at the first point evaluated here, after the scoring (which has its own progress) and
   // after the points a resumed run reads back: its rate and ETA are those of evaluating points.
   std::optional<core::Progress> progress;
+  const std::string& metric = in.objective->task().primary_metric;
   walk(in, crit, seed, rank, store, in.counts, [&](int step, const core::HeadSet& keep) {
     if (core::dist::stop_requested(in.stop)) return;
     auto p = store.load_point(crit.name, seed, step);
@@ -148,8 +151,8 @@ std::vector<CurvePoint> run_curve(const CurveInputs& in, const Criterion& crit, 
     }
     points.push_back(*p);
     if (progress)
-      progress->update(step + 1, std::to_string(p->pruned) + " pruned: " + in.task->primary_metric + " " +
-                                     std::to_string(p->metrics.at(in.task->primary_metric)));
+      progress->update(step + 1,
+                       std::to_string(p->pruned) + " pruned: " + metric + " " + std::to_string(p->metrics.at(metric)));
   });
   if (progress) progress->finish();
   return points;
@@ -166,8 +169,10 @@ core::HeadSet mask_for_count(const CurveInputs& in, const Criterion& crit, int s
   return last;
 }
 
-std::vector<Aggregate> aggregate(const std::vector<CurvePoint>& points, const core::TaskSpec& task,
-                                 const std::vector<float>& gold, int bootstrap, int seed) {
+std::vector<Aggregate> aggregate(const std::vector<CurvePoint>& points, const Objective& objective, int bootstrap,
+                                 int seed) {
+  const std::vector<float> gold = objective.gold(Split::kEval);
+  const std::string& metric = objective.task().primary_metric;
   // Group by (criterion, step), keeping the first-seen criterion order.
   std::vector<std::pair<std::string, int>> keys;
   std::map<std::pair<std::string, int>, std::vector<const CurvePoint*>> groups;
@@ -194,7 +199,7 @@ std::vector<Aggregate> aggregate(const std::vector<CurvePoint>& points, const co
       a.eval_examples_per_s += p->eval_examples_per_s / g.size();
       a.latency_ms += p->latency_ms / g.size();
     }
-    a.mean = a.lo = a.hi = a.metrics.at(task.primary_metric);
+    a.mean = a.lo = a.hi = a.metrics.at(metric);
     if (bootstrap > 0 && n > 1) {
       std::vector<double> stats;
       std::vector<float> pred, gsub;
@@ -204,7 +209,7 @@ std::vector<Aggregate> aggregate(const std::vector<CurvePoint>& points, const co
         double mean = 0;
         for (const auto* p : g) {
           for (size_t k = 0; k < idx.size(); ++k) pred[k] = p->predictions[idx[k]], gsub[k] = gold[idx[k]];
-          mean += eval::compute_metrics(task, pred, gsub).at(task.primary_metric) / g.size();
+          mean += objective.metric_of(pred, gsub) / g.size();
         }
         stats.push_back(mean);
       }

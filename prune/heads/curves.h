@@ -15,6 +15,7 @@
 #include "core/model/head_mask.h"
 #include "eval/evaluator.h"
 #include "prune/heads/criteria.h"
+#include "prune/objective/objective.h"
 #include "prune/record/run_store.h"
 #include "prune/heads/schedule.h"  // Matrix
 
@@ -30,9 +31,8 @@ struct CurveInputs {
   const core::Bert* score_model = nullptr;
   // The unpruned model where the work is done: on run.device when that is a GPU, else `model`.
   const core::Bert& working_model() const { return score_model ? *score_model : *model; }
-  const core::TaskSpec* task = nullptr;
-  const core::EncodedDataset* eval = nullptr;  // the evaluation split (labelled)
-  std::vector<core::Batch> eval_batches;
+  const Objective* objective = nullptr;  // scores each point (its evaluation split) and what the criteria read
+  bool select_too = false;  // each point also scored on the selection slice, its metrics named select_<metric>
   const core::PruneConfig* opts = nullptr;
   std::vector<int> counts;  // heads pruned at each point (schedule_counts)
   long latency_batch = 32, latency_seq = 64;  // shape of the latency measurement
@@ -45,16 +45,17 @@ struct CurveInputs {
 torch::Tensor score_unpruned(const CurveInputs& in, const Criterion& crit, int seed, const RankData& rank,
                              RunStore& store);
 
-// `model` (a CPU model at its precision; `masks` on it) on `data`: on run.device when that is a GPU (in.score_model
+// `model` (a CPU model at its precision; `masks` on it) scored by in.objective on `split`: on run.device when that is a GPU (in.score_model
 // set) and the model runs at fp32 — bf16 and int8 are the CPU's kernels (core/kernels) and evaluate here, as `prune
 // eval` does —, else on the CPU. The unpruned model itself is evaluated as its GPU copy, anything else copied there
 // first. The curves' points, the search's steps, its step choice and the layer choice are evaluated this way; timing
 // stays on the CPU.
-eval::EvalResult evaluate_on(const CurveInputs& in, const core::Bert& model, const core::EncodedDataset& data,
-                             const std::vector<core::Batch>& batches, const eval::Masks& masks = {});
+eval::EvalResult evaluate_on(const CurveInputs& in, const core::Bert& model, Split split,
+                             const eval::Masks& masks = {});
 
 // One point of a curve: `model` (the curve's, or one with tuning scales folded in) slimmed to the heads `keep`
-// and the FFN neurons `neurons` (empty = all), evaluated on the evaluation split; FLOPs at its mean length.
+// and the FFN neurons `neurons` (empty = all), evaluated on the evaluation split (and the selection slice with
+// in.select_too); FLOPs at its mean length.
 CurvePoint evaluate_point(const CurveInputs& in, const core::Bert& model, const std::string& criterion, int seed,
                           int step, const core::HeadSet& keep, const core::NeuronSet& neurons = {});
 // The same for a whole structure (its layers and hidden channels removed too).
@@ -83,7 +84,8 @@ struct Aggregate {
   int seeds = 0;
 };
 
-std::vector<Aggregate> aggregate(const std::vector<CurvePoint>& points, const core::TaskSpec& task,
-                                 const std::vector<float>& gold, int bootstrap, int seed);
+// The bootstrap resamples the evaluation split's rows (objective.gold, objective.metric_of).
+std::vector<Aggregate> aggregate(const std::vector<CurvePoint>& points, const Objective& objective, int bootstrap,
+                                 int seed);
 
 }  // namespace hp::prune

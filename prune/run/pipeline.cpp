@@ -178,7 +178,7 @@ int run_stages(RunContext& ctx, const core::Config& cfg) {
   if (!curve_summary || (grads && !layers && !budget_curves(ctx, *grads, *curve_summary))) return kInterruptedExit;
 
   RunSummary s;
-  s.objective = task_objective(*ctx.task);
+  s.objective = ctx.objective->name();
   s.task = ctx.task->name;
   s.model = cfg.model.path;
   s.finetuned_model = ctx.model_dir;

@@ -51,8 +51,7 @@ BestStep best_step(const RunContext& ctx, const BudgetSearch& s, const std::stri
   double top = -1e300;
   auto consider = [&](Step variant, core::Bert model) {
     model.set_precision(core::Precision::kFp32);
-    const double m =
-        100 * evaluate_on(ctx.curves, model, ctx.select_data, ctx.select_batches).metrics.at(ctx.task->primary_metric);
+    const double m = 100 * evaluate_on(ctx.curves, model, Split::kSelect).metrics.at(ctx.task->primary_metric);
     if (!std::isfinite(m)) return;  // undefined (a correlation of constant predictions): never the best
     best.select_metrics[step_name(variant)] = m;
     if (m >= top) top = m, best.variant = variant, best.model.emplace(std::move(model));

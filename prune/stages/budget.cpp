@@ -446,7 +446,7 @@ bool budget_curves(RunContext& ctx, const MaskGradients& grads, CurvesSummary& c
     points.insert(points.end(), step.begin(), step.end());
   }
   progress.finish();
-  const auto agg = aggregate(points, *ctx.task, core::gold_labels(ctx.eval_data), P.bootstrap, ctx.cfg->run.seed);
+  const auto agg = aggregate(points, *ctx.objective, P.bootstrap, ctx.cfg->run.seed);
   curves.budget = budget_data(ctx, unit, agg, curves);
   for (const auto& f : write_budget_report(ctx, *curves.budget)) curves.files.push_back(f);
   return true;
@@ -460,8 +460,7 @@ void add_gates_point(RunContext& ctx, const FinalChoice& choice, CurvesSummary& 
   const std::string gates = choice_method_name(ChoiceMethod::kGates);
   const CurvePoint p = evaluate_point(ctx.curves, gated, gates, ctx.cfg->run.seed, 0,
                                       core::StructureMask{choice.keep, choice.neurons, choice.layers, choice.hidden});
-  const Aggregate a =
-      aggregate({p}, *ctx.task, core::gold_labels(ctx.eval_data), ctx.cfg->prune.bootstrap, ctx.cfg->run.seed).at(0);
+  const Aggregate a = aggregate({p}, *ctx.objective, ctx.cfg->prune.bootstrap, ctx.cfg->run.seed).at(0);
   BudgetCurves& d = *curves.budget;
   d.points.push_back({gates, kept_fraction(a, unit, fixed_part(unit, ctx.arch), d.unpruned_latency_ms), a.kept,
                       a.params, a.flops, a.mean, a.lo, a.hi, a.latency_ms});
@@ -501,14 +500,14 @@ FinalChoice run_search(RunContext& ctx, const MaskGradients& grads, const Budget
   auto metrics_of = [&](const MaskScales& scales) {  // the layers and hidden channels as chosen
     eval::Masks m = eval::masks_of(s.rearranged);
     m.heads = scales.heads, m.neurons = scales.neurons;
-    return evaluate_on(ctx.curves, *ctx.model, ctx.eval_data, ctx.curves.eval_batches, m);
+    return evaluate_on(ctx.curves, *ctx.model, Split::kEval, m);
   };
   b.metrics_by_step["search"] = metrics_of(unit_scales(s.searched)).metrics;
   b.metrics_by_step["rearranged"] = metrics_of(unit_scales(s.rearranged)).metrics;
   const auto scaled = metrics_of(s.scales);
   b.metrics_by_step["tuned"] = scaled.metrics;
   const core::Bert slim = slim_model(fold_scales(*ctx.model, s.scales), s.rearranged);
-  const auto slim_eval = evaluate_on(ctx.curves, slim, ctx.eval_data, ctx.curves.eval_batches);
+  const auto slim_eval = evaluate_on(ctx.curves, slim, Split::kEval);
   b.folded_vs_scaled_max_abs_logit_diff = (slim_eval.logits - scaled.logits).abs().max().item<double>();
   if (ctx.cfg->prune.verify && b.folded_vs_scaled_max_abs_logit_diff > kFoldedLogitTolerance)
     throw InternalError("the slimmed model with the tuning scales folded in differs from masking with the scales by " +

@@ -25,9 +25,9 @@ long trained_steps(const RunContext& ctx, const std::string& model_dir) {
 // again where the run has no slice).
 std::pair<double, double> scores(const RunContext& ctx, const core::Bert& model) {
   const std::string& metric = ctx.task->primary_metric;
-  const double on_eval = 100 * eval::evaluate(model, *ctx.task, ctx.eval_data, ctx.curves.eval_batches).metrics.at(metric);
+  const double on_eval = 100 * ctx.objective->evaluate(model, Split::kEval).metrics.at(metric);
   if (ctx.select_data.size() == 0) return {on_eval, on_eval};
-  return {on_eval, 100 * eval::evaluate(model, *ctx.task, ctx.select_data, ctx.select_batches).metrics.at(metric)};
+  return {on_eval, 100 * ctx.objective->evaluate(model, Split::kSelect).metrics.at(metric)};
 }
 
 }  // namespace

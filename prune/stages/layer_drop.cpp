@@ -113,8 +113,7 @@ FinalChoice choose_layers(RunContext& ctx, const MaskGradients& grads) {
   torch::Tensor chosen_logits;
   for (const auto& name : layer_choices()) {
     const auto keep = keep_layers(name, d.fisher_loss, n);
-    const auto r = evaluate_on(ctx.curves, *ctx.model, ctx.eval_data, ctx.curves.eval_batches,
-                               {{}, {}, eval::layer_mask_tensor(keep)});
+    const auto r = evaluate_on(ctx.curves, *ctx.model, Split::kEval, {{}, {}, eval::layer_mask_tensor(keep)});
     d.choices[name] = LayerChoice{kept_indices(keep), r.metrics};
     if (name == d.choice) chosen_logits = r.logits;
     core::log_info("prune", "  " + name + ": layers " + join_ints(kept_indices(keep)) + " kept, " + metric + " " +
@@ -122,7 +121,7 @@ FinalChoice choose_layers(RunContext& ctx, const MaskGradients& grads) {
   }
   FinalChoice c = choice_of(ctx, d, dir);
   const core::Bert slim = slim_model(*ctx.model, c.keep, {}, c.layers);
-  const auto slim_eval = evaluate_on(ctx.curves, slim, ctx.eval_data, ctx.curves.eval_batches);
+  const auto slim_eval = evaluate_on(ctx.curves, slim, Split::kEval);
   const double diff = (slim_eval.logits - chosen_logits).abs().max().item<double>();
   if (cfg.prune.verify && diff > kSlimLogitTolerance)
     throw InternalError("the model with layers " + join_ints(d.choices.at(d.choice).kept) +

@@ -21,6 +21,7 @@
 #include "core/text/tokenizer.h"
 #include "prune/heads/criteria.h"
 #include "prune/heads/curves.h"
+#include "prune/objective/objective.h"
 #include "prune/search/latency_table.h"
 #include "prune/record/run_store.h"
 #include "prune/stages/summary.h"
@@ -83,8 +84,10 @@ struct RunContext {
   std::optional<core::Bert> device_model;  // model on run.device (a GPU) for the criteria; unset on the CPU
   std::optional<core::Tokenizer> tok;
   core::EncodedDataset eval_data;
+  std::vector<core::Batch> eval_batches;
   core::EncodedDataset select_data;  // select_examples encoded, and batched as the evaluation split is
   std::vector<core::Batch> select_batches;
+  std::unique_ptr<Objective> objective;  // the task's (prune/objective/objective.h), on eval_data and select_data
   std::vector<core::EncodedDataset> rank_sets;  // one per seed
   std::vector<RankData> ranks;  // batches of rank_sets
   CurveInputs curves;  // model, data, schedule for prune/heads/curves.h

@@ -61,12 +61,12 @@ void load_model_and_data(RunContext& ctx) {
     core::log_info("prune", "the criteria score on " + device.str() + " (" + core::gpu_summary() + ")");
   }
   ci.precision = core::precision_setting(cfg.run.precision);
-  ci.task = ctx.task;
-  ci.eval = &ctx.eval_data;
   core::BatchOptions bo;
   bo.batch_size = cfg.eval.batch_size;
   bo.pad_id = ctx.tok->pad_id();
-  ci.eval_batches = core::make_batches(ctx.eval_data, bo);
+  ctx.eval_batches = core::make_batches(ctx.eval_data, bo);
+  ctx.objective = make_task_objective(*ctx.task, ctx.eval_data, ctx.eval_batches, ctx.select_data, ctx.select_batches);
+  ci.objective = ctx.objective.get();
   ci.opts = &P;
   ci.counts = schedule_counts(P.schedule, P.schedule_unit, ctx.total_heads);
   ci.latency_batch = P.latency_batch;
@@ -231,7 +231,7 @@ std::optional<CurvesSummary> curves(RunContext& ctx, const std::map<std::string,
     }
   }
   CurvesSummary out;
-  report.aggregates = aggregate(report.points, *ctx.task, core::gold_labels(ctx.eval_data), cfg.prune.bootstrap, cfg.run.seed);
+  report.aggregates = aggregate(report.points, *ctx.objective, cfg.prune.bootstrap, cfg.run.seed);
   out.files = write_curve_report(report);
   out.fractions = largest_fraction_within(report.aggregates, ctx.total_heads, 0.01);
   out.areas = curve_area(report.aggregates);

@@ -215,8 +215,7 @@ std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& cu
   choice.keep = mask_for_count(ctx.curves, find_criterion(choice.criterion), cfg.run.seed, ctx.ranks[0], *ctx.store,
                                ctx.total_heads - n);
   choice.metrics_before_recovery =
-      eval::evaluate(*ctx.model, *ctx.task, ctx.eval_data, ctx.curves.eval_batches, {eval::head_mask_tensor(choice.keep)})
-          .metrics;
+      ctx.objective->evaluate(*ctx.model, Split::kEval, {eval::head_mask_tensor(choice.keep)}).metrics;
   log_stage(5, "choose N",
             std::to_string(n) + " heads by " + choice.criterion + why + ": " + ctx.task->primary_metric + " " +
                 std::to_string(choice.metrics_before_recovery.at(ctx.task->primary_metric)) + " before recovery");
@@ -301,7 +300,7 @@ OnnxFiles export_onnx_files(const RunContext& ctx, const core::Bert& model, cons
       "checked: ONNX Runtime's logits equal headprune's (max |difference| <= " + tolerance_text(kOnnxTolerance) + ")";
   if (ctx.cfg->run.precision != "int8") return o;
   try {
-    const Int8ExportCheck c = export_onnx_int8(model, dir, *ctx.task, ctx.eval_data, ctx.curves.eval_batches);
+    const Int8ExportCheck c = export_onnx_int8(model, dir, *ctx.task, ctx.eval_data, ctx.eval_batches);
     o.int8 = "checked: the same prediction on " + core::format_number("%.4g", 100 * c.agreement) + "% of " +
              std::to_string(c.examples) + " examples as headprune's int8 with the same weights (+-" +
              std::to_string(c.weight_max) + ")";
@@ -346,11 +345,10 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
   log_stage(7, "export, verify", "the slimmed model to " + out_model);
   core::save_bert(*m.slim, out_model, cfg.model.path, /*hdf5=*/true, cfg.export_.max_shard_mb);
   const core::Bert reloaded = core::load_bert(out_model, ctx.load);
-  const auto masked_eval =
-      eval::evaluate(*m.masked, *ctx.task, ctx.eval_data, ctx.curves.eval_batches,
-                     choice.slimmed ? eval::Masks{}
-                                    : eval::masks_of({choice.keep, choice.neurons, choice.layers, choice.hidden}));
-  const auto slim_eval = eval::evaluate(reloaded, *ctx.task, ctx.eval_data, ctx.curves.eval_batches);
+  const auto masked_eval = ctx.objective->evaluate(
+      *m.masked, Split::kEval,
+      choice.slimmed ? eval::Masks{} : eval::masks_of({choice.keep, choice.neurons, choice.layers, choice.hidden}));
+  const auto slim_eval = ctx.objective->evaluate(reloaded, Split::kEval);
   final.slim_vs_masked_max_abs_logit_diff = max_abs_diff(masked_eval.logits, slim_eval.logits);
   if (cfg.prune.verify && final.slim_vs_masked_max_abs_logit_diff > kSlimLogitTolerance)
     throw InternalError("slimmed export differs from the masked model by " +
@@ -366,7 +364,7 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
     at.set_precision(ctx.curves.precision);
     eval::calibrate_int8(at, cfg, *ctx.tok);  // int8 only
     final.metrics_fp32 = slim_eval.metrics;
-    final.metrics = eval::evaluate(at, *ctx.task, ctx.eval_data, ctx.curves.eval_batches).metrics;
+    final.metrics = ctx.objective->evaluate(at, Split::kEval).metrics;
   }
   return m;
 }

@@ -84,12 +84,6 @@ nlohmann::json summary_json(const RunSummary& s) {
   return j;
 }
 
-std::string task_objective(const core::TaskSpec& task) {
-  return task.head == core::Head::kToken ? "token_classification"
-         : task.is_regression()          ? "regression"
-                                         : "sequence_classification";
-}
-
 void describe_structure(const core::StructureMask& keep, BudgetSummary& b) {
   b.heads_per_layer.clear(), b.ffn_widths.clear();
   b.neurons_total = 0;

@@ -142,8 +142,8 @@ struct FinalSummary {
 };
 
 struct RunSummary {
-  // What the model was pruned for: "sequence_classification", "regression", "token_classification" (a task's head,
-  // task_objective) or "embedding" (a sentence-transformers folder's embeddings, prune/embedding/embedding_run.h).
+  // What the model was pruned for (Objective::name, prune/objective/objective.h): "sequence_classification",
+  // "regression", "token_classification" (a task's head) or "embedding" (a sentence-transformers folder's embeddings).
   std::string objective;
   std::string task, model, finetuned_model, metric, eval_split, rank_split;
   std::string select_split;  // where the run's choices were made (prune/data/selection.h)
@@ -158,8 +158,5 @@ struct RunSummary {
 
 // summary.json's object.
 nlohmann::json summary_json(const RunSummary& s);
-
-// RunSummary::objective of a task run.
-std::string task_objective(const core::TaskSpec& task);
 
 }  // namespace hp::prune

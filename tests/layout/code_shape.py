@@ -3,7 +3,7 @@
 
   include order   every `#include "folder/..."` runs down the floors: core <- gates <- eval <- train <- prune
                   <- analysis <- cli; inside core: base <- kernels, text, dist, plot <- model <- io <- data;
-                  inside prune: record, data, export <- heads <- search <- stages <- frontier <- embedding <- run.
+                  inside prune: record, data, export, objective <- heads <- search <- stages <- frontier <- embedding <- run.
                   A file may include its own folder and any floor below; never one above, never a sibling.
   file length     no source file outside tests/ over 600 lines.
   function length no function in prune/, analysis/, train/, cli/ over 80 lines, except the table-like
@@ -22,7 +22,7 @@ import tempfile
 # Floors, lowest first; folders on one floor are siblings and may not include each other.
 FLOORS = [["core"], ["gates"], ["eval"], ["train"], ["prune"], ["analysis"], ["cli"]]
 CORE_FLOORS = [["base"], ["kernels", "text", "dist", "plot"], ["model"], ["io"], ["data"]]
-PRUNE_FLOORS = [["record", "data", "export"], ["heads"], ["search"], ["stages"], ["frontier"], ["embedding"], ["run"]]
+PRUNE_FLOORS = [["record", "data", "export", "objective"], ["heads"], ["search"], ["stages"], ["frontier"], ["embedding"], ["run"]]
 SUB_FLOORS = {"core": CORE_FLOORS, "prune": PRUNE_FLOORS}  # folders whose sub-folders stand on floors
 SOURCES = (".cpp", ".h", ".c")
 CODE_DIRS = [d for floor in FLOORS for d in floor]

@@ -22,6 +22,17 @@ CurvePoint point(const std::string& criterion, int seed, int step, int n, int co
   return p;
 }
 
+// sst2's objective on an evaluation split of `n` rows, all labelled 1.
+struct AllOnes {
+  hp::core::EncodedDataset data;
+  std::vector<hp::core::Batch> batches;
+  std::unique_ptr<hp::prune::Objective> objective;
+  explicit AllOnes(int n) {
+    data.labels.assign(n, 1.0f), data.has_labels = true;
+    objective = hp::prune::make_task_objective(hp::core::find_task("sst2"), data, batches, data, batches);
+  }
+};
+
 Aggregate agg(const std::string& criterion, int pruned, double mean) {
   Aggregate a;
   a.criterion = criterion, a.pruned = pruned, a.mean = mean;
@@ -32,10 +43,9 @@ Aggregate agg(const std::string& criterion, int pruned, double mean) {
 
 TEST_CASE("aggregate: bootstrap 95% interval of accuracy against the binomial normal approximation",
           "[prune][curves]") {
-  const auto& task = hp::core::find_task("sst2");
   const int n = 400;
-  const std::vector<float> gold(n, 1.0f);
-  const auto a = hp::prune::aggregate({point("x", 42, 0, n, 200), point("x", 42, 1, n, n)}, task, gold, 2000, 1);
+  const AllOnes eval(n);
+  const auto a = hp::prune::aggregate({point("x", 42, 0, n, 200), point("x", 42, 1, n, n)}, *eval.objective, 2000, 1);
   REQUIRE(a.size() == 2);
   // p = 0.5, n = 400: 0.5 ± 1.96·sqrt(0.25/400) = 0.5 ± 0.049; a 2000-resample percentile interval lands
   // within ±0.005 of that (the quantile of 2000 resamples varies by ~0.002; accuracy steps by 0.0025).
@@ -49,9 +59,8 @@ TEST_CASE("aggregate: bootstrap 95% interval of accuracy against the binomial no
 }
 
 TEST_CASE("aggregate: seeds are averaged per point, and so is their bootstrap", "[prune][curves]") {
-  const auto& task = hp::core::find_task("sst2");
-  const std::vector<float> gold(100, 1.0f);
-  const auto a = hp::prune::aggregate({point("x", 1, 0, 100, 60), point("x", 2, 0, 100, 80)}, task, gold, 500, 3);
+  const AllOnes eval(100);
+  const auto a = hp::prune::aggregate({point("x", 1, 0, 100, 60), point("x", 2, 0, 100, 80)}, *eval.objective, 500, 3);
   REQUIRE(a.size() == 1);
   CHECK(a[0].seeds == 2);
   CHECK(a[0].mean == Approx(0.7));

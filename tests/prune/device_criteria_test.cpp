@@ -107,13 +107,15 @@ TEST_CASE("on the GPU: the curves' evaluations run there with the CPU's predicti
   const core::Bert &cpu = t.cpu, &gpu = t.gpu;
   core::PruneConfig opts;
   prune::CurveInputs in;
-  in.model = &cpu, in.score_model = &gpu, in.task = &core::find_task("mnli"), in.eval = &data, in.opts = &opts;
+  const core::TaskSpec& task = core::find_task("mnli");
   core::BatchOptions bo;
   bo.batch_size = 3;
-  in.eval_batches = core::make_batches(data, bo);
+  const std::vector<core::Batch> batches = core::make_batches(data, bo);
+  const auto objective = prune::make_task_objective(task, data, batches, data, batches);
+  in.model = &cpu, in.score_model = &gpu, in.objective = objective.get(), in.opts = &opts;
   auto same = [&](const core::Bert& model, const eval::Masks& masks) {
-    const auto want = eval::evaluate(model, *in.task, data, in.eval_batches, masks);
-    const auto got = prune::evaluate_on(in, model, data, in.eval_batches, masks);
+    const auto want = eval::evaluate(model, task, data, batches, masks);
+    const auto got = prune::evaluate_on(in, model, prune::Split::kEval, masks);
     CHECK(got.predictions == want.predictions);
     CHECK((got.logits - want.logits).abs().max().item<double>() <= 1e-4);
     return got;
@@ -127,13 +129,13 @@ TEST_CASE("on the GPU: the curves' evaluations run there with the CPU's predicti
   same(slim, {});  // a slimmed model: copied there
   // The point of a curve, evaluated there, with the CPU's metric.
   const auto p = prune::evaluate_point(in, cpu, "taylor", 0, 0, heads);
-  const auto cpu_point = eval::evaluate(slim, *in.task, data, in.eval_batches);
+  const auto cpu_point = eval::evaluate(slim, task, data, batches);
   CHECK(p.predictions == cpu_point.predictions);
   // int8 is the CPU's kernels: evaluated on the CPU, bit for bit the CPU's result.
   core::Bert int8 = slim;
   int8.set_precision(core::Precision::kInt8);
-  const auto got = prune::evaluate_on(in, int8, data, in.eval_batches);
-  CHECK(torch::equal(got.logits, eval::evaluate(int8, *in.task, data, in.eval_batches).logits));
+  const auto got = prune::evaluate_on(in, int8, prune::Split::kEval);
+  CHECK(torch::equal(got.logits, eval::evaluate(int8, task, data, batches).logits));
 }
 
 TEST_CASE("on the GPU: the no-op evidence's attention gradients (analyze) within 1e-3 of the CPU's", "[.cuda]") {
