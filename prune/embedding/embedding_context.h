@@ -19,6 +19,7 @@
 #include "core/data/glue.h"
 #include "eval/embedding.h"
 #include "prune/heads/criteria.h"  // RankData
+#include "prune/objective/objective.h"
 #include "prune/record/run_store.h"
 #include "train/embedding_objective.h"
 
@@ -38,6 +39,7 @@ struct EmbedRun {
   std::string distilled;  // the sentences distilled on, one per line (RUN_DIR/state/embedding/distill_sentences.txt)
   RankData search;
   std::unique_ptr<RunStore> store;
+  std::unique_ptr<Objective> objective;  // the embedding's (prune/objective/objective.h), once the teacher embedded
   std::string state;  // RUN_DIR/state/embedding
 };
 

@@ -50,34 +50,6 @@ void make_rank_set(const EmbedRun& r, RankSet& s) {
   core::write_file_atomic(r.state + "/rank_sentences.txt", text);
 }
 
-// Each criterion's importance of the teacher's heads [L, H], scored once (RunStore).
-std::map<std::string, torch::Tensor> score_heads(const EmbedRun& r, const RankData& rank) {
-  const core::Config& cfg = *r.cfg;
-  const core::Bert& teacher = r.teacher->model;
-  std::map<std::string, torch::Tensor> out;
-  log_step(2, std::to_string(cfg.prune.criteria.size()) + " criteria on " + std::to_string(rank.data->size()) +
-                  " training sentences, the embedding's loss or target for each (prune/heads/criteria.h)");
-  for (const auto& name : cfg.prune.criteria) {
-    if (core::dist::stop_requested(r.stop)) return {};
-    if (auto stored = r.store->load_importance(name, cfg.run.seed, 0)) {
-      out[name] = *stored;
-      continue;
-    }
-    CriterionContext c;
-    c.model = &teacher, c.rank = &rank, c.opts = &cfg.prune, c.seed = cfg.run.seed, c.embedding = &r.pooling;
-    c.keep = torch::ones({teacher.config().num_hidden_layers, teacher.config().max_heads()});
-    std::optional<core::Progress> progress;  // made at the first report, when the unit and total are known
-    c.progress = [&](long done, long of, const std::string& unit) {
-      if (!progress) progress.emplace("score " + name, of, unit);
-      progress->update(done);
-    };
-    out[name] = find_criterion(name).score(c).to(torch::kFloat32);
-    if (progress) progress->finish();
-    r.store->save_importance(name, cfg.run.seed, 0, out[name]);
-  }
-  return out;
-}
-
 // The heads `crit`'s ranking keeps after removing `pruned`.
 core::HeadSet heads_after(const EmbedRun& r, const torch::Tensor& importance, int pruned) {
   const core::PruneConfig& p = r.cfg->prune;
@@ -93,9 +65,8 @@ struct Costs {
 
 Costs head_costs(const EmbedRun& r) {
   const core::BertConfig& arch = r.teacher->model.config();
-  const auto singles = eval::encode_sentences(*r.teacher, single_sentences(r.eval_pairs), 0);
   Costs c;
-  c.unit = eval::unit_costs(arch, false, core::mean_length(singles));
+  c.unit = eval::unit_costs(arch, false, r.objective->mean_length());
   c.total = eval::total_cost(arch, c.unit);
   return c;
 }
@@ -117,68 +88,47 @@ HeadsModel heads_model(const EmbedRun& r, const core::HeadSet& heads, const Cost
 
 struct Curves {
   CurvesSummary summary;
+  std::map<std::string, torch::Tensor> importance;
   std::string best;
 };
 
-// Every criterion's curve (STATE/curves/CRITERION-PRUNED.json once scored), written as a task's curves are
-// (prune/heads/report.h: curves.csv, curves.svg, the importance heatmaps and run.h5) with cosine Spearman on the
-// evaluation pairs as the metric; one seed, so no band. The best criterion: the highest mean Spearman on the selection
-// pairs over its curve, random passed over beside others.
-std::optional<Curves> run_curves(const EmbedRun& r, const TeacherEmbeddings& te,
-                                 const std::map<std::string, torch::Tensor>& importance) {
+// Every criterion's importance and curve, scored and evaluated as a task's are (prune/heads/curves.h) through the
+// embedding objective, each point on the evaluation and the selection pairs, and written as a task's curves are
+// (prune/heads/report.h). The best criterion: the highest mean Spearman on the selection pairs over its curve, random
+// passed over beside others.
+std::optional<Curves> run_curves(const EmbedRun& r, const RankData& rank) {
   const core::Config& cfg = *r.cfg;
   const int total = r.teacher->model.config().total_heads();
-  const std::vector<int> counts = schedule_counts(cfg.prune.schedule, cfg.prune.schedule_unit, total);
-  log_step(3, "curves: " + std::to_string(counts.size()) +
-                  " points per criterion, the teacher slimmed to the heads "
-                  "kept and scored on the selection and evaluation pairs");
+  CurveInputs in;
+  in.model = &r.teacher->model, in.objective = r.objective.get(), in.select_too = true, in.opts = &cfg.prune;
+  in.counts = schedule_counts(cfg.prune.schedule, cfg.prune.schedule_unit, total);
+  in.latency_batch = cfg.prune.latency_batch, in.latency_seq = timing_seq(cfg), in.stop = r.stop;
+  log_step(2,
+           std::to_string(cfg.prune.criteria.size()) + " criteria on " + std::to_string(rank.data->size()) +
+               " training sentences, the embedding's loss or target for each (prune/heads/criteria.h); their curves: " +
+               std::to_string(in.counts.size()) + " points each, scored on the selection and evaluation pairs");
   Curves c;
-  std::vector<CurvePoint> points;
+  CurveReport report{cfg.run.out_dir, core::dump_yaml(cfg), &r.objective->task(), total, {}, {}, {}};
   double best_mean = -std::numeric_limits<double>::infinity();
-  const Costs costs = head_costs(r);
-  core::Progress progress("curves", static_cast<long>(counts.size() * importance.size()), "points");
-  long done = 0;
   for (const auto& name : cfg.prune.criteria) {
+    if (core::dist::stop_requested(r.stop)) return std::nullopt;
+    const Criterion& crit = find_criterion(name);
+    report.importance[name] = score_unpruned(in, crit, cfg.run.seed, rank, *r.store);
+    const auto points = run_curve(in, crit, cfg.run.seed, rank, *r.store);
+    if (core::dist::stop_requested(r.stop)) return std::nullopt;
     double sum = 0;
-    for (size_t k = 0; k < counts.size(); ++k) {
-      if (core::dist::stop_requested(r.stop)) return std::nullopt;
-      const int n = counts[k];
-      const core::HeadSet heads = heads_after(r, importance.at(name), n);
-      const json v = cached(r.state + "/curves", name + "-" + std::to_string(n), [&] {
-        const HeadsModel m = heads_model(r, heads, costs);
-        const core::Bert slim = slim_model(r.teacher->model, m.keep);
-        json j = score(r, {r.teacher->layout, slim, r.teacher->tokenizer}, te);
-        j["flops_kept"] = m.flops_kept;
-        j["params"] = eval::parameter_count(slim.config());
-        return j;
-      });
-      progress.update(++done);
-      CurvePoint p;
-      p.criterion = name, p.seed = cfg.run.seed, p.step = static_cast<int>(k), p.pruned = n, p.kept = total - n;
-      p.mask = core::format_head_mask(heads);
-      p.metrics = summary_metrics(v);
-      p.params = v.value("params", 0L);
-      p.flops = v.at("flops_kept").get<double>() * costs.total;
-      Aggregate a;
-      a.criterion = name, a.pruned = n, a.kept = total - n, a.seeds = 1;
-      a.mean = a.lo = a.hi = p.metrics.at("cosine_spearman");
-      a.metrics = p.metrics, a.params = p.params, a.flops = p.flops;
-      points.push_back(std::move(p));
-      c.summary.aggregates.push_back(std::move(a));
-      sum += v.at("select_spearman").get<double>();
-    }
-    const double mean = sum / static_cast<double>(counts.size());
+    for (const auto& p : points) sum += p.metrics.at("select_cosine_spearman");
+    const double mean = sum / static_cast<double>(points.size());
     if ((name != "random" || c.best.empty()) && (mean > best_mean || c.best == "random"))
       best_mean = mean, c.best = name;
+    report.points.insert(report.points.end(), points.begin(), points.end());
   }
-  progress.finish();
-  core::TaskSpec task = core::find_task(cfg.data.task);  // the embedding's metric in place of the task's
-  task.primary_metric = "cosine_spearman";
-  CurveReport report{cfg.run.out_dir, core::dump_yaml(cfg), &task, total, std::move(points), c.summary.aggregates,
-                     importance};
+  report.aggregates = aggregate(report.points, *r.objective, cfg.prune.bootstrap, cfg.run.seed);
   c.summary.files = write_curve_report(report);
-  c.summary.fractions = largest_fraction_within(c.summary.aggregates, total, 0.01);
-  c.summary.areas = curve_area(c.summary.aggregates);
+  c.summary.fractions = largest_fraction_within(report.aggregates, total, 0.01);
+  c.summary.areas = curve_area(report.aggregates);
+  c.summary.aggregates = std::move(report.aggregates);
+  c.importance = std::move(report.importance);
   return c;
 }
 
@@ -214,10 +164,9 @@ int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, RunSumma
   RankSet rs;
   make_rank_set(r, rs);
   s.rank_examples = static_cast<long>(rs.data.size());
-  const auto importance = score_heads(r, rs.rank);
-  if (core::dist::stop_requested(r.stop)) return kInterruptedExit;
-  auto curves = run_curves(r, te, importance);
+  auto curves = run_curves(r, rs.rank);
   if (!curves) return kInterruptedExit;
+  const auto& importance = curves->importance;
   s.curves = std::move(curves->summary);
   s.files = s.curves.files;
   const bool named = p.method == core::MethodKind::kCriterion || p.method == core::MethodKind::kGates;

@@ -73,10 +73,8 @@ struct Searched {
 
 Searched search(const EmbedRun& r, const MaskGradients& g, const core::PruneConfig& p) {
   const core::Bert& teacher = r.teacher->model;
-  const core::BertConfig& arch = teacher.config();
-  core::EncodedDataset eval_singles = eval::encode_sentences(*r.teacher, single_sentences(r.eval_pairs), 0);
   Searched s;
-  s.unit = budget_unit(p, arch, core::mean_length(eval_singles));
+  s.unit = budget_unit(p, teacher.config(), r.objective->mean_length());
   const double target = s.unit.target;
   log_step(3, "Kwon et al.'s search to " + std::to_string(std::lround(100 * target)) + "% of the encoder's " +
                   s.unit.name + " (at " + core::format_number("%.1f", s.unit.mean_length) +
@@ -364,6 +362,16 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   const auto teacher_select = eval::evaluate_sts(*r.teacher, r.select_pairs, cfg.eval.batch_size, 0);
   const auto teacher_eval = eval::evaluate_sts(*r.teacher, r.eval_pairs, cfg.eval.batch_size, 0);
   const TeacherEmbeddings teacher_embeddings{teacher_select.embeddings, teacher_eval.embeddings};
+  EmbeddingData objective{&core::find_task(cfg.data.task),
+                          &*r.teacher,
+                          r.pooling,
+                          &r.eval_pairs,
+                          &r.select_pairs,
+                          teacher_eval.embeddings,
+                          teacher_select.embeddings,
+                          cfg.eval.batch_size,
+                          core::mean_length(eval::encode_sentences(*r.teacher, single_sentences(r.eval_pairs), 0))};
+  r.objective = make_embedding_objective(objective);
   const json unpruned = cached(r.state, "unpruned", [&] { return scores_of(teacher_select, teacher_eval, {}); });
   core::log_info("prune", "unpruned: cosine Spearman " + core::format_number("%.2f", unpruned["spearman"]) + " on " +
                               cfg.prune.eval_split + ", " +
