@@ -176,10 +176,18 @@ std::map<std::string, double> compute_metrics(const core::TaskSpec& task, const 
 PairedDelta paired_bootstrap(const core::TaskSpec& task, const std::string& metric, const std::vector<float>& a,
                              const std::vector<float>& b, const std::vector<float>& gold, int resamples, double level,
                              unsigned long long seed) {
+  const RowMetric m = [&](const std::vector<float>& p, const std::vector<float>& g) {
+    return compute_metrics(task, p, g).at(metric);
+  };
+  return paired_bootstrap(m, a, b, gold, resamples, level, seed);
+}
+
+PairedDelta paired_bootstrap(const RowMetric& metric, const std::vector<float>& a, const std::vector<float>& b,
+                             const std::vector<float>& gold, int resamples, double level, unsigned long long seed) {
   check_sizes(a.size(), gold.size(), "paired_bootstrap");
   check_sizes(b.size(), gold.size(), "paired_bootstrap");
   auto delta = [&](const std::vector<float>& x, const std::vector<float>& y, const std::vector<float>& g) {
-    return compute_metrics(task, x, g).at(metric) - compute_metrics(task, y, g).at(metric);
+    return metric(x, g) - metric(y, g);
   };
   PairedDelta d;
   d.delta = d.lo = d.hi = delta(a, b, gold);

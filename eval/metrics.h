@@ -4,6 +4,7 @@
 // too-short inputs give NaN for correlations, empty input gives NaN for accuracy.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -47,6 +48,11 @@ std::map<std::string, double> compute_metrics(const core::TaskSpec& task, const 
 struct PairedDelta {
   double delta = 0, lo = 0, hi = 0;
 };
+// The metric of predictions against gold rows (a bootstrap's resample).
+using RowMetric = std::function<double(const std::vector<float>& predictions, const std::vector<float>& gold)>;
+PairedDelta paired_bootstrap(const RowMetric& metric, const std::vector<float>& a, const std::vector<float>& b,
+                             const std::vector<float>& gold, int resamples, double level, unsigned long long seed);
+// The same for `task`'s `metric` (compute_metrics).
 PairedDelta paired_bootstrap(const core::TaskSpec& task, const std::string& metric, const std::vector<float>& a,
                              const std::vector<float>& b, const std::vector<float>& gold, int resamples, double level,
                              unsigned long long seed);

@@ -238,14 +238,7 @@ FrontierMeasure embedding_measure(const EmbedRun& r, const MaskGradients& g, con
   FrontierMeasure m;
   m.cfg = &cfg, m.stop = r.stop, m.tokenizer = &r.teacher->tokenizer;
   m.base = &base;
-  m.score = [&r, &te](const core::Bert& model) {
-    const eval::SentenceEncoder enc{r.teacher->layout, model, r.teacher->tokenizer};
-    const int batch = r.cfg->eval.batch_size;
-    eval::StsResult on_slice = eval::evaluate_sts(enc, r.select_pairs, batch, 0);
-    const json sc = scores_of(on_slice, eval::evaluate_sts(enc, r.eval_pairs, batch, 0), te);
-    return CandidateScores{sc["spearman"].get<double>(), sc["select_spearman"].get<double>(),
-                           std::move(on_slice.similarities)};
-  };
+  m.objective = r.objective.get();
   const long batch = cfg.prune.latency_batch, seq = timing_seq(cfg);
   m.timings = {{batch, seq}};
   m.dir = r.state + "/frontier";
@@ -264,8 +257,6 @@ FrontierMeasure embedding_measure(const EmbedRun& r, const MaskGradients& g, con
         },
         f);
   };
-  m.task = &core::find_task(cfg.data.task);
-  for (const auto& e : r.select_pairs) m.select_gold.push_back(e.label);
   return m;
 }
 

@@ -231,13 +231,7 @@ FrontierMeasure task_measure(RunContext& ctx, const MaskGradients& grads, const 
   FrontierMeasure m;
   m.cfg = &cfg, m.stop = ctx.stop, m.tokenizer = &*ctx.tok, m.log_stage = 5;
   m.base = &base;
-  m.score = [&ctx](const core::Bert& model) {
-    const std::string& metric = ctx.task->primary_metric;
-    const auto on_eval = ctx.objective->evaluate(model, Split::kEval);
-    auto on_slice = ctx.objective->evaluate(model, Split::kSelect);
-    return CandidateScores{100 * on_eval.metrics.at(metric), 100 * on_slice.metrics.at(metric),
-                           std::move(on_slice.predictions)};
-  };
+  m.objective = ctx.objective.get();
   const long batch = cfg.prune.latency_batch, seq = ctx.curves.latency_seq;
   m.timings = {{batch, seq}, {1, std::max(1L, std::lround(core::mean_length(ctx.eval_data)))}};
   m.dir = ctx.store->dir() + "/state/frontier";
@@ -249,8 +243,6 @@ FrontierMeasure task_measure(RunContext& ctx, const MaskGradients& grads, const 
   m.gates = [&ctx](double fraction) { return gates_candidate(ctx, fraction); };
   if (cfg.prune.control) m.control = [&ctx](std::vector<Candidate>& cands) { return add_control(ctx, cands); };
   m.ort = [&ctx, &base, batch, seq](Frontier& f) { add_ort_points(ctx, base, batch, seq, f); };
-  m.task = ctx.task;
-  m.select_gold = core::gold_labels(ctx.select_data);
   return m;
 }
 

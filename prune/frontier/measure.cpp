@@ -37,8 +37,10 @@ FrontierPoint measure(const FrontierMeasure& m, const core::Bert& slim, Frontier
   model.set_precision(precision);
   eval::calibrate_int8(model, *m.cfg, *m.tokenizer);  // int8 only
   p.precision = core::precision_name(precision);
-  CandidateScores s = m.score(model);
-  p.metric = s.metric, p.select_metric = s.select_metric, p.select_predictions = std::move(s.select_predictions);
+  const std::string& metric = m.objective->task().primary_metric;
+  p.metric = 100 * m.objective->evaluate(model, Split::kEval).metrics.at(metric);
+  eval::EvalResult on_slice = m.objective->evaluate(model, Split::kSelect);
+  p.select_metric = 100 * on_slice.metrics.at(metric), p.select_predictions = std::move(on_slice.predictions);
   const std::string what = frontier_label(p);
   for (const auto& [batch, seq] : m.timings)
     p.speedups[timing_key(batch, seq)] = speedup_against(*m.base, model, batch, seq, what, m.cfg->prune.frontier_time);
@@ -144,8 +146,10 @@ std::optional<Frontier> run_frontier(const FrontierMeasure& m, std::vector<Candi
   if (!measure_all(m, {cands.begin() + static_cast<long>(searched), cands.end()}, f)) return std::nullopt;
   if (m.ort) m.ort(f);
   // The difference on the slice with its interval (prune.bootstrap resamples, the same for every candidate).
-  add_select_deltas(f, *m.task, m.select_gold, m.cfg->prune.bootstrap,
-                    static_cast<unsigned long long>(m.cfg->run.seed));
+  const Objective& o = *m.objective;
+  add_select_deltas(
+      f, [&o](const std::vector<float>& p, const std::vector<float>& g) { return o.metric_of(p, g); },
+      o.gold(Split::kSelect), m.cfg->prune.bootstrap, static_cast<unsigned long long>(m.cfg->run.seed));
   const auto chosen = choose(f);
   f.chosen = chosen ? static_cast<int>(*chosen) : -1;
   write_frontier_files(*m.cfg, f, files);

@@ -1,9 +1,9 @@
 // The frontier of `--max-drop D`, written once for every objective: its candidates measured at every native
-// precision (the objective scores them, the unpruned fp32 model times them), refined between the deepest budget
-// within D and the next deeper one, the gates added, ONNX Runtime's reference rows, each point's difference on the
-// selection slice with its interval, the fastest within D chosen, frontier.csv and its charts written. The
-// objectives build the candidates (prune/frontier/frontier_stage.h for a task, prune/embedding/embedding_run.h for
-// embeddings) and say how a model scores. Each measurement is stored in DIR/KEY-PRECISION.json atomically: a
+// precision (the objective, prune/objective/objective.h, scores them, the unpruned fp32 model times them), refined
+// between the deepest budget within D and the next deeper one, the gates added, ONNX Runtime's reference rows, each
+// point's difference on the selection slice with its interval, the fastest within D chosen, frontier.csv and its
+// charts written. The runs build the candidates (prune/frontier/frontier_stage.h for a task,
+// prune/embedding/embedding_run.h for embeddings). Each measurement is stored in DIR/KEY-PRECISION.json atomically: a
 // resumed run measures only what is missing.
 #pragma once
 
@@ -18,6 +18,7 @@
 #include "core/data/glue.h"
 #include "core/model/bert.h"
 #include "core/text/tokenizer.h"
+#include "prune/objective/objective.h"
 #include "prune/record/frontier.h"
 
 namespace hp::prune {
@@ -30,20 +31,15 @@ struct Candidate {
   std::function<core::Bert()> build;
 };
 
-// A model's scores at one precision, in points: on the evaluation split, on the selection slice, and the slice's
-// per-row outputs (predictions or similarities: the bootstrap's input).
-struct CandidateScores {
-  double metric = 0, select_metric = 0;
-  std::vector<float> select_predictions;
-};
-
 // How the objective's frontier measures and grows.
 struct FrontierMeasure {
   const core::Config* cfg = nullptr;
   const std::atomic<bool>* stop = nullptr;
   const core::Bert* base = nullptr;  // the unpruned model at fp32: every speedup's denominator
   const core::Tokenizer* tokenizer = nullptr;  // int8's calibration (run.calibrate examples of the train split)
-  std::function<CandidateScores(const core::Bert&)> score;  // a model at its precision
+  // Scores each model at its precision, in points, on the evaluation split and the selection slice (whose rows the
+  // intervals resample).
+  const Objective* objective = nullptr;
   std::vector<std::pair<long, long>> timings;  // (batch, seq) timed; the first is the frontier's own speedup
   std::string dir;  // where the measurements are stored
   int log_stage = 0;  // the stage number of the log lines (0: under the prune tag)
@@ -57,8 +53,6 @@ struct FrontierMeasure {
   std::function<bool(std::vector<Candidate>&)> control;
   // ONNX Runtime's reference rows appended to the frontier (prune/frontier/frontier_timing.h add_ort_rows).
   std::function<void(Frontier&)> ort;
-  const core::TaskSpec* task = nullptr;  // whose primary metric the slice's intervals resample
-  std::vector<float> select_gold;  // the slice's gold labels or scores
 };
 
 // Every candidate of `cands` at every native precision evaluated and timed (or read back), appended to f.points;

@@ -236,7 +236,7 @@ std::optional<FrontierPoint> read_point(const std::string& file) {
   }
 }
 
-void add_select_deltas(Frontier& f, const core::TaskSpec& task, const std::vector<float>& gold, int resamples,
+void add_select_deltas(Frontier& f, const eval::RowMetric& metric, const std::vector<float>& gold, int resamples,
                        unsigned long long seed) {
   const FrontierPoint* ref = reference_point(f);
   const std::vector<float>* base = ref ? &ref->select_predictions : nullptr;
@@ -244,8 +244,7 @@ void add_select_deltas(Frontier& f, const core::TaskSpec& task, const std::vecto
     if (p.method == PointMethod::kOnnxRuntime) continue;
     p.select_delta = p.select_lo = p.select_hi = p.select_metric - f.select_baseline;
     if (!base || base->size() != gold.size() || p.select_predictions.size() != gold.size() || gold.empty()) continue;
-    const auto d =
-        eval::paired_bootstrap(task, task.primary_metric, p.select_predictions, *base, gold, resamples, 0.9, seed);
+    const auto d = eval::paired_bootstrap(metric, p.select_predictions, *base, gold, resamples, 0.9, seed);
     p.select_lo = 100 * d.lo, p.select_hi = 100 * d.hi;
   }
 }

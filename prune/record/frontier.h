@@ -14,6 +14,7 @@
 
 #include "core/data/glue.h"  // TaskSpec
 #include "core/plot/plot.h"
+#include "eval/metrics.h"  // RowMetric
 
 namespace hp::prune {
 
@@ -77,10 +78,10 @@ std::string reference_words(const Frontier& f);
 std::string reference_summary(const Frontier& f, bool select);
 
 // Each point's select_delta (select_metric − f.select_baseline) and its 90% paired-bootstrap interval against the
-// reference point on the slice (eval::paired_bootstrap of `task`'s primary metric over `gold`, `resamples`,
+// reference point on the slice (eval::paired_bootstrap of `metric` over `gold`, `resamples`,
 // `seed`; in points), where both points kept their slice predictions — else lo = hi = the difference. ONNX
 // Runtime's rows (never on the slice) keep 0.
-void add_select_deltas(Frontier& f, const core::TaskSpec& task, const std::vector<float>& gold, int resamples,
+void add_select_deltas(Frontier& f, const eval::RowMetric& metric, const std::vector<float>& gold, int resamples,
                        unsigned long long seed);
 
 // "heads taylor 36 heads int8": the parts a person needs, without the empty ones.

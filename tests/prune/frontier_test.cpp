@@ -19,6 +19,13 @@ using hp::prune::pareto_front;
 
 namespace {
 
+// sst2's accuracy of predictions against gold rows: the slice's bootstrap metric.
+hp::eval::RowMetric accuracy_of_sst2() {
+  return [](const std::vector<float>& p, const std::vector<float>& g) {
+    return hp::eval::compute_metrics(hp::core::find_task("sst2"), p, g).at("accuracy");
+  };
+}
+
 FrontierPoint pt(double speedup, double metric, bool reference = false) {
   FrontierPoint p;
   p.method = reference ? PointMethod::kOnnxRuntime : PointMethod::kKwon;
@@ -250,7 +257,7 @@ TEST_CASE(
     "each point's difference on the selection slice, with its paired-bootstrap interval where the slice's "
     "predictions were kept",
     "[prune][frontier]") {
-  const auto& sst2 = hp::core::find_task("sst2");
+  const hp::eval::RowMetric accuracy = accuracy_of_sst2();
   hp::prune::Frontier f = hand_frontier();
   f.points[0].method = PointMethod::kUnpruned;  // the baseline: right on all of 200 slice examples
   f.select_baseline = 100;
@@ -261,7 +268,7 @@ TEST_CASE(
   f.points[2].select_predictions = gold;
   for (int i = 0; i < 20; ++i) f.points[2].select_predictions[static_cast<size_t>(i)] = 0;
   // points[1] kept none: the difference alone.
-  hp::prune::add_select_deltas(f, sst2, gold, 400, 7);
+  hp::prune::add_select_deltas(f, accuracy, gold, 400, 7);
   CHECK(f.points[0].select_delta == 0);
   CHECK(f.points[0].select_lo == 0);
   CHECK(f.points[0].select_hi == 0);
@@ -275,7 +282,7 @@ TEST_CASE(
   CHECK(f.points[3].select_delta == 0);  // ONNX Runtime: not on the slice
   CHECK(f.points[3].select_lo == 0);
   // Without the gold labels (the embedding frontier keeps no slice similarities): differences alone.
-  hp::prune::add_select_deltas(f, sst2, {}, 400, 7);
+  hp::prune::add_select_deltas(f, accuracy, {}, 400, 7);
   CHECK(f.points[2].select_lo == f.points[2].select_delta);
 }
 
@@ -473,7 +480,7 @@ TEST_CASE("the frontier's reference: the better of the unpruned model and the co
   CHECK(hp::prune::reference_summary(f, false) == "control 88.9, unpruned fp32 88");
   CHECK_THAT(hp::prune::reference_words(f), Catch::Contains("the control's"));
   // The differences are taken from it.
-  hp::prune::add_select_deltas(f, hp::core::find_task("sst2"), {}, 0, 1);
+  hp::prune::add_select_deltas(f, accuracy_of_sst2(), {}, 0, 1);
   CHECK(f.points[1].select_delta == Approx(88.3 - 89.6));
   CHECK(f.points[2].select_delta == Approx(89.1 - 89.6));
   // A control below the unpruned model leaves the unpruned model the reference; a quantised control is a candidate.
