@@ -60,7 +60,7 @@ void bench_taylor(const Bench& b) {
   core::BatchOptions bo;
   bo.batch_size = 64;
   const auto batches = core::make_batches(b.dev, bo);
-  const auto objective = prune::make_task_objective(*b.task, b.dev, batches, b.dev, batches);
+  const auto objective = prune::make_task_objective({b.task, &b.dev, &b.dev, &batches, &batches, "", nullptr});
   ci.objective = objective.get();
   ci.opts = &b.opts;
   ci.counts = prune::schedule_counts(b.opts.schedule, "percent", b.model->config().total_heads());

@@ -41,6 +41,7 @@ void read_data(EmbedRun& r, const core::Config& user) {
                                          cfg.prune.distill_tasks, root, held, cfg.run.seed, &extra);
   const auto& tok = r.teacher->tokenizer;
   r.sentences = eval::encode_sentences(*r.teacher, singles, 0);
+  r.eval_sentences = eval::encode_sentences(*r.teacher, single_sentences(r.eval_pairs), 0);
   for (const auto& e : singles) r.distilled += e.text_a + "\n";
   const auto searched = sample_examples(singles, cfg.prune.search_examples, cfg.run.seed);
   r.search_set = eval::encode_sentences(*r.teacher, searched, 0);
@@ -53,22 +54,14 @@ void read_data(EmbedRun& r, const core::Config& user) {
                               std::to_string(r.eval_pairs.size()) + " pairs of " + cfg.prune.eval_split);
 }
 
-json scores_of(const eval::StsResult& sel, const eval::StsResult& dev, const TeacherEmbeddings& teacher) {
-  json j = {{"select_spearman", 100 * sel.metrics.at("cosine_spearman")},
-            {"spearman", 100 * dev.metrics.at("cosine_spearman")},
-            {"pearson", 100 * dev.metrics.at("cosine_pearson")}};
-  auto cosine = [](const torch::Tensor& a, const torch::Tensor& b) {
-    return b.defined() ? eval::paired_cosine(a, b).mean().item<double>() : 1.0;
-  };
-  j["select_cosine_to_teacher"] = cosine(sel.embeddings, teacher.select);
-  j["mean_cosine_to_teacher"] = cosine(dev.embeddings, teacher.eval);
-  return j;
-}
-
-json score(const EmbedRun& r, const eval::SentenceEncoder& enc, const TeacherEmbeddings& teacher) {
-  const int batch = r.cfg->eval.batch_size;
-  return scores_of(eval::evaluate_sts(enc, r.select_pairs, batch, 0), eval::evaluate_sts(enc, r.eval_pairs, batch, 0),
-                   teacher);
+json score(const EmbedRun& r, const core::Bert& model) {
+  const auto sel = r.objective->evaluate(model, Split::kSelect).metrics;
+  const auto dev = r.objective->evaluate(model, Split::kEval).metrics;
+  return {{"select_spearman", 100 * sel.at("cosine_spearman")},
+          {"spearman", 100 * dev.at("cosine_spearman")},
+          {"pearson", 100 * dev.at("cosine_pearson")},
+          {"select_cosine_to_teacher", sel.at("mean_cosine_to_teacher")},
+          {"mean_cosine_to_teacher", dev.at("mean_cosine_to_teacher")}};
 }
 
 json cached(const std::string& state, const std::string& name, const std::function<json()>& make) {

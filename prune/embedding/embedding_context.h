@@ -35,6 +35,7 @@ struct EmbedRun {
   std::string select_split;
   std::vector<core::Example> select_pairs, eval_pairs;
   core::EncodedDataset sentences, search_set;  // unlabelled single sentences
+  core::EncodedDataset eval_sentences;  // the evaluation pairs' distinct sentences
   std::vector<std::string> search_texts;  // search_set's sentences, in its order
   std::string distilled;  // the sentences distilled on, one per line (RUN_DIR/state/embedding/distill_sentences.txt)
   RankData search;
@@ -50,16 +51,9 @@ void read_data(EmbedRun& r, const core::Config& user);
 // The sequence length candidates are timed at: prune.latency_seq, or data.max_seq_len when that is 0.
 long timing_seq(const core::Config& cfg);
 
-// The teacher's embeddings of the selection's and of the evaluation's sentences.
-struct TeacherEmbeddings {
-  torch::Tensor select, eval;
-};
-
-// The scores of one model: on the selection pairs and the evaluation pairs, the cosine Spearman and the mean cosine
-// of its embeddings of their sentences to the teacher's (1 for the teacher: `teacher` undefined).
-nlohmann::json scores_of(const eval::StsResult& sel, const eval::StsResult& dev, const TeacherEmbeddings& teacher);
-// scores_of `enc` on r's pairs.
-nlohmann::json score(const EmbedRun& r, const eval::SentenceEncoder& enc, const TeacherEmbeddings& teacher);
+// The scores of `model` by r.objective: on the selection pairs and the evaluation pairs, the cosine Spearman (in
+// points) and the mean cosine of its embeddings of their sentences to the teacher's.
+nlohmann::json score(const EmbedRun& r, const core::Bert& model);
 
 // STATE/NAME.json, computed once.
 nlohmann::json cached(const std::string& state, const std::string& name, const std::function<nlohmann::json()>& make);

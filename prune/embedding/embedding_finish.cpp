@@ -27,11 +27,10 @@ void log_step(int n, const std::string& what) {
 }
 
 std::string score_variants(const EmbedRun& r, const std::vector<std::pair<std::string, core::Bert>>& models,
-                           const std::string& state, const TeacherEmbeddings& te, json& steps) {
+                           const std::string& state, json& steps) {
   std::string chosen;
   for (const auto& [variant, model] : models) {
-    const eval::SentenceEncoder enc{r.teacher->layout, model, r.teacher->tokenizer};
-    const json& v = steps[variant] = cached(state, "step-" + variant, [&] { return score(r, enc, te); });
+    const json& v = steps[variant] = cached(state, "step-" + variant, [&] { return score(r, model); });
     core::log_info("prune", variant + ": cosine Spearman " + core::format_number("%.2f", v["spearman"]) +
                                 ", mean cosine to the teacher " +
                                 core::format_number("%.4f", v["mean_cosine_to_teacher"]) +

@@ -30,7 +30,7 @@ struct BudgetDirs {
 // name of the closest to the teacher on the selection sentences (what the model is pruned for, on held-out data; the
 // Spearman of a few hundred pairs scatters by a point or two), a later one winning a tie.
 std::string score_variants(const EmbedRun& r, const std::vector<std::pair<std::string, core::Bert>>& models,
-                           const std::string& state, const TeacherEmbeddings& te, nlohmann::json& steps);
+                           const std::string& state, nlohmann::json& steps);
 
 // RUN_DIR/model: the choice as a sentence-transformers folder, read back and checked to embed as `model` does.
 nlohmann::json export_choice(const EmbedRun& r, const core::Bert& model);

@@ -158,7 +158,7 @@ void validate_embedding_heads(const core::Config& cfg) {
         "pass --target-flops F with it, or a criterion (--method taylor) with --target-heads N");
 }
 
-int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, RunSummary& s, const json& unpruned) {
+int run_embedding_heads(const EmbedRun& r, RunSummary& s, const json& unpruned) {
   const core::Config& cfg = *r.cfg;
   const core::PruneConfig& p = cfg.prune;
   RankSet rs;
@@ -180,11 +180,11 @@ int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, RunSumma
   models.emplace_back("masked", slim_model(r.teacher->model, m.keep));
   const BudgetDirs dirs{r.state + "/heads", cfg.run.out_dir + "/recover"};
   fs::create_directories(dirs.state);
-  if (auto rec = recovered_model(r, te, models.back().second, p, m.flops_kept, dirs.recovered))
+  if (auto rec = recovered_model(r, models.back().second, p, m.flops_kept, dirs.recovered))
     models.emplace_back("recovered", *rec);
   if (core::dist::stop_requested(r.stop)) return kInterruptedExit;
   json steps = json::object();
-  const std::string chosen = score_variants(r, models, dirs.state, te, steps);
+  const std::string chosen = score_variants(r, models, dirs.state, steps);
   FinalSummary f;
   f.method = choice_method_name(ChoiceMethod::kCriterion);
   f.criterion = crit;

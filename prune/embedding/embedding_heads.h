@@ -27,6 +27,6 @@ void validate_embedding_heads(const core::Config& cfg);
 
 // The run above into `s` (embedding_summary's opening; `unpruned`: the teacher's scores). 0 when done,
 // kInterruptedExit when stopped.
-int run_embedding_heads(const EmbedRun& r, const TeacherEmbeddings& te, RunSummary& s, const nlohmann::json& unpruned);
+int run_embedding_heads(const EmbedRun& r, RunSummary& s, const nlohmann::json& unpruned);
 
 }  // namespace hp::prune

@@ -153,7 +153,7 @@ struct BudgetRun {
 
 // nullopt when stopped.
 std::optional<BudgetRun> run_budget(const EmbedRun& r, const MaskGradients& g, const core::PruneConfig& p,
-                                    const BudgetDirs& dirs, const TeacherEmbeddings& te) {
+                                    const BudgetDirs& dirs) {
   const core::Bert& teacher = r.teacher->model;
   BudgetRun b;
   b.s = search(r, g, p);
@@ -161,10 +161,10 @@ std::optional<BudgetRun> run_budget(const EmbedRun& r, const MaskGradients& g, c
   b.models.emplace_back("rearranged", slim_model(teacher, b.s.rearranged));
   b.models.emplace_back("tuned", slim_model(fold_scales(teacher, b.s.scales), b.s.rearranged));
   fs::create_directories(dirs.state);
-  if (auto rec = recovered_model(r, te, b.models.back().second, p, b.s.unit.target, dirs.recovered))
+  if (auto rec = recovered_model(r, b.models.back().second, p, b.s.unit.target, dirs.recovered))
     b.models.emplace_back("recovered", *rec);
   if (core::dist::stop_requested(r.stop)) return std::nullopt;
-  b.chosen = score_variants(r, b.models, dirs.state, te, b.steps);
+  b.chosen = score_variants(r, b.models, dirs.state, b.steps);
   return b;
 }
 
@@ -183,13 +183,12 @@ BudgetDirs frontier_dirs(const EmbedRun& r, int percent) {
 
 // The search at `pct` percent of the encoder's FLOPs (its best step, as a --target-flops run chooses it), its steps
 // scored in RUN_DIR/state/embedding/budget-P. nullopt when stopped.
-std::optional<Candidate> budget_candidate(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te,
-                                          int pct) {
+std::optional<Candidate> budget_candidate(const EmbedRun& r, const MaskGradients& g, int pct) {
   core::PruneConfig p = r.cfg->prune;
   p.target_flops = pct / 100.0, p.target_params = 0;
   const BudgetDirs dirs = frontier_dirs(r, pct);
   core::log_info("prune", "frontier: the search at " + std::to_string(pct) + "% of the encoder's FLOPs");
-  auto b = run_budget(r, g, p, dirs, te);
+  auto b = run_budget(r, g, p, dirs);
   if (!b) return std::nullopt;
   Candidate c{{}, "kwon-" + std::to_string(pct), [model = b->choice()] { return model; }};
   c.point.method = PointMethod::kKwon, c.point.budget = std::to_string(pct) + "% FLOPs", c.point.step = pct;
@@ -201,8 +200,7 @@ std::optional<Candidate> budget_candidate(const EmbedRun& r, const MaskGradients
 
 // The frontier's structures: the unpruned encoder and the search at each point of prune.budget_schedule. nullopt when
 // stopped.
-std::optional<std::vector<Candidate>> frontier_candidates(const EmbedRun& r, const MaskGradients& g,
-                                                          const TeacherEmbeddings& te) {
+std::optional<std::vector<Candidate>> frontier_candidates(const EmbedRun& r, const MaskGradients& g) {
   const core::Bert& teacher = r.teacher->model;
   Candidate unpruned{{}, "unpruned", [&teacher] { return teacher; }};
   unpruned.point.method = PointMethod::kUnpruned;
@@ -210,7 +208,7 @@ std::optional<std::vector<Candidate>> frontier_candidates(const EmbedRun& r, con
   std::vector<Candidate> cands = {unpruned};
   for (const int pct : r.cfg->prune.budget_schedule) {
     if (pct <= 0 || pct >= 100) continue;
-    auto c = budget_candidate(r, g, te, pct);
+    auto c = budget_candidate(r, g, pct);
     if (!c) return std::nullopt;
     cands.push_back(std::move(*c));
   }
@@ -219,9 +217,9 @@ std::optional<std::vector<Candidate>> frontier_candidates(const EmbedRun& r, con
 
 // The gates (prune/embedding/embedding_train.h) at `fraction` of the FLOPs, trained once in
 // RUN_DIR/frontier_gates/PERCENT. nullopt when stopped.
-std::optional<Candidate> gates_candidate(const EmbedRun& r, const TeacherEmbeddings& te, double fraction) {
+std::optional<Candidate> gates_candidate(const EmbedRun& r, double fraction) {
   const int pct = static_cast<int>(std::lround(100 * fraction));
-  const auto g = gated_embedding(r, te, fraction, r.cfg->run.out_dir + "/frontier_gates/" + std::to_string(pct));
+  const auto g = gated_embedding(r, fraction, r.cfg->run.out_dir + "/frontier_gates/" + std::to_string(pct));
   if (!g) return std::nullopt;
   Candidate c{{}, "gates-" + std::to_string(pct), [model = g->slim] { return model; }};
   c.point.method = PointMethod::kGates, c.point.budget = std::to_string(pct) + "% FLOPs", c.point.step = pct;
@@ -232,8 +230,7 @@ std::optional<Candidate> gates_candidate(const EmbedRun& r, const TeacherEmbeddi
 
 // How the embeddings' frontier measures: the cosine Spearman of the selection and the evaluation pairs, the
 // selection pairs' similarities for the intervals, timed at prune.latency_batch x timing_seq; refined by the search.
-FrontierMeasure embedding_measure(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te,
-                                  const core::Bert& base) {
+FrontierMeasure embedding_measure(const EmbedRun& r, const MaskGradients& g, const core::Bert& base) {
   const core::Config& cfg = *r.cfg;
   FrontierMeasure m;
   m.cfg = &cfg, m.stop = r.stop, m.tokenizer = &r.teacher->tokenizer;
@@ -242,8 +239,8 @@ FrontierMeasure embedding_measure(const EmbedRun& r, const MaskGradients& g, con
   const long batch = cfg.prune.latency_batch, seq = timing_seq(cfg);
   m.timings = {{batch, seq}};
   m.dir = r.state + "/frontier";
-  m.refine = [&r, &g, &te](int pct) { return budget_candidate(r, g, te, pct); };
-  m.gates = [&r, &te](double fraction) { return gates_candidate(r, te, fraction); };
+  m.refine = [&r, &g](int pct) { return budget_candidate(r, g, pct); };
+  m.gates = [&r](double fraction) { return gates_candidate(r, fraction); };
   m.ort = [&r, &base, batch, seq](Frontier& f) {
     const std::string ort_dir = r.state + "/frontier/ort";
     add_ort_rows(
@@ -263,14 +260,13 @@ FrontierMeasure embedding_measure(const EmbedRun& r, const MaskGradients& g, con
 // `prune --config sts_embed.yaml --max-drop D`: every candidate (frontier_candidates) at every native precision; the
 // fastest within D points of cosine Spearman on the selection pairs exported. 0 when done, kInterruptedExit when
 // stopped.
-int run_embedding_frontier(const EmbedRun& r, const MaskGradients& g, const TeacherEmbeddings& te, RunSummary& s,
-                           const json& unpruned) {
+int run_embedding_frontier(const EmbedRun& r, const MaskGradients& g, RunSummary& s, const json& unpruned) {
   const core::Config& cfg = *r.cfg;
-  auto cands = frontier_candidates(r, g, te);
+  auto cands = frontier_candidates(r, g);
   if (!cands) return kInterruptedExit;
   core::Bert base = r.teacher->model;
   base.set_precision(core::Precision::kFp32);
-  const FrontierMeasure m = embedding_measure(r, g, te, base);
+  const FrontierMeasure m = embedding_measure(r, g, base);
   Frontier header;
   header.task = cfg.data.task, header.metric = s.metric, header.split = cfg.prune.eval_split;
   header.select_split = r.select_split;
@@ -317,12 +313,11 @@ namespace {
 
 // `--method gates --target-flops F`: the gates (prune/embedding/embedding_train.h) in RUN_DIR/gates, the slimmed model scored
 // and exported. 0 when done, kInterruptedExit when stopped.
-int run_gates(const EmbedRun& r, const TeacherEmbeddings& te, RunSummary& s, const json& unpruned) {
+int run_gates(const EmbedRun& r, RunSummary& s, const json& unpruned) {
   const core::Config& cfg = *r.cfg;
-  const auto g = gated_embedding(r, te, cfg.prune.target_flops, cfg.run.out_dir + "/" + kGatesDir);
+  const auto g = gated_embedding(r, cfg.prune.target_flops, cfg.run.out_dir + "/" + kGatesDir);
   if (!g) return kInterruptedExit;
-  const eval::SentenceEncoder enc{r.teacher->layout, g->slim, r.teacher->tokenizer};
-  const json scores = cached(r.state, kGatesDir, [&] { return score(r, enc, te); });
+  const json scores = cached(r.state, kGatesDir, [&] { return score(r, g->slim); });
   FinalSummary f;
   f.method = choice_method_name(ChoiceMethod::kGates);
   f.metrics = summary_metrics(scores);
@@ -349,33 +344,22 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   core::write_file_atomic(r.state + "/distill_sentences.txt", r.distilled);  // what bench/st_layerdrop.py distils on
   log_step(1, "prepare: " + cfg.model.path + " (sentence-transformers), run folder " + cfg.run.out_dir +
                   (r.store->resumed() ? " (resuming)" : ""));
-  // The teacher embedded once: its own scores and what every step is compared with.
-  const auto teacher_select = eval::evaluate_sts(*r.teacher, r.select_pairs, cfg.eval.batch_size, 0);
-  const auto teacher_eval = eval::evaluate_sts(*r.teacher, r.eval_pairs, cfg.eval.batch_size, 0);
-  const TeacherEmbeddings teacher_embeddings{teacher_select.embeddings, teacher_eval.embeddings};
-  EmbeddingData objective{&core::find_task(cfg.data.task),
-                          &*r.teacher,
-                          r.pooling,
-                          &r.eval_pairs,
-                          &r.select_pairs,
-                          teacher_eval.embeddings,
-                          teacher_select.embeddings,
-                          cfg.eval.batch_size,
-                          core::mean_length(eval::encode_sentences(*r.teacher, single_sentences(r.eval_pairs), 0))};
-  r.objective = make_embedding_objective(objective);
-  const json unpruned = cached(r.state, "unpruned", [&] { return scores_of(teacher_select, teacher_eval, {}); });
+  r.objective = make_embedding_objective({&core::find_task(cfg.data.task), &*r.teacher, r.pooling, &r.eval_pairs,
+                                          &r.select_pairs, cfg.eval.batch_size, &r.sentences, &r.eval_sentences,
+                                          cfg.model.path + "/" + r.teacher->layout.transformer_dir});
+  const json unpruned = cached(r.state, "unpruned", [&] { return score(r, r.teacher->model); });
   core::log_info("prune", "unpruned: cosine Spearman " + core::format_number("%.2f", unpruned["spearman"]) + " on " +
                               cfg.prune.eval_split + ", " +
                               core::format_number("%.2f", unpruned["select_spearman"]) + " on " + r.select_split);
   if (core::dist::stop_requested(stop)) return kInterruptedExit;
   RunSummary s = embedding_summary(r);
-  if (cfg.prune.method == core::MethodKind::kGates) return run_gates(r, teacher_embeddings, s, unpruned);
-  if (cfg.prune.target_heads > 0) return run_embedding_heads(r, teacher_embeddings, s, unpruned);
+  if (cfg.prune.method == core::MethodKind::kGates) return run_gates(r, s, unpruned);
+  if (cfg.prune.target_heads > 0) return run_embedding_heads(r, s, unpruned);
   const MaskGradients g = embedding_gradients(r);
   if (core::dist::stop_requested(stop)) return kInterruptedExit;
-  if (cfg.prune.max_drop > 0) return run_embedding_frontier(r, g, teacher_embeddings, s, unpruned);
+  if (cfg.prune.max_drop > 0) return run_embedding_frontier(r, g, s, unpruned);
   const BudgetDirs dirs{r.state, cfg.run.out_dir + "/recover"};
-  const auto b = run_budget(r, g, cfg.prune, dirs, teacher_embeddings);
+  const auto b = run_budget(r, g, cfg.prune, dirs);
   if (!b) return kInterruptedExit;
   const Searched& sr = b->s;
   const json& chosen = b->steps[b->chosen];

@@ -22,8 +22,8 @@ namespace hp::prune {
 
 // The searched model `tuned` recovered in `dir` for budget_recover_steps(p, target) steps (`target`: the fraction of
 // the FLOPs kept): DIR/best. nullopt without steps or when stopped.
-std::optional<core::Bert> recovered_model(const EmbedRun& r, const TeacherEmbeddings& teacher, const core::Bert& tuned,
-                                          const core::PruneConfig& p, double target, const std::string& dir);
+std::optional<core::Bert> recovered_model(const EmbedRun& r, const core::Bert& tuned, const core::PruneConfig& p,
+                                          double target, const std::string& dir);
 
 struct GatedEmbedding {
   core::Bert slim;  // the fine-tuned model slimmed by the gates' structure
@@ -34,7 +34,6 @@ struct GatedEmbedding {
 };
 
 // The gates at `fraction` of the FLOPs, trained in `dir`. nullopt when stopped.
-std::optional<GatedEmbedding> gated_embedding(const EmbedRun& r, const TeacherEmbeddings& teacher, double fraction,
-                                              const std::string& dir);
+std::optional<GatedEmbedding> gated_embedding(const EmbedRun& r, double fraction, const std::string& dir);
 
 }  // namespace hp::prune

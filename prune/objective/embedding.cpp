@@ -1,9 +1,14 @@
 // A sentence-embedding model's objective: the cosine Spearman of its embeddings of sentence pairs (see
 // prune/objective/objective.h).
-#include "core/base/correlation.h"
+#include <filesystem>
+
 #include "core/base/errors.h"
+#include "core/base/files.h"
+#include "core/io/checkpoint.h"
 #include "eval/metrics.h"
 #include "prune/objective/objective.h"
+#include "train/task_run.h"  // result_json
+#include "train/trainer.h"
 
 namespace hp::prune {
 
@@ -14,6 +19,8 @@ class EmbeddingObjective final : public Objective {
   explicit EmbeddingObjective(const EmbeddingData& d) : d_(d) {
     task_ = *d.task;
     task_.primary_metric = "cosine_spearman";  // the embedding's metric in place of the task's
+    teacher_eval_ = eval::evaluate_sts(*d.encoder, *d.eval, d.batch, 0).embeddings;
+    teacher_select_ = eval::evaluate_sts(*d.encoder, *d.select, d.batch, 0).embeddings;
   }
 
   std::string name() const override { return core::choice_text(core::Objective::kEmbedding); }
@@ -26,9 +33,8 @@ class EmbeddingObjective final : public Objective {
     const eval::StsResult s = eval::evaluate_sts(enc, on_eval ? *d_.eval : *d_.select, d_.batch, 0, masks);
     eval::EvalResult r;
     r.metrics = s.metrics;
-    const torch::Tensor& teacher = on_eval ? d_.teacher_eval : d_.teacher_select;
-    r.metrics["mean_cosine_to_teacher"] =
-        teacher.defined() ? eval::paired_cosine(s.embeddings, teacher).mean().item<double>() : 1.0;
+    const torch::Tensor& teacher = on_eval ? teacher_eval_ : teacher_select_;
+    r.metrics["mean_cosine_to_teacher"] = eval::paired_cosine(s.embeddings, teacher).mean().item<double>();
     r.predictions = s.similarities;
     r.examples = s.pairs, r.seconds = s.seconds, r.examples_per_s = s.pairs_per_s;
     return r;
@@ -41,13 +47,52 @@ class EmbeddingObjective final : public Objective {
   double metric_of(const std::vector<float>& predictions, const std::vector<float>& gold) const override {
     return eval::spearman({predictions.begin(), predictions.end()}, {gold.begin(), gold.end()});
   }
-  double mean_length() const override { return d_.mean_length; }
+  double mean_length() const override { return core::mean_length(*d_.eval_sentences); }
   const train::Pooling* pooling() const override { return &d_.pooling; }
+  bool train(const TrainRequest& r) const override;
 
  private:
   EmbeddingData d_;
   core::TaskSpec task_;
+  torch::Tensor teacher_eval_, teacher_select_;  // the teacher's embeddings, eval::sts_texts' order
 };
+
+// What a training run minimises and keeps: the distance of the student's embeddings to the teacher's, the checkpoint
+// the closest to the teacher on the selection pairs' sentences (mean cosine), their cosine Spearman beside it.
+train::Objective training_objective(const EmbeddingData& d, const torch::Tensor& teacher_select) {
+  train::Objective o;
+  o.metric = "select_cosine_to_teacher";
+  o.loss = [pooling = d.pooling](const core::EncoderOutput& student, const core::EncoderOutput& t,
+                                 const core::EncoderInput& in) {
+    return train::embedding_distill_loss(train::pooled(student, in, pooling), train::pooled(t, in, pooling));
+  };
+  o.evaluate = [&d, teacher_select](const core::Bert& model, const eval::Masks& masks) {
+    const eval::SentenceEncoder enc{d.encoder->layout, model, d.encoder->tokenizer};
+    const eval::StsResult s = eval::evaluate_sts(enc, *d.select, d.batch, 0, masks);
+    return std::map<std::string, double>{
+        {"select_cosine_to_teacher", eval::paired_cosine(s.embeddings, teacher_select).mean().item<double>()},
+        {"select_spearman", 100 * s.metrics.at("cosine_spearman")}};
+  };
+  return o;
+}
+
+bool EmbeddingObjective::train(const TrainRequest& r) const {
+  const train::Objective o = training_objective(d_, teacher_select_);
+  train::TrainData data;
+  data.task = d_.task;
+  data.train = d_.sentences, data.eval = d_.eval_sentences, data.objective = &o;
+  data.pad_id = d_.encoder->tokenizer.pad_id(), data.eval_batch_size = r.cfg->eval.batch_size;
+  train::TrainOptions opts;
+  opts.run_dir = r.run_dir, opts.config_yaml = core::resume_yaml(*r.cfg);
+  opts.resume = std::filesystem::exists(r.run_dir + "/state");
+  opts.teacher = &d_.encoder->model, opts.finetune_steps = r.finetune_steps, opts.stop = r.stop;
+  opts.fixed_keep = r.fixed_keep, opts.tokenizer_dir = d_.tokenizer_dir;
+  core::Bert student = r.start ? *r.start : core::load_bert(r.from, core::LoadOptions{});
+  const train::TrainResult t = train::train_model(r.cfg->train, r.cfg->gates, r.cfg->run, student, data, opts);
+  if (t.interrupted) return false;
+  core::write_file_atomic(r.run_dir + "/train_result.json", train::result_json(t).dump(2) + "\n");
+  return true;
+}
 
 }  // namespace
 

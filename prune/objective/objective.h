@@ -4,18 +4,36 @@
 // embeddings of sentence pairs). A new objective is one file here and one row of core::Objective.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/base/config.h"
 #include "core/data/batching.h"
 #include "core/data/glue.h"
 #include "core/model/bert.h"
+#include "core/model/head_mask.h"
 #include "eval/embedding.h"
 #include "eval/evaluator.h"
 #include "train/embedding_objective.h"  // Pooling
 
 namespace hp::prune {
+
+// A training run of the pruning run (fine-tuning, recovery, gates, the control): as `cfg` says, in `run_dir`
+// (resumed when its state is there), RUN_DIR/train_result.json and RUN_DIR/best when done.
+struct TrainRequest {
+  const core::Config* cfg = nullptr;
+  std::string run_dir;
+  std::string from;  // the model folder it starts from
+  // Or a model in memory (an embedding's slimmed step), trained in place: the caller's own copy (copy_model).
+  core::Bert* start = nullptr;
+  core::HeadSet fixed_keep;  // heads fixed (recovery under a head mask); empty: none
+  // A task's distillation teacher when it is not `from` (a slimmed model's recovery from the unpruned one).
+  std::string teacher_dir;
+  long finetune_steps = 0;  // > 0: the gates' fixed-structure phase lasts this many steps
+  const std::atomic<bool>* stop = nullptr;
+};
 
 // The rows a model is scored on: the evaluation split (reported) or the selection slice (where choices are made).
 enum class Split { kEval, kSelect };
@@ -39,27 +57,37 @@ class Objective {
   virtual double mean_length() const = 0;
   // What the criteria read in place of logits: the pooled embedding (prune/heads/criteria.h); null for a task.
   virtual const train::Pooling* pooling() const { return nullptr; }
+  // The training of `r` by the one trainer (train/trainer.h) on the objective's loss: a task's labels (distilled as
+  // cfg.gates says), or the teacher's embeddings of unlabelled sentences. False when stopped.
+  virtual bool train(const TrainRequest& r) const = 0;
 };
 
-// A task's objective on `eval` and `select` (encoded, with their batches; `select` may be empty), which the
-// caller keeps alive.
-std::unique_ptr<Objective> make_task_objective(const core::TaskSpec& task, const core::EncodedDataset& eval,
-                                               const std::vector<core::Batch>& eval_batches,
-                                               const core::EncodedDataset& select,
-                                               const std::vector<core::Batch>& select_batches);
+// A task's objective on `eval` and `select` (encoded, with their batches; `select` may be empty), training on the
+// task's train split under `data_root` (and `distill_rows` for the teacher to label: prune.distill_tasks'; may be
+// null). The caller keeps all alive.
+struct TaskData {
+  const core::TaskSpec* task = nullptr;
+  const core::EncodedDataset *eval = nullptr, *select = nullptr;
+  const std::vector<core::Batch>*eval_batches = nullptr, *select_batches = nullptr;
+  std::string data_root;
+  const std::vector<core::Example>* distill_rows = nullptr;
+};
+std::unique_ptr<Objective> make_task_objective(const TaskData& data);
 
-// A sentence-embedding model's objective: `encoder`'s layout and tokenizer embed the labelled pairs of `eval` and
-// `select` (STS-B's), `teacher` (the unpruned model's embeddings of eval's sentences, eval::sts_texts' order) gives
-// mean_cosine_to_teacher; `batch` sentences a forward; `mean_length`: the evaluation sentences' mean in tokens. The
+// A sentence-embedding model's objective: `encoder` (the unpruned model, the teacher) embeds the labelled pairs of
+// `eval` and `select` (STS-B's); the teacher's embeddings of their sentences, made once, give mean_cosine_to_teacher;
+// `batch` sentences a forward. It trains towards the teacher's embeddings of `sentences`
+// (unlabelled), the checkpoint kept the closest to the teacher on the selection pairs' sentences (mean cosine);
+// `eval_sentences` (the evaluation pairs' distinct sentences) give the mean length FLOPs are counted at. The
 // caller keeps all alive.
 struct EmbeddingData {
   const core::TaskSpec* task = nullptr;  // whose pairs (data.task's)
   const eval::SentenceEncoder* encoder = nullptr;
   train::Pooling pooling;
   const std::vector<core::Example>*eval = nullptr, *select = nullptr;
-  torch::Tensor teacher_eval, teacher_select;
   int batch = 32;
-  double mean_length = 0;
+  const core::EncodedDataset *sentences = nullptr, *eval_sentences = nullptr;
+  std::string tokenizer_dir;  // copied into a training run's best/
 };
 std::unique_ptr<Objective> make_embedding_objective(const EmbeddingData& data);
 

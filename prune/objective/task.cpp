@@ -1,8 +1,11 @@
 // A task's objective: its classifier, regressor or tagger scored by the task's metric (see prune/objective/objective.h).
+#include <filesystem>
 #include <utility>
 
+#include "core/base/errors.h"
 #include "eval/metrics.h"
 #include "prune/objective/objective.h"
+#include "train/task_run.h"
 
 namespace hp::prune {
 
@@ -10,41 +13,47 @@ namespace {
 
 class TaskObjective final : public Objective {
  public:
-  TaskObjective(const core::TaskSpec& task, const core::EncodedDataset& eval, const std::vector<core::Batch>& eval_b,
-                const core::EncodedDataset& select, const std::vector<core::Batch>& select_b)
-      : task_(task), eval_(eval), select_(select), eval_batches_(eval_b), select_batches_(select_b) {}
+  explicit TaskObjective(const TaskData& d) : d_(d) {}
 
   std::string name() const override {
-    return task_.head == core::Head::kToken ? "token_classification"
-           : task_.is_regression()          ? "regression"
-                                            : "sequence_classification";
+    return d_.task->head == core::Head::kToken ? "token_classification"
+           : d_.task->is_regression()          ? "regression"
+                                               : "sequence_classification";
   }
-  const core::TaskSpec& task() const override { return task_; }
+  const core::TaskSpec& task() const override { return *d_.task; }
   eval::EvalResult evaluate(const core::Bert& model, Split split, const eval::Masks& masks) const override {
-    return split == Split::kEval ? eval::evaluate(model, task_, eval_, eval_batches_, masks)
-                                 : eval::evaluate(model, task_, select_, select_batches_, masks);
+    return split == Split::kEval ? eval::evaluate(model, *d_.task, *d_.eval, *d_.eval_batches, masks)
+                                 : eval::evaluate(model, *d_.task, *d_.select, *d_.select_batches, masks);
   }
   std::vector<float> gold(Split split) const override {
-    return core::gold_labels(split == Split::kEval ? eval_ : select_);
+    return core::gold_labels(split == Split::kEval ? *d_.eval : *d_.select);
   }
   double metric_of(const std::vector<float>& predictions, const std::vector<float>& gold) const override {
-    return eval::compute_metrics(task_, predictions, gold).at(task_.primary_metric);
+    return eval::compute_metrics(*d_.task, predictions, gold).at(d_.task->primary_metric);
   }
-  double mean_length() const override { return core::mean_length(eval_); }
+  double mean_length() const override { return core::mean_length(*d_.eval); }
+  bool train(const TrainRequest& r) const override {
+    HP_CHECK(!r.start, "a task's training starts from a model folder");
+    train::TaskRun run;
+    run.teacher_dir = r.teacher_dir;
+    run.model_dir = r.from;
+    run.run_dir = r.run_dir;
+    run.resume = std::filesystem::exists(r.run_dir + "/state");
+    run.fixed_keep = r.fixed_keep;
+    run.stop = r.stop;
+    run.task = d_.task;
+    run.data_root = d_.data_root;
+    run.finetune_steps = r.finetune_steps;
+    if (d_.distill_rows && !d_.distill_rows->empty()) run.distill_rows = d_.distill_rows;
+    return !train::train_task(*r.cfg, run).interrupted;
+  }
 
  private:
-  const core::TaskSpec& task_;
-  const core::EncodedDataset &eval_, &select_;
-  const std::vector<core::Batch>&eval_batches_, &select_batches_;
+  TaskData d_;
 };
 
 }  // namespace
 
-std::unique_ptr<Objective> make_task_objective(const core::TaskSpec& task, const core::EncodedDataset& eval,
-                                               const std::vector<core::Batch>& eval_batches,
-                                               const core::EncodedDataset& select,
-                                               const std::vector<core::Batch>& select_batches) {
-  return std::make_unique<TaskObjective>(task, eval, eval_batches, select, select_batches);
-}
+std::unique_ptr<Objective> make_task_objective(const TaskData& data) { return std::make_unique<TaskObjective>(data); }
 
 }  // namespace hp::prune

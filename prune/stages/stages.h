@@ -87,7 +87,9 @@ struct RunContext {
   std::vector<core::Batch> eval_batches;
   core::EncodedDataset select_data;  // select_examples encoded, and batched as the evaluation split is
   std::vector<core::Batch> select_batches;
-  std::unique_ptr<Objective> objective;  // the task's (prune/objective/objective.h), on eval_data and select_data
+  // The task's (prune/objective/objective.h), made in stage 1: it trains from then on and scores eval_data and
+  // select_data once stage 2 encoded them.
+  std::unique_ptr<Objective> objective;
   std::vector<core::EncodedDataset> rank_sets;  // one per seed
   std::vector<RankData> ranks;  // batches of rank_sets
   CurveInputs curves;  // model, data, schedule for prune/heads/curves.h

@@ -65,7 +65,6 @@ void load_model_and_data(RunContext& ctx) {
   bo.batch_size = cfg.eval.batch_size;
   bo.pad_id = ctx.tok->pad_id();
   ctx.eval_batches = core::make_batches(ctx.eval_data, bo);
-  ctx.objective = make_task_objective(*ctx.task, ctx.eval_data, ctx.eval_batches, ctx.select_data, ctx.select_batches);
   ci.objective = ctx.objective.get();
   ci.opts = &P;
   ci.counts = schedule_counts(P.schedule, P.schedule_unit, ctx.total_heads);
@@ -88,18 +87,10 @@ std::vector<core::Example> sample_examples(std::vector<core::Example> all, int n
 // and data resolved in stage 1. False when stopped.
 bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string& sub, const std::string& from,
               const core::HeadSet& fixed_keep, long finetune_steps, const std::string& teacher_dir) {
-  train::TaskRun run;
-  run.teacher_dir = teacher_dir;
-  run.model_dir = from;
-  run.run_dir = ctx.cfg->run.out_dir + "/" + sub;
-  run.resume = fs::exists(run.run_dir + "/state");
-  run.fixed_keep = fixed_keep;
-  run.stop = ctx.stop;
-  run.task = ctx.task;
-  run.data_root = ctx.data_root;
-  run.finetune_steps = finetune_steps;
-  if (!ctx.distill_rows.empty()) run.distill_rows = &ctx.distill_rows;
-  return !train::train_task(cfg, run).interrupted;
+  TrainRequest r;
+  r.cfg = &cfg, r.run_dir = ctx.cfg->run.out_dir + "/" + sub, r.from = from, r.fixed_keep = fixed_keep;
+  r.teacher_dir = teacher_dir, r.finetune_steps = finetune_steps, r.stop = ctx.stop;
+  return ctx.objective->train(r);
 }
 
 bool train_budget_gates_in(const RunContext& ctx, const core::Config& gates_cfg, const std::string& sub) {
@@ -155,6 +146,9 @@ void prepare(RunContext& ctx, const core::Config& user, const std::atomic<bool>*
     core::log_info("prune", "mnli_subset: our own split of TextFooler's MNLI dev subset (" + P.rank_split + " ranks, " +
                                 P.eval_split + " evaluates); the full GLUE MNLI is not on this machine");
 
+  // The task's objective reads the data stage 2 encodes (into ctx, which stays where it is).
+  ctx.objective = make_task_objective({ctx.task, &ctx.eval_data, &ctx.select_data, &ctx.eval_batches,
+                                       &ctx.select_batches, ctx.data_root, &ctx.distill_rows});
   prepare_latency_budget(ctx);  // measures, and refuses an unreachable target, before the folder is claimed
 
   ctx.store = std::make_unique<RunStore>(cfg.run.out_dir, core::resume_yaml(cfg));

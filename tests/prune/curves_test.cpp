@@ -29,7 +29,8 @@ struct AllOnes {
   std::unique_ptr<hp::prune::Objective> objective;
   explicit AllOnes(int n) {
     data.labels.assign(n, 1.0f), data.has_labels = true;
-    objective = hp::prune::make_task_objective(hp::core::find_task("sst2"), data, batches, data, batches);
+    objective =
+        hp::prune::make_task_objective({&hp::core::find_task("sst2"), &data, &data, &batches, &batches, "", nullptr});
   }
 };
 

@@ -111,7 +111,7 @@ TEST_CASE("on the GPU: the curves' evaluations run there with the CPU's predicti
   core::BatchOptions bo;
   bo.batch_size = 3;
   const std::vector<core::Batch> batches = core::make_batches(data, bo);
-  const auto objective = prune::make_task_objective(task, data, batches, data, batches);
+  const auto objective = prune::make_task_objective({&task, &data, &data, &batches, &batches, "", nullptr});
   in.model = &cpu, in.score_model = &gpu, in.objective = objective.get(), in.opts = &opts;
   auto same = [&](const core::Bert& model, const eval::Masks& masks) {
     const auto want = eval::evaluate(model, task, data, batches, masks);
