@@ -346,7 +346,7 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
                   (r.store->resumed() ? " (resuming)" : ""));
   r.objective = make_embedding_objective({&core::find_task(cfg.data.task), &*r.teacher, r.pooling, &r.eval_pairs,
                                           &r.select_pairs, cfg.eval.batch_size, &r.sentences, &r.eval_sentences,
-                                          cfg.model.path + "/" + r.teacher->layout.transformer_dir});
+                                          r.teacher->layout.transformer_dir});
   const json unpruned = cached(r.state, "unpruned", [&] { return score(r, r.teacher->model); });
   core::log_info("prune", "unpruned: cosine Spearman " + core::format_number("%.2f", unpruned["spearman"]) + " on " +
                               cfg.prune.eval_split + ", " +

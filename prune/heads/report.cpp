@@ -27,9 +27,10 @@ std::map<std::string, double> largest_fraction_within(const std::vector<Aggregat
   return best;
 }
 
-std::map<std::string, double> curve_area(const std::vector<Aggregate>& aggregates) {
+std::map<std::string, double> curve_area(const std::vector<Aggregate>& aggregates, const std::string& metric) {
   std::map<std::string, double> sum, n;
-  for (const auto& a : aggregates) sum[a.criterion] += a.mean, n[a.criterion] += 1;
+  for (const auto& a : aggregates)
+    sum[a.criterion] += metric.empty() ? a.mean : a.metrics.at(metric), n[a.criterion] += 1;
   for (auto& [c, s] : sum) s /= n[c];
   return sum;
 }

@@ -31,7 +31,8 @@ std::vector<std::string> write_curve_report(const CurveReport& r);
 std::map<std::string, double> largest_fraction_within(const std::vector<Aggregate>& aggregates, int total_heads,
                                                       double tolerance);
 
-// Mean of the primary metric over a criterion's points (area under its curve, per point).
-std::map<std::string, double> curve_area(const std::vector<Aggregate>& aggregates);
+// Mean of the primary metric (or of `metric` from each point's metrics) over a criterion's points (area under its
+// curve, per point).
+std::map<std::string, double> curve_area(const std::vector<Aggregate>& aggregates, const std::string& metric = "");
 
 }  // namespace hp::prune

@@ -39,6 +39,9 @@ class EmbeddingObjective final : public Objective {
     r.examples = s.pairs, r.seconds = s.seconds, r.examples_per_s = s.pairs_per_s;
     return r;
   }
+  long size(Split split) const override {
+    return static_cast<long>((split == Split::kEval ? d_.eval : d_.select)->size());
+  }
   std::vector<float> gold(Split split) const override {
     std::vector<float> g;
     for (const auto& e : split == Split::kEval ? *d_.eval : *d_.select) g.push_back(e.label);

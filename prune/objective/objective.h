@@ -49,6 +49,8 @@ class Objective {
   // `model` (at its precision and on its device; `masks` applied) on `split`: its metrics (fractions, as
   // eval::compute_metrics gives them) and one prediction per row of gold(split).
   virtual eval::EvalResult evaluate(const core::Bert& model, Split split, const eval::Masks& masks = {}) const = 0;
+  // The split's examples (a task's) or pairs (an embedding's).
+  virtual long size(Split split) const = 0;
   // The split's gold values in evaluate's row order.
   virtual std::vector<float> gold(Split split) const = 0;
   // The primary metric of `predictions` against `gold`: rows a bootstrap resampled from evaluate and gold.

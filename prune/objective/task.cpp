@@ -25,6 +25,9 @@ class TaskObjective final : public Objective {
     return split == Split::kEval ? eval::evaluate(model, *d_.task, *d_.eval, *d_.eval_batches, masks)
                                  : eval::evaluate(model, *d_.task, *d_.select, *d_.select_batches, masks);
   }
+  long size(Split split) const override {
+    return static_cast<long>((split == Split::kEval ? d_.eval : d_.select)->size());
+  }
   std::vector<float> gold(Split split) const override {
     return core::gold_labels(split == Split::kEval ? *d_.eval : *d_.select);
   }

@@ -69,7 +69,7 @@ struct RunContext {
   // (prune/data/distill_data.h distill_rows); empty: none.
   std::vector<core::Example> distill_rows;
   core::LoadOptions load;  // the task's labels, run.seed
-  std::unique_ptr<RunStore> store;  // the claimed run folder
+  std::shared_ptr<RunStore> store;  // the claimed run folder
   std::optional<LatencyTable> latency_table;  // with a latency budget (prune/stages/budget.h)
   const std::atomic<bool>* stop = nullptr;  // Ctrl-C or a rank's stop: return kInterruptedExit after the current unit
   // A --max-drop run's choice: stage 7 also writes model.onnx, and model.int8.onnx when int8 was chosen.
@@ -89,7 +89,7 @@ struct RunContext {
   std::vector<core::Batch> select_batches;
   // The task's (prune/objective/objective.h), made in stage 1: it trains from then on and scores eval_data and
   // select_data once stage 2 encoded them.
-  std::unique_ptr<Objective> objective;
+  std::shared_ptr<Objective> objective;
   std::vector<core::EncodedDataset> rank_sets;  // one per seed
   std::vector<RankData> ranks;  // batches of rank_sets
   CurveInputs curves;  // model, data, schedule for prune/heads/curves.h

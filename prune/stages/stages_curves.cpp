@@ -209,11 +209,12 @@ std::optional<CurvesSummary> curves(RunContext& ctx, const std::map<std::string,
   const core::Config& cfg = *ctx.cfg;
   log_stage(4, "curves",
             std::to_string(ctx.curves.counts.size()) + " points per criterion and seed, on " +
-                std::to_string(ctx.eval_data.size()) + " " + cfg.prune.eval_split + " examples");
+                std::to_string(ctx.objective->size(Split::kEval)) + " " + cfg.prune.eval_split + " examples" +
+                (ctx.curves.select_too ? " and " + ctx.select_split + "'s" : ""));
   CurveReport report;
   report.run_dir = cfg.run.out_dir;
   report.config_yaml = core::dump_yaml(cfg);
-  report.task = ctx.task;
+  report.task = &ctx.objective->task();
   report.total_heads = ctx.total_heads;
   report.importance = importance;
   for (const auto& name : cfg.prune.criteria) {
@@ -229,11 +230,13 @@ std::optional<CurvesSummary> curves(RunContext& ctx, const std::map<std::string,
   out.files = write_curve_report(report);
   out.fractions = largest_fraction_within(report.aggregates, ctx.total_heads, 0.01);
   out.areas = curve_area(report.aggregates);
+  const std::string& metric = ctx.objective->task().primary_metric;
+  if (ctx.curves.select_too) out.select_areas = curve_area(report.aggregates, "select_" + metric);
   out.aggregates = std::move(report.aggregates);
   for (const auto& [c, f] : out.fractions)
     core::log_info("prune", c + ": prunes up to " + std::to_string(static_cast<int>(f * 100 + 0.5)) +
-                                "% of heads within 1 point of " + ctx.task->primary_metric + " (mean " +
-                                std::to_string(out.areas.at(c)) + " over the schedule)");
+                                "% of heads within 1 point of " + metric + " (mean " + std::to_string(out.areas.at(c)) +
+                                " over the schedule)");
   return out;
 }
 

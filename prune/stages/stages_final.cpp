@@ -192,7 +192,7 @@ std::map<std::string, std::string> hf_checks(const RunContext& ctx, const core::
 std::string best_criterion(const CurvesSummary& curves, std::string* why) {
   std::string best;
   double top = -std::numeric_limits<double>::infinity();
-  for (const auto& [c, a] : curves.areas) {
+  for (const auto& [c, a] : curves.select_areas.empty() ? curves.areas : curves.select_areas) {
     // An undefined area (a curve point with constant predictions: Spearman NaN) ranks below every defined one, but a
     // criterion with one is still a criterion: alone, it is the choice.
     const double v = std::isnan(a) ? -std::numeric_limits<double>::infinity() : a;
@@ -216,9 +216,10 @@ std::optional<FinalChoice> choose_heads(RunContext& ctx, const CurvesSummary& cu
                                ctx.total_heads - n);
   choice.metrics_before_recovery =
       ctx.objective->evaluate(*ctx.model, Split::kEval, {eval::head_mask_tensor(choice.keep)}).metrics;
+  const std::string& metric = ctx.objective->task().primary_metric;
   log_stage(5, "choose N",
-            std::to_string(n) + " heads by " + choice.criterion + why + ": " + ctx.task->primary_metric + " " +
-                std::to_string(choice.metrics_before_recovery.at(ctx.task->primary_metric)) + " before recovery");
+            std::to_string(n) + " heads by " + choice.criterion + why + ": " + metric + " " +
+                std::to_string(choice.metrics_before_recovery.at(metric)) + " before recovery");
   choice.model_dir = ctx.model_dir;
   return choice;
 }

@@ -23,6 +23,8 @@ struct CurvesSummary {
   std::vector<Aggregate> aggregates;
   std::map<std::string, double> fractions;  // criterion → largest fraction pruned within 1 point (needs a 0 point)
   std::map<std::string, double> areas;  // criterion → mean metric over the schedule
+  // With points scored on the selection slice too (CurveInputs::select_too): criterion → their mean there.
+  std::map<std::string, double> select_areas;
   std::vector<std::string> files;  // relative to the run folder
   std::optional<BudgetCurves> budget;  // with a budget: the budget curves (prune/stages/budget.h)
 };
