@@ -12,6 +12,7 @@
 #include "prune/data/distill_data.h"
 #include "prune/stages/stages.h"  // sample_examples
 #include "prune/data/selection.h"
+#include "prune/heads/schedule.h"
 
 namespace hp::prune {
 
@@ -71,6 +72,31 @@ json cached(const std::string& state, const std::string& name, const std::functi
   json j = make();
   core::write_file_atomic(path, j.dump(2) + "\n");
   return j;
+}
+
+// The stages' context over the embedding run (stages 3-6 read it as a task run's): the teacher is the unpruned model,
+// ranked on the first prune.rank_examples (0: all) of the search's sentences (their text in
+// STATE/rank_sentences.txt), each curve point scored on the evaluation and the selection pairs.
+void stage_context(const EmbedRun& r, RunContext& ctx) {
+  const core::Config& cfg = *r.cfg;
+  const core::PruneConfig& p = cfg.prune;
+  ctx.cfg = r.cfg, ctx.stop = r.stop, ctx.store = r.store, ctx.objective = r.objective;
+  ctx.select_split = r.select_split, ctx.task = r.search.task;
+  ctx.model.emplace(r.teacher->model), ctx.tok.emplace(r.teacher->tokenizer);
+  ctx.model_dir = r.teacher->layout.transformer_dir;
+  ctx.arch = r.teacher->model.config(), ctx.total_heads = ctx.arch.total_heads();
+  const size_t n = p.rank_examples > 0 ? std::min<size_t>(p.rank_examples, r.search_set.size()) : r.search_set.size();
+  core::EncodedDataset& rank = ctx.rank_sets.emplace_back(r.search_set);
+  rank.ids.resize(n), rank.type_ids.resize(n);
+  if (rank.labels.size() > n) rank.labels.resize(n);
+  ctx.ranks.push_back(make_rank_data(*ctx.task, rank, p.rank_batch_size, ctx.tok->pad_id()));
+  std::string text;  // which sentences scored the heads, for a reader (and tests/embed/heads_embedding.py)
+  for (size_t i = 0; i < n; ++i) text += r.search_texts[i] + "\n";
+  core::write_file_atomic(r.state + "/rank_sentences.txt", text);
+  CurveInputs& in = ctx.curves;
+  in.model = &*ctx.model, in.objective = ctx.objective.get(), in.select_too = true, in.opts = &p, in.stop = r.stop;
+  in.counts = schedule_counts(p.schedule, p.schedule_unit, ctx.total_heads);
+  in.latency_batch = p.latency_batch, in.latency_seq = timing_seq(cfg);
 }
 
 }  // namespace hp::prune

@@ -1,6 +1,6 @@
 // What every step of the pruning run for embeddings reads (prune/embedding/embedding_run.h): the teacher folder, the sentences
 // distilled on, the selection and evaluation pairs, the teacher's embeddings of both, and how a model is scored.
-// Internal to the embedding run's files (embedding_run.cpp, embedding_train.cpp, …).
+// Internal to the embedding run's files (embedding_run.cpp, embedding_heads.cpp, …).
 #pragma once
 
 #include <torch/types.h>
@@ -21,6 +21,7 @@
 #include "prune/heads/criteria.h"  // RankData
 #include "prune/objective/objective.h"
 #include "prune/record/run_store.h"
+#include "prune/stages/stages.h"
 #include "train/embedding_objective.h"
 
 namespace hp::prune {
@@ -54,6 +55,11 @@ long timing_seq(const core::Config& cfg);
 // The scores of `model` by r.objective: on the selection pairs and the evaluation pairs, the cosine Spearman (in
 // points) and the mean cosine of its embeddings of their sentences to the teacher's.
 nlohmann::json score(const EmbedRun& r, const core::Bert& model);
+
+// The stages' context over the embedding run (the stages of prune/stages/stages.h read it as a task run's): the
+// teacher is the unpruned model, ranked on the first prune.rank_examples (0: all) of the search's sentences (their
+// text in STATE/rank_sentences.txt), each curve point scored on the evaluation and the selection pairs.
+void stage_context(const EmbedRun& r, RunContext& ctx);
 
 // STATE/NAME.json, computed once.
 nlohmann::json cached(const std::string& state, const std::string& name, const std::function<nlohmann::json()>& make);

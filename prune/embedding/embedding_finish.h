@@ -20,7 +20,7 @@ namespace hp::prune {
 // "embedding stage N/5: what" in the log.
 void log_step(int n, const std::string& what);
 
-// Where one budget keeps its work: the scores in `state`, the recovery's run (prune/embedding/embedding_train.h) in
+// Where one budget keeps its work: the scores in `state`, the recovery's run (recovered_model, embedding_run.cpp) in
 // `recovered`.
 struct BudgetDirs {
   std::string state, recovered;

@@ -27,9 +27,9 @@
 #include "prune/embedding/embedding_context.h"
 #include "prune/data/distill_data.h"
 #include "prune/embedding/embedding_finish.h"
-#include "prune/embedding/embedding_train.h"
 #include "prune/embedding/embedding_heads.h"
 #include "prune/record/frontier.h"
+#include "prune/frontier/frontier_stage.h"
 #include "prune/frontier/frontier_timing.h"
 #include "prune/frontier/measure.h"
 #include "prune/search/mask_search.h"
@@ -62,6 +62,29 @@ MaskGradients embedding_gradients(const EmbedRun& r) {
     log_step(2, "mask gradients of the embedding probe on " + std::to_string(r.search_set.size()) + " sentences");
     return true;
   });
+}
+
+// The searched model `tuned` recovered in `dir` for budget_recover_steps(p, target) steps (`target`: the fraction of
+// the FLOPs kept) of distillation to the teacher's embeddings (the objective's training; the same-depth layer term
+// when prune.distill_hidden > 0): DIR/best, read back once trained. nullopt without steps or when stopped.
+std::optional<core::Bert> recovered_model(const EmbedRun& r, const core::Bert& tuned, const core::PruneConfig& p,
+                                          double target, const std::string& dir) {
+  const long steps = budget_recover_steps(p, target, false);
+  if (steps <= 0) return std::nullopt;
+  if (!fs::exists(dir + "/train_result.json")) {
+    log_step(4, "recovery: " + std::to_string(steps) + " steps of distillation to the teacher's embeddings" +
+                    (p.distill_hidden > 0
+                         ? " and, weighted " + core::format_number("%g", p.distill_hidden) + ", its layers' outputs"
+                         : "") +
+                    ", in " + dir);
+    core::Config c = recovery_config(*r.cfg, static_cast<int>(steps), true);
+    c.prune = p;
+    core::Bert student = copy_model(tuned);  // the tuned model is scored as it was: training gives its tensors grad
+    TrainRequest req;
+    req.cfg = &c, req.run_dir = dir, req.start = &student, req.stop = r.stop;
+    if (!r.objective->train(req)) return std::nullopt;
+  }
+  return core::load_bert(dir + "/best", core::LoadOptions{});
 }
 
 struct Searched {
@@ -128,6 +151,9 @@ void validate_embedding_run(const core::Config& cfg) {
   refuse(p.method == core::MethodKind::kGates && !(p.target_flops > 0),
          "--method gates trains to a FLOPs budget: pass --target-flops F (--max-drop measures the search's budgets; "
          "--target-params is not built for the gates on embeddings)");
+  refuse(cfg.gates.layer_gates || cfg.gates.hidden_gates,
+         "gates.layer_gates and gates.hidden_gates remove whole layers and hidden channels, which an embedding keeps "
+         "(its export has every layer and the hidden width): set both false");
   for (const auto& s : p.structures)
     refuse(s != "heads" && s != "neurons",
            "prune.structures has " + s + "; embeddings are pruned over heads and FFN neurons only (--structures "
@@ -215,22 +241,9 @@ std::optional<std::vector<Candidate>> frontier_candidates(const EmbedRun& r, con
   return cands;
 }
 
-// The gates (prune/embedding/embedding_train.h) at `fraction` of the FLOPs, trained once in
-// RUN_DIR/frontier_gates/PERCENT. nullopt when stopped.
-std::optional<Candidate> gates_candidate(const EmbedRun& r, double fraction) {
-  const int pct = static_cast<int>(std::lround(100 * fraction));
-  const auto g = gated_embedding(r, fraction, r.cfg->run.out_dir + "/frontier_gates/" + std::to_string(pct));
-  if (!g) return std::nullopt;
-  Candidate c{{}, "gates-" + std::to_string(pct), [model = g->slim] { return model; }};
-  c.point.method = PointMethod::kGates, c.point.budget = std::to_string(pct) + "% FLOPs", c.point.step = pct;
-  c.point.heads_kept = static_cast<int>(core::count_kept(g->keep.heads)), c.point.flops_kept = g->flops_kept;
-  c.point.cost_s = g->seconds;
-  return c;
-}
-
 // How the embeddings' frontier measures: the cosine Spearman of the selection and the evaluation pairs, the
 // selection pairs' similarities for the intervals, timed at prune.latency_batch x timing_seq; refined by the search.
-FrontierMeasure embedding_measure(const EmbedRun& r, const MaskGradients& g, const core::Bert& base) {
+FrontierMeasure embedding_measure(const EmbedRun& r, RunContext& ctx, const MaskGradients& g, const core::Bert& base) {
   const core::Config& cfg = *r.cfg;
   FrontierMeasure m;
   m.cfg = &cfg, m.stop = r.stop, m.tokenizer = &r.teacher->tokenizer;
@@ -240,7 +253,7 @@ FrontierMeasure embedding_measure(const EmbedRun& r, const MaskGradients& g, con
   m.timings = {{batch, seq}};
   m.dir = r.state + "/frontier";
   m.refine = [&r, &g](int pct) { return budget_candidate(r, g, pct); };
-  m.gates = [&r](double fraction) { return gates_candidate(r, fraction); };
+  m.gates = [&ctx](double fraction) { return gates_candidate(ctx, fraction); };
   m.ort = [&r, &base, batch, seq](Frontier& f) {
     const std::string ort_dir = r.state + "/frontier/ort";
     add_ort_rows(
@@ -266,7 +279,9 @@ int run_embedding_frontier(const EmbedRun& r, const MaskGradients& g, RunSummary
   if (!cands) return kInterruptedExit;
   core::Bert base = r.teacher->model;
   base.set_precision(core::Precision::kFp32);
-  const FrontierMeasure m = embedding_measure(r, g, base);
+  RunContext ctx;  // the stages' gates
+  stage_context(r, ctx);
+  const FrontierMeasure m = embedding_measure(r, ctx, g, base);
   Frontier header;
   header.task = cfg.data.task, header.metric = s.metric, header.split = cfg.prune.eval_split;
   header.select_split = r.select_split;
@@ -311,19 +326,23 @@ int run_embedding_frontier(const EmbedRun& r, const MaskGradients& g, RunSummary
 
 namespace {
 
-// `--method gates --target-flops F`: the gates (prune/embedding/embedding_train.h) in RUN_DIR/gates, the slimmed model scored
-// and exported. 0 when done, kInterruptedExit when stopped.
+// `--method gates --target-flops F`: stage 5's gates (CoFi's, on heads, FFN neurons and sublayers, towards the
+// teacher's embeddings) in RUN_DIR/gates, the slimmed model scored and exported. 0 when done, kInterruptedExit when
+// stopped.
 int run_gates(const EmbedRun& r, RunSummary& s, const json& unpruned) {
-  const core::Config& cfg = *r.cfg;
-  const auto g = gated_embedding(r, cfg.prune.target_flops, cfg.run.out_dir + "/" + kGatesDir);
-  if (!g) return kInterruptedExit;
-  const json scores = cached(r.state, kGatesDir, [&] { return score(r, g->slim); });
+  RunContext ctx;
+  stage_context(r, ctx);
+  const auto choice = choose_heads(ctx, s.curves);
+  if (!choice) return kInterruptedExit;
+  const core::StructureMask keep{choice->keep, choice->neurons, choice->layers, choice->hidden};
+  const core::Bert slim = slim_model(core::load_bert(choice->model_dir, {}), keep);
+  const json scores = cached(r.state, kGatesDir, [&] { return score(r, slim); });
   FinalSummary f;
   f.method = choice_method_name(ChoiceMethod::kGates);
   f.metrics = summary_metrics(scores);
   f.reference = teacher_reference(unpruned, scores);
-  f.budget = budget_summary(g->keep, "FLOPs", cfg.prune.target_flops, g->flops_kept, 0, json::object(), "");
-  finish_one(r, g->slim, g->keep, g->flops_kept, f, s, f.method);
+  f.budget = choice->budget;
+  finish_one(r, slim, keep, choice->budget->kept, f, s, f.method);
   return 0;
 }
 

@@ -15,7 +15,7 @@
 //   5. The choice exported as a sentence-transformers folder (RUN_DIR/model), read back and checked to embed as the
 //      model in memory did; timed against the unpruned model; summary.json.
 // `--method gates --target-flops F` replaces 2-4 with CoFi's gates towards the teacher's embeddings
-// (prune/embedding/embedding_train.h), trained in RUN_DIR/gates.
+// (stage 5 of the task run through the embedding objective), trained in RUN_DIR/gates.
 // Every finished step is kept (the gradients and each score in RUN_DIR/state, the recovery in RUN_DIR/recover): a killed run
 // resumes with the same command.
 #pragma once

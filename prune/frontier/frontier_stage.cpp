@@ -123,33 +123,6 @@ std::vector<Candidate> model_candidates(const RunContext& ctx) {
   return out;
 }
 
-// Hard-Concrete gates on heads, FFN neurons and sublayers (and the layers and hidden channels prune.structures
-// names) to `fraction` of the encoder's FLOPs (CoFi), trained in
-// RUN_DIR/frontier_gates/<percent> as `--method gates --target-flops` trains them in stage 5 (resumed there); the
-// candidate is the gated model slimmed by its mask. Empty when stopped.
-std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction) {
-  const long pct = std::lround(100 * fraction);
-  const std::string sub = frontier_gates_dir(pct), dir = ctx.cfg->run.out_dir + "/" + sub;
-  if (!fs::exists(dir + "/train_result.json")) {
-    const core::Config c = gates_budget_config(*ctx.cfg, fraction, 0);
-    log_stage(5, "frontier",
-              std::string("Hard-Concrete gates on heads, FFN neurons and sublayers") +
-                  (c.gates.layer_gates ? ", layers" : "") + (c.gates.hidden_gates ? ", hidden channels" : "") +
-                  " to " + percent(fraction) + " of the encoder's FLOPs, in " + dir);
-    if (!train_budget_gates_in(ctx, c, sub)) return std::nullopt;
-  }
-  const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
-  const core::StructureMask keep = gated_mask(ctx, tr);
-  Candidate c{{}, "gates-" + std::to_string(pct), [&ctx, dir, keep] {
-                return slim_model(core::load_bert(dir + "/best", ctx.load), keep);
-              }};
-  c.point.method = PointMethod::kGates, c.point.step = static_cast<int>(pct);
-  c.point.heads_kept = core::count_kept(keep.heads);
-  c.point.flops_kept = tr.at("budget").at("kept").get<double>(), c.point.budget = percent(fraction) + " FLOPs";
-  c.point.cost_s = tr.value("train_seconds", 0.0);
-  return c;
-}
-
 // The most optimizer steps any candidate's model trained for: every recovery of the budget search
 // (RUN_DIR/budget_recover/*) and every gates run (RUN_DIR/frontier_gates/*), read from their train_result.json.
 long longest_training(const RunContext& ctx) {
@@ -276,6 +249,29 @@ void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& a
 }
 
 std::string frontier_gates_dir(long percent) { return "frontier_gates/" + std::to_string(percent); }
+
+std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction) {
+  const long pct = std::lround(100 * fraction);
+  const std::string sub = frontier_gates_dir(pct), dir = ctx.cfg->run.out_dir + "/" + sub;
+  if (!fs::exists(dir + "/train_result.json")) {
+    const core::Config c = gates_budget_config(*ctx.cfg, fraction, 0);
+    log_stage(5, "frontier",
+              std::string("Hard-Concrete gates on heads, FFN neurons and sublayers") +
+                  (c.gates.layer_gates ? ", layers" : "") + (c.gates.hidden_gates ? ", hidden channels" : "") + " to " +
+                  percent(fraction) + " of the encoder's FLOPs, in " + dir);
+    if (!train_budget_gates_in(ctx, c, sub)) return std::nullopt;
+  }
+  const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
+  const core::StructureMask keep = gated_mask(ctx, tr);
+  Candidate c{{}, "gates-" + std::to_string(pct), [&ctx, dir, keep] {
+                return slim_model(core::load_bert(dir + "/best", ctx.load), keep);
+              }};
+  c.point.method = PointMethod::kGates, c.point.step = static_cast<int>(pct);
+  c.point.heads_kept = core::count_kept(keep.heads);
+  c.point.flops_kept = tr.at("budget").at("kept").get<double>(), c.point.budget = percent(fraction) + " FLOPs";
+  c.point.cost_s = tr.value("train_seconds", 0.0);
+  return c;
+}
 
 std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves, const MaskGradients& grads) {
   const core::Config& cfg = *ctx.cfg;

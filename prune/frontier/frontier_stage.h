@@ -15,6 +15,7 @@
 
 #include "core/base/config.h"
 #include "core/io/checkpoint.h"  // LoadOptions
+#include "prune/frontier/measure.h"  // Candidate
 #include "prune/record/frontier.h"
 #include "prune/search/mask_search.h"
 #include "prune/stages/stages.h"
@@ -37,6 +38,12 @@ void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& a
 
 // Where the frontier trains the gates at `percent` of the FLOPs, under the run folder.
 std::string frontier_gates_dir(long percent);
+
+// Hard-Concrete gates on heads, FFN neurons and sublayers (and the layers and hidden channels prune.structures
+// names) to `fraction` of the encoder's FLOPs (CoFi), trained in RUN_DIR/frontier_gates/<percent> as `--method gates
+// --target-flops` trains them in stage 5 (resumed there); the candidate is the gated model slimmed by its mask. Empty
+// when stopped.
+std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction);
 
 // Where the frontier keeps its chosen candidate's model, under the run folder (choice.json names the candidate).
 inline constexpr const char* kFrontierChoiceDir = "frontier_choice";

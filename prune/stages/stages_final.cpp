@@ -78,7 +78,7 @@ std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
     choice.neurons = keep.neurons;
     choice.layers = keep.layers;
     choice.hidden = keep.hidden;
-    choice.budget = gated_budget(tr, keep, core::mean_length(ctx.eval_data));
+    choice.budget = gated_budget(tr, keep, ctx.objective->mean_length());
   }
   choice.model_dir = dir + "/best";
   return choice;

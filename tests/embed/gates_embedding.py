@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hard-Concrete gates for embeddings (prune/embedding/embedding_train.h) on a tiny sentence-transformers folder, checked
+"""Hard-Concrete gates for embeddings (stage 5 through prune/objective/embedding.cpp) on a tiny sentence-transformers folder, checked
 against sentence-transformers itself.
 
 `prune --config configs/sts_embed.yaml --method gates --target-flops 0.5` on a tiny folder (the tiny BERT, mean

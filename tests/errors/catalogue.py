@@ -854,6 +854,12 @@ add("embedding-gates-without-budget", "--method gates on the embedding task with
     sts_prune("--method", "gates", "--target-params", "0.5"),
     2, "error: prune.objective = embedding: --method gates trains to a FLOPs budget: pass --target-flops F (--max-drop "
     "measures the search's budgets; --target-params is not built for the gates on embeddings)", not_created("run"))
+add("embedding-layer-gates", "gates.layer_gates on the embedding task: the gates would remove whole layers, which an "
+    "embedding's export keeps; refused before anything is written, not trained",
+    sts_prune("--method", "gates", "--target-flops", "0.5", "--set", "gates.layer_gates=true"),
+    2, "error: prune.objective = embedding: gates.layer_gates and gates.hidden_gates remove whole layers and hidden "
+    "channels, which an embedding keeps (its export has every layer and the hidden width): set both false",
+    not_created("run"))
 add("embedding-heads-with-budget", "--target-heads with --target-flops on the embedding task: one target or the "
     "other (#59)",
     sts_prune("--target-heads", "4", "--target-flops", "0.5"),

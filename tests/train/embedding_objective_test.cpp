@@ -166,7 +166,7 @@ hp::core::Bert pruned_student() {
   return m;
 }
 
-// The trainer's run of the embedding objective (as prune/embedding/embedding_train.cpp makes it): `steps` steps of
+// The trainer's run of the embedding objective (as prune/objective/embedding.cpp makes it): `steps` steps of
 // `student` towards `teacher`'s embeddings of `sentences`, evaluated by the same distance (negated: higher is better)
 // on `probe`, with the same-depth layer term weighted `hidden`.
 hp::train::TrainResult recover(hp::core::Bert& student, const hp::core::Bert& teacher,
