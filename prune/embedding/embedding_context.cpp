@@ -93,6 +93,8 @@ void stage_context(const EmbedRun& r, RunContext& ctx) {
   std::string text;  // which sentences scored the heads, for a reader (and tests/embed/heads_embedding.py)
   for (size_t i = 0; i < n; ++i) text += r.search_texts[i] + "\n";
   core::write_file_atomic(r.state + "/rank_sentences.txt", text);
+  ctx.search_set = r.search_set;  // the budget search's sample: the sentences distilled on
+  ctx.search = make_rank_data(*ctx.task, ctx.search_set, p.rank_batch_size, ctx.tok->pad_id());
   CurveInputs& in = ctx.curves;
   in.model = &*ctx.model, in.objective = ctx.objective.get(), in.select_too = true, in.opts = &p, in.stop = r.stop;
   in.counts = schedule_counts(p.schedule, p.schedule_unit, ctx.total_heads);

@@ -348,6 +348,35 @@ int run_gates(const EmbedRun& r, RunSummary& s, const json& unpruned) {
 
 }  // namespace
 
+namespace {
+
+// `--target-flops F`: stages 3, 5 and 6 of a task's budget run over the stages' context — the mask gradients of the
+// embedding probe, Kwon et al.'s search, rearrangement and mask tuning at F (RUN_DIR/search), the recovery
+// (RUN_DIR/recover), the best of the four steps on the selection sentences by their mean cosine to the teacher's
+// (RUN_DIR/best_step) — then scored and exported. 0 when done, kInterruptedExit when stopped.
+int run_search(const EmbedRun& r, RunSummary& s, const json& unpruned) {
+  RunContext ctx;
+  stage_context(r, ctx);
+  const auto grads = budget_gradients(ctx);
+  if (!grads) return kInterruptedExit;
+  FinalChoice choice = choose_budget(ctx, *grads);
+  if (!recover(ctx, choice)) return kInterruptedExit;
+  take_best_step(ctx, *grads, choice);
+  const core::Bert model = core::load_bert(choice.model_dir, {});
+  const json scores = score(r, model);
+  FinalSummary f;
+  f.method = choice_method_name(ChoiceMethod::kKwon);
+  f.selected_step = choice.budget->selected_step;
+  f.metrics = summary_metrics(scores);
+  f.metrics_before_recovery = choice.metrics_before_recovery;
+  f.reference = teacher_reference(unpruned, scores);
+  f.budget = choice.budget;
+  finish_one(r, model, {choice.keep, {}}, choice.budget->kept, f, s, "kwon, " + f.selected_step);
+  return 0;
+}
+
+}  // namespace
+
 int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
   EmbedRun r;
   r.cfg = &cfg, r.stop = stop;
@@ -364,8 +393,8 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   log_step(1, "prepare: " + cfg.model.path + " (sentence-transformers), run folder " + cfg.run.out_dir +
                   (r.store->resumed() ? " (resuming)" : ""));
   r.objective = make_embedding_objective({&core::find_task(cfg.data.task), &*r.teacher, r.pooling, &r.eval_pairs,
-                                          &r.select_pairs, cfg.eval.batch_size, &r.sentences, &r.eval_sentences,
-                                          r.teacher->layout.transformer_dir});
+                                          &r.select_pairs, cfg.eval.batch_size, static_cast<uint64_t>(cfg.run.seed),
+                                          &r.sentences, &r.eval_sentences, r.teacher->layout.transformer_dir});
   const json unpruned = cached(r.state, "unpruned", [&] { return score(r, r.teacher->model); });
   core::log_info("prune", "unpruned: cosine Spearman " + core::format_number("%.2f", unpruned["spearman"]) + " on " +
                               cfg.prune.eval_split + ", " +
@@ -374,23 +403,12 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   RunSummary s = embedding_summary(r);
   if (cfg.prune.method == core::MethodKind::kGates) return run_gates(r, s, unpruned);
   if (cfg.prune.target_heads > 0) return run_embedding_heads(r, s, unpruned);
-  const MaskGradients g = embedding_gradients(r);
-  if (core::dist::stop_requested(stop)) return kInterruptedExit;
-  if (cfg.prune.max_drop > 0) return run_embedding_frontier(r, g, s, unpruned);
-  const BudgetDirs dirs{r.state, cfg.run.out_dir + "/recover"};
-  const auto b = run_budget(r, g, cfg.prune, dirs);
-  if (!b) return kInterruptedExit;
-  const Searched& sr = b->s;
-  const json& chosen = b->steps[b->chosen];
-  FinalSummary f;
-  f.method = choice_method_name(ChoiceMethod::kKwon);
-  f.metrics = summary_metrics(chosen);
-  if (b->steps.contains("recovered")) f.metrics_before_recovery = summary_metrics(b->steps["tuned"]);
-  f.reference = teacher_reference(unpruned, chosen);
-  f.budget = budget_summary(sr.rearranged, sr.unit.name, sr.unit.target, sr.flops_kept, sr.unit.mean_length, b->steps,
-                            b->chosen);
-  finish_one(r, b->choice(), sr.rearranged, sr.flops_kept, f, s, "kwon, " + b->chosen);
-  return 0;
+  if (cfg.prune.max_drop > 0) {
+    const MaskGradients g = embedding_gradients(r);
+    if (core::dist::stop_requested(stop)) return kInterruptedExit;
+    return run_embedding_frontier(r, g, s, unpruned);
+  }
+  return run_search(r, s, unpruned);
 }
 
 }  // namespace hp::prune

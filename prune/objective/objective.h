@@ -5,6 +5,8 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +37,11 @@ struct TrainRequest {
   const std::atomic<bool>* stop = nullptr;
 };
 
+// The scalar of batch `index` whose mask gradients the search takes (prune/search/mask_search.h), from the model's
+// output on it. Empty: the batch's mean task loss on the logits, computed at [CLS] alone; otherwise every position is
+// computed (a sentence embedding pools them all: train/embedding_objective.h's probe).
+using MaskLoss = std::function<torch::Tensor(const core::EncoderOutput&, const core::Batch&, long index)>;
+
 // The rows a model is scored on: the evaluation split (reported) or the selection slice (where choices are made).
 enum class Split { kEval, kSelect };
 
@@ -59,6 +66,13 @@ class Objective {
   virtual double mean_length() const = 0;
   // What the criteria read in place of logits: the pooled embedding (prune/heads/criteria.h); null for a task.
   virtual const train::Pooling* pooling() const { return nullptr; }
+  // What the search's mask gradients differentiate (empty: the task's loss).
+  virtual MaskLoss mask_loss() const { return {}; }
+  // The model's output is read at the first token alone (a classifier's [CLS], a CLS-pooled embedding): the search
+  // fits the last layer there.
+  virtual bool reads_first_token() const { return true; }
+  // The metric a budget's steps are chosen by on the selection slice (a model's fraction, evaluate's key).
+  virtual std::string choice_metric() const { return task().primary_metric; }
   // The training of `r` by the one trainer (train/trainer.h) on the objective's loss: a task's labels (distilled as
   // cfg.gates says), or the teacher's embeddings of unlabelled sentences. False when stopped.
   virtual bool train(const TrainRequest& r) const = 0;
@@ -88,6 +102,7 @@ struct EmbeddingData {
   train::Pooling pooling;
   const std::vector<core::Example>*eval = nullptr, *select = nullptr;
   int batch = 32;
+  uint64_t seed = 0;  // the mask gradients' probe
   const core::EncodedDataset *sentences = nullptr, *eval_sentences = nullptr;
   std::string tokenizer_dir;  // copied into a training run's best/
 };

@@ -22,6 +22,7 @@
 #include "core/model/bert.h"
 #include "core/model/head_mask.h"
 #include "prune/heads/criteria.h"  // RankData
+#include "prune/objective/objective.h"  // MaskLoss
 
 namespace hp::prune {
 
@@ -36,10 +37,6 @@ struct MaskGradients {
   torch::Tensor hidden = {}, layers = {};  // undefined unless the search may remove hidden channels, layers
 };
 
-// The scalar of batch `index` whose mask gradients step 1 takes, from the model's output on it. Empty: the batch's
-// mean task loss on the logits (sample.task), computed at [CLS] alone; otherwise every position is computed (a
-// sentence embedding pools them all: train/embedding_objective.h's probe).
-using MaskLoss = std::function<torch::Tensor(const core::EncoderOutput&, const core::Batch&, long index)>;
 // Step 1 on `sample` (its batches as given). `progress(done, total)` after each batch; may be empty. The
 // model's tensors must not require gradients. `hidden`, `layers`: also those masks' gradients.
 MaskGradients mask_gradients(const core::Bert& model, const RankData& sample,

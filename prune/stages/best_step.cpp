@@ -46,12 +46,13 @@ int budget_recover_steps(const core::PruneConfig& p, double fraction, bool curve
 }
 
 BestStep best_step(const RunContext& ctx, const BudgetSearch& s, const std::string& recovered_dir) {
-  HP_CHECK(ctx.select_data.size() > 0, "best_step: no selection slice");
+  HP_CHECK(ctx.objective->size(Split::kSelect) > 0, "best_step: no selection slice");
+  const std::string metric = ctx.objective->choice_metric();
   BestStep best;
   double top = -1e300;
   auto consider = [&](Step variant, core::Bert model) {
     model.set_precision(core::Precision::kFp32);
-    const double m = 100 * evaluate_on(ctx.curves, model, Split::kSelect).metrics.at(ctx.task->primary_metric);
+    const double m = 100 * evaluate_on(ctx.curves, model, Split::kSelect).metrics.at(metric);
     if (!std::isfinite(m)) return;  // undefined (a correlation of constant predictions): never the best
     best.select_metrics[step_name(variant)] = m;
     if (m >= top) top = m, best.variant = variant, best.model.emplace(std::move(model));
@@ -101,7 +102,7 @@ nlohmann::json budget_step_choice(const RunContext& ctx, const BudgetSearch& s, 
 }
 
 void take_best_step(RunContext& ctx, const MaskGradients& grads, FinalChoice& choice) {
-  if (ctx.select_data.size() == 0) return;  // no selection slice: the recovered model, as before
+  if (ctx.objective->size(Split::kSelect) == 0) return;  // no selection slice: the recovered model
   const std::string dir = ctx.cfg->run.out_dir + "/best_step", marker = dir + "/step.json";
   if (!fs::exists(marker)) {
     const BudgetUnit unit = budget_unit(ctx);

@@ -28,7 +28,8 @@ int budget_recover_steps(const core::PruneConfig& p, double fraction, bool curve
 // The best on the selection slice (prune/data/selection.h) of one budget choice's steps (a recovery that loses is not
 // taken): the search's choice, rearranged, tuned (the scales folded in), each slimmed, and the recovered
 // model in `recovered_dir` (the best of its evaluations on the same slice; "" when there is none), evaluated at
-// fp32 on ctx.select_data. Of equal ones the later step. `select_metrics`: variant → points.
+// fp32 on the selection slice by the objective's choice_metric. Of equal ones the later step. `select_metrics`:
+// variant → points.
 struct BestStep {
   Step variant = Step::kTuned;
   std::map<std::string, double> select_metrics;  // step_name → points

@@ -187,21 +187,23 @@ void save_latency_table(const RunContext& ctx) {
 BudgetUnit budget_unit(RunContext& ctx) {
   if (ctx.cfg->prune.target_latency > 0) {
     BudgetUnit u = latency_unit(ctx);
-    u.mean_length = core::mean_length(ctx.eval_data);
+    u.mean_length = ctx.objective->mean_length();
     return u;
   }
-  return budget_unit(ctx.cfg->prune, ctx.arch, core::mean_length(ctx.eval_data));
+  return budget_unit(ctx.cfg->prune, ctx.arch, ctx.objective->mean_length());
 }
 
 std::optional<MaskGradients> budget_gradients(RunContext& ctx) {
   const core::Config& cfg = *ctx.cfg;
   const core::PruneConfig& P = cfg.prune;
-  ctx.search_set = core::encode_examples(*ctx.tok, sample_examples(ctx.rank_examples, P.search_examples, cfg.run.seed),
-                                         cfg.data.max_seq_len);
-  ctx.search = make_rank_data(*ctx.task, ctx.search_set, P.rank_batch_size, ctx.tok->pad_id());
+  if (ctx.search_set.size() == 0) {  // a task's sample of the rank split (an embedding run's is its sentences')
+    ctx.search_set = core::encode_examples(
+        *ctx.tok, sample_examples(ctx.rank_examples, P.search_examples, cfg.run.seed), cfg.data.max_seq_len);
+    ctx.search = make_rank_data(*ctx.task, ctx.search_set, P.rank_batch_size, ctx.tok->pad_id());
+  }
   const Prunable may = prunable_of(P);
   return stored_mask_gradients(cfg.run.out_dir + "/state/mask_gradients.h5", ctx.curves.working_model(), ctx.search,
-                               may.hidden, may.layers, {}, [&] {
+                               may.hidden, may.layers, ctx.objective->mask_loss(), [&] {
                                  log_stage(3, "score",
                                            "mask gradients of every head and FFN neuron on " +
                                                std::to_string(ctx.search_set.size()) + " " + P.rank_split +
@@ -233,7 +235,8 @@ BudgetSearch search_structure(const core::PruneConfig& P, const core::Bert& mode
 }
 
 BudgetSearch search_at(const RunContext& ctx, const MaskGradients& grads, const BudgetUnit& unit, double fraction) {
-  return search_structure(ctx.cfg->prune, ctx.curves.working_model(), ctx.search, grads, unit, fraction, true);
+  return search_structure(ctx.cfg->prune, ctx.curves.working_model(), ctx.search, grads, unit, fraction,
+                          ctx.objective->reads_first_token());
 }
 
 namespace {
@@ -280,7 +283,7 @@ std::vector<CurvePoint> budget_points(RunContext& ctx, const MaskGradients& grad
     if (auto p = ctx.store->load_point(budget_line_name(line), seed, step)) points.push_back(*p);
   // --max-drop: the frontier's candidate here is chosen while the search is in hand (below); a run stopped between
   // the last point and that choice searches again for it.
-  const bool choose = ctx.cfg->prune.max_drop > 0 && fraction < 1 && ctx.select_data.size() > 0;
+  const bool choose = ctx.cfg->prune.max_drop > 0 && fraction < 1 && ctx.objective->size(Split::kSelect) > 0;
   if (points.size() == lines.size() && !(choose && !fs::exists(step_choice_file(ctx, step)))) return points;
   points.clear();
   const BudgetSearch s = search_at(ctx, grads, unit, fraction);
@@ -366,7 +369,7 @@ BudgetCurves budget_data(const RunContext& ctx, const BudgetUnit& unit, const st
   for (const auto& [c, area] : heads.areas)
     if (c != "random" && area > top) top = area, best_heads = c;
   BudgetCurves d;
-  d.task = ctx.task->name, d.metric = ctx.task->primary_metric, d.split = ctx.cfg->prune.eval_split;
+  d.task = ctx.task->name, d.metric = ctx.objective->task().primary_metric, d.split = ctx.cfg->prune.eval_split;
   d.unit = unit.name;
   d.latency_batch = ctx.curves.latency_batch, d.latency_seq = ctx.curves.latency_seq;
   std::vector<const Aggregate*> rows;  // grouped by method (the store gives them budget by budget)
@@ -441,7 +444,7 @@ bool budget_curves(RunContext& ctx, const MaskGradients& grads, CurvesSummary& c
     std::string metrics;  // "70%: kwon-search 0.87, kwon-rearranged 0.88, ..."
     for (const auto& p : step)
       metrics += (metrics.empty() ? "" : ", ") + p.criterion + " " +
-                 std::to_string(p.metrics.at(ctx.task->primary_metric)).substr(0, 6);
+                 std::to_string(p.metrics.at(ctx.objective->task().primary_metric)).substr(0, 6);
     progress.update(static_cast<long>(k) + 1, std::to_string(P.budget_schedule[k]) + "%: " + metrics);
     points.insert(points.end(), step.begin(), step.end());
   }
@@ -550,21 +553,21 @@ FinalChoice choose_budget(RunContext& ctx, const MaskGradients& grads) {
     c = run_search(ctx, grads, unit, dir);
   }
   const BudgetSummary& b = *c.budget;
-  core::log_info("prune",
-                 "kept " + std::to_string(core::count_kept(c.keep)) + "/" + std::to_string(ctx.total_heads) +
-                     " heads and " + std::to_string(b.neurons_kept) + "/" + std::to_string(b.neurons_total) +
-                     " neurons" +
-                     (b.hidden_total > 0 ? ", " + std::to_string(b.hidden_kept) + "/" +
-                                               std::to_string(b.hidden_total) + " hidden channels"
-                                         : std::string()) +
-                     (b.layers_total > 0 ? ", " + std::to_string(b.layers_kept) + "/" +
-                                               std::to_string(b.layers_total) + " layers"
-                                         : std::string()) +
-                     ": " + percent(b.kept) +
-                     (b.unit == "latency" ? " of the model's latency (predicted)" : " of the encoder's " + b.unit) + "; " + ctx.task->primary_metric +
-                     " search " + std::to_string(b.metrics_by_step.at("search").at(ctx.task->primary_metric)) +
-                     ", rearranged " + std::to_string(b.metrics_by_step.at("rearranged").at(ctx.task->primary_metric)) +
-                     ", tuned " + std::to_string(b.metrics_by_step.at("tuned").at(ctx.task->primary_metric)));
+  const std::string& metric = ctx.objective->task().primary_metric;
+  core::log_info(
+      "prune",
+      "kept " + std::to_string(core::count_kept(c.keep)) + "/" + std::to_string(ctx.total_heads) + " heads and " +
+          std::to_string(b.neurons_kept) + "/" + std::to_string(b.neurons_total) + " neurons" +
+          (b.hidden_total > 0
+               ? ", " + std::to_string(b.hidden_kept) + "/" + std::to_string(b.hidden_total) + " hidden channels"
+               : std::string()) +
+          (b.layers_total > 0 ? ", " + std::to_string(b.layers_kept) + "/" + std::to_string(b.layers_total) + " layers"
+                              : std::string()) +
+          ": " + percent(b.kept) +
+          (b.unit == "latency" ? " of the model's latency (predicted)" : " of the encoder's " + b.unit) + "; " +
+          metric + " search " + std::to_string(b.metrics_by_step.at("search").at(metric)) + ", rearranged " +
+          std::to_string(b.metrics_by_step.at("rearranged").at(metric)) + ", tuned " +
+          std::to_string(b.metrics_by_step.at("tuned").at(metric)));
   return c;
 }
 
