@@ -40,14 +40,12 @@ void read_data(EmbedRun& r, const core::Config& user) {
   std::string extra;
   const auto singles = distill_sentences(single_sentences(core::read_task(task, root, sel.cfg.train.train_split)),
                                          cfg.prune.distill_tasks, root, held, cfg.run.seed, &extra);
-  const auto& tok = r.teacher->tokenizer;
   r.sentences = eval::encode_sentences(*r.teacher, singles, 0);
   r.eval_sentences = eval::encode_sentences(*r.teacher, single_sentences(r.eval_pairs), 0);
   for (const auto& e : singles) r.distilled += e.text_a + "\n";
   const auto searched = sample_examples(singles, cfg.prune.search_examples, cfg.run.seed);
   r.search_set = eval::encode_sentences(*r.teacher, searched, 0);
   for (const auto& e : searched) r.search_texts.push_back(e.text_a);
-  r.search = make_rank_data(task, r.search_set, cfg.prune.rank_batch_size, tok.pad_id());
   core::log_info("prune", "embedding: " + std::to_string(r.sentences.size()) + " sentences of " + task.name + " " +
                               sel.cfg.train.train_split + extra + " to distil on (" +
                               std::to_string(r.search_set.size()) + " of them for the search); choices on " +
@@ -81,7 +79,7 @@ void stage_context(const EmbedRun& r, RunContext& ctx) {
   const core::Config& cfg = *r.cfg;
   const core::PruneConfig& p = cfg.prune;
   ctx.cfg = r.cfg, ctx.stop = r.stop, ctx.store = r.store, ctx.objective = r.objective;
-  ctx.select_split = r.select_split, ctx.task = r.search.task;
+  ctx.select_split = r.select_split, ctx.task = &core::find_task(cfg.data.task);
   ctx.model.emplace(r.teacher->model), ctx.tok.emplace(r.teacher->tokenizer);
   ctx.model_dir = r.teacher->layout.transformer_dir;
   ctx.arch = r.teacher->model.config(), ctx.total_heads = ctx.arch.total_heads();

@@ -39,7 +39,6 @@ struct EmbedRun {
   core::EncodedDataset eval_sentences;  // the evaluation pairs' distinct sentences
   std::vector<std::string> search_texts;  // search_set's sentences, in its order
   std::string distilled;  // the sentences distilled on, one per line (RUN_DIR/state/embedding/distill_sentences.txt)
-  RankData search;
   std::shared_ptr<RunStore> store;
   std::shared_ptr<Objective> objective;  // the embedding's (prune/objective/objective.h), once the teacher embedded
   std::string state;  // RUN_DIR/state/embedding

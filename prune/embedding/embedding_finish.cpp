@@ -92,19 +92,6 @@ ReferenceSummary teacher_reference(const json& unpruned, const json& scores) {
   return ref;
 }
 
-BudgetSummary budget_summary(const core::StructureMask& keep, const std::string& unit, double target, double kept,
-                             double mean_length, const json& steps, const std::string& chosen) {
-  BudgetSummary b;
-  b.unit = unit, b.target = target, b.kept = kept, b.mean_length = mean_length;
-  describe_structure(keep, b);
-  for (const auto& [step, v] : steps.items()) {
-    b.metrics_by_step[step] = summary_metrics(v);
-    b.selection_metrics[step] = v.at("select_cosine_to_teacher").get<double>();
-  }
-  b.selected_step = chosen;
-  return b;
-}
-
 void write_final(const EmbedRun& r, const core::Bert& model, FinalSummary f, RunSummary& s) {
   const core::Config& cfg = *r.cfg;
   f.slim_vs_masked_max_abs_logit_diff = export_choice(r, model)["max_abs_embedding_diff"].get<double>();

@@ -20,12 +20,6 @@ namespace hp::prune {
 // "embedding stage N/5: what" in the log.
 void log_step(int n, const std::string& what);
 
-// Where one budget keeps its work: the scores in `state`, the recovery's run (recovered_model, embedding_run.cpp) in
-// `recovered`.
-struct BudgetDirs {
-  std::string state, recovered;
-};
-
 // Each of `models` (a step's name and model) scored (STATE/step-NAME.json, once) into steps[NAME] and logged; the
 // name of the closest to the teacher on the selection sentences (what the model is pruned for, on held-out data; the
 // Spearman of a few hundred pairs scatters by a point or two), a later one winning a tie.
@@ -39,18 +33,13 @@ nlohmann::json export_choice(const EmbedRun& r, const core::Bert& model);
 // "embedding", metric cosine_spearman, the task, model and splits.
 RunSummary embedding_summary(const EmbedRun& r);
 
-// An embedding's scores (scores_of) as a summary's metrics on the evaluation split, fractions as a task's are
+// An embedding's scores (score) as a summary's metrics on the evaluation split, fractions as a task's are
 // (cosine_spearman, cosine_pearson, mean_cosine_to_teacher), with the selection pairs' under select_.
 std::map<std::string, double> summary_metrics(const nlohmann::json& scores);
 
 // The teacher as the reference of `scores` (ReferenceSummary: in points; an embedding run has no control, its
 // candidates are trained towards the teacher itself).
 ReferenceSummary teacher_reference(const nlohmann::json& unpruned, const nlohmann::json& scores);
-
-// What `keep` keeps of the encoder (`kept`: its fraction of the budget's unit) as a budget's summary, with each
-// scored step's metrics (`steps`: step → scores_of) and the one chosen.
-BudgetSummary budget_summary(const core::StructureMask& keep, const std::string& unit, double target, double kept,
-                             double mean_length, const nlohmann::json& steps, const std::string& chosen);
 
 // `model` exported to RUN_DIR/model and checked, timed against the teacher at fp32 (prune/stages/stages.h
 // time_against), `f` completed with both (and its parameters) into s.final, summary.json written.

@@ -47,72 +47,6 @@ namespace hp::prune {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-namespace {
-
-// The mask gradients of the embedding probe (train/embedding_objective.h) on the search sentences, stored once.
-MaskGradients embedding_gradients(const EmbedRun& r) {
-  const train::Pooling pool = r.pooling;
-  const uint64_t seed = static_cast<uint64_t>(r.cfg->run.seed);
-  const MaskLoss probe = [&pool, seed](const core::EncoderOutput& out, const core::Batch& b, long i) {
-    const auto e = core::pool_sentences(pool.modes, pool.normalize, out.last_hidden,
-                                        b.attention_mask.to(out.last_hidden.device()));
-    return train::embedding_probe(e, seed * 1000003ULL + static_cast<uint64_t>(i));
-  };
-  return *stored_mask_gradients(r.state + "/mask_gradients.h5", r.teacher->model, r.search, false, false, probe, [&] {
-    log_step(2, "mask gradients of the embedding probe on " + std::to_string(r.search_set.size()) + " sentences");
-    return true;
-  });
-}
-
-// The searched model `tuned` recovered in `dir` for budget_recover_steps(p, target) steps (`target`: the fraction of
-// the FLOPs kept) of distillation to the teacher's embeddings (the objective's training; the same-depth layer term
-// when prune.distill_hidden > 0): DIR/best, read back once trained. nullopt without steps or when stopped.
-std::optional<core::Bert> recovered_model(const EmbedRun& r, const core::Bert& tuned, const core::PruneConfig& p,
-                                          double target, const std::string& dir) {
-  const long steps = budget_recover_steps(p, target, false);
-  if (steps <= 0) return std::nullopt;
-  if (!fs::exists(dir + "/train_result.json")) {
-    log_step(4, "recovery: " + std::to_string(steps) + " steps of distillation to the teacher's embeddings" +
-                    (p.distill_hidden > 0
-                         ? " and, weighted " + core::format_number("%g", p.distill_hidden) + ", its layers' outputs"
-                         : "") +
-                    ", in " + dir);
-    core::Config c = recovery_config(*r.cfg, static_cast<int>(steps), true);
-    c.prune = p;
-    core::Bert student = copy_model(tuned);  // the tuned model is scored as it was: training gives its tensors grad
-    TrainRequest req;
-    req.cfg = &c, req.run_dir = dir, req.start = &student, req.stop = r.stop;
-    if (!r.objective->train(req)) return std::nullopt;
-  }
-  return core::load_bert(dir + "/best", core::LoadOptions{});
-}
-
-struct Searched {
-  StructureKeep searched, rearranged;
-  MaskScales scales;
-  double flops_kept = 0;
-  BudgetUnit unit;
-};
-
-Searched search(const EmbedRun& r, const MaskGradients& g, const core::PruneConfig& p) {
-  const core::Bert& teacher = r.teacher->model;
-  Searched s;
-  s.unit = budget_unit(p, teacher.config(), r.objective->mean_length());
-  const double target = s.unit.target;
-  log_step(3, "Kwon et al.'s search to " + std::to_string(std::lround(100 * target)) + "% of the encoder's " +
-                  s.unit.name + " (at " + core::format_number("%.1f", s.unit.mean_length) +
-                  " tokens, the evaluation sentences' mean), rearranged" + (p.mask_tuning ? ", mask-tuned" : ""));
-  // The pooling reads every position unless it is [CLS] alone: the last layer is fitted where it is read.
-  const auto& modes = r.pooling.modes.modes;
-  const BudgetSearch b = search_structure(p, teacher, r.search, g, s.unit, target,
-                                          modes.size() == 1 && modes[0] == core::PoolingMode::kCls);
-  s.searched = b.searched, s.rearranged = b.rearranged, s.scales = b.scales;
-  s.flops_kept = core::structure_cost(s.rearranged, s.unit.costs) / s.unit.total;
-  return s;
-}
-
-}  // namespace
-
 void validate_embedding_run(const core::Config& cfg) {
   const core::PruneConfig& p = cfg.prune;
   auto refuse = [](bool bad, const std::string& why) {
@@ -164,79 +98,20 @@ void validate_embedding_run(const core::Config& cfg) {
 
 namespace {
 
-// One budget: the search's four models, each scored (STATE/step-VARIANT.json); the choice the closest to the teacher
-// on the selection sentences (what the model is pruned for, on held-out data; the Spearman of a few hundred pairs
-// scatters by a point or two); a later step wins a tie.
-struct BudgetRun {
-  Searched s;
-  std::vector<std::pair<std::string, core::Bert>> models;
-  json steps = json::object();
-  std::string chosen;
-  const core::Bert& choice() const {
-    return std::find_if(models.begin(), models.end(), [&](const auto& m) { return m.first == chosen; })->second;
-  }
-};
-
-// nullopt when stopped.
-std::optional<BudgetRun> run_budget(const EmbedRun& r, const MaskGradients& g, const core::PruneConfig& p,
-                                    const BudgetDirs& dirs) {
-  const core::Bert& teacher = r.teacher->model;
-  BudgetRun b;
-  b.s = search(r, g, p);
-  b.models.emplace_back("searched", slim_model(teacher, b.s.searched));
-  b.models.emplace_back("rearranged", slim_model(teacher, b.s.rearranged));
-  b.models.emplace_back("tuned", slim_model(fold_scales(teacher, b.s.scales), b.s.rearranged));
-  fs::create_directories(dirs.state);
-  if (auto rec = recovered_model(r, b.models.back().second, p, b.s.unit.target, dirs.recovered))
-    b.models.emplace_back("recovered", *rec);
-  if (core::dist::stop_requested(r.stop)) return std::nullopt;
-  b.chosen = score_variants(r, b.models, dirs.state, b.steps);
-  return b;
-}
-
-// The seconds of training that made a budget's model (its recovery; 0 without one).
-double budget_cost(const BudgetDirs& dirs) { return train::train_seconds(dirs.recovered); }
-
-}  // namespace
-
-namespace {
-
-// Where a budget of the frontier keeps its work: RUN_DIR/state/embedding/budget-P and RUN_DIR/budgets/P/recover.
-BudgetDirs frontier_dirs(const EmbedRun& r, int percent) {
-  return {r.state + "/budget-" + std::to_string(percent),
-          r.cfg->run.out_dir + "/budgets/" + std::to_string(percent) + "/recover"};
-}
-
-// The search at `pct` percent of the encoder's FLOPs (its best step, as a --target-flops run chooses it), its steps
-// scored in RUN_DIR/state/embedding/budget-P. nullopt when stopped.
-std::optional<Candidate> budget_candidate(const EmbedRun& r, const MaskGradients& g, int pct) {
-  core::PruneConfig p = r.cfg->prune;
-  p.target_flops = pct / 100.0, p.target_params = 0;
-  const BudgetDirs dirs = frontier_dirs(r, pct);
-  core::log_info("prune", "frontier: the search at " + std::to_string(pct) + "% of the encoder's FLOPs");
-  auto b = run_budget(r, g, p, dirs);
-  if (!b) return std::nullopt;
-  Candidate c{{}, "kwon-" + std::to_string(pct), [model = b->choice()] { return model; }};
-  c.point.method = PointMethod::kKwon, c.point.budget = std::to_string(pct) + "% FLOPs", c.point.step = pct;
-  c.point.variant = b->chosen;
-  c.point.heads_kept = core::count_kept(b->s.rearranged.heads), c.point.flops_kept = b->s.flops_kept;
-  c.point.cost_s = budget_cost(dirs);
-  return c;
-}
-
-// The frontier's structures: the unpruned encoder and the search at each point of prune.budget_schedule. nullopt when
-// stopped.
-std::optional<std::vector<Candidate>> frontier_candidates(const EmbedRun& r, const MaskGradients& g) {
+// The frontier's structures: the unpruned encoder and the search at each point of prune.budget_schedule below 100%,
+// each the best of its steps on the selection pairs (prune/frontier/frontier_stage.h searched_candidate). nullopt
+// when stopped.
+std::optional<std::vector<Candidate>> frontier_candidates(const EmbedRun& r, RunContext& ctx, const MaskGradients& g) {
   const core::Bert& teacher = r.teacher->model;
   Candidate unpruned{{}, "unpruned", [&teacher] { return teacher; }};
   unpruned.point.method = PointMethod::kUnpruned;
-  unpruned.point.heads_kept = teacher.config().num_hidden_layers * teacher.config().num_attention_heads;
+  unpruned.point.heads_kept = teacher.config().total_heads();
   std::vector<Candidate> cands = {unpruned};
-  for (const int pct : r.cfg->prune.budget_schedule) {
-    if (pct <= 0 || pct >= 100) continue;
-    auto c = budget_candidate(r, g, pct);
-    if (!c) return std::nullopt;
-    cands.push_back(std::move(*c));
+  const auto& schedule = r.cfg->prune.budget_schedule;
+  for (size_t k = 0; k < schedule.size(); ++k) {
+    auto c = searched_candidate(ctx, g, static_cast<int>(k), schedule[k] / 100.0);
+    if (core::dist::stop_requested(r.stop)) return std::nullopt;
+    if (c) cands.push_back(std::move(*c));
   }
   return cands;
 }
@@ -252,7 +127,7 @@ FrontierMeasure embedding_measure(const EmbedRun& r, RunContext& ctx, const Mask
   const long batch = cfg.prune.latency_batch, seq = timing_seq(cfg);
   m.timings = {{batch, seq}};
   m.dir = r.state + "/frontier";
-  m.refine = [&r, &g](int pct) { return budget_candidate(r, g, pct); };
+  m.refine = [&ctx, &g](int pct) { return searched_candidate(ctx, g, 100 + pct, pct / 100.0); };
   m.gates = [&ctx](double fraction) { return gates_candidate(ctx, fraction); };
   m.ort = [&r, &base, batch, seq](Frontier& f) {
     const std::string ort_dir = r.state + "/frontier/ort";
@@ -273,15 +148,16 @@ FrontierMeasure embedding_measure(const EmbedRun& r, RunContext& ctx, const Mask
 // `prune --config sts_embed.yaml --max-drop D`: every candidate (frontier_candidates) at every native precision; the
 // fastest within D points of cosine Spearman on the selection pairs exported. 0 when done, kInterruptedExit when
 // stopped.
-int run_embedding_frontier(const EmbedRun& r, const MaskGradients& g, RunSummary& s, const json& unpruned) {
+int run_embedding_frontier(const EmbedRun& r, RunSummary& s) {
   const core::Config& cfg = *r.cfg;
-  auto cands = frontier_candidates(r, g);
+  RunContext ctx;  // the stages' search, recovery and gates
+  stage_context(r, ctx);
+  const auto grads = budget_gradients(ctx);
+  auto cands = grads ? frontier_candidates(r, ctx, *grads) : std::nullopt;
   if (!cands) return kInterruptedExit;
   core::Bert base = r.teacher->model;
   base.set_precision(core::Precision::kFp32);
-  RunContext ctx;  // the stages' gates
-  stage_context(r, ctx);
-  const FrontierMeasure m = embedding_measure(r, ctx, g, base);
+  const FrontierMeasure m = embedding_measure(r, ctx, *grads, base);
   Frontier header;
   header.task = cfg.data.task, header.metric = s.metric, header.split = cfg.prune.eval_split;
   header.select_split = r.select_split;
@@ -403,11 +279,7 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   RunSummary s = embedding_summary(r);
   if (cfg.prune.method == core::MethodKind::kGates) return run_gates(r, s, unpruned);
   if (cfg.prune.target_heads > 0) return run_embedding_heads(r, s, unpruned);
-  if (cfg.prune.max_drop > 0) {
-    const MaskGradients g = embedding_gradients(r);
-    if (core::dist::stop_requested(stop)) return kInterruptedExit;
-    return run_embedding_frontier(r, g, s, unpruned);
-  }
+  if (cfg.prune.max_drop > 0) return run_embedding_frontier(r, s);
   return run_search(r, s, unpruned);
 }
 

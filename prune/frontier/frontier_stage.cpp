@@ -208,11 +208,7 @@ FrontierMeasure task_measure(RunContext& ctx, const MaskGradients& grads, const 
   const long batch = cfg.prune.latency_batch, seq = ctx.curves.latency_seq;
   m.timings = {{batch, seq}, {1, std::max(1L, std::lround(core::mean_length(ctx.eval_data)))}};
   m.dir = ctx.store->dir() + "/state/frontier";
-  m.refine = [&ctx, &grads](int pct) -> std::optional<Candidate> {
-    const int step = 100 + pct;  // budget_schedule has at most 100 points (distinct percents)
-    if (!budget_point_at(ctx, grads, step, pct / 100.0)) return std::nullopt;
-    return budget_candidate(ctx, step, pct / 100.0);
-  };
+  m.refine = [&ctx, &grads](int pct) { return searched_candidate(ctx, grads, 100 + pct, pct / 100.0); };
   m.gates = [&ctx](double fraction) { return gates_candidate(ctx, fraction); };
   if (cfg.prune.control) m.control = [&ctx](std::vector<Candidate>& cands) { return add_control(ctx, cands); };
   m.ort = [&ctx, &base, batch, seq](Frontier& f) { add_ort_points(ctx, base, batch, seq, f); };
@@ -249,6 +245,11 @@ void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& a
 }
 
 std::string frontier_gates_dir(long percent) { return "frontier_gates/" + std::to_string(percent); }
+
+std::optional<Candidate> searched_candidate(RunContext& ctx, const MaskGradients& grads, int step, double fraction) {
+  if (!budget_point_at(ctx, grads, step, fraction)) return std::nullopt;
+  return budget_candidate(ctx, step, fraction);
+}
 
 std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction) {
   const long pct = std::lround(100 * fraction);

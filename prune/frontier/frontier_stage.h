@@ -39,6 +39,13 @@ void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& a
 // Where the frontier trains the gates at `percent` of the FLOPs, under the run folder.
 std::string frontier_gates_dir(long percent);
 
+// The budget search's candidate at `fraction` of the FLOPs, as point `step` of the budget curves (budget_schedule's
+// index, or 100 + the percent for a refined budget: past every index, and the same budget whatever D chose it): the
+// point searched, recovered and its step chosen where the run has not yet (prune/stages/budget.h budget_point_at),
+// then read back as the frontier reads the budget curves' candidates. nullopt for a budget below what one head costs
+// or at 100%, or when stopped.
+std::optional<Candidate> searched_candidate(RunContext& ctx, const MaskGradients& grads, int step, double fraction);
+
 // Hard-Concrete gates on heads, FFN neurons and sublayers (and the layers and hidden channels prune.structures
 // names) to `fraction` of the encoder's FLOPs (CoFi), trained in RUN_DIR/frontier_gates/<percent> as `--method gates
 // --target-flops` trains them in stage 5 (resumed there); the candidate is the gated model slimmed by its mask. Empty
