@@ -202,34 +202,38 @@ int run_embedding_frontier(const EmbedRun& r, RunSummary& s) {
 
 namespace {
 
+// `model`, the choice of a budget's stage (slimmed to `keep`), scored on both pairs, its budget summarised as the
+// stage wrote it, exported and timed. 0.
+int finish_choice(const EmbedRun& r, const core::Bert& model, const core::StructureMask& keep,
+                  const FinalChoice& choice, const json& unpruned, RunSummary& s) {
+  const json scores = score(r, model);
+  FinalSummary f;
+  f.method = choice_method_name(choice.method);
+  f.selected_step = choice.budget->selected_step;
+  f.metrics = summary_metrics(scores);
+  f.metrics_before_recovery = choice.metrics_before_recovery;
+  f.reference = teacher_reference(unpruned, scores);
+  f.budget = choice.budget;
+  finish_one(r, model, keep, choice.budget->kept, f, s,
+             f.method + (f.selected_step.empty() ? "" : ", " + f.selected_step));
+  return 0;
+}
+
 // `--method gates --target-flops F`: stage 5's gates (CoFi's, on heads, FFN neurons and sublayers, towards the
-// teacher's embeddings) in RUN_DIR/gates, the slimmed model scored and exported. 0 when done, kInterruptedExit when
-// stopped.
+// teacher's embeddings) in RUN_DIR/gates, the slimmed model exported. 0 when done, kInterruptedExit when stopped.
 int run_gates(const EmbedRun& r, RunSummary& s, const json& unpruned) {
   RunContext ctx;
   stage_context(r, ctx);
   const auto choice = choose_heads(ctx, s.curves);
   if (!choice) return kInterruptedExit;
   const core::StructureMask keep{choice->keep, choice->neurons, choice->layers, choice->hidden};
-  const core::Bert slim = slim_model(core::load_bert(choice->model_dir, {}), keep);
-  const json scores = cached(r.state, kGatesDir, [&] { return score(r, slim); });
-  FinalSummary f;
-  f.method = choice_method_name(ChoiceMethod::kGates);
-  f.metrics = summary_metrics(scores);
-  f.reference = teacher_reference(unpruned, scores);
-  f.budget = choice->budget;
-  finish_one(r, slim, keep, choice->budget->kept, f, s, f.method);
-  return 0;
+  return finish_choice(r, slim_model(core::load_bert(choice->model_dir, {}), keep), keep, *choice, unpruned, s);
 }
-
-}  // namespace
-
-namespace {
 
 // `--target-flops F`: stages 3, 5 and 6 of a task's budget run over the stages' context — the mask gradients of the
 // embedding probe, Kwon et al.'s search, rearrangement and mask tuning at F (RUN_DIR/search), the recovery
 // (RUN_DIR/recover), the best of the four steps on the selection sentences by their mean cosine to the teacher's
-// (RUN_DIR/best_step) — then scored and exported. 0 when done, kInterruptedExit when stopped.
+// (RUN_DIR/best_step) — then exported. 0 when done, kInterruptedExit when stopped.
 int run_search(const EmbedRun& r, RunSummary& s, const json& unpruned) {
   RunContext ctx;
   stage_context(r, ctx);
@@ -238,17 +242,7 @@ int run_search(const EmbedRun& r, RunSummary& s, const json& unpruned) {
   FinalChoice choice = choose_budget(ctx, *grads);
   if (!recover(ctx, choice)) return kInterruptedExit;
   take_best_step(ctx, *grads, choice);
-  const core::Bert model = core::load_bert(choice.model_dir, {});
-  const json scores = score(r, model);
-  FinalSummary f;
-  f.method = choice_method_name(ChoiceMethod::kKwon);
-  f.selected_step = choice.budget->selected_step;
-  f.metrics = summary_metrics(scores);
-  f.metrics_before_recovery = choice.metrics_before_recovery;
-  f.reference = teacher_reference(unpruned, scores);
-  f.budget = choice.budget;
-  finish_one(r, model, {choice.keep, {}}, choice.budget->kept, f, s, "kwon, " + f.selected_step);
-  return 0;
+  return finish_choice(r, core::load_bert(choice.model_dir, {}), {choice.keep, {}}, choice, unpruned, s);
 }
 
 }  // namespace
