@@ -75,6 +75,16 @@ std::string budget_recover_dir(const RunContext& ctx, int step) {
 
 std::string step_model_dir(const RunContext& ctx, int step) { return budget_recover_dir(ctx, step) + "/step"; }
 
+namespace {
+
+// The recovery's selection metric as the log says it, or "nothing defined" (undefined, or no recovery).
+std::string recovered_score(const BestStep& b) {
+  const auto it = b.select_metrics.find(step_name(Step::kRecovered));
+  return it == b.select_metrics.end() ? "nothing defined" : std::to_string(it->second);
+}
+
+}  // namespace
+
 nlohmann::json budget_step_choice(const RunContext& ctx, const BudgetSearch& s, int step, double fraction,
                                   const std::string& recovered_dir) {
   const std::string file = step_choice_file(ctx, step);
@@ -92,10 +102,8 @@ nlohmann::json budget_step_choice(const RunContext& ctx, const BudgetSearch& s, 
   });
   if (b.variant != Step::kRecovered && !recovered_dir.empty()) {
     std::ostringstream line;
-    line << std::lround(100 * fraction) << "% FLOPs: the " << name << " model (" << b.select_metrics.at(name)
-         << " on " << ctx.select_split << ") is the candidate; its recovery scored "
-         << (b.select_metrics.count("recovered") ? std::to_string(b.select_metrics.at("recovered")) : "nothing defined")
-         << " there";
+    line << std::lround(100 * fraction) << "% FLOPs: the " << name << " model (" << b.select_metrics.at(name) << " on "
+         << ctx.select_split << ") is the candidate; its recovery scored " << recovered_score(b) << " there";
     core::log_info("frontier", line.str());
   }
   return j;
@@ -118,9 +126,7 @@ void take_best_step(RunContext& ctx, const MaskGradients& grads, FinalChoice& ch
     std::ostringstream line;
     line << "the " << step_name(b.variant) << " model is the best of the search's steps on " << ctx.select_split << " ("
          << b.select_metrics.at(step_name(b.variant)) << ")";
-    if (recovered && b.variant != Step::kRecovered)
-      line << "; its recovery scored "
-           << (b.select_metrics.count("recovered") ? std::to_string(b.select_metrics.at("recovered")) : "nothing defined");
+    if (recovered && b.variant != Step::kRecovered) line << "; its recovery scored " << recovered_score(b);
     log_stage(6, "recover", line.str());
   }
   const auto j = nlohmann::json::parse(core::read_file(marker));
