@@ -330,7 +330,9 @@ TEST_CASE("a recovery that lowers the selection metric is not the budget candida
                                      " --set train.group_by_length=false");
   auto r = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());
   INFO(r.output);
-  REQUIRE(r.code == 0);
+  // The step choice is this case's subject, not the speed: on busy or instrumented cores the 60% model may time no
+  // faster than the unpruned one, and the run then refuses to choose (exit 2), its summary and records written.
+  REQUIRE((r.code == 0 || (r.code == 2 && r.output.find("runs faster than that model") != std::string::npos)));
   const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
   const auto& points = summary["frontier"]["points"];
   const auto kwon = std::find_if(points.begin(), points.end(), [](const auto& p) { return p["method"] == "kwon"; });
