@@ -17,11 +17,6 @@
 namespace hp::prune {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
-
-long timing_seq(const core::Config& cfg) {
-  return cfg.prune.latency_seq > 0 ? cfg.prune.latency_seq : cfg.data.max_seq_len;
-}
 
 void read_data(EmbedRun& r, const core::Config& user) {
   const core::TaskSpec& task = core::find_task(user.data.task);
@@ -53,28 +48,6 @@ void read_data(EmbedRun& r, const core::Config& user) {
                               std::to_string(r.eval_pairs.size()) + " pairs of " + cfg.prune.eval_split);
 }
 
-json score(const EmbedRun& r, const core::Bert& model) {
-  const auto sel = r.objective->evaluate(model, Split::kSelect).metrics;
-  const auto dev = r.objective->evaluate(model, Split::kEval).metrics;
-  return {{"select_spearman", 100 * sel.at("cosine_spearman")},
-          {"spearman", 100 * dev.at("cosine_spearman")},
-          {"pearson", 100 * dev.at("cosine_pearson")},
-          {"select_cosine_to_teacher", sel.at("mean_cosine_to_teacher")},
-          {"mean_cosine_to_teacher", dev.at("mean_cosine_to_teacher")}};
-}
-
-json cached(const std::string& state, const std::string& name, const std::function<json()>& make) {
-  fs::create_directories(state);
-  const std::string path = state + "/" + name + ".json";
-  if (fs::exists(path)) return json::parse(core::read_file(path));
-  json j = make();
-  core::write_file_atomic(path, j.dump(2) + "\n");
-  return j;
-}
-
-// The stages' context over the embedding run (stages 3-6 read it as a task run's): the teacher is the unpruned model,
-// ranked on the first prune.rank_examples (0: all) of the search's sentences (their text in
-// STATE/rank_sentences.txt), each curve point scored on the evaluation and the selection pairs.
 void stage_context(const EmbedRun& r, RunContext& ctx) {
   const core::Config& cfg = *r.cfg;
   const core::PruneConfig& p = cfg.prune;
@@ -96,7 +69,7 @@ void stage_context(const EmbedRun& r, RunContext& ctx) {
   CurveInputs& in = ctx.curves;
   in.model = &*ctx.model, in.objective = ctx.objective.get(), in.select_too = true, in.opts = &p, in.stop = r.stop;
   in.counts = schedule_counts(p.schedule, p.schedule_unit, ctx.total_heads);
-  in.latency_batch = p.latency_batch, in.latency_seq = timing_seq(cfg);
+  in.latency_batch = p.latency_batch, in.latency_seq = p.latency_seq > 0 ? p.latency_seq : cfg.data.max_seq_len;
 }
 
 }  // namespace hp::prune

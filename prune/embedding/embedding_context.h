@@ -1,18 +1,15 @@
 // What every step of the pruning run for embeddings reads (prune/embedding/embedding_run.h): the teacher folder, the sentences
-// distilled on, the selection and evaluation pairs, the teacher's embeddings of both, and how a model is scored.
-// Internal to the embedding run's files (embedding_run.cpp, embedding_heads.cpp, …).
+// distilled on, the selection and evaluation pairs, and the stages' context over them.
+// Internal to the embedding run's files.
 #pragma once
 
 #include <torch/types.h>
 
 #include <atomic>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/base/config.h"
 #include "core/data/batching.h"
@@ -48,19 +45,9 @@ struct EmbedRun {
 // `user` is the config as given), encoded with the teacher's tokenizer. ConfigError when a split has no pairs.
 void read_data(EmbedRun& r, const core::Config& user);
 
-// The sequence length candidates are timed at: prune.latency_seq, or data.max_seq_len when that is 0.
-long timing_seq(const core::Config& cfg);
-
-// The scores of `model` by r.objective: on the selection pairs and the evaluation pairs, the cosine Spearman (in
-// points) and the mean cosine of its embeddings of their sentences to the teacher's.
-nlohmann::json score(const EmbedRun& r, const core::Bert& model);
-
 // The stages' context over the embedding run (the stages of prune/stages/stages.h read it as a task run's): the
 // teacher is the unpruned model, ranked on the first prune.rank_examples (0: all) of the search's sentences (their
 // text in STATE/rank_sentences.txt), each curve point scored on the evaluation and the selection pairs.
 void stage_context(const EmbedRun& r, RunContext& ctx);
-
-// STATE/NAME.json, computed once.
-nlohmann::json cached(const std::string& state, const std::string& name, const std::function<nlohmann::json()>& make);
 
 }  // namespace hp::prune

@@ -1,51 +1,60 @@
 // The pruning run for sentence-embedding models (see prune/embedding/embedding_run.h).
 #include "prune/embedding/embedding_run.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <filesystem>
-#include <set>
-#include <tuple>
-
-#include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "core/base/errors.h"
 #include "core/base/files.h"
-#include "core/base/log.h"
 #include "core/base/strings.h"
-#include "core/data/batching.h"
 #include "core/data/glue.h"
 #include "core/dist/distributed.h"
 #include "core/io/checkpoint.h"
-#include "core/model/pooling.h"
 #include "eval/embedding.h"
-#include "eval/evaluator.h"
-#include "eval/latency.h"
-#include "prune/stages/best_step.h"
-#include "prune/stages/budget.h"
-#include "prune/embedding/embedding_context.h"
 #include "prune/data/distill_data.h"
-#include "prune/embedding/embedding_finish.h"
-#include "prune/embedding/embedding_heads.h"
-#include "prune/record/frontier.h"
+#include "prune/embedding/embedding_context.h"
+#include "prune/finish/finish.h"
 #include "prune/frontier/frontier_stage.h"
 #include "prune/frontier/frontier_timing.h"
 #include "prune/frontier/measure.h"
-#include "prune/search/mask_search.h"
-#include "prune/search/mask_tuning.h"
-#include "core/plot/plot.h"
-#include "prune/record/run_store.h"
-#include "prune/data/selection.h"
-#include "prune/export/slim.h"
+#include "prune/stages/budget.h"
 #include "prune/stages/stages.h"
-#include "train/embedding_objective.h"
-#include "train/task_run.h"  // train_seconds
 
 namespace hp::prune {
 
 namespace fs = std::filesystem;
-using json = nlohmann::json;
+
+namespace {
+
+// ConfigError for what --target-heads does not take for embeddings (a gates criterion, more than one seed).
+void validate_heads(const core::Config& cfg) {
+  const core::PruneConfig& p = cfg.prune;
+  for (const auto& c : p.criteria)
+    if (find_criterion(c).reads_gated_run)
+      throw ConfigError("prune.objective = embedding: prune.criteria has " + c +
+                        ", which reads a classifier's gated run; "
+                        "leave it out (--method gates --target-flops F trains the gates for embeddings)");
+  if (p.seeds != 1 || p.iterative || p.rank_split != "train")
+    throw ConfigError(
+        "prune.objective = embedding: --target-heads ranks the heads once, with one seed, on the training "
+        "sentences the run distils: leave prune.seeds 1, prune.iterative false and prune.rank_split train");
+  const bool taylor = std::count(p.criteria.begin(), p.criteria.end(), "taylor") ||
+                      (p.method == core::MethodKind::kCriterion && p.method.criterion == "taylor");
+  if (taylor && p.taylor_token_level)
+    throw ConfigError(
+        "prune.objective = embedding: prune.taylor_token_level is a classifier's loss per token; an "
+        "embedding's Taylor reads the whole embedding's derivative: set it false");
+  if (p.method == core::MethodKind::kBest || p.method == core::MethodKind::kKwon) return;
+  if (p.method == core::MethodKind::kCriterion) find_criterion(p.method.criterion, "prune.method");
+  if (p.method == core::MethodKind::kGates)
+    throw ConfigError(
+        "prune.objective = embedding: --method gates trains to a FLOPs budget, not to a head count; "
+        "pass --target-flops F with it, or a criterion (--method taylor) with --target-heads N");
+}
+
+}  // namespace
 
 void validate_embedding_run(const core::Config& cfg) {
   const core::PruneConfig& p = cfg.prune;
@@ -76,7 +85,7 @@ void validate_embedding_run(const core::Config& cfg) {
   refuse(
       p.target_layers > 0 || p.target_latency > 0,
       "--target-layers and --target-latency are not built for embeddings; pass --target-flops F or --target-heads N");
-  if (p.target_heads > 0) validate_embedding_heads(cfg);
+  if (p.target_heads > 0) validate_heads(cfg);
   else
     refuse(p.method == core::MethodKind::kCriterion,
            "prune.method = " + core::choice_text(p.method) +
@@ -117,14 +126,14 @@ std::optional<std::vector<Candidate>> frontier_candidates(const EmbedRun& r, Run
 }
 
 // How the embeddings' frontier measures: the cosine Spearman of the selection and the evaluation pairs, the
-// selection pairs' similarities for the intervals, timed at prune.latency_batch x timing_seq; refined by the search.
+// selection pairs' similarities for the intervals, timed at prune.latency_batch x latency_seq; refined by the search.
 FrontierMeasure embedding_measure(const EmbedRun& r, RunContext& ctx, const MaskGradients& g, const core::Bert& base) {
   const core::Config& cfg = *r.cfg;
   FrontierMeasure m;
-  m.cfg = &cfg, m.stop = r.stop, m.tokenizer = &r.teacher->tokenizer;
+  m.cfg = &cfg, m.stop = r.stop, m.tokenizer = &r.teacher->tokenizer, m.log_stage = 5;
   m.base = &base;
   m.objective = r.objective.get();
-  const long batch = cfg.prune.latency_batch, seq = timing_seq(cfg);
+  const long batch = cfg.prune.latency_batch, seq = ctx.curves.latency_seq;
   m.timings = {{batch, seq}};
   m.dir = r.state + "/frontier";
   m.refine = [&ctx, &g](int pct) { return searched_candidate(ctx, g, 100 + pct, pct / 100.0); };
@@ -145,104 +154,46 @@ FrontierMeasure embedding_measure(const EmbedRun& r, RunContext& ctx, const Mask
   return m;
 }
 
-// `prune --config sts_embed.yaml --max-drop D`: every candidate (frontier_candidates) at every native precision; the
-// fastest within D points of cosine Spearman on the selection pairs exported. 0 when done, kInterruptedExit when
-// stopped.
-int run_embedding_frontier(const EmbedRun& r, RunSummary& s) {
-  const core::Config& cfg = *r.cfg;
-  RunContext ctx;  // the stages' search, recovery and gates
-  stage_context(r, ctx);
-  const auto grads = budget_gradients(ctx);
-  auto cands = grads ? frontier_candidates(r, ctx, *grads) : std::nullopt;
-  if (!cands) return kInterruptedExit;
+// `--max-drop D`: every candidate (frontier_candidates) at every native precision, measured as embedding_measure
+// says, its files added to `files`, the choice saved for stage 7 (prune/frontier/frontier_stage.h). Empty when stopped.
+std::optional<Frontier> embedding_frontier(const EmbedRun& r, RunContext& ctx, const MaskGradients& grads,
+                                           std::vector<std::string>& files) {
+  auto cands = frontier_candidates(r, ctx, grads);
+  if (!cands) return std::nullopt;
   core::Bert base = r.teacher->model;
   base.set_precision(core::Precision::kFp32);
-  const FrontierMeasure m = embedding_measure(r, ctx, *grads, base);
-  Frontier header;
-  header.task = cfg.data.task, header.metric = s.metric, header.split = cfg.prune.eval_split;
-  header.select_split = r.select_split;
-  header.timing =
-      "batch " + std::to_string(cfg.prune.latency_batch) + " x " + std::to_string(timing_seq(cfg)) + " tokens";
-  header.max_drop = cfg.prune.max_drop;
-  const auto found = run_frontier(m, *cands, header, s.files);
-  if (!found) return kInterruptedExit;
-  const Frontier& f = *(s.frontier = *found);
-  if (f.chosen < 0) {
-    core::write_file_atomic(cfg.run.out_dir + "/summary.json", summary_json(s).dump(2) + "\n");
-    throw ConfigError(no_choice_message(f, "cosine Spearman", cfg.run.out_dir));
+  const FrontierMeasure m = embedding_measure(r, ctx, grads, base);
+  auto f = run_frontier(m, *cands, frontier_header(ctx), files);
+  if (f && f->chosen >= 0) save_choice(ctx, *f, *cands);
+  return f;
+}
+
+// Stages 3-9 over the stages' context, as each mode needs them: --target-heads the criteria and their curves,
+// --target-flops and --max-drop the search's mask gradients, --max-drop the frontier; then the one end.
+int run_stages(const EmbedRun& r, RunContext& ctx) {
+  const core::Config& cfg = *r.cfg;
+  RunSummary s = run_summary(ctx);
+  s.finetuned_model = cfg.model.path;  // its own teacher, a sentence-transformers folder
+  std::optional<MaskGradients> grads;
+  if (cfg.prune.target_heads > 0) {
+    const auto importance = score(ctx);  // 3
+    auto curves = importance ? prune::curves(ctx, *importance) : std::nullopt;  // 4
+    if (!curves) return kInterruptedExit;
+    s.curves = std::move(*curves);
+  } else if (cfg.prune.method != core::MethodKind::kGates && !(grads = budget_gradients(ctx))) {
+    return kInterruptedExit;
   }
-  const FrontierPoint& c = f.points[static_cast<size_t>(f.chosen)];
-  core::Bert model = candidate_of(*cands, c).build();
-  core::log_info("prune", "frontier: chose " + frontier_label(c) + (c.variant.empty() ? "" : " (" + c.variant + ")") +
-                              ": cosine Spearman " + core::format_number("%.2f", c.select_metric) + " on " +
-                              f.select_split + " (unpruned " + core::format_number("%.2f", f.select_baseline) + "), " +
-                              core::format_number("%.2f", c.metric) + " on " + f.split + ", x" +
-                              core::format_number("%.2f", c.speedup));
-  if (const std::string risk = unresolved_choice(c, f); !risk.empty()) core::log_warn("frontier", risk);
-  FinalSummary fin;
-  fin.method = point_method_name(c.method);
-  fin.criterion = c.criterion;
-  fin.selected_step = c.variant;
-  fin.heads_kept = c.heads_kept;
-  fin.metrics = {{"cosine_spearman", c.metric / 100}, {"select_cosine_spearman", c.select_metric / 100}};
-  fin.reference = ReferenceSummary{f.reference, f.unpruned_metric, f.unpruned_select, 0, 0, 0,
-                                   c.metric - f.baseline, c.select_delta};
-  s.precision = c.precision;  // the folder holds fp32 weights: `prune embed --precision` runs it as chosen
-  model.set_precision(core::precision_setting(c.precision));
-  write_final(r, model, fin, s);
-  std::printf(
-      "%s %s cosine Spearman: %s (chosen within %g on %s): %.2f (unpruned %.2f, %+.2f); speedup x%.2f at %s; "
-      "sentence-transformers folder in %s/model (run it at %s)\n",
-      cfg.data.task.c_str(), f.split.c_str(), frontier_label(c).c_str(), f.max_drop, f.select_split.c_str(), c.metric,
-      f.baseline, c.metric - f.baseline, c.speedup, f.timing.c_str(), cfg.run.out_dir.c_str(), c.precision.c_str());
+  std::optional<core::Config> chosen;  // --max-drop: the frontier's choice
+  if (cfg.prune.max_drop > 0) {  // 5
+    const auto f = embedding_frontier(r, ctx, *grads, s.curves.files);
+    if (!f) return kInterruptedExit;
+    adopt_frontier_choice(ctx, s, *f, chosen);
+  }
+  FinalModels models;
+  s.final = final_model(ctx, s.curves, models, grads ? &*grads : nullptr, s.frontier ? &*s.frontier : nullptr);
+  if (!s.final) return kInterruptedExit;  // 5-8
+  write_summary(ctx, s, &models);  // 9
   return 0;
-}
-
-}  // namespace
-
-namespace {
-
-// `model`, the choice of a budget's stage (slimmed to `keep`), scored on both pairs, its budget summarised as the
-// stage wrote it, exported and timed. 0.
-int finish_choice(const EmbedRun& r, const core::Bert& model, const core::StructureMask& keep,
-                  const FinalChoice& choice, const json& unpruned, RunSummary& s) {
-  const json scores = score(r, model);
-  FinalSummary f;
-  f.method = choice_method_name(choice.method);
-  f.selected_step = choice.budget->selected_step;
-  f.metrics = summary_metrics(scores);
-  f.metrics_before_recovery = choice.metrics_before_recovery;
-  f.reference = teacher_reference(unpruned, scores);
-  f.budget = choice.budget;
-  finish_one(r, model, keep, choice.budget->kept, f, s,
-             f.method + (f.selected_step.empty() ? "" : ", " + f.selected_step));
-  return 0;
-}
-
-// `--method gates --target-flops F`: stage 5's gates (CoFi's, on heads, FFN neurons and sublayers, towards the
-// teacher's embeddings) in RUN_DIR/gates, the slimmed model exported. 0 when done, kInterruptedExit when stopped.
-int run_gates(const EmbedRun& r, RunSummary& s, const json& unpruned) {
-  RunContext ctx;
-  stage_context(r, ctx);
-  const auto choice = choose_heads(ctx, s.curves);
-  if (!choice) return kInterruptedExit;
-  const core::StructureMask keep{choice->keep, choice->neurons, choice->layers, choice->hidden};
-  return finish_choice(r, slim_model(core::load_bert(choice->model_dir, {}), keep), keep, *choice, unpruned, s);
-}
-
-// `--target-flops F`: stages 3, 5 and 6 of a task's budget run over the stages' context — the mask gradients of the
-// embedding probe, Kwon et al.'s search, rearrangement and mask tuning at F (RUN_DIR/search), the recovery
-// (RUN_DIR/recover), the best of the four steps on the selection sentences by their mean cosine to the teacher's
-// (RUN_DIR/best_step) — then exported. 0 when done, kInterruptedExit when stopped.
-int run_search(const EmbedRun& r, RunSummary& s, const json& unpruned) {
-  RunContext ctx;
-  stage_context(r, ctx);
-  const auto grads = budget_gradients(ctx);
-  if (!grads) return kInterruptedExit;
-  FinalChoice choice = choose_budget(ctx, *grads);
-  if (!recover(ctx, choice)) return kInterruptedExit;
-  take_best_step(ctx, *grads, choice);
-  return finish_choice(r, core::load_bert(choice.model_dir, {}), {choice.keep, {}}, choice, unpruned, s);
 }
 
 }  // namespace
@@ -260,21 +211,20 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   r.state = cfg.run.out_dir + "/state/embedding";
   fs::create_directories(r.state);
   core::write_file_atomic(r.state + "/distill_sentences.txt", r.distilled);  // what bench/st_layerdrop.py distils on
-  log_step(1, "prepare: " + cfg.model.path + " (sentence-transformers), run folder " + cfg.run.out_dir +
-                  (r.store->resumed() ? " (resuming)" : ""));
+  log_stage(1, "prepare",
+            cfg.model.path + " (sentence-transformers), run folder " + cfg.run.out_dir +
+                (r.store->resumed() ? " (resuming)" : ""));
   r.objective = make_embedding_objective({&core::find_task(cfg.data.task), &*r.teacher, r.pooling, &r.eval_pairs,
                                           &r.select_pairs, cfg.eval.batch_size, static_cast<uint64_t>(cfg.run.seed),
                                           &r.sentences, &r.eval_sentences, r.teacher->layout.transformer_dir});
-  const json unpruned = cached(r.state, "unpruned", [&] { return score(r, r.teacher->model); });
-  core::log_info("prune", "unpruned: cosine Spearman " + core::format_number("%.2f", unpruned["spearman"]) + " on " +
-                              cfg.prune.eval_split + ", " +
-                              core::format_number("%.2f", unpruned["select_spearman"]) + " on " + r.select_split);
-  if (core::dist::stop_requested(stop)) return kInterruptedExit;
-  RunSummary s = embedding_summary(r);
-  if (cfg.prune.method == core::MethodKind::kGates) return run_gates(r, s, unpruned);
-  if (cfg.prune.target_heads > 0) return run_embedding_heads(r, s, unpruned);
-  if (cfg.prune.max_drop > 0) return run_embedding_frontier(r, s);
-  return run_search(r, s, unpruned);
+  RunContext ctx;
+  stage_context(r, ctx);
+  try {
+    return run_stages(r, ctx);
+  } catch (const ConfigError&) {  // a new run's folder is left as the corrected command can take it
+    r.store->abandon_new_run();
+    throw;
+  }
 }
 
 }  // namespace hp::prune

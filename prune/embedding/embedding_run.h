@@ -6,12 +6,13 @@
 // run's stages (prune/stages/stages.h) over a RunContext of the teacher and the embedding objective
 // (prune/objective/embedding.cpp: scores, the probe the search differentiates, training towards the teacher's
 // embeddings, the choice by the mean cosine to the teacher on the selection sentences):
-//   --target-flops F   stages 3, 5, 6: the search's gradients, search, rearrangement, tuning, recovery, best step;
+//   --target-flops F   stage 3's mask gradients, stages 5-6: search, rearrangement, tuning, recovery, best step;
 //   --method gates     stage 5's gates to F of the FLOPs (RUN_DIR/gates);
-//   --target-heads N   stages 3-6 (prune/embedding/embedding_heads.h);
-//   --max-drop D       the frontier (prune/frontier/measure.h) over the stages' budget points and gates.
-// The choice is exported as a sentence-transformers folder (RUN_DIR/model), read back and checked, timed against the
-// teacher; summary.json. Every finished step is kept: a killed run resumes with the same command.
+//   --target-heads N   stages 3-6: the criteria, their curves, N heads by the best, recovery;
+//   --max-drop D       the frontier (prune/frontier/measure.h) over the search's budget points and gates.
+// Stages 7-9 are every run's (prune/finish/finish.h): the choice exported as a sentence-transformers folder
+// (RUN_DIR/model), read back and checked, timed against the teacher, summary.json and the card. Every finished step
+// is kept: a killed run resumes with the same command.
 #pragma once
 
 #include <atomic>

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/base/prune_config.h"  // choice_text
 #include "core/data/glue.h"  // task_names
 
 namespace hp::prune {
@@ -123,6 +124,62 @@ void onnx_text(std::ostringstream& o, const nlohmann::json& fin, const std::stri
   o << ".\n";
 }
 
+// How an objective's export is tagged on the Hub and loaded in Python (summary.json's "objective"; a classifier's when
+// absent).
+struct CardKind {
+  std::string objective;
+  const char* pipeline_tag;
+  bool sentence_transformers;  // a sentence-transformers folder: its library loads it
+  const char* loader;  // the class the loading snippet imports
+};
+const CardKind kCardKinds[] = {
+    {"sequence_classification", "text-classification", false, "AutoModelForSequenceClassification"},
+    {"regression", "text-classification", false, "AutoModelForSequenceClassification"},
+    {"token_classification", "token-classification", false, "AutoModelForTokenClassification"},
+    {core::choice_text(core::Objective::kEmbedding), "sentence-similarity", true, "SentenceTransformer"},
+};
+
+const CardKind& card_kind(const std::string& objective) {
+  for (const CardKind& k : kCardKinds)
+    if (objective == k.objective) return k;
+  return kCardKinds[0];
+}
+
+// The card's "Loading" section: the snippet, remote code, and what transformers 4.x needs of this structure.
+void loading_text(std::ostringstream& o, const CardKind& kind, const nlohmann::json& fin) {
+  const bool st = kind.sentence_transformers;
+  o << "\n## Loading\n\n```python\nfrom " << (st ? "sentence_transformers" : "transformers") << " import "
+    << kind.loader << "\nmodel = " << kind.loader << (st ? "(" : ".from_pretrained(")
+    << "\"path/to/this/folder\", trust_remote_code=True)\n```\n\n"
+    << "transformers 5.x builds the narrower layers from `modeling_headprune.py` in this folder (named by "
+       "`auto_map` in config.json), hence `trust_remote_code=True`. ";
+  const std::string own = fin.contains("hf_check") ? fin["hf_check"].value("transformers4", "") : "";
+  const bool hidden = own.find("removed hidden channels") != std::string::npos;  // no own class, no dense form
+  if (!hidden)
+    o << "transformers 4.x also loads it without remote code: its own class of the architecture re-prunes the heads "
+         "listed in `config.pruned_heads`. ";
+  o << "With `output_attentions=True`, layer l returns [batch, kept heads, seq, seq]: the kept heads of the table "
+       "above, in that order.";
+  if (!hidden)
+    o << " Loaders that run no remote code and ignore `pruned_heads` need the dense fallback (original shapes, "
+         "removed heads zeroed, same logits, no speedup): `prune export --model THIS_FOLDER --dense --to "
+         "DENSE_FOLDER`.";
+  o << "\n";
+  if (own.find("cannot run a layer without heads") != std::string::npos)
+    o << "A layer of this model keeps no head, which transformers' own class of this architecture cannot run, so "
+         "transformers 4.x needs `trust_remote_code=True` too.\n";
+  if (hidden)
+    o << "This model also removed hidden channels: its hidden size is narrower than its attention heads and "
+         "classification head (`config.head_dim`, `config.classifier_hidden_size`), which Hugging Face's own classes "
+         "cannot build, so transformers 4.x needs `trust_remote_code=True` too, and there is no dense fallback (a "
+         "LayerNorm over zero channels would count them).\n";
+  else if (fin.contains("budget"))
+    o << "This model also removed FFN neurons: its layers have their own FFN widths (`config.intermediate_sizes`), "
+         "which Hugging Face's own BERT cannot build, so transformers 4.x needs `trust_remote_code=True` too; the "
+         "dense fallback loads everywhere.\n";
+  o << "\n";
+}
+
 std::string model_card(const CardInputs& in) {
   const auto& s = in.summary;
   const auto& fin = s.at("final");
@@ -130,16 +187,18 @@ std::string model_card(const CardInputs& in) {
                     split = s.value("eval_split", "dev"), licence = base_licence(in.base_model);
   const int kept = fin.value("heads_kept", 0), total = s.value("heads_total", 0);
   const auto glue = core::task_names();  // a user's files name no dataset
-  const bool tagger = s.value("objective", "") == "token_classification";
+  const CardKind& kind = card_kind(s.value("objective", ""));
+  const bool st = kind.sentence_transformers;
   std::ostringstream o;
   o << "---\nlicense: " << (licence.empty() ? "other" : licence) << "\nbase_model: " << in.base_model
-    << "\npipeline_tag: " << (tagger ? "token-classification" : "text-classification") << "\n"
+    << "\npipeline_tag: " << kind.pipeline_tag << "\n"
+    << (st ? "library_name: sentence-transformers\n" : "")
     << (std::find(glue.begin(), glue.end(), task) != glue.end() ? "datasets:\n- glue\n" : "")
     << "tags:\n- headprune\n- attention-head-pruning\n---\n\n";
   o << "# " << task << ": " << in.base_model << " with " << kept << " of " << total << " attention heads\n\n";
   const std::string finetuned = s.value("finetuned_model", in.base_model);
   o << (finetuned == in.base_model
-            ? "The " + task + " classifier `" + in.base_model + "`"
+            ? (st ? "The sentence-transformers model `" : "The " + task + " classifier `") + in.base_model + "`"
             : "Fine-tuned on GLUE " + task + " from `" + in.base_model + "` (`" + finetuned + "`)")
     << ", pruned to "
     << (fin.contains("budget") ? budget_text(fin["budget"]) : "exactly " + std::to_string(kept) + " heads")
@@ -169,35 +228,7 @@ std::string model_card(const CardInputs& in) {
         << ", headprune on CPU" << card_precisions(l) << "): " << fixed(l.value("speedup", 0.0), 2) << "× ("
         << fixed(l.value("unpruned_ms", 0.0), 1) << " → " << fixed(l.value("slim_ms", 0.0), 1) << " ms; FLOP bound "
         << fixed(l.value("flop_bound", 0.0), 2) << "×).\n";
-  o << "\n## Loading\n\n```python\nfrom transformers import AutoModelForSequenceClassification\n"
-    << "model = AutoModelForSequenceClassification.from_pretrained(\"path/to/this/folder\", trust_remote_code=True)\n```\n\n"
-    << "transformers 5.x builds the narrower layers from `modeling_headprune.py` in this folder (named by "
-       "`auto_map` in config.json), hence `trust_remote_code=True`. ";
-  const std::string own = fin.contains("hf_check") ? fin["hf_check"].value("transformers4", "") : "";
-  const bool hidden = own.find("removed hidden channels") != std::string::npos;  // no own class, no dense form
-  if (!hidden)
-    o << "transformers 4.x also loads it without remote code: its own class of the architecture re-prunes the heads "
-         "listed in `config.pruned_heads`. ";
-  o << "With `output_attentions=True`, layer l returns [batch, kept heads, seq, seq]: the kept heads of the table "
-       "above, in that order.";
-  if (!hidden)
-    o << " Loaders that run no remote code and ignore `pruned_heads` need the dense fallback (original shapes, "
-         "removed heads zeroed, same logits, no speedup): `prune export --model THIS_FOLDER --dense --to "
-         "DENSE_FOLDER`.";
-  o << "\n";
-  if (own.find("cannot run a layer without heads") != std::string::npos)
-    o << "A layer of this model keeps no head, which transformers' own class of this architecture cannot run, so "
-         "transformers 4.x needs `trust_remote_code=True` too.\n";
-  if (hidden)
-    o << "This model also removed hidden channels: its hidden size is narrower than its attention heads and "
-         "classification head (`config.head_dim`, `config.classifier_hidden_size`), which Hugging Face's own classes "
-         "cannot build, so transformers 4.x needs `trust_remote_code=True` too, and there is no dense fallback (a "
-         "LayerNorm over zero channels would count them).\n";
-  else if (fin.contains("budget"))
-    o << "This model also removed FFN neurons: its layers have their own FFN widths (`config.intermediate_sizes`), "
-         "which Hugging Face's own BERT cannot build, so transformers 4.x needs `trust_remote_code=True` too; the "
-         "dense fallback loads everywhere.\n";
-  o << "\n";
+  loading_text(o, kind, fin);
   o << "## Reproduce\n\n```\nprune --config " << in.run_dir << "/config.resolved.yaml\n```\n\n"
     << "(headprune " << in.version << "; the resolved config holds every setting of the run.)\n";
   return o.str();

@@ -43,7 +43,7 @@ std::vector<Candidate> head_candidates(const RunContext& ctx, const CurvesSummar
   std::string why;
   const std::string crit = best_criterion(curves, &why);
   // The encoder's part of a curve point's FLOPs (per example at the mean length), as budget_unit counts them.
-  const long S = std::max(1L, std::lround(core::mean_length(ctx.eval_data)));
+  const long S = std::max(1L, std::lround(ctx.objective->mean_length()));
   const double encoder = eval::encoder_flops(ctx.arch, S), fixed = eval::forward_flops(ctx.arch, 1, S) - encoder;
   for (size_t step = 0; step < ctx.curves.counts.size(); ++step) {
     const int pruned = ctx.curves.counts[step];
@@ -108,7 +108,7 @@ std::vector<Candidate> budget_candidates(const RunContext& ctx) {
 // mean length. InputError naming a folder that is not a model of this task and vocabulary.
 std::vector<Candidate> model_candidates(const RunContext& ctx) {
   std::vector<Candidate> out;
-  const long S = std::max(1L, std::lround(core::mean_length(ctx.eval_data)));
+  const long S = std::max(1L, std::lround(ctx.objective->mean_length()));
   for (size_t i = 0; i < ctx.cfg->prune.frontier_models.size(); ++i) {
     const std::string dir = ctx.cfg->prune.frontier_models[i];
     const core::BertConfig c = core::read_bert_config(dir + "/config.json");  // checked in stage 1
@@ -177,24 +177,6 @@ void add_ort_points(const RunContext& ctx, const core::Bert& base, long batch, l
       f);
 }
 
-// The chosen candidate's model, slimmed and in fp32 weights, into RUN_DIR/frontier_choice (choice.json last, naming
-// the candidate): the model stage 7 exports is the model that was measured, never a rebuilt one. Kept on a
-// resumed run whose choice is the same.
-void save_choice(const RunContext& ctx, const Frontier& f, const std::vector<Candidate>& cands) {
-  const FrontierPoint& p = f.points.at(static_cast<size_t>(f.chosen));
-  const std::string dir = ctx.cfg->run.out_dir + "/" + kFrontierChoiceDir, marker = dir + "/choice.json";
-  if (fs::exists(marker)) {
-    const auto kept = nlohmann::json::parse(core::read_file(marker)).at("point");
-    if (kept.at("method").get<PointMethod>() == p.method && kept.at("step") == p.step &&
-        kept.at("criterion") == p.criterion)
-      return;
-  }
-  const Candidate& c = candidate_of(cands, p);
-  fs::remove_all(dir);
-  core::save_bert(c.build(), dir, ctx.model_dir);
-  core::write_file_atomic(marker, nlohmann::json{{"point", p}}.dump(2) + "\n");
-}
-
 // How the task's frontier measures: the task's primary metric on the evaluation split and the slice, timed at
 // prune.latency_batch x latency_seq and at batch 1 x the evaluation split's mean length; refined by the budget
 // search as the budget curves search (point 100 + its percent: past every schedule index, and the same budget's
@@ -206,7 +188,7 @@ FrontierMeasure task_measure(RunContext& ctx, const MaskGradients& grads, const 
   m.base = &base;
   m.objective = ctx.objective.get();
   const long batch = cfg.prune.latency_batch, seq = ctx.curves.latency_seq;
-  m.timings = {{batch, seq}, {1, std::max(1L, std::lround(core::mean_length(ctx.eval_data)))}};
+  m.timings = {{batch, seq}, {1, std::max(1L, std::lround(ctx.objective->mean_length()))}};
   m.dir = ctx.store->dir() + "/state/frontier";
   m.refine = [&ctx, &grads](int pct) { return searched_candidate(ctx, grads, 100 + pct, pct / 100.0); };
   m.gates = [&ctx](double fraction) { return gates_candidate(ctx, fraction); };
@@ -242,6 +224,32 @@ void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& a
       throw InputError(key + ": its classifier has " + std::to_string(m.config().num_labels) +
                        " labels, the task needs " + std::to_string(load.num_labels) + fix);
   }
+}
+
+void save_choice(const RunContext& ctx, const Frontier& f, const std::vector<Candidate>& cands) {
+  const FrontierPoint& p = f.points.at(static_cast<size_t>(f.chosen));
+  const std::string dir = ctx.cfg->run.out_dir + "/" + kFrontierChoiceDir, marker = dir + "/choice.json";
+  if (fs::exists(marker)) {
+    const auto kept = nlohmann::json::parse(core::read_file(marker)).at("point");
+    if (kept.at("method").get<PointMethod>() == p.method && kept.at("step") == p.step &&
+        kept.at("criterion") == p.criterion)
+      return;
+  }
+  const Candidate& c = candidate_of(cands, p);
+  fs::remove_all(dir);
+  core::save_bert(c.build(), dir, ctx.model_dir);
+  core::write_file_atomic(marker, nlohmann::json{{"point", p}}.dump(2) + "\n");
+}
+
+Frontier frontier_header(const RunContext& ctx) {
+  const core::Config& cfg = *ctx.cfg;
+  Frontier f;
+  f.task = ctx.task->name, f.metric = ctx.objective->task().primary_metric, f.split = cfg.prune.eval_split;
+  f.select_split = ctx.select_split;
+  f.timing =
+      "batch " + std::to_string(cfg.prune.latency_batch) + " x " + std::to_string(ctx.curves.latency_seq) + " tokens";
+  f.max_drop = cfg.prune.max_drop;
+  return f;
 }
 
 std::string frontier_gates_dir(long percent) { return "frontier_gates/" + std::to_string(percent); }
@@ -294,12 +302,7 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
             std::to_string(cands.size()) + " structures x " + std::to_string(native_precisions(cfg.prune).size()) +
                 " precisions, each evaluated and timed at batch " + std::to_string(batch) + " x " +
                 std::to_string(seq) + " tokens against the unpruned fp32 model");
-  Frontier header;
-  header.task = ctx.task->name, header.metric = ctx.task->primary_metric, header.split = cfg.prune.eval_split;
-  header.select_split = ctx.select_split;
-  header.timing = "batch " + std::to_string(batch) + " x " + std::to_string(seq) + " tokens";
-  header.max_drop = cfg.prune.max_drop;
-  auto f = run_frontier(m, cands, header, curves.files);
+  auto f = run_frontier(m, cands, frontier_header(ctx), curves.files);
   if (f && f->chosen >= 0) save_choice(ctx, *f, cands);
   return f;
 }
@@ -333,7 +336,7 @@ FinalChoice frontier_final_choice(const RunContext& ctx, const Frontier& f) {
   if (p.method == PointMethod::kUnpruned || p.method == PointMethod::kHeads) return c;
   BudgetSummary b;
   b.unit = "FLOPs";
-  b.mean_length = core::mean_length(ctx.eval_data);
+  b.mean_length = ctx.objective->mean_length();
   const long S = std::max(1L, std::lround(b.mean_length));
   b.target = p.method == PointMethod::kGates ? p.step / 100.0 : p.flops_kept;  // gates: the budget they were trained to
   b.kept = eval::encoder_flops(slim, S) / eval::encoder_flops(ctx.arch, S);

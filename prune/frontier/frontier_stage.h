@@ -55,6 +55,14 @@ std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction);
 // Where the frontier keeps its chosen candidate's model, under the run folder (choice.json names the candidate).
 inline constexpr const char* kFrontierChoiceDir = "frontier_choice";
 
+// The chosen candidate's model of `f`, slimmed and in fp32 weights, into RUN_DIR/frontier_choice (choice.json last,
+// naming the candidate): the model stage 7 exports is the model that was measured, never a rebuilt one. Kept on a
+// resumed run whose choice is the same.
+void save_choice(const RunContext& ctx, const Frontier& f, const std::vector<Candidate>& cands);
+
+// The frontier's opening for ctx's run: task, metric, splits, timing, D.
+Frontier frontier_header(const RunContext& ctx);
+
 // Stages 5-6 after the frontier: the chosen candidate's model as it was measured (RUN_DIR/frontier_choice),
 // slimmed already, its heads (original indices) and, for a budget candidate, its budget counted from its config:
 // nothing is searched, trained or recovered again, so the export is the model measured.

@@ -1,10 +1,12 @@
 // A sentence-embedding model's objective: the cosine Spearman of its embeddings of sentence pairs (see
 // prune/objective/objective.h).
 #include <filesystem>
+#include <utility>
 
 #include "core/base/errors.h"
 #include "core/base/files.h"
 #include "core/io/checkpoint.h"
+#include "core/io/sentence_model.h"
 #include "core/model/pooling.h"
 #include "eval/metrics.h"
 #include "prune/objective/objective.h"
@@ -69,6 +71,18 @@ class EmbeddingObjective final : public Objective {
   // The closest to the teacher on the selection pairs' sentences: what the model is pruned for, on held-out data
   // (the Spearman of a few hundred pairs scatters by a point or two).
   std::string choice_metric() const override { return "mean_cosine_to_teacher"; }
+  ExportKind export_kind() const override { return ExportKind::kSentenceTransformers; }
+  // The teacher's modules around the pruned encoder, whose weights leave the classifier out.
+  void save(const core::Bert& model, const std::string& dir, const core::Config& cfg) const override {
+    core::StagedFolder(dir).write([&](const std::string& staged) {
+      core::write_bert_files(model, staged, d_.encoder->layout.transformer_dir,
+                             {false, cfg.export_.max_shard_mb, /*encoder_only=*/true});
+      core::write_sentence_model_files(d_.encoder->layout, model.config().hidden_size, staged);
+    });
+  }
+  core::Bert load(const std::string& dir, const core::LoadOptions& options) const override;
+  // The candidates train towards the teacher: the teacher trained further towards itself is the teacher.
+  bool has_control() const override { return false; }
   bool train(const TrainRequest& r) const override;
 
  private:
@@ -76,6 +90,19 @@ class EmbeddingObjective final : public Objective {
   core::TaskSpec task_;
   torch::Tensor teacher_eval_, teacher_select_;  // the teacher's embeddings, eval::sts_texts' order
 };
+
+core::Bert EmbeddingObjective::load(const std::string& dir, const core::LoadOptions& options) const {
+  eval::SentenceEncoder back = eval::load_sentence_encoder(dir, options);
+  const core::SentenceModel &a = back.layout, &b = d_.encoder->layout;
+  if (a.pooling.modes != b.pooling.modes || a.pooling.include_prompt != b.pooling.include_prompt ||
+      a.normalize != b.normalize || a.prompt != b.prompt || a.do_lower_case != b.do_lower_case ||
+      a.max_seq_length != b.max_seq_length)
+    throw InternalError(dir +
+                        ": the exported folder's modules (pooling, Normalize, prompt, lower-casing, length) "
+                        "differ from the teacher's " +
+                        b.dir + "; report it with the run's config");
+  return std::move(back.model);
+}
 
 // What a training run minimises and keeps: the distance of the student's embeddings to the teacher's, the checkpoint
 // the closest to the teacher on the selection pairs' sentences (mean cosine), their cosine Spearman beside it.

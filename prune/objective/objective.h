@@ -14,6 +14,7 @@
 #include "core/base/config.h"
 #include "core/data/batching.h"
 #include "core/data/glue.h"
+#include "core/io/checkpoint.h"
 #include "core/model/bert.h"
 #include "core/model/head_mask.h"
 #include "eval/embedding.h"
@@ -45,6 +46,12 @@ using MaskLoss = std::function<torch::Tensor(const core::EncoderOutput&, const c
 // The rows a model is scored on: the evaluation split (reported) or the selection slice (where choices are made).
 enum class Split { kEval, kSelect };
 
+// The folder a run exports (RUN_DIR/model): what its users load it with.
+enum class ExportKind {
+  kTransformers,  // a Hugging Face folder, checked by the run in transformers and ONNX Runtime
+  kSentenceTransformers,  // a sentence-transformers folder (modules.json, pooling, Normalize)
+};
+
 class Objective {
  public:
   virtual ~Objective() = default;
@@ -73,6 +80,15 @@ class Objective {
   virtual bool reads_first_token() const { return true; }
   // The metric a budget's steps are chosen by on the selection slice (a model's fraction, evaluate's key).
   virtual std::string choice_metric() const { return task().primary_metric; }
+  // What save writes.
+  virtual ExportKind export_kind() const { return ExportKind::kTransformers; }
+  // `model` written into the folder `dir` as its users load it, with the tokenizer of the run's model.
+  virtual void save(const core::Bert& model, const std::string& dir, const core::Config& cfg) const = 0;
+  // The model of a folder save wrote, read as its users read it.
+  virtual core::Bert load(const std::string& dir, const core::LoadOptions& options) const = 0;
+  // Whether the unpruned model trained as long as a candidate (prune.control) is a reference: not where every
+  // candidate trains towards the unpruned model itself (an embedding's teacher).
+  virtual bool has_control() const { return true; }
   // The training of `r` by the one trainer (train/trainer.h) on the objective's loss: a task's labels (distilled as
   // cfg.gates says), or the teacher's embeddings of unlabelled sentences. False when stopped.
   virtual bool train(const TrainRequest& r) const = 0;

@@ -35,6 +35,12 @@ class TaskObjective final : public Objective {
     return eval::compute_metrics(*d_.task, predictions, gold).at(d_.task->primary_metric);
   }
   double mean_length() const override { return core::mean_length(*d_.eval); }
+  void save(const core::Bert& model, const std::string& dir, const core::Config& cfg) const override {
+    core::save_bert(model, dir, cfg.model.path, /*hdf5=*/true, cfg.export_.max_shard_mb);
+  }
+  core::Bert load(const std::string& dir, const core::LoadOptions& options) const override {
+    return core::load_bert(dir, options);
+  }
   bool train(const TrainRequest& r) const override {
     HP_CHECK(!r.start, "a task's training starts from a model folder");
     train::TaskRun run;

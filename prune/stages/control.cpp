@@ -24,9 +24,9 @@ long trained_steps(const RunContext& ctx, const std::string& model_dir) {
 // `model`'s primary metric, in points, on the evaluation split and on the selection slice (the evaluation split's
 // again where the run has no slice).
 std::pair<double, double> scores(const RunContext& ctx, const core::Bert& model) {
-  const std::string& metric = ctx.task->primary_metric;
+  const std::string& metric = ctx.objective->task().primary_metric;
   const double on_eval = 100 * ctx.objective->evaluate(model, Split::kEval).metrics.at(metric);
-  if (ctx.select_data.size() == 0) return {on_eval, on_eval};
+  if (ctx.objective->size(Split::kSelect) == 0) return {on_eval, on_eval};
   return {on_eval, 100 * ctx.objective->evaluate(model, Split::kSelect).metrics.at(metric)};
 }
 
@@ -38,7 +38,7 @@ std::optional<ReferenceSummary> final_reference(RunContext& ctx, const FinalChoi
   core::Bert unpruned = *ctx.model;
   unpruned.set_precision(core::Precision::kFp32);
   std::tie(r.unpruned, r.unpruned_select) = scores(ctx, unpruned);
-  const long steps = cfg.prune.control ? trained_steps(ctx, choice.model_dir) : 0;
+  const long steps = cfg.prune.control && ctx.objective->has_control() ? trained_steps(ctx, choice.model_dir) : 0;
   if (steps > 0) {
     const std::string sub = "control", dir = cfg.run.out_dir + "/" + sub;
     if (!fs::exists(dir + "/train_result.json")) {

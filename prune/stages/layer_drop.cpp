@@ -101,7 +101,7 @@ FinalChoice choose_layers(RunContext& ctx, const MaskGradients& grads) {
   const core::Config& cfg = *ctx.cfg;
   const int n = cfg.prune.target_layers, L = ctx.arch.num_hidden_layers;
   const std::string dir = cfg.run.out_dir + "/layers";
-  const std::string& metric = ctx.task->primary_metric;
+  const std::string& metric = ctx.objective->task().primary_metric;
   if (fs::exists(dir + "/choice.json"))  // a resumed run: chosen and slimmed before
     return choice_of(ctx, nlohmann::json::parse(core::read_file(dir + "/choice.json")).get<LayerDropSummary>(), dir);
   log_stage(5, "choose layers",

@@ -145,15 +145,17 @@ struct FinalModels {
   std::optional<core::Bert> masked, slim;
 };
 
-// Stage 7. Writes RUN_DIR/model and checks it against the masked model (<= 1e-5) and in Hugging Face
-// (<= 1e-4, when the Python reference is there); fills the export part of `final`.
+// Stage 7. Writes RUN_DIR/model as the objective exports it and checks it against the masked model (<= 1e-5) and, a
+// Hugging Face folder, in transformers (<= 1e-4, when the Python reference is there); fills the export part of
+// `final`.
 FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalSummary& final);
 
 // The slimmed against the unpruned model, each at the precision it is set to, side by side at batch 1 and 32 with
 // `seq` tokens ("batch1", "batch32"): the one speed measurement of stage 8 and of the embedding run.
 std::map<std::string, LatencySummary> time_against(const core::Bert& unpruned, const core::Bert& slim, long seq);
 
-// Stage 8. Median latency of the unpruned and the slimmed model at batch 1 and 32 (rank 0 alone).
+// Stage 8. Median latency of the unpruned and the slimmed model at batch 1 and 32 with the curves' latency_seq tokens
+// (rank 0 alone).
 std::map<std::string, LatencySummary> measure_speed(const RunContext& ctx, const FinalModels& models);
 
 }  // namespace hp::prune

@@ -343,9 +343,11 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
   m.slim.emplace(choice.slimmed ? *m.masked
                                 : slim_model(*m.masked, choice.keep, choice.neurons, choice.layers, choice.hidden));
   const std::string out_model = cfg.run.out_dir + "/model";
-  log_stage(7, "export, verify", "the slimmed model to " + out_model);
-  core::save_bert(*m.slim, out_model, cfg.model.path, /*hdf5=*/true, cfg.export_.max_shard_mb);
-  const core::Bert reloaded = core::load_bert(out_model, ctx.load);
+  const bool transformers = ctx.objective->export_kind() == ExportKind::kTransformers;
+  log_stage(7, "export, verify",
+            "the slimmed model to " + out_model + (transformers ? "" : " (a sentence-transformers folder)"));
+  ctx.objective->save(*m.slim, out_model, cfg);
+  const core::Bert reloaded = ctx.objective->load(out_model, ctx.load);
   const auto masked_eval = ctx.objective->evaluate(
       *m.masked, Split::kEval,
       choice.slimmed ? eval::Masks{} : eval::masks_of({choice.keep, choice.neurons, choice.layers, choice.hidden}));
@@ -355,8 +357,9 @@ FinalModels export_and_verify(RunContext& ctx, const FinalChoice& choice, FinalS
     throw InternalError("slimmed export differs from the masked model by " +
                         std::to_string(final.slim_vs_masked_max_abs_logit_diff) + " (> " +
                         core::format_number("%g", kSlimLogitTolerance) + ")");
-  final.hf_check = hf_checks(ctx, reloaded, out_model);
-  if (ctx.export_onnx && core::dist::is_main()) final.onnx = export_onnx_files(ctx, reloaded, out_model);
+  if (transformers) final.hf_check = hf_checks(ctx, reloaded, out_model);
+  if (transformers && ctx.export_onnx && core::dist::is_main())
+    final.onnx = export_onnx_files(ctx, reloaded, out_model);
   final.metrics = slim_eval.metrics;
   if (ctx.curves.precision != core::Precision::kFp32) {
     // The export at the run's precision as `prune eval --precision` runs it (int8 calibrated on run.calibrate
@@ -397,7 +400,7 @@ std::map<std::string, LatencySummary> time_against(const core::Bert& unpruned, c
 
 std::map<std::string, LatencySummary> measure_speed(const RunContext& ctx, const FinalModels& models) {
   if (!core::dist::is_main()) return {};  // ranks timing at once on one machine would share its cores
-  const long seq = ctx.cfg->data.max_seq_len;
+  const long seq = ctx.curves.latency_seq;
   // Both at run.precision (the unpruned one at fp32 after the frontier): copies share the weights and pack their own.
   core::Bert unpruned = *ctx.model, slim = *models.slim;
   const core::Precision base_precision = ctx.speed_baseline.value_or(ctx.curves.precision);

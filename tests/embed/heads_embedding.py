@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`--target-heads N` for embeddings and the criteria scored on the embedding (#59, prune/embedding/embedding_heads.h,
+"""`--target-heads N` for embeddings and the criteria scored on the embedding (#59, prune/embedding/embedding_run.h,
 prune/heads/criteria.h), on a tiny sentence-transformers folder, against transformers and sentence-transformers.
 
 `prune --config configs/sts_embed.yaml --target-heads 4` on the tiny folder (mean pooling, Normalize; 2 layers x 4

@@ -22,7 +22,7 @@ import tempfile
 # Floors, lowest first; folders on one floor are siblings and may not include each other.
 FLOORS = [["core"], ["gates"], ["eval"], ["train"], ["prune"], ["analysis"], ["cli"]]
 CORE_FLOORS = [["base"], ["kernels", "text", "dist", "plot"], ["model"], ["io"], ["data"]]
-PRUNE_FLOORS = [["record", "data", "export", "objective"], ["heads"], ["search"], ["stages"], ["frontier"], ["embedding"], ["run"]]
+PRUNE_FLOORS = [["record", "data", "export", "objective"], ["heads"], ["search"], ["stages"], ["frontier"], ["finish"], ["embedding"], ["run"]]
 SUB_FLOORS = {"core": CORE_FLOORS, "prune": PRUNE_FLOORS}  # folders whose sub-folders stand on floors
 SOURCES = (".cpp", ".h", ".c")
 CODE_DIRS = [d for floor in FLOORS for d in floor]

@@ -45,8 +45,15 @@ TEST_CASE("model card: licence, heads per layer, metrics, speedup, reproduce com
   // A tagger on a user's files: the token pipeline, no GLUE dataset.
   const nlohmann::json sst2 = in.summary;
   in.summary["objective"] = "token_classification", in.summary["task"] = "files";
+  CHECK_THAT(hp::prune::model_card(in), Catch::Contains("pipeline_tag: token-classification\ntags:") &&
+                                            !Catch::Contains("- glue") &&
+                                            Catch::Contains("AutoModelForTokenClassification.from_pretrained("));
+  // A sentence-embedding model: sentence-transformers loads it.
+  in.summary["objective"] = "embedding", in.summary["task"] = "stsb";
   CHECK_THAT(hp::prune::model_card(in),
-             Catch::Contains("pipeline_tag: token-classification\ntags:") && !Catch::Contains("- glue"));
+             Catch::Contains("pipeline_tag: sentence-similarity\nlibrary_name: sentence-transformers\n") &&
+                 Catch::Contains("The sentence-transformers model `") &&
+                 Catch::Contains("model = SentenceTransformer(\"path/to/this/folder\", trust_remote_code=True)"));
   in.summary = sst2;
   // Hidden channels removed (the run's own-class check says so): remote code in both, and no dense fallback offered.
   in.summary["final"]["hf_check"]["transformers4"] =
