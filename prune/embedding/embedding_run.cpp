@@ -17,8 +17,6 @@
 #include "prune/embedding/embedding_context.h"
 #include "prune/finish/finish.h"
 #include "prune/frontier/frontier_stage.h"
-#include "prune/frontier/frontier_timing.h"
-#include "prune/frontier/measure.h"
 #include "prune/stages/budget.h"
 #include "prune/stages/stages.h"
 
@@ -107,71 +105,11 @@ void validate_embedding_run(const core::Config& cfg) {
 
 namespace {
 
-// The frontier's structures: the unpruned encoder and the search at each point of prune.budget_schedule below 100%,
-// each the best of its steps on the selection pairs (prune/frontier/frontier_stage.h searched_candidate). nullopt
-// when stopped.
-std::optional<std::vector<Candidate>> frontier_candidates(const EmbedRun& r, RunContext& ctx, const MaskGradients& g) {
-  const core::Bert& teacher = r.teacher->model;
-  Candidate unpruned{{}, "unpruned", [&teacher] { return teacher; }};
-  unpruned.point.method = PointMethod::kUnpruned;
-  unpruned.point.heads_kept = teacher.config().total_heads();
-  std::vector<Candidate> cands = {unpruned};
-  const auto& schedule = r.cfg->prune.budget_schedule;
-  for (size_t k = 0; k < schedule.size(); ++k) {
-    auto c = searched_candidate(ctx, g, static_cast<int>(k), schedule[k] / 100.0);
-    if (core::dist::stop_requested(r.stop)) return std::nullopt;
-    if (c) cands.push_back(std::move(*c));
-  }
-  return cands;
-}
-
-// How the embeddings' frontier measures: the cosine Spearman of the selection and the evaluation pairs, the
-// selection pairs' similarities for the intervals, timed at prune.latency_batch x latency_seq; refined by the search.
-FrontierMeasure embedding_measure(const EmbedRun& r, RunContext& ctx, const MaskGradients& g, const core::Bert& base) {
-  const core::Config& cfg = *r.cfg;
-  FrontierMeasure m;
-  m.cfg = &cfg, m.stop = r.stop, m.tokenizer = &r.teacher->tokenizer, m.log_stage = 5;
-  m.base = &base;
-  m.objective = r.objective.get();
-  const long batch = cfg.prune.latency_batch, seq = ctx.curves.latency_seq;
-  m.timings = {{batch, seq}};
-  m.dir = r.state + "/frontier";
-  m.refine = [&ctx, &g](int pct) { return searched_candidate(ctx, g, 100 + pct, pct / 100.0); };
-  m.gates = [&ctx](double fraction) { return gates_candidate(ctx, fraction); };
-  m.ort = [&r, &base, batch, seq](Frontier& f) {
-    const std::string ort_dir = r.state + "/frontier/ort";
-    add_ort_rows(
-        base, batch, seq, r.cfg->prune.frontier_time, base.config().total_heads(), ort_dir,
-        [&](std::string* skipped) {
-          const auto texts = eval::encode_texts(*r.teacher, eval::sts_texts(r.eval_pairs), 0);
-          return ort_reference(r.cfg->model.path, texts, batch, seq, true, ort_dir, skipped);
-        },
-        [&](const torch::Tensor& e) {
-          return 100 * eval::sts_of_embeddings(r.eval_pairs, e).metrics.at("cosine_spearman");
-        },
-        f);
-  };
-  return m;
-}
-
-// `--max-drop D`: every candidate (frontier_candidates) at every native precision, measured as embedding_measure
-// says, its files added to `files`, the choice saved for stage 7 (prune/frontier/frontier_stage.h). Empty when stopped.
-std::optional<Frontier> embedding_frontier(const EmbedRun& r, RunContext& ctx, const MaskGradients& grads,
-                                           std::vector<std::string>& files) {
-  auto cands = frontier_candidates(r, ctx, grads);
-  if (!cands) return std::nullopt;
-  core::Bert base = r.teacher->model;
-  base.set_precision(core::Precision::kFp32);
-  const FrontierMeasure m = embedding_measure(r, ctx, grads, base);
-  auto f = run_frontier(m, *cands, frontier_header(ctx), files);
-  if (f && f->chosen >= 0) save_choice(ctx, *f, *cands);
-  return f;
-}
-
 // Stages 3-9 over the stages' context, as each mode needs them: --target-heads the criteria and their curves,
-// --target-flops and --max-drop the search's mask gradients, --max-drop the frontier; then the one end.
-int run_stages(const EmbedRun& r, RunContext& ctx) {
-  const core::Config& cfg = *r.cfg;
+// --target-flops and --max-drop the search's mask gradients, --max-drop the budget curves and the frontier; then the
+// one end.
+int run_stages(RunContext& ctx) {
+  const core::Config& cfg = *ctx.cfg;
   RunSummary s = run_summary(ctx);
   s.finetuned_model = cfg.model.path;  // its own teacher, a sentence-transformers folder
   std::optional<MaskGradients> grads;
@@ -184,8 +122,9 @@ int run_stages(const EmbedRun& r, RunContext& ctx) {
     return kInterruptedExit;
   }
   std::optional<core::Config> chosen;  // --max-drop: the frontier's choice
-  if (cfg.prune.max_drop > 0) {  // 5
-    const auto f = embedding_frontier(r, ctx, *grads, s.curves.files);
+  if (cfg.prune.max_drop > 0) {
+    if (!budget_curves(ctx, *grads, s.curves)) return kInterruptedExit;  // 4: the frontier's budget candidates
+    const auto f = measure_frontier(ctx, s.curves, *grads);  // 5
     if (!f) return kInterruptedExit;
     adopt_frontier_choice(ctx, s, *f, chosen);
   }
@@ -220,7 +159,7 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   RunContext ctx;
   stage_context(r, ctx);
   try {
-    return run_stages(r, ctx);
+    return run_stages(ctx);
   } catch (const ConfigError&) {  // a new run's folder is left as the corrected command can take it
     r.store->abandon_new_run();
     throw;

@@ -9,7 +9,8 @@
 //   --target-flops F   stage 3's mask gradients, stages 5-6: search, rearrangement, tuning, recovery, best step;
 //   --method gates     stage 5's gates to F of the FLOPs (RUN_DIR/gates);
 //   --target-heads N   stages 3-6: the criteria, their curves, N heads by the best, recovery;
-//   --max-drop D       the frontier (prune/frontier/measure.h) over the search's budget points and gates.
+//   --max-drop D       stage 4's budget curves and stage 5's frontier (prune/frontier/frontier_stage.h), as a
+//                      task's over its budget points, with the gates and ONNX Runtime's rows of the folder.
 // Stages 7-9 are every run's (prune/finish/finish.h): the choice exported as a sentence-transformers folder
 // (RUN_DIR/model), read back and checked, timed against the teacher, summary.json and the card. Every finished step
 // is kept: a killed run resumes with the same command.

@@ -33,13 +33,15 @@ namespace {
 
 std::string percent(double fraction) { return std::to_string(std::lround(100 * fraction)) + "%"; }
 
-// The unpruned model and the best head criterion at each count of the schedule (neither empty nor whole).
+// The unpruned model and the best head criterion at each count of the schedule (neither empty nor whole), when
+// head curves were drawn.
 std::vector<Candidate> head_candidates(const RunContext& ctx, const CurvesSummary& curves) {
   const core::Bert& model = *ctx.model;
   std::vector<Candidate> out;
   Candidate unpruned{{}, "unpruned", [&model] { return model; }};
   unpruned.point.method = PointMethod::kUnpruned, unpruned.point.heads_kept = ctx.total_heads;
   out.push_back(unpruned);
+  if (curves.areas.empty()) return out;  // no head curves drawn (an embedding's --max-drop)
   std::string why;
   const std::string crit = best_criterion(curves, &why);
   // The encoder's part of a curve point's FLOPs (per example at the mean length), as budget_unit counts them.
@@ -159,29 +161,92 @@ bool add_control(RunContext& ctx, std::vector<Candidate>& cands) {
   return true;
 }
 
-// ONNX Runtime's reference points (prune/frontier/frontier_timing.h: add_ort_rows) on the evaluation split.
+// ONNX Runtime's reference points (prune/frontier/frontier_timing.h: add_ort_rows) on the evaluation split, of what
+// the objective exports (Objective::ort_source).
 void add_ort_points(const RunContext& ctx, const core::Bert& base, long batch, long seq, Frontier& f) {
   const std::string dir = ctx.store->dir() + "/state/frontier/ort";
-  const bool regression = ctx.task->is_regression();
+  const Objective& o = *ctx.objective;
   add_ort_rows(
       base, batch, seq, ctx.cfg->prune.frontier_time, ctx.total_heads, dir,
       [&](std::string* skipped) {
-        return ort_reference(ctx.model_dir, ctx.eval_data, batch, seq, false, dir, skipped);
+        const Objective::OrtSource src = o.ort_source(ctx.model_dir);
+        return ort_reference(src.folder, src.rows, batch, seq, src.sentence, dir, skipped);
       },
-      [&](const torch::Tensor& logits) {
-        return 100 *
-               eval::compute_metrics(*ctx.task, eval::predictions_of(logits, ctx.eval_data, regression),
-                                     core::gold_labels(ctx.eval_data))
-                   .at(ctx.task->primary_metric);
-      },
-      f);
+      [&](const torch::Tensor& outputs) { return 100 * o.metric_of_outputs(outputs); }, f);
 }
 
-// How the task's frontier measures: the task's primary metric on the evaluation split and the slice, timed at
+// The budget search's candidate at `fraction` of the FLOPs, as point `step` of the budget curves (budget_schedule's
+// index, or 100 + the percent for a refined budget: past every index, and the same budget whatever D chose it): the
+// point searched, recovered and its step chosen where the run has not yet (prune/stages/budget.h budget_point_at),
+// then read back as the frontier reads the budget curves' candidates. nullopt for a budget below what one head costs
+// or at 100%, or when stopped.
+std::optional<Candidate> searched_candidate(RunContext& ctx, const MaskGradients& grads, int step, double fraction) {
+  if (!budget_point_at(ctx, grads, step, fraction)) return std::nullopt;
+  return budget_candidate(ctx, step, fraction);
+}
+
+// Hard-Concrete gates on heads, FFN neurons and sublayers (and the layers and hidden channels prune.structures
+// names) to `fraction` of the encoder's FLOPs (CoFi), trained in RUN_DIR/frontier_gates/<percent> as `--method gates
+// --target-flops` trains them in stage 5 (resumed there); the candidate is the gated model slimmed by its mask. Empty
+// when stopped.
+std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction) {
+  const long pct = std::lround(100 * fraction);
+  const std::string sub = frontier_gates_dir(pct), dir = ctx.cfg->run.out_dir + "/" + sub;
+  if (!fs::exists(dir + "/train_result.json")) {
+    const core::Config c = gates_budget_config(*ctx.cfg, fraction, 0);
+    log_stage(5, "frontier",
+              std::string("Hard-Concrete gates on heads, FFN neurons and sublayers") +
+                  (c.gates.layer_gates ? ", layers" : "") + (c.gates.hidden_gates ? ", hidden channels" : "") + " to " +
+                  percent(fraction) + " of the encoder's FLOPs, in " + dir);
+    if (!train_budget_gates_in(ctx, c, sub)) return std::nullopt;
+  }
+  const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
+  const core::StructureMask keep = gated_mask(ctx, tr);
+  Candidate c{{}, "gates-" + std::to_string(pct), [&ctx, dir, keep] {
+                return slim_model(core::load_bert(dir + "/best", ctx.load), keep);
+              }};
+  c.point.method = PointMethod::kGates, c.point.step = static_cast<int>(pct);
+  c.point.heads_kept = core::count_kept(keep.heads);
+  c.point.flops_kept = tr.at("budget").at("kept").get<double>(), c.point.budget = percent(fraction) + " FLOPs";
+  c.point.cost_s = tr.value("train_seconds", 0.0);
+  return c;
+}
+
+// The chosen candidate's model of `f`, slimmed and in fp32 weights, into RUN_DIR/frontier_choice (choice.json last,
+// naming the candidate): the model stage 7 exports is the model that was measured, never a rebuilt one. Kept on a
+// resumed run whose choice is the same.
+void save_choice(const RunContext& ctx, const Frontier& f, const std::vector<Candidate>& cands) {
+  const FrontierPoint& p = f.points.at(static_cast<size_t>(f.chosen));
+  const std::string dir = ctx.cfg->run.out_dir + "/" + kFrontierChoiceDir, marker = dir + "/choice.json";
+  if (fs::exists(marker)) {
+    const auto kept = nlohmann::json::parse(core::read_file(marker)).at("point");
+    if (kept.at("method").get<PointMethod>() == p.method && kept.at("step") == p.step &&
+        kept.at("criterion") == p.criterion)
+      return;
+  }
+  const Candidate& c = candidate_of(cands, p);
+  fs::remove_all(dir);
+  core::save_bert(c.build(), dir, ctx.model_dir);
+  core::write_file_atomic(marker, nlohmann::json{{"point", p}}.dump(2) + "\n");
+}
+
+// The frontier's opening for ctx's run: task, metric, splits, timing, D.
+Frontier frontier_header(const RunContext& ctx) {
+  const core::Config& cfg = *ctx.cfg;
+  Frontier f;
+  f.task = ctx.task->name, f.metric = ctx.objective->task().primary_metric, f.split = cfg.prune.eval_split;
+  f.select_split = ctx.select_split;
+  f.timing =
+      "batch " + std::to_string(cfg.prune.latency_batch) + " x " + std::to_string(ctx.curves.latency_seq) + " tokens";
+  f.max_drop = cfg.prune.max_drop;
+  return f;
+}
+
+// How the frontier measures: the objective's primary metric on the evaluation split and the slice, timed at
 // prune.latency_batch x latency_seq and at batch 1 x the evaluation split's mean length; refined by the budget
 // search as the budget curves search (point 100 + its percent: past every schedule index, and the same budget's
 // whatever D chose it, so that a run resumed with another --max-drop reads back only the budget it stored).
-FrontierMeasure task_measure(RunContext& ctx, const MaskGradients& grads, const core::Bert& base) {
+FrontierMeasure frontier_measure(RunContext& ctx, const MaskGradients& grads, const core::Bert& base) {
   const core::Config& cfg = *ctx.cfg;
   FrontierMeasure m;
   m.cfg = &cfg, m.stop = ctx.stop, m.tokenizer = &*ctx.tok, m.log_stage = 5;
@@ -192,7 +257,8 @@ FrontierMeasure task_measure(RunContext& ctx, const MaskGradients& grads, const 
   m.dir = ctx.store->dir() + "/state/frontier";
   m.refine = [&ctx, &grads](int pct) { return searched_candidate(ctx, grads, 100 + pct, pct / 100.0); };
   m.gates = [&ctx](double fraction) { return gates_candidate(ctx, fraction); };
-  if (cfg.prune.control) m.control = [&ctx](std::vector<Candidate>& cands) { return add_control(ctx, cands); };
+  if (cfg.prune.control && ctx.objective->has_control())
+    m.control = [&ctx](std::vector<Candidate>& cands) { return add_control(ctx, cands); };
   m.ort = [&ctx, &base, batch, seq](Frontier& f) { add_ort_points(ctx, base, batch, seq, f); };
   return m;
 }
@@ -226,68 +292,14 @@ void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& a
   }
 }
 
-void save_choice(const RunContext& ctx, const Frontier& f, const std::vector<Candidate>& cands) {
-  const FrontierPoint& p = f.points.at(static_cast<size_t>(f.chosen));
-  const std::string dir = ctx.cfg->run.out_dir + "/" + kFrontierChoiceDir, marker = dir + "/choice.json";
-  if (fs::exists(marker)) {
-    const auto kept = nlohmann::json::parse(core::read_file(marker)).at("point");
-    if (kept.at("method").get<PointMethod>() == p.method && kept.at("step") == p.step &&
-        kept.at("criterion") == p.criterion)
-      return;
-  }
-  const Candidate& c = candidate_of(cands, p);
-  fs::remove_all(dir);
-  core::save_bert(c.build(), dir, ctx.model_dir);
-  core::write_file_atomic(marker, nlohmann::json{{"point", p}}.dump(2) + "\n");
-}
-
-Frontier frontier_header(const RunContext& ctx) {
-  const core::Config& cfg = *ctx.cfg;
-  Frontier f;
-  f.task = ctx.task->name, f.metric = ctx.objective->task().primary_metric, f.split = cfg.prune.eval_split;
-  f.select_split = ctx.select_split;
-  f.timing =
-      "batch " + std::to_string(cfg.prune.latency_batch) + " x " + std::to_string(ctx.curves.latency_seq) + " tokens";
-  f.max_drop = cfg.prune.max_drop;
-  return f;
-}
-
 std::string frontier_gates_dir(long percent) { return "frontier_gates/" + std::to_string(percent); }
-
-std::optional<Candidate> searched_candidate(RunContext& ctx, const MaskGradients& grads, int step, double fraction) {
-  if (!budget_point_at(ctx, grads, step, fraction)) return std::nullopt;
-  return budget_candidate(ctx, step, fraction);
-}
-
-std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction) {
-  const long pct = std::lround(100 * fraction);
-  const std::string sub = frontier_gates_dir(pct), dir = ctx.cfg->run.out_dir + "/" + sub;
-  if (!fs::exists(dir + "/train_result.json")) {
-    const core::Config c = gates_budget_config(*ctx.cfg, fraction, 0);
-    log_stage(5, "frontier",
-              std::string("Hard-Concrete gates on heads, FFN neurons and sublayers") +
-                  (c.gates.layer_gates ? ", layers" : "") + (c.gates.hidden_gates ? ", hidden channels" : "") + " to " +
-                  percent(fraction) + " of the encoder's FLOPs, in " + dir);
-    if (!train_budget_gates_in(ctx, c, sub)) return std::nullopt;
-  }
-  const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
-  const core::StructureMask keep = gated_mask(ctx, tr);
-  Candidate c{{}, "gates-" + std::to_string(pct), [&ctx, dir, keep] {
-                return slim_model(core::load_bert(dir + "/best", ctx.load), keep);
-              }};
-  c.point.method = PointMethod::kGates, c.point.step = static_cast<int>(pct);
-  c.point.heads_kept = core::count_kept(keep.heads);
-  c.point.flops_kept = tr.at("budget").at("kept").get<double>(), c.point.budget = percent(fraction) + " FLOPs";
-  c.point.cost_s = tr.value("train_seconds", 0.0);
-  return c;
-}
 
 std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves, const MaskGradients& grads) {
   const core::Config& cfg = *ctx.cfg;
   if (core::dist::active())
     throw ConfigError("prune.max_drop times every candidate on one machine: run --max-drop without torchrun or "
                       "srun (one process), or give a budget of your own (--target-flops F) to a data-parallel run");
-  if (ctx.select_data.size() == 0)
+  if (ctx.objective->size(Split::kSelect) == 0)
     throw ConfigError("prune.max_drop chooses on the selection slice, and " + ctx.task->name + " has no split '" +
                       ctx.select_split + "' (train.eval_split); set prune.select_split to a labelled split other "
                       "than prune.eval_split");
@@ -296,7 +308,7 @@ std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves,
   for (auto& c : model_candidates(ctx)) cands.push_back(std::move(c));
   core::Bert base = *ctx.model;
   base.set_precision(core::Precision::kFp32);
-  const FrontierMeasure m = task_measure(ctx, grads, base);
+  const FrontierMeasure m = frontier_measure(ctx, grads, base);
   const long batch = cfg.prune.latency_batch, seq = ctx.curves.latency_seq;
   log_stage(5, "frontier",
             std::to_string(cands.size()) + " structures x " + std::to_string(native_precisions(cfg.prune).size()) +

@@ -39,29 +39,8 @@ void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& a
 // Where the frontier trains the gates at `percent` of the FLOPs, under the run folder.
 std::string frontier_gates_dir(long percent);
 
-// The budget search's candidate at `fraction` of the FLOPs, as point `step` of the budget curves (budget_schedule's
-// index, or 100 + the percent for a refined budget: past every index, and the same budget whatever D chose it): the
-// point searched, recovered and its step chosen where the run has not yet (prune/stages/budget.h budget_point_at),
-// then read back as the frontier reads the budget curves' candidates. nullopt for a budget below what one head costs
-// or at 100%, or when stopped.
-std::optional<Candidate> searched_candidate(RunContext& ctx, const MaskGradients& grads, int step, double fraction);
-
-// Hard-Concrete gates on heads, FFN neurons and sublayers (and the layers and hidden channels prune.structures
-// names) to `fraction` of the encoder's FLOPs (CoFi), trained in RUN_DIR/frontier_gates/<percent> as `--method gates
-// --target-flops` trains them in stage 5 (resumed there); the candidate is the gated model slimmed by its mask. Empty
-// when stopped.
-std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction);
-
 // Where the frontier keeps its chosen candidate's model, under the run folder (choice.json names the candidate).
 inline constexpr const char* kFrontierChoiceDir = "frontier_choice";
-
-// The chosen candidate's model of `f`, slimmed and in fp32 weights, into RUN_DIR/frontier_choice (choice.json last,
-// naming the candidate): the model stage 7 exports is the model that was measured, never a rebuilt one. Kept on a
-// resumed run whose choice is the same.
-void save_choice(const RunContext& ctx, const Frontier& f, const std::vector<Candidate>& cands);
-
-// The frontier's opening for ctx's run: task, metric, splits, timing, D.
-Frontier frontier_header(const RunContext& ctx);
 
 // Stages 5-6 after the frontier: the chosen candidate's model as it was measured (RUN_DIR/frontier_choice),
 // slimmed already, its heads (original indices) and, for a budget candidate, its budget counted from its config:

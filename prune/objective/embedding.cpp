@@ -81,6 +81,13 @@ class EmbeddingObjective final : public Objective {
     });
   }
   core::Bert load(const std::string& dir, const core::LoadOptions& options) const override;
+  // The whole folder (its pooling and Normalize in the ONNX graph) on the evaluation pairs' sentences.
+  OrtSource ort_source(const std::string&) const override {
+    return {d_.encoder->layout.dir, eval::encode_texts(*d_.encoder, eval::sts_texts(*d_.eval), 0), true};
+  }
+  double metric_of_outputs(const torch::Tensor& embeddings) const override {
+    return eval::sts_of_embeddings(*d_.eval, embeddings).metrics.at("cosine_spearman");
+  }
   // The candidates train towards the teacher: the teacher trained further towards itself is the teacher.
   bool has_control() const override { return false; }
   bool train(const TrainRequest& r) const override;

@@ -86,6 +86,17 @@ class Objective {
   virtual void save(const core::Bert& model, const std::string& dir, const core::Config& cfg) const = 0;
   // The model of a folder save wrote, read as its users read it.
   virtual core::Bert load(const std::string& dir, const core::LoadOptions& options) const = 0;
+  // What ONNX Runtime's reference rows of the frontier run (prune/export/onnx.h ort_reference), `model_dir` being the
+  // run's unpruned model: the folder exported to ONNX, the evaluation split's rows as ONNX Runtime reads them, and
+  // whether the folder is a sentence-transformers chain (its outputs embeddings, not logits).
+  struct OrtSource {
+    std::string folder;
+    core::EncodedDataset rows;
+    bool sentence = false;
+  };
+  virtual OrtSource ort_source(const std::string& model_dir) const = 0;
+  // The primary metric (a fraction) of outputs made elsewhere (ONNX Runtime's) on ort_source's rows, in their order.
+  virtual double metric_of_outputs(const torch::Tensor& outputs) const = 0;
   // Whether the unpruned model trained as long as a candidate (prune.control) is a reference: not where every
   // candidate trains towards the unpruned model itself (an embedding's teacher).
   virtual bool has_control() const { return true; }

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "core/base/errors.h"
+#include "eval/evaluator.h"
 #include "eval/metrics.h"
 #include "prune/objective/objective.h"
 #include "train/task_run.h"
@@ -40,6 +41,12 @@ class TaskObjective final : public Objective {
   }
   core::Bert load(const std::string& dir, const core::LoadOptions& options) const override {
     return core::load_bert(dir, options);
+  }
+  OrtSource ort_source(const std::string& model_dir) const override { return {model_dir, *d_.eval, false}; }
+  double metric_of_outputs(const torch::Tensor& logits) const override {
+    return eval::compute_metrics(*d_.task, eval::predictions_of(logits, *d_.eval, d_.task->is_regression()),
+                                 core::gold_labels(*d_.eval))
+        .at(d_.task->primary_metric);
   }
   bool train(const TrainRequest& r) const override {
     HP_CHECK(!r.start, "a task's training starts from a model folder");

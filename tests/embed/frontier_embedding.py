@@ -72,7 +72,7 @@ def main():
     # 1.0), so float rounding reorders ranks.
     pairs = stsb_dev(200)
     texts = [p[0] for p in pairs] + [p[1] for p in pairs]
-    with h5py.File(os.path.join(out, "state", "embedding", "frontier", "ort", "ort_embeddings.h5"), "r") as h:
+    with h5py.File(os.path.join(out, "state", "frontier", "ort", "ort_embeddings.h5"), "r") as h:
         got = {q: h[q][()] for q in ("fp32", "int8")}
     want_e = st.SentenceTransformer(folder, device="cpu").encode(texts, convert_to_numpy=True)
     ok &= check(got["fp32"].shape == want_e.shape and np.abs(got["fp32"] - want_e).max() < 1e-5,
@@ -123,7 +123,7 @@ def main():
         if p["method"] == "onnxruntime":
             continue
         key = "unpruned" if p["method"] == "unpruned" else f"{p['method']}-{p['step']}"
-        with open(os.path.join(out, "state", "embedding", "frontier", f"{key}-{p['precision']}.json"), encoding="utf-8") as fh:
+        with open(os.path.join(out, "state", "frontier", f"{key}-{p['precision']}.json"), encoding="utf-8") as fh:
             sims[(key, p["precision"])] = json.load(fh)["select_predictions"]
         d = p["select_delta"]
         ok &= check(abs(d - (p["select_metric"] - f["select_baseline"])) < 1e-9 and p["select_lo"] <= d <= p["select_hi"],
