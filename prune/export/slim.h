@@ -27,8 +27,6 @@ inline constexpr double kFoldedLogitTolerance = 1e-4;
 inline constexpr double kHfLogitTolerance = 1e-4;
 // How far ONNX Runtime's outputs of model.onnx may lie from ours (tools/onnx_export.py --tol).
 inline constexpr double kOnnxTolerance = 1e-4;
-// How far an exported folder's outputs, read back, may lie from the model's in memory: the same weights and kernels.
-inline constexpr double kReadBackTolerance = 1e-5;
 // A tolerance as the scripts' flags and the messages write it: "1e-4".
 std::string tolerance_text(double t);
 
