@@ -2,7 +2,9 @@
 // GFLOP/s (GOP/s for int8: 2 per multiply-add) of the whole product (int8: with the per-row quantisation of
 // the activations and the conversion back to float32) and of the raw oneDNN GEMM alone, at M = B·S rows of
 // MiniLM's and BERT-base's shapes. In interleaved rounds, medians; the same machine state for every row.
-// Run: ./build/bench/lowp_gemm_bench [--rounds 7] [--threads 0] [--rows 4096,128]
+// With --peak, first the CPU's own limits (core/kernels/peak.h): each product instruction in a loop on registers, on
+// every thread, the rates the rows are read against.
+// Run: ./build/bench/lowp_gemm_bench [--rounds 7] [--threads 0] [--rows 4096,128] [--peak [--peak-seconds 1]]
 #include <CLI/CLI.hpp>
 #include <oneapi/dnnl/dnnl.h>
 #include <torch/types.h>
@@ -17,6 +19,7 @@
 
 #include "core/kernels/blas.h"
 #include "core/kernels/lowp_gemm.h"
+#include "core/kernels/peak.h"
 #include "core/kernels/runtime.h"
 
 namespace {
@@ -49,9 +52,21 @@ int main(int argc, char** argv) {
   app.add_option("--rows", rows, "M = batch x sequence");
   std::vector<std::string> shape_args;
   app.add_option("--shapes", shape_args, "N:K pairs to time instead of MiniLM's and BERT-base's, e.g. 960:384 384:1315");
+  bool peak = false;
+  double peak_seconds = 1;
+  app.add_flag("--peak", peak, "first the peak rate of each product instruction on every thread");
+  app.add_option("--peak-seconds", peak_seconds, "how long each instruction's loop runs");
   CLI11_PARSE(app, argc, argv);
   hp::core::set_threads(threads);
   std::printf("%s\n", hp::core::runtime_summary().c_str());
+  if (peak) {
+    const int n = torch::get_num_threads();
+    for (const auto op : {hp::core::PeakOp::kFp32Fma, hp::core::PeakOp::kBf16Dot, hp::core::PeakOp::kInt8Dot})
+      if (hp::core::peak_op_usable(op))
+        std::printf("peak %-36s %8.1f G/s on %d threads\n", hp::core::peak_op_name(op),
+                    hp::core::peak_gops(op, n, peak_seconds), n);
+      else std::printf("peak %-36s not on this CPU under HEADPRUNE_MAX_ISA\n", hp::core::peak_op_name(op));
+  }
   torch::manual_seed(0);
   // (N, K): MiniLM's fused QKV, FFN in, FFN out; BERT-base's FFN in and out.
   std::vector<std::pair<int64_t, int64_t>> shapes = {{1152, 384}, {1536, 384}, {384, 1536}, {3072, 768}, {768, 3072}};
