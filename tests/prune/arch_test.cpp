@@ -95,7 +95,7 @@ TEST_CASE("RoBERTa, XLM-R, DistilBERT, ELECTRA: logits, head masks and slimming 
 }
 
 TEST_CASE("RoBERTa, XLM-R, DistilBERT, ELECTRA: a training forward under bf16 autocast runs and stays near fp32",
-          "[.arch][prune]") {
+          "[.arch_bf16][prune]") {
   // train.precision: bf16 (auto's choice where the probe measured it faster) trains every architecture: ELECTRA's
   // embedding projection once returned bf16 into the fp32 residual stream and the layers refused it.
   if (!hp::core::lowp_native(hp::core::Precision::kBf16))  // oneDNN capped below it refuses bf16 primitives
