@@ -69,7 +69,7 @@ void stage_context(const EmbedRun& r, RunContext& ctx) {
   CurveInputs& in = ctx.curves;
   in.model = &*ctx.model, in.objective = ctx.objective.get(), in.select_too = true, in.opts = &p, in.stop = r.stop;
   in.counts = schedule_counts(p.schedule, p.schedule_unit, ctx.total_heads);
-  in.latency_batch = p.latency_batch, in.latency_seq = p.latency_seq > 0 ? p.latency_seq : cfg.data.max_seq_len;
+  in.latency_batch = p.latency_batch, in.latency_seq = latency_seq(cfg);
 }
 
 }  // namespace hp::prune

@@ -165,7 +165,7 @@ BudgetUnit latency_unit(const RunContext& ctx) {
 void prepare_latency_budget(RunContext& ctx) {
   const core::PruneConfig& P = ctx.cfg->prune;
   if (P.target_latency <= 0) return;
-  const long batch = P.latency_batch, seq = P.latency_seq > 0 ? P.latency_seq : ctx.cfg->data.max_seq_len;
+  const long batch = P.latency_batch, seq = latency_seq(*ctx.cfg);
   const std::string path = ctx.cfg->run.out_dir + "/latency_table.json";
   if (fs::exists(path)) {  // a resumed run, or a table copied in to be reused
     auto t = nlohmann::json::parse(core::read_file(path)).get<LatencyTable>();

@@ -46,6 +46,10 @@ bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string&
 // every budget candidate gets (budget_recover_steps at the gates' target), not gates.finetune_epochs.
 bool train_budget_gates_in(const RunContext& ctx, const core::Config& gates_cfg, const std::string& sub);
 
+// The sequence length models are timed at (curve points, the latency budget, the frontier, stage 8):
+// prune.latency_seq, or data.max_seq_len when that is 0.
+long latency_seq(const core::Config& cfg);
+
 // The first `n` (0 = all) of a seeded shuffle of `all`: the ranking examples of a seed, the search sample.
 std::vector<core::Example> sample_examples(std::vector<core::Example> all, int n, int seed);
 

@@ -69,11 +69,15 @@ void load_model_and_data(RunContext& ctx) {
   ci.opts = &P;
   ci.counts = schedule_counts(P.schedule, P.schedule_unit, ctx.total_heads);
   ci.latency_batch = P.latency_batch;
-  ci.latency_seq = P.latency_seq > 0 ? P.latency_seq : cfg.data.max_seq_len;
+  ci.latency_seq = latency_seq(cfg);
   ci.stop = ctx.stop;
 }
 
 }  // namespace
+
+long latency_seq(const core::Config& cfg) {
+  return cfg.prune.latency_seq > 0 ? cfg.prune.latency_seq : cfg.data.max_seq_len;
+}
 
 std::vector<core::Example> sample_examples(std::vector<core::Example> all, int n, int seed) {
   std::mt19937_64 gen(static_cast<uint64_t>(seed) * 1000003ULL + 11);
