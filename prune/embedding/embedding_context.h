@@ -1,6 +1,5 @@
 // What every step of the pruning run for embeddings reads (prune/embedding/embedding_run.h): the teacher folder, the sentences
 // distilled on, the selection and evaluation pairs, and the stages' context over them.
-// Internal to the embedding run's files.
 #pragma once
 
 #include <torch/types.h>

@@ -15,9 +15,6 @@
 #include "eval/embedding.h"
 #include "prune/data/distill_data.h"
 #include "prune/embedding/embedding_context.h"
-#include "prune/finish/finish.h"
-#include "prune/frontier/frontier_stage.h"
-#include "prune/stages/budget.h"
 #include "prune/stages/stages.h"
 
 namespace hp::prune {
@@ -103,42 +100,7 @@ void validate_embedding_run(const core::Config& cfg) {
   check_distill_tasks(p.distill_tasks, cfg.data.task);
 }
 
-namespace {
-
-// Stages 3-9 over the stages' context, as each mode needs them: --target-heads the criteria and their curves,
-// --target-flops and --max-drop the search's mask gradients, --max-drop the budget curves and the frontier; then the
-// one end.
-int run_stages(RunContext& ctx) {
-  const core::Config& cfg = *ctx.cfg;
-  RunSummary s = run_summary(ctx);
-  s.finetuned_model = cfg.model.path;  // its own teacher, a sentence-transformers folder
-  std::optional<MaskGradients> grads;
-  if (cfg.prune.target_heads > 0) {
-    const auto importance = score(ctx);  // 3
-    auto curves = importance ? prune::curves(ctx, *importance) : std::nullopt;  // 4
-    if (!curves) return kInterruptedExit;
-    s.curves = std::move(*curves);
-  } else if (cfg.prune.method != core::MethodKind::kGates && !(grads = budget_gradients(ctx))) {
-    return kInterruptedExit;
-  }
-  std::optional<core::Config> chosen;  // --max-drop: the frontier's choice
-  if (cfg.prune.max_drop > 0) {
-    if (!budget_curves(ctx, *grads, s.curves)) return kInterruptedExit;  // 4: the frontier's budget candidates
-    const auto f = measure_frontier(ctx, s.curves, *grads);  // 5
-    if (!f) return kInterruptedExit;
-    adopt_frontier_choice(ctx, s, *f, chosen);
-  }
-  FinalModels models;
-  s.final = final_model(ctx, s.curves, models, grads ? &*grads : nullptr, s.frontier ? &*s.frontier : nullptr);
-  if (!s.final) return kInterruptedExit;  // 5-8
-  write_summary(ctx, s, &models);  // 9
-  return 0;
-}
-
-}  // namespace
-
-int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop) {
-  EmbedRun r;
+void prepare_embedding(EmbedRun& r, RunContext& ctx, const core::Config& cfg, const std::atomic<bool>* stop) {
   r.cfg = &cfg, r.stop = stop;
   core::LoadOptions load;
   load.seed = cfg.run.seed;
@@ -156,14 +118,7 @@ int run_embedding_pruning(const core::Config& cfg, const std::atomic<bool>* stop
   r.objective = make_embedding_objective({&core::find_task(cfg.data.task), &*r.teacher, r.pooling, &r.eval_pairs,
                                           &r.select_pairs, cfg.eval.batch_size, static_cast<uint64_t>(cfg.run.seed),
                                           &r.sentences, &r.eval_sentences, r.teacher->layout.transformer_dir});
-  RunContext ctx;
   stage_context(r, ctx);
-  try {
-    return run_stages(ctx);
-  } catch (const ConfigError&) {  // a new run's folder is left as the corrected command can take it
-    r.store->abandon_new_run();
-    throw;
-  }
 }
 
 }  // namespace hp::prune

@@ -19,6 +19,7 @@
 #include "eval/metrics.h"
 #include "prune/stages/best_step.h"
 #include "prune/stages/budget.h"
+#include "prune/stages/control.h"
 #include "prune/frontier/frontier_timing.h"
 #include "prune/frontier/measure.h"
 #include "prune/export/onnx.h"
@@ -95,13 +96,17 @@ std::optional<Candidate> budget_candidate(const RunContext& ctx, int step, doubl
   return c;
 }
 
-// The budget search at each point of prune.budget_schedule below 100%.
-std::vector<Candidate> budget_candidates(const RunContext& ctx) {
+// The budget search at each point of prune.budget_schedule below 100%, then at each budget it was refined at
+// (point 100 + the percent).
+std::vector<Candidate> budget_candidates(const RunContext& ctx, const std::vector<int>& refined) {
   const core::PruneConfig& P = ctx.cfg->prune;
   std::vector<Candidate> out;
+  auto add = [&](int step, double fraction) {
+    if (auto c = budget_candidate(ctx, step, fraction)) out.push_back(std::move(*c));
+  };
   for (size_t step = 0; step < P.budget_schedule.size(); ++step)
-    if (auto c = budget_candidate(ctx, static_cast<int>(step), P.budget_schedule[step] / 100.0))
-      out.push_back(std::move(*c));
+    add(static_cast<int>(step), P.budget_schedule[step] / 100.0);
+  for (const int pct : refined) add(100 + pct, pct / 100.0);
   return out;
 }
 
@@ -125,40 +130,14 @@ std::vector<Candidate> model_candidates(const RunContext& ctx) {
   return out;
 }
 
-// The most optimizer steps any candidate's model trained for: every recovery of the budget search
-// (RUN_DIR/budget_recover/*) and every gates run (RUN_DIR/frontier_gates/*), read from their train_result.json.
-long longest_training(const RunContext& ctx) {
-  long steps = 0;
-  for (const char* sub : {"budget_recover", "frontier_gates"}) {
-    const fs::path root = fs::path(ctx.cfg->run.out_dir) / sub;
-    if (!fs::is_directory(root)) continue;
-    for (const auto& e : fs::directory_iterator(root)) steps = std::max(steps, train::train_steps(e.path().string()));
-  }
-  return steps;
-}
-
-// The control (prune.control) appended to `cands`: the unpruned model trained in RUN_DIR/control as a slimmed
-// candidate recovers (recovery_config: distilling from the unpruned model where a candidate's recovery distils) for
-// as many steps as the longest-trained candidate. Nothing when no candidate trained; false when stopped.
-bool add_control(RunContext& ctx, std::vector<Candidate>& cands) {
-  const long steps = longest_training(ctx);
-  if (steps <= 0) return true;
-  const std::string sub = "control", dir = ctx.cfg->run.out_dir + "/" + sub;
-  if (!fs::exists(dir + "/train_result.json")) {
-    const core::Config c = recovery_config(*ctx.cfg, static_cast<int>(steps), true);
-    log_stage(5, "frontier",
-              "the control: the unpruned model trained " + std::to_string(steps) +
-                  " steps, as long as the longest-trained candidate" +
-                  (c.gates.distill ? ", distilling from itself as the candidates distil" : "") +
-                  " (prune.control: false leaves it out)");
-    if (!train_in(ctx, c, sub, ctx.model_dir, {}, 0, c.gates.distill ? ctx.model_dir : "")) return false;
-  }
+// The control (prune.control), trained in RUN_DIR/control by stage 5 as long as the longest-trained candidate.
+Candidate control_candidate(const RunContext& ctx) {
+  const std::string dir = ctx.cfg->run.out_dir + "/" + kControlDir;
   Candidate control{{}, "control", [&ctx, dir] { return core::load_bert(dir + "/best", ctx.load); }};
   control.point.method = PointMethod::kControl, control.point.heads_kept = ctx.total_heads;
-  control.point.budget = std::to_string(steps) + " steps";
+  control.point.budget = std::to_string(train::train_steps(dir)) + " steps";
   control.point.cost_s = train::train_seconds(dir);
-  cands.push_back(std::move(control));
-  return true;
+  return control;
 }
 
 // ONNX Runtime's reference points (prune/frontier/frontier_timing.h: add_ort_rows) on the evaluation split, of what
@@ -175,31 +154,11 @@ void add_ort_points(const RunContext& ctx, const core::Bert& base, long batch, l
       [&](const torch::Tensor& outputs) { return 100 * o.metric_of_outputs(outputs); }, f);
 }
 
-// The budget search's candidate at `fraction` of the FLOPs, as point `step` of the budget curves (budget_schedule's
-// index, or 100 + the percent for a refined budget: past every index, and the same budget whatever D chose it): the
-// point searched, recovered and its step chosen where the run has not yet (prune/stages/budget.h budget_point_at),
-// then read back as the frontier reads the budget curves' candidates. nullopt for a budget below what one head costs
-// or at 100%, or when stopped.
-std::optional<Candidate> searched_candidate(RunContext& ctx, const MaskGradients& grads, int step, double fraction) {
-  if (!budget_point_at(ctx, grads, step, fraction)) return std::nullopt;
-  return budget_candidate(ctx, step, fraction);
-}
-
-// Hard-Concrete gates on heads, FFN neurons and sublayers (and the layers and hidden channels prune.structures
-// names) to `fraction` of the encoder's FLOPs (CoFi), trained in RUN_DIR/frontier_gates/<percent> as `--method gates
-// --target-flops` trains them in stage 5 (resumed there); the candidate is the gated model slimmed by its mask. Empty
-// when stopped.
-std::optional<Candidate> gates_candidate(RunContext& ctx, double fraction) {
+// The Hard-Concrete gates stage 5 trained to `fraction` of the encoder's FLOPs (CoFi) in
+// RUN_DIR/frontier_gates/<percent>, slimmed by their mask.
+Candidate gates_candidate(const RunContext& ctx, double fraction) {
   const long pct = std::lround(100 * fraction);
-  const std::string sub = frontier_gates_dir(pct), dir = ctx.cfg->run.out_dir + "/" + sub;
-  if (!fs::exists(dir + "/train_result.json")) {
-    const core::Config c = gates_budget_config(*ctx.cfg, fraction, 0);
-    log_stage(5, "frontier",
-              std::string("Hard-Concrete gates on heads, FFN neurons and sublayers") +
-                  (c.gates.layer_gates ? ", layers" : "") + (c.gates.hidden_gates ? ", hidden channels" : "") + " to " +
-                  percent(fraction) + " of the encoder's FLOPs, in " + dir);
-    if (!train_budget_gates_in(ctx, c, sub)) return std::nullopt;
-  }
+  const std::string dir = ctx.cfg->run.out_dir + "/" + frontier_gates_dir(pct);
   const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
   const core::StructureMask keep = gated_mask(ctx, tr);
   Candidate c{{}, "gates-" + std::to_string(pct), [&ctx, dir, keep] {
@@ -243,24 +202,39 @@ Frontier frontier_header(const RunContext& ctx) {
 }
 
 // How the frontier measures: the objective's primary metric on the evaluation split and the slice, timed at
-// prune.latency_batch x latency_seq and at batch 1 x the evaluation split's mean length; refined by the budget
-// search as the budget curves search (point 100 + its percent: past every schedule index, and the same budget's
-// whatever D chose it, so that a run resumed with another --max-drop reads back only the budget it stored).
-FrontierMeasure frontier_measure(RunContext& ctx, const MaskGradients& grads, const core::Bert& base) {
+// prune.latency_batch x latency_seq and at batch 1 x the evaluation split's mean length.
+FrontierMeasure frontier_measure(const RunContext& ctx, const core::Bert& base) {
   const core::Config& cfg = *ctx.cfg;
   FrontierMeasure m;
-  m.cfg = &cfg, m.stop = ctx.stop, m.tokenizer = &*ctx.tok, m.log_stage = 5;
+  m.cfg = &cfg, m.stop = ctx.stop, m.tokenizer = &*ctx.tok;
   m.base = &base;
   m.objective = ctx.objective.get();
   const long batch = cfg.prune.latency_batch, seq = ctx.curves.latency_seq;
   m.timings = {{batch, seq}, {1, std::max(1L, std::lround(ctx.objective->mean_length()))}};
   m.dir = ctx.store->dir() + "/state/frontier";
-  m.refine = [&ctx, &grads](int pct) { return searched_candidate(ctx, grads, 100 + pct, pct / 100.0); };
-  m.gates = [&ctx](double fraction) { return gates_candidate(ctx, fraction); };
-  if (cfg.prune.control && ctx.objective->has_control())
-    m.control = [&ctx](std::vector<Candidate>& cands) { return add_control(ctx, cands); };
   m.ort = [&ctx, &base, batch, seq](Frontier& f) { add_ort_points(ctx, base, batch, seq, f); };
   return m;
+}
+
+// Every candidate `plan` names, in the order measured: the unpruned model, the head criterion's points, the budget
+// search's (schedule, then refined), prune.frontier_models, the gates, the control. ConfigError for a run that
+// cannot measure a frontier.
+std::vector<Candidate> candidates(const RunContext& ctx, const CurvesSummary& curves, const FrontierPlan& plan) {
+  if (core::dist::active())
+    throw ConfigError(
+        "prune.max_drop times every candidate on one machine: run --max-drop without torchrun or "
+        "srun (one process), or give a budget of your own (--target-flops F) to a data-parallel run");
+  if (ctx.objective->size(Split::kSelect) == 0)
+    throw ConfigError("prune.max_drop chooses on the selection slice, and " + ctx.task->name + " has no split '" +
+                      ctx.select_split +
+                      "' (train.eval_split); set prune.select_split to a labelled split other "
+                      "than prune.eval_split");
+  auto cands = head_candidates(ctx, curves);
+  for (auto& c : budget_candidates(ctx, plan.refined)) cands.push_back(std::move(c));
+  for (auto& c : model_candidates(ctx)) cands.push_back(std::move(c));
+  for (const double fraction : plan.gates) cands.push_back(gates_candidate(ctx, fraction));
+  if (plan.control) cands.push_back(control_candidate(ctx));
+  return cands;
 }
 
 }  // namespace
@@ -292,29 +266,29 @@ void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& a
   }
 }
 
-std::string frontier_gates_dir(long percent) { return "frontier_gates/" + std::to_string(percent); }
-
-std::optional<Frontier> measure_frontier(RunContext& ctx, CurvesSummary& curves, const MaskGradients& grads) {
-  const core::Config& cfg = *ctx.cfg;
-  if (core::dist::active())
-    throw ConfigError("prune.max_drop times every candidate on one machine: run --max-drop without torchrun or "
-                      "srun (one process), or give a budget of your own (--target-flops F) to a data-parallel run");
-  if (ctx.objective->size(Split::kSelect) == 0)
-    throw ConfigError("prune.max_drop chooses on the selection slice, and " + ctx.task->name + " has no split '" +
-                      ctx.select_split + "' (train.eval_split); set prune.select_split to a labelled split other "
-                      "than prune.eval_split");
-  auto cands = head_candidates(ctx, curves);
-  for (auto& c : budget_candidates(ctx)) cands.push_back(std::move(c));
-  for (auto& c : model_candidates(ctx)) cands.push_back(std::move(c));
+std::optional<Frontier> measure_candidates(const RunContext& ctx, const CurvesSummary& curves,
+                                           const FrontierPlan& plan) {
+  const auto cands = candidates(ctx, curves, plan);
   core::Bert base = *ctx.model;
   base.set_precision(core::Precision::kFp32);
-  const FrontierMeasure m = frontier_measure(ctx, grads, base);
-  const long batch = cfg.prune.latency_batch, seq = ctx.curves.latency_seq;
-  log_stage(5, "frontier",
-            std::to_string(cands.size()) + " structures x " + std::to_string(native_precisions(cfg.prune).size()) +
-                " precisions, each evaluated and timed at batch " + std::to_string(batch) + " x " +
-                std::to_string(seq) + " tokens against the unpruned fp32 model");
-  auto f = run_frontier(m, cands, frontier_header(ctx), curves.files);
+  if (plan.refined.empty() && plan.gates.empty() && !plan.control)
+    log_stage(5, "frontier",
+              std::to_string(cands.size()) + " structures x " +
+                  std::to_string(native_precisions(ctx.cfg->prune).size()) +
+                  " precisions, each evaluated and timed at "
+                  "batch " +
+                  std::to_string(ctx.cfg->prune.latency_batch) + " x " + std::to_string(ctx.curves.latency_seq) +
+                  " tokens against the unpruned fp32 model");
+  Frontier f = frontier_header(ctx);
+  if (!measure_all(frontier_measure(ctx, base), cands, f)) return std::nullopt;
+  return f;
+}
+
+std::optional<Frontier> measure_frontier(const RunContext& ctx, CurvesSummary& curves, const FrontierPlan& plan) {
+  const auto cands = candidates(ctx, curves, plan);
+  core::Bert base = *ctx.model;
+  base.set_precision(core::Precision::kFp32);
+  auto f = run_frontier(frontier_measure(ctx, base), cands, frontier_header(ctx), curves.files);
   if (f && f->chosen >= 0) save_choice(ctx, *f, cands);
   return f;
 }

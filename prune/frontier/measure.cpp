@@ -13,7 +13,6 @@
 #include "core/plot/plot.h"
 #include "eval/evaluator.h"
 #include "prune/frontier/frontier_timing.h"
-#include "prune/stages/stages.h"  // log_stage
 
 namespace hp::prune {
 
@@ -24,11 +23,6 @@ namespace {
 // fp32 is among prune.frontier_precisions (otherwise only the unpruned model is measured at fp32, as the baseline).
 bool fp32_asked(const core::PruneConfig& P) {
   return std::count(P.frontier_precisions.begin(), P.frontier_precisions.end(), "fp32") > 0;
-}
-
-void log_frontier(const FrontierMeasure& m, const std::string& what) {
-  if (m.log_stage > 0) log_stage(m.log_stage, "frontier", what);
-  else core::log_info("prune", "frontier: " + what);
 }
 
 // One structure at one precision: the objective's scores and the speedups at every timing.
@@ -99,24 +93,6 @@ bool measure_all(const FrontierMeasure& m, const std::vector<Candidate>& cands, 
 
 namespace {
 
-// prune.frontier_refine rounds: the search at refine_budget's midpoint between the deepest budget with a candidate
-// within D on the slice and the next deeper one, its candidate measured and appended to `cands`. False when stopped.
-bool refine(const FrontierMeasure& m, std::vector<Candidate>& cands, Frontier& f) {
-  const int rounds = m.cfg->prune.frontier_refine;
-  for (int round = 0; round < rounds && m.refine; ++round) {
-    const auto pct = refine_budget(f, kRefineGapPercent);
-    if (!pct) break;
-    log_frontier(m, "the budget search refined at " + std::to_string(*pct) + "% of the FLOPs (round " +
-                        std::to_string(round + 1) + " of " + std::to_string(rounds) +
-                        "): between the deepest budget within D on the selection slice and the next deeper one");
-    auto c = m.refine(*pct);
-    if (!c) return !core::dist::stop_requested(m.stop);
-    cands.push_back(std::move(*c));
-    if (!measure_all(m, {cands.back()}, f)) return false;
-  }
-  return true;
-}
-
 // frontier.csv and the two charts in run.out_dir; their names appended to `files`.
 void write_frontier_files(const core::Config& cfg, const Frontier& f, std::vector<std::string>& files) {
   core::write_file_atomic(cfg.run.out_dir + "/frontier.csv", frontier_csv(f));
@@ -131,19 +107,9 @@ void write_frontier_files(const core::Config& cfg, const Frontier& f, std::vecto
 
 }  // namespace
 
-std::optional<Frontier> run_frontier(const FrontierMeasure& m, std::vector<Candidate>& cands, Frontier f,
+std::optional<Frontier> run_frontier(const FrontierMeasure& m, const std::vector<Candidate>& cands, Frontier f,
                                      std::vector<std::string>& files) {
-  if (!measure_all(m, cands, f) || !refine(m, cands, f)) return std::nullopt;
-  // The gates at the budgets prune.frontier_gates names (or the cheapest the search left within 2·D), trained once.
-  const size_t searched = cands.size();
-  const auto gate_budgets = m.gates ? frontier_gate_budgets(m.cfg->prune.frontier_gates, f) : std::vector<double>{};
-  for (const double fraction : gate_budgets) {
-    auto c = m.gates(fraction);
-    if (!c) return std::nullopt;
-    cands.push_back(std::move(*c));
-  }
-  if (m.control && !m.control(cands)) return std::nullopt;
-  if (!measure_all(m, {cands.begin() + static_cast<long>(searched), cands.end()}, f)) return std::nullopt;
+  if (!measure_all(m, cands, f)) return std::nullopt;
   if (m.ort) m.ort(f);
   // The difference on the slice with its interval (prune.bootstrap resamples, the same for every candidate).
   const Objective& o = *m.objective;

@@ -1,10 +1,9 @@
 // The frontier of `--max-drop D`, written once for every objective: its candidates measured at every native
-// precision (the objective, prune/objective/objective.h, scores them, the unpruned fp32 model times them), refined
-// between the deepest budget within D and the next deeper one, the gates added, ONNX Runtime's reference rows, each
-// point's difference on the selection slice with its interval, the fastest within D chosen, frontier.csv and its
-// charts written. The runs build the candidates (prune/frontier/frontier_stage.h for a task,
-// prune/embedding/embedding_run.h for embeddings). Each measurement is stored in DIR/KEY-PRECISION.json atomically: a
-// resumed run measures only what is missing.
+// precision (the objective, prune/objective/objective.h, scores them, the unpruned fp32 model times them), ONNX
+// Runtime's reference rows, each point's difference on the selection slice with its interval, the fastest within D
+// chosen, frontier.csv and its charts written. prune/frontier/frontier_stage.h reads the candidates from what the run
+// stored. Each measurement is stored in DIR/KEY-PRECISION.json atomically: a resumed run measures only what is
+// missing.
 #pragma once
 
 #include <atomic>
@@ -31,7 +30,7 @@ struct Candidate {
   std::function<core::Bert()> build;
 };
 
-// How the objective's frontier measures and grows.
+// How the objective's frontier measures.
 struct FrontierMeasure {
   const core::Config* cfg = nullptr;
   const std::atomic<bool>* stop = nullptr;
@@ -42,15 +41,6 @@ struct FrontierMeasure {
   const Objective* objective = nullptr;
   std::vector<std::pair<long, long>> timings;  // (batch, seq) timed; the first is the frontier's own speedup
   std::string dir;  // where the measurements are stored
-  int log_stage = 0;  // the stage number of the log lines (0: under the prune tag)
-  // The budget search at `percent` of the FLOPs, its candidate (nullopt: none there, or stopped when `stop` is set).
-  std::function<std::optional<Candidate>(int percent)> refine;
-  // The gates trained to `fraction` of the FLOPs (nullopt when stopped).
-  std::function<std::optional<Candidate>(double fraction)> gates;
-  // The control (prune.control): appends to its argument the unpruned model trained as long as the longest-trained
-  // candidate (nothing when no candidate trained), measured at fp32 once every candidate is; false when stopped.
-  // Empty: none.
-  std::function<bool(std::vector<Candidate>&)> control;
   // ONNX Runtime's reference rows appended to the frontier (prune/frontier/frontier_timing.h add_ort_rows).
   std::function<void(Frontier&)> ort;
 };
@@ -59,12 +49,11 @@ struct FrontierMeasure {
 // the unpruned fp32 model sets f.baseline. False when stopped.
 bool measure_all(const FrontierMeasure& m, const std::vector<Candidate>& cands, Frontier& f);
 
-// The whole frontier on `f` (its header filled by the caller): `cands` measured, prune.frontier_refine rounds of the
-// search, the gates at prune.frontier_gates' budgets (appended to `cands`, which then holds every candidate), the
-// control, ONNX Runtime's rows, the slice's differences against the better of the unpruned model and the control,
-// the choice (f.chosen, -1 when none is within D); frontier.csv and
-// frontier(_cost).svg/.png in run.out_dir, their names appended to `files`. nullopt when stopped.
-std::optional<Frontier> run_frontier(const FrontierMeasure& m, std::vector<Candidate>& cands, Frontier f,
+// The whole frontier on `f` (its header filled by the caller): `cands` measured, ONNX Runtime's rows, the slice's
+// differences against the better of the unpruned model and the control, the choice (f.chosen, -1 when none is
+// within D); frontier.csv and frontier(_cost).svg/.png in run.out_dir, their names appended to `files`. nullopt when
+// stopped.
+std::optional<Frontier> run_frontier(const FrontierMeasure& m, const std::vector<Candidate>& cands, Frontier f,
                                      std::vector<std::string>& files);
 
 // The candidate of `cands` that point `p` measured.

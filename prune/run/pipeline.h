@@ -1,6 +1,7 @@
 // The pruning run, `prune --config X.yaml [--target-heads N] [--criteria a,b] [--out DIR]`, as named
 // stages, numbered as in the README and in the log lines ("stage 4/9 curves: ..."):
-//   1. prepare        config validated once; task, data, architecture and run folder resolved once
+//   1. prepare        config validated once; task, data, architecture and run folder resolved once (an embedding
+//                     model's: prune/embedding/embedding_run.h)
 //   2. fine-tune      when the model has no classifier for the task (RUN_DIR/finetune)
 //   3. score          every head by each criterion and seed, on the unpruned model (RUN_DIR/state)
 //   4. curves         prune along the schedule by each ranking, evaluate every point: curves.csv, plots, run.h5
@@ -10,8 +11,9 @@
 //   8. measure speed  the slimmed against the unpruned model at batch 1 and 32
 //   9. summary        summary.json (prune/stages/summary.h) and the model card
 // Stages 5-8 run only with prune.target_heads > 0 or a budget. With prune.max_drop (`--max-drop D`), stage 5 is
-// the frontier (prune/frontier/frontier_stage.h): every head count and budget at every native precision measured, the
-// fastest within D chosen, and stages 5-8 then run as for that head count or budget. The stages share one
+// the frontier: the search refined where its candidates cross D, the gates and the control trained, then
+// (prune/frontier/frontier_stage.h) every head count, budget, gates and control at every native precision measured,
+// the fastest within D chosen, and stages 5-8 then run as for that head count or budget. The stages share one
 // RunContext (prune/stages/stages.h).
 // Every stage records its results atomically; the same command after a kill resumes.
 #pragma once

@@ -1,6 +1,7 @@
 // The final model's reference (see prune/stages/control.h).
 #include "prune/stages/control.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <tuple>
 #include <utility>
@@ -40,21 +41,34 @@ std::optional<ReferenceSummary> final_reference(RunContext& ctx, const FinalChoi
   std::tie(r.unpruned, r.unpruned_select) = scores(ctx, unpruned);
   const long steps = cfg.prune.control && ctx.objective->has_control() ? trained_steps(ctx, choice.model_dir) : 0;
   if (steps > 0) {
-    const std::string sub = "control", dir = cfg.run.out_dir + "/" + sub;
-    if (!fs::exists(dir + "/train_result.json")) {
-      const core::Config c = recovery_config(cfg, static_cast<int>(steps), choice.slimmed);
-      log_stage(6, "recover",
-                "the control: the unpruned model trained " + std::to_string(steps) +
-                    " steps, as long as the final model" + (c.gates.distill ? ", distilling from itself" : "") +
-                    " (prune.control: false leaves it out)");
-      if (!train_in(ctx, c, sub, ctx.model_dir, {}, 0, c.gates.distill ? ctx.model_dir : "")) return std::nullopt;
-    }
+    if (!train_control(ctx, steps, choice.slimmed, 6, "recover", "the final model")) return std::nullopt;
     r.control_steps = steps;
-    std::tie(r.control, r.control_select) = scores(ctx, core::load_bert(dir + "/best", ctx.load));
+    std::tie(r.control, r.control_select) =
+        scores(ctx, core::load_bert(cfg.run.out_dir + "/" + kControlDir + "/best", ctx.load));
   }
   const auto [metric, select] = scores(ctx, final);
   settle_reference(r, metric, select);
   return r;
+}
+
+bool train_control(const RunContext& ctx, long steps, bool slimmed, int stage, const std::string& name,
+                   const std::string& as_long_as) {
+  if (fs::exists(ctx.cfg->run.out_dir + "/" + kControlDir + "/train_result.json")) return true;
+  const core::Config c = recovery_config(*ctx.cfg, static_cast<int>(steps), slimmed);
+  log_stage(stage, name,
+            "the control: the unpruned model trained " + std::to_string(steps) + " steps, as long as " + as_long_as +
+                (c.gates.distill ? ", distilling from itself" : "") + " (prune.control: false leaves it out)");
+  return train_in(ctx, c, kControlDir, ctx.model_dir, {}, 0, c.gates.distill ? ctx.model_dir : "");
+}
+
+long longest_candidate_training(const RunContext& ctx) {
+  long steps = 0;
+  for (const char* sub : {"budget_recover", "frontier_gates"}) {
+    const fs::path root = fs::path(ctx.cfg->run.out_dir) / sub;
+    if (!fs::is_directory(root)) continue;
+    for (const auto& e : fs::directory_iterator(root)) steps = std::max(steps, train::train_steps(e.path().string()));
+  }
+  return steps;
 }
 
 void settle_reference(ReferenceSummary& r, double metric, double select) {

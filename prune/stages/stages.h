@@ -42,9 +42,13 @@ struct RunContext;
 // stopped.
 bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string& sub, const std::string& from,
               const core::HeadSet& fixed_keep = {}, long finetune_steps = 0, const std::string& teacher_dir = "");
-// Budget gates (gates_budget_config's) in RUN_DIR/<sub>: their fixed-structure fine-tuning is the recovery
-// every budget candidate gets (budget_recover_steps at the gates' target), not gates.finetune_epochs.
-bool train_budget_gates_in(const RunContext& ctx, const core::Config& gates_cfg, const std::string& sub);
+// Budget gates (`gates_cfg`: gates_budget_config's) trained in RUN_DIR/<sub> unless its train_result.json is there,
+// logged under stage `stage` `name`: their fixed-structure fine-tuning is the recovery every budget candidate gets
+// (budget_recover_steps at the gates' target), not gates.finetune_epochs. False when stopped.
+bool train_budget_gates(const RunContext& ctx, const core::Config& gates_cfg, const std::string& sub, int stage,
+                        const std::string& name);
+// Where the frontier trains the gates at `percent` of the FLOPs, under the run folder.
+std::string frontier_gates_dir(long percent);
 
 // The sequence length models are timed at (curve points, the latency budget, the frontier, stage 8):
 // prune.latency_seq, or data.max_seq_len when that is 0.

@@ -97,10 +97,20 @@ bool train_in(const RunContext& ctx, const core::Config& cfg, const std::string&
   return ctx.objective->train(r);
 }
 
-bool train_budget_gates_in(const RunContext& ctx, const core::Config& gates_cfg, const std::string& sub) {
-  const double target = gates_cfg.gates.target_flops + gates_cfg.gates.target_params;
+bool train_budget_gates(const RunContext& ctx, const core::Config& gates_cfg, const std::string& sub, int stage,
+                        const std::string& name) {
+  const std::string dir = ctx.cfg->run.out_dir + "/" + sub;
+  if (fs::exists(dir + "/train_result.json")) return true;
+  const core::GateConfig& g = gates_cfg.gates;
+  const double target = g.target_flops + g.target_params;
+  log_stage(stage, name,
+            std::string("Hard-Concrete gates on heads, FFN neurons and sublayers") + (g.layer_gates ? ", layers" : "") +
+                (g.hidden_gates ? ", hidden channels" : "") + " to " + std::to_string(std::lround(100 * target)) +
+                "% of the encoder's " + (g.target_params > 0 ? "parameters" : "FLOPs") + ", in " + dir);
   return train_in(ctx, gates_cfg, sub, ctx.model_dir, {}, budget_recover_steps(gates_cfg.prune, target, false));
 }
+
+std::string frontier_gates_dir(long percent) { return "frontier_gates/" + std::to_string(percent); }
 
 void prepare(RunContext& ctx, const core::Config& user, const std::atomic<bool>* stop) {
   ctx.stop = stop;

@@ -52,22 +52,14 @@ std::optional<FinalChoice> choose_by_gates(RunContext& ctx, int n) {
   const core::Config& cfg = *ctx.cfg;
   const std::string dir = cfg.run.out_dir + "/" + kGatesDir;
   const bool budget = cfg.prune.target_flops > 0 || cfg.prune.target_params > 0;
-  if (!fs::exists(dir + "/train_result.json")) {
+  if (budget) {
+    const core::Config c = gates_budget_config(cfg, cfg.prune.target_flops, cfg.prune.target_params);
+    if (!train_budget_gates(ctx, c, kGatesDir, 5, "choose")) return std::nullopt;
+  } else if (!fs::exists(dir + "/train_result.json")) {
     core::Config c = cfg;
-    if (budget) {
-      c = gates_budget_config(cfg, cfg.prune.target_flops, cfg.prune.target_params);
-      log_stage(5, "choose",
-                std::string("Hard-Concrete gates on heads, FFN neurons, sublayers") +
-                    (c.gates.layer_gates ? ", layers" : "") + (c.gates.hidden_gates ? ", hidden channels" : "") +
-                    " to " +
-                    std::to_string(std::lround(100 * (c.gates.target_flops + c.gates.target_params))) +
-                    "% of the encoder's " + (c.gates.target_params > 0 ? "parameters" : "FLOPs"));
-    } else {
-      c.gates.target_heads = n;
-      log_stage(5, "choose N", "Hard-Concrete gates in target mode to " + std::to_string(n) + " heads");
-    }
-    if (!(budget ? train_budget_gates_in(ctx, c, kGatesDir) : train_in(ctx, c, kGatesDir, ctx.model_dir)))
-      return std::nullopt;
+    c.gates.target_heads = n;
+    log_stage(5, "choose N", "Hard-Concrete gates in target mode to " + std::to_string(n) + " heads");
+    if (!train_in(ctx, c, kGatesDir, ctx.model_dir)) return std::nullopt;
   }
   const auto tr = nlohmann::json::parse(core::read_file(dir + "/train_result.json"));
   FinalChoice choice;

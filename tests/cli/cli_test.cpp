@@ -679,7 +679,8 @@ TEST_CASE("the pruning run with gates over heads, neurons, hidden channels and l
   auto r = run_prune(args);
   INFO(r.output);
   REQUIRE(r.code == 0);
-  CHECK_THAT(r.output, Catch::Contains("Hard-Concrete gates on heads, FFN neurons, sublayers, layers, hidden channels"));
+  CHECK_THAT(r.output,
+             Catch::Contains("Hard-Concrete gates on heads, FFN neurons and sublayers, layers, hidden channels"));
   const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
   const auto& f = summary["final"];
   const auto& b = f["budget"];
