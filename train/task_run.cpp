@@ -126,6 +126,7 @@ nlohmann::json result_json(const TrainResult& r) {
   j["best_step"] = r.best_step;
   j["final_metrics"] = r.final_metrics;
   j["steps"] = r.steps;
+  j["steps_per_epoch"] = r.steps_per_epoch;
   j["heads_kept"] = r.heads_kept;
   j["heads_total"] = r.heads_total;
   j["mask"] = core::format_mask({r.final_keep, r.final_neurons, r.final_layers, r.final_hidden});

@@ -334,6 +334,7 @@ TrainResult Loop::run() {
 TrainResult Loop::finish() {
   TrainResult r;
   r.steps = s_.step;
+  r.steps_per_epoch = steps_per_epoch_;
   r.metric = metric();
   r.best_metric = s_.best_metric;
   r.best_step = s_.best_step;

@@ -70,6 +70,7 @@ struct TrainOptions {
 
 struct TrainResult {
   long steps = 0;  // optimizer steps done, all phases
+  long steps_per_epoch = 0;  // batches in one pass over the training split
   bool interrupted = false;  // stopped early with resumable state saved
   std::string metric;  // the task's primary metric
   double best_metric = 0;  // best value during training (the eval mask of its time)

@@ -2,6 +2,7 @@
 #include "prune/finish/finish.h"
 
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -21,6 +22,8 @@
 
 namespace hp::prune {
 
+namespace fs = std::filesystem;
+
 namespace {
 
 // " (int8 over unpruned fp32)" when stage 8 timed the two models at different precisions (a --max-drop run's
@@ -30,15 +33,29 @@ std::string speed_precisions(const LatencySummary& l) {
   return " (" + l.slim_precision + " over unpruned " + l.unpruned_precision + ")";
 }
 
-// " (-0.42 from the control's 89.1 after 150 steps; unpruned 88.9)": the final model against its reference.
-std::string reference_clause(const ReferenceSummary& r) {
+// "0.19 epoch (step 400 of 600)": how long the unpruned model was fine-tuned, read from the train_result.json
+// beside it (stage 2's RUN_DIR/finetune, or a `prune train` run's folder given as model.path); empty where none is.
+std::string unpruned_training(const RunContext& ctx) {
+  const std::string file = fs::path(ctx.model_dir).parent_path().string() + "/train_result.json";
+  if (!fs::exists(file)) return "";
+  const auto j = nlohmann::json::parse(core::read_file(file));
+  const long best = j.value("best_step", -1L), per_epoch = j.value("steps_per_epoch", 0L);
+  if (best <= 0 || per_epoch <= 0) return "";
+  const double epochs = static_cast<double>(best) / static_cast<double>(per_epoch);
+  return core::format_number("%.2g", epochs) + (epochs > 1 ? " epochs" : " epoch") + " (step " + std::to_string(best) +
+         " of " + std::to_string(j.value("steps", 0L)) + ")";
+}
+
+// " (-0.42 from the control's 89.1 after 150 steps; unpruned model's 88.9 after 0.19 epoch (step 400 of 600))": the
+// final model against its reference, in points; `trained` is unpruned_training's.
+std::string reference_clause(const ReferenceSummary& r, const std::string& trained) {
   const std::string control = r.control_steps ? "control's " + core::format_number("%.4g", r.control) + " after " +
                                                     std::to_string(r.control_steps) + " steps"
                                               : "";
-  const std::string unpruned = "unpruned " + core::format_number("%.4g", r.unpruned);
-  const std::string from = r.reference == "control"
-                               ? control + "; " + unpruned
-                               : unpruned + "'s" + (control.empty() ? ", no control" : "; " + control);
+  const std::string unpruned =
+      "unpruned model's " + core::format_number("%.4g", r.unpruned) + (trained.empty() ? "" : " after " + trained);
+  const std::string from = r.reference == "control" ? control + "; " + unpruned
+                                                    : unpruned + (control.empty() ? ", no control" : "; " + control);
   return " (" + core::format_number("%+.3g", r.delta) + " from the " + from + ")";
 }
 
@@ -66,6 +83,7 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
   s.files = s.curves.files;
   if (s.final) {
     const FinalSummary& f = *s.final;
+    const std::string trained = unpruned_training(ctx);
     if (core::dist::is_main())
       std::cout << s.task << " " << s.eval_split << ": "
                 << (f.layers ? std::to_string(f.layers->choices.at(f.layers->choice).kept.size()) + "/" +
@@ -83,14 +101,15 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
                                    std::to_string(std::lround(f.budget->kept * 100)) + "% of " + f.budget->unit
                              : std::string())
                 << " (" << f.method << (f.criterion.empty() ? "" : " " + f.criterion) << "): " << s.metric << " "
-                << f.metrics.at(s.metric)
+                << core::format_number("%.4g", 100 * f.metrics.at(s.metric))
                 << (f.metrics_fp32.empty() ? std::string()
                                            : " at " + s.precision + " (fp32 " +
-                                                 core::format_number("%g", f.metrics_fp32.at(s.metric)) + ")")
-                << (f.reference ? reference_clause(*f.reference) : std::string())
+                                                 core::format_number("%.4g", 100 * f.metrics_fp32.at(s.metric)) + ")")
+                << (f.reference ? reference_clause(*f.reference, trained) : std::string())
                 << (s.frontier ? "; within " + core::format_number("%g", s.frontier->max_drop) + " of the " +
                                      s.frontier->reference + " on " + s.frontier->select_split + " (" +
                                      reference_summary(*s.frontier, true) +
+                                     (trained.empty() ? "" : "; unpruned fine-tuned " + trained) +
                                      (cfg.prune.control ? "" : "; prune.control: false") + ")"
                                : std::string())
                 << "; speedup x" << f.latency.at("batch32").speedup << speed_precisions(f.latency.at("batch32"))

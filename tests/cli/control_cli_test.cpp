@@ -3,6 +3,7 @@
 // slice; prune.control: false leaves the control out and says so.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -63,5 +64,37 @@ TEST_CASE("the final model against the better of the unpruned model and the cont
   const auto off_ref = nlohmann::json::parse(slurp(off / "summary.json"))["final"]["reference"];
   CHECK(off_ref["control_steps"] == 0);
   CHECK(off_ref["reference"] == "unpruned");
-  CHECK_THAT(o.output, Catch::Contains("'s, no control)"));
+  CHECK_THAT(o.output, Catch::Contains(", no control)"));
+}
+
+TEST_CASE("the result line says how long the unpruned model was fine-tuned, where its training run is beside it",
+          "[cli][prune][control]") {
+  const auto out = hp::test::scratch_dir("hp_prune_reference_trained");
+  fs::remove_all(out);
+  // A `prune train` run's folder as the model: 30 training rows in batches of 8 are 4 steps an epoch.
+  const std::string data = " --task mnli_subset --data-root " + hp::test::tiny_data_root() + " --max-seq-len 32";
+  auto t = run_prune("train --model " + hp::test::kTinyBert + data +
+                     " --set train.train_split=matched --set train.eval_split=mismatched --set train.batch_size=8"
+                     " --max-steps 6 --set train.eval_every=2 --out " +
+                     (out / "ft").string());
+  INFO(t.output);
+  REQUIRE(t.code == 0);
+  const auto tr = nlohmann::json::parse(slurp(out / "ft" / "train_result.json"));
+  CHECK(tr["steps_per_epoch"].get<long>() == 4);
+  const long best = tr["best_step"].get<long>();
+  REQUIRE((best == 2 || best == 4 || best == 6));
+  const std::string epochs = best == 2 ? "0.5 epoch" : best == 4 ? "1 epoch" : "1.5 epochs";
+  std::string args = tiny_prune_args((out / "run").string()) + " --target-heads 3 --method taylor" +
+                     " --set prune.criteria=[taylor] --recover-steps 0";
+  args.replace(args.find(hp::test::kTinyBert), hp::test::kTinyBert.size(), (out / "ft" / "best").string());
+  auto r = run_prune(args);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains(" after " + epochs + " (step " + std::to_string(best) + " of 6), no control)"));
+  // The metric in points, as the reference: the final model's figure is the reference's plus the difference.
+  const auto summary = nlohmann::json::parse(slurp(out / "run" / "summary.json"));
+  const double metric = summary["final"]["metrics"][summary["metric"].get<std::string>()].get<double>();
+  char points[32];
+  std::snprintf(points, sizeof points, ": %s %.4g (", summary["metric"].get<std::string>().c_str(), 100 * metric);
+  CHECK_THAT(r.output, Catch::Contains(points));
 }
