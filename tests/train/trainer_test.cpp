@@ -292,7 +292,8 @@ TEST_CASE("resume after K steps equals uninterrupted training bit for bit", "[tr
   CHECK(torch::equal(h1.at("gates/log_alpha"), h2.at("gates/log_alpha")));
 }
 
-TEST_CASE("bf16 training follows fp32's losses and resumes bit for bit, length-grouped or not", "[train]") {
+TEST_CASE("bf16 training follows fp32's losses and resumes bit for bit, length-grouped or not",
+          "[.bf16_train][train]") {
   // Stated tolerance: the first step's loss (same weights, same batch) within 2% of fp32's, the mean of the last
   // forty steps within 15%; both learn the rule (the loss falls by a third over the run).
   // oneDNN capped below AVX512_BF16 (HEADPRUNE_MAX_ISA) refuses LibTorch's bf16 matmul primitives.
