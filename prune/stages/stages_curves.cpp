@@ -71,6 +71,11 @@ void load_model_and_data(RunContext& ctx) {
   ci.latency_batch = P.latency_batch;
   ci.latency_seq = latency_seq(cfg);
   ci.stop = ctx.stop;
+  // Where a best criterion is chosen among several (--target-heads N by best, the frontier's head candidates): every
+  // point also scored on the selection slice, where it is chosen.
+  const auto ranked = std::count_if(P.criteria.begin(), P.criteria.end(), [](const auto& c) { return c != "random"; });
+  const bool best = P.max_drop > 0 || (P.target_heads > 0 && P.method == core::MethodKind::kBest);
+  ci.select_too = best && ranked > 1 && !ctx.select_data.ids.empty();
 }
 
 }  // namespace

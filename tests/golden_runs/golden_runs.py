@@ -324,7 +324,8 @@ def without_extra_metrics(got):
     which mnli_subset does not compute."""
     extra = ("macro_f1", "mcc")
     drop = lambda key: any(key == e or key.endswith("." + e) for e in extra)
-    csv_rows = {name: {row: {c: v for c, v in cols.items() if c not in extra} for row, cols in rows.items()}
+    column = lambda c: c.removeprefix("select_") not in extra  # the selection slice's scores too
+    csv_rows = {name: {row: {c: v for c, v in cols.items() if column(c)} for row, cols in rows.items()}
                 for name, rows in got["csv"].items()}
     return {**got, "summary": {k: v for k, v in got["summary"].items() if not drop(k)}, "csv": csv_rows}
 
