@@ -4,9 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <functional>
-#include <sstream>
-#include <tuple>
 
 #include "core/base/errors.h"
 #include "core/base/files.h"

@@ -190,7 +190,6 @@ std::vector<double> frontier_gate_budgets(const std::vector<std::string>& settin
       if (p.method == PointMethod::kKwon && p.precision == "fp32" && within_drop(p, f.select_baseline, 2 * f.max_drop))
         out.insert(p.flops_kept);
     // One training run, where the gates can move the front most: the deepest cut the search left near the line.
-    // (Two, the default until the gates' recovery was shortened, made the run take over 2 h on 2 Zen 3 cores.)
     if (out.empty()) return {};
     return {*out.begin()};
   }
