@@ -213,6 +213,13 @@ FrontierMeasure frontier_measure(const RunContext& ctx, const core::Bert& base) 
   return m;
 }
 
+// The unpruned model at fp32: every speedup's denominator.
+core::Bert fp32_base(const RunContext& ctx) {
+  core::Bert base = *ctx.model;
+  base.set_precision(core::Precision::kFp32);
+  return base;
+}
+
 // Every candidate `plan` names, in the order measured: the unpruned model, the head criterion's points, the budget
 // search's (schedule, then refined), prune.frontier_models, the gates, the control. ConfigError for a run that
 // cannot measure a frontier.
@@ -266,8 +273,7 @@ void check_frontier_models(const core::PruneConfig& p, const core::BertConfig& a
 std::optional<Frontier> measure_candidates(const RunContext& ctx, const CurvesSummary& curves,
                                            const FrontierPlan& plan) {
   const auto cands = candidates(ctx, curves, plan);
-  core::Bert base = *ctx.model;
-  base.set_precision(core::Precision::kFp32);
+  const core::Bert base = fp32_base(ctx);
   if (plan.refined.empty() && plan.gates.empty() && !plan.control)
     log_stage(5, "frontier",
               std::to_string(cands.size()) + " structures x " +
@@ -283,8 +289,7 @@ std::optional<Frontier> measure_candidates(const RunContext& ctx, const CurvesSu
 
 std::optional<Frontier> measure_frontier(const RunContext& ctx, CurvesSummary& curves, const FrontierPlan& plan) {
   const auto cands = candidates(ctx, curves, plan);
-  core::Bert base = *ctx.model;
-  base.set_precision(core::Precision::kFp32);
+  const core::Bert base = fp32_base(ctx);
   auto f = run_frontier(frontier_measure(ctx, base), cands, frontier_header(ctx), curves.files);
   if (f && f->chosen >= 0) save_choice(ctx, *f, cands);
   return f;

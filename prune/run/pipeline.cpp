@@ -25,10 +25,9 @@ namespace {
 std::optional<Frontier> frontier(RunContext& ctx, CurvesSummary& curves, const MaskGradients& grads) {
   const core::PruneConfig& P = ctx.cfg->prune;
   FrontierPlan plan;
-  for (int round = 0; round < P.frontier_refine; ++round) {
-    const auto f = measure_candidates(ctx, curves, plan);
-    if (!f) return std::nullopt;
-    const auto pct = refine_budget(*f, kRefineGapPercent);
+  auto searched = measure_candidates(ctx, curves, plan);
+  for (int round = 0; searched && round < P.frontier_refine; ++round) {
+    const auto pct = refine_budget(*searched, kRefineGapPercent);
     if (!pct) break;
     log_stage(5, "frontier",
               "the budget search refined at " + std::to_string(*pct) + "% of the FLOPs (round " +
@@ -36,8 +35,8 @@ std::optional<Frontier> frontier(RunContext& ctx, CurvesSummary& curves, const M
                   "): between the deepest budget within D on the selection slice and the next deeper one");
     if (!budget_point_at(ctx, grads, 100 + *pct, *pct / 100.0)) return std::nullopt;
     plan.refined.push_back(*pct);
+    searched = measure_candidates(ctx, curves, plan);
   }
-  const auto searched = measure_candidates(ctx, curves, plan);
   if (!searched) return std::nullopt;
   for (const double fraction : frontier_gate_budgets(P.frontier_gates, *searched)) {
     const core::Config c = gates_budget_config(*ctx.cfg, fraction, 0);
