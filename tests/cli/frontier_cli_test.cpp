@@ -271,7 +271,7 @@ TEST_CASE("the frontier run: every candidate kind at fp32 and int8, the fastest 
 // A data root with a small STS-B (train and dev, 40 rows each) in words of the tiny vocab, whose scores are the
 // tiny regression model's own predictions (scaled into 0..5): its Spearman correlation there is 1, so that removing
 // any head or neuron costs points (the tiny models' accuracy on 3 classes, at chance, does not move).
-std::string tiny_stsb_root(const fs::path& root) {
+std::string tiny_stsb_root(const fs::path& root, bool own_scores = true) {
   fs::create_directories(root / "glue" / "STS-B");
   const std::vector<std::string> a = {"the movie was great", "i love this film", "the actors played badly",
                                       "it is not very fun", "she hated the story", "we love the old man"};
@@ -299,6 +299,7 @@ std::string tiny_stsb_root(const fs::path& root) {
     for (auto& v : pred) v = 5 * (v - min) / span;
     return pred;
   };
+  if (!own_scores) return root.string();
   write("dev", own("dev"));
   write("train", own("train"));
   return root.string();
@@ -307,9 +308,9 @@ std::string tiny_stsb_root(const fs::path& root) {
 // prune on the STS-B regression twin (tiny_stsb_root, its train split scored against the model's own predictions
 // too, in folder `data` beside `out`) with choices on that train split, timed at batch 4, fp32 only; `extra`: the
 // test's own flags.
-std::string stsb_args(const fs::path& out, const std::string& data, const std::string& extra) {
+std::string stsb_args(const fs::path& out, const std::string& data, const std::string& extra, bool own_scores = true) {
   return "--model " + hp::test::kTinyBertReg + " --task stsb --max-seq-len 32 --data-root " +
-         tiny_stsb_root(out.parent_path() / data) + " --out " + out.string() +
+         tiny_stsb_root(out.parent_path() / data, own_scores) + " --out " + out.string() +
          " --set prune.select_split=train --criteria taylor --rank-examples 12 --set prune.bootstrap=0"
          " --set prune.latency=false --set eval.batch_size=8 --set prune.rank_batch_size=4 --set prune.latency_batch=4"
          " --set prune.frontier_precisions=[fp32] --set prune.frontier_time=0.02 " +
@@ -431,6 +432,47 @@ TEST_CASE("the budget search refined where the choice is made: the midpoint betw
   CHECK(kwon50.at(38)["heads_kept"].get<int>() <= kwon.at(55)["heads_kept"].get<int>());
   CHECK(kwon50.at(55) == kwon.at(55));  // the first run's 55% read back as it was measured
   CHECK_THAT(other.output, Catch::Contains("the budget search refined at 38% of the FLOPs (round 2 of 2)"));
+}
+
+TEST_CASE("the refinement reads the better of the unpruned model and the control: trained first, it moves D's floor",
+          "[cli][prune][frontier]") {
+  const auto out = hp::test::scratch_dir("hp_prune_frontier_refine_control");
+  fs::remove_all(out);
+  // STS-B on the regression twin with arbitrary scores: the unpruned model ranks the train split (the slice) near 0,
+  // the control, trained on it as long as the deepest recovery, well above, so D = 3 from the control leaves 10% of the
+  // FLOPs out and 50% in, while from the unpruned model every budget is within and nothing would be refined.
+  const std::string args = stsb_args(out, "hp_prune_frontier_refine_control_data",
+                                     "--schedule 0,100 --recover-steps 40 --set prune.budget_schedule=100,50,10"
+                                     " --max-drop 3 --set prune.frontier_gates=[] --set prune.frontier_refine=1"
+                                     " --set train.lr_warmup_ratio=0 --set train.lr_peak=3e-3",
+                                     false);
+  auto r = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());
+  INFO(r.output);
+  REQUIRE((r.code == 0 || (r.code == 2 && fs::exists(out / "summary.json"))));
+  const auto f = nlohmann::json::parse(slurp(out / "summary.json"))["frontier"];
+  REQUIRE(f["reference"] == "control");
+  const double D = f["max_drop"].get<double>(), control = f["select_baseline"].get<double>();
+  const double unpruned = f["unpruned_select"].get<double>();
+  std::map<int, double> kwon;  // FLOPs percent → the search candidate's slice metric
+  for (const auto& p : f["points"])
+    if (p["method"] == "kwon")
+      kwon[static_cast<int>(std::lround(100 * p["flops_kept"].get<double>()))] = p["select_metric"].get<double>();
+  REQUIRE(kwon.count(50));
+  REQUIRE(kwon.count(10));
+  // The setting this case needs: 50% within D of the control and 10% not, both within D of the unpruned model.
+  REQUIRE(kwon.at(50) >= control - D);
+  REQUIRE(kwon.at(10) < control - D);
+  REQUIRE(kwon.at(10) >= unpruned - D);
+  // So the control came first and the refinement searched halfway between them.
+  CHECK(kwon.count(30));
+  const auto trained = r.output.find("the control: the unpruned model trained");
+  const auto refined = r.output.find(
+      "the budget search refined at 30% of the FLOPs (round 1 of 1): between the "
+      "deepest budget within D of the control's");
+  REQUIRE(trained != std::string::npos);
+  REQUIRE(refined != std::string::npos);
+  CHECK(trained < refined);
+  CHECK(f["points"].size() == kwon.size() + 2);  // the unpruned model and the control beside them
 }
 
 TEST_CASE("the frontier's budget candidate at F and --target-flops F give the same model (#58)",
