@@ -1,6 +1,7 @@
 // The pruning run's budget mode: Kwon et al.'s search in stages 3-5 (see prune/stages/budget.h).
 #include "prune/stages/budget.h"
 #include "prune/stages/best_step.h"
+#include "prune/stages/control.h"
 
 #include <algorithm>
 #include <chrono>
@@ -404,6 +405,24 @@ std::vector<std::string> write_budget_report(const RunContext& ctx, const Budget
   return files;
 }
 
+// The budget curves' control (prune.control, where the curves recover and no frontier trains its own): the unpruned
+// model trained as long as their longest recovery in RUN_DIR/budget_control, a point at 100% of the unit beside
+// them. False when stopped.
+bool add_curves_control(RunContext& ctx, const BudgetUnit& unit, BudgetCurves& d) {
+  const core::PruneConfig& P = ctx.cfg->prune;
+  if (!P.control || P.max_drop > 0 || !ctx.objective->has_control()) return true;
+  const long steps = longest_candidate_training(ctx);  // the curves' recoveries (no gates trained yet)
+  if (steps <= 0) return true;
+  if (!train_control(ctx, steps, true, 4, "curves", "the longest recovery on the curves", kCurvesControlDir))
+    return false;
+  const core::Bert control = core::load_bert(ctx.cfg->run.out_dir + "/" + kCurvesControlDir + "/best", ctx.load);
+  const CurvePoint p = evaluate_point(ctx.curves, control, "control", ctx.cfg->run.seed, 0, all_heads(ctx.arch));
+  const Aggregate a = aggregate({p}, *ctx.objective, P.bootstrap, ctx.cfg->run.seed).at(0);
+  d.points.push_back({"control", kept_fraction(a, unit, fixed_part(unit, ctx.arch), d.unpruned_latency_ms), a.kept,
+                      a.params, a.flops, a.mean, a.lo, a.hi, a.latency_ms});
+  return true;
+}
+
 }  // namespace
 
 const char* budget_line_name(BudgetLine line) {
@@ -451,6 +470,7 @@ bool budget_curves(RunContext& ctx, const MaskGradients& grads, CurvesSummary& c
   progress.finish();
   const auto agg = aggregate(points, *ctx.objective, P.bootstrap, ctx.cfg->run.seed);
   curves.budget = budget_data(ctx, unit, agg, curves);
+  if (!add_curves_control(ctx, unit, *curves.budget)) return false;
   for (const auto& f : write_budget_report(ctx, *curves.budget)) curves.files.push_back(f);
   return true;
 }

@@ -52,13 +52,13 @@ std::optional<ReferenceSummary> final_reference(RunContext& ctx, const FinalChoi
 }
 
 bool train_control(const RunContext& ctx, long steps, bool slimmed, int stage, const std::string& name,
-                   const std::string& as_long_as) {
-  if (fs::exists(ctx.cfg->run.out_dir + "/" + kControlDir + "/train_result.json")) return true;
+                   const std::string& as_long_as, const std::string& sub) {
+  if (fs::exists(ctx.cfg->run.out_dir + "/" + sub + "/train_result.json")) return true;
   const core::Config c = recovery_config(*ctx.cfg, static_cast<int>(steps), slimmed);
   log_stage(stage, name,
             "the control: the unpruned model trained " + std::to_string(steps) + " steps, as long as " + as_long_as +
                 (c.gates.distill ? ", distilling from itself" : "") + " (prune.control: false leaves it out)");
-  return train_in(ctx, c, kControlDir, ctx.model_dir, {}, 0, c.gates.distill ? ctx.model_dir : "");
+  return train_in(ctx, c, sub, ctx.model_dir, {}, 0, c.gates.distill ? ctx.model_dir : "");
 }
 
 long longest_candidate_training(const RunContext& ctx) {

@@ -19,12 +19,15 @@ namespace hp::prune {
 // trained nothing); no control without training or with prune.control off. nullopt when stopped.
 std::optional<ReferenceSummary> final_reference(RunContext& ctx, const FinalChoice& choice, const core::Bert& final);
 
-// The control in RUN_DIR/control, trained `steps` steps as the recovery of a (`slimmed`) model trains
+inline constexpr const char* kControlDir = "control";
+// The budget curves' control (without --max-drop, whose frontier trains its own): as long as their longest recovery.
+inline constexpr const char* kCurvesControlDir = "budget_control";
+
+// The control in RUN_DIR/`sub`, trained `steps` steps as the recovery of a (`slimmed`) model trains
 // (recovery_config: distilling from the unpruned model where that distils), logged under stage `stage` `name` as
 // trained "as long as `as_long_as`"; kept where trained before. False when stopped.
 bool train_control(const RunContext& ctx, long steps, bool slimmed, int stage, const std::string& name,
-                   const std::string& as_long_as);
-inline constexpr const char* kControlDir = "control";
+                   const std::string& as_long_as, const std::string& sub = kControlDir);
 
 // The most optimizer steps a frontier candidate trained for: every recovery of the budget search
 // (RUN_DIR/budget_recover/*) and every gates run (RUN_DIR/frontier_gates/*), read from their train_result.json.

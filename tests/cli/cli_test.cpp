@@ -389,10 +389,10 @@ TEST_CASE("the pruning run with a FLOPs budget: search, curves, slimmed export w
   CHECK_THAT(f["hf_check"]["transformers4"].get<std::string>(), Catch::StartsWith("not applicable"));
   const std::string card = slurp(out / "model" / "README.md");
   CHECK_THAT(card, Catch::Contains("FFN neurons kept") && Catch::Contains("of the encoder's FLOPs"));
-  // The budget curves: 8 budgets x (3 steps of the search, its recovery, Taylor, magnitude, random), and the head
-  // criterion on the same axis.
+  // The budget curves: 8 budgets x (3 steps of the search, its recovery, Taylor, magnitude, random), the head
+  // criterion on the same axis, and the control.
   const std::string csv = slurp(out / "budget_curves.csv");
-  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 8 * 7 + 5);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 8 * 7 + 5 + 1);
   CHECK_THAT(csv, Catch::Contains("kwon-tuned,") && Catch::Contains("taylor-search,") &&
                       Catch::Contains("random-search,") && Catch::Contains("heads only: taylor,"));
   const auto& points = summary["budget_curves"]["points"];
@@ -423,6 +423,15 @@ TEST_CASE("the pruning run with a FLOPs budget: search, curves, slimmed export w
     CHECK(!std::filesystem::exists(dir / "best"));
     CHECK(!std::filesystem::exists(dir / "state"));
   }
+  // The control: the unpruned model trained as long as the longest recovery (30%: 3 steps), a point at 100%.
+  CHECK(nlohmann::json::parse(slurp(out / "budget_control" / "train_result.json"))["steps"] == 3);
+  const auto control =
+      std::find_if(points.begin(), points.end(), [](const auto& p) { return p["method"] == "control"; });
+  REQUIRE(control != points.end());
+  CHECK((*control)["kept_fraction"].get<double>() == Approx(1.0));
+  CHECK((*control)["heads_kept"] == 8);
+  CHECK_THAT(r.output, Catch::Contains("the control: the unpruned model trained 3 steps, as long as the longest "
+                                       "recovery on the curves"));
 
   // Killed after the search: the curves, the summary and some points gone; the rerun resumes to the same.
   std::filesystem::remove(out / "budget_curves.csv");
