@@ -65,8 +65,6 @@ struct Options {
   bool blas_forward = false;
   bool aten_epilogues = false;
   bool no_kernels = false;
-  std::string precision = "fp32";
-  bool separate_quant = false;
 };
 
 // One timed thing of a round: a GEMM at a BERT-base shape or a whole forward.
@@ -118,8 +116,7 @@ hp::core::EncoderInput random_input(const hp::core::BertConfig& cfg, long B, lon
 
 // The forward as the product runs it, or with pieces switched back to ATen for comparison: kNoKernels is the
 // fallback of the scalar path (the BLAS attention loop and ATen's epilogues) with the product's linears.
-// kSeparateQuant: at int8, each linear quantising its own input (no Int8Rows from the epilogue before).
-enum class Variant { kProduct, kBlasLinears, kAtenEpilogues, kNoKernels, kSeparateQuant };
+enum class Variant { kProduct, kBlasLinears, kAtenEpilogues, kNoKernels };
 
 Timed forward_item(const std::string& label, std::shared_ptr<const hp::core::Bert> model, const Options& o,
                    Variant variant = Variant::kProduct) {
@@ -128,7 +125,6 @@ Timed forward_item(const std::string& label, std::shared_ptr<const hp::core::Ber
   const char* suffix = variant == Variant::kBlasLinears     ? " (BLAS linears)"
                        : variant == Variant::kAtenEpilogues ? " (ATen epilogues)"
                        : variant == Variant::kNoKernels     ? " (no kernels: BLAS attention, ATen epilogues)"
-                       : variant == Variant::kSeparateQuant ? " (int8 inputs quantised by each linear)"
                                                             : "";
   char text[160];
   std::snprintf(text, sizeof text, "forward %s%s B=%d S=%d (%.1f GFLOP)", label.c_str(), suffix, o.batch, o.seq,
@@ -141,9 +137,7 @@ Timed forward_item(const std::string& label, std::shared_ptr<const hp::core::Ber
             const bool kernels = variant != Variant::kNoKernels;
             hp::core::set_epilogue_kernels_enabled(kernels && variant != Variant::kAtenEpilogues);
             hp::core::set_attention_kernel_enabled(kernels);
-            hp::core::set_int8_rows_ahead(variant != Variant::kSeparateQuant);
             model->forward(in);
-            hp::core::set_int8_rows_ahead(true);
             hp::core::set_onednn_gemm_enabled(true);
             hp::core::set_epilogue_kernels_enabled(true);
             hp::core::set_attention_kernel_enabled(true);
@@ -286,9 +280,6 @@ int main(int argc, char** argv) {
     app.add_flag("--blas-forward", o.blas_forward, "also time BERT-base with its linears on ATen's BLAS");
     app.add_flag("--aten-epilogues", o.aten_epilogues,
                  "also time BERT-base with bias, activation, residual and LayerNorm as ATen ops");
-    app.add_option("--precision", o.precision, "the forwards' precision: fp32, bf16 or int8 (the GEMMs stay fp32)");
-    app.add_flag("--separate-quant", o.separate_quant,
-                 "at int8, also time each forward with every linear quantising its own input, in the same rounds");
     app.add_flag("--no-kernels", o.no_kernels,
                  "also time each forward without the SIMD attention kernel and epilogues (the BLAS loop and ATen's "
                  "ops, as on the scalar path), in the same interleaved rounds");
@@ -300,15 +291,9 @@ int main(int argc, char** argv) {
     std::vector<Timed> items;
     add_gemms(items, o);
     auto base_cfg = bert_base_config();
-    const hp::core::Precision precision = hp::core::precision_setting(o.precision, "--precision");
-    auto at_precision = [&](hp::core::Bert m) {
-      m.set_precision(precision);
-      return std::make_shared<const hp::core::Bert>(std::move(m));
-    };
     if (!o.skip_base) {
-      auto base = at_precision(random_bert(base_cfg));
+      auto base = std::make_shared<const hp::core::Bert>(random_bert(base_cfg));
       items.push_back(forward_item("bert-base", base, o));
-      if (o.separate_quant) items.push_back(forward_item("bert-base", base, o, Variant::kSeparateQuant));
       if (o.blas_forward) items.push_back(forward_item("bert-base", base, o, Variant::kBlasLinears));
       if (o.aten_epilogues) items.push_back(forward_item("bert-base", base, o, Variant::kAtenEpilogues));
       if (o.no_kernels) items.push_back(forward_item("bert-base", base, o, Variant::kNoKernels));
@@ -316,10 +301,9 @@ int main(int argc, char** argv) {
     if (!o.model.empty() && std::filesystem::exists(o.model + "/config.json")) {
       hp::core::LoadOptions load;
       load.num_labels = 2;
-      auto model = at_precision(hp::core::load_bert(o.model, load));
+      auto model = std::make_shared<const hp::core::Bert>(hp::core::load_bert(o.model, load));
       const std::string name = std::filesystem::path(o.model).filename().string();
       items.push_back(forward_item(name, model, o));
-      if (o.separate_quant) items.push_back(forward_item(name, model, o, Variant::kSeparateQuant));
       if (o.no_kernels) items.push_back(forward_item(name, model, o, Variant::kNoKernels));
     } else {
       std::printf("forward %s: skipped (no config.json)\n", o.model.c_str());

@@ -7,7 +7,6 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -415,57 +414,28 @@ torch::Tensor PackedLinear::dequantized() const {
   return bf16_.defined() ? bf16_.to(torch::kFloat) : w_;
 }
 
-namespace {
-std::atomic<bool> g_rows_ahead{true};
-}  // namespace
-
-bool int8_rows_ahead() { return g_rows_ahead.load(); }
-void set_int8_rows_ahead(bool on) { g_rows_ahead = on; }
-
-bool PackedLinear::prepare_rows(Int8Rows& r, int64_t rows) const {
-  if (precision_ != Precision::kInt8) return false;
-  const int64_t K = w_.size(1);
-  scratch(r.q, rows * K), scratch(r.scale, rows), scratch(r.zero, rows);
-  r.rows = rows, r.K = K, r.pack = q_padded_.data_ptr();
-  return true;
-}
-
-void PackedLinear::quantize_rows(const float* x, int64_t ldx, int64_t begin, int64_t end, Int8Rows& r) const {
-  HP_CHECK(r.pack == q_padded_.data_ptr() && end <= r.rows, "quantize_rows: rows not prepared for this pack");
-  quant::quantize_activation_rows(x + begin * ldx, ldx, end - begin, r.K, r.q.data() + begin * r.K,
-                                  r.scale.data() + begin, r.zero.data() + begin,
-                                  inv_smooth_.defined() ? inv_smooth_.data_ptr<float>() : nullptr);
-}
-
-void PackedLinear::apply(torch::Tensor& out, const torch::Tensor& x, bool accumulate, const RowEpilogue& after,
-                         const Int8Rows* ahead) const {
+void PackedLinear::apply(torch::Tensor& out, const torch::Tensor& x, bool accumulate, const RowEpilogue& after) const {
   TORCH_CHECK(defined() && out.dim() == 2 && x.dim() == 2 && x.size(1) == w_.size(1) && out.size(0) == x.size(0) &&
                   out.size(1) == w_.size(0) && out.scalar_type() == torch::kFloat &&
                   x.scalar_type() == torch::kFloat && out.stride(1) == 1 && x.stride(1) == 1,
               "PackedLinear::apply: shapes ", out.sizes(), " = ", x.sizes(), " x ", w_.sizes(), "^T");
   if (out.numel() == 0) return;
   record(x);
-  if (precision_ == Precision::kInt8 && x.size(1) > 0) return apply_int8(out, x, accumulate, after, ahead);
+  if (precision_ == Precision::kInt8 && x.size(1) > 0) return apply_int8(out, x, accumulate, after);
   if (precision_ == Precision::kBf16 && primitive_ && lowp_native(Precision::kBf16)) apply_bf16(out, x, accumulate);
   else accumulate ? accumulate_linear(out, x, w_) : matmul_nt(out, x, w_);
   if (after) after(0, out.size(0));
 }
 
-void PackedLinear::apply_int8(torch::Tensor& out, const torch::Tensor& x, bool accumulate, const RowEpilogue& after,
-                              const Int8Rows* ahead) const {
+void PackedLinear::apply_int8(torch::Tensor& out, const torch::Tensor& x, bool accumulate,
+                              const RowEpilogue& after) const {
   thread_local Int8Scratch s;
   const int64_t M = x.size(0), K = x.size(1), N = w_.size(0);
-  uint8_t* qx;
-  float* sx;
-  int32_t* zx;
-  if (ahead && ahead->pack == q_padded_.data_ptr() && ahead->rows == M && ahead->K == K) {
-    qx = const_cast<uint8_t*>(ahead->q.data()), sx = const_cast<float*>(ahead->scale.data());
-    zx = const_cast<int32_t*>(ahead->zero.data());
-  } else {
-    qx = scratch(s.q, M * K), sx = scratch(s.scale, M), zx = scratch(s.zero, M);
-    quant::quantize_activation_rows(x.data_ptr<float>(), x.stride(0), M, K, qx, sx, zx,
-                                    inv_smooth_.defined() ? inv_smooth_.data_ptr<float>() : nullptr);
-  }
+  uint8_t* qx = scratch(s.q, M * K);
+  float* sx = scratch(s.scale, M);
+  int32_t* zx = scratch(s.zero, M);
+  quant::quantize_activation_rows(x.data_ptr<float>(), x.stride(0), M, K, qx, sx, zx,
+                                  inv_smooth_.defined() ? inv_smooth_.data_ptr<float>() : nullptr);
   // The same rounded operands through the float32 GEMM without AVX2, and for weights packed in ±127 under a
   // cap lowered since (tests): the GEMM at hand could saturate their pair sums.
   const Int8Path path = int8_path();

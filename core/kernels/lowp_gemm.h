@@ -24,7 +24,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <vector>
 
 namespace hp::core {
 
@@ -73,19 +72,6 @@ class Bf16Autocast {
   at::ScalarType was_dtype_ = at::kBFloat16;
 };
 
-// Input rows of an int8 PackedLinear quantised ahead of its product, by the epilogue that wrote them while they are
-// in cache (PackedLinear::quantize_rows), so that apply() skips its own quantising pass: the same operands bit for bit.
-struct Int8Rows {
-  std::vector<uint8_t> q;  // [rows, K]
-  std::vector<float> scale;
-  std::vector<int32_t> zero;
-  int64_t rows = 0, K = 0;
-  const void* pack = nullptr;  // the packed weight they were quantised for (its smoothing applied); null: not ready
-};
-// Tests and benchmarks: the core/model forward quantises int8 inputs in the epilogue before (on by default).
-bool int8_rows_ahead();
-void set_int8_rows_ahead(bool on);
-
 class PackedLinear {
  public:
   PackedLinear() = default;  // nothing packed: fp32
@@ -105,15 +91,8 @@ class PackedLinear {
   // `after(begin, end)` then runs on the output rows [begin, end): at int8 on each thread's rows, by that thread,
   // once it has converted them from int32 (no second parallel region), otherwise once over all rows after the
   // product.
-  // `ahead`: x's rows quantised for this pack already (prepare_rows, quantize_rows); int8 only, else ignored.
   using RowEpilogue = std::function<void(int64_t, int64_t)>;
-  void apply(torch::Tensor& out, const torch::Tensor& x, bool accumulate, const RowEpilogue& after = {},
-             const Int8Rows* ahead = nullptr) const;
-  // int8: `r` sized for `rows` input rows of this pack and marked as its own; false (r untouched) at another precision.
-  bool prepare_rows(Int8Rows& r, int64_t rows) const;
-  // Rows [begin, end) of x [*, K] (row stride ldx) quantised into `r` (prepared by prepare_rows) as apply() would,
-  // without a parallel region of its own: for an epilogue's thread.
-  void quantize_rows(const float* x, int64_t ldx, int64_t begin, int64_t end, Int8Rows& r) const;
+  void apply(torch::Tensor& out, const torch::Tensor& x, bool accumulate, const RowEpilogue& after = {}) const;
   // x · Ŵᵀ + b over the last dimension of x (any leading shape): the bias first, then an accumulating apply.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& b) const;
   // The weight the product uses, dequantised to float32 [N, K] in the space of x (smoothing undone; tests and
@@ -129,8 +108,7 @@ class PackedLinear {
   const torch::Tensor& int8_weights() const { return q_; }
 
  private:
-  void apply_int8(torch::Tensor& out, const torch::Tensor& x, bool accumulate, const RowEpilogue& after,
-                  const Int8Rows* ahead) const;
+  void apply_int8(torch::Tensor& out, const torch::Tensor& x, bool accumulate, const RowEpilogue& after) const;
   void apply_bf16(torch::Tensor& out, const torch::Tensor& x, bool accumulate) const;
   void record(const torch::Tensor& x) const;
 

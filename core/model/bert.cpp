@@ -278,9 +278,6 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
     return inference ? linear_no_grad(t, weight, bias) : linear_frozen(t, weight, bias);  // core/kernels/gemm.h
   };
   torch::Tensor attn;
-  thread_local Int8Rows attn_rows;  // the FFN input projection's input quantised by the attention block's epilogue
-  attn_rows.pack = nullptr;
-  const RowsAhead ahead{nullptr, inference && int8_rows_ahead() ? &packs_[l].in : nullptr, &attn_rows};
   if (H == 0) {
     // No heads left: the attention block adds only the output bias before the residual LayerNorm.
     attn = norm(xq + (masks.hidden.defined() ? w.o_b * masks.hidden : w.o_b), w.ln1_w, w.ln1_b, in.lrp_rules, &masks);
@@ -336,13 +333,13 @@ torch::Tensor Bert::layer_forward(int l, const torch::Tensor& x, const torch::Te
     // DistilBERT drops nothing out of its attention output (core/model/arch.h).
     const double attn_dropout = arch_of(cfg_.model_type).attention_output_dropout ? cfg_.hidden_dropout_prob : 0.0;
     attn = add_norm(ctx, weight_of(l, &LayerPacks::o, w.o_w, inference), w.o_b, xq, w.ln1_w, w.ln1_b, inference,
-                    in.lrp_rules, attn_dropout, masks, ahead);
+                    in.lrp_rules, attn_dropout, masks);
   }
-  return ffn_block(l, attn, masks, out, in, inference, ahead.out);
+  return ffn_block(l, attn, masks, out, in, inference);
 }
 
 torch::Tensor Bert::ffn_block(int l, const torch::Tensor& attn, const Masks& masks, EncoderOutput& out,
-                              const EncoderInput& in, bool inference, const Int8Rows* attn_rows) const {
+                              const EncoderInput& in, bool inference) const {
   const torch::Tensor& neuron_mask = masks.neurons;
   const LayerRefs& w = layers_[l];
   const int I = cfg_.ffn_width(l);
@@ -353,16 +350,93 @@ torch::Tensor Bert::ffn_block(int l, const torch::Tensor& attn, const Masks& mas
     if (in.want_ffn) out.ffn_acts.push_back(torch::zeros({attn.size(0), attn.size(1), 0}, attn.options()));
     return norm(attn + (masks.hidden.defined() ? w.out_b * masks.hidden : w.out_b), w.ln2_w, w.ln2_b, lrp, &masks);
   }
-  thread_local Int8Rows inter_rows;  // the FFN output projection's input quantised by the activation's epilogue
-  const bool ahead = inference && int8_rows_ahead() && !neuron_mask.defined();  // a mask changes inter after
-  auto inter = ffn_in(attn, weight_of(l, &LayerPacks::in, w.in_w, inference), w.in_b, inference, lrp,
-                      {attn_rows, ahead ? &packs_[l].out : nullptr, &inter_rows});  // [B, S, I]
+  auto inter = ffn_in(attn, weight_of(l, &LayerPacks::in, w.in_w, inference), w.in_b, inference, lrp);  // [B, S, I]
   if (in.want_ffn) out.ffn_acts.push_back(inter);
   if (neuron_mask.defined())
     inter = inter * (neuron_mask.dim() == 3 ? neuron_mask.select(1, l).narrow(1, 0, I).unsqueeze(1)
                                             : neuron_mask[l].narrow(0, 0, I));
   return add_norm(inter, weight_of(l, &LayerPacks::out, w.out_w, inference), w.out_b, attn, w.ln2_w, w.ln2_b, inference,
-                  lrp, cfg_.hidden_dropout_prob, masks, {ahead ? &inter_rows : nullptr});
+                  lrp, cfg_.hidden_dropout_prob, masks);
+}
+
+namespace {
+
+// The fused epilogues (core/kernels/epilogue.h) take float32 CPU tensors; the vectors (biases, LayerNorm) are read
+// through raw pointers and must be contiguous. Activations may be strided views (the [CLS] rows).
+// x as 2-D rows [*, K] with unit column stride (a view where it can be), as PackedLinear::apply takes them.
+torch::Tensor unit_stride_rows(const torch::Tensor& x) {
+  auto rows = x.reshape({-1, x.size(-1)});
+  return rows.stride(1) == 1 ? rows : rows.contiguous();
+}
+
+bool epilogue_ready(std::initializer_list<const torch::Tensor*> tensors) {
+  if (!epilogue_kernels_available()) return false;
+  for (const auto* t : tensors)
+    if (t->scalar_type() != torch::kFloat || !t->device().is_cpu() || (t->dim() == 1 && !t->is_contiguous()))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+torch::Tensor Bert::ffn_in(const torch::Tensor& x, const PackedLinear& pw, const torch::Tensor& b, bool inference,
+                           bool lrp) const {
+  const std::string& act = cfg_.hidden_act;
+  const torch::Tensor& w = pw.weight();
+  if (!inference || (act != "gelu" && act != "relu") || !epilogue_ready({&x, &w, &b}))
+    return activation(inference ? pw.linear(x, b) : linear_frozen(x, w, b), lrp, inference);
+  // The GEMM writes x·wᵀ; one pass then adds the bias and applies the activation.
+  auto sizes = x.sizes().vec();
+  sizes.back() = w.size(0);
+  auto out = torch::empty(sizes, x.options());
+  auto rows = out.view({-1, w.size(0)});
+  float* y = rows.data_ptr<float>();
+  const float* bias = b.data_ptr<float>();
+  const int64_t n = rows.size(1), ldy = rows.stride(0);
+  const auto kind = act == "gelu" ? EpilogueActivation::kGeluErf : EpilogueActivation::kRelu;
+  pw.apply(rows, unit_stride_rows(x), false, [=](int64_t begin, int64_t end) {
+    bias_activation_rows(y + begin * ldy, end - begin, n, ldy, bias, kind);
+  });
+  return out;
+}
+
+torch::Tensor Bert::add_norm(const torch::Tensor& x, const PackedLinear& pw, const torch::Tensor& b,
+                             const torch::Tensor& residual, const torch::Tensor& ln_w, const torch::Tensor& ln_b,
+                             bool inference, bool lrp, double dropout, const Masks& masks) const {
+  const torch::Tensor& w = pw.weight();
+  if (masks.hidden.defined()) {
+    auto y = inference ? pw.linear(x, b) : torch::dropout(linear_frozen(x, w, b), dropout, training_);
+    return norm(y * masks.hidden + residual, ln_w, ln_b, lrp, &masks);
+  }
+  if (!inference || !epilogue_ready({&x, &residual, &w, &b, &ln_w, &ln_b}))
+    return norm(linear_plus(x, pw, b, residual, inference, dropout), ln_w, ln_b, lrp);
+  // The GEMM writes x·wᵀ; one pass then adds bias and residual and normalises each row.
+  const auto D = w.size(0);
+  auto res = residual.reshape({-1, D});  // a view, also for the [CLS] rows of a cls_only last layer
+  if (res.stride(1) != 1) res = res.contiguous();
+  auto out = torch::empty(residual.sizes(), residual.options());
+  auto rows = out.view({-1, D});
+  float* y = rows.data_ptr<float>();
+  const float *r = res.data_ptr<float>(), *bias = b.data_ptr<float>(), *gamma = ln_w.data_ptr<float>(),
+              *beta = ln_b.data_ptr<float>();
+  const int64_t ldr = res.stride(0);
+  const auto eps = static_cast<float>(cfg_.layer_norm_eps);
+  pw.apply(rows, unit_stride_rows(x), false, [=](int64_t begin, int64_t end) {
+    bias_residual_layer_norm_rows(y + begin * D, D, r + begin * ldr, ldr, bias, gamma, beta, end - begin, D, eps);
+  });
+  return out;
+}
+
+torch::Tensor Bert::linear_plus(const torch::Tensor& x, const PackedLinear& pw, const torch::Tensor& b,
+                                const torch::Tensor& residual, bool inference, double dropout) const {
+  const torch::Tensor& w = pw.weight();
+  if (!inference) return torch::dropout(linear_frozen(x, w, b), dropout, training_) + residual;
+  // One pass writes residual + bias; the GEMM then accumulates into it (beta = 1). torch::linear would
+  // first broadcast the bias into a fresh output and the sum would take another pass.
+  auto out = residual + b;
+  auto rows = out.view({-1, w.size(0)});
+  pw.apply(rows, unit_stride_rows(x), true);
+  return out;
 }
 
 namespace {

@@ -102,15 +102,6 @@ torch::Tensor extended_attention_mask(const torch::Tensor& attention_mask);
 // (kSmoothAlpha in bert.cpp); 1 where a channel gives no finite positive factor. PackedLinear::pack takes them.
 torch::Tensor smoothing_factors(const torch::Tensor& w, const torch::Tensor& act_max);
 
-// The inference forward's fused linears at int8 (Bert::ffn_in, Bert::add_norm): their input's rows quantised ahead
-// (`in`; null: quantised by the product), and the linear `next` whose input they quantise into `out` in their
-// epilogue (left not ready where they do not fuse).
-struct RowsAhead {
-  const Int8Rows* in = nullptr;
-  const PackedLinear* next = nullptr;
-  Int8Rows* out = nullptr;
-};
-
 class Bert {
  public:
   // `params` are keyed by HF names without prefix (core/model/bert_keys.h); shapes must already be checked.
@@ -198,10 +189,9 @@ class Bert {
   EncoderOutput forward_here(const EncoderInput& in, const EncoderInput& given) const;
   torch::Tensor layer_forward(int l, const torch::Tensor& x, const torch::Tensor& ext_mask, const Masks& masks,
                               EncoderOutput& out, const EncoderInput& in) const;
-  // The FFN sublayer of layer l on the attention block's output: LayerNorm(attn + W2·mask·act(W1·attn)); `attn_rows`:
-  // attn quantised ahead for W1 (RowsAhead), or null.
+  // The FFN sublayer of layer l on the attention block's output: LayerNorm(attn + W2·mask·act(W1·attn)).
   torch::Tensor ffn_block(int l, const torch::Tensor& attn, const Masks& masks, EncoderOutput& out,
-                          const EncoderInput& in, bool inference, const Int8Rows* attn_rows = nullptr) const;
+                          const EncoderInput& in, bool inference) const;
   torch::Tensor embed(const EncoderInput& in, const Masks& masks) const;
   Masks check_masks(const EncoderInput& in, const EncoderInput& given) const;
   // Layer l skipped by a layer mask of 0 (no gradient): the placeholders of its EncoderOutput lists.
@@ -225,14 +215,14 @@ class Bert {
                      const Masks* masks = nullptr) const;
   // activation(linear(x, w, b)). With `inference`, gelu or relu and AVX-512: a GEMM, then bias and
   // activation in one pass (core/kernels/epilogue.h).
-  torch::Tensor ffn_in(const torch::Tensor& x, const PackedLinear& w, const torch::Tensor& b, bool inference, bool lrp,
-                       const RowsAhead& q = {}) const;
+  torch::Tensor ffn_in(const torch::Tensor& x, const PackedLinear& w, const torch::Tensor& b, bool inference,
+                       bool lrp) const;
   // norm(linear_plus(...)). With `inference` and AVX-512: a GEMM, then bias, residual and LayerNorm in
   // one pass (core/kernels/epilogue.h).
   // With masks.hidden: norm(residual + hidden · linear(x)), unfused.
   torch::Tensor add_norm(const torch::Tensor& x, const PackedLinear& w, const torch::Tensor& b,
                          const torch::Tensor& residual, const torch::Tensor& ln_w, const torch::Tensor& ln_b,
-                         bool inference, bool lrp, double dropout, const Masks& masks, const RowsAhead& q = {}) const;
+                         bool inference, bool lrp, double dropout, const Masks& masks) const;
   const torch::Tensor& p(const std::string& name) const;
 
   BertConfig cfg_;
