@@ -65,6 +65,7 @@ struct Options {
   bool blas_forward = false;
   bool aten_epilogues = false;
   bool no_kernels = false;
+  std::string precision = "fp32";
 };
 
 // One timed thing of a round: a GEMM at a BERT-base shape or a whole forward.
@@ -280,6 +281,7 @@ int main(int argc, char** argv) {
     app.add_flag("--blas-forward", o.blas_forward, "also time BERT-base with its linears on ATen's BLAS");
     app.add_flag("--aten-epilogues", o.aten_epilogues,
                  "also time BERT-base with bias, activation, residual and LayerNorm as ATen ops");
+    app.add_option("--precision", o.precision, "the forwards' precision: fp32, bf16 or int8 (the GEMMs stay fp32)");
     app.add_flag("--no-kernels", o.no_kernels,
                  "also time each forward without the SIMD attention kernel and epilogues (the BLAS loop and ATen's "
                  "ops, as on the scalar path), in the same interleaved rounds");
@@ -291,8 +293,13 @@ int main(int argc, char** argv) {
     std::vector<Timed> items;
     add_gemms(items, o);
     auto base_cfg = bert_base_config();
+    const hp::core::Precision precision = hp::core::precision_setting(o.precision, "--precision");
+    auto at_precision = [&](hp::core::Bert m) {
+      m.set_precision(precision);
+      return std::make_shared<const hp::core::Bert>(std::move(m));
+    };
     if (!o.skip_base) {
-      auto base = std::make_shared<const hp::core::Bert>(random_bert(base_cfg));
+      auto base = at_precision(random_bert(base_cfg));
       items.push_back(forward_item("bert-base", base, o));
       if (o.blas_forward) items.push_back(forward_item("bert-base", base, o, Variant::kBlasLinears));
       if (o.aten_epilogues) items.push_back(forward_item("bert-base", base, o, Variant::kAtenEpilogues));
@@ -301,7 +308,7 @@ int main(int argc, char** argv) {
     if (!o.model.empty() && std::filesystem::exists(o.model + "/config.json")) {
       hp::core::LoadOptions load;
       load.num_labels = 2;
-      auto model = std::make_shared<const hp::core::Bert>(hp::core::load_bert(o.model, load));
+      auto model = at_precision(hp::core::load_bert(o.model, load));
       const std::string name = std::filesystem::path(o.model).filename().string();
       items.push_back(forward_item(name, model, o));
       if (o.no_kernels) items.push_back(forward_item(name, model, o, Variant::kNoKernels));
