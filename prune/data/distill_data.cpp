@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <random>
 
+#include "core/base/config.h"  // join_list
 #include "core/base/errors.h"
 
 namespace hp::prune {
@@ -45,10 +46,8 @@ void check_distill_tasks(const std::vector<std::string>& extra, const std::strin
   std::set<std::string> seen;
   for (const auto& name : extra) {
     const auto names = core::task_names();
-    std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
     if (std::find(names.begin(), names.end(), name) == names.end())
-      throw ConfigError("prune.distill_tasks has '" + name + "', no task; use some of " + list);
+      throw ConfigError("prune.distill_tasks has '" + name + "', no task; use some of " + core::join_list(names));
     const auto splits = core::find_task(name).split_names();
     if (std::find(splits.begin(), splits.end(), "train") == splits.end())
       throw ConfigError("prune.distill_tasks has " + name + ", which has no train split (only training sentences are "

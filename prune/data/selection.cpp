@@ -40,10 +40,8 @@ Selection named(const core::Config& cfg, const core::TaskSpec& task, const std::
 void check_split(const core::TaskSpec& task, const std::string& key, const std::string& spec) {
   const std::string split = core::parse_split_spec(spec, key).name;
   if (has_split(task, split)) return;
-  const auto names = task.split_names();
-  std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-  throw ConfigError(key + " = '" + split + "' is not a split of " + task.name + "; use one of " + list);
+  throw ConfigError(key + " = '" + split + "' is not a split of " + task.name + "; use one of " +
+                    core::join_list(task.split_names()));
 }
 
 Selection resolve_selection(const core::Config& cfg, const core::TaskSpec& task, const std::string& root) {

@@ -2,7 +2,6 @@
 #include "prune/embedding/embedding_context.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <set>
 
 #include "core/base/errors.h"
@@ -15,8 +14,6 @@
 #include "prune/heads/schedule.h"
 
 namespace hp::prune {
-
-namespace fs = std::filesystem;
 
 void read_data(EmbedRun& r, const core::Config& user) {
   const core::TaskSpec& task = core::find_task(user.data.task);

@@ -2,9 +2,6 @@
 #include "prune/embedding/embedding_run.h"
 
 #include <filesystem>
-#include <optional>
-#include <utility>
-#include <vector>
 
 #include "core/base/errors.h"
 #include "core/base/files.h"

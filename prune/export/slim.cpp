@@ -103,8 +103,6 @@ std::map<std::string, torch::Tensor> copy_parameters(const core::Bert& model) {
   return params;
 }
 
-core::Bert copy_model(const core::Bert& model) { return core::Bert(model.config(), copy_parameters(model)); }
-
 core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep, const core::NeuronSet& keep_neurons,
                       const std::vector<bool>& keep_layers, const std::vector<bool>& keep_hidden) {
   core::BertConfig cfg = model.config();

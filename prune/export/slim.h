@@ -39,10 +39,8 @@ core::Bert slim_model(const core::Bert& model, const core::HeadSet& keep, const 
 // The same from a parsed mask (core/model/head_mask.h).
 core::Bert slim_model(const core::Bert& model, const core::StructureMask& keep);
 
-// `model`'s parameters as tensors of their own (detached copies), and the model made of them: a student to train or
-// a model to rewrite while the original stays as it was.
+// `model`'s parameters as tensors of their own (detached copies): a model to rewrite while the original stays as it was.
 std::map<std::string, torch::Tensor> copy_parameters(const core::Bert& model);
-core::Bert copy_model(const core::Bert& model);
 
 // The dense fallback of a slimmed model (`prune export --dense`): the original shapes, with each removed
 // head's query, key and value rows and biases and its output-projection columns zero, and no

@@ -224,10 +224,6 @@ core::Bert fp32_base(const RunContext& ctx) {
 // search's (schedule, then refined), prune.frontier_models, the gates, the control. ConfigError for a run that
 // cannot measure a frontier.
 std::vector<Candidate> candidates(const RunContext& ctx, const CurvesSummary& curves, const FrontierPlan& plan) {
-  if (core::dist::active())
-    throw ConfigError(
-        "prune.max_drop times every candidate on one machine: run --max-drop without torchrun or "
-        "srun (one process), or give a budget of your own (--target-flops F) to a data-parallel run");
   if (ctx.objective->size(Split::kSelect) == 0)
     throw ConfigError("prune.max_drop chooses on the selection slice, and " + ctx.task->name + " has no split '" +
                       ctx.select_split +

@@ -6,7 +6,6 @@
 #include "prune/heads/criterion_names.h"
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <random>
 #include <torch/utils.h>
@@ -234,13 +233,13 @@ torch::Tensor gates_importance(const CriterionContext& c) {
 
 const std::vector<Criterion>& criterion_table() {
   static const std::vector<Criterion> table = {
-      {"confidence", "Voita et al. 2019", false, confidence_importance},
-      {"lrp", "Voita et al. 2019 (LRP, Ding et al. 2017)", false, lrp_importance},
-      {"taylor", "Michel et al. 2019", true, taylor_importance},
-      {"attattr", "Hao et al. 2021", true, attattr_importance},
-      {"random", "baseline", false, random_importance},
-      {"loo", "single-head ablation (Michel et al. 2019)", true, loo_importance},
-      {"gates", "Hard-Concrete gates (Voita et al. 2019)", false, gates_importance, true},
+      {"confidence", "Voita et al. 2019", confidence_importance},
+      {"lrp", "Voita et al. 2019 (LRP, Ding et al. 2017)", lrp_importance},
+      {"taylor", "Michel et al. 2019", taylor_importance},
+      {"attattr", "Hao et al. 2021", attattr_importance},
+      {"random", "baseline", random_importance},
+      {"loo", "single-head ablation (Michel et al. 2019)", loo_importance},
+      {"gates", "Hard-Concrete gates (Voita et al. 2019)", gates_importance, true},
   };
   return table;
 }
@@ -251,11 +250,9 @@ const Criterion& find_criterion(const std::string& name, const std::string& key)
     if (name == c.name) return c;
     names.push_back(c.name);
   }
-  std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
   const std::string near = core::nearest_key(name, names);
   throw ConfigError(key + ": unknown criterion '" + name + "'" + (near.empty() ? "" : " (did you mean " + near + "?)") +
-                    "; use one of " + list);
+                    "; use one of " + core::join_list(names));
 }
 
 bool criterion_reads_gated_run(const std::string& name) {

@@ -83,7 +83,6 @@ using CriterionFn = torch::Tensor (*)(const CriterionContext&);
 struct Criterion {
   const char* name;
   const char* source;  // paper
-  bool needs_labels;  // uses gold labels of the ranking data
   CriterionFn score;
   bool reads_gated_run = false;  // scores from prune.gates_run's gates: a classifier's gated run, checked before work
 };

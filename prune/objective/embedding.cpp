@@ -141,7 +141,7 @@ bool EmbeddingObjective::train(const TrainRequest& r) const {
   opts.resume = std::filesystem::exists(r.run_dir + "/state");
   opts.teacher = &d_.encoder->model, opts.finetune_steps = r.finetune_steps, opts.stop = r.stop;
   opts.fixed_keep = r.fixed_keep, opts.tokenizer_dir = d_.tokenizer_dir;
-  core::Bert student = r.start ? *r.start : core::load_bert(r.from, core::LoadOptions{});
+  core::Bert student = core::load_bert(r.from, core::LoadOptions{});
   const train::TrainResult t = train::train_model(r.cfg->train, r.cfg->gates, r.cfg->run, student, data, opts);
   if (t.interrupted) return false;
   core::write_file_atomic(r.run_dir + "/train_result.json", train::result_json(t).dump(2) + "\n");

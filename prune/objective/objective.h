@@ -29,8 +29,6 @@ struct TrainRequest {
   const core::Config* cfg = nullptr;
   std::string run_dir;
   std::string from;  // the model folder it starts from
-  // Or a model in memory (an embedding's slimmed step), trained in place: the caller's own copy (copy_model).
-  core::Bert* start = nullptr;
   core::HeadSet fixed_keep;  // heads fixed (recovery under a head mask); empty: none
   // A task's distillation teacher when it is not `from` (a slimmed model's recovery from the unpruned one).
   std::string teacher_dir;

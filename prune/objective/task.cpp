@@ -1,6 +1,5 @@
 // A task's objective: its classifier, regressor or tagger scored by the task's metric (see prune/objective/objective.h).
 #include <filesystem>
-#include <utility>
 
 #include "core/base/errors.h"
 #include "eval/evaluator.h"
@@ -49,7 +48,6 @@ class TaskObjective final : public Objective {
         .at(d_.task->primary_metric);
   }
   bool train(const TrainRequest& r) const override {
-    HP_CHECK(!r.start, "a task's training starts from a model folder");
     train::TaskRun run;
     run.teacher_dir = r.teacher_dir;
     run.model_dir = r.from;

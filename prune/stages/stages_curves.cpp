@@ -43,8 +43,6 @@ void load_model_and_data(RunContext& ctx) {
     sb.pad_id = ctx.tok->pad_id();
     ctx.select_batches = core::make_batches(ctx.select_data, sb);
   }
-  if (!ctx.eval_data.has_labels)
-    throw ConfigError("prune.eval_split = " + P.eval_split + " has no labels; use a labelled split (dev)");
   ctx.rank_sets.reserve(P.seeds);  // ranks point into rank_sets
   for (int s = 0; s < P.seeds; ++s)
     ctx.rank_sets.push_back(core::encode_examples(
