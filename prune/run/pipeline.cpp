@@ -18,17 +18,32 @@ namespace hp::prune {
 
 namespace {
 
-// Stage 5 with --max-drop: the gates trained at prune.frontier_gates' budgets, the control as long as the
-// longest-trained candidate, then the search refined where the measured candidates cross D from the better of the
-// unpruned model and the control (prune.frontier_refine rounds, each at the midpoint between the deepest budget
-// within D on the slice and the next deeper one: the budget curves' point 100 + its percent; a refined budget lies
-// between two measured ones, so its recovery is no longer than theirs and the control stays as long as the longest);
-// then the frontier measures what they stored and chooses. Empty when stopped.
+// Stage 5 with --max-drop: the search refined where the measured candidates cross D (prune.frontier_refine rounds,
+// each at the midpoint between the deepest budget within D of the reference on the slice and the next deeper one: the
+// budget curves' point 100 + its percent), the gates trained at prune.frontier_gates' budgets, the control as long as
+// the longest-trained candidate, and the refinement again where the control became the reference (a refined budget
+// lies between two measured ones, so its recovery is no longer than theirs: the control stays as long as the
+// longest); then the frontier measures what they stored and chooses. Empty when stopped.
 std::optional<Frontier> frontier(RunContext& ctx, CurvesSummary& curves, const MaskGradients& grads) {
   const core::PruneConfig& P = ctx.cfg->prune;
   FrontierPlan plan;
   auto searched = measure_candidates(ctx, curves, plan);
-  if (!searched) return std::nullopt;
+  auto refine = [&] {  // false when stopped
+    for (int round = 0; searched && round < P.frontier_refine; ++round) {
+      const auto pct = refine_budget(*searched, kRefineGapPercent);
+      if (!pct) break;
+      log_stage(5, "frontier",
+                "the budget search refined at " + std::to_string(*pct) + "% of the FLOPs (round " +
+                    std::to_string(round + 1) + " of " + std::to_string(P.frontier_refine) +
+                    "): between the deepest budget within D of " + reference_words(*searched) +
+                    " metric on the selection slice and the next deeper one");
+      if (!budget_point_at(ctx, grads, 100 + *pct, *pct / 100.0)) return false;
+      plan.refined.push_back(*pct);
+      searched = measure_candidates(ctx, curves, plan);
+    }
+    return searched.has_value();
+  };
+  if (!refine()) return std::nullopt;
   for (const double fraction : frontier_gate_budgets(P.frontier_gates, *searched)) {
     const core::Config c = gates_budget_config(*ctx.cfg, fraction, 0);
     if (!train_budget_gates(ctx, c, frontier_gates_dir(std::lround(100 * fraction)), 5, "frontier"))
@@ -39,21 +54,8 @@ std::optional<Frontier> frontier(RunContext& ctx, CurvesSummary& curves, const M
   if (steps > 0) {
     if (!train_control(ctx, steps, true, 5, "frontier", "the longest-trained candidate")) return std::nullopt;
     plan.control = true;
-  }
-  if (P.frontier_refine > 0 && (plan.control || !plan.gates.empty()) &&
-      !(searched = measure_candidates(ctx, curves, plan)))
-    return std::nullopt;
-  for (int round = 0; round < P.frontier_refine; ++round) {
-    const auto pct = refine_budget(*searched, kRefineGapPercent);
-    if (!pct) break;
-    log_stage(5, "frontier",
-              "the budget search refined at " + std::to_string(*pct) + "% of the FLOPs (round " +
-                  std::to_string(round + 1) + " of " + std::to_string(P.frontier_refine) +
-                  "): between the deepest budget within D of " + reference_words(*searched) +
-                  " metric on the selection slice and the next deeper one");
-    if (!budget_point_at(ctx, grads, 100 + *pct, *pct / 100.0)) return std::nullopt;
-    plan.refined.push_back(*pct);
-    if (!(searched = measure_candidates(ctx, curves, plan))) return std::nullopt;
+    if (P.frontier_refine > 0 && (!(searched = measure_candidates(ctx, curves, plan)) || !refine()))
+      return std::nullopt;
   }
   return measure_frontier(ctx, curves, plan);
 }

@@ -11,7 +11,8 @@
 //   8. measure speed  the slimmed against the unpruned model at batch 1 and 32
 //   9. summary        summary.json (prune/stages/summary.h) and the model card
 // Stages 5-8 run only with prune.target_heads > 0 or a budget. With prune.max_drop (`--max-drop D`), stage 5 is
-// the frontier: the gates and the control trained, the search refined where its candidates cross D, then
+// the frontier: the search refined where its candidates cross D, the gates and the control trained (and the search
+// refined again where the control is the better reference), then
 // (prune/frontier/frontier_stage.h) every head count, budget, gates and control at every native precision measured,
 // the fastest within D chosen, and stages 5-8 then run as for that head count or budget. The stages share one
 // RunContext (prune/stages/stages.h).

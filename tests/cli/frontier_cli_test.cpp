@@ -434,8 +434,9 @@ TEST_CASE("the budget search refined where the choice is made: the midpoint betw
   CHECK_THAT(other.output, Catch::Contains("the budget search refined at 38% of the FLOPs (round 2 of 2)"));
 }
 
-TEST_CASE("the refinement reads the better of the unpruned model and the control: trained first, it moves D's floor",
-          "[cli][prune][frontier]") {
+TEST_CASE(
+    "the refinement reads the better of the unpruned model and the control: refined again where the control is it",
+    "[cli][prune][frontier]") {
   const auto out = hp::test::scratch_dir("hp_prune_frontier_refine_control");
   fs::remove_all(out);
   // STS-B on the regression twin with arbitrary scores: the unpruned model ranks the train split (the slice) near 0,
@@ -463,7 +464,8 @@ TEST_CASE("the refinement reads the better of the unpruned model and the control
   REQUIRE(kwon.at(50) >= control - D);
   REQUIRE(kwon.at(10) < control - D);
   REQUIRE(kwon.at(10) >= unpruned - D);
-  // So the control came first and the refinement searched halfway between them.
+  // So nothing was refined against the unpruned model, and once the control was trained the search was refined
+  // halfway between them.
   CHECK(kwon.count(30));
   const auto trained = r.output.find("the control: the unpruned model trained");
   const auto refined = r.output.find(
