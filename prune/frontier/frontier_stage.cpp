@@ -213,13 +213,6 @@ FrontierMeasure frontier_measure(const RunContext& ctx, const core::Bert& base) 
   return m;
 }
 
-// The unpruned model at fp32: every speedup's denominator.
-core::Bert fp32_base(const RunContext& ctx) {
-  core::Bert base = *ctx.model;
-  base.set_precision(core::Precision::kFp32);
-  return base;
-}
-
 // Every candidate `plan` names, in the order measured: the unpruned model, the head criterion's points, the budget
 // search's (schedule, then refined), prune.frontier_models, the gates, the control. ConfigError for a run that
 // cannot measure a frontier.

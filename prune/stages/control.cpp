@@ -36,9 +36,7 @@ std::pair<double, double> scores(const RunContext& ctx, const core::Bert& model)
 std::optional<ReferenceSummary> final_reference(RunContext& ctx, const FinalChoice& choice, const core::Bert& final) {
   const core::Config& cfg = *ctx.cfg;
   ReferenceSummary r;
-  core::Bert unpruned = *ctx.model;
-  unpruned.set_precision(core::Precision::kFp32);
-  std::tie(r.unpruned, r.unpruned_select) = scores(ctx, unpruned);
+  std::tie(r.unpruned, r.unpruned_select) = scores(ctx, fp32_base(ctx));
   const long steps = cfg.prune.control && ctx.objective->has_control() ? trained_steps(ctx, choice.model_dir) : 0;
   if (steps > 0) {
     if (!train_control(ctx, steps, choice.slimmed, 6, "recover", "the final model")) return std::nullopt;

@@ -106,6 +106,13 @@ struct RunContext {
   RankData search;
 };
 
+// The unpruned model at fp32: the reference the final model and every frontier speedup are read against.
+inline core::Bert fp32_base(const RunContext& ctx) {
+  core::Bert base = *ctx.model;
+  base.set_precision(core::Precision::kFp32);
+  return base;
+}
+
 // Hard-Concrete gates on heads, FFN neurons and sublayers (CoFi) to a FLOPs or parameter budget: `cfg` with the
 // gates' targets set, distilling from the unpruned model when recovery would (in place of stage 6's recovery);
 // with prune.recover_steps 0 no fine-tuning follows the gates (as no recovery follows the search).
