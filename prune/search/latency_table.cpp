@@ -7,6 +7,7 @@
 
 #include "core/base/log.h"
 #include "core/kernels/isa.h"  // cpu_model
+#include "core/kernels/lowp_gemm.h"  // precision_name
 #include "core/kernels/runtime.h"
 #include "eval/flops.h"
 #include "eval/latency.h"
@@ -24,8 +25,13 @@ std::vector<long> ffn_grid(long I) {
   return m;
 }
 
-// Every layer keeps its first `n` heads and first `m` neurons.
-core::Bert uniform_slim(const core::Bert& model, long n, long m) {
+double median_ms(const core::Bert& model, const core::EncoderInput& in) {
+  return eval::measure_latency(model, in, 1, 5, 0.2).median_ms;
+}
+
+}  // namespace
+
+core::Bert timed_model(const core::Bert& model, long n, long m, core::Precision p) {
   const core::BertConfig& c = model.config();
   core::HeadSet heads(c.num_hidden_layers, std::vector<bool>(c.num_attention_heads, false));
   core::NeuronSet neurons(c.num_hidden_layers, std::vector<bool>(c.intermediate_size, false));
@@ -33,20 +39,16 @@ core::Bert uniform_slim(const core::Bert& model, long n, long m) {
     for (long h = 0; h < n; ++h) heads[l][h] = true;
     for (long i = 0; i < m; ++i) neurons[l][i] = true;
   }
-  return slim_model(model, heads, neurons);
+  core::Bert slim = slim_model(model, heads, neurons);
+  slim.set_precision(p);
+  return slim;
 }
 
-double median_ms(const core::Bert& model, const core::EncoderInput& in) {
-  return eval::measure_latency(model, in, 1, 5, 0.2).median_ms;
-}
-
-}  // namespace
-
-std::string latency_key(const core::BertConfig& cfg, long batch, long seq) {
+std::string latency_key(const core::BertConfig& cfg, long batch, long seq, core::Precision p) {
   return "L" + std::to_string(cfg.num_hidden_layers) + " D" + std::to_string(cfg.hidden_size) + " H" +
          std::to_string(cfg.num_attention_heads) + " I" + std::to_string(cfg.intermediate_size) + " batch " +
-         std::to_string(batch) + " seq " + std::to_string(seq) + " | " + core::isa::cpu_model() + " | " +
-         core::runtime_summary();
+         std::to_string(batch) + " seq " + std::to_string(seq) + " " + core::precision_name(p) + " | " +
+         core::isa::cpu_model() + " | " + core::runtime_summary();
 }
 
 void fit_line(SublayerLatency& s) {
@@ -73,10 +75,10 @@ long latency_configurations(const core::BertConfig& cfg) {
   return 3 + cfg.num_attention_heads + static_cast<long>(ffn_grid(cfg.intermediate_size).size());
 }
 
-LatencyTable latency_layout(const core::BertConfig& cfg, long batch, long seq) {
+LatencyTable latency_layout(const core::BertConfig& cfg, long batch, long seq, core::Precision p) {
   LatencyTable t;
-  t.key = latency_key(cfg, batch, seq);
-  t.batch = batch, t.seq = seq;
+  t.key = latency_key(cfg, batch, seq, p);
+  t.batch = batch, t.seq = seq, t.precision = core::precision_name(p);
   for (long n = 1; n <= cfg.num_attention_heads; ++n) t.attention.units.push_back(n);
   t.ffn.units = ffn_grid(cfg.intermediate_size);
   t.attention.ms.assign(t.attention.units.size(), 0.0);
@@ -84,11 +86,11 @@ LatencyTable latency_layout(const core::BertConfig& cfg, long batch, long seq) {
   return t;
 }
 
-LatencyTable measure_latency_table(const core::Bert& model, long batch, long seq,
+LatencyTable measure_latency_table(const core::Bert& model, long batch, long seq, core::Precision p,
                                    const std::function<void(long, long)>& progress) {
   const auto start = std::chrono::steady_clock::now();
   const core::BertConfig& c = model.config();
-  LatencyTable t = latency_layout(c, batch, seq);
+  LatencyTable t = latency_layout(c, batch, seq, p);
   const core::EncoderInput whole = eval::synthetic_input(c, batch, seq);
   core::EncoderInput one = whole;
   one.end_layer = 1;  // embeddings and layer 0
@@ -97,17 +99,19 @@ LatencyTable measure_latency_table(const core::Bert& model, long batch, long seq
   auto step = [&] {
     if (progress) progress(++done, total);
   };
-  t.unpruned_ms = median_ms(model, whole);
+  core::Bert unpruned = model;  // a copy shares the weights and packs its own
+  unpruned.set_precision(p);
+  t.unpruned_ms = median_ms(unpruned, whole);
   step();
-  const core::Bert empty = uniform_slim(model, 0, 0);
+  const core::Bert empty = timed_model(model, 0, 0, p);
   t.fixed_ms = median_ms(empty, whole);
   step();
   const double base = median_ms(empty, one);  // layer 0 with both sublayers empty
   step();
   for (size_t k = 0; k < t.attention.units.size(); ++k, step())
-    t.attention.ms[k] = std::max(0.0, median_ms(uniform_slim(model, t.attention.units[k], 0), one) - base);
+    t.attention.ms[k] = std::max(0.0, median_ms(timed_model(model, t.attention.units[k], 0, p), one) - base);
   for (size_t k = 0; k < t.ffn.units.size(); ++k, step())
-    t.ffn.ms[k] = std::max(0.0, median_ms(uniform_slim(model, 0, t.ffn.units[k]), one) - base);
+    t.ffn.ms[k] = std::max(0.0, median_ms(timed_model(model, 0, t.ffn.units[k], p), one) - base);
   fit_table(t, c);
   t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return t;

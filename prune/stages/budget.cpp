@@ -95,13 +95,13 @@ BudgetUnit budget_unit(const core::PruneConfig& p, const core::BertConfig& arch,
 namespace {
 
 // The table measured on rank 0 and shared: the other ranks get its times through an all-reduce.
-LatencyTable measure_shared(const RunContext& ctx, long batch, long seq) {
-  LatencyTable t = latency_layout(ctx.arch, batch, seq);
+LatencyTable measure_shared(const RunContext& ctx, long batch, long seq, core::Precision p) {
+  LatencyTable t = latency_layout(ctx.arch, batch, seq, p);
   if (core::dist::is_main()) {
     // The weights do not change the time: the model as given (its classifier fitted to the task's labels).
     const core::Bert model = core::load_bert(ctx.cfg->model.path, ctx.load);
     core::Progress progress("latency table", latency_configurations(ctx.arch), "configurations");
-    t = measure_latency_table(model, batch, seq, [&](long done, long) { progress.update(done); });
+    t = measure_latency_table(model, batch, seq, p, [&](long done, long) { progress.update(done); });
     progress.finish();
   }
   if (!core::dist::active()) return t;
@@ -141,8 +141,8 @@ BudgetUnit latency_unit(const RunContext& ctx) {
   // A negative intercept is charged as 0: an emptied sublayer must never cost more than the budget assumed.
   u.fixed = t.fixed_ms + L * t.scale * (std::max(0.0, t.attention.intercept) + std::max(0.0, t.ffn.intercept));
   const double whole = u.total + u.fixed, floor = u.fixed + u.costs.head;
-  const std::string where =
-      " at batch " + std::to_string(batch) + " x " + std::to_string(seq) + " tokens on this machine";
+  const std::string where = " at batch " + std::to_string(batch) + " x " + std::to_string(seq) + " tokens at " +
+                            t.precision + " on this machine";
   if (P.target_latency >= whole)
     throw ConfigError("prune.target_latency = " + ms(P.target_latency) + " but the unpruned model takes " + ms(whole) +
                       where + "; give less, or measure at another prune.latency_batch / latency_seq");
@@ -165,13 +165,16 @@ void prepare_latency_budget(RunContext& ctx) {
   const core::PruneConfig& P = ctx.cfg->prune;
   if (P.target_latency <= 0) return;
   const long batch = P.latency_batch, seq = latency_seq(*ctx.cfg);
+  const core::Precision precision = core::precision_setting(ctx.cfg->run.precision);
   const std::string path = ctx.cfg->run.out_dir + "/latency_table.json";
   if (fs::exists(path)) {  // a resumed run, or a table copied in to be reused
     auto t = nlohmann::json::parse(core::read_file(path)).get<LatencyTable>();
-    if (t.key == latency_key(ctx.arch, batch, seq)) ctx.latency_table = t;
-    else core::log_info("prune", path + " was measured for another shape or machine (" + t.key + "); measuring again");
+    if (t.key == latency_key(ctx.arch, batch, seq, precision)) ctx.latency_table = t;
+    else
+      core::log_info("prune",
+                     path + " was measured for another shape, precision or machine (" + t.key + "); measuring again");
   }
-  if (!ctx.latency_table) ctx.latency_table = measure_shared(ctx, batch, seq);
+  if (!ctx.latency_table) ctx.latency_table = measure_shared(ctx, batch, seq, precision);
   latency_unit(ctx);  // the target checked against what the model can reach
 }
 

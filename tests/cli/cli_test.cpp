@@ -540,7 +540,7 @@ TEST_CASE("the pruning run with a latency budget: the table measured, or reused 
   CHECK(high.code == 2);
   CHECK_THAT(high.output, Catch::Contains("[latency table] done: 23 configurations") &&
                               Catch::Contains("error: prune.target_latency = 1e+05 ms but the unpruned model takes") &&
-                              Catch::Contains("at batch 4 x 32 tokens on this machine"));
+                              Catch::Contains("at batch 4 x 32 tokens at fp32 on this machine"));
   CHECK(!std::filesystem::exists(first));
 
   // A table already in the folder, written here by hand with this machine's key, is used as it is (timings
@@ -550,7 +550,7 @@ TEST_CASE("the pruning run with a latency budget: the table measured, or reused 
   hp::core::set_threads(0);  // the key names the thread count: all cores, as prune's run.threads = 0
   hp::core::apply_measured_dispatch();  // and the attention products prune's dispatch takes
   const auto arch = hp::core::read_bert_config(kTinyBert + "/config.json");
-  hp::prune::LatencyTable t = hp::prune::latency_layout(arch, 4, 32);
+  hp::prune::LatencyTable t = hp::prune::latency_layout(arch, 4, 32, hp::core::Precision::kFp32);
   t.fixed_ms = 1.0, t.unpruned_ms = 6.14;
   t.attention.intercept = 0.1, t.attention.slope = 0.5;
   t.ffn.intercept = 0.1, t.ffn.slope = 0.01;
@@ -601,8 +601,16 @@ TEST_CASE("the pruning run with a latency budget: the table measured, or reused 
   std::filesystem::create_directories(first);
   std::filesystem::copy_file(first.string() + ".json", first / "latency_table.json");
   auto other = run_prune(tiny_prune_args(first.string()) + flags + " --target-latency 100000");
-  CHECK_THAT(other.output, Catch::Contains("was measured for another shape or machine (another machine); measuring "
-                                           "again") && Catch::Contains("[latency table] done"));
+  CHECK_THAT(other.output, Catch::Contains("was measured for another shape, precision or machine (another machine); "
+                                           "measuring again") &&
+                               Catch::Contains("[latency table] done"));
+  // This machine's fp32 table, and a run at int8: measured again at int8, the precision its model is timed at.
+  { std::ofstream(first / "latency_table.json") << table_text; }
+  auto int8 = run_prune(tiny_prune_args(first.string()) + flags + " --precision int8 --target-latency 100000");
+  INFO(int8.output);
+  CHECK(int8.code == 2);
+  CHECK_THAT(int8.output, Catch::Contains("measuring again") && Catch::Contains("[latency table] done") &&
+                              Catch::Contains("tokens at int8 on this machine"));
 }
 
 TEST_CASE("the pruning run: bad input gives a one-line error and writes nothing", "[cli][prune][bad]") {

@@ -60,7 +60,7 @@ TEST_CASE("latency table: sublayer times lost in the noise fall back to multiply
   // sum at the unpruned shape was 0 and the prediction missed the measured whole model by half.
   const auto model = core::load_bert(test::kTinyBert);
   const auto& c = model.config();
-  prune::LatencyTable t = prune::latency_layout(c, 2, 8);
+  prune::LatencyTable t = prune::latency_layout(c, 2, 8, core::Precision::kFp32);
   t.fixed_ms = 0.1, t.unpruned_ms = 0.3;
   prune::fit_table(t, c);
   CHECK(prune::predicted_latency(t, c) == Approx(0.3).epsilon(1e-12));
@@ -77,7 +77,7 @@ TEST_CASE("latency table: sublayer times lost in the noise fall back to multiply
   CHECK(prune::predicted_latency(t, c) == Approx(0.3).epsilon(1e-12));
   // The whole model no slower than the emptied one (noise again): there is no time to share out, so no fallback:
   // the lines stay as fitted and the prediction is the fixed part's, never multiply-adds read as milliseconds.
-  prune::LatencyTable flat = prune::latency_layout(c, 2, 8);
+  prune::LatencyTable flat = prune::latency_layout(c, 2, 8, core::Precision::kFp32);
   flat.fixed_ms = 0.3, flat.unpruned_ms = 0.25;
   prune::fit_table(flat, c);
   CHECK(flat.attention.slope == 0);
@@ -90,7 +90,7 @@ TEST_CASE("latency table: every head count and 16 FFN widths timed, keyed by sha
   const auto model = core::load_bert(test::kTinyBert);
   const auto& c = model.config();
   long calls = 0, last_total = 0;
-  const auto t = prune::measure_latency_table(model, 2, 8, [&](long done, long total) {
+  const auto t = prune::measure_latency_table(model, 2, 8, core::Precision::kFp32, [&](long done, long total) {
     CHECK(done == ++calls);
     last_total = total;
   });
@@ -98,8 +98,10 @@ TEST_CASE("latency table: every head count and 16 FFN widths timed, keyed by sha
   CHECK(last_total == calls);
   CHECK(t.batch == 2);
   CHECK(t.seq == 8);
-  CHECK(t.key == prune::latency_key(c, 2, 8));
-  CHECK(t.key != prune::latency_key(c, 2, 16));  // another shape is another table
+  CHECK(t.key == prune::latency_key(c, 2, 8, core::Precision::kFp32));
+  CHECK(t.key != prune::latency_key(c, 2, 16, core::Precision::kFp32));  // another shape is another table
+  CHECK(t.key != prune::latency_key(c, 2, 8, core::Precision::kInt8));  // and another precision
+  CHECK(t.precision == "fp32");
   std::vector<long> heads;
   for (long h = 1; h <= c.num_attention_heads; ++h) heads.push_back(h);
   CHECK(t.attention.units == heads);
@@ -122,4 +124,22 @@ TEST_CASE("latency table: every head count and 16 FFN widths timed, keyed by sha
   CHECK(back.key == t.key);
   CHECK(back.ffn.ms == t.ffn.ms);
   CHECK(back.attention.slope == t.attention.slope);
+}
+
+TEST_CASE("latency table: each model timed is slimmed to its counts at the run's precision", "[prune][latency]") {
+  const auto model = core::load_bert(test::kTinyBert);
+  const auto& c = model.config();
+  for (auto p : {core::Precision::kFp32, core::Precision::kBf16, core::Precision::kInt8}) {
+    const core::Bert m = prune::timed_model(model, 1, 3, p);
+    CHECK(m.precision() == p);
+    for (int l = 0; l < c.num_hidden_layers; ++l) {
+      CHECK(m.config().heads_in_layer(l) == 1);
+      CHECK(m.config().ffn_width(l) == 3);
+    }
+  }
+  CHECK(model.precision() == core::Precision::kFp32);  // the model given is left as it was
+  // A table read back from before the key named the precision is fp32's.
+  auto j = nlohmann::json(prune::latency_layout(c, 2, 8, core::Precision::kFp32));
+  j.erase("precision");
+  CHECK(j.get<prune::LatencyTable>().precision == "fp32");
 }
