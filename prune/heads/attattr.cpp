@@ -98,12 +98,7 @@ torch::Tensor attattr_importance(const CriterionContext& c) {
     throw ConfigError("prune.attattr_target = '" + c.opts->attattr_target + "'; use gold or predicted");
   const std::vector<double> alphas = riemann_alphas(c.opts->attattr_steps, c.opts->attattr_riemann);
   auto total = torch::zeros({L, cfg.max_heads()}, torch::kFloat64);
-  long examples = 0;
-  long batches_done = 0;
-  for (const auto& b : c.rank->batches) {
-    c.report(batches_done, static_cast<long>(c.rank->batches.size()), "batches");
-    examples += b.input_ids.size(0);
-    if (!core::dist::mine(batches_done++)) continue;  // data-parallel: every world-th batch
+  c.for_my_batches([&](const core::Batch& b) {
     const core::EncoderOutput base = attribution_base(*c.model, b, c.keep);
     torch::Tensor target;
     if (c.embedding) target = train::pooled(base, core::encoder_input(b), *c.embedding);
@@ -119,9 +114,9 @@ torch::Tensor attattr_importance(const CriterionContext& c) {
       auto masked = attr.masked_fill(~pair.to(attr.device()), -std::numeric_limits<float>::infinity());
       total[l].narrow(0, 0, H) += std::get<0>(masked.flatten(2).max(-1)).sum(0).to(torch::kCPU, torch::kFloat64);
     }
-  }
+  });
   core::dist::all_reduce_sum(total, "the attattr criterion");
-  return (total / std::max<long>(examples, 1)).to(torch::kFloat32);
+  return (total / std::max<long>(c.rank->examples(), 1)).to(torch::kFloat32);
 }
 
 }  // namespace hp::prune

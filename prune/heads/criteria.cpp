@@ -51,12 +51,6 @@ torch::Tensor embedding_relevance_source(const CriterionContext& c, const core::
   return (u * u.detach()).sum(1);
 }
 
-long example_count(const RankData& r) {
-  long n = 0;
-  for (const auto& b : r.batches) n += b.input_ids.size(0);
-  return n;
-}
-
 }  // namespace
 
 RankData make_rank_data(const core::TaskSpec& task, const core::EncodedDataset& data, int batch_size, int pad_id) {
@@ -93,17 +87,14 @@ torch::Tensor confidence_importance(const CriterionContext& c) {
   const auto& cfg = c.model->config();
   auto sum = torch::zeros({cfg.num_hidden_layers, cfg.max_heads()}, torch::kFloat64);
   double tokens = 0;
-  long batches_done = 0;
-  for (const auto& b : c.rank->batches) {
-    c.report(batches_done, static_cast<long>(c.rank->batches.size()), "batches");
-    if (!core::dist::mine(batches_done++)) continue;  // data-parallel: every world-th batch
+  c.for_my_batches([&](const core::Batch& b) {
     core::EncoderInput in = core::encoder_input(b);
     in.head_mask = c.keep;
     in.want_attention = true;
     auto out = c.model->forward(in);
     tokens += b.attention_mask.sum().item<double>();
     sum += confidence_sums(out.attentions, b.attention_mask, cfg.max_heads());
-  }
+  });
   auto tok = torch::full({1}, tokens, torch::kFloat64);
   core::dist::all_reduce_sum(sum, "the confidence criterion");
   core::dist::all_reduce_sum(tok, "the confidence criterion");
@@ -129,10 +120,7 @@ torch::Tensor taylor_importance(const CriterionContext& c) {
   const bool regression = !c.embedding && c.rank->task->is_regression();
   const auto& cfg = c.model->config();
   auto total = torch::zeros({cfg.num_hidden_layers, cfg.max_heads()}, torch::kFloat64);
-  long batches_done = 0;
-  for (const auto& b : c.rank->batches) {
-    c.report(batches_done, static_cast<long>(c.rank->batches.size()), "batches");
-    if (!core::dist::mine(batches_done++)) continue;  // data-parallel: every world-th batch
+  c.for_my_batches([&](const core::Batch& b) {
     torch::Tensor gates;
     core::EncoderInput in = gated_input(b, c.keep, gates);
     in.want_context = c.opts->taylor_token_level && !c.embedding;
@@ -145,14 +133,14 @@ torch::Tensor taylor_importance(const CriterionContext& c) {
     auto out = c.model->forward(in);
     if (c.embedding) {
       total += embedding_jacobian_norms(c, out, in, gates);
-      continue;
+      return;
     }
     // Example i's loss depends on gates[i] only, so one backward of the sum gives every ∂L_i/∂ξ.
     auto loss = core::per_example_loss(out.logits, b.labels, regression).sum();
     if (!c.opts->taylor_token_level) {
       auto g = torch::autograd::grad({loss}, {gates})[0];  // [B, L, H]
       total += g.abs().sum(0).to(torch::kFloat64);
-      continue;
+      return;
     }
     // Per token: the head's share of ∂L/∂ξ at each position, |Σ_d ctx · ∂L/∂ctx|, summed over tokens.
     auto grads = torch::autograd::grad({loss}, out.contexts);
@@ -163,9 +151,9 @@ torch::Tensor taylor_importance(const CriterionContext& c) {
       auto share = (out.contexts[l] * grads[l]).sum(-1).abs() * real;  // [B, H, S]
       total[l].narrow(0, 0, H) += share.sum(torch::IntArrayRef{0, 2}).to(torch::kCPU, torch::kFloat64);
     }
-  }
+  });
   core::dist::all_reduce_sum(total, "the taylor criterion");
-  auto imp = (total / std::max<long>(example_count(*c.rank), 1)).to(torch::kFloat32);
+  auto imp = (total / std::max<long>(c.rank->examples(), 1)).to(torch::kFloat32);
   return c.opts->normalize_layers ? normalize_per_layer(imp) : imp;
 }
 
@@ -173,10 +161,7 @@ torch::Tensor lrp_importance(const CriterionContext& c) {
   check_context(c);
   const auto& cfg = c.model->config();
   auto total = torch::zeros({cfg.num_hidden_layers, cfg.max_heads()}, torch::kFloat64);
-  long batches_done = 0;
-  for (const auto& b : c.rank->batches) {
-    c.report(batches_done, static_cast<long>(c.rank->batches.size()), "batches");
-    if (!core::dist::mine(batches_done++)) continue;  // data-parallel: every world-th batch
+  c.for_my_batches([&](const core::Batch& b) {
     torch::Tensor gates;
     core::EncoderInput in = gated_input(b, c.keep, gates);
     in.lrp_rules = true;
@@ -189,9 +174,9 @@ torch::Tensor lrp_importance(const CriterionContext& c) {
     auto rel = (torch::autograd::grad({top.sum()}, {gates})[0] * gates.detach()).to(torch::kFloat64);  // [B, L, H]
     auto layer_total = rel.abs().sum(-1, true).clamp_min(1e-30);
     total += (rel / layer_total).sum(0);
-  }
+  });
   core::dist::all_reduce_sum(total, "the lrp criterion");
-  return (total / std::max<long>(example_count(*c.rank), 1)).to(torch::kFloat32);
+  return (total / std::max<long>(c.rank->examples(), 1)).to(torch::kFloat32);
 }
 
 torch::Tensor random_importance(const CriterionContext& c) {

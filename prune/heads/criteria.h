@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "core/data/batching.h"
+#include "core/dist/distributed.h"  // mine
 #include "core/model/bert.h"
 #include "core/base/config.h"  // PruneConfig
 #include "core/data/glue.h"
@@ -58,6 +59,11 @@ struct RankData {
   const core::TaskSpec* task = nullptr;
   const core::EncodedDataset* data = nullptr;
   std::vector<core::Batch> batches;
+  long examples() const {
+    long n = 0;
+    for (const auto& b : batches) n += b.input_ids.size(0);
+    return n;
+  }
 };
 
 RankData make_rank_data(const core::TaskSpec& task, const core::EncodedDataset& data, int batch_size, int pad_id);
@@ -75,6 +81,15 @@ struct CriterionContext {
   std::function<void(long done, long total, const std::string& unit)> progress;
   void report(long done, long total, const std::string& unit) const {
     if (progress) progress(done, total, unit);
+  }
+  // f(batch) on this rank's share of the ranking batches (every world-th one, data-parallel), progress told per batch.
+  template <typename F>
+  void for_my_batches(const F& f) const {
+    const long n = static_cast<long>(rank->batches.size());
+    for (long i = 0; i < n; ++i) {
+      report(i, n, "batches");
+      if (core::dist::mine(i)) f(rank->batches[static_cast<size_t>(i)]);
+    }
   }
 };
 
