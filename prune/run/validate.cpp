@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "core/base/errors.h"
 #include "core/base/log.h"
@@ -32,9 +31,7 @@ void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
     if (!ok) throw ConfigError(msg);
   };
   for (const auto& [key, v] : {std::pair{"target_flops", p.target_flops}, {"target_params", p.target_params}}) {
-    std::ostringstream value;
-    value << v;
-    need(v == 0 || (v > 0 && v < 1), "prune." + std::string(key) + " = " + value.str() +
+    need(v == 0 || (v > 0 && v < 1), "prune." + std::string(key) + " = " + core::format_number("%g", v) +
                                          "; use a fraction of the unpruned encoder's in (0, 1), e.g. 0.5 (0 = off)");
   }
   need(p.target_latency >= 0, "prune.target_latency = " + std::to_string(p.target_latency) +
@@ -96,16 +93,12 @@ void validate_frontier(const core::PruneConfig& p) {
   if (p.frontier_refine < 0 || p.frontier_refine > 5)
     throw ConfigError("prune.frontier_refine = " + std::to_string(p.frontier_refine) +
                       "; use 0 (the schedule alone) to 5 rounds, e.g. 1");
-  if (!(p.frontier_time > 0 && p.frontier_time <= 60)) {
-    std::ostringstream t;
-    t << p.frontier_time;
-    throw ConfigError("prune.frontier_time = " + t.str() + "; use seconds in (0, 60], e.g. 0.3");
-  }
+  if (!(p.frontier_time > 0 && p.frontier_time <= 60))
+    throw ConfigError("prune.frontier_time = " + core::format_number("%g", p.frontier_time) +
+                      "; use seconds in (0, 60], e.g. 0.3");
   if (p.max_drop == 0) return;
-  std::ostringstream d;
-  d << p.max_drop;
   if (!(p.max_drop > 0 && p.max_drop < 100))
-    throw ConfigError("prune.max_drop = " + d.str() +
+    throw ConfigError("prune.max_drop = " + core::format_number("%g", p.max_drop) +
                       "; use the points of the metric the exported model may lose against the unpruned fp32 model, "
                       "e.g. 1 (0 = off)");
   const char* target = p.target_heads > 0      ? "target_heads"

@@ -30,11 +30,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * fraction);
-  return buf;
-}
+std::string percent(double fraction) { return core::format_number("%.1f%%", 100 * fraction); }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -120,11 +116,7 @@ LatencyTable measure_shared(const RunContext& ctx, long batch, long seq, core::P
   return t;
 }
 
-std::string ms(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g ms", v);
-  return buf;
-}
+std::string ms(double v) { return core::format_number("%.4g ms", v); }
 
 BudgetUnit latency_unit(const RunContext& ctx) {
   const core::PruneConfig& P = ctx.cfg->prune;
