@@ -21,9 +21,6 @@ void check_budget_model(const core::GateConfig& gates, const core::BertConfig& a
 }
 
 void validate_train_config(const core::TrainConfig& t, const core::GateConfig& g, int total_heads) {
-  auto need = [](bool ok, const std::string& msg) {
-    if (!ok) throw ConfigError(msg);
-  };
   auto num = [](double v) { return core::format_number("%g", v); };
   need(t.epochs >= 1 || t.max_steps > 0,
        "train.epochs = " + std::to_string(t.epochs) + " with train.max_steps = 0; use epochs >= 1 or max_steps > 0");

@@ -377,9 +377,6 @@ std::string config_doc() {
 }
 
 void validate(const Config& cfg) {
-  auto need = [](bool ok, const std::string& msg) {
-    if (!ok) throw ConfigError(msg);
-  };
   // More threads than a few per core only slows LibTorch and OpenMP down (100,000 of them hang the process).
   const int max_threads = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   need(cfg.run.threads >= 0 && cfg.run.threads <= max_threads,

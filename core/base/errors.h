@@ -36,6 +36,11 @@ struct InternalError : Error {
   using Error::Error;
 };
 
+// Throws ConfigError(msg) unless `ok`: the validators' one-line checks.
+inline void need(bool ok, const std::string& msg) {
+  if (!ok) throw ConfigError(msg);
+}
+
 // Throws ConfigError "<key> = <value>, <what>; <fix>", e.g. "gates.beta = 2, must be in (0, 1]; …".
 template <class T>
 [[noreturn]] void throw_bad_value(const std::string& key, const T& value, const std::string& what,

@@ -27,9 +27,6 @@ namespace {
 
 // The budget keys: one target at a time, fractions in (0, 1), known structures, a decreasing schedule.
 void validate_budget(const core::PruneConfig& p, const core::BertConfig& arch) {
-  auto need = [](bool ok, const std::string& msg) {
-    if (!ok) throw ConfigError(msg);
-  };
   for (const auto& [key, v] : {std::pair{"target_flops", p.target_flops}, {"target_params", p.target_params}}) {
     need(v == 0 || (v > 0 && v < 1), "prune." + std::string(key) + " = " + core::format_number("%g", v) +
                                          "; use a fraction of the unpruned encoder's in (0, 1), e.g. 0.5 (0 = off)");
@@ -183,9 +180,6 @@ void validate_prune_config(const core::PruneConfig& p, const core::BertConfig& a
   const int total = arch.total_heads();
   for (const auto& c : p.criteria) check_criterion(c, p);
   schedule_counts(p.schedule, p.schedule_unit, total);
-  auto need = [](bool ok, const std::string& msg) {
-    if (!ok) throw ConfigError(msg);
-  };
   need(p.target_heads >= 0 && p.target_heads <= total,
        "prune.target_heads = " + std::to_string(p.target_heads) + " but the model has " + std::to_string(total) +
            " heads; use 1.." + std::to_string(total) + " (or 0 for curves only)");
