@@ -157,6 +157,14 @@ void draw_series(std::ostringstream& o, const Series& s, size_t k, const Frame& 
 
 }  // namespace
 
+Series& LineChart::series_named(const std::string& name, bool markers_only) {
+  for (Series& s : series)
+    if (s.name == name) return s;
+  Series s;
+  s.name = name, s.markers_only = markers_only;
+  return series.emplace_back(std::move(s));
+}
+
 std::string svg_line_chart(const LineChart& c) {
   const Frame f = frame_of(c);
   std::ostringstream o;

@@ -22,6 +22,8 @@ struct LineChart {
   double y_ref = std::numeric_limits<double>::quiet_NaN();  // optional dashed reference line
   std::string y_ref_label;
   bool log_x = false;  // logarithmic x axis (x > 0), ticks at 1, 2, 5 × powers of ten
+  // The series called `name`, appended empty (a scatter when `markers_only`) where the chart has none yet.
+  Series& series_named(const std::string& name, bool markers_only = false);
 };
 
 struct Heatmap {

@@ -1,18 +1,11 @@
 // The budget curves' CSV and charts (see prune/record/budget_report.h).
 #include "prune/record/budget_report.h"
 
-#include <algorithm>
 #include <sstream>
 
 namespace hp::prune {
 
 namespace {
-
-core::Series& series_of(core::LineChart& chart, const std::string& name) {
-  auto it = std::find_if(chart.series.begin(), chart.series.end(), [&](const core::Series& s) { return s.name == name; });
-  if (it == chart.series.end()) it = chart.series.insert(it, {name, {}, {}, {}, {}});
-  return *it;
-}
 
 std::string y_label(const BudgetCurves& c) { return c.metric + " (" + c.split + ")"; }
 
@@ -35,7 +28,7 @@ core::LineChart budget_chart(const BudgetCurves& c) {
                                       : "encoder " + c.unit + " kept (%)";
   chart.y_label = y_label(c);
   for (const auto& p : c.points) {
-    core::Series& s = series_of(chart, p.method);
+    core::Series& s = chart.series_named(p.method);
     s.x.push_back(100 * p.kept_fraction), s.y.push_back(p.mean), s.lo.push_back(p.ci_lo), s.hi.push_back(p.ci_hi);
   }
   return chart;
@@ -49,7 +42,7 @@ std::optional<core::LineChart> pareto_chart(const BudgetCurves& c) {
   chart.y_label = y_label(c);
   for (const auto& p : c.points) {
     if (p.latency_ms <= 0) continue;
-    core::Series& s = series_of(chart, p.method);
+    core::Series& s = chart.series_named(p.method);
     s.x.push_back(c.unpruned_latency_ms / p.latency_ms), s.y.push_back(p.mean);
   }
   return chart;

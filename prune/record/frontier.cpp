@@ -295,9 +295,8 @@ core::LineChart frontier_chart(const Frontier& f) {
     const std::string name = p.method == PointMethod::kOnnxRuntime ? "ONNX Runtime " + p.precision
                              : p.criterion.empty()                 ? method + " " + p.precision
                                                                    : method + " " + p.criterion + " " + p.precision;
-    auto it = std::find_if(chart.series.begin(), chart.series.end(), [&](const core::Series& s) { return s.name == name; });
-    if (it == chart.series.end()) it = chart.series.insert(chart.series.end(), {name, {}, {}, {}, {}, true, "", false});
-    it->x.push_back(p.speedup), it->y.push_back(p.metric);
+    core::Series& s = chart.series_named(name, true);
+    s.x.push_back(p.speedup), s.y.push_back(p.metric);
   }
   if (f.chosen >= 0) {
     const FrontierPoint& c = f.points.at(static_cast<std::size_t>(f.chosen));
@@ -315,10 +314,8 @@ core::LineChart frontier_cost_chart(const Frontier& f) {
   for (const auto& p : f.points) {
     if (p.reference || p.precision != "fp32" || !(p.cost_s > 0)) continue;
     const std::string& method = point_method_name(p.method);
-    auto it = std::find_if(chart.series.begin(), chart.series.end(),
-                           [&](const core::Series& s) { return s.name == method; });
-    if (it == chart.series.end()) it = chart.series.insert(chart.series.end(), {method, {}, {}, {}, {}, true, "", false});
-    it->x.push_back(p.cost_s), it->y.push_back(p.metric);
+    core::Series& s = chart.series_named(method, true);
+    s.x.push_back(p.cost_s), s.y.push_back(p.metric);
   }
   if (f.chosen >= 0) {
     const FrontierPoint& c = f.points.at(static_cast<std::size_t>(f.chosen));
