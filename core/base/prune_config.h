@@ -141,7 +141,8 @@ struct PruneConfig {
     v("target_params", target_params,
       "--target-params F: the same budget in encoder parameters (a fraction of the unpruned encoder's); 0 = off");
     v("target_latency", target_latency,
-      "--target-latency MS: the whole model's forward time at latency_batch x latency_seq on this machine, as the "
+      "--target-latency MS: the whole model's forward time at latency_batch x latency_seq and run.precision on this "
+      "machine, as the "
       "latency table measured into the run folder predicts it (heads and FFN neurons searched as for FLOPs); 0 = off");
     v("max_drop", max_drop,
       "--max-drop D: measure the compression frontier (the best head criterion at each schedule count, the budget "
