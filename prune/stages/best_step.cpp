@@ -11,6 +11,7 @@
 #include "core/base/errors.h"
 #include "core/base/files.h"
 #include "core/base/log.h"
+#include "core/base/strings.h"
 #include "core/dist/distributed.h"
 #include "core/io/checkpoint.h"
 #include "eval/evaluator.h"
@@ -80,7 +81,19 @@ namespace {
 // The recovery's selection metric as the log says it, or "nothing defined" (undefined, or no recovery).
 std::string recovered_score(const BestStep& b) {
   const auto it = b.select_metrics.find(step_name(Step::kRecovered));
-  return it == b.select_metrics.end() ? "nothing defined" : std::to_string(it->second);
+  return it == b.select_metrics.end() ? "nothing defined" : core::format_number("%g", it->second);
+}
+
+// The chosen step's model in `dir` (none when it is the recovery's own, already saved) and then `marker`, last: a
+// killed run decides again.
+void save_step(const RunContext& ctx, const BestStep& b, const std::string& dir, const std::string& marker,
+               const nlohmann::json& choice) {
+  core::shared_write([&] {
+    fs::remove_all(dir);
+    if (b.variant != Step::kRecovered) core::save_bert(*b.model, dir, ctx.model_dir);
+    fs::create_directories(fs::path(marker).parent_path());
+    core::write_file_atomic(marker, choice.dump(2) + "\n");
+  });
 }
 
 }  // namespace
@@ -95,11 +108,7 @@ nlohmann::json budget_step_choice(const RunContext& ctx, const BudgetSearch& s, 
   if (b.variant == Step::kRecovered) cost += train::train_seconds(recovered_dir);
   const std::string name = step_name(b.variant);
   const nlohmann::json j = {{"variant", name}, {"select_metrics", b.select_metrics}, {"cost_s", cost}};
-  core::shared_write([&] {
-    if (b.variant != Step::kRecovered) core::save_bert(*b.model, step_model_dir(ctx, step), ctx.model_dir);
-    fs::create_directories(fs::path(file).parent_path());
-    core::write_file_atomic(file, j.dump(2) + "\n");  // last: a killed run decides again
-  });
+  save_step(ctx, b, step_model_dir(ctx, step), file, j);
   if (b.variant != Step::kRecovered && !recovered_dir.empty()) {
     std::ostringstream line;
     line << std::lround(100 * fraction) << "% FLOPs: the " << name << " model (" << b.select_metrics.at(name) << " on "
@@ -116,13 +125,7 @@ void take_best_step(RunContext& ctx, const MaskGradients& grads, FinalChoice& ch
     const BudgetUnit unit = budget_unit(ctx);
     const bool recovered = budget_recover_steps(ctx.cfg->prune, unit.target, false) > 0;
     const BestStep b = best_step(ctx, search_at(ctx, grads, unit, unit.target), recovered ? choice.model_dir : "");
-    core::shared_write([&] {
-      fs::remove_all(dir);
-      if (b.variant != Step::kRecovered) core::save_bert(*b.model, dir, ctx.model_dir);
-      fs::create_directories(dir);
-      core::write_file_atomic(
-          marker, nlohmann::json{{"variant", step_name(b.variant)}, {"select_metrics", b.select_metrics}}.dump(2) + "\n");
-    });
+    save_step(ctx, b, dir, marker, {{"variant", step_name(b.variant)}, {"select_metrics", b.select_metrics}});
     std::ostringstream line;
     line << "the " << step_name(b.variant) << " model is the best of the search's steps on " << ctx.select_split << " ("
          << b.select_metrics.at(step_name(b.variant)) << ")";

@@ -36,12 +36,13 @@ void load_model_and_data(RunContext& ctx) {
   ctx.model.emplace(core::load_bert(ctx.model_dir, ctx.load));
   ctx.tok.emplace(core::Tokenizer::from_model_dir(ctx.model_dir));
   ctx.eval_data = core::encode_examples(*ctx.tok, ctx.eval_examples, cfg.data.max_seq_len);
+  core::BatchOptions bo;  // the evaluation split's and the selection slice's batches alike
+  bo.batch_size = cfg.eval.batch_size;
+  bo.pad_id = ctx.tok->pad_id();
+  ctx.eval_batches = core::make_batches(ctx.eval_data, bo);
   if (!ctx.select_examples.empty()) {
     ctx.select_data = core::encode_examples(*ctx.tok, ctx.select_examples, cfg.data.max_seq_len);
-    core::BatchOptions sb;
-    sb.batch_size = cfg.eval.batch_size;
-    sb.pad_id = ctx.tok->pad_id();
-    ctx.select_batches = core::make_batches(ctx.select_data, sb);
+    ctx.select_batches = core::make_batches(ctx.select_data, bo);
   }
   ctx.rank_sets.reserve(P.seeds);  // ranks point into rank_sets
   for (int s = 0; s < P.seeds; ++s)
@@ -59,10 +60,6 @@ void load_model_and_data(RunContext& ctx) {
     core::log_info("prune", "the criteria score on " + device.str() + " (" + core::gpu_summary() + ")");
   }
   ci.precision = core::precision_setting(cfg.run.precision);
-  core::BatchOptions bo;
-  bo.batch_size = cfg.eval.batch_size;
-  bo.pad_id = ctx.tok->pad_id();
-  ctx.eval_batches = core::make_batches(ctx.eval_data, bo);
   ci.objective = ctx.objective.get();
   ci.opts = &P;
   ci.counts = schedule_counts(P.schedule, P.schedule_unit, ctx.total_heads);

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "cli/cli_util.h"
+#include "core/base/strings.h"
 #include "core/data/batching.h"
 #include "core/data/glue.h"
 #include "core/io/checkpoint.h"
@@ -346,7 +347,9 @@ TEST_CASE("a recovery that lowers the selection metric is not the budget candida
   CHECK(m["recovered"].get<double>() < m["tuned"].get<double>());
   CHECK((*kwon)["variant"] != "recovered");
   CHECK((*kwon)["select_metric"].get<double>() >= m["tuned"].get<double>() - 1e-9);
-  CHECK_THAT(r.output, Catch::Contains("is the candidate; its recovery scored "));
+  // The recovery's score as the other numbers of the line are written (6 significant digits, no padding zeros).
+  CHECK_THAT(r.output, Catch::Contains("is the candidate; its recovery scored " +
+                                       hp::core::format_number("%g", m["recovered"].get<double>()) + " there"));
   // Decided in the budget curves, before the frontier stage, and the model kept there is the one measured: it
   // scores on the slice what its step scored when chosen.
   CHECK(r.output.find("is the candidate; its recovery scored ") < r.output.find("stage 5/9 frontier"));
