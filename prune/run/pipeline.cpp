@@ -54,8 +54,10 @@ std::optional<Frontier> frontier(RunContext& ctx, CurvesSummary& curves, const M
   if (steps > 0) {
     if (!train_control(ctx, steps, true, 5, "frontier", "the longest-trained candidate")) return std::nullopt;
     plan.control = true;
-    if (P.frontier_refine > 0 && (!(searched = measure_candidates(ctx, curves, plan)) || !refine()))
-      return std::nullopt;
+    if (P.frontier_refine > 0) {  // refined again only against a new reference: its rounds are spent otherwise
+      if (!(searched = measure_candidates(ctx, curves, plan))) return std::nullopt;
+      if (searched->reference == "control" && !refine()) return std::nullopt;
+    }
   }
   return measure_frontier(ctx, curves, plan);
 }

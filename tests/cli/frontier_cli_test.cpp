@@ -437,6 +437,34 @@ TEST_CASE("the budget search refined where the choice is made: the midpoint betw
   CHECK_THAT(other.output, Catch::Contains("the budget search refined at 38% of the FLOPs (round 2 of 2)"));
 }
 
+TEST_CASE("the refinement is not repeated once the control is trained when the unpruned model stays the reference",
+          "[cli][prune][frontier]") {
+  const auto out = hp::test::scratch_dir("hp_prune_frontier_refine_once");
+  fs::remove_all(out);
+  // The refinement case's setting (Spearman 100 unpruned on the slice, 90% of the FLOPs within D = 10, 20% not) with
+  // recoveries, so that a control is trained; it cannot beat 100, so one round is all prune.frontier_refine = 1 asks.
+  const std::string args = stsb_args(out, "hp_prune_frontier_refine_once_data",
+                                     "--schedule 0,100 --recover-steps 2 --set prune.budget_schedule=100,90,20"
+                                     " --max-drop 10 --set prune.frontier_gates=[] --set prune.frontier_refine=1");
+  auto r = run_capped(args, "HP_PYTHON=" + (out / "no-python").string());
+  INFO(r.output);
+  REQUIRE((r.code == 0 || (r.code == 2 && fs::exists(out / "summary.json"))));
+  const auto f = nlohmann::json::parse(slurp(out / "summary.json"))["frontier"];
+  REQUIRE(f["reference"] == "unpruned");
+  REQUIRE(r.output.find("the control: the unpruned model trained") != std::string::npos);
+  std::set<int> kwon;  // FLOPs percents of the search's candidates
+  for (const auto& p : f["points"])
+    if (p["method"] == "kwon") kwon.insert(static_cast<int>(std::lround(100 * p["flops_kept"].get<double>())));
+  REQUIRE(kwon.count(90));
+  REQUIRE(kwon.count(20));
+  CHECK(kwon.size() == 3);  // 90, 20 and the one refined budget
+  std::size_t lines = 0;
+  for (auto at = r.output.find("the budget search refined at"); at != std::string::npos;
+       at = r.output.find("the budget search refined at", at + 1))
+    ++lines;
+  CHECK(lines == 1);
+}
+
 TEST_CASE(
     "the refinement reads the better of the unpruned model and the control: refined again where the control is it",
     "[cli][prune][frontier]") {
