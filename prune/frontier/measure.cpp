@@ -87,7 +87,7 @@ bool measure_all(const FrontierMeasure& m, const std::vector<Candidate>& cands, 
       progress.update(++done, line.str());
     }
   }
-  progress.finish();
+  if (done > stored) progress.finish();  // a pass that only read stored measurements has nothing to report
   return true;
 }
 

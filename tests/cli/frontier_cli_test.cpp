@@ -415,6 +415,7 @@ TEST_CASE("the budget search refined where the choice is made: the midpoint betw
   INFO(again.output);
   REQUIRE(again.code == r.code);
   CHECK(nlohmann::json::parse(slurp(out / "summary.json"))["frontier"]["points"] == f["points"]);
+  CHECK_THAT(again.output, !Catch::Contains("[frontier] done: 0 candidates"));  // no progress line for nothing
   // Resumed with another D (a frontier re-chooses from what it measured): round 1 is 55% again (read back), and D = 50
   // takes 55% in and leaves 20% out, so round 2 is now 38%, a budget of its own (point 138), not the 73% the first
   // run stored for its round 2.
