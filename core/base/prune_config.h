@@ -142,8 +142,8 @@ struct PruneConfig {
       "--target-params F: the same budget in encoder parameters (a fraction of the unpruned encoder's); 0 = off");
     v("target_latency", target_latency,
       "--target-latency MS: the whole model's forward time at latency_batch x latency_seq and run.precision on this "
-      "machine, as the "
-      "latency table measured into the run folder predicts it (heads and FFN neurons searched as for FLOPs); 0 = off");
+      "machine, as the latency table measured into the run folder predicts it (heads and FFN neurons searched as for "
+      "FLOPs); 0 = off");
     v("max_drop", max_drop,
       "--max-drop D: measure the compression frontier (the best head criterion at each schedule count, the budget "
       "search recovered at each budget_schedule point, each at every precision this CPU runs natively) and export "
