@@ -33,6 +33,9 @@ std::string speed_precisions(const LatencySummary& l) {
   return " (" + l.slim_precision + " over unpruned " + l.unpruned_precision + ")";
 }
 
+// A speed-up as the result line prints it, to three digits ("1.21"): timings repeat to a few percent at best.
+std::string speedup(double x) { return core::format_number("%.3g", x); }
+
 // "0.19 epoch (step 400 of 600)": how long the unpruned model was fine-tuned, read from the train_result.json
 // beside it (stage 2's RUN_DIR/finetune, or a `prune train` run's folder given as model.path); empty where none is.
 std::string unpruned_training(const RunContext& ctx) {
@@ -112,11 +115,12 @@ void write_summary(const RunContext& ctx, RunSummary& s, const FinalModels* mode
                                      (trained.empty() ? "" : "; unpruned fine-tuned " + trained) +
                                      (cfg.prune.control ? "" : "; prune.control: false") + ")"
                                : std::string())
-                << "; speedup x" << f.latency.at("batch32").speedup << speed_precisions(f.latency.at("batch32"))
-                << " at batch 32 (FLOP bound x" << f.latency.at("batch32").flop_bound
+                << "; speedup x" << speedup(f.latency.at("batch32").speedup)
+                << speed_precisions(f.latency.at("batch32")) << " at batch 32 (FLOP bound x"
+                << speedup(f.latency.at("batch32").flop_bound)
                 << (f.latency.at("batch32").suspect.empty() ? "" : ", above it: timing suspect") << "), x"
-                << f.latency.at("batch1").speedup << (f.latency.at("batch1").suspect.empty() ? "" : " (timing suspect)")
-                << " at batch 1; "
+                << speedup(f.latency.at("batch1").speedup)
+                << (f.latency.at("batch1").suspect.empty() ? "" : " (timing suspect)") << " at batch 1; "
                 << (ctx.objective->export_kind() == ExportKind::kTransformers ? "slimmed model"
                                                                               : "sentence-transformers folder")
                 << " in " << cfg.run.out_dir << "/model\n";

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
@@ -288,6 +289,11 @@ TEST_CASE("the pruning run: curves for every criterion, exactly N heads exported
   INFO(r.output);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.output, Catch::Contains("3/8 heads (criterion taylor)"));
+  // Speed-ups to three digits: "speedup x1.21 at batch 32 (FLOP bound x1.21), x1.28 at batch 1".
+  const std::regex three_digits(
+      R"(speedup x\d+(\.\d{1,2})? at batch 32 \(FLOP bound x\d+(\.\d{1,2})?)"
+      R"((, above it: timing suspect)?\), x\d+(\.\d{1,2})?( \(timing suspect\))? at batch 1;)");
+  CHECK(std::regex_search(r.output, three_digits));
   auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
   CHECK(summary["final"]["heads_kept"] == 3);
   CHECK(summary["final"]["slim_vs_masked_max_abs_logit_diff"].get<double>() <= 1e-5);
