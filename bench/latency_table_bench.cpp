@@ -2,11 +2,14 @@
 // --model at --precision, then models with every layer at a fraction of its heads and neurons (uniform) and with
 // each layer's counts drawn at random (--random, seeded), each timed in alternating rounds with the unpruned model.
 // Prints per model the table's prediction, the measured time, the error, and both as a fraction of the unpruned
-// model (the ratio is what stays stable on a shared machine).
+// model (the ratio is what stays stable on a shared machine), beside a prediction in proportion to the FLOPs.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/io/checkpoint.h"
@@ -33,7 +36,7 @@ struct Shape {
 
 Shape uniform(const core::BertConfig& c, double f) {
   const long n = std::lround(f * c.num_attention_heads), m = std::lround(f * c.intermediate_size);
-  Shape s{"uniform " + std::to_string(static_cast<int>(f * 100)) + "%",
+  Shape s{"uniform " + std::to_string(std::lround(f * 100)) + "%",
           core::HeadSet(c.num_hidden_layers, std::vector<bool>(c.num_attention_heads, false)),
           core::NeuronSet(c.num_hidden_layers, std::vector<bool>(c.intermediate_size, false))};
   for (int l = 0; l < c.num_hidden_layers; ++l) {
@@ -79,9 +82,7 @@ int main(int argc, char** argv) {
   core::set_threads(threads);
   const core::Precision p = core::precision_setting(precision, "--precision");
   std::printf("%s\n", core::runtime_summary().c_str());
-  core::LoadOptions lo;
-  lo.num_labels = 2;
-  const core::Bert model = core::load_bert(model_dir, lo);
+  const core::Bert model = core::load_bert(model_dir);  // its own head: the labels do not change the time
   const core::BertConfig& c = model.config();
   const prune::LatencyTable t = prune::measure_latency_table(model, batch, seq, p);
   std::printf(
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
   core::Bert base = model;
   base.set_precision(p);
   const auto in = eval::synthetic_input(c, batch, seq);
-  std::printf("the unpruned model timed again after the table:");
+  std::printf("the unpruned model timed again after the table:");  // as the table times it
   for (int r = 0; r < 3; ++r) std::printf(" %.2f ms", eval::measure_latency(base, in, 1, 5, 0.2).median_ms);
   std::printf(" (the table's: %.2f ms)\n", t.unpruned_ms);
   for (const Shape& s : shapes) {
